@@ -1,0 +1,5 @@
+"""mueval: multi-user evaluation strategies with split conformal prediction."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"

@@ -1,0 +1,43 @@
+"""Shared test configuration: Hypothesis profile, paths to the official data, isolation."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci", max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
+WISDM_DIR = SHARED_DATA / "wisdm"
+GESTURES_ZIP = SHARED_DATA / "gestures" / "gestures-dataset.zip"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_mudata_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never read or write the user's real data folder or registry from a test."""
+    home = tmp_path_factory.mktemp("mudata_home")
+    monkeypatch.setenv("MUDATA_HOME", str(home))
+    monkeypatch.delenv("MUDATA_REGISTRY", raising=False)
+
+
+@pytest.fixture(scope="session")
+def wisdm_dir() -> Path:
+    """The official WISDM transformed ARFF's folder (read-only)."""
+    if not (WISDM_DIR / "WISDM_ar_v1.1_transformed.arff").is_file():
+        pytest.skip(f"official WISDM file not found in {WISDM_DIR}")
+    return WISDM_DIR
+
+
+@pytest.fixture(scope="session")
+def gestures_zip() -> Path:
+    """The official Smartwatch Gestures archive (read-only)."""
+    if not GESTURES_ZIP.is_file():
+        pytest.skip(f"official gestures archive not found at {GESTURES_ZIP}")
+    return GESTURES_ZIP

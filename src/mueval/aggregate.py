@@ -1,0 +1,128 @@
+"""Aggregation of per-split metrics (PROTOCOL.md, "Aggregation").
+
+- MM: one value per (iteration, classifier), over all its test rows.
+- Per-user strategies: one value per (iteration, user, classifier); their mean
+  over users for each (iteration, classifier), undefined (NaN) values skipped.
+- Then, for every strategy: mean and sample standard deviation (ddof=1) over the
+  iterations; ``n`` counts the iterations with a defined value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from mueval.models import CLASSIFIERS
+from mueval.runner import METRICS, EvalResult
+from mueval.strategies import STRATEGIES
+
+_KEYS = ["strategy", "classifier", "iteration", "seed", "user", "n_test", "n_cal"]
+
+
+def splits_frame(results: Sequence[EvalResult]) -> pd.DataFrame:
+    """One row per (strategy, classifier, iteration, user) with every metric.
+
+    Parameters
+    ----------
+    results : sequence of EvalResult
+
+    Returns
+    -------
+    DataFrame
+        Columns ``strategy, classifier, iteration, seed, user (Int64, <NA> for mm),
+        n_test, n_cal`` and one float column per name of :data:`METRICS`.
+    """
+    records = []
+    for r in results:
+        row = {
+            "strategy": r.strategy,
+            "classifier": r.classifier,
+            "iteration": r.iteration,
+            "seed": r.seed,
+            "user": r.user,
+            "n_test": r.n_test,
+            "n_cal": r.n_cal,
+        }
+        row.update({m: float(r.metrics.get(m, np.nan)) for m in METRICS})
+        records.append(row)
+    frame = pd.DataFrame.from_records(records, columns=[*_KEYS, *METRICS])
+    frame = frame.astype(
+        {
+            "strategy": str,
+            "classifier": str,
+            "iteration": "int64",
+            "seed": "int64",
+            "user": "Int64",
+            "n_test": "int64",
+            "n_cal": "int64",
+        }
+    )
+    for m in METRICS:
+        frame[m] = frame[m].astype("float64")
+    return frame
+
+
+def per_iteration(splits: pd.DataFrame) -> pd.DataFrame:
+    """Mean over users (NaN skipped) for each (strategy, classifier, iteration).
+
+    For MM there is one row per group already, so this is the identity there.
+
+    Parameters
+    ----------
+    splits : DataFrame
+        As returned by :func:`splits_frame`.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``strategy, classifier, iteration`` and the metrics.
+    """
+    grouped = splits.groupby(["strategy", "classifier", "iteration"], sort=False)
+    # pandas' mean skips NaN: an undefined value of one user does not erase the
+    # iteration (the protocol's "undefined values skipped").
+    return grouped[list(METRICS)].mean().reset_index()
+
+
+def summary_frame(splits: pd.DataFrame) -> pd.DataFrame:
+    """Mean and sample SD over iterations, one row per (strategy, classifier, metric).
+
+    Parameters
+    ----------
+    splits : DataFrame
+        As returned by :func:`splits_frame`.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``strategy, classifier, metric, mean, sd, n`` ordered by strategy,
+        classifier and metric in table order; ``sd`` is NaN for a single
+        iteration.
+    """
+    iters = per_iteration(splits)
+    rows = []
+    for (strategy, classifier), group in iters.groupby(["strategy", "classifier"], sort=False):
+        for metric in METRICS:
+            values = group[metric].to_numpy(dtype=float)
+            values = values[~np.isnan(values)]
+            n = len(values)
+            mean = float(values.mean()) if n else float("nan")
+            sd = float(values.std(ddof=1)) if n > 1 else float("nan")
+            rows.append((strategy, classifier, metric, mean, sd, n))
+    out = pd.DataFrame(rows, columns=["strategy", "classifier", "metric", "mean", "sd", "n"])
+    order = {
+        "strategy": {s: i for i, s in enumerate(STRATEGIES)},
+        "classifier": {c: i for i, c in enumerate(CLASSIFIERS)},
+        "metric": {m: i for i, m in enumerate(METRICS)},
+    }
+    out = out.sort_values(
+        ["strategy", "classifier", "metric"], key=lambda col: col.map(order[col.name])
+    ).reset_index(drop=True)
+    out["n"] = out["n"].astype("int64")
+    return out
+
+
+def summarize(results: Sequence[EvalResult]) -> pd.DataFrame:
+    """:func:`summary_frame` of :func:`splits_frame` of ``results``."""
+    return summary_frame(splits_frame(results))

@@ -1,0 +1,32 @@
+"""Exception family of :mod:`mueval`.
+
+Every failure raised on purpose has its own class, subclassing the built-in it
+resembles, so callers can catch it either way. The CLI maps :class:`UsageError`
+(and its subclasses) to exit code 2 and every other :class:`MuevalError` to 1.
+"""
+
+from __future__ import annotations
+
+
+class MuevalError(Exception):
+    """Base class of every error raised on purpose by :mod:`mueval`."""
+
+
+class UsageError(MuevalError, ValueError):
+    """The request itself is wrong (a name, an option value); exit code 2."""
+
+
+class DataError(MuevalError, ValueError):
+    """The input table cannot be evaluated (bad column, missing label, ...); exit 1."""
+
+
+class SplitError(DataError):
+    """A user or dataset is too small, or too uniform, for a strategy's split; exit 1."""
+
+
+class EvaluationError(MuevalError, RuntimeError):
+    """A model or conformal step failed for a given task; exit 1."""
+
+
+class OutputError(MuevalError, OSError):
+    """The run folder cannot be written; exit 1."""

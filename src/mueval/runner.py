@@ -1,0 +1,370 @@
+"""Run the evaluation: one model fit per (split, classifier), in parallel.
+
+A task is one :class:`~mueval.strategies.Split` (a strategy group, a seed and a
+target user or none) with one classifier. It fits the scaler and the model once,
+calls ``predict_proba`` once on every calibration and test row and ``predict``
+once on the test rows, then conformalizes once per strategy the split serves
+(UIM and UCM of one user and seed share a task). Results are sorted by
+(strategy, classifier, iteration, user), so they do not depend on the order in
+which the tasks ran or on the backend.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mueval.conformal import SCORES, conformalize
+from mueval.errors import EvaluationError, UsageError
+from mueval.metrics.classic import classification_metrics
+from mueval.metrics.conformal import study_conformal_metrics, textbook_criteria
+from mueval.models import CLASSIFIERS, fit_scaled, full_proba
+from mueval.strategies import STRATEGIES, Split, make_splits
+
+#: Every metric a run reports, in table order (fractions).
+CLASSIC_METRICS: tuple[str, ...] = (
+    "accuracy",
+    "sensitivity",
+    "specificity",
+    "F1",
+    "weighted_F1",
+)
+CONFORMAL_METRICS: tuple[str, ...] = (
+    "coverage",
+    "jaccard",
+    "setsize",
+    "pctempty",
+    "MCriterion",
+    "FCriterion",
+    "OM",
+    "OF",
+    "OU",
+    "OE",
+    "OF_textbook",
+    "OU_textbook",
+)
+METRICS: tuple[str, ...] = CLASSIC_METRICS + CONFORMAL_METRICS
+
+SMALL_CAL_POLICIES: tuple[str, ...] = ("error", "skip")
+BACKENDS: tuple[str, ...] = ("loky", "dask")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """What to evaluate and how (defaults = the reference protocol)."""
+
+    strategies: tuple[str, ...] = STRATEGIES[:4]
+    classifiers: tuple[str, ...] = CLASSIFIERS
+    alpha: float = 0.05
+    iterations: int = 20
+    seed_base: int = 100
+    score: str = "lac"
+    mondrian: bool = False
+    adapt_frac: float = 0.5
+    small_cal: str = "error"
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.alpha < 1.0:
+            message = f"alpha must be strictly between 0 and 1, got {self.alpha}"
+            raise UsageError(message)
+        if self.iterations < 1:
+            message = f"iterations must be at least 1, got {self.iterations}"
+            raise UsageError(message)
+        if self.score not in SCORES:
+            message = f"unknown score {self.score!r}; valid: {', '.join(SCORES)}"
+            raise UsageError(message)
+        if self.small_cal not in SMALL_CAL_POLICIES:
+            message = (
+                f"unknown small-cal policy {self.small_cal!r}; valid: "
+                f"{', '.join(SMALL_CAL_POLICIES)}"
+            )
+            raise UsageError(message)
+
+    def seed(self, iteration: int) -> int:
+        """Seed of 1-based ``iteration``: ``seed_base + iteration``."""
+        return self.seed_base + iteration
+
+
+@dataclass
+class EvalResult:
+    """Everything one (strategy, classifier, iteration, user) produced.
+
+    Attributes
+    ----------
+    strategy, classifier : str
+    iteration, seed : int
+    user : int or None
+    n_test, n_cal : int
+    metrics : dict of str to float
+        Every name of :data:`METRICS` (NaN when undefined or skipped).
+    rows : ndarray of int, shape (n_test,)
+        Row positions of the test rows.
+    y_pred : ndarray of int, shape (n_test,)
+    sets : ndarray of bool, shape (n_test, K), or None when skipped
+    pvalues : ndarray of float, shape (n_test, K), or None when skipped
+    proba : ndarray of float, shape (n_test, K)
+    note : str or None
+        Why the conformal metrics are NaN (``--small-cal skip``).
+    """
+
+    strategy: str
+    classifier: str
+    iteration: int
+    seed: int
+    user: int | None
+    n_test: int
+    n_cal: int
+    metrics: dict[str, float]
+    rows: np.ndarray
+    y_pred: np.ndarray
+    sets: np.ndarray | None
+    pvalues: np.ndarray | None
+    proba: np.ndarray
+    note: str | None = None
+
+    @property
+    def key(self) -> tuple[int, int, int, int]:
+        """(strategy order, classifier order, iteration, user or -1)."""
+        return (
+            STRATEGIES.index(self.strategy),
+            CLASSIFIERS.index(self.classifier),
+            self.iteration,
+            -1 if self.user is None else self.user,
+        )
+
+
+@dataclass
+class RunOutput:
+    """Sorted results plus what happened along the way."""
+
+    results: list[EvalResult]
+    notes: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _where(strategy: str, user: int | None, seed: int, classifier: str) -> str:
+    who = "all users" if user is None else f"user {user}"
+    return f"strategy {strategy}, {who}, seed {seed}, classifier {classifier}"
+
+
+def run_task(
+    X: np.ndarray,
+    y: np.ndarray,
+    n_classes: int,
+    split: Split,
+    classifier: str,
+    config: EvalConfig,
+) -> list[EvalResult]:
+    """Fit once, then evaluate every strategy the split serves.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features)
+        Unscaled features of the whole table.
+    y : ndarray of int, shape (n_rows,)
+        Class index of every row.
+    n_classes : int
+        Number of classes K of the table (a split may not hold every class).
+    split : Split
+    classifier : str
+    config : EvalConfig
+
+    Returns
+    -------
+    list of EvalResult
+        One per strategy of ``split.calibrations``.
+    """
+    try:
+        scaler, model = fit_scaled(classifier, split.seed, X[split.train], y[split.train])
+    except ValueError as exc:
+        where = _where("/".join(split.calibrations), split.user, split.seed, classifier)
+        message = f"{where}: model fit failed: {exc}"
+        raise EvaluationError(message) from exc
+    # One predict_proba over every row any calibration set or the test set needs.
+    cal_parts = list(split.calibrations.values())
+    eval_rows = np.concatenate([split.test, *cal_parts])
+    proba_all = full_proba(model, scaler.transform(X[eval_rows]), n_classes)
+    n_test = len(split.test)
+    proba_test = proba_all[:n_test]
+    y_pred = np.asarray(model.predict(scaler.transform(X[split.test])), dtype=int)
+    y_test = y[split.test]
+    classic = classification_metrics(y_test, y_pred, proba_all.shape[1])
+
+    out = []
+    start = n_test
+    for strategy, cal in split.calibrations.items():
+        proba_cal = proba_all[start : start + len(cal)]
+        start += len(cal)
+        metrics = {m: float(classic.get(m, np.nan)) for m in CLASSIC_METRICS}
+        note = None
+        sets = pvalues = None
+        try:
+            conf = conformalize(
+                proba_cal,
+                y[cal],
+                proba_test,
+                alpha=config.alpha,
+                score=config.score,
+                mondrian=config.mondrian,
+                seed=split.seed,
+            )
+        except EvaluationError as exc:
+            message = f"{_where(strategy, split.user, split.seed, classifier)}: {exc}"
+            if config.small_cal == "error":
+                hint = " (use --small-cal skip to record NaN for it instead)"
+                raise EvaluationError(message + hint) from exc
+            note = message
+            metrics.update({m: float("nan") for m in CONFORMAL_METRICS})
+        else:
+            sets, pvalues = conf.sets, conf.pvalues
+            study = study_conformal_metrics(y_test, sets, pvalues)
+            textbook = textbook_criteria(y_test, pvalues)
+            for m in CONFORMAL_METRICS:
+                value = study.get(m, textbook.get(m, np.nan))
+                metrics[m] = float(value)
+        out.append(
+            EvalResult(
+                strategy=strategy,
+                classifier=classifier,
+                iteration=split.iteration,
+                seed=split.seed,
+                user=split.user,
+                n_test=n_test,
+                n_cal=len(cal),
+                metrics=metrics,
+                rows=split.test,
+                y_pred=y_pred,
+                sets=sets,
+                pvalues=pvalues,
+                proba=proba_test,
+                note=note,
+            )
+        )
+    return out
+
+
+def build_splits(
+    y: np.ndarray, users: np.ndarray, config: EvalConfig, classes: Sequence[str]
+) -> list[Split]:
+    """Every split of every iteration, in (iteration, strategy, user) order."""
+    splits: list[Split] = []
+    for iteration in range(1, config.iterations + 1):
+        splits += make_splits(
+            y,
+            users,
+            config.strategies,
+            iteration,
+            config.seed(iteration),
+            adapt_frac=config.adapt_frac,
+            classes=classes,
+        )
+    return splits
+
+
+def _progress(iterable: Iterable, total: int, enabled: bool) -> Iterator:
+    if not enabled:
+        yield from iterable
+        return
+    from tqdm import tqdm
+
+    yield from tqdm(iterable, total=total, desc="mueval", unit="task", file=sys.stderr)
+
+
+def run(
+    X: np.ndarray,
+    y: np.ndarray,
+    users: np.ndarray,
+    classes: Sequence[str],
+    config: EvalConfig,
+    *,
+    jobs: int = 1,
+    backend: str = "loky",
+    scheduler: str | None = None,
+    progress: bool | None = None,
+) -> RunOutput:
+    """Evaluate every (split, classifier) task and return sorted results.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features)
+    y : ndarray of int, shape (n_rows,)
+        Class index of every row (into ``classes``).
+    users : ndarray of shape (n_rows,)
+    classes : sequence of str
+        Class names, sorted.
+    config : EvalConfig
+    jobs : int
+        Parallel workers for the loky backend (1 = in this process).
+    backend : {"loky", "dask"}
+    scheduler : str, optional
+        Address of a dask.distributed scheduler (dask backend only).
+    progress : bool, optional
+        Show a progress bar on stderr; default: only when stderr is a TTY.
+
+    Returns
+    -------
+    RunOutput
+    """
+    if backend not in BACKENDS:
+        message = f"unknown backend {backend!r}; valid: {', '.join(BACKENDS)}"
+        raise UsageError(message)
+    if backend == "dask" and not scheduler:
+        message = "the dask backend needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)"
+        raise UsageError(message)
+    if progress is None:
+        progress = sys.stderr.isatty()
+    X = np.ascontiguousarray(X, dtype=float)
+    y = np.asarray(y, dtype=int)
+    users = np.asarray(users)
+    n_classes = len(classes)
+    timings: dict[str, float] = {}
+
+    t0 = time.perf_counter()
+    splits = build_splits(y, users, config, classes)
+    tasks = [(s, c) for s in splits for c in config.classifiers]
+    timings["splits_s"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    if backend == "dask":
+        nested = _run_dask(X, y, n_classes, tasks, config, scheduler, progress)
+    elif jobs == 1:
+        gen = (run_task(X, y, n_classes, s, c, config) for s, c in tasks)
+        nested = list(_progress(gen, len(tasks), progress))
+    else:
+        from joblib import Parallel, delayed
+
+        parallel = Parallel(n_jobs=jobs, backend="loky", return_as="generator_unordered")
+        gen = parallel(delayed(run_task)(X, y, n_classes, s, c, config) for s, c in tasks)
+        nested = list(_progress(gen, len(tasks), progress))
+    timings["tasks_s"] = time.perf_counter() - t0
+
+    results = sorted((r for group in nested for r in group), key=lambda r: r.key)
+    notes = [r.note for r in results if r.note]
+    return RunOutput(results=results, notes=notes, timings=timings)
+
+
+def _run_dask(X, y, n_classes, tasks, config, scheduler, progress):
+    try:
+        from distributed import Client, as_completed
+    except ImportError as exc:  # optional dependency
+        message = "the dask backend needs dask.distributed: pip install 'dask[distributed]'"
+        raise UsageError(message) from exc
+    try:
+        client = Client(scheduler, timeout=30, set_as_default=False)
+    except (OSError, TimeoutError) as exc:
+        message = f"cannot reach the dask scheduler at {scheduler!r}: {exc}"
+        raise EvaluationError(message) from exc
+    try:
+        X_f, y_f = client.scatter([X, y], broadcast=True)
+        futures = [
+            client.submit(run_task, X_f, y_f, n_classes, s, c, config, pure=False)
+            for s, c in tasks
+        ]
+        nested = [f.result() for f in _progress(as_completed(futures), len(futures), progress)]
+    finally:
+        client.close()
+    return nested

@@ -1,0 +1,338 @@
+"""Row splits of the multi-user evaluation strategies (PROTOCOL.md, "Splits").
+
+Every split is index-based: arrays of row positions into the dataset table, made
+with scikit-learn's ``train_test_split(..., stratify=<labels>, random_state=seed)``
+in exactly the order the reference code made them, since the order of the calls
+and which returned part plays which role decide the numbers.
+
+A :class:`Split` holds one training set and one test set, and one calibration set
+per strategy it serves: UIM and UCM of one (user, seed) share training and test
+rows by construction, so one split (one model fit) serves both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.model_selection import train_test_split
+
+from mueval.errors import SplitError, UsageError
+
+#: Strategy codes in report order.
+STRATEGIES: tuple[str, ...] = ("mm", "udm", "uim", "ucm", "uam")
+
+#: Long or short names accepted for each code.
+ALIASES: dict[str, str] = {
+    "mixed": "mm",
+    "ud": "udm",
+    "ui": "uim",
+    "uc": "ucm",
+    "ua": "uam",
+}
+
+#: Display names used by tables and reports.
+STRATEGY_NAMES: dict[str, str] = {
+    "mm": "MM (mixed)",
+    "udm": "UDM (user-dependent)",
+    "uim": "UIM (user-independent)",
+    "ucm": "UCM (user-calibrated)",
+    "uam": "UAM (user-adaptive)",
+}
+
+
+@dataclass(frozen=True)
+class Split:
+    """One model fit's worth of rows.
+
+    Attributes
+    ----------
+    iteration : int
+        1-based iteration number.
+    seed : int
+        Seed of the iteration (splits and models).
+    user : int or None
+        Target user; None for the mixed model.
+    train : ndarray of shape (n_train,)
+        Row positions of the training set.
+    test : ndarray of shape (n_test,)
+        Row positions of the test set.
+    calibrations : dict of str to ndarray
+        Strategy code -> row positions of its calibration set.
+    """
+
+    iteration: int
+    seed: int
+    user: int | None
+    train: np.ndarray
+    test: np.ndarray
+    calibrations: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        """Sort key: (first strategy served, iteration, user or -1)."""
+        first = min(self.calibrations, key=STRATEGIES.index)
+        return (first, self.iteration, -1 if self.user is None else int(self.user))
+
+
+def parse_strategies(values: Sequence[str]) -> list[str]:
+    """Expand strategy names (codes, aliases, ``all``, comma lists) in report order.
+
+    Parameters
+    ----------
+    values : sequence of str
+        E.g. ``["mm,ucm"]``, ``["mixed", "ui"]`` or ``["all"]``.
+
+    Returns
+    -------
+    list of str
+        Unique codes ordered as :data:`STRATEGIES`.
+    """
+    valid = ", ".join([*STRATEGIES, *ALIASES, "all"])
+    wanted: set[str] = set()
+    for value in values:
+        for part in str(value).split(","):
+            name = part.strip().lower()
+            if not name:
+                continue
+            if name == "all":
+                wanted.update(STRATEGIES)
+            elif name in STRATEGIES:
+                wanted.add(name)
+            elif name in ALIASES:
+                wanted.add(ALIASES[name])
+            else:
+                message = f"unknown strategy {part.strip()!r}; valid: {valid}"
+                raise UsageError(message)
+    if not wanted:
+        message = f"no strategy given; valid: {valid}"
+        raise UsageError(message)
+    return [s for s in STRATEGIES if s in wanted]
+
+
+def _describe(y: np.ndarray, classes: Sequence[str] | None) -> str:
+    values, counts = np.unique(y, return_counts=True)
+    names = [classes[v] if classes is not None else str(v) for v in values]
+    return ", ".join(f"{n}: {c}" for n, c in zip(names, counts))
+
+
+def _split(
+    idx: np.ndarray,
+    y: np.ndarray,
+    train_size: float,
+    seed: int,
+    *,
+    what: str,
+    classes: Sequence[str] | None = None,
+    stratify: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``train_test_split`` of row positions, stratified on their labels.
+
+    Parameters
+    ----------
+    idx : ndarray of shape (m,)
+        Row positions to split, in the order the reference code had them.
+    y : ndarray of shape (n_rows,)
+        Integer labels of the whole table.
+    train_size : float
+        Fraction given to the first returned part.
+    seed : int
+        ``random_state`` of the split.
+    what : str
+        Names the strategy and user in error messages.
+    classes : sequence of str, optional
+        Class names for error messages.
+    stratify : bool
+        Stratify on the labels (the protocol always does).
+
+    Returns
+    -------
+    first, second : ndarray
+        The ``train_size`` part and the rest.
+    """
+    labels = y[idx]
+    try:
+        first, second = train_test_split(
+            idx,
+            train_size=train_size,
+            stratify=labels if stratify else None,
+            random_state=seed,
+        )
+    except ValueError as exc:
+        message = (
+            f"{what}: cannot split {len(idx)} rows with train_size={train_size} "
+            f"(class counts {_describe(labels, classes)}): {exc}"
+        )
+        raise SplitError(message) from exc
+    return np.asarray(first), np.asarray(second)
+
+
+def _can_stratify(labels: np.ndarray, train_size: float) -> bool:
+    """Whether a stratified split of ``labels`` is possible (each class >= 2 rows
+    and both parts at least as large as the number of classes)."""
+    _, counts = np.unique(labels, return_counts=True)
+    n = len(labels)
+    n_first = int(np.floor(train_size * n))
+    n_second = n - n_first
+    return bool(counts.min() >= 2 and min(n_first, n_second) >= len(counts))
+
+
+def mixed_splits(
+    y: np.ndarray, iteration: int, seed: int, classes: Sequence[str] | None = None
+) -> list[Split]:
+    """MM: 60% train, then the rest halved into calibration (first) and test."""
+    idx = np.arange(len(y))
+    train, rest = _split(idx, y, 0.6, seed, what="mm", classes=classes)
+    cal, test = _split(rest, y, 0.5, seed, what="mm", classes=classes)
+    return [Split(iteration, seed, None, train, test, {"mm": cal})]
+
+
+def user_dependent_splits(
+    y: np.ndarray,
+    users: np.ndarray,
+    iteration: int,
+    seed: int,
+    classes: Sequence[str] | None = None,
+) -> list[Split]:
+    """UDM: the MM splits on each user's own rows (users ascending)."""
+    out = []
+    for user in np.unique(users):
+        idx = np.flatnonzero(users == user)
+        what = f"udm, user {user}"
+        n_classes = len(np.unique(y[idx]))
+        if n_classes < 2:
+            message = (
+                f"{what}: the user has only one class "
+                f"({_describe(y[idx], classes)}); udm trains a model on each user's "
+                "own rows and needs at least two classes per user"
+            )
+            raise SplitError(message)
+        train, rest = _split(idx, y, 0.6, seed, what=what, classes=classes)
+        cal, test = _split(rest, y, 0.5, seed, what=what, classes=classes)
+        out.append(Split(iteration, seed, int(user), train, test, {"udm": cal}))
+    return out
+
+
+def user_independent_splits(
+    y: np.ndarray,
+    users: np.ndarray,
+    iteration: int,
+    seed: int,
+    strategies: Sequence[str],
+    classes: Sequence[str] | None = None,
+) -> list[Split]:
+    """UIM and/or UCM, one split per target user serving both.
+
+    Other users' rows, ``train_size=0.6``: train (first) and the UIM calibration
+    set (second; discarded by UCM). Target user's rows, ``train_size=0.5``: test
+    (first) and the UCM calibration set (second; discarded by UIM).
+    """
+    serve = [s for s in ("uim", "ucm") if s in strategies]
+    out = []
+    for user in np.unique(users):
+        others = np.flatnonzero(users != user)
+        own = np.flatnonzero(users == user)
+        what = f"{'/'.join(serve)}, user {user}"
+        if len(np.unique(y[others])) < 2:
+            message = (
+                f"{what}: the other users' rows hold only one class "
+                f"({_describe(y[others], classes)}); a model needs at least two"
+            )
+            raise SplitError(message)
+        train, cal_others = _split(others, y, 0.6, seed, what=what, classes=classes)
+        test, cal_own = _split(own, y, 0.5, seed, what=what, classes=classes)
+        cals = {}
+        if "uim" in serve:
+            cals["uim"] = cal_others
+        if "ucm" in serve:
+            cals["ucm"] = cal_own
+        out.append(Split(iteration, seed, int(user), train, test, cals))
+    return out
+
+
+def user_adaptive_splits(
+    y: np.ndarray,
+    users: np.ndarray,
+    iteration: int,
+    seed: int,
+    adapt_frac: float = 0.5,
+    classes: Sequence[str] | None = None,
+) -> list[Split]:
+    """UAM (an addition to the protocol): train on the other users plus a part of
+    the target user's rows, calibrate and test on the rest of the target's rows.
+
+    The target user's rows are split with ``train_size=adapt_frac`` into the
+    adaptation part (first, added to training) and the rest, which is halved into
+    calibration (first) and test (second). Every split is stratified when each
+    class has at least two rows and both parts can hold every class; otherwise it
+    is a plain random split with the same seed.
+    """
+    if not 0.0 < adapt_frac < 1.0:
+        message = f"adapt_frac must be strictly between 0 and 1, got {adapt_frac}"
+        raise UsageError(message)
+    out = []
+    for user in np.unique(users):
+        others = np.flatnonzero(users != user)
+        own = np.flatnonzero(users == user)
+        what = f"uam, user {user}"
+        strat = _can_stratify(y[own], adapt_frac)
+        adapt, rest = _split(
+            own, y, adapt_frac, seed, what=what, classes=classes, stratify=strat
+        )
+        strat = _can_stratify(y[rest], 0.5)
+        cal, test = _split(rest, y, 0.5, seed, what=what, classes=classes, stratify=strat)
+        train = np.concatenate([others, adapt])
+        if len(np.unique(y[train])) < 2:
+            message = f"{what}: the training rows hold only one class"
+            raise SplitError(message)
+        out.append(Split(iteration, seed, int(user), train, test, {"uam": cal}))
+    return out
+
+
+def make_splits(
+    y: np.ndarray,
+    users: np.ndarray,
+    strategies: Sequence[str],
+    iteration: int,
+    seed: int,
+    *,
+    adapt_frac: float = 0.5,
+    classes: Sequence[str] | None = None,
+) -> list[Split]:
+    """Every split of one iteration for the requested strategies.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_rows,)
+        Integer labels (index into ``classes``).
+    users : ndarray of shape (n_rows,)
+        User id of each row.
+    strategies : sequence of str
+        Strategy codes (already parsed).
+    iteration : int
+        1-based iteration number.
+    seed : int
+        Seed of the iteration.
+    adapt_frac : float
+        Fraction of the target user's rows added to training by UAM.
+    classes : sequence of str, optional
+        Class names, for error messages.
+
+    Returns
+    -------
+    list of Split
+        MM first, then UDM, UIM/UCM and UAM, users ascending in each.
+    """
+    y = np.asarray(y)
+    users = np.asarray(users)
+    out: list[Split] = []
+    if "mm" in strategies:
+        out += mixed_splits(y, iteration, seed, classes)
+    if "udm" in strategies:
+        out += user_dependent_splits(y, users, iteration, seed, classes)
+    if "uim" in strategies or "ucm" in strategies:
+        out += user_independent_splits(y, users, iteration, seed, strategies, classes)
+    if "uam" in strategies:
+        out += user_adaptive_splits(y, users, iteration, seed, adapt_frac, classes)
+    return out

@@ -1,0 +1,51 @@
+"""Metrics of :mod:`mueval`: small pure functions over arrays.
+
+Classes are integers ``0..K-1`` (indices into the sorted class names);
+``y_true``/``y_pred`` are int arrays ``(n,)``, prediction ``sets`` bool arrays
+``(n, K)``, ``pvalues`` float arrays ``(n, K)``. Every metric returns Python
+floats (``nan`` where undefined) and raises :class:`MetricInputError`, a
+``ValueError``, on malformed input.
+
+- :mod:`~mueval.metrics.classic`: accuracy and caret-style macro metrics.
+- :mod:`~mueval.metrics.conformal`: LAC sets, thresholds and p-values; the
+  study's conformal criteria and Vovk's textbook ones.
+- :mod:`~mueval.metrics.diagnostics`: conditional-coverage diagnostics
+  (size-stratified coverage, CovGap, HSIC, worst-slab coverage, ERT).
+"""
+
+from __future__ import annotations
+
+from mueval.metrics.classic import MetricInputError, classification_metrics
+from mueval.metrics.conformal import (
+    lac_pvalues,
+    lac_scores,
+    lac_sets,
+    lac_threshold,
+    study_conformal_metrics,
+    textbook_criteria,
+)
+from mueval.metrics.diagnostics import (
+    coverage_gap,
+    excess_risk_target_coverage,
+    hsic,
+    size_stratified_coverage,
+    weighted_coverage_gap,
+    worst_slab_coverage,
+)
+
+__all__ = [
+    "MetricInputError",
+    "classification_metrics",
+    "coverage_gap",
+    "excess_risk_target_coverage",
+    "hsic",
+    "lac_pvalues",
+    "lac_scores",
+    "lac_sets",
+    "lac_threshold",
+    "size_stratified_coverage",
+    "study_conformal_metrics",
+    "textbook_criteria",
+    "weighted_coverage_gap",
+    "worst_slab_coverage",
+]

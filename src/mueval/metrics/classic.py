@@ -1,0 +1,225 @@
+"""Non-conformal classification metrics, as the reference study computes them.
+
+Encoding used by every :mod:`mueval.metrics` function: classes are integers
+``0..K-1`` (indices into the sorted class names), ``y_true`` and ``y_pred`` are
+integer arrays of shape ``(n,)``. Results are plain Python floats, ``nan`` where
+a value is undefined.
+
+This module also holds the input checks shared by the other metric modules and
+their exception class, :class:`MetricInputError`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = ["MetricInputError", "classification_metrics"]
+
+
+class MetricInputError(ValueError):
+    """An array given to a metric has the wrong shape, dtype or values."""
+
+
+# ---------------------------------------------------------------------------
+# Input checks shared by classic, conformal and diagnostics
+# ---------------------------------------------------------------------------
+
+
+def _describe(arr: np.ndarray) -> str:
+    return f"dtype {arr.dtype} and shape {arr.shape}"
+
+
+def _as_labels(name: str, values: ArrayLike, n_classes: int | None = None) -> NDArray[np.int64]:
+    """Return ``values`` as a 1-D int64 array of class indices in ``0..n_classes-1``."""
+    arr = np.asarray(values)
+    if arr.ndim != 1 or not (np.issubdtype(arr.dtype, np.integer) or arr.dtype == bool):
+        message = f"{name} must be a 1-D integer array of class indices; found {_describe(arr)}"
+        raise MetricInputError(message)
+    arr = arr.astype(np.int64)
+    if n_classes is not None and arr.size and (arr.min() < 0 or arr.max() >= n_classes):
+        message = (
+            f"{name} must hold class indices in 0..{n_classes - 1}; "
+            f"found values from {arr.min()} to {arr.max()} (shape {arr.shape})"
+        )
+        raise MetricInputError(message)
+    return arr
+
+
+def _as_bool_vector(name: str, values: ArrayLike) -> NDArray[np.bool_]:
+    """Return ``values`` as a 1-D bool array; integer 0/1 arrays are accepted."""
+    arr = np.asarray(values)
+    ok_dtype = arr.dtype == bool or np.issubdtype(arr.dtype, np.integer)
+    if arr.ndim != 1 or not ok_dtype:
+        message = f"{name} must be a 1-D boolean array; found {_describe(arr)}"
+        raise MetricInputError(message)
+    if arr.dtype != bool:
+        if arr.size and not np.isin(arr, (0, 1)).all():
+            message = f"{name} must hold only 0/1 or True/False; found values {np.unique(arr)[:10]}"
+            raise MetricInputError(message)
+        arr = arr.astype(bool)
+    return arr
+
+
+def _as_sets(name: str, values: ArrayLike) -> NDArray[np.bool_]:
+    """Return prediction sets as a 2-D ``(n, K)`` bool array (True = class in the set)."""
+    arr = np.asarray(values)
+    ok_dtype = arr.dtype == bool or np.issubdtype(arr.dtype, np.integer)
+    if arr.ndim != 2 or not ok_dtype:
+        message = f"{name} must be a 2-D boolean array of shape (n, K); found {_describe(arr)}"
+        raise MetricInputError(message)
+    if arr.dtype != bool:
+        if arr.size and not np.isin(arr, (0, 1)).all():
+            message = f"{name} must hold only 0/1 or True/False; found values {np.unique(arr)[:10]}"
+            raise MetricInputError(message)
+        arr = arr.astype(bool)
+    return arr
+
+
+def _as_float_matrix(
+    name: str, values: ArrayLike, *, low: float | None = None, high: float | None = None
+) -> NDArray[np.float64]:
+    """Return a finite 2-D float64 array, optionally checked to lie in ``[low, high]``."""
+    arr = np.asarray(values)
+    if arr.ndim != 2 or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+        message = f"{name} must be a 2-D float array; found {_describe(arr)}"
+        raise MetricInputError(message)
+    arr = arr.astype(np.float64)
+    if not np.isfinite(arr).all():
+        message = f"{name} must be finite; found {int((~np.isfinite(arr)).sum())} NaN/inf values (shape {arr.shape})"
+        raise MetricInputError(message)
+    if arr.size and low is not None and high is not None and (arr.min() < low or arr.max() > high):
+        message = (
+            f"{name} must lie in [{low}, {high}]; found values from {arr.min()} to {arr.max()} "
+            f"(shape {arr.shape})"
+        )
+        raise MetricInputError(message)
+    return arr
+
+
+def _as_float_vector(name: str, values: ArrayLike) -> NDArray[np.float64]:
+    """Return a finite 1-D float64 array."""
+    arr = np.asarray(values)
+    if arr.ndim != 1 or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+        message = f"{name} must be a 1-D numeric array; found {_describe(arr)}"
+        raise MetricInputError(message)
+    arr = arr.astype(np.float64)
+    if not np.isfinite(arr).all():
+        message = f"{name} must be finite; found {int((~np.isfinite(arr)).sum())} NaN/inf values (shape {arr.shape})"
+        raise MetricInputError(message)
+    return arr
+
+
+def _check_same_rows(**arrays: np.ndarray) -> None:
+    """Raise unless every array has the same number of rows."""
+    rows = {name: arr.shape[0] for name, arr in arrays.items()}
+    if len(set(rows.values())) > 1:
+        found = ", ".join(f"{name} has {n}" for name, n in rows.items())
+        message = f"arrays must have the same number of rows; found {found}"
+        raise MetricInputError(message)
+
+
+def _check_alpha(alpha: float) -> float:
+    if not isinstance(alpha, (int, float, np.floating)) or not 0.0 < float(alpha) < 1.0:
+        message = f"alpha must be a miscoverage level in (0, 1); found {alpha!r}"
+        raise MetricInputError(message)
+    return float(alpha)
+
+
+def _mean(values: np.ndarray) -> float:
+    """Mean as a Python float; ``nan`` (no warning) for an empty array."""
+    return float(values.mean()) if values.size else math.nan
+
+
+# ---------------------------------------------------------------------------
+# Metrics
+# ---------------------------------------------------------------------------
+
+
+def _ratio(numer: np.ndarray, denom: np.ndarray) -> np.ndarray:
+    """Elementwise ``numer / denom`` with ``nan`` where ``denom == 0`` (R's 0/0 -> NaN)."""
+    out = np.full(numer.shape, np.nan)
+    np.divide(numer, denom, out=out, where=denom != 0)
+    return out
+
+
+def classification_metrics(y_true: ArrayLike, y_pred: ArrayLike, n_classes: int) -> dict[str, float]:
+    """Accuracy and macro sensitivity, specificity, F1 as R caret computes them.
+
+    Every class ``c`` present in ``y_true`` is scored one against the rest over
+    **all** rows: ``TP = #(pred c, true c)``, ``FN = #(pred not c, true c)``,
+    ``FP = #(pred c, true not c)``, ``TN`` the rest. A prediction of a class
+    that is absent from ``y_true`` therefore still counts (as a FN of the true
+    class and a TN of the others), but the absent class itself is not averaged.
+
+    - sensitivity ``TP/(TP+FN)``; specificity ``TN/(TN+FP)``;
+      precision ``TP/(TP+FP)``; F1 ``2PR/(P+R)``.
+    - As in caret (``byClass`` then ``mean(..., na.rm=TRUE)``), a class whose
+      value is 0/0 is left out of the average: specificity when the subset has a
+      single class, precision and hence F1 when the class is never predicted,
+      and F1 when ``TP = 0`` (``P = R = 0``; scikit-learn would count 0 there).
+
+    ``weighted_F1`` is the HAR benchmark's score (Tang et al. 2020,
+    arXiv:2005.03948): the per-class F1 weighted by the class's share of
+    ``y_true``, with an undefined precision, recall or F1 counted as 0; a
+    fraction in [0, 1], not a percentage.
+
+    Parameters
+    ----------
+    y_true : array of int, shape (n,)
+        True class indices in ``0..n_classes-1``.
+    y_pred : array of int, shape (n,)
+        Predicted class indices in ``0..n_classes-1``.
+    n_classes : int
+        Number of classes K of the whole problem (not only of this subset).
+
+    Returns
+    -------
+    dict
+        ``"accuracy"``, ``"sensitivity"``, ``"specificity"``, ``"F1"``,
+        ``"weighted_F1"``: Python floats in [0, 1], ``nan`` when undefined
+        (every key is ``nan`` for ``n = 0``).
+    """
+    if isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)) or n_classes < 1:
+        message = f"n_classes must be a positive integer; found {n_classes!r}"
+        raise MetricInputError(message)
+    y_true = _as_labels("y_true", y_true, int(n_classes))
+    y_pred = _as_labels("y_pred", y_pred, int(n_classes))
+    _check_same_rows(y_true=y_true, y_pred=y_pred)
+    n = y_true.size
+    if n == 0:
+        return dict.fromkeys(("accuracy", "sensitivity", "specificity", "F1", "weighted_F1"), math.nan)
+
+    # Confusion matrix over all K classes: rows = truth, columns = prediction.
+    confusion = np.bincount(y_true * n_classes + y_pred, minlength=n_classes * n_classes)
+    confusion = confusion.reshape(n_classes, n_classes).astype(np.float64)
+    support = confusion.sum(axis=1)
+    predicted = confusion.sum(axis=0)
+    tp = np.diag(confusion)
+    fn = support - tp
+    fp = predicted - tp
+    tn = n - tp - fn - fp
+
+    present = support > 0
+    sensitivity = _ratio(tp, tp + fn)
+    specificity = _ratio(tn, tn + fp)
+    precision = _ratio(tp, tp + fp)
+    with np.errstate(invalid="ignore"):
+        # NaN propagates from precision; P = R = 0 gives 0/0 = NaN, as in R.
+        f1 = _ratio(2 * precision * sensitivity, precision + sensitivity)
+        f1[np.isnan(precision)] = np.nan
+
+    def macro(values: np.ndarray) -> float:
+        kept = values[present & ~np.isnan(values)]
+        return _mean(kept)
+
+    f1_zeroed = np.nan_to_num(f1, nan=0.0)
+    return {
+        "accuracy": float(tp.sum() / n),
+        "sensitivity": macro(sensitivity),
+        "specificity": macro(specificity),
+        "F1": macro(f1),
+        "weighted_F1": float(np.sum(support / n * f1_zeroed)),
+    }

@@ -23,7 +23,6 @@ from mudata.readers import FeatureTable, Sources, get_reader
 from mudata.registry import DatasetEntry
 from mudata.store import read_provenance, write_table
 from mudata.userfilter import filter_users
-from mudata.validate import validate_table
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +107,8 @@ def build_table(entry: DatasetEntry, sources: Sources) -> tuple[pd.DataFrame, di
     if labelled.empty:
         message = f"{entry.name}: no row of a kept class {entry.class_names} was read"
         raise EmptyResultError(message)
+    from mudata.validate import validate_table  # pandera is slow to import; only needed to build
+
     kept, report = filter_users(labelled, entry.class_names, entry.min_per_class, dataset=entry.name)
     validated = validate_table(kept, entry.class_names, entry.min_per_class, dataset=entry.name)
     drops = {

@@ -21,9 +21,18 @@ import pyarrow.parquet as pq
 PROVENANCE_KEY = b"mudata.provenance"
 
 
+def _umask_mode() -> int:
+    # mkstemp creates files readable by the owner only; published tables should
+    # get the permissions any other new file would get.
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def _atomic_write_bytes(path: Path, payload: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     try:
+        os.chmod(tmp, _umask_mode())
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
             fh.flush()
@@ -97,13 +106,15 @@ def write_table(table: pd.DataFrame, folder: Path, name: str, provenance: dict[s
     metadata[PROVENANCE_KEY] = json.dumps(provenance, sort_keys=True).encode("utf-8")
     arrow = arrow.replace_schema_metadata(metadata)
 
-    descriptor = datapackage(table, parquet_path.name, provenance)
-    _atomic_write_bytes(folder / "datapackage.json", json.dumps(descriptor, indent=2).encode("utf-8"))
+    descriptor = json.dumps(datapackage(table, parquet_path.name, provenance), indent=2).encode("utf-8")
 
+    # Both files are complete under temporary names before either is renamed.
     fd, tmp = tempfile.mkstemp(prefix=f".{parquet_path.name}.", suffix=".part", dir=folder)
     os.close(fd)
     try:
+        os.chmod(tmp, _umask_mode())
         pq.write_table(arrow, tmp)
+        _atomic_write_bytes(folder / "datapackage.json", descriptor)
         os.replace(tmp, parquet_path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -1,0 +1,201 @@
+"""Generic readers for user-registered datasets that need no code of their own.
+
+* ``feature-table`` (:func:`read_feature_table`): a table of computed
+  features, one row per example (CSV or Parquet, one file or several).
+* ``long-signals`` (:func:`read_long_signals`): raw samples in long format,
+  one row per sample (CSV or Parquet, one file or one per user).
+
+Both are configured entirely by the entry's ``reader_options``.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+
+from mudata.errors import MissingFileError, ParseError, RegistryError
+from mudata.readers.base import FeatureTable, SignalTable, Sources
+from mudata.registry import DatasetEntry
+
+FORMATS = ("csv", "parquet")
+
+
+def _option(entry: DatasetEntry, key: str) -> object:
+    if key not in entry.reader_options:
+        message = f"dataset '{entry.name}': reader '{entry.reader}' needs reader_options.{key}"
+        raise RegistryError(message)
+    return entry.reader_options[key]
+
+
+def _load(entry: DatasetEntry, sources: Sources, required: list[str]) -> list[tuple[str, pd.DataFrame]]:
+    """Every member matching ``members``, parsed; each must hold ``required``."""
+    options = entry.reader_options
+    fmt = str(options.get("format", "csv")).lower()
+    if fmt not in FORMATS:
+        message = f"dataset '{entry.name}': reader_options.format is '{fmt}'; expected one of {list(FORMATS)}"
+        raise RegistryError(message)
+    pattern = options.get("members", f"*.{fmt}")
+    members = sources.names(pattern)
+    if not members:
+        message = f"dataset '{entry.name}': no file matching '{pattern}' in {', '.join(map(str, sources.roots))}"
+        raise MissingFileError(message)
+    tables = []
+    for member in members:
+        data = sources.read_bytes(member)
+        try:
+            if fmt == "csv":
+                table = pd.read_csv(io.BytesIO(data), engine="c")
+            else:
+                table = pd.read_parquet(io.BytesIO(data))
+        except (ValueError, OSError) as exc:
+            message = f"{member}: cannot be read as {fmt} ({type(exc).__name__}: {exc})"
+            raise ParseError(message) from None
+        missing = [c for c in required if c not in table.columns]
+        if missing:
+            message = f"{member}: missing column(s) {missing}; columns found: {list(table.columns)}"
+            raise ParseError(message)
+        tables.append((member, table))
+    return tables
+
+
+def _integer_users(values: pd.Series, member: str, column: str) -> np.ndarray:
+    numeric = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(numeric) | (numeric != np.round(numeric)))
+    if bad.size:
+        message = (f"{member}: user column '{column}' must hold integers; row {int(bad[0])} "
+                   f"holds {values.iloc[bad[0]]!r}")
+        raise ParseError(message)
+    return numeric.astype(np.int64)
+
+
+def _numeric(table: pd.DataFrame, columns: list[str], member: str) -> pd.DataFrame:
+    out = {}
+    for column in columns:
+        values = pd.to_numeric(table[column], errors="coerce")
+        bad = np.flatnonzero(values.isna().to_numpy() & table[column].notna().to_numpy())
+        if bad.size:
+            message = (f"{member}: column '{column}' must be numeric; row {int(bad[0])} "
+                       f"holds {table[column].iloc[bad[0]]!r}")
+            raise ParseError(message)
+        out[column] = values.to_numpy(dtype=np.float64)
+    return pd.DataFrame(out, index=table.index)
+
+
+def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
+    """Read a table of computed features.
+
+    Parameters
+    ----------
+    entry : DatasetEntry
+        ``reader_options``: ``format`` (``"csv"`` or ``"parquet"``), ``members``
+        (glob, default ``"*.<format>"``; several files are stacked in name
+        order), ``user_col``, ``label_col``, ``feature_cols`` (optional list;
+        default every other numeric column).
+    sources : Sources
+        The verified files.
+
+    Returns
+    -------
+    FeatureTable
+        ``userid`` (int), ``label`` (as in the file), then the features as
+        float64, rows in file order.
+
+    Raises
+    ------
+    ParseError
+        When a file lacks a named column (file, missing and found columns
+        named), a user id is not an integer or a feature is not numeric.
+    """
+    user_col = str(_option(entry, "user_col"))
+    label_col = str(_option(entry, "label_col"))
+    feature_cols = entry.reader_options.get("feature_cols")
+    required = [user_col, label_col, *(feature_cols or [])]
+    frames = []
+    for member, table in _load(entry, sources, required):
+        if feature_cols is None:
+            chosen = [c for c in table.columns if c not in (user_col, label_col)
+                      and pd.api.types.is_numeric_dtype(table[c])
+                      and not pd.api.types.is_bool_dtype(table[c])]
+        else:
+            chosen = list(feature_cols)
+        frame = pd.DataFrame({
+            "userid": _integer_users(table[user_col], member, user_col),
+            "label": table[label_col].to_numpy(),
+        })
+        frames.append((member, pd.concat([frame, _numeric(table, chosen, member).reset_index(drop=True)], axis=1)))
+    columns = list(frames[0][1].columns)
+    for member, frame in frames[1:]:
+        if list(frame.columns) != columns:
+            message = f"{member}: feature columns {list(frame.columns)[2:]} differ from {frames[0][0]}'s {columns[2:]}"
+            raise ParseError(message)
+    return FeatureTable(pd.concat([f for _, f in frames], ignore_index=True))
+
+
+def read_long_signals(entry: DatasetEntry, sources: Sources) -> SignalTable:
+    """Read raw samples in long format (one row per sample).
+
+    Parameters
+    ----------
+    entry : DatasetEntry
+        ``reader_options``: ``format``, ``members`` (as for
+        :func:`read_feature_table`), ``user_col``, ``label_col``, ``time_col``
+        (optional; rows are then sorted by user then time, stably),
+        ``channels`` (the channel columns; default those of ``entry.sensors``;
+        must include every sensor channel), ``segment_col`` (optional; default:
+        one segment per (file, user)).
+    sources : Sources
+        The verified files.
+
+    Returns
+    -------
+    SignalTable
+        ``userid`` (int), ``label``, ``segment`` (int), then the channels as
+        float64 (NaN kept).
+
+    Raises
+    ------
+    RegistryError
+        When ``channels`` misses a channel of ``entry.sensors``.
+    ParseError
+        When a file lacks a named column (file, missing and found columns
+        named), a user id is not an integer or a channel is not numeric.
+    """
+    options = entry.reader_options
+    user_col = str(_option(entry, "user_col"))
+    label_col = str(_option(entry, "label_col"))
+    time_col = options.get("time_col")
+    segment_col = options.get("segment_col")
+    sensor_channels = [c for s in entry.sensors for c in s.channels]
+    channels = list(options.get("channels", sensor_channels))
+    absent = [c for c in sensor_channels if c not in channels]
+    if absent:
+        message = (f"dataset '{entry.name}': sensor channels {absent} are not in "
+                   f"reader_options.channels {channels}")
+        raise RegistryError(message)
+    required = [user_col, label_col, *channels, *([time_col] if time_col else []),
+                *([segment_col] if segment_col else [])]
+    frames = []
+    for number, (member, table) in enumerate(_load(entry, sources, required)):
+        frame = pd.DataFrame({
+            "userid": _integer_users(table[user_col], member, user_col),
+            "label": table[label_col].to_numpy(),
+            "_file": np.full(len(table), number, dtype=np.int64),
+        })
+        if segment_col:
+            frame["_segment"] = table[segment_col].to_numpy()
+        if time_col:
+            frame["_time"] = table[time_col].to_numpy()
+        frames.append(pd.concat([frame, _numeric(table, channels, member).reset_index(drop=True)], axis=1))
+    frame = pd.concat(frames, ignore_index=True)
+    if time_col:
+        frame = frame.sort_values(["userid", "_time"], kind="stable", ignore_index=True)
+    key = ["_file", "_segment"] if segment_col else ["_file", "userid"]
+    # Number each contiguous run of a key, so that segments are contiguous by construction.
+    change = np.zeros(len(frame), dtype=bool)
+    for column in key:
+        values = frame[column].to_numpy()
+        change[1:] |= values[1:] != values[:-1]
+    frame.insert(2, "segment", np.cumsum(change).astype(np.int64))
+    return SignalTable(frame[["userid", "label", "segment", *channels]].reset_index(drop=True))

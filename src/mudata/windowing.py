@@ -1,0 +1,89 @@
+"""Smoothing and windowing of raw sample sequences, vectorised with numpy.
+
+These are the two steps of the study's windowing recipe that come before the
+features (see ``DATASETS.md``, "The windowing recipe"):
+
+* :func:`moving_average` -- the study's edge-aware moving average;
+* :func:`window_count` -- how many windows a sequence yields once the last
+  window start is dropped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def moving_average(values: np.ndarray, span: int) -> np.ndarray:
+    """The study's moving average of ``span`` samples along axis 0.
+
+    For the 1-based position ``i >= span`` the result is the mean of samples
+    ``i-span+1 .. i``; for ``i = 1 .. span-1`` it is the mean of samples
+    ``i .. i+span-1`` (the backward window would start before the sequence).
+    A NaN sample spreads to every mean that includes it. Where the forward
+    window of an early position runs past the end of the sequence (sequences
+    shorter than ``2*span - 2``), the samples it needs do not exist and the
+    mean is NaN, as in the study's code, where such indices read as missing.
+
+    Parameters
+    ----------
+    values : ndarray, shape (L,) or (L, c)
+        One sequence per column.
+    span : int
+        Number of samples averaged (``span >= 1``; 1 returns a copy).
+
+    Returns
+    -------
+    ndarray, same shape as ``values``, float64
+    """
+    values = np.asarray(values, dtype=np.float64)
+    length = values.shape[0]
+    if span < 1:
+        message = f"moving-average span must be >= 1, got {span}"
+        raise ValueError(message)
+    if span == 1:
+        return values.copy()
+    n_full = length - span + 1  # number of complete backward windows
+    if n_full <= 0:
+        return np.full_like(values, np.nan)
+    # Sum of `span` shifted slices: exact sequential sums, no cumulative-sum
+    # cancellation, so long sequences keep full precision.
+    total = values[0:n_full].copy()
+    for shift in range(1, span):
+        total += values[shift : shift + n_full]
+    means = total / span
+    # One refinement pass (as R's mean() does) brings each mean within an ulp
+    # or so of the exact one, independent of the summation order.
+    correction = values[0:n_full] - means
+    for shift in range(1, span):
+        correction += values[shift : shift + n_full] - means
+    means += correction / span
+    # means[j] is the mean of samples j..j+span-1 (0-based): it is the backward
+    # mean of position j+span-1 and the forward mean of position j.
+    head = np.full((span - 1, *values.shape[1:]), np.nan)
+    n_head = min(span - 1, n_full)
+    head[:n_head] = means[:n_head]
+    return np.concatenate([head, means], axis=0)
+
+
+def window_count(length: int | np.ndarray, window: int) -> int | np.ndarray:
+    """Number of windows the study's recipe cuts from a sequence of ``length``.
+
+    Starts are ``1, 1+w, 1+2w, ...`` up to ``length``, i.e. ``ceil(L/w)`` of
+    them, and the last start is always dropped. Every kept window is therefore
+    complete: window ``k`` ends at ``(k+1)w <= (ceil(L/w)-1)w < L``.
+
+    Parameters
+    ----------
+    length : int or ndarray of int
+        Sequence length(s) ``L >= 0``.
+    window : int
+        Window length ``w >= 1``.
+
+    Returns
+    -------
+    int or ndarray of int
+        ``max(0, ceil(L/w) - 1)``.
+    """
+    starts = -(-np.asarray(length) // window)  # ceil(L / w)
+    result = np.maximum(starts - 1, 0)
+    return int(result) if np.ndim(result) == 0 else result

@@ -1,0 +1,91 @@
+"""The ``mudata`` command line, through click's runner: output and exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import zipfile
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from mudata.cli import main
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def test_list_shows_the_study_datasets() -> None:
+    result = run("list")
+    assert result.exit_code == 0
+    for name in ("wisdm", "har70", "opportunity", "gestures"):
+        assert name in result.output
+    listed = json.loads(run("list", "--json").output)
+    assert {d["name"] for d in listed} >= {"wisdm", "har70", "opportunity", "gestures"}
+
+
+def test_info_readable_and_json() -> None:
+    result = run("info", "gestures")
+    assert result.exit_code == 0
+    assert "4a6c5ac1d408f8405d456e0404b424b905ea49425c663fb08f0c3ab341efd32d" in result.output
+    assert "Costante" in result.output
+    data = json.loads(run("info", "opportunity", "--json").output)
+    assert len(data["files"][0]["members"]) == 20
+    assert [c["name"] for c in data["classes"]] == ["Stand", "Walk", "Sit", "Lie"]
+
+
+def test_unknown_dataset_is_a_usage_error_with_suggestion() -> None:
+    result = run("info", "gesture")
+    assert result.exit_code == 2
+    assert "unknown dataset 'gesture'" in result.output
+    assert "'gestures'" in result.output
+
+
+def test_fetch_manual_dir_prints_the_table_path(gestures_zip: Path, tmp_path: Path) -> None:
+    result = run("fetch", "gestures", "--manual-dir", str(gestures_zip.parent), "--data-home", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    path = Path(result.stdout.strip().splitlines()[-1])
+    assert path == tmp_path / "gestures" / "gestures.parquet" and path.is_file()
+    assert "3200 rows, 8 users, 20 classes, 32 features" in result.stderr
+
+
+def test_fetch_with_wrong_archive_is_a_runtime_error(tmp_path: Path) -> None:
+    manual = tmp_path / "manual"
+    manual.mkdir()
+    fake = manual / "gestures-dataset.zip"
+    with zipfile.ZipFile(fake, "w") as zf:
+        zf.writestr("gestures-dataset/U01/01/01.txt", "1 2 3 0.1 0.2 0.3\n")
+    before = fake.read_bytes()
+    result = run("fetch", "gestures", "--manual-dir", str(manual), "--data-home", str(tmp_path / "home"))
+    assert result.exit_code == 1
+    assert "4a6c5ac1d408f8405d456e0404b424b905ea49425c663fb08f0c3ab341efd32d" in result.output
+    assert fake.read_bytes() == before  # the user's file is left alone
+    assert not (tmp_path / "home" / "gestures" / "gestures.parquet").exists()
+
+
+def test_fetch_unverified_file_needs_the_flag(tmp_path: Path) -> None:
+    result = run("fetch", "har70", "--manual-dir", str(tmp_path), "--data-home", str(tmp_path / "home"))
+    assert result.exit_code != 0
+    assert "har70.zip" in result.output
+
+
+def test_manual_dir_must_exist(tmp_path: Path) -> None:
+    result = run("fetch", "wisdm", "--manual-dir", str(tmp_path / "nope"))
+    assert result.exit_code == 2
+    assert "does not exist" in result.output
+
+
+def test_help_explains_every_command() -> None:
+    for command in ("list", "info", "fetch", "register"):
+        result = run(command, "--help")
+        assert result.exit_code == 0 and "Usage:" in result.output
+    assert "--manual-dir" in run("fetch", "--help").output
+
+
+def test_copy_of_official_archive_works_under_another_folder(gestures_zip: Path, tmp_path: Path) -> None:
+    manual = tmp_path / "downloads"
+    manual.mkdir()
+    shutil.copy(gestures_zip, manual / gestures_zip.name)
+    result = run("fetch", "gestures", "--manual-dir", str(manual), "--data-home", str(tmp_path / "h"))
+    assert result.exit_code == 0, result.output

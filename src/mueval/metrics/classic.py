@@ -16,11 +16,16 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from mueval.errors import DataError
+
 __all__ = ["MetricInputError", "classification_metrics"]
 
 
-class MetricInputError(ValueError):
-    """An array given to a metric has the wrong shape, dtype or values."""
+class MetricInputError(DataError):
+    """An array given to a metric has the wrong shape, dtype or values.
+
+    A :class:`mueval.errors.DataError`, hence also a ``ValueError``.
+    """
 
 
 # ---------------------------------------------------------------------------

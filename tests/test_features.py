@@ -1,0 +1,380 @@
+"""Tests of the feature recipes (mudata.features) and of the windowing helpers.
+
+The vectorised recipes are checked against a plain per-window reference written
+here from the text of DATASETS.md, and against values computed by hand.
+"""
+
+from __future__ import annotations
+
+import math
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from tests.conftest import GESTURES_ZIP
+from tests.official_formats import gestures_entry, har70_entry, make_har70_zip
+
+from mudata.errors import RegistryError
+from mudata.features import (
+    REASON_CONSTANT,
+    REASON_MISSING,
+    REASON_SHORT,
+    feature_columns,
+    featurize,
+    sensor_features,
+)
+from mudata.readers.base import SignalTable, Sources
+from mudata.readers.gestures import read_gestures
+from mudata.readers.har70 import read_har70
+from mudata.windowing import moving_average, window_count
+
+
+
+# --------------------------------------------------------------------------
+# Reference implementation: one window at a time, following DATASETS.md
+# --------------------------------------------------------------------------
+
+
+def ref_moving_average(seq: np.ndarray, span: int) -> np.ndarray:
+    """1-based i >= span: mean of i-span+1..i; i < span: mean of i..i+span-1 (NaN past the end)."""
+    length = len(seq)
+    out = np.full(seq.shape, np.nan)
+    for i in range(1, length + 1):
+        lo, hi = (i - span + 1, i) if i >= span else (i, i + span - 1)
+        if hi <= length:
+            out[i - 1] = np.mean(seq[lo - 1 : hi], axis=0)
+    return out
+
+
+def ref_sensor(x, y, z, *, ddof, auc, meandif):
+    def cor(a, b):
+        if np.ptp(a) == 0 or np.ptp(b) == 0:
+            return np.nan
+        return np.corrcoef(a, b)[0, 1]
+
+    m = np.sqrt(x**2 + y**2 + z**2)
+    area = float(np.sum(m)) if auc == "sum" else float(np.trapezoid(m))
+    dif = float(np.sum(np.diff(m))) if meandif == "net" else float(np.mean(np.diff(m)))
+    return [np.mean(x), np.mean(y), np.mean(z), np.std(x, ddof=ddof), np.std(y, ddof=ddof),
+            np.std(z, ddof=ddof), np.max(x), np.max(y), np.max(z), cor(x, y), cor(x, z), cor(y, z),
+            np.mean(m), np.std(m, ddof=ddof), area, dif]
+
+
+def ref_study_window(frame: pd.DataFrame, entry) -> pd.DataFrame:
+    recipe = entry.recipe
+    channels = [list(s.channels) for s in entry.sensors]
+    rows = []
+    for user in sorted(frame["userid"].unique()):
+        for spec in entry.classes:
+            part = frame[(frame["userid"] == user) & (frame["label"].astype(str) == str(spec.code))]
+            seq = part[[c for group in channels for c in group]].to_numpy(dtype=float)
+            smooth = ref_moving_average(seq, recipe.smoothing)
+            starts = list(range(1, len(seq) + 1, recipe.window))[:-1]  # the last start is dropped
+            for start in starts:
+                window = smooth[start - 1 : start - 1 + recipe.window]
+                assert len(window) == recipe.window
+                feats = []
+                for k in range(len(channels)):
+                    x, y, z = window[:, 3 * k], window[:, 3 * k + 1], window[:, 3 * k + 2]
+                    feats += ref_sensor(x, y, z, ddof=recipe.sd_ddof, auc=recipe.auc, meandif=recipe.meandif)
+                if not np.isnan(feats).any():
+                    rows.append([user, part["label"].iloc[0], *feats])
+    return pd.DataFrame(rows, columns=["userid", "label", *feature_columns(len(channels))])
+
+
+def signals_from(records: list[tuple[int, int, list[float]]], channels: list[str]) -> SignalTable:
+    frame = pd.DataFrame([[u, c, *v] for u, c, v in records], columns=["userid", "label", *channels])
+    frame.insert(2, "segment", 0)
+    return SignalTable(frame)
+
+
+def tiny_entry(window: int, smoothing: int = 1, n_sensors: int = 1, **recipe):
+    entry = har70_entry(window=window, smoothing=smoothing, **recipe)
+    sensors = entry.sensors[:n_sensors]
+    return type(entry)(**{**entry.__dict__, "sensors": sensors})
+
+
+# --------------------------------------------------------------------------
+# Moving average and window count
+# --------------------------------------------------------------------------
+
+
+def test_moving_average_by_hand():
+    x = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
+    # span 3: i=1 -> mean(1,2,4); i=2 -> mean(2,4,8); i>=3 -> mean of the last three
+    expected = [7 / 3, 14 / 3, 7 / 3, 14 / 3, 28 / 3]
+    np.testing.assert_allclose(moving_average(x, 3), expected, rtol=1e-15)
+
+
+def test_moving_average_nan_spreads_to_every_mean_that_includes_it():
+    x = np.array([1.0, 2.0, np.nan, 4.0, 5.0, 6.0, 7.0])
+    got = moving_average(x, 3)
+    # i=1 (1..3), i=2 (2..4), i=3..5 (backward) include sample 3; i=6, 7 do not.
+    assert np.isnan(got[:5]).all()
+    np.testing.assert_allclose(got[5:], [5.0, 6.0])
+
+
+def test_moving_average_past_the_end_is_undefined():
+    # span 3, length 3: i=2 would need samples 2..4 -> undefined; i=1 and i=3 are 1..3.
+    got = moving_average(np.array([3.0, 6.0, 9.0]), 3)
+    np.testing.assert_allclose(got[[0, 2]], [6.0, 6.0])
+    assert np.isnan(got[1])
+    assert np.isnan(moving_average(np.array([1.0, 2.0]), 3)).all()
+
+
+@given(
+    values=st.lists(st.floats(-1e3, 1e3), min_size=0, max_size=40),
+    span=st.integers(1, 12),
+)
+def test_moving_average_matches_reference(values, span):
+    x = np.array(values, dtype=float).reshape(-1, 1)
+    np.testing.assert_allclose(moving_average(x, span), ref_moving_average(x, span), rtol=1e-12, atol=1e-9)
+
+
+@given(length=st.integers(0, 5000), window=st.integers(2, 300))
+def test_window_count_is_starts_minus_the_dropped_last(length, window):
+    starts = list(range(1, length + 1, window))  # 1, 1+w, ... up to L
+    kept = starts[:-1]
+    assert window_count(length, window) == len(kept) == max(0, math.ceil(length / window) - 1)
+    # every kept window is complete
+    assert all(s + window - 1 <= length for s in kept)
+
+
+@given(lengths=st.lists(st.integers(0, 60), min_size=1, max_size=5), window=st.integers(2, 9))
+def test_recipe_row_count_is_sum_of_window_counts(lengths, window):
+    rng = np.random.default_rng(sum(lengths) + window)
+    records = []
+    for code, length in zip([1, 3, 6, 7, 8], lengths, strict=False):
+        records += [(501, code, list(rng.normal(size=3))) for _ in range(length)]
+    table = featurize(signals_from(records, ["back_x", "back_y", "back_z"]), tiny_entry(window))
+    assert len(table) == sum(window_count(n, window) for n in lengths)
+
+
+# --------------------------------------------------------------------------
+# study-window: hand-computed values
+# --------------------------------------------------------------------------
+
+# Three samples with magnitudes 7, 9, 11 (see the expectations below).
+HAND_WINDOW = [[2.0, 3.0, 6.0], [1.0, 4.0, 8.0], [2.0, 6.0, 9.0]]
+
+
+def test_study_window_features_by_hand():
+    rest = [[5.0, 1.0, 2.0], [3.0, 2.0, 2.0], [4.0, 4.0, 1.0], [9.0, 9.0, 9.0]]
+    records = [(501, 1, v) for v in HAND_WINDOW + rest]  # 7 samples, window 3: starts 1, 4, 7
+    table = featurize(signals_from(records, ["back_x", "back_y", "back_z"]), tiny_entry(3))
+    assert len(table) == 2  # the start at 7 is dropped
+    row = table.iloc[0]
+    s7 = math.sqrt(7)
+    expected = {
+        "meanX": 5 / 3, "meanY": 13 / 3, "meanZ": 23 / 3,
+        "sdX": math.sqrt(1 / 3), "sdY": math.sqrt(7 / 3), "sdZ": math.sqrt(7 / 3),
+        "maxX": 2.0, "maxY": 6.0, "maxZ": 9.0,
+        "corXY": 1 / (2 * s7), "corXZ": -1 / (2 * s7), "corYZ": 13 / 14,
+        "meanMagnitude": 9.0, "sdMagnitude": 2.0, "auc": 27.0, "meanDif": 4.0,
+    }  # fmt: skip
+    for name, value in expected.items():
+        assert row[name] == pytest.approx(value, rel=1e-13, abs=1e-13), name
+    assert row["userid"] == 501 and row["label"] == 1
+
+
+def test_segment_variants_by_hand():
+    # ddof 0, trapezoid area and mean successive difference on the same three samples.
+    out = sensor_features(np.array(HAND_WINDOW), np.array([3]), sd_ddof=0, auc="trapezoid", meandif="mean")[0]
+    np.testing.assert_allclose(out[3:6], [math.sqrt(2 / 9), math.sqrt(14 / 9), math.sqrt(14 / 9)], rtol=1e-14)
+    np.testing.assert_allclose(out[12:], [9.0, math.sqrt(8 / 3), (7 + 9) / 2 + (9 + 11) / 2, 2.0], rtol=1e-14)
+
+
+def test_last_start_dropped_even_when_its_window_is_complete():
+    records = [(501, 1, [float(i), float(i * i), 1.0 + i % 2]) for i in range(6)]  # L = 6, w = 3
+    assert len(featurize(signals_from(records, ["back_x", "back_y", "back_z"]), tiny_entry(3))) == 1
+    assert len(featurize(signals_from(records[:2], ["back_x", "back_y", "back_z"]), tiny_entry(3))) == 0
+
+
+def test_smoothing_is_applied_before_windowing():
+    # 10-sample smoothing of a ramp 0..29: sample i (1-based, >= 10) becomes i - 5.5.
+    records = [(501, 1, [float(i), 2.0 * i, (i % 3) * 1.0]) for i in range(30)]
+    table = featurize(signals_from(records, ["back_x", "back_y", "back_z"]), tiny_entry(10, smoothing=10))
+    # starts 1, 11, 21 -> windows 1..10 and 11..20; window 2 is samples 11..20 -> values 5.5..14.5
+    assert len(table) == 2
+    assert table["meanX"].iloc[1] == pytest.approx(10.0, rel=1e-14)
+    assert table["maxX"].iloc[1] == pytest.approx(14.5, rel=1e-14)
+    # window 1: positions 1..9 take the forward mean (= 4.5 .. 12.5), position 10 = 4.5
+    assert table["maxX"].iloc[0] == pytest.approx(12.5, rel=1e-14)
+
+
+# --------------------------------------------------------------------------
+# study-window: undefined windows
+# --------------------------------------------------------------------------
+
+
+def test_constant_channel_window_dropped_and_counted():
+    rng = np.random.default_rng(1)
+    varying = [list(rng.normal(size=3)) for _ in range(4)]
+    constant = [[0.1, float(v), float(w)] for v, w in rng.normal(size=(4, 2))]
+    records = [(501, 1, v) for v in varying + constant + varying]  # windows: ok, constant x, (dropped start)
+    table = featurize(signals_from(records, ["back_x", "back_y", "back_z"]), tiny_entry(4))
+    assert len(table) == 1
+    assert table.attrs["dropped"] == {REASON_CONSTANT: 1}
+
+
+def test_missing_value_drops_every_window_it_reaches():
+    rng = np.random.default_rng(2)
+    values = rng.normal(size=(40, 3))
+    values[14, 1] = np.nan  # sample 15: smoothed positions 15..17 (span 3) -> window 3 (11..15) and 4 (16..20)
+    records = [(501, 1, list(v)) for v in values]
+    table = featurize(signals_from(records, ["back_x", "back_y", "back_z"]), tiny_entry(5, smoothing=3))
+    assert len(table) == window_count(40, 5) - 2
+    assert table.attrs["dropped"] == {REASON_MISSING: 2}
+
+
+def test_sequence_too_short_for_the_smoothing_is_dropped_with_its_reason():
+    # L = 12, span 10: positions 4..9 need samples past 12 -> both windows (w = 5) undefined.
+    rng = np.random.default_rng(3)
+    records = [(501, 1, list(v)) for v in rng.normal(size=(12, 3))]
+    table = featurize(signals_from(records, ["back_x", "back_y", "back_z"]), tiny_entry(5, smoothing=10))
+    assert len(table) == 0
+    assert table.attrs["dropped"] == {REASON_SHORT: 2}
+
+
+# --------------------------------------------------------------------------
+# study-window against the reference on a recording with every complication
+# --------------------------------------------------------------------------
+
+
+def complicated_recording(rng: np.random.Generator) -> pd.DataFrame:
+    parts = []
+    for user in (503, 501, 502):  # file order is not user order
+        n = 700
+        labels = np.repeat(rng.choice([1, 3, 4, 6, 7, 8], size=35), 20)[:n]
+        values = np.cumsum(rng.normal(0, 0.1, size=(n, 6)), axis=0) + rng.normal(0, 1, size=6)
+        values[rng.random((n, 6)) < 0.002] = np.nan
+        values[100:130, 2] = 0.25  # a constant stretch
+        if user == 502:
+            labels[labels == 8] = 7  # user 502 never lies down
+            labels[:13] = 8  # ... except in a 13-sample sequence
+        frame = pd.DataFrame(values, columns=["back_x", "back_y", "back_z", "thigh_x", "thigh_y", "thigh_z"])
+        frame.insert(0, "userid", user)
+        frame.insert(1, "label", labels)
+        frame.insert(2, "segment", user)
+        parts.append(frame)
+    return pd.concat(parts, ignore_index=True)
+
+
+@pytest.mark.parametrize("window,smoothing", [(7, 10), (20, 3), (5, 1)])
+def test_study_window_matches_reference(window, smoothing):
+    frame = complicated_recording(np.random.default_rng(window))
+    entry = har70_entry(window=window, smoothing=smoothing)
+    got = featurize(SignalTable(frame), entry)
+    want = ref_study_window(frame, entry)
+    assert len(want) > 50
+    assert list(got.columns) == list(want.columns)
+    np.testing.assert_array_equal(got["userid"].to_numpy(), want["userid"].to_numpy())
+    np.testing.assert_array_equal(got["label"].to_numpy(), want["label"].to_numpy())
+    np.testing.assert_allclose(got.iloc[:, 2:].to_numpy(), want.iloc[:, 2:].to_numpy(), rtol=1e-12, atol=1e-12)
+    assert sum(got.attrs["dropped"].values()) > 0
+
+
+def test_har70_archive_to_features_matches_reference(tmp_path):
+    path = tmp_path / "har70.zip"
+    make_har70_zip(path, users=(502, 501), n_samples=2500, rng=np.random.default_rng(5))
+    entry = har70_entry()
+    signals = read_har70(entry, Sources([path]))
+    got = featurize(signals, entry)
+    want = ref_study_window(signals.frame, entry)
+    assert len(got) == len(want) > 10
+    assert got["userid"].tolist() == sorted(got["userid"].tolist())
+    ranks = got["label"].map({1: 0, 3: 1, 6: 2, 7: 3, 8: 4})
+    assert (ranks.groupby(got["userid"]).diff().dropna() >= 0).all()
+    np.testing.assert_allclose(got.iloc[:, 2:].to_numpy(), want.iloc[:, 2:].to_numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_unknown_recipe_and_missing_channels_are_reported():
+    records = [(501, 1, [1.0, 2.0, 3.0])]
+    entry = tiny_entry(3)
+    precomputed = type(entry)(**{**entry.__dict__, "recipe": type(entry.recipe)(name="precomputed")})
+    with pytest.raises(RegistryError, match="precomputed"):
+        featurize(signals_from(records, ["back_x", "back_y", "back_z"]), precomputed)
+    with pytest.raises(RegistryError, match="back_z"):
+        featurize(signals_from(records, ["back_x", "back_y", "other"]), entry)
+
+
+# --------------------------------------------------------------------------
+# study-segment
+# --------------------------------------------------------------------------
+
+
+def ref_segment_rows(frame: pd.DataFrame, ddof=0, auc="trapezoid", meandif="mean") -> np.ndarray:
+    rows = []
+    for _, part in frame.groupby("segment", sort=False):
+        xyz = part[["x", "y", "z"]].to_numpy()
+        d = np.diff(xyz, axis=0)
+        rows.append(ref_sensor(*xyz.T, ddof=ddof, auc=auc, meandif=meandif)
+                    + ref_sensor(*d.T, ddof=ddof, auc=auc, meandif=meandif))
+    return np.array(rows)
+
+
+def test_study_segment_matches_reference_on_ragged_segments():
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(3, 60, size=40)
+    frame = pd.DataFrame({
+        "userid": np.repeat(np.arange(40) // 10 + 1, lengths),
+        "label": np.repeat(np.arange(40) % 20 + 1, lengths),
+        "segment": np.repeat(np.arange(40), lengths),
+    })
+    frame[["x", "y", "z"]] = rng.normal(0, 3, size=(lengths.sum(), 3))
+    got = featurize(SignalTable(frame), gestures_entry())
+    assert got.shape == (40, 34)
+    np.testing.assert_allclose(got.iloc[:, 2:].to_numpy(), ref_segment_rows(frame), rtol=1e-12, atol=1e-12)
+    assert got["label"].tolist() == list(np.arange(40) % 20 + 1)
+
+
+def test_study_segment_on_the_real_gestures_archive():
+    if not GESTURES_ZIP.is_file():
+        pytest.skip(f"official gestures archive not found at {GESTURES_ZIP}")
+    entry = gestures_entry()
+    signals = read_gestures(entry, Sources([GESTURES_ZIP]))
+    table = featurize(signals, entry)
+    assert table.shape == (3200, 34)
+    assert len(feature_columns(2)) == 32 and list(table.columns[2:]) == feature_columns(2)
+    assert sorted(table["userid"].unique()) == list(range(1, 9))
+    assert sorted(table["label"].unique()) == list(range(1, 21))
+    assert table.attrs["dropped"] == {}
+    # ordered by user, gesture, repetition: 20 rows per (user, gesture), in order
+    assert table["userid"].tolist() == sorted(table["userid"].tolist())
+    assert table["label"].tolist()[:40] == [1] * 20 + [2] * 20
+
+    # One file by hand: U03/07/05 is row (3-1)*400 + (7-1)*20 + (5-1).
+    with zipfile.ZipFile(GESTURES_ZIP) as zf:
+        text = zf.read("gestures-dataset/U03/07/05.txt").decode()
+    xyz = np.array([[float(v) for v in line.split()[3:]] for line in text.splitlines() if line.strip()])
+    x, y, z = xyz.T
+    n = len(x)
+    m = [math.sqrt(a * a + b * b + c * c) for a, b, c in xyz]
+    mean_x = sum(x) / n
+    sd_x = math.sqrt(sum((v - mean_x) ** 2 for v in x) / n)
+    mean_y = sum(y) / n
+    cov_xy = sum((a - mean_x) * (b - mean_y) for a, b in zip(x, y, strict=True))
+    cor_xy = cov_xy / math.sqrt(sum((a - mean_x) ** 2 for a in x) * sum((b - mean_y) ** 2 for b in y))
+    trapezoid = sum((m[i] + m[i + 1]) / 2 for i in range(n - 1))
+    mean_dif = (m[-1] - m[0]) / (n - 1)
+    dx = [x[i + 1] - x[i] for i in range(n - 1)]
+    row = table.iloc[(3 - 1) * 400 + (7 - 1) * 20 + (5 - 1)]
+    assert (row["userid"], row["label"]) == (3, 7)
+    assert row["meanX"] == pytest.approx(mean_x, rel=1e-12)
+    assert row["sdX"] == pytest.approx(sd_x, rel=1e-12)
+    assert row["maxZ"] == max(z)
+    assert row["corXY"] == pytest.approx(cor_xy, rel=1e-11)
+    assert row["auc"] == pytest.approx(trapezoid, rel=1e-12)
+    assert row["meanDif"] == pytest.approx(mean_dif, rel=1e-9, abs=1e-12)
+    assert row["meanX2"] == pytest.approx(sum(dx) / (n - 1), rel=1e-9, abs=1e-12)
+    assert row["maxX2"] == pytest.approx(max(dx), rel=1e-12)
+
+    # and a sample of files against the numpy reference
+    picks = np.random.default_rng(0).choice(3200, size=60, replace=False)
+    frame = signals.frame[signals.frame["segment"].isin(picks)]
+    np.testing.assert_allclose(table.iloc[np.sort(picks), 2:].to_numpy(), ref_segment_rows(frame),
+                               rtol=1e-12, atol=1e-12)

@@ -1,0 +1,616 @@
+"""Download and verify the raw files of a release.
+
+Every file an entry lists is obtained in one of three ways, then checked
+against the registry's SHA-256 hashes before any reader sees it:
+
+* a ``path`` in the registry (a file the user registered): used in place;
+* ``manual_dir`` (the TensorFlow Datasets convention): the user already has the
+  archive, or its members, in a folder; used in place, never copied, moved or
+  deleted;
+* otherwise a download through Pooch into ``raw_dir(entry.name, data_home)``,
+  from the registry's ``url`` or from ``mirror`` (same file name, same hashes).
+
+A file the registry records no hash for (neither the file's nor its members')
+is refused unless ``allow_unverified=True``; then its observed hash is logged
+and returned so that provenance records what was used.
+
+What the reader side gets is one root per file, in registry order:
+``Sources([f.root for f in fetch_sources(entry)])``.
+"""
+
+from __future__ import annotations
+
+import ftplib
+import hashlib
+import logging
+import sys
+import tarfile
+import time
+import zipfile
+import zlib
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import IO, Literal
+
+import pooch
+import requests
+
+from mudata.errors import (
+    ChecksumError,
+    DownloadError,
+    MissingFileError,
+    MudataError,
+    ParseError,
+    UsageError,
+)
+from mudata.paths import raw_dir
+from mudata.registry import DatasetEntry, Member, RemoteFile
+
+log = logging.getLogger(__name__)
+
+_CHUNK = 1 << 20
+# Errors a downloader raises when the network, the server or the disk fails;
+# the FTP ones are there because pooch picks FTPDownloader for ftp:// addresses.
+_NETWORK_ERRORS: tuple[type[BaseException], ...] = (
+    requests.RequestException,
+    OSError,
+    EOFError,
+    ftplib.Error,
+)
+# Archive errors that mean "truncated or corrupt" rather than "missing".
+_CORRUPT_ARCHIVE_ERRORS: tuple[type[BaseException], ...] = (
+    zipfile.BadZipFile,
+    tarfile.TarError,
+    zlib.error,
+    EOFError,
+    OSError,  # gzip.BadGzipFile, lzma and bz2 errors
+)
+
+Origin = Literal["download", "cache", "manual", "local"]
+
+
+@dataclass(frozen=True)
+class FetchedFile:
+    """One file of a release, located and checked.
+
+    Attributes
+    ----------
+    name : str
+        The registry's file name (``RemoteFile.name``).
+    root : Path
+        What to hand to :class:`mudata.readers.base.Sources`: the archive, the
+        plain file, or the folder holding the archive's members.
+    sha256 : str or None
+        Observed SHA-256 of the archive or plain file; None when ``root`` is a
+        folder of members (their hashes are in ``members``).
+    verified : bool
+        True when the bytes the readers will use were checked against the
+        registry: the file's own hash, or the hash of every listed member.
+    members : dict of str to str
+        Observed SHA-256 of each member the registry lists, by its path inside
+        the archive.
+    origin : {"download", "cache", "manual", "local"}
+        Downloaded now, found in the cache, found in ``manual_dir``, or a
+        ``path`` from the registry.
+    url : str or None
+        The address the file was downloaded from (the mirror's, with
+        ``mirror``); None unless ``origin`` is "download" or "cache".
+    """
+
+    name: str
+    root: Path
+    sha256: str | None
+    verified: bool
+    members: dict[str, str] = field(default_factory=dict)
+    origin: Origin = "download"
+    url: str | None = None
+
+
+def sha256_of(path: Path | str) -> str:
+    """SHA-256 of a file, as 64 lowercase hex digits, read in chunks."""
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _sha256_of_stream(fh: IO[bytes]) -> str:
+    digest = hashlib.sha256()
+    while chunk := fh.read(_CHUNK):
+        digest.update(chunk)
+    return digest.hexdigest()
+
+
+def fetch_sources(
+    entry: DatasetEntry,
+    *,
+    data_home: Path | str | None = None,
+    mirror: str | None = None,
+    manual_dir: Path | str | None = None,
+    progress: bool | None = None,
+    n_retries: int = 3,
+    delay: float = 1.0,
+    allow_unverified: bool = False,
+) -> list[FetchedFile]:
+    """Obtain and verify every file of ``entry``; one result per file, in order.
+
+    Parameters
+    ----------
+    entry : DatasetEntry
+        The registry entry whose ``files`` are fetched.
+    data_home : path-like, optional
+        Data directory (see :func:`mudata.paths.data_home`); downloads go to
+        ``<data_home>/<name>/raw``.
+    mirror : str, optional
+        Base address serving the same files under their registry names;
+        replaces each file's ``url``, the hashes stay the registry's.
+    manual_dir : path-like, optional
+        Folder holding the files the user already has: each archive under its
+        registry name, or the archive's listed members (at their path inside
+        the archive, or anywhere below the folder by file name). Nothing is
+        downloaded; user files are never modified.
+    progress : bool, optional
+        Show a download progress bar; by default only when stderr is a terminal.
+    n_retries : int
+        Further attempts after a download fails on a network error or a server
+        error (5xx, 408, 429). Other client errors (404...) are not retried.
+    delay : float
+        Seconds to wait between attempts.
+    allow_unverified : bool
+        Accept files the registry records no hash for, with a warning.
+
+    Returns
+    -------
+    list of FetchedFile
+        ``[f.root for f in result]`` is what :class:`Sources` takes.
+
+    Raises
+    ------
+    ChecksumError
+        A file or member does not have the registry's SHA-256.
+    MissingFileError
+        A file or a listed member is not where it should be.
+    DownloadError
+        The download failed (after retries).
+    ParseError
+        An archive is truncated or corrupt.
+    UsageError
+        Unverifiable file without ``allow_unverified``; bad ``manual_dir``.
+    """
+    manual = None if manual_dir is None else Path(manual_dir).expanduser()
+    if manual is not None and not manual.is_dir():
+        message = f"manual folder {manual} does not exist or is not a folder"
+        raise UsageError(message)
+    show_progress = sys.stderr.isatty() if progress is None else bool(progress)
+    fetched = []
+    for remote in entry.files:
+        if remote.path is not None:
+            result = _fetch_local(entry, remote, allow_unverified)
+        elif manual is not None:
+            result = _fetch_manual(entry, remote, manual, allow_unverified)
+        else:
+            url = remote.url if mirror is None else mirror.rstrip("/") + "/" + remote.name
+            target = raw_dir(entry.name, data_home) / remote.name
+            result = _fetch_remote(
+                entry, remote, url, target, show_progress, n_retries, delay, allow_unverified
+            )
+        if not result.verified:
+            observed = result.sha256 or ", ".join(f"{p} {h}" for p, h in result.members.items())
+            log.warning(
+                "file '%s' of dataset '%s' is NOT verified (the registry records no "
+                "sha256 for it); observed sha256: %s",
+                remote.name,
+                entry.name,
+                observed,
+            )
+        fetched.append(result)
+    return fetched
+
+
+# --------------------------------------------------------------------- checks
+
+
+def _what(entry: DatasetEntry, remote: RemoteFile) -> str:
+    return f"file '{remote.name}' of dataset '{entry.name}'"
+
+
+def _archive_verifiable(remote: RemoteFile) -> bool:
+    return remote.sha256 is not None or _members_verifiable(remote)
+
+
+def _members_verifiable(remote: RemoteFile) -> bool:
+    return bool(remote.members) and all(m.sha256 for m in remote.members)
+
+
+def _require_verifiable(
+    entry: DatasetEntry, remote: RemoteFile, verifiable: bool, allow_unverified: bool, how: str
+) -> None:
+    if verifiable or allow_unverified:
+        return
+    message = (
+        f"{_what(entry, remote)} cannot be verified: the registry records no sha256 "
+        f"for {how}. Refusing to use unverified data; pass allow_unverified=True "
+        f"(--allow-unverified) to use it anyway, its observed sha256 will be logged "
+        f"and recorded."
+    )
+    raise UsageError(message)
+
+
+def _size_note(expected: int | None, path: Path) -> str:
+    actual = path.stat().st_size
+    if expected is None or expected == actual:
+        return ""
+    return f" (size: expected {expected:,} bytes, found {actual:,})"
+
+
+def _check_user_file(entry: DatasetEntry, remote: RemoteFile, path: Path) -> str:
+    """Hash a file the user owns and compare with the registry; never touch it."""
+    observed = sha256_of(path)
+    if remote.sha256 is not None and observed != remote.sha256:
+        message = (
+            f"sha256 mismatch for {path} ({_what(entry, remote)}): expected "
+            f"{remote.sha256}, actual {observed}{_size_note(remote.size, path)}. "
+            f"The file was left untouched; replace it with the official release file."
+        )
+        raise ChecksumError(message)
+    return observed
+
+
+def _check_member_file(entry: DatasetEntry, remote: RemoteFile, member: Member, path: Path) -> str:
+    observed = sha256_of(path)
+    if member.sha256 is not None and observed != member.sha256:
+        message = (
+            f"sha256 mismatch for {path}, member '{member.path}' of "
+            f"{_what(entry, remote)}: expected {member.sha256}, actual "
+            f"{observed}{_size_note(member.size, path)}. The file was left untouched; "
+            f"replace it with the one from the official archive."
+        )
+        raise ChecksumError(message)
+    return observed
+
+
+def _archive_kind(path: Path, declared: str | None) -> str | None:
+    if declared is not None:
+        return declared
+    if zipfile.is_zipfile(path):
+        return "zip"
+    if tarfile.is_tarfile(path):
+        return "tar"
+    return None
+
+
+def _normalise(name: str) -> str:
+    # tar files made with "tar -C dir ." name their members "./x"
+    return name[2:] if name.startswith("./") else name
+
+
+def _hash_archive_members(path: Path, kind: str, wanted: set[str]) -> dict[str, str]:
+    """SHA-256 of the ``wanted`` members found in the archive (absent ones omitted)."""
+    found: dict[str, str] = {}
+    if kind == "zip":
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                name = _normalise(info.filename)
+                if name in wanted and not info.is_dir():
+                    with zf.open(info) as fh:  # raises BadZipFile on a bad CRC
+                        found[name] = _sha256_of_stream(fh)
+    else:
+        # One pass in archive order: a .tar.gz is decompressed once.
+        with tarfile.open(path, "r:*") as tf:
+            for info in tf:
+                name = _normalise(info.name)
+                if name in wanted and info.isfile():
+                    extracted = tf.extractfile(info)
+                    if extracted is not None:
+                        found[name] = _sha256_of_stream(extracted)
+    return found
+
+
+def _check_archive_members(
+    entry: DatasetEntry, remote: RemoteFile, path: Path, *, cached: bool
+) -> dict[str, str]:
+    """Hash the listed members inside the archive at ``path`` and compare them.
+
+    ``cached`` archives live in mudata's cache: an unreadable one whose own hash
+    the registry does not record is removed so that the next run downloads it
+    again. Anything else (user files, verified downloads) is left in place.
+    """
+    if not remote.members:
+        return {}
+    kind = _archive_kind(path, remote.archive)
+    discard = cached and remote.sha256 is None
+    fate = "It was removed from the cache." if discard else "The file was left untouched."
+    if kind is None:
+        message = (
+            f"{path} ({_what(entry, remote)}) is not a zip or tar archive, but the "
+            f"registry lists members inside it. {fate}"
+        )
+        _discard(path, discard)
+        raise ParseError(message)
+    wanted = {m.path for m in remote.members}
+    try:
+        observed = _hash_archive_members(path, kind, wanted)
+    except MudataError:
+        raise
+    except _CORRUPT_ARCHIVE_ERRORS as exc:
+        message = (
+            f"{path} ({_what(entry, remote)}) is not a readable {kind} archive "
+            f"({type(exc).__name__}: {exc}); it is probably truncated or corrupt. {fate}"
+        )
+        _discard(path, discard)
+        raise ParseError(message) from None
+    missing = [m.path for m in remote.members if m.path not in observed]
+    if missing:
+        message = (
+            f"archive {path} ({_what(entry, remote)}) has no member {missing[0]!r}"
+            + (f" (nor {missing[1:]})" if len(missing) > 1 else "")
+            + f"; the registry lists it. {fate}"
+        )
+        _discard(path, discard)
+        raise MissingFileError(message)
+    for member in remote.members:
+        actual = observed[member.path]
+        if member.sha256 is not None and actual != member.sha256:
+            message = (
+                f"sha256 mismatch for member '{member.path}' of archive {path} "
+                f"({_what(entry, remote)}): expected {member.sha256}, actual {actual}. {fate}"
+            )
+            _discard(path, discard)
+            raise ChecksumError(message)
+    return observed
+
+
+def _discard(path: Path, discard: bool) -> None:
+    if discard:
+        path.unlink(missing_ok=True)
+
+
+# ------------------------------------------------------- user-provided files
+
+
+def _use_archive_in_place(
+    entry: DatasetEntry, remote: RemoteFile, path: Path, origin: Origin, allow_unverified: bool
+) -> FetchedFile:
+    verifiable = _archive_verifiable(remote)
+    _require_verifiable(entry, remote, verifiable, allow_unverified, "it or its members")
+    observed = _check_user_file(entry, remote, path)
+    members = _check_archive_members(entry, remote, path, cached=False)
+    return FetchedFile(remote.name, path, observed, verifiable, members, origin)
+
+
+def _use_members_in_place(
+    entry: DatasetEntry, remote: RemoteFile, folder: Path, origin: Origin, allow_unverified: bool
+) -> FetchedFile:
+    root, paths = _locate_members(entry, remote, folder)
+    verifiable = _members_verifiable(remote)
+    _require_verifiable(entry, remote, verifiable, allow_unverified, "every one of its members")
+    members = {m.path: _check_member_file(entry, remote, m, paths[m.path]) for m in remote.members}
+    return FetchedFile(remote.name, root, None, verifiable, members, origin)
+
+
+def _fetch_manual(
+    entry: DatasetEntry, remote: RemoteFile, manual: Path, allow_unverified: bool
+) -> FetchedFile:
+    archive = manual / remote.name
+    if archive.is_file():
+        return _use_archive_in_place(entry, remote, archive, "manual", allow_unverified)
+    if not remote.members:
+        message = (
+            f"{_what(entry, remote)} is not in the manual folder {manual}: expected the "
+            f"file {archive}"
+            + (f" (sha256 {remote.sha256})" if remote.sha256 else "")
+            + (f", downloadable from {remote.url}" if remote.url else "")
+            + ". The registry lists no members for it, so only this file is accepted."
+        )
+        raise MissingFileError(message)
+    return _use_members_in_place(entry, remote, manual, "manual", allow_unverified)
+
+
+def _fetch_local(entry: DatasetEntry, remote: RemoteFile, allow_unverified: bool) -> FetchedFile:
+    assert remote.path is not None
+    path = Path(remote.path).expanduser()
+    if not path.is_absolute():
+        base = entry.source.parent if entry.source is not None else Path.cwd()
+        path = base / path
+    if path.is_file():
+        return _use_archive_in_place(entry, remote, path, "local", allow_unverified)
+    if path.is_dir() and remote.members:
+        return _use_members_in_place(entry, remote, path, "local", allow_unverified)
+    message = (
+        f"{_what(entry, remote)} is registered as the local path {remote.path!r} "
+        f"(in {entry.source}), but {path} "
+        + ("is a folder and the registry lists no members" if path.is_dir() else "does not exist")
+    )
+    raise MissingFileError(message)
+
+
+def _candidate_roots(folder: Path, members: Iterable[Member]) -> list[Path]:
+    """``folder`` and, when it is the archive's own top folder, the folders above it.
+
+    A user who extracted ``x.zip`` and points at ``.../x`` holds members named
+    ``x/a.txt``; their paths resolve from the parent of the folder.
+    """
+    roots = [folder]
+    for member in members:
+        parts = PurePosixPath(member.path).parts[:-1]
+        for i in range(1, len(parts) + 1):
+            if len(folder.parts) > i and folder.parts[-i:] == parts[:i] and folder.parents[i - 1] not in roots:
+                roots.append(folder.parents[i - 1])
+    return roots
+
+
+def _locate_members(
+    entry: DatasetEntry, remote: RemoteFile, folder: Path
+) -> tuple[Path, dict[str, Path]]:
+    """Find every listed member below ``folder``; return the root and each file.
+
+    The root is chosen so that :meth:`Sources.find` resolves every member: by
+    its path from the root, or by its file name when that name is unique below
+    the root (Sources accepts bare names too).
+    """
+    for root in _candidate_roots(folder, remote.members):
+        if all((root / m.path).is_file() for m in remote.members):
+            return root, {m.path: root / m.path for m in remote.members}
+    by_name: dict[str, list[Path]] = defaultdict(list)
+    for path in folder.rglob("*"):
+        if path.is_file():
+            by_name[path.name].append(path)
+    found: dict[str, Path] = {}
+    missing: list[str] = []
+    for member in remote.members:
+        exact = folder / member.path
+        hits = [exact] if exact.is_file() else by_name.get(PurePosixPath(member.path).name, [])
+        if len(hits) == 1:
+            found[member.path] = hits[0]
+        elif not hits:
+            missing.append(member.path)
+        else:
+            listing = ", ".join(str(h) for h in sorted(hits))
+            message = (
+                f"member '{member.path}' of {_what(entry, remote)} is ambiguous in the "
+                f"manual folder {folder}: {len(hits)} files are named "
+                f"'{PurePosixPath(member.path).name}' ({listing}). Put it at "
+                f"{folder / member.path}, or point to a folder holding only one of them."
+            )
+            raise UsageError(message)
+    if missing:
+        accepted = "\n".join(f"  {m.path}" for m in remote.members)
+        message = (
+            f"{_what(entry, remote)} is not in the folder {folder}: neither the "
+            f"archive {folder / remote.name} nor all of its members were found "
+            f"(missing: {', '.join(missing)}). Accepted: the archive itself, or every "
+            f"one of these members, at this path below the folder or anywhere below it "
+            f"by file name:\n{accepted}"
+        )
+        raise MissingFileError(message)
+    return folder, found
+
+
+# ------------------------------------------------------------------ downloads
+
+
+class _HashingDownloader:
+    """Wraps a Pooch downloader and records the hash of what it wrote.
+
+    Pooch's hash-mismatch error is a plain ValueError whose text is its only
+    detail; recording the observed hash here lets us report expected and actual
+    without parsing that text.
+    """
+
+    def __init__(self, url: str, progressbar: bool) -> None:
+        if url.startswith(("http://", "https://")):
+            self.inner = pooch.HTTPDownloader(progressbar=progressbar, chunk_size=1 << 16)
+        else:
+            self.inner = pooch.choose_downloader(url, progressbar=progressbar)
+        self.observed: str | None = None
+
+    def __call__(self, url: str, output_file: str, pooch_: object, check_only: bool = False) -> object:
+        result = self.inner(url, output_file, pooch_, check_only=check_only)
+        if not check_only and isinstance(output_file, str | Path):
+            self.observed = sha256_of(output_file)
+        return result
+
+
+def _is_transient(exc: BaseException) -> bool:
+    """Worth another attempt: network and server failures, not client errors."""
+    if isinstance(exc, requests.HTTPError) and exc.response is not None:
+        status = exc.response.status_code
+        return status >= 500 or status in (408, 429)
+    if isinstance(exc, ValueError):  # requests' InvalidURL, MissingSchema...
+        return False
+    # PermissionError or a full disk will not heal by waiting; a reset connection may.
+    return isinstance(exc, requests.RequestException | ConnectionError | TimeoutError | EOFError | ftplib.Error)
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, requests.HTTPError) and exc.response is not None:
+        return f"HTTP {exc.response.status_code} {exc.response.reason}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _download(
+    entry: DatasetEntry,
+    remote: RemoteFile,
+    url: str,
+    target: Path,
+    progressbar: bool,
+    n_retries: int,
+    delay: float,
+) -> str:
+    """Download ``url`` to ``target`` through Pooch; return the observed sha256.
+
+    Pooch 1.9 (``pooch.core.stream_download``) writes to a temporary file
+    (``tempfile.NamedTemporaryFile`` in the target's folder), checks its hash,
+    and only then ``shutil.move``s it onto the target name; on any exception the
+    temporary file is deleted. So an interrupted or wrong download never
+    leaves a file under the target name. Retries are our own loop (one Pooch
+    attempt each) so that 404s are not retried and the delay is ours.
+    """
+    known_hash = f"sha256:{remote.sha256}" if remote.sha256 else None
+    downloader = _HashingDownloader(url, progressbar)
+    attempts = 1 + max(0, n_retries)
+    for attempt in range(1, attempts + 1):
+        downloader.observed = None
+        try:
+            pooch.retrieve(
+                url,
+                known_hash=known_hash,
+                fname=target.name,
+                path=target.parent,
+                downloader=downloader,
+            )
+        except (ValueError, *_NETWORK_ERRORS) as exc:
+            actual = downloader.observed
+            if remote.sha256 is not None and actual is not None and actual != remote.sha256:
+                message = (
+                    f"sha256 mismatch for the file downloaded from {url} "
+                    f"({_what(entry, remote)}): expected {remote.sha256}, actual {actual}. "
+                    f"The download was discarded (Pooch's temporary file); {target} was not "
+                    f"written. The file "
+                    f"may have changed upstream, or the server (mirror) sends another file."
+                )
+                raise ChecksumError(message) from None
+            if attempt < attempts and _is_transient(exc):
+                log.info(
+                    "download of %s failed (%s); attempt %d of %d in %.1f s",
+                    url, _reason(exc), attempt + 1, attempts, delay,
+                )
+                time.sleep(delay)
+                continue
+            message = (
+                f"could not download {url} ({_what(entry, remote)}) after {attempt} "
+                f"attempt{'s' if attempt > 1 else ''}: {_reason(exc)}. Try another "
+                f"address with --mirror URL, or download the file yourself and pass "
+                f"--manual-dir DIR."
+            )
+            raise DownloadError(message) from None
+        else:
+            break
+    return downloader.observed if downloader.observed is not None else sha256_of(target)
+
+
+def _fetch_remote(
+    entry: DatasetEntry,
+    remote: RemoteFile,
+    url: str | None,
+    target: Path,
+    progressbar: bool,
+    n_retries: int,
+    delay: float,
+    allow_unverified: bool,
+) -> FetchedFile:
+    verifiable = _archive_verifiable(remote)
+    _require_verifiable(entry, remote, verifiable, allow_unverified, "it or its members")
+    observed = sha256_of(target) if target.is_file() else None
+    # A cached file with the right hash (or any cached file when the registry has
+    # no archive hash) is used without touching the network.
+    if observed is not None and (remote.sha256 is None or observed == remote.sha256):
+        origin: Origin = "cache"
+    else:
+        if url is None:
+            message = f"{_what(entry, remote)} has no url in the registry and no mirror was given"
+            raise UsageError(message)
+        observed = _download(entry, remote, url, target, progressbar, n_retries, delay)
+        origin = "download"
+    members = _check_archive_members(entry, remote, target, cached=True)
+    return FetchedFile(remote.name, target, observed, verifiable, members, origin, url)

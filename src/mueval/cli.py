@@ -1,0 +1,318 @@
+"""Command line: ``mueval evaluate`` (the lead attaches further commands to ``main``).
+
+Exit codes: 0 success; 1 runtime failure (data that cannot be evaluated, a model or
+conformal step failing, output that cannot be written); 2 bad usage (unknown
+strategy, classifier, score or dataset name; bad option values).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import platform
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import click
+
+from mueval import __version__
+from mueval.aggregate import splits_frame, summary_frame
+from mueval.conformal import SCORES
+from mueval.data import Table, load_file, load_registered
+from mueval.errors import MuevalError, UsageError
+from mueval.models import CLASSIFIERS, parse_classifiers
+from mueval.output import format_table, predictions_table, write_run
+from mueval.runner import BACKENDS, SMALL_CAL_POLICIES, EvalConfig, run
+from mueval.strategies import ALIASES, STRATEGIES, parse_strategies
+
+
+def _versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {"python": platform.python_version(), "mueval": __version__}
+    for key, dist in (
+        ("mudata", "mudata-mueval"),
+        ("numpy", "numpy"),
+        ("pandas", "pandas"),
+        ("scikit-learn", "scikit-learn"),
+        ("mapie", "mapie"),
+    ):
+        try:
+            out[key] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[key] = None
+    try:
+        import mudata
+
+        out["mudata"] = mudata.__version__
+    except ImportError:
+        pass
+    return out
+
+
+def evaluate_table(
+    table: Table,
+    config: EvalConfig,
+    *,
+    out: str | Path | None = None,
+    jobs: int = 1,
+    backend: str = "loky",
+    scheduler: str | None = None,
+    progress: bool | None = None,
+    overwrite: bool = False,
+) -> dict[str, Any]:
+    """Run the evaluation on a table and optionally write the run folder.
+
+    Parameters
+    ----------
+    table : Table
+    config : EvalConfig
+    out : path, optional
+        Run folder to write (atomically).
+    jobs, backend, scheduler, progress
+        See :func:`mueval.runner.run`.
+    overwrite : bool
+        Replace an existing run folder.
+
+    Returns
+    -------
+    dict
+        ``output`` (RunOutput), ``splits`` and ``summary`` (DataFrames),
+        ``run_info`` (the content of run.json) and ``path`` (or None).
+    """
+    start = time.perf_counter()
+    output = run(
+        table.X,
+        table.y,
+        table.users,
+        table.classes,
+        config,
+        jobs=jobs,
+        backend=backend,
+        scheduler=scheduler,
+        progress=progress,
+    )
+    splits = splits_frame(output.results)
+    summary = summary_frame(splits)
+    run_info: dict[str, Any] = {
+        "dataset": table.info,
+        "classes": list(table.classes),
+        "config": {
+            "strategies": list(config.strategies),
+            "classifiers": list(config.classifiers),
+            "alpha": config.alpha,
+            "iterations": config.iterations,
+            "seed_base": config.seed_base,
+            "score": config.score,
+            "mondrian": config.mondrian,
+            "adapt_frac": config.adapt_frac,
+            "small_cal": config.small_cal,
+            "jobs": jobs,
+            "backend": backend,
+        },
+        "versions": _versions(),
+        "skipped": output.notes,
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    path = None
+    if out is not None:
+        t0 = time.perf_counter()
+        preds = predictions_table(output.results, table.classes, table.users, table.y)
+        timings = dict(output.timings)
+        timings["total_s"] = time.perf_counter() - start
+        run_info["timings"] = timings
+        path = write_run(
+            out,
+            run_info=run_info,
+            summary=summary,
+            splits=splits,
+            predictions=preds,
+            overwrite=overwrite,
+        )
+        timings["write_s"] = time.perf_counter() - t0
+    else:
+        run_info["timings"] = {**output.timings, "total_s": time.perf_counter() - start}
+    return {
+        "output": output,
+        "splits": splits,
+        "summary": summary,
+        "run_info": run_info,
+        "path": path,
+    }
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mueval")
+def main() -> None:
+    """Multi-user evaluation of classifiers with split conformal prediction."""
+
+
+_STRATEGY_HELP = (
+    "Evaluation strategy; repeat or give a comma list. "
+    f"Codes: {', '.join(STRATEGIES)}; aliases: "
+    + ", ".join(f"{a}={c}" for a, c in ALIASES.items())
+    + "; 'all'. mm: mixed model (60/20/20 over all rows). udm: user-dependent "
+    "(the same split within each user). uim: user-independent (train and calibrate "
+    "on the other users, test on half of the target user). ucm: user-calibrated "
+    "(train on the other users, calibrate on the target user's other half). uam: "
+    "user-adaptive (train on the other users plus --adapt-frac of the target user). "
+    "[default: mm,udm,uim,ucm]"
+)
+
+
+@main.command()
+@click.option("--dataset", "dataset", metavar="NAME", help="A mudata dataset (e.g. wisdm).")
+@click.option(
+    "--data",
+    "data_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Your own table, .parquet or .csv: a user column, a label column, every "
+    "other column a numeric feature.",
+)
+@click.option("--user-col", default="userid", show_default=True, help="User column of --data.")
+@click.option("--label-col", default="label", show_default=True, help="Label column of --data.")
+@click.option("--strategy", "-s", "strategies", multiple=True, help=_STRATEGY_HELP)
+@click.option(
+    "--classifier",
+    "-c",
+    "classifiers",
+    multiple=True,
+    help=f"Classifier; repeat or comma list: {', '.join(CLASSIFIERS)} or all. [default: all]",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Miscoverage level (0.05 = 95% confidence).",
+)
+@click.option(
+    "--iterations", type=click.IntRange(min=1), default=20, show_default=True,
+    help="Repetitions; iteration i uses seed seed-base + i.",
+)
+@click.option("--seed-base", type=int, default=100, show_default=True)
+@click.option(
+    "--score",
+    type=click.Choice(SCORES),
+    default="lac",
+    show_default=True,
+    help="Conformity score (MAPIE's names). The protocol uses lac.",
+)
+@click.option(
+    "--mondrian/--no-mondrian",
+    default=False,
+    show_default=True,
+    help="Class-conditional (Mondrian) calibration: one threshold per class.",
+)
+@click.option(
+    "--adapt-frac",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.5,
+    show_default=True,
+    help="uam: share of the target user's rows added to training.",
+)
+@click.option(
+    "--small-cal",
+    type=click.Choice(SMALL_CAL_POLICIES),
+    default="error",
+    show_default=True,
+    help="A calibration set below max(1/alpha, 1/(1-alpha)) rows (which MAPIE "
+    "refuses): stop with an error, or skip it (NaN conformal metrics, noted in run.json).",
+)
+@click.option("--jobs", "-j", type=click.IntRange(min=-1), default=1, show_default=True,
+              help="Parallel worker processes (loky); -1 = all cores.")
+@click.option("--backend", type=click.Choice(BACKENDS), default="loky", show_default=True)
+@click.option("--scheduler", metavar="ADDRESS",
+              help="dask.distributed scheduler address (with --backend dask).")
+@click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
+              help="Write the run folder here (atomically).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing --out folder.")
+@click.option("--data-home", type=click.Path(file_okay=False, path_type=Path),
+              help="mudata's data folder (default: $MUDATA_HOME).")
+@click.option("--manual-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder with the official files of datasets that cannot be downloaded.")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress bar on stderr. [default: only when stderr is a terminal]")
+def evaluate(
+    dataset: str | None,
+    data_file: Path | None,
+    user_col: str,
+    label_col: str,
+    strategies: tuple[str, ...],
+    classifiers: tuple[str, ...],
+    alpha: float,
+    iterations: int,
+    seed_base: int,
+    score: str,
+    mondrian: bool,
+    adapt_frac: float,
+    small_cal: str,
+    jobs: int,
+    backend: str,
+    scheduler: str | None,
+    out: Path | None,
+    overwrite: bool,
+    data_home: Path | None,
+    manual_dir: Path | None,
+    progress: bool | None,
+) -> None:
+    """Evaluate classifiers under the multi-user strategies with split conformal
+    prediction, print mean±SD tables and optionally write a run folder (--out).
+
+    \b
+    Examples:
+      mueval evaluate --dataset wisdm --manual-dir data/wisdm --strategy mm
+      mueval evaluate --data my.csv --user-col subject --label-col activity \\
+          -s udm,ucm -c rf --iterations 5 --jobs 2 --out runs/mine
+    """
+    try:
+        if (dataset is None) == (data_file is None):
+            raise click.UsageError("give exactly one of --dataset NAME or --data FILE")
+        if backend == "dask" and not scheduler:
+            raise click.UsageError("--backend dask needs --scheduler ADDRESS")
+        config = EvalConfig(
+            strategies=tuple(parse_strategies(strategies or ("mm,udm,uim,ucm",))),
+            classifiers=tuple(parse_classifiers(classifiers or ("all",))),
+            alpha=alpha,
+            iterations=iterations,
+            seed_base=seed_base,
+            score=score,
+            mondrian=mondrian,
+            adapt_frac=adapt_frac,
+            small_cal=small_cal,
+        )
+        if data_file is not None:
+            table = load_file(data_file, user_col=user_col, label_col=label_col)
+        else:
+            table = load_registered(dataset, data_home=data_home, manual_dir=manual_dir)
+        result = evaluate_table(
+            table,
+            config,
+            out=out,
+            jobs=jobs,
+            backend=backend,
+            scheduler=scheduler,
+            progress=progress,
+            overwrite=overwrite,
+        )
+    except UsageError as exc:
+        raise click.UsageError(str(exc)) from exc
+    except MuevalError as exc:
+        raise click.ClickException(str(exc)) from exc
+    info = table.info
+    click.echo(
+        f"{info.get('name')}: {info['n_rows']} rows, {info['n_users']} users, "
+        f"{len(table.classes)} classes, {info['n_features']} features; alpha={alpha}, "
+        f"score={score}{', mondrian' if mondrian else ''}"
+    )
+    click.echo(format_table(result["summary"]))
+    for note in result["output"].notes:
+        click.echo(f"skipped: {note}", err=True)
+    if result["path"] is not None:
+        click.echo(f"\nrun folder: {result['path']}")
+    timings = result["run_info"]["timings"]
+    click.echo(f"time: {timings['total_s']:.1f} s", err=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

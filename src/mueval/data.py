@@ -1,0 +1,258 @@
+"""The feature table to evaluate: from a :mod:`mudata` dataset or a user's file.
+
+Whatever the source, the evaluation sees a :class:`Table`: unscaled features
+``X``, class indices ``y`` into the sorted class names (a label encoder's order,
+as in the protocol), one user id per row, and a description for ``run.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mueval.errors import DataError, UsageError
+
+
+@dataclass
+class Table:
+    """A validated feature table.
+
+    Attributes
+    ----------
+    X : ndarray of float, shape (n_rows, n_features)
+    y : ndarray of int, shape (n_rows,)
+        Index into ``classes``.
+    users : ndarray of int, shape (n_rows,)
+    classes : list of str
+        Sorted unique labels.
+    features : list of str
+    info : dict
+        ``name, source, provenance_sha256, n_rows, n_users, licence`` and more,
+        the ``dataset`` entry of ``run.json``.
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    users: np.ndarray
+    classes: list[str]
+    features: list[str]
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def frame_sha256(df: pd.DataFrame) -> str:
+    """Deterministic content hash of a DataFrame (values, index and column names)."""
+    digest = hashlib.sha256()
+    digest.update("\x1f".join(map(str, df.columns)).encode())
+    digest.update(pd.util.hash_pandas_object(df, index=True).to_numpy().tobytes())
+    return digest.hexdigest()
+
+
+def table_from_frame(
+    df: pd.DataFrame,
+    *,
+    user_col: str = "userid",
+    label_col: str = "label",
+    info: dict[str, Any] | None = None,
+) -> Table:
+    """Validate a DataFrame and turn it into a :class:`Table`.
+
+    Parameters
+    ----------
+    df : DataFrame
+        One row per sample: a user column, a label column, every other column a
+        numeric feature.
+    user_col, label_col : str
+        Names of the user and label columns.
+    info : dict, optional
+        Description merged into ``Table.info``.
+
+    Returns
+    -------
+    Table
+
+    Raises
+    ------
+    UsageError
+        A named column does not exist.
+    DataError
+        Missing labels or users, non-numeric or missing features, fewer than two
+        classes.
+    """
+    source = (info or {}).get("name", "the table")
+    for option, col in (("user", user_col), ("label", label_col)):
+        if col not in df.columns:
+            message = (
+                f"{source}: no {option} column {col!r}; columns are: "
+                f"{', '.join(map(str, df.columns))}"
+            )
+            raise UsageError(message)
+    if user_col == label_col:
+        message = f"the user and label columns must differ; both are {user_col!r}"
+        raise UsageError(message)
+    if len(df) == 0:
+        message = f"{source}: the table has no rows"
+        raise DataError(message)
+
+    labels = df[label_col]
+    n_missing = int(labels.isna().sum())
+    if n_missing:
+        rows = np.flatnonzero(labels.isna().to_numpy())[:5].tolist()
+        message = (
+            f"{source}: label column {label_col!r} has {n_missing} missing value(s) "
+            f"of {len(df)} rows (first at row positions {rows}); drop or fill them"
+        )
+        raise DataError(message)
+    raw_users = df[user_col]
+    n_missing = int(raw_users.isna().sum())
+    if n_missing:
+        message = f"{source}: user column {user_col!r} has {n_missing} missing value(s)"
+        raise DataError(message)
+
+    features = [c for c in df.columns if c not in (user_col, label_col)]
+    if not features:
+        message = f"{source}: no feature columns besides {user_col!r} and {label_col!r}"
+        raise DataError(message)
+    bad = [str(c) for c in features if not pd.api.types.is_numeric_dtype(df[c])
+           or pd.api.types.is_bool_dtype(df[c])]
+    if bad:
+        message = (
+            f"{source}: feature columns must be numeric; not numeric: {', '.join(bad)} "
+            f"(name the user and label columns with --user-col/--label-col, or drop "
+            "these columns)"
+        )
+        raise DataError(message)
+    X = df[features].to_numpy(dtype=float)
+    missing = ~np.isfinite(X)
+    if missing.any():
+        per_col = missing.sum(axis=0)
+        worst = [f"{features[i]}: {per_col[i]}" for i in np.flatnonzero(per_col)[:5]]
+        message = (
+            f"{source}: {int(missing.any(axis=1).sum())} row(s) have missing or "
+            f"infinite feature values ({', '.join(worst)}); the classifiers need "
+            "complete rows"
+        )
+        raise DataError(message)
+
+    label_str = labels.astype(str).to_numpy()
+    classes = sorted(np.unique(label_str).tolist())
+    if len(classes) < 2:
+        message = f"{source}: label column {label_col!r} has one class only ({classes[0]!r})"
+        raise DataError(message)
+    y = np.searchsorted(np.asarray(classes), label_str).astype(int)
+
+    extra: dict[str, Any] = {}
+    if pd.api.types.is_integer_dtype(raw_users) or (
+        pd.api.types.is_float_dtype(raw_users)
+        and np.all(np.mod(raw_users.to_numpy(dtype=float), 1) == 0)
+    ):
+        users = raw_users.to_numpy(dtype=np.int64)
+    else:
+        # Non-integer ids ("S1", "alice"): number them in sorted order, keep the map.
+        names = sorted(raw_users.astype(str).unique().tolist())
+        users = np.searchsorted(np.asarray(names), raw_users.astype(str).to_numpy())
+        users = users.astype(np.int64)
+        extra["user_ids"] = {str(i): name for i, name in enumerate(names)}
+
+    out_info = dict(info or {})
+    out_info.update(
+        n_rows=int(len(df)),
+        n_users=int(len(np.unique(users))),
+        n_features=len(features),
+        user_col=user_col,
+        label_col=label_col,
+        **extra,
+    )
+    return Table(X, y, users, classes, [str(f) for f in features], out_info)
+
+
+def load_registered(
+    name: str,
+    *,
+    data_home: str | Path | None = None,
+    manual_dir: str | Path | None = None,
+) -> Table:
+    """A :mod:`mudata` dataset by name (built or read from its cache).
+
+    Parameters
+    ----------
+    name : str
+        Registry name, e.g. ``"wisdm"``.
+    data_home : path, optional
+        mudata's data folder.
+    manual_dir : path, optional
+        Folder holding the official files, for datasets that cannot be downloaded.
+
+    Returns
+    -------
+    Table
+    """
+    import mudata
+    from mudata.errors import MudataError
+    from mudata.errors import UsageError as MudataUsageError
+
+    try:
+        df = mudata.load(name, data_home=data_home, manual_dir=manual_dir)
+    except MudataUsageError as exc:
+        raise UsageError(str(exc)) from exc
+    except MudataError as exc:
+        message = f"cannot load dataset {name!r}: {exc}"
+        raise DataError(message) from exc
+    try:
+        prov = mudata.provenance(name, data_home=data_home)
+    except (MudataError, OSError):
+        prov = {}
+    sha = prov.get("sha256") or frame_sha256(df)
+    info = {
+        "name": name,
+        "source": "registry",
+        "provenance_sha256": sha,
+        "licence": prov.get("licence"),
+        "title": prov.get("title"),
+        "citation": prov.get("citation"),
+    }
+    return table_from_frame(df, user_col="userid", label_col="label", info=info)
+
+
+def load_file(path: str | Path, *, user_col: str = "userid", label_col: str = "label") -> Table:
+    """A user's own table from a Parquet or CSV file.
+
+    Parameters
+    ----------
+    path : path
+        ``.parquet``/``.pq`` or ``.csv`` file.
+    user_col, label_col : str
+        Names of the user and label columns; every other column is a feature.
+
+    Returns
+    -------
+    Table
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    try:
+        if suffix in (".parquet", ".pq"):
+            df = pd.read_parquet(path)
+        elif suffix == ".csv":
+            df = pd.read_csv(path)
+        else:
+            message = f"{path}: unsupported file type {suffix!r}; expected .parquet or .csv"
+            raise UsageError(message)
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, UsageError):
+            raise
+        message = f"cannot read {path}: {exc}"
+        raise DataError(message) from exc
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    info = {
+        "name": path.name,
+        "source": "file",
+        "path": str(path.resolve()),
+        "provenance_sha256": sha,
+        "licence": None,
+    }
+    return table_from_frame(df, user_col=user_col, label_col=label_col, info=info)

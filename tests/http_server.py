@@ -14,7 +14,9 @@ Faults apply to every GET until changed: ``fail_first`` (the next N requests
 get ``fail_status``), ``truncate_to`` (a short body with a matching
 Content-Length: the response looks complete), ``drop_after`` (the full
 Content-Length is announced, then the connection is closed after N bytes),
-``status`` (answer every request with that status).
+``status`` (answer every request with that status), ``stall_after`` (send N
+bytes, set ``stalled``, then hang until the server stops: a download in flight,
+for tests that kill the client).
 """
 
 from __future__ import annotations
@@ -31,10 +33,10 @@ import pytest
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - keep tests quiet
+    def log_message(self, format: str, *args: object) -> None:
         return
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:
         self.server.owner._serve(self)
 
 
@@ -54,6 +56,9 @@ class HTTPTestServer:
         self.truncate_to: int | None = None
         self.drop_after: int | None = None
         self.status: int | None = None
+        self.stall_after: int | None = None
+        self.stalled = threading.Event()
+        self._release = threading.Event()
         self._lock = threading.Lock()
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.owner = self
@@ -69,6 +74,7 @@ class HTTPTestServer:
         return self
 
     def stop(self) -> None:
+        self._release.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
@@ -101,12 +107,17 @@ class HTTPTestServer:
             announced = len(body)
         elif self.drop_after is not None:
             body = body[: self.drop_after]
+        elif self.stall_after is not None:
+            body = body[: self.stall_after]
         handler.send_response(HTTPStatus.OK)
         handler.send_header("Content-Type", "application/octet-stream")
         handler.send_header("Content-Length", str(announced))
         handler.end_headers()
         handler.wfile.write(body)
         handler.wfile.flush()
+        if self.stall_after is not None:
+            self.stalled.set()
+            self._release.wait(timeout=30)
         if len(body) < announced:
             # Close mid-body: the client sees fewer bytes than announced.
             handler.close_connection = True

@@ -10,10 +10,12 @@ import hashlib
 import io
 import logging
 import os
+import subprocess
+import sys
 import tarfile
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -22,7 +24,12 @@ from mudata.errors import ChecksumError, DownloadError, MissingFileError, ParseE
 from mudata.paths import raw_dir
 from mudata.readers.base import Sources
 from mudata.registry import DatasetEntry, get_entry, parse_entry
-from tests.http_server import HTTPTestServer, http_server  # noqa: F401 - the fixture
+
+if TYPE_CHECKING:
+    from tests.http_server import HTTPTestServer
+
+# Provides the http_server fixture (a real server on 127.0.0.1).
+pytest_plugins = ["tests.http_server"]
 
 # Nothing listens on the discard port: a test that reaches the network with it fails.
 UNREACHABLE = "http://127.0.0.1:9"
@@ -82,7 +89,9 @@ def make_entry(*files: dict[str, Any], source: Path | str = "<memory>") -> Datas
     return parse_entry(data, source=source)
 
 
-def toy_file(url: str, *, sha256: str | None = "default", members: bool = True, **extra: Any) -> dict[str, Any]:
+def toy_file(
+    url: str, *, sha256: str | None = "default", members: bool = True, **extra: Any
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"name": "toy.zip", "url": url, **extra}
     if sha256 == "default":
         spec["sha256"] = sha(TOY_ZIP)
@@ -103,7 +112,7 @@ def home(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def served_toy(http_server: HTTPTestServer) -> HTTPTestServer:  # noqa: F811
+def served_toy(http_server: HTTPTestServer) -> HTTPTestServer:
     (http_server.root / "toy.zip").write_bytes(TOY_ZIP)
     return http_server
 
@@ -147,7 +156,9 @@ def test_download_happy_path(served_toy: HTTPTestServer, home: Path) -> None:
         sources.close()
 
 
-def test_progress_bar_on_request(served_toy: HTTPTestServer, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_progress_bar_on_request(
+    served_toy: HTTPTestServer, home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     entry = make_entry(toy_file(served_toy.url + "/toy.zip"))
     fetch_sources(entry, data_home=home, delay=0, progress=True)
     assert "100%" in capsys.readouterr().err
@@ -176,13 +187,15 @@ def test_a_stale_cached_file_is_downloaded_again(served_toy: HTTPTestServer, hom
     assert served_toy.count() == 1
 
 
-def test_data_home_defaults_to_mudata_home(served_toy: HTTPTestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_data_home_defaults_to_mudata_home(
+    served_toy: HTTPTestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MUDATA_HOME", str(tmp_path / "env-home"))
     [fetched] = fetch_sources(make_entry(toy_file(served_toy.url + "/toy.zip")), delay=0)
     assert fetched.root == tmp_path / "env-home" / "toy" / "raw" / "toy.zip"
 
 
-def test_mirror_replaces_the_base_address(http_server: HTTPTestServer, home: Path) -> None:  # noqa: F811
+def test_mirror_replaces_the_base_address(http_server: HTTPTestServer, home: Path) -> None:
     (http_server.root / "mirror").mkdir()
     (http_server.root / "mirror" / "toy.zip").write_bytes(TOY_ZIP)
     entry = make_entry(toy_file(UNREACHABLE + "/official/path/toy.zip"))
@@ -212,7 +225,7 @@ def test_gives_up_after_the_last_retry(served_toy: HTTPTestServer, home: Path) -
     assert files_in(raw_dir("toy", home)) == []
 
 
-def test_404_is_reported_and_not_retried(http_server: HTTPTestServer, home: Path) -> None:  # noqa: F811
+def test_404_is_reported_and_not_retried(http_server: HTTPTestServer, home: Path) -> None:
     url = http_server.url + "/absent.zip"
     with pytest.raises(DownloadError, match="HTTP 404") as caught:
         fetch_sources(make_entry(toy_file(url)), data_home=home, n_retries=3, delay=0)
@@ -221,7 +234,9 @@ def test_404_is_reported_and_not_retried(http_server: HTTPTestServer, home: Path
     assert files_in(raw_dir("toy", home)) == []
 
 
-def test_wrong_hash_names_both_hashes_and_leaves_nothing(served_toy: HTTPTestServer, home: Path) -> None:
+def test_wrong_hash_names_both_hashes_and_leaves_nothing(
+    served_toy: HTTPTestServer, home: Path
+) -> None:
     expected = sha(b"the file the registry describes")
     url = served_toy.url + "/toy.zip"
     with pytest.raises(ChecksumError) as caught:
@@ -242,10 +257,14 @@ def test_truncated_body_is_a_checksum_error(served_toy: HTTPTestServer, home: Pa
     assert files_in(raw_dir("toy", home)) == []
 
 
-def test_connection_dropped_mid_body_is_retried_then_fails_cleanly(served_toy: HTTPTestServer, home: Path) -> None:
+def test_connection_dropped_mid_body_is_retried_then_fails_cleanly(
+    served_toy: HTTPTestServer, home: Path
+) -> None:
     served_toy.drop_after = 100  # full Content-Length announced, 100 bytes sent
     with pytest.raises(DownloadError) as caught:
-        fetch_sources(make_entry(toy_file(served_toy.url + "/toy.zip")), data_home=home, n_retries=1, delay=0)
+        fetch_sources(
+            make_entry(toy_file(served_toy.url + "/toy.zip")), data_home=home, n_retries=1, delay=0
+        )
     assert served_toy.url + "/toy.zip" in str(caught.value)
     assert served_toy.count() == 2
     assert files_in(raw_dir("toy", home)) == []
@@ -254,7 +273,9 @@ def test_connection_dropped_mid_body_is_retried_then_fails_cleanly(served_toy: H
 def test_interrupted_download_then_good_retry(served_toy: HTTPTestServer, home: Path) -> None:
     served_toy.fail_first = 1
     served_toy.fail_status = 502
-    [fetched] = fetch_sources(make_entry(toy_file(served_toy.url + "/toy.zip")), data_home=home, delay=0)
+    [fetched] = fetch_sources(
+        make_entry(toy_file(served_toy.url + "/toy.zip")), data_home=home, delay=0
+    )
     assert fetched.root.read_bytes() == TOY_ZIP
     assert files_in(fetched.root.parent) == ["toy.zip"]
 
@@ -262,7 +283,9 @@ def test_interrupted_download_then_good_retry(served_toy: HTTPTestServer, home: 
 # ------------------------------------------------ members inside the archive
 
 
-def test_member_hashes_verify_an_archive_without_its_own_hash(http_server: HTTPTestServer, home: Path) -> None:  # noqa: F811
+def test_member_hashes_verify_an_archive_without_its_own_hash(
+    http_server: HTTPTestServer, home: Path
+) -> None:
     archive = tar_gz_bytes(TOY_MEMBERS)
     (http_server.root / "toy.tar.gz").write_bytes(archive)
     spec = toy_file(http_server.url + "/toy.tar.gz", sha256=None, name="toy.tar.gz", archive="tar")
@@ -283,7 +306,9 @@ def test_missing_member_names_archive_and_member(served_toy: HTTPTestServer, hom
     assert files_in(raw_dir("toy", home)) == ["toy.zip"]
 
 
-def test_wrong_member_hash_in_an_unhashed_download_removes_it_from_the_cache(served_toy: HTTPTestServer, home: Path) -> None:
+def test_wrong_member_hash_in_an_unhashed_download_removes_it_from_the_cache(
+    served_toy: HTTPTestServer, home: Path
+) -> None:
     spec = toy_file(served_toy.url + "/toy.zip", sha256=None)
     spec["members"][1]["sha256"] = sha(b"other readings")
     with pytest.raises(ChecksumError) as caught:
@@ -302,7 +327,9 @@ def test_wrong_member_hash_in_an_unhashed_download_removes_it_from_the_cache(ser
         pytest.param(lambda b: b[:60] + bytes([b[60] ^ 0xFF]) + b[61:], id="corrupt"),
     ],
 )
-def test_unreadable_archive_without_archive_hash(http_server: HTTPTestServer, home: Path, damage: Any) -> None:  # noqa: F811
+def test_unreadable_archive_without_archive_hash(
+    http_server: HTTPTestServer, home: Path, damage: Any
+) -> None:
     (http_server.root / "toy.zip").write_bytes(damage(TOY_ZIP))
     spec = toy_file(http_server.url + "/toy.zip", sha256=None, archive="zip")
     with pytest.raises((ParseError, ChecksumError)) as caught:
@@ -311,7 +338,7 @@ def test_unreadable_archive_without_archive_hash(http_server: HTTPTestServer, ho
     assert files_in(raw_dir("toy", home)) == []
 
 
-def test_truncated_tar_gz_is_a_parse_error(http_server: HTTPTestServer, home: Path) -> None:  # noqa: F811
+def test_truncated_tar_gz_is_a_parse_error(http_server: HTTPTestServer, home: Path) -> None:
     archive = tar_gz_bytes({"toy/big.bin": os.urandom(200_000)})
     (http_server.root / "toy.tar.gz").write_bytes(archive[: len(archive) // 2])
     spec = {
@@ -332,7 +359,9 @@ def test_manual_dir_with_the_archive_is_used_in_place(tmp_path: Path, home: Path
     manual = tmp_path / "manual"
     manual.mkdir()
     (manual / "toy.zip").write_bytes(TOY_ZIP)
-    [fetched] = fetch_sources(make_entry(toy_file(UNREACHABLE + "/toy.zip")), data_home=home, manual_dir=manual)
+    [fetched] = fetch_sources(
+        make_entry(toy_file(UNREACHABLE + "/toy.zip")), data_home=home, manual_dir=manual
+    )
     assert fetched.root == manual / "toy.zip"
     assert (fetched.origin, fetched.sha256, fetched.verified) == ("manual", sha(TOY_ZIP), True)
     assert fetched.members == {p: sha(b) for p, b in TOY_MEMBERS.items()}
@@ -345,9 +374,14 @@ def test_manual_dir_members_found_by_bare_name(tmp_path: Path, home: Path) -> No
     (manual / "somewhere" / "else").mkdir(parents=True)
     (manual / "README.csv").write_bytes(README)
     (manual / "somewhere" / "else" / "readings.txt").write_bytes(READINGS)
-    [fetched] = fetch_sources(make_entry(toy_file(UNREACHABLE + "/toy.zip")), data_home=home, manual_dir=manual)
+    [fetched] = fetch_sources(
+        make_entry(toy_file(UNREACHABLE + "/toy.zip")), data_home=home, manual_dir=manual
+    )
     assert (fetched.root, fetched.sha256, fetched.verified) == (manual, None, True)
-    assert fetched.members == {"toy/README.csv": sha(README), "toy/data/readings.txt": sha(READINGS)}
+    assert fetched.members == {
+        "toy/README.csv": sha(README),
+        "toy/data/readings.txt": sha(READINGS),
+    }
     sources = Sources([fetched.root])
     assert sources.read_bytes("toy/data/readings.txt") == READINGS
 
@@ -372,7 +406,9 @@ def test_manual_dir_wrong_member_is_left_untouched(tmp_path: Path, home: Path) -
     wrong.write_bytes(b"edited by hand\n")
     before = wrong.stat().st_mtime_ns
     with pytest.raises(ChecksumError) as caught:
-        fetch_sources(make_entry(toy_file(UNREACHABLE + "/toy.zip")), data_home=home, manual_dir=manual)
+        fetch_sources(
+            make_entry(toy_file(UNREACHABLE + "/toy.zip")), data_home=home, manual_dir=manual
+        )
     message = str(caught.value)
     assert str(wrong) in message and "sha256" in message and "untouched" in message
     assert sha(READINGS) in message and sha(b"edited by hand\n") in message
@@ -385,7 +421,9 @@ def test_manual_dir_wrong_archive_is_left_untouched(tmp_path: Path, home: Path) 
     other = zip_bytes({"toy/README.csv": b"different\n"})
     (manual / "toy.zip").write_bytes(other)
     with pytest.raises(ChecksumError) as caught:
-        fetch_sources(make_entry(toy_file(UNREACHABLE + "/toy.zip")), data_home=home, manual_dir=manual)
+        fetch_sources(
+            make_entry(toy_file(UNREACHABLE + "/toy.zip")), data_home=home, manual_dir=manual
+        )
     assert sha(TOY_ZIP) in str(caught.value) and sha(other) in str(caught.value)
     assert (manual / "toy.zip").read_bytes() == other
 
@@ -395,7 +433,9 @@ def test_manual_dir_missing_member_lists_what_is_accepted(tmp_path: Path, home: 
     manual.mkdir()
     (manual / "README.csv").write_bytes(README)
     with pytest.raises(MissingFileError) as caught:
-        fetch_sources(make_entry(toy_file(UNREACHABLE + "/toy.zip")), data_home=home, manual_dir=manual)
+        fetch_sources(
+            make_entry(toy_file(UNREACHABLE + "/toy.zip")), data_home=home, manual_dir=manual
+        )
     message = str(caught.value)
     assert "missing: toy/data/readings.txt" in message
     assert str(manual / "toy.zip") in message and str(manual) in message
@@ -405,7 +445,11 @@ def test_manual_dir_without_the_file_and_no_members(tmp_path: Path, home: Path) 
     manual = tmp_path / "manual"
     manual.mkdir()
     with pytest.raises(MissingFileError) as caught:
-        fetch_sources(make_entry(toy_file(UNREACHABLE + "/toy.zip", members=False)), data_home=home, manual_dir=manual)
+        fetch_sources(
+            make_entry(toy_file(UNREACHABLE + "/toy.zip", members=False)),
+            data_home=home,
+            manual_dir=manual,
+        )
     message = str(caught.value)
     assert "'toy.zip'" in message and str(manual / "toy.zip") in message and sha(TOY_ZIP) in message
 
@@ -417,7 +461,9 @@ def test_manual_dir_ambiguous_bare_name(tmp_path: Path, home: Path) -> None:
         (manual / sub / "readings.txt").write_bytes(READINGS)
     (manual / "README.csv").write_bytes(README)
     with pytest.raises(UsageError, match="ambiguous") as caught:
-        fetch_sources(make_entry(toy_file(UNREACHABLE + "/toy.zip")), data_home=home, manual_dir=manual)
+        fetch_sources(
+            make_entry(toy_file(UNREACHABLE + "/toy.zip")), data_home=home, manual_dir=manual
+        )
     assert str(manual / "a" / "readings.txt") in str(caught.value)
 
 
@@ -429,7 +475,9 @@ def test_manual_dir_must_exist(tmp_path: Path) -> None:
 # ------------------------------------------------------- local registered path
 
 
-def test_registered_relative_path_is_resolved_from_the_toml_folder(tmp_path: Path, home: Path) -> None:
+def test_registered_relative_path_is_resolved_from_the_toml_folder(
+    tmp_path: Path, home: Path
+) -> None:
     (tmp_path / "reg" / "data").mkdir(parents=True)
     (tmp_path / "reg" / "data" / "toy.zip").write_bytes(TOY_ZIP)
     spec = toy_file("unused", members=False)
@@ -437,7 +485,11 @@ def test_registered_relative_path_is_resolved_from_the_toml_folder(tmp_path: Pat
     spec["path"] = "data/toy.zip"
     entry = make_entry(spec, source=tmp_path / "reg" / "toy.toml")
     [fetched] = fetch_sources(entry, data_home=home)
-    assert (fetched.root, fetched.origin, fetched.verified) == (tmp_path / "reg" / "data" / "toy.zip", "local", True)
+    assert (fetched.root, fetched.origin, fetched.verified) == (
+        tmp_path / "reg" / "data" / "toy.zip",
+        "local",
+        True,
+    )
 
 
 def test_registered_path_that_does_not_exist(tmp_path: Path) -> None:
@@ -449,7 +501,9 @@ def test_registered_path_that_does_not_exist(tmp_path: Path) -> None:
 # ------------------------------------------------------------ unverified files
 
 
-def test_unverified_file_is_refused_before_any_request(served_toy: HTTPTestServer, home: Path) -> None:
+def test_unverified_file_is_refused_before_any_request(
+    served_toy: HTTPTestServer, home: Path
+) -> None:
     entry = make_entry(toy_file(served_toy.url + "/toy.zip", sha256=None, members=False))
     with pytest.raises(UsageError, match="allow_unverified") as caught:
         fetch_sources(entry, data_home=home, delay=0)
@@ -457,7 +511,9 @@ def test_unverified_file_is_refused_before_any_request(served_toy: HTTPTestServe
     assert served_toy.count() == 0
 
 
-def test_unverified_file_allowed_with_a_warning(served_toy: HTTPTestServer, home: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_unverified_file_allowed_with_a_warning(
+    served_toy: HTTPTestServer, home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     entry = make_entry(toy_file(served_toy.url + "/toy.zip", sha256=None, members=False))
     with caplog.at_level(logging.WARNING, logger="mudata.download"):
         [fetched] = fetch_sources(entry, data_home=home, delay=0, allow_unverified=True)
@@ -475,7 +531,9 @@ def test_partially_hashed_members_in_a_folder_are_unverified(tmp_path: Path, hom
     del spec["members"][0]["sha256"]
     with pytest.raises(UsageError):
         fetch_sources(make_entry(spec), data_home=home, manual_dir=manual)
-    [fetched] = fetch_sources(make_entry(spec), data_home=home, manual_dir=manual, allow_unverified=True)
+    [fetched] = fetch_sources(
+        make_entry(spec), data_home=home, manual_dir=manual, allow_unverified=True
+    )
     assert not fetched.verified and fetched.members["toy/README.csv"] == sha(README)
 
 
@@ -499,7 +557,9 @@ def test_official_gestures_archive_through_manual_dir(gestures_zip: Path, home: 
     assert fetched.members == GESTURES_MEMBERS
 
 
-def test_official_gestures_archive_through_a_mirror(gestures_zip: Path, http_server: HTTPTestServer, home: Path) -> None:  # noqa: F811
+def test_official_gestures_archive_through_a_mirror(
+    gestures_zip: Path, http_server: HTTPTestServer, home: Path
+) -> None:
     (http_server.root / "gestures-dataset.zip").symlink_to(gestures_zip)
     entry = make_entry(gestures_spec(UNREACHABLE + "/uc?export=download"))
     [fetched] = fetch_sources(entry, data_home=home, mirror=http_server.url, delay=0)
@@ -543,3 +603,34 @@ def test_official_wisdm_member_with_a_wrong_registry_hash(wisdm_dir: Path, home:
 def test_builtin_wisdm_entry_accepts_the_official_member(wisdm_dir: Path, home: Path) -> None:
     [fetched] = fetch_sources(get_entry("wisdm"), data_home=home, manual_dir=wisdm_dir)
     assert fetched.verified and fetched.members[WISDM_MEMBER] == WISDM_MEMBER_SHA256
+
+
+def test_killed_download_leaves_no_file_under_the_target_name(
+    served_toy: HTTPTestServer, home: Path
+) -> None:
+    """SIGKILL mid-body: only Pooch's temporary file may remain, never ``toy.zip``."""
+    served_toy.stall_after = 100
+    script = (
+        "import sys; from pathlib import Path; from tests.test_download import make_entry, toy_file; "
+        "from mudata.download import fetch_sources; "
+        "fetch_sources(make_entry(toy_file(sys.argv[1])), data_home=Path(sys.argv[2]), progress=False)"
+    )
+    root = Path(__file__).resolve().parents[1]
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, served_toy.url + "/toy.zip", str(home)], cwd=root
+    )
+    try:
+        assert served_toy.stalled.wait(timeout=20), "the child never started downloading"
+        child.kill()
+    finally:
+        child.wait(timeout=20)
+    target_dir = raw_dir("toy", home)
+    leftovers = files_in(target_dir)
+    # Pooch 1.9 streams into a NamedTemporaryFile ("tmp...") beside the target.
+    assert len(leftovers) == 1 and leftovers[0].startswith("tmp"), leftovers
+    # The next run downloads it whole; the leftover temporary file is never mistaken for it.
+    served_toy.stall_after = None
+    [fetched] = fetch_sources(
+        make_entry(toy_file(served_toy.url + "/toy.zip")), data_home=home, delay=0
+    )
+    assert fetched.origin == "download" and fetched.root.read_bytes() == TOY_ZIP

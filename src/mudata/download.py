@@ -281,7 +281,7 @@ def _archive_kind(path: Path, declared: str | None) -> str | None:
 
 def _normalise(name: str) -> str:
     # tar files made with "tar -C dir ." name their members "./x"
-    return name[2:] if name.startswith("./") else name
+    return name.removeprefix("./")
 
 
 def _hash_archive_members(path: Path, kind: str, wanted: set[str]) -> dict[str, str]:
@@ -434,7 +434,11 @@ def _candidate_roots(folder: Path, members: Iterable[Member]) -> list[Path]:
     for member in members:
         parts = PurePosixPath(member.path).parts[:-1]
         for i in range(1, len(parts) + 1):
-            if len(folder.parts) > i and folder.parts[-i:] == parts[:i] and folder.parents[i - 1] not in roots:
+            if (
+                len(folder.parts) > i
+                and folder.parts[-i:] == parts[:i]
+                and folder.parents[i - 1] not in roots
+            ):
                 roots.append(folder.parents[i - 1])
     return roots
 
@@ -504,7 +508,9 @@ class _HashingDownloader:
             self.inner = pooch.choose_downloader(url, progressbar=progressbar)
         self.observed: str | None = None
 
-    def __call__(self, url: str, output_file: str, pooch_: object, check_only: bool = False) -> object:
+    def __call__(
+        self, url: str, output_file: str, pooch_: object, check_only: bool = False
+    ) -> object:
         result = self.inner(url, output_file, pooch_, check_only=check_only)
         if not check_only and isinstance(output_file, str | Path):
             self.observed = sha256_of(output_file)
@@ -519,7 +525,9 @@ def _is_transient(exc: BaseException) -> bool:
     if isinstance(exc, ValueError):  # requests' InvalidURL, MissingSchema...
         return False
     # PermissionError or a full disk will not heal by waiting; a reset connection may.
-    return isinstance(exc, requests.RequestException | ConnectionError | TimeoutError | EOFError | ftplib.Error)
+    return isinstance(
+        exc, requests.RequestException | ConnectionError | TimeoutError | EOFError | ftplib.Error
+    )
 
 
 def _reason(exc: BaseException) -> str:
@@ -573,7 +581,11 @@ def _download(
             if attempt < attempts and _is_transient(exc):
                 log.info(
                     "download of %s failed (%s); attempt %d of %d in %.1f s",
-                    url, _reason(exc), attempt + 1, attempts, delay,
+                    url,
+                    _reason(exc),
+                    attempt + 1,
+                    attempts,
+                    delay,
                 )
                 time.sleep(delay)
                 continue

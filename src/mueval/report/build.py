@@ -1,0 +1,494 @@
+"""Build the report of one run folder: figures on disk plus one self-contained page.
+
+The page has, in order: the run (dataset provenance, configuration, versions), the
+summary table, the comparison of strategies (the study's t-test and two tests
+that respect the resampling), set size across classifiers, the per-user picture
+the study lacks, then one section per (strategy, classifier) with the study's
+pictures and the set diagnostics the correlation review asks for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mueval.report import figures as F
+from mueval.report import setstats as S
+from mueval.report.compare import STUDY_TEST, compare_strategies, per_iteration_values, per_user_values
+from mueval.report.html import (
+    Section,
+    esc,
+    figure_html,
+    list_html,
+    note_html,
+    render_page,
+    table_html,
+    warning_html,
+)
+from mueval.report.runfolder import RunFolder, RunFolderError
+
+__all__ = ["CLASSIFIER_NAMES", "STRATEGY_NAMES", "BuildResult", "build_report"]
+
+STRATEGY_NAMES = {
+    "mm": "MM (mixed)",
+    "udm": "UDM (user-dependent)",
+    "uim": "UIM (user-independent)",
+    "ucm": "UCM (user-calibrated)",
+    "uam": "UAM (user-adaptive)",
+}
+CLASSIFIER_NAMES = {"nb": "Naive Bayes", "rf": "RF", "svm": "SVM", "knn": "KNN"}
+_SUMMARY_METRICS = ("accuracy", "coverage", "setsize", "pctempty", "jaccard", "MCriterion",
+                    "FCriterion", "OM", "OF", "OU", "OE")
+# Per-user matrices on a handful of rows are noise; such users are left out of the
+# pooling check (and the page says how many were).
+_MIN_USER_ROWS = 20
+
+
+def _sname(code: str) -> str:
+    return STRATEGY_NAMES.get(code, code)
+
+
+def _cname(code: str) -> str:
+    return CLASSIFIER_NAMES.get(code, code)
+
+
+@dataclass
+class BuildResult:
+    """What :func:`build_report` wrote."""
+
+    html: Path
+    figures: list[Path] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+class _Figures:
+    """Saves figures under ``out/figures`` and returns their embedded HTML."""
+
+    def __init__(self, out: Path) -> None:
+        self.dir = out / "figures"
+        self.paths: list[Path] = []
+
+    def add(self, fig, name: str, caption: str) -> str:
+        png, svg = F.save_figure(fig, self.dir / name)
+        self.paths.extend([png, svg])
+        return figure_html(png, alt=caption, caption=caption, svg_name=svg.name)
+
+
+def _fmt_ci(value: float, lo: float, hi: float) -> str:
+    if not np.isfinite(value):
+        return "undefined"
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return f"{value:.3f}"
+    return f"{value:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def _matrix_ci_table(m: np.ndarray, lo: np.ndarray, hi: np.ndarray, classes: Sequence[str],
+                     row_label: str) -> str:
+    rows = [[classes[i]] + [_fmt_ci(m[i, j], lo[i, j], hi[i, j]) for j in range(len(classes))]
+            for i in range(len(classes))]
+    return table_html([row_label, *classes], rows)
+
+
+def _run_section(run: RunFolder) -> Section:
+    ds = run.run.get("dataset", {})
+    body = [
+        "<h3>Dataset and provenance</h3>",
+        table_html(["field", "value"], [[k, v] for k, v in ds.items()]),
+        "<h3>Configuration</h3>",
+        table_html(["setting", "value"], [[k, v] for k, v in run.config.items()]),
+        "<h3>Package versions</h3>",
+        table_html(["package", "version"], [[k, v] for k, v in run.run.get("versions", {}).items()]),
+        "<h3>Run</h3>",
+        table_html(["field", "value"], [
+            ["run folder", str(run.path)],
+            ["format_version", run.run.get("format_version")],
+            ["created", run.run.get("created", "")],
+            ["classes (index order)", ", ".join(run.classes)],
+            *[[f"timing {k}", v] for k, v in run.run.get("timings", {}).items()],
+        ]),
+    ]
+    return Section("The run", "run", body)
+
+
+def _summary_section(run: RunFolder, strategies: list[str], classifiers: list[str]) -> Section:
+    sm = run.summary
+    metrics = [m for m in _SUMMARY_METRICS if m in set(sm["metric"])]
+    rows = []
+    for s in strategies:
+        for c in classifiers:
+            sub = sm[(sm.strategy == s) & (sm.classifier == c)].set_index("metric")
+            if sub.empty:
+                continue
+            cells = []
+            for m in metrics:
+                if m in sub.index:
+                    cells.append(f"{sub.loc[m, 'mean']:.3f} ± {sub.loc[m, 'sd']:.3f}")
+                else:
+                    cells.append("")
+            n = int(sub["n"].iloc[0])
+            rows.append([_sname(s), _cname(c), n, *cells])
+    body = [
+        note_html("Mean ± sample SD over iterations (summary.csv), fractions not percent. "
+                  "Per-user strategies average users within each iteration first."),
+        table_html(["strategy", "classifier", "n", *metrics], rows),
+    ]
+    return Section("Summary", "summary", body)
+
+
+def _comparison_section(run: RunFolder, figs: _Figures, strategies: list[str],
+                        classifiers: list[str], target: float) -> tuple[Section, pd.DataFrame]:
+    splits = run.splits[run.splits.strategy.isin(strategies) & run.splits.classifier.isin(classifiers)]
+    preds = run.predictions[run.predictions.strategy.isin(strategies)
+                            & run.predictions.classifier.isin(classifiers)]
+    table = compare_strategies(splits, preds, run.n_rows, metric="coverage", strategies=strategies)
+    per_it = per_iteration_values(splits, "coverage")
+    body = [note_html(
+        "Three tests per pair, each named in the table. The study's own test (Welch's "
+        "t-test over the per-iteration coverages, stars as in the study: ns p > 0.05, * <= 0.05, "
+        "** <= 0.01, *** <= 0.001, **** <= 0.0001) treats the iterations as independent, "
+        "although they reuse overlapping data, so it overstates significance; the box plots "
+        "carry its stars only to reproduce the study's figure. The corrected resampled t-test "
+        "(Nadeau and Bengio: variance inflated by 1/J + n_test/n_train, paired by iteration) and "
+        "the Wilcoxon signed-rank test over users (paired by user, on each user's mean coverage) "
+        "are the ones to read. No correction for multiple comparisons."
+    )]
+    for c in classifiers:
+        values = {}
+        for s in strategies:
+            v = per_it[(per_it.strategy == s) & (per_it.classifier == c)]["value"].to_numpy()
+            if v.size:
+                values[_sname(s)] = v
+        if not values:
+            continue
+        sub = table[(table.classifier == c) & (table.test == STUDY_TEST)]
+        comps = [(_sname(r.strategy_a), _sname(r.strategy_b), r.stars) for r in sub.itertuples()]
+        fig = F.coverage_boxplot_figure(
+            values, target=target, comparisons=comps,
+            title=f"Coverage per iteration, {_cname(c)} (stars: the study's Welch t-test)",
+        )
+        body.append(figs.add(fig, f"coverage_box_{c}",
+                             f"Coverage across strategies, {_cname(c)}; dashed: target {target:.2f}"))
+        rows = [[_sname(r.strategy_a), _sname(r.strategy_b), r.mean_a, r.mean_b, r.test,
+                 r.statistic, r.df, r.p_value, r.stars, r.n, r.note]
+                for r in table[table.classifier == c].itertuples()]
+        body.append(table_html(
+            ["strategy A", "strategy B", "mean A", "mean B", "test", "statistic", "df",
+             "p", "level", "n", "note"], rows, caption=f"Coverage, {_cname(c)}"))
+    return Section("Comparing strategies (coverage)", "compare", body), table
+
+
+def _setsize_section(run: RunFolder, figs: _Figures, strategies: list[str],
+                     classifiers: list[str]) -> Section:
+    sm = run.summary[(run.summary.metric == "setsize") & run.summary.strategy.isin(strategies)
+                     & run.summary.classifier.isin(classifiers)].copy()
+    body: list[str] = []
+    if sm.empty:
+        body.append(warning_html("summary.csv has no setsize rows for these strategies."))
+    else:
+        sm["strategy_label"] = sm.strategy.map(_sname)
+        sm["classifier_label"] = sm.classifier.map(_cname)
+        fig = F.setsize_lollipop_figure(sm, title="Set size across classifiers and strategies")
+        body.append(figs.add(fig, "setsize_lollipop",
+                             "Mean set size ± SD over iterations, per classifier and strategy"))
+    return Section("Set size across classifiers", "setsize", body)
+
+
+def _per_user_section(run: RunFolder, figs: _Figures, strategies: list[str],
+                      classifiers: list[str], target: float) -> tuple[Section, list[str]]:
+    preds = run.predictions[run.predictions.strategy.isin(strategies)
+                            & run.predictions.classifier.isin(classifiers)]
+    cov = per_user_values(run.splits, preds, "coverage")
+    size = per_user_values(run.splits, preds, "setsize")
+    warnings: list[str] = []
+    body = [note_html(
+        "Split conformal coverage is marginal: it holds on average over the rows a strategy "
+        "pools, not for each user. Each point is one user's coverage (rows of that user, mean "
+        "over iterations, bars ± SD); circled points fall below the target. For MM the user is "
+        "each test row's own user."
+    )]
+    for c in classifiers:
+        cu = cov[cov.classifier == c].copy()
+        if cu.empty:
+            continue
+        cu["strategy_label"] = cu.strategy.map(_sname)
+        fig = F.per_user_figure(cu, target=target, ylabel="coverage (mean over iterations)",
+                                title=f"Coverage per user, {_cname(c)}")
+        body.append(figs.add(fig, f"per_user_coverage_{c}",
+                             f"Coverage per user and strategy, {_cname(c)}"))
+        su = size[size.classifier == c].copy()
+        su["strategy_label"] = su.strategy.map(_sname)
+        fig = F.per_user_figure(su, ylabel="set size (mean over iterations)",
+                                title=f"Set size per user, {_cname(c)}")
+        body.append(figs.add(fig, f"per_user_setsize_{c}",
+                             f"Prediction set size per user and strategy, {_cname(c)}"))
+        rows = []
+        for s in strategies:
+            sub = cu[cu.strategy == s]
+            if sub.empty:
+                continue
+            pooled = float(preds[(preds.strategy == s) & (preds.classifier == c)]["covered"].mean())
+            below = sub[sub.value < target].sort_values("value")
+            listed = ", ".join(f"{int(u)} ({v:.3f})" for u, v in zip(below.user, below.value))
+            rows.append([_sname(s), pooled, len(sub), len(below), float(sub.value.min()),
+                         listed or "none"])
+            if pooled >= target and len(below):
+                text = (f"{_sname(s)}, {_cname(c)}: pooled coverage {pooled:.3f} meets the target "
+                        f"{target:.2f}, but {len(below)} of {len(sub)} users fall below it "
+                        f"(lowest {float(below.value.min()):.3f}).")
+                warnings.append(text)
+                body.append(warning_html(text))
+        body.append(table_html(
+            ["strategy", "pooled coverage (all rows)", "users", "users below target",
+             "lowest user", "users below target (coverage)"], rows,
+            caption=f"Who the marginal guarantee fails, {_cname(c)}"))
+    return Section("Per user: coverage and set size", "per-user", body), warnings
+
+
+def _pair_section(run: RunFolder, figs: _Figures, s: str, c: str, *, n_boot: int, seed: int,
+                  top_sets: int, min_count: int) -> tuple[Section, list[str]]:
+    sub = run.predictions[(run.predictions.strategy == s) & (run.predictions.classifier == c)]
+    classes = run.classes
+    k = len(classes)
+    label = f"{_sname(s)}, {_cname(c)}"
+    stem = f"{s}_{c}"
+    sets = run.set_matrix(sub["pred_set"])
+    y = run.class_indices(sub["y_true"])
+    yp = run.class_indices(sub["y_pred"])
+    proba = run.vector_matrix(sub["proba"])
+    if proba.shape != (len(sub), k):
+        msg = (f"{run.path / 'predictions.parquet'}: proba of {s}/{c}: expected vectors of length "
+               f"{k} (the classes of run.json), found shape {proba.shape}")
+        raise RunFolderError(msg)
+    users = sub["userid"].to_numpy()
+    n_users = len(np.unique(users))
+    groups = users if n_users >= 2 else None
+    body: list[str] = [note_html(
+        f"{len(sub)} test rows pooled over {sub['iteration'].nunique()} iterations and "
+        f"{n_users} users. Intervals: percentile bootstrap, {n_boot} resamples"
+        + (", resampling whole users (so they carry the between-user variation)." if groups
+           is not None else ", resampling rows.")
+    )]
+    warnings: list[str] = []
+
+    # The study's pictures.
+    body.append("<h4>The study's pictures</h4>")
+    counts = S.cooccurrence_matrix(sets)
+    body.append(figs.add(F.cooccurrence_matrix_figure(
+        S.column_normalise(counts), classes, title=f"Co-occurrence matrix, {label}"),
+        f"{stem}_cooccurrence_matrix",
+        f"Co-occurrence matrix, {label}: pairs counted within sets, diagonal zero, columns sum "
+        "to 1 (blank: the class never shares a set)."))
+    body.append(figs.add(F.cooccurrence_graph_figure(
+        counts, classes, title=f"Co-occurrence graph, {label}"),
+        f"{stem}_cooccurrence_graph", f"Co-occurrence graph, {label}"))
+    body.append(figs.add(F.confusion_figure(
+        S.confusion_matrix_colnorm(y, yp, k), classes, title=f"Confusion matrix, {label}"),
+        f"{stem}_confusion", f"Confusion matrix, {label}: column-normalised, rows predicted, "
+        "columns true"))
+    body.append(figs.add(F.confusion_figure(
+        S.confusion_matrix_colnorm(y, yp, k, zero_diagonal=True), classes,
+        title=f"Zero-diagonal confusion matrix, {label}", zero_diagonal=True),
+        f"{stem}_confusion_zero_diagonal",
+        f"Zero-diagonal confusion matrix (ZDCM), {label}: diagonal set to 0 before normalising"))
+    body.append(figs.add(F.multiset_figure(
+        sets, classes, title=f"Most frequent prediction sets, {label}", top=top_sets,
+        min_count=min_count),
+        f"{stem}_multiset", f"Multiset-enumerating chart, {label}"))
+
+    # The review's diagnostics.
+    body.append("<h4>Set diagnostics</h4>")
+    body.append(note_html(
+        "The coverage guarantee covers the true class and nothing about the neighbours: "
+        "none of these matrices is certified. Co-occurrence and phi ignore the true label "
+        "and the ranking, so they cannot show directional confusion; read phi only beside "
+        "the inclusion rates. The soft confusion matrix E[p_b | y = a] (from the classifier's "
+        "probabilities) and the coverage confusion matrix P(b in S | y = a) are directional."))
+    incl = S.inclusion_rate(sets)
+    ilo, ihi = S.bootstrap_ci(S.inclusion_rate, sets, n_boot=n_boot, seed=seed, groups=groups)
+    body.append(figs.add(F.inclusion_figure(incl, ilo, ihi, classes,
+                                            title=f"Inclusion rate per class, {label}"),
+                         f"{stem}_inclusion", f"Share of sets containing each class, {label}"))
+
+    com = S.comembership_rate(sets)
+    clo, chi = S.bootstrap_ci(S.comembership_rate, sets, n_boot=n_boot, seed=seed, groups=groups)
+    top = float(np.nanmax(com - np.diag(np.diag(com)))) if k > 1 else 1.0
+    body.append(figs.add(F.heatmap_figure(
+        com, classes, title=f"Co-membership rate E[z_i z_j], {label}", xlabel="class j",
+        ylabel="class i", cbar_label="share of sets holding both (diagonal: inclusion rate)",
+        cmap="viridis", vmin=0.0, vmax=max(top, 1e-9)),
+        f"{stem}_comembership", f"Co-membership rate, {label} (colour scale capped at the "
+        "largest off-diagonal rate; the diagonal is the inclusion rate)"))
+
+    phi = S.phi_matrix(sets)
+    plo, phi_hi = S.bootstrap_ci(lambda z: S.phi_matrix(z).phi, sets, n_boot=n_boot, seed=seed,
+                                 groups=groups)
+    never = (com == 0) & np.isfinite(phi.phi)
+    np.fill_diagonal(never, False)
+    fig = F.heatmap_figure(phi.phi, classes, title=f"Phi coefficient of set membership, {label}",
+                           xlabel="class j", ylabel="class i", cbar_label="phi", cmap="RdBu_r",
+                           vmin=-1.0, vmax=1.0,
+                           nan_label="undefined: class in every set or in none")
+    ax = fig.axes[0]
+    rr, cc = np.nonzero(never)
+    if rr.size:
+        ax.scatter(cc, rr, marker="x", s=14, color="black", linewidths=0.8,
+                   label="never share a set: value is the floor")
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.06), fontsize=8, frameon=False)
+    body.append(figs.add(fig, f"{stem}_phi", f"Phi coefficient, {label}; x: pairs that never "
+                         "share a set, whose value is fixed by the inclusion rates alone"))
+    undefined = [classes[i] for i in np.flatnonzero(phi.undefined)]
+    floors = phi.floor[never]
+    floor_text = (
+        "Floor for a pair that never shares a set: -sqrt(r_i r_j / ((1 - r_i)(1 - r_j))), "
+        "r the inclusion rates; such a pair's phi equals its floor whatever the classifier does. "
+        f"{int(never.sum() // 2)} of {int(np.isfinite(phi.phi).sum() - (~phi.undefined).sum()) // 2}"
+        " defined pairs never share a set"
+        + (f"; their floors range from {floors.min():.3f} to {floors.max():.3f}." if floors.size
+           else ".")
+        + (f" Undefined (always or never in a set): {', '.join(undefined)}." if undefined else "")
+    )
+    body.append(note_html(floor_text))
+
+    soft = S.soft_confusion(proba, y)
+    slo, shi = S.bootstrap_ci(S.soft_confusion, proba, y, n_boot=n_boot, seed=seed, groups=groups)
+    body.append(figs.add(F.heatmap_figure(
+        soft, classes, title=f"Soft confusion E[p_b | y = a], {label}", xlabel="class b",
+        ylabel="true class a", cbar_label="mean predicted probability of b", cmap="Blues",
+        nan_label="no row of this true class"),
+        f"{stem}_soft_confusion", f"Soft confusion matrix, {label}: rows true class a, "
+        "columns class b, from the classifier's probabilities"))
+
+    covc = S.coverage_confusion(sets, y)
+    vlo, vhi = S.bootstrap_ci(S.coverage_confusion, sets, y, n_boot=n_boot, seed=seed,
+                              groups=groups)
+    body.append(figs.add(F.heatmap_figure(
+        covc, classes, title=f"Coverage confusion P(b in S | y = a), {label}", xlabel="class b",
+        ylabel="true class a", cbar_label="share of sets containing b", cmap="Purples",
+        nan_label="no row of this true class"),
+        f"{stem}_coverage_confusion", f"Coverage confusion matrix, {label}: diagonal is the "
+        "class-wise coverage"))
+
+    # Pooled against per user.
+    per_user: dict[object, dict[str, np.ndarray]] = {}
+    skipped = 0
+    for u in np.unique(users):
+        mask = users == u
+        if mask.sum() < _MIN_USER_ROWS:
+            skipped += 1
+            continue
+        per_user[u] = {
+            "phi": S.phi_matrix(sets[mask]).phi,
+            "co-membership": S.comembership_rate(sets[mask]),
+            "coverage confusion": S.coverage_confusion(sets[mask], y[mask]),
+        }
+    body.append("<h4>Pooled against per user</h4>")
+    pooled = {"phi": phi.phi, "co-membership": com, "coverage confusion": covc}
+    found: list[str] = []
+    if len(per_user) >= 2:
+        for name, value in pooled.items():
+            for w in S.pooled_vs_per_user(value, {u: d[name] for u, d in per_user.items()}):
+                found.append(f"{name} {w.kind} at {w.describe(classes)}")
+    if found:
+        head = (f"{label}: pooling users reverses or inflates {len(found)} matrix entries "
+                "relative to every user; read those entries per user, not pooled.")
+        warnings.append(head)
+        body.append(warning_html(head))
+        body.append(list_html(found[:40]))
+        if len(found) > 40:
+            body.append(f"<p>... and {len(found) - 40} more.</p>")
+    else:
+        body.append(note_html(
+            f"No entry where the pooled value reverses or exceeds every user's "
+            f"({len(per_user)} users with at least {_MIN_USER_ROWS} rows compared)."))
+    if skipped:
+        body.append(note_html(f"{skipped} users with fewer than {_MIN_USER_ROWS} rows were "
+                              "left out of this check."))
+
+    body.append("<details><summary>Entries with bootstrap intervals</summary>")
+    body.append(table_html(["class", "inclusion rate [95% interval]"],
+                           [[classes[i], _fmt_ci(incl[i], ilo[i], ihi[i])] for i in range(k)]))
+    body.append("<p>Co-membership rate E[z_i z_j]</p>")
+    body.append(_matrix_ci_table(com, clo, chi, classes, "i \\ j"))
+    body.append("<p>Phi coefficient</p>")
+    body.append(_matrix_ci_table(phi.phi, plo, phi_hi, classes, "i \\ j"))
+    body.append("<p>Soft confusion E[p_b | y = a]</p>")
+    body.append(_matrix_ci_table(soft, slo, shi, classes, "a \\ b"))
+    body.append("<p>Coverage confusion P(b in S | y = a)</p>")
+    body.append(_matrix_ci_table(covc, vlo, vhi, classes, "a \\ b"))
+    body.append("</details>")
+    return Section(label, f"pair-{esc(s)}-{esc(c)}", body), warnings
+
+
+def build_report(
+    run: RunFolder,
+    out: str | Path,
+    *,
+    strategies: Sequence[str] | None = None,
+    classifiers: Sequence[str] | None = None,
+    n_boot: int = 200,
+    seed: int = 0,
+    top_sets: int = 20,
+    min_count: int = 2,
+) -> BuildResult:
+    """Write ``report.html`` and ``figures/*.png|svg`` under ``out``.
+
+    Parameters
+    ----------
+    run : RunFolder
+    out : str or Path
+    strategies, classifiers : sequence of str, optional
+        Codes to include; default every one in the run, in run order.
+    n_boot, seed : int
+        Bootstrap resamples and seed for the diagnostics' intervals.
+    top_sets, min_count : int
+        The multiset chart shows at most ``top_sets`` sets seen at least
+        ``min_count`` times.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    present_s = list(dict.fromkeys(run.predictions["strategy"]))
+    present_c = list(dict.fromkeys(run.predictions["classifier"]))
+    for name, asked, present in (("strategy", strategies, present_s),
+                                 ("classifier", classifiers, present_c)):
+        unknown = [a for a in (asked or []) if a not in present]
+        if unknown:
+            msg = f"{name} {unknown} not in run {run.path}; it has {present}"
+            raise RunFolderError(msg)
+    strategies = list(strategies) if strategies else present_s
+    classifiers = list(classifiers) if classifiers else present_c
+    target = 1.0 - run.alpha
+    figs = _Figures(out)
+    warnings: list[str] = []
+
+    sections = [_run_section(run), _summary_section(run, strategies, classifiers)]
+    comp_section, _ = _comparison_section(run, figs, strategies, classifiers, target)
+    sections += [comp_section, _setsize_section(run, figs, strategies, classifiers)]
+    user_section, w = _per_user_section(run, figs, strategies, classifiers, target)
+    sections.append(user_section)
+    warnings += w
+    for s in strategies:
+        for c in classifiers:
+            if not ((run.predictions.strategy == s) & (run.predictions.classifier == c)).any():
+                continue
+            sec, w = _pair_section(run, figs, s, c, n_boot=n_boot, seed=seed,
+                                   top_sets=top_sets, min_count=min_count)
+            sections.append(sec)
+            warnings += w
+
+    ds = run.run.get("dataset", {})
+    title = f"mueval report: {ds.get('name', run.path.name)}"
+    intro = [note_html(
+        f"Dataset {ds.get('name', '?')} ({ds.get('n_rows', '?')} rows, {ds.get('n_users', '?')} "
+        f"users, {len(run.classes)} classes); alpha = {run.alpha} (target coverage "
+        f"{target:.2f}); strategies {', '.join(_sname(s) for s in strategies)}; classifiers "
+        f"{', '.join(_cname(c) for c in classifiers)}.")]
+    if warnings:
+        intro.append("<h2>Warnings</h2>" + list_html(warnings))
+    page = render_page(title, intro, sections)
+    html_path = out / "report.html"
+    html_path.write_text(page, encoding="utf-8")
+    return BuildResult(html_path, figs.paths, warnings)

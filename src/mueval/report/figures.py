@@ -1,0 +1,376 @@
+"""The report's figures, drawn with matplotlib (Agg backend, no display needed).
+
+Every function returns a :class:`matplotlib.figure.Figure`; :func:`save_figure`
+writes it as PNG and SVG. Class names label the axes, matrices carry colour bars,
+coverage plots carry the target line 1 - alpha.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # the report is built on servers and in CI: never open a window
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+__all__ = [
+    "confusion_figure",
+    "cooccurrence_graph_figure",
+    "cooccurrence_matrix_figure",
+    "coverage_boxplot_figure",
+    "heatmap_figure",
+    "inclusion_figure",
+    "multiset_figure",
+    "per_user_figure",
+    "save_figure",
+    "setsize_lollipop_figure",
+]
+
+_COLOURS = plt.get_cmap("tab10").colors
+
+
+def _matrix_size(k: int) -> tuple[float, float]:
+    side = min(max(4.5, 0.42 * k + 2.5), 12.0)
+    return side + 1.3, side
+
+
+def heatmap_figure(
+    matrix: np.ndarray,
+    classes: Sequence[str],
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    cbar_label: str,
+    cmap: str = "viridis",
+    vmin: float | None = 0.0,
+    vmax: float | None = 1.0,
+    annotate: bool | None = None,
+    nan_label: str = "undefined / no data",
+) -> Figure:
+    """A class-by-class matrix as a heat map; NaN cells hatched grey.
+
+    Parameters
+    ----------
+    matrix : ndarray, shape (K, K)
+        ``matrix[row, col]``; rows run down the y axis, columns along x.
+    classes : sequence of str, length K
+    annotate : bool, optional
+        Print values in the cells; by default only when K <= 12.
+    """
+    m = np.asarray(matrix, dtype=float)
+    k = len(classes)
+    fig, ax = plt.subplots(figsize=_matrix_size(k), layout="constrained")
+    ax.set_facecolor("#d9d9d9")
+    masked = np.ma.masked_invalid(m)
+    im = ax.imshow(masked, cmap=cmap, vmin=vmin, vmax=vmax, interpolation="nearest")
+    nan_cells = np.argwhere(~np.isfinite(m))
+    for r, c in nan_cells:
+        ax.add_patch(plt.Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, hatch="///",
+                                   edgecolor="#888888", linewidth=0))
+    ax.set_xticks(range(k), labels=classes, rotation=60, ha="right", rotation_mode="anchor")
+    ax.set_yticks(range(k), labels=classes)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    fig.colorbar(im, ax=ax, label=cbar_label, shrink=0.8)
+    if annotate is None:
+        annotate = k <= 12
+    if annotate:
+        lo = vmin if vmin is not None else np.nanmin(m) if np.isfinite(m).any() else 0.0
+        hi = vmax if vmax is not None else np.nanmax(m) if np.isfinite(m).any() else 1.0
+        mid = (lo + hi) / 2.0
+        for r in range(k):
+            for c in range(k):
+                if np.isfinite(m[r, c]):
+                    colour = "black" if m[r, c] > mid else "white"
+                    ax.text(c, r, f"{m[r, c]:.2f}", ha="center", va="center",
+                            fontsize=7, color=colour)
+    if len(nan_cells):
+        ax.legend(handles=[Patch(facecolor="#d9d9d9", hatch="///", edgecolor="#888888",
+                                 label=nan_label)],
+                  loc="upper left", bbox_to_anchor=(0.0, -0.18 - 0.004 * k), fontsize=8,
+                  frameon=False)
+    return fig
+
+
+def cooccurrence_matrix_figure(colnorm: np.ndarray, classes: Sequence[str], *, title: str) -> Figure:
+    """The study's co-occurrence matrix: pair counts, diagonal zero, columns sum to 1."""
+    return heatmap_figure(
+        colnorm, classes, title=title, xlabel="class (column sums to 1)",
+        ylabel="class in the same set", cbar_label="share of the column's co-occurrences",
+        cmap="magma",
+    )
+
+
+def confusion_figure(
+    cm: np.ndarray, classes: Sequence[str], *, title: str, zero_diagonal: bool = False
+) -> Figure:
+    """Column-normalised confusion matrix, rows predicted, columns true."""
+    label = "share of the true class's errors" if zero_diagonal else "share of the true class"
+    return heatmap_figure(
+        cm, classes, title=title, xlabel="true class", ylabel="predicted class",
+        cbar_label=label, cmap="Blues",
+        nan_label="no row (or no error) of this true class",
+    )
+
+
+def cooccurrence_graph_figure(counts: np.ndarray, classes: Sequence[str], *, title: str) -> Figure:
+    """Undirected co-occurrence graph on a circle.
+
+    Edge width is proportional to the pair's count; node area to the weighted
+    degree (the class's total co-occurrences).
+    """
+    c = np.asarray(counts, dtype=float)
+    k = len(classes)
+    angles = np.pi / 2 - 2 * np.pi * np.arange(k) / max(k, 1)
+    xy = np.column_stack([np.cos(angles), np.sin(angles)])
+    fig, ax = plt.subplots(figsize=(7.5, 7.5), layout="constrained")
+    top = c.max() if c.size and c.max() > 0 else 1.0
+    for i in range(k):
+        for j in range(i + 1, k):
+            if c[i, j] > 0:
+                ax.plot(xy[[i, j], 0], xy[[i, j], 1], color="#4c72b0",
+                        linewidth=0.5 + 9.5 * c[i, j] / top, alpha=0.6, zorder=1)
+    degree = c.sum(axis=1)
+    dmax = degree.max() if degree.max() > 0 else 1.0
+    ax.scatter(xy[:, 0], xy[:, 1], s=60 + 1400 * degree / dmax, color="#dd8452",
+               edgecolor="black", zorder=2)
+    for i, name in enumerate(classes):
+        ax.annotate(name, xy[i] * 1.16, ha="center", va="center", fontsize=9)
+    ax.set_xlim(-1.45, 1.45)
+    ax.set_ylim(-1.45, 1.45)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(title)
+    note = (f"edge width: pair count (max {int(top)}); "
+            f"node size: weighted degree (max {int(dmax)})")
+    ax.text(0.5, 0.0, note, transform=ax.transAxes, ha="center", fontsize=8)
+    return fig
+
+
+def multiset_figure(
+    sets: np.ndarray,
+    classes: Sequence[str],
+    *,
+    title: str,
+    top: int = 20,
+    min_count: int = 1,
+) -> Figure:
+    """UpSet-style multiset-enumerating chart of the most frequent prediction sets.
+
+    Parameters
+    ----------
+    sets : ndarray of bool, shape (n, K)
+    top : int
+        At most this many sets are shown (most frequent first).
+    min_count : int
+        Sets seen fewer times are filtered out; the figure says how many rows the
+        shown sets cover.
+    """
+    z = np.asarray(sets, dtype=bool)
+    n = z.shape[0]
+    freq = Counter(map(tuple, z.astype(np.int8)))
+    shown = [(s, f) for s, f in freq.most_common() if f >= min_count][:top]
+    k = len(classes)
+    width = max(6.0, 0.38 * len(shown) + 3.0)
+    height = 3.2 + 0.26 * k
+    fig, (ax_bar, ax_dot) = plt.subplots(
+        2, 1, figsize=(width, height), sharex=True, layout="constrained",
+        gridspec_kw={"height_ratios": [1.2, max(1.0, 0.1 * k)]},
+    )
+    x = np.arange(len(shown))
+    shares = np.array([f / n for _, f in shown]) if shown else np.zeros(0)
+    ax_bar.bar(x, shares, color="#4c72b0")
+    for xi, (_, f) in zip(x, shown):
+        ax_bar.text(xi, f / n, str(f), ha="center", va="bottom", fontsize=7)
+    ax_bar.set_ylabel("share of sets")
+    covered = sum(f for _, f in shown)
+    ax_bar.set_title(f"{title}\n{len(shown)} most frequent of {len(freq)} distinct sets "
+                     f"(count >= {min_count}), covering {covered} of {n} rows")
+    ax_dot.set_yticks(range(k), labels=classes)
+    ax_dot.set_ylim(k - 0.5, -0.5)
+    for xi, (members, _) in zip(x, shown):
+        on = np.flatnonzero(np.asarray(members))
+        ax_dot.scatter(np.full(k, xi), np.arange(k), s=18, color="#dddddd", zorder=1)
+        if on.size:
+            ax_dot.scatter(np.full(on.size, xi), on, s=30, color="black", zorder=3)
+            ax_dot.plot([xi, xi], [on.min(), on.max()], color="black", linewidth=1.5, zorder=2)
+        else:
+            ax_dot.text(xi, -0.45, "empty", rotation=90, ha="center", va="top", fontsize=7)
+    ax_dot.set_xticks(x, labels=[str(int(np.sum(s))) for s, _ in shown])
+    ax_dot.set_xlabel("prediction set (column; label = set size)")
+    ax_dot.set_ylabel("class")
+    return fig
+
+
+def coverage_boxplot_figure(
+    values: Mapping[str, np.ndarray],
+    *,
+    target: float,
+    title: str,
+    comparisons: Sequence[tuple[str, str, str]] = (),
+    ylabel: str = "coverage per iteration",
+) -> Figure:
+    """Box plots of per-iteration coverage per strategy, target line, significance marks.
+
+    Parameters
+    ----------
+    values : mapping strategy label -> array of per-iteration values
+    target : float
+        1 - alpha, drawn as a dashed line.
+    comparisons : sequence of (label_a, label_b, stars)
+        Brackets drawn above the boxes, stacked.
+    """
+    labels = list(values)
+    data = [np.asarray(values[s], dtype=float) for s in labels]
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.4 * len(labels) + 2.0), 5.0), layout="constrained")
+    ax.boxplot(data, tick_labels=labels, widths=0.55)
+    for i, d in enumerate(data, start=1):
+        jitter = np.linspace(-0.12, 0.12, d.size) if d.size > 1 else np.zeros(d.size)
+        ax.scatter(i + jitter, d, s=10, color=_COLOURS[(i - 1) % 10], alpha=0.7, zorder=3)
+    ax.axhline(target, color="crimson", linestyle="--", linewidth=1.2,
+               label=f"target 1 - alpha = {target:.2f}")
+    finite = np.concatenate([d[np.isfinite(d)] for d in data] + [np.array([target])])
+    lo, hi = float(finite.min()), float(finite.max())
+    span = max(hi - lo, 0.02)
+    step = 0.08 * span
+    level = hi + step
+    pos = {s: i + 1 for i, s in enumerate(labels)}
+    for sa, sb, stars in comparisons:
+        if sa not in pos or sb not in pos:
+            continue
+        xa, xb = pos[sa], pos[sb]
+        ax.plot([xa, xa, xb, xb], [level - step / 3, level, level, level - step / 3],
+                color="black", linewidth=0.8)
+        ax.text((xa + xb) / 2, level, stars, ha="center", va="bottom", fontsize=9)
+        level += step
+    ax.set_ylim(lo - step, level + step)
+    ax.set_ylabel(ylabel)
+    ax.set_xlabel("strategy")
+    ax.set_title(title)
+    ax.legend(loc="lower left", fontsize=8)
+    ax.tick_params(axis="x", rotation=15)
+    return fig
+
+
+def setsize_lollipop_figure(summary: pd.DataFrame, *, title: str) -> Figure:
+    """Lollipop chart of mean set size (+- SD) per classifier, one colour per strategy.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        Columns classifier_label, strategy_label, mean, sd.
+    """
+    clfs = list(dict.fromkeys(summary["classifier_label"]))
+    strats = list(dict.fromkeys(summary["strategy_label"]))
+    fig, ax = plt.subplots(figsize=(7.5, 1.0 + 0.55 * len(clfs) * max(len(strats), 1) ** 0.5 + 1.5),
+                           layout="constrained")
+    band = 0.8 / max(len(strats), 1)
+    for si, strat in enumerate(strats):
+        sub = summary[summary["strategy_label"] == strat]
+        for _, row in sub.iterrows():
+            y = clfs.index(row["classifier_label"]) - 0.4 + band * (si + 0.5)
+            ax.hlines(y, 0, row["mean"], color=_COLOURS[si % 10], linewidth=1.5)
+            ax.errorbar(row["mean"], y, xerr=row["sd"] if np.isfinite(row["sd"]) else None,
+                        fmt="o", color=_COLOURS[si % 10], capsize=3, markersize=6,
+                        label=strat if row["classifier_label"] == sub["classifier_label"].iloc[0]
+                        else None)
+    ax.set_yticks(range(len(clfs)), labels=clfs)
+    ax.invert_yaxis()
+    ax.set_xlabel("mean prediction set size (classes), +- SD over iterations")
+    ax.set_ylabel("classifier")
+    ax.set_xlim(left=0)
+    ax.set_title(title)
+    ax.legend(title="strategy", fontsize=8, loc="lower right")
+    return fig
+
+
+def per_user_figure(
+    per_user: pd.DataFrame,
+    *,
+    title: str,
+    ylabel: str,
+    target: float | None = None,
+) -> Figure:
+    """One point per user and strategy (mean over iterations, +- SD).
+
+    Parameters
+    ----------
+    per_user : DataFrame
+        Columns strategy_label, user, value, sd.
+    target : float, optional
+        Coverage target; users whose mean falls below it are drawn hollow red-edged.
+    """
+    users = sorted(per_user["user"].unique())
+    strats = list(dict.fromkeys(per_user["strategy_label"]))
+    fig, ax = plt.subplots(figsize=(max(6.5, 0.45 * len(users) * max(1, len(strats)) ** 0.5 + 3),
+                                    4.8), layout="constrained")
+    width = 0.7 / max(len(strats), 1)
+    for si, strat in enumerate(strats):
+        sub = per_user[per_user["strategy_label"] == strat].set_index("user").reindex(users)
+        x = np.arange(len(users)) - 0.35 + width * (si + 0.5)
+        colour = _COLOURS[si % 10]
+        sd = sub["sd"].fillna(0).to_numpy()
+        ax.errorbar(x, sub["value"], yerr=sd, fmt="o", color=colour, capsize=2,
+                    markersize=5, label=strat)
+        if target is not None:
+            below = sub["value"].to_numpy() < target
+            ax.scatter(x[below], sub["value"].to_numpy()[below], s=110, facecolor="none",
+                       edgecolor="crimson", linewidth=1.5, zorder=4)
+    if target is not None:
+        ax.axhline(target, color="crimson", linestyle="--", linewidth=1.2,
+                   label=f"target 1 - alpha = {target:.2f} (circled: below)")
+    ax.set_xticks(range(len(users)), labels=[str(u) for u in users])
+    ax.set_xlabel("user")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="best")
+    return fig
+
+
+def inclusion_figure(
+    rates: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    classes: Sequence[str],
+    *,
+    title: str,
+) -> Figure:
+    """Inclusion rate of each class with bootstrap intervals, shape (K,) each."""
+    k = len(classes)
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * k + 2.5), 4.2), layout="constrained")
+    r = np.asarray(rates, dtype=float)
+    err = np.vstack([np.clip(r - low, 0, None), np.clip(high - r, 0, None)])
+    err = np.nan_to_num(err)
+    ax.bar(range(k), r, color="#55a868", yerr=err, capsize=3)
+    ax.set_xticks(range(k), labels=classes, rotation=60, ha="right", rotation_mode="anchor")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("share of sets containing the class")
+    ax.set_xlabel("class")
+    ax.set_title(title)
+    return fig
+
+
+def save_figure(fig: Figure, stem: Path, *, dpi: int = 100) -> tuple[Path, Path]:
+    """Write ``stem.png`` and ``stem.svg`` and close the figure.
+
+    Returns
+    -------
+    (png_path, svg_path)
+    """
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    png = stem.with_suffix(".png")
+    svg = stem.with_suffix(".svg")
+    fig.savefig(png, dpi=dpi)
+    fig.savefig(svg)
+    plt.close(fig)
+    return png, svg

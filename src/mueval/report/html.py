@@ -1,0 +1,140 @@
+"""A self-contained HTML page: escaped text, tables and base64-embedded PNG figures.
+
+Nothing on the page refers to the network. A small inline script records, on the
+``<body>``, whether every image decoded (``data-images-ok``, ``data-images``) and
+any script error (``data-js-errors``), so a headless browser's ``--dump-dom`` can
+check the page without a debugging protocol.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "Section", "esc", "figure_html", "list_html", "note_html", "render_page", "table_html",
+    "warning_html",
+]
+
+_STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto;
+       max-width: 1200px; padding: 1em 2em; color: #222; line-height: 1.4; }
+h1 { border-bottom: 2px solid #444; padding-bottom: .2em; }
+h2 { border-bottom: 1px solid #aaa; margin-top: 2em; }
+table { border-collapse: collapse; margin: .6em 0; font-size: 0.85em; }
+th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: left; vertical-align: top; }
+th { background: #f0f0f0; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+figure { display: inline-block; margin: .5em; vertical-align: top; max-width: 100%; }
+figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { font-size: 0.8em; color: #555; max-width: 640px; }
+.warn { background: #fff4e5; border-left: 4px solid #e67e00; padding: .4em .8em; margin: .5em 0; }
+.note { background: #eef4fb; border-left: 4px solid #4c72b0; padding: .4em .8em; margin: .5em 0; }
+nav ul { columns: 2; font-size: 0.9em; }
+details { margin: .4em 0; }
+"""
+
+_SCRIPT = """
+(function () {
+  var errors = [];
+  window.addEventListener("error", function (e) {
+    errors.push(String(e.message || (e.target && e.target.tagName) || "error"));
+    if (document.body) { document.body.setAttribute("data-js-errors", String(errors.length)); }
+  }, true);
+  window.addEventListener("load", function () {
+    var imgs = Array.prototype.slice.call(document.images);
+    var ok = imgs.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length;
+    document.body.setAttribute("data-images", ok + "/" + imgs.length);
+    document.body.setAttribute("data-images-ok", ok === imgs.length ? "true" : "false");
+    document.body.setAttribute("data-js-errors", String(errors.length));
+  });
+})();
+"""
+
+
+def esc(text: object) -> str:
+    """HTML-escape any value's text (quotes included)."""
+    return html.escape(str(text), quote=True)
+
+
+@dataclass
+class Section:
+    """A titled part of the page; ``body`` is a list of already-safe HTML fragments."""
+
+    title: str
+    anchor: str
+    body: list[str] = field(default_factory=list)
+    level: int = 2
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        text = "" if value != value else f"{value:.4g}"  # NaN -> blank
+        return f'<td class="num">{esc(text)}</td>'
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f'<td class="num">{esc(value)}</td>'
+    return f"<td>{esc(value)}</td>"
+
+
+def table_html(headers: Sequence[str], rows: Iterable[Sequence[object]], *, caption: str = "") -> str:
+    """A table; every header and cell escaped, floats printed to 4 significant digits."""
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>" for row in rows)
+    cap = f"<caption>{esc(caption)}</caption>" if caption else ""
+    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def figure_html(png: Path, *, alt: str, caption: str, svg_name: str | None = None) -> str:
+    """An ``<img>`` with the PNG embedded as base64, and its caption."""
+    data = base64.b64encode(Path(png).read_bytes()).decode("ascii")
+    link = f" (files: {esc(Path(png).name)}, {esc(svg_name)})" if svg_name else ""
+    return (
+        f'<figure><img alt="{esc(alt)}" src="data:image/png;base64,{data}">'
+        f"<figcaption>{esc(caption)}{link}</figcaption></figure>"
+    )
+
+
+def warning_html(text: str) -> str:
+    """A highlighted warning paragraph (text escaped)."""
+    return f'<p class="warn">{esc(text)}</p>'
+
+
+def note_html(text: str) -> str:
+    """A highlighted explanatory note (text escaped)."""
+    return f'<p class="note">{esc(text)}</p>'
+
+
+def list_html(items: Iterable[str]) -> str:
+    """A bulleted list of escaped items."""
+    return "<ul>" + "".join(f"<li>{esc(i)}</li>" for i in items) + "</ul>"
+
+
+def render_page(title: str, intro: Sequence[str], sections: Sequence[Section]) -> str:
+    """The whole page: title, table of contents, sections.
+
+    Parameters
+    ----------
+    title : str
+    intro : sequence of str
+        Safe HTML fragments placed before the contents list.
+    sections : sequence of Section
+    """
+    toc = "".join(
+        f'<li><a href="#{esc(s.anchor)}">{esc(s.title)}</a></li>' for s in sections if s.level == 2
+    )
+    parts = []
+    for s in sections:
+        tag = f"h{s.level}"
+        parts.append(f'<section id="{esc(s.anchor)}"><{tag}>{esc(s.title)}</{tag}>')
+        parts.extend(s.body)
+        parts.append("</section>")
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>{esc(title)}</title><style>{_STYLE}</style>"
+        f"<script>{_SCRIPT}</script></head><body>"
+        f"<h1>{esc(title)}</h1>{''.join(intro)}<nav><h2>Contents</h2><ul>{toc}</ul></nav>"
+        f"{''.join(parts)}</body></html>\n"
+    )

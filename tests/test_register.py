@@ -1,0 +1,231 @@
+"""Datasets of one's own: a TOML entry and no code (long signals, feature tables), and plug-in readers."""
+
+from __future__ import annotations
+
+import hashlib
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import mudata
+from mudata.cli import main
+from mudata.errors import ChecksumError
+from mudata.readers import get_reader
+
+HEADER = """\
+name = "{name}"
+title = "A study of one's own"
+version = "1"
+homepage = "https://example.org/own"
+licence = "CC0 1.0"
+citation = "Someone (2026)"
+sampling_rate_hz = 50
+reader = "{reader}"
+min_per_class = 5
+"""
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write_long_signals(folder: Path, users: list[int], n_per_class: int, rng: np.random.Generator) -> None:
+    folder.mkdir(parents=True)
+    for user in users:
+        parts = []
+        for label in ("walk", "sit"):
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "subject": user,
+                        "activity": label,
+                        "ax": rng.normal(size=n_per_class),
+                        "ay": rng.normal(size=n_per_class),
+                        "az": rng.normal(size=n_per_class),
+                    }
+                )
+            )
+        frame = pd.concat(parts, ignore_index=True)
+        frame.insert(1, "t", np.arange(len(frame)) / 50.0)
+        frame.to_csv(folder / f"s{user}.csv", index=False)
+
+
+def long_signals_toml(folder: Path, users: list[int], name: str = "own-signals") -> str:
+    members = "".join(
+        f'\n[[files.members]]\npath = "s{u}.csv"\nsha256 = "{sha(folder / f"s{u}.csv")}"\n' for u in users
+    )
+    return HEADER.format(name=name, reader="long-signals") + textwrap.dedent(
+        f"""
+        [reader_options]
+        format = "csv"
+        members = "*.csv"
+        user_col = "subject"
+        label_col = "activity"
+        time_col = "t"
+        channels = ["ax", "ay", "az"]
+
+        [recipe]
+        name = "study-window"
+        window = 50
+
+        [[files]]
+        name = "recordings"
+        path = "{folder.name}"
+        {members}
+        [[sensors]]
+        name = "wrist"
+        channels = ["ax", "ay", "az"]
+
+        [[classes]]
+        code = "walk"
+        name = "walking"
+
+        [[classes]]
+        code = "sit"
+        name = "sitting"
+        """
+    )
+
+
+def test_long_signals_entry_registers_fetches_and_windows(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    users = [1, 2, 3]
+    write_long_signals(tmp_path / "recordings", users, 260, rng)
+    entry_file = tmp_path / "own-signals.toml"
+    entry_file.write_text(long_signals_toml(tmp_path / "recordings", users), encoding="utf-8")
+    home = tmp_path / "home"
+
+    runner = CliRunner()
+    registered = runner.invoke(main, ["register", str(entry_file), "--data-home", str(home)])
+    assert registered.exit_code == 0, registered.output
+    assert (home / "registry" / "own-signals.toml").is_file()
+    again = runner.invoke(main, ["register", str(entry_file), "--data-home", str(home)])
+    assert again.exit_code == 2 and "--replace" in again.output
+
+    fetched = runner.invoke(main, ["fetch", "own-signals", "--data-home", str(home)])
+    assert fetched.exit_code == 0, fetched.output
+    frame = mudata.load("own-signals", data_home=home)
+    # 260 samples a class: starts 1, 51, ..., 251 (6), the last dropped -> 5 windows
+    assert len(frame) == 3 * 2 * 5
+    assert frame.groupby(["userid", "label"], sort=False).size().tolist() == [5] * 6
+    assert list(frame["label"].iloc[:10]) == ["walking"] * 5 + ["sitting"] * 5
+    assert frame.shape[1] == 2 + 16
+    # the first window's mean of x is the mean of the smoothed first 50 samples
+    raw = pd.read_csv(tmp_path / "recordings" / "s1.csv")
+    x = raw["ax"].to_numpy()[:260]
+    smooth = np.array([x[i - 9 : i + 1].mean() if i >= 9 else x[i : i + 10].mean() for i in range(260)])
+    assert frame["meanX"].iloc[0] == pytest.approx(smooth[:50].mean(), abs=1e-12)
+
+
+def test_registered_file_with_wrong_hash_is_refused(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    write_long_signals(tmp_path / "recordings", [1], 260, rng)
+    entry_file = tmp_path / "own-signals.toml"
+    entry_file.write_text(long_signals_toml(tmp_path / "recordings", [1]), encoding="utf-8")
+    CliRunner().invoke(main, ["register", str(entry_file), "--data-home", str(tmp_path / "home")])
+    with open(tmp_path / "recordings" / "s1.csv", "a", encoding="utf-8") as fh:
+        fh.write("1,99.0,walk,0,0,0\n")
+    with pytest.raises(ChecksumError, match="s1.csv"):
+        mudata.fetch("own-signals", data_home=tmp_path / "home")
+
+
+def test_feature_table_entry(tmp_path: Path) -> None:
+    rng = np.random.default_rng(2)
+    rows = pd.DataFrame(
+        {
+            "who": np.repeat([10, 20], 12),
+            "what": np.tile(["up"] * 6 + ["down"] * 6, 2),
+            "f1": rng.normal(size=24),
+            "f2": rng.normal(size=24),
+        }
+    )
+    table = tmp_path / "features.csv"
+    rows.to_csv(table, index=False)
+    text = HEADER.format(name="own-features", reader="feature-table") + textwrap.dedent(
+        f"""
+        [reader_options]
+        format = "csv"
+        user_col = "who"
+        label_col = "what"
+
+        [recipe]
+        name = "precomputed"
+
+        [[files]]
+        name = "features.csv"
+        path = "features.csv"
+        sha256 = "{sha(table)}"
+
+        [[classes]]
+        code = "down"
+        name = "down"
+
+        [[classes]]
+        code = "up"
+        name = "up"
+        """
+    )
+    (tmp_path / "own-features.toml").write_text(text, encoding="utf-8")
+    result = CliRunner().invoke(main, ["register", str(tmp_path / "own-features.toml"), "--data-home", str(tmp_path / "h")])
+    assert result.exit_code == 0, result.output
+    X, y, groups = mudata.load("own-features", data_home=tmp_path / "h", return_X_y=True)
+    assert list(X.columns) == ["f1", "f2"]
+    np.testing.assert_array_equal(X.to_numpy(), rows[["f1", "f2"]].to_numpy())
+    assert y.tolist() == rows["what"].tolist() and groups.tolist() == rows["who"].tolist()
+
+
+def test_register_rejects_unknown_reader(tmp_path: Path) -> None:
+    text = HEADER.format(name="odd", reader="no-such-reader") + textwrap.dedent(
+        """
+        [recipe]
+        name = "precomputed"
+
+        [[files]]
+        name = "x.csv"
+        path = "x.csv"
+
+        [[classes]]
+        code = "a"
+        name = "a"
+
+        [[classes]]
+        code = "b"
+        name = "b"
+        """
+    )
+    (tmp_path / "odd.toml").write_text(text, encoding="utf-8")
+    result = CliRunner().invoke(main, ["register", str(tmp_path / "odd.toml"), "--data-home", str(tmp_path / "h")])
+    assert result.exit_code == 2
+    assert "unknown reader 'no-such-reader'" in result.output
+    assert not (tmp_path / "h" / "registry" / "odd.toml").exists()
+
+
+def test_register_reports_schema_errors_with_field(tmp_path: Path) -> None:
+    (tmp_path / "bad.toml").write_text('name = "bad"\ntitle = "x"\n', encoding="utf-8")
+    result = CliRunner().invoke(main, ["register", str(tmp_path / "bad.toml"), "--data-home", str(tmp_path / "h")])
+    assert result.exit_code == 1
+    assert "bad.toml" in result.output and "'licence' is a required property" in result.output
+
+
+def test_plugin_reader_through_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader from another installed distribution, found by its entry point."""
+    site = tmp_path / "site"
+    (site / "myplug-0.1.dist-info").mkdir(parents=True)
+    (site / "myplug-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: myplug\nVersion: 0.1\n")
+    (site / "myplug-0.1.dist-info" / "entry_points.txt").write_text(
+        "[mudata.readers]\nmy-format = myplug:read_my_format\n"
+    )
+    (site / "myplug.py").write_text(
+        "from mudata.readers.base import FeatureTable\n"
+        "import pandas as pd\n"
+        "def read_my_format(entry, sources):\n"
+        "    return FeatureTable(pd.DataFrame({'userid': [1], 'label': ['a'], 'f': [0.0]}))\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    reader = get_reader("my-format")
+    assert reader.__module__ == "myplug"
+    assert reader(None, None).frame["f"].tolist() == [0.0]

@@ -492,6 +492,28 @@ def test_registered_relative_path_is_resolved_from_the_toml_folder(
     )
 
 
+def test_registered_folder_of_members(tmp_path: Path, home: Path) -> None:
+    (tmp_path / "extracted" / "toy" / "data").mkdir(parents=True)
+    (tmp_path / "extracted" / "toy" / "README.csv").write_bytes(README)
+    (tmp_path / "extracted" / "toy" / "data" / "readings.txt").write_bytes(READINGS)
+    spec = toy_file("unused")
+    del spec["url"]
+    spec["path"] = str(tmp_path / "extracted")
+    [fetched] = fetch_sources(make_entry(spec), data_home=home)
+    assert (fetched.root, fetched.origin, fetched.sha256) == (tmp_path / "extracted", "local", None)
+    assert fetched.members == {p: sha(b) for p, b in TOY_MEMBERS.items()}
+
+
+def test_unverified_second_file_is_refused_before_the_first_is_downloaded(
+    served_toy: HTTPTestServer, home: Path
+) -> None:
+    first = toy_file(served_toy.url + "/toy.zip")
+    second = {"name": "extra.csv", "url": served_toy.url + "/extra.csv"}
+    with pytest.raises(UsageError, match="'extra.csv'"):
+        fetch_sources(make_entry(first, second), data_home=home, delay=0)
+    assert served_toy.count() == 0
+
+
 def test_registered_path_that_does_not_exist(tmp_path: Path) -> None:
     entry = make_entry({"name": "toy.zip", "path": "data/toy.zip"}, source=tmp_path / "toy.toml")
     with pytest.raises(MissingFileError, match="does not exist"):

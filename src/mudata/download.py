@@ -181,6 +181,14 @@ def fetch_sources(
     if manual is not None and not manual.is_dir():
         message = f"manual folder {manual} does not exist or is not a folder"
         raise UsageError(message)
+    if manual is None:
+        # Refuse before the first byte is downloaded, not after the first file.
+        for remote in entry.files:
+            if remote.path is None:
+                verifiable = _archive_verifiable(remote)
+                _require_verifiable(
+                    entry, remote, verifiable, allow_unverified, "it or its members"
+                )
     show_progress = sys.stderr.isatty() if progress is None else bool(progress)
     fetched = []
     for remote in entry.files:
@@ -198,7 +206,7 @@ def fetch_sources(
             observed = result.sha256 or ", ".join(f"{p} {h}" for p, h in result.members.items())
             log.warning(
                 "file '%s' of dataset '%s' is NOT verified (the registry records no "
-                "sha256 for it); observed sha256: %s",
+                "sha256 for it, nor for every one of its members); observed sha256: %s",
                 remote.name,
                 entry.name,
                 observed,

@@ -101,9 +101,19 @@ def test_empty_input_gives_nan() -> None:
 @pytest.mark.parametrize(
     ("y_true", "y_pred", "n_classes", "expected"),
     [
-        (np.array([0.0, 1.0]), np.array([0, 1]), 2, "y_true must be a 1-D integer array.*float64.*\\(2,\\)"),
+        (
+            np.array([0.0, 1.0]),
+            np.array([0, 1]),
+            2,
+            "y_true must be a 1-D integer array.*float64.*\\(2,\\)",
+        ),
         (np.array([[0, 1]]), np.array([0, 1]), 2, "y_true must be a 1-D.*shape \\(1, 2\\)"),
-        (np.array([0, 3]), np.array([0, 1]), 3, "y_true must hold class indices in 0..2; found values from 0 to 3"),
+        (
+            np.array([0, 3]),
+            np.array([0, 1]),
+            3,
+            "y_true must hold class indices in 0..2; found values from 0 to 3",
+        ),
         (np.array([0, 1]), np.array([0, -1]), 2, "y_pred must hold class indices"),
         (np.array([0, 1]), np.array([0, 1, 1]), 2, "y_true has 2, y_pred has 3"),
         (np.array([0, 1]), np.array([0, 1]), 0, "n_classes must be a positive integer; found 0"),

@@ -124,10 +124,30 @@ def test_empty_input_gives_nan() -> None:
 @pytest.mark.parametrize(
     ("y", "sets", "pvalues", "expected"),
     [
-        ([0, 1], np.ones((2, 3), bool), np.full((2, 2), 0.5), "pvalues must have 3 columns.*shape \\(2, 2\\)"),
-        ([0, 1], np.ones((2, 3), bool), np.full((2, 3), 1.5), "pvalues must lie in \\[0.0, 1.0\\].*1.5"),
-        ([0, 3], np.ones((2, 3), bool), np.full((2, 3), 0.5), "y_true must hold class indices in 0..2"),
-        ([0, 1], np.ones(3, bool), np.full((2, 3), 0.5), "sets must be a 2-D boolean array.*shape \\(3,\\)"),
+        (
+            [0, 1],
+            np.ones((2, 3), bool),
+            np.full((2, 2), 0.5),
+            "pvalues must have 3 columns.*shape \\(2, 2\\)",
+        ),
+        (
+            [0, 1],
+            np.ones((2, 3), bool),
+            np.full((2, 3), 1.5),
+            "pvalues must lie in \\[0.0, 1.0\\].*1.5",
+        ),
+        (
+            [0, 3],
+            np.ones((2, 3), bool),
+            np.full((2, 3), 0.5),
+            "y_true must hold class indices in 0..2",
+        ),
+        (
+            [0, 1],
+            np.ones(3, bool),
+            np.full((2, 3), 0.5),
+            "sets must be a 2-D boolean array.*shape \\(3,\\)",
+        ),
         ([0, 1], np.full((2, 3), 0.5), np.full((2, 3), 0.5), "sets must be a 2-D boolean.*float64"),
         ([0, 1, 1], np.ones((2, 3), bool), np.full((2, 3), 0.5), "y_true has 3, sets has 2"),
     ],
@@ -154,7 +174,9 @@ def test_lac_threshold_by_hand() -> None:
 
 
 def test_lac_threshold_rejects_bad_alpha_and_empty_scores() -> None:
-    with pytest.raises(MetricInputError, match="alpha must be a miscoverage level in \\(0, 1\\); found 1.5"):
+    with pytest.raises(
+        MetricInputError, match=r"alpha must be a miscoverage level in \(0, 1\); found 1\.5"
+    ):
         lac_threshold(np.ones(5), 1.5)
     with pytest.raises(MetricInputError, match="at least one calibration score"):
         lac_threshold(np.array([]), 0.05)
@@ -167,7 +189,9 @@ def test_lac_sets_by_hand_include_exact_ties() -> None:
     np.testing.assert_array_equal(lac_sets(proba, 0.75), expected)
     # just below the tie: excluded exactly, kept with MAPIE's 1e-8 slack
     below = 0.75 - 1e-9
-    np.testing.assert_array_equal(lac_sets(proba, below), [[True, False, False], [True, False, False]])
+    np.testing.assert_array_equal(
+        lac_sets(proba, below), [[True, False, False], [True, False, False]]
+    )
     np.testing.assert_array_equal(lac_sets(proba, below, tol=1e-8), expected)
     assert lac_sets(proba, math.inf).all()
     assert lac_sets(proba, 0.1).sum() == 0  # sets may be empty
@@ -223,7 +247,7 @@ def test_lac_sets_match_mapie_split_conformal(n_features: int | None, train_size
     X_train, X_rest, y_train, y_rest = train_test_split(
         X, y, train_size=train_size, random_state=0, stratify=y
     )
-    X_cal, X_test, y_cal, y_test = train_test_split(
+    X_cal, X_test, y_cal, _ = train_test_split(
         X_rest, y_rest, train_size=0.5, random_state=0, stratify=y_rest
     )
     assert len(y_cal) >= 20
@@ -275,7 +299,9 @@ def test_study_metrics_ranges(case) -> None:
 @settings(max_examples=50, deadline=None)
 @given(
     cal=arrays(np.float64, st.integers(1, 40), elements=st.floats(0.0, 1.0)),
-    proba=arrays(np.float64, st.tuples(st.integers(1, 10), st.integers(1, 4)), elements=st.floats(0.0, 1.0)),
+    proba=arrays(
+        np.float64, st.tuples(st.integers(1, 10), st.integers(1, 4)), elements=st.floats(0.0, 1.0)
+    ),
 )
 def test_pvalues_in_unit_interval_and_monotone(cal, proba) -> None:
     p = lac_pvalues(cal, proba)

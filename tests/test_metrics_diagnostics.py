@@ -29,11 +29,18 @@ def test_size_stratified_coverage_by_hand() -> None:
     covered = np.array([True, False, True, True, False, True])
     sizes = np.array([1, 1, 2, 2, 0, 3])
     # size 0: row 4 (uncovered); size 1: rows 0,1 -> 1/2; size 2: rows 2,3 -> 1; size 3: row 5 -> 1
-    assert size_stratified_coverage(covered, sizes) == {0: (0.0, 1), 1: (0.5, 2), 2: (1.0, 2), 3: (1.0, 1)}
+    assert size_stratified_coverage(covered, sizes) == {
+        0: (0.0, 1),
+        1: (0.5, 2),
+        2: (1.0, 2),
+        3: (1.0, 1),
+    }
 
 
 def test_size_stratified_coverage_rejects_float_sizes() -> None:
-    with pytest.raises(MetricInputError, match="set_size must be a 1-D integer array; found dtype float64"):
+    with pytest.raises(
+        MetricInputError, match="set_size must be a 1-D integer array; found dtype float64"
+    ):
         size_stratified_coverage([True], np.array([1.0]))
 
 
@@ -52,7 +59,9 @@ def test_coverage_gaps_by_hand(groups: np.ndarray) -> None:
     covered = np.array([True, True, False, True, True, True])
     # target 0.75; group 1 coverage 3/4 (gap 0), group 2 coverage 2/2 (gap 0.25)
     assert coverage_gap(covered, groups, alpha=0.25) == pytest.approx((0 + 0.25) / 2)
-    assert weighted_coverage_gap(covered, groups, alpha=0.25) == pytest.approx(4 / 6 * 0 + 2 / 6 * 0.25)
+    assert weighted_coverage_gap(covered, groups, alpha=0.25) == pytest.approx(
+        4 / 6 * 0 + 2 / 6 * 0.25
+    )
 
 
 def test_coverage_gap_single_group_is_marginal_gap() -> None:
@@ -63,7 +72,10 @@ def test_coverage_gap_single_group_is_marginal_gap() -> None:
 
 
 def test_coverage_gap_rejects_mismatched_groups() -> None:
-    with pytest.raises(MetricInputError, match="groups must have one label per row of covered \\(3\\); found shape \\(2,\\)"):
+    with pytest.raises(
+        MetricInputError,
+        match="groups must have one label per row of covered \\(3\\); found shape \\(2,\\)",
+    ):
         coverage_gap([True, False, True], [0, 1], 0.1)
 
 
@@ -169,7 +181,9 @@ def test_wsc_finds_a_planted_undercovered_region() -> None:
 
 
 def test_wsc_rejects_bad_delta() -> None:
-    with pytest.raises(MetricInputError, match="delta must be a fraction of rows in \\(0, 1\\]; found 0"):
+    with pytest.raises(
+        MetricInputError, match="delta must be a fraction of rows in \\(0, 1\\]; found 0"
+    ):
         worst_slab_coverage(np.zeros((3, 1)), [True, True, False], delta=0)
 
 
@@ -199,7 +213,9 @@ def test_ert_all_covered_is_alpha_squared_brier() -> None:
     assert excess_risk_target_coverage(X, np.ones(50, bool), 0.05) == pytest.approx(0.0025)
     # log loss: -log(0.95) - (-log(1 - 1e-12)) (h is clipped to 1 - 1e-12)
     expected = -math.log(0.95) + math.log(1 - 1e-12)
-    assert excess_risk_target_coverage(X, np.ones(50, bool), 0.05, loss="log") == pytest.approx(expected)
+    assert excess_risk_target_coverage(X, np.ones(50, bool), 0.05, loss="log") == pytest.approx(
+        expected
+    )
 
 
 def test_ert_detects_feature_dependent_coverage() -> None:
@@ -226,10 +242,17 @@ def test_ert_is_deterministic_and_validates() -> None:
     rng = np.random.default_rng(3)
     X = rng.standard_normal((60, 2))
     covered = rng.random(60) < 0.8
-    assert excess_risk_target_coverage(X, covered, 0.1) == excess_risk_target_coverage(X, covered, 0.1)
-    with pytest.raises(MetricInputError, match="model must be a classifier with predict_proba; found LinearRegression"):
+    assert excess_risk_target_coverage(X, covered, 0.1) == excess_risk_target_coverage(
+        X, covered, 0.1
+    )
+    with pytest.raises(
+        MetricInputError,
+        match="model must be a classifier with predict_proba; found LinearRegression",
+    ):
         excess_risk_target_coverage(X, covered, 0.1, model=LinearRegression())
-    with pytest.raises(MetricInputError, match="n_splits must be an integer in \\[2, n=60\\]; found 1"):
+    with pytest.raises(
+        MetricInputError, match="n_splits must be an integer in \\[2, n=60\\]; found 1"
+    ):
         excess_risk_target_coverage(X, covered, 0.1, n_splits=1)
     with pytest.raises(MetricInputError, match="X has 59, covered has 60"):
         excess_risk_target_coverage(X[:59], covered, 0.1)

@@ -88,12 +88,15 @@ def _as_float_matrix(
 ) -> NDArray[np.float64]:
     """Return a finite 2-D float64 array, optionally checked to lie in ``[low, high]``."""
     arr = np.asarray(values)
-    if arr.ndim != 2 or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+    if arr.ndim != 2 or not (
+        np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)
+    ):
         message = f"{name} must be a 2-D float array; found {_describe(arr)}"
         raise MetricInputError(message)
     arr = arr.astype(np.float64)
     if not np.isfinite(arr).all():
-        message = f"{name} must be finite; found {int((~np.isfinite(arr)).sum())} NaN/inf values (shape {arr.shape})"
+        n_bad = int((~np.isfinite(arr)).sum())
+        message = f"{name} must be finite; found {n_bad} NaN/inf values (shape {arr.shape})"
         raise MetricInputError(message)
     if arr.size and low is not None and high is not None and (arr.min() < low or arr.max() > high):
         message = (
@@ -107,12 +110,15 @@ def _as_float_matrix(
 def _as_float_vector(name: str, values: ArrayLike) -> NDArray[np.float64]:
     """Return a finite 1-D float64 array."""
     arr = np.asarray(values)
-    if arr.ndim != 1 or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+    if arr.ndim != 1 or not (
+        np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)
+    ):
         message = f"{name} must be a 1-D numeric array; found {_describe(arr)}"
         raise MetricInputError(message)
     arr = arr.astype(np.float64)
     if not np.isfinite(arr).all():
-        message = f"{name} must be finite; found {int((~np.isfinite(arr)).sum())} NaN/inf values (shape {arr.shape})"
+        n_bad = int((~np.isfinite(arr)).sum())
+        message = f"{name} must be finite; found {n_bad} NaN/inf values (shape {arr.shape})"
         raise MetricInputError(message)
     return arr
 
@@ -150,7 +156,9 @@ def _ratio(numer: np.ndarray, denom: np.ndarray) -> np.ndarray:
     return out
 
 
-def classification_metrics(y_true: ArrayLike, y_pred: ArrayLike, n_classes: int) -> dict[str, float]:
+def classification_metrics(
+    y_true: ArrayLike, y_pred: ArrayLike, n_classes: int
+) -> dict[str, float]:
     """Accuracy and macro sensitivity, specificity, F1 as R caret computes them.
 
     Every class ``c`` present in ``y_true`` is scored one against the rest over
@@ -195,7 +203,9 @@ def classification_metrics(y_true: ArrayLike, y_pred: ArrayLike, n_classes: int)
     _check_same_rows(y_true=y_true, y_pred=y_pred)
     n = y_true.size
     if n == 0:
-        return dict.fromkeys(("accuracy", "sensitivity", "specificity", "F1", "weighted_F1"), math.nan)
+        return dict.fromkeys(
+            ("accuracy", "sensitivity", "specificity", "F1", "weighted_F1"), math.nan
+        )
 
     # Confusion matrix over all K classes: rows = truth, columns = prediction.
     confusion = np.bincount(y_true * n_classes + y_pred, minlength=n_classes * n_classes)

@@ -189,7 +189,9 @@ def _validated(y_true: ArrayLike, pvalues: ArrayLike, sets: ArrayLike | None = N
     return y_true, pvalues, sets
 
 
-def study_conformal_metrics(y_true: ArrayLike, sets: ArrayLike, pvalues: ArrayLike) -> dict[str, float]:
+def study_conformal_metrics(
+    y_true: ArrayLike, sets: ArrayLike, pvalues: ArrayLike
+) -> dict[str, float]:
     """The conformal metrics of the reference study's tables.
 
     With ``S`` the set, ``y`` the true class, ``p`` the p-value vector and

@@ -37,7 +37,9 @@ __all__ = [
 ]
 
 
-def size_stratified_coverage(covered: ArrayLike, set_size: ArrayLike) -> dict[int, tuple[float, int]]:
+def size_stratified_coverage(
+    covered: ArrayLike, set_size: ArrayLike
+) -> dict[int, tuple[float, int]]:
     """Coverage within each observed set size (Angelopoulos et al., ICLR 2021).
 
     Parameters
@@ -56,7 +58,8 @@ def size_stratified_coverage(covered: ArrayLike, set_size: ArrayLike) -> dict[in
     covered = _as_bool_vector("covered", covered)
     sizes = np.asarray(set_size)
     if sizes.ndim != 1 or not np.issubdtype(sizes.dtype, np.integer):
-        message = f"set_size must be a 1-D integer array; found dtype {sizes.dtype} and shape {sizes.shape}"
+        found = f"dtype {sizes.dtype} and shape {sizes.shape}"
+        message = f"set_size must be a 1-D integer array; found {found}"
         raise MetricInputError(message)
     if sizes.size and sizes.min() < 0:
         message = f"set_size must be >= 0; found minimum {sizes.min()} (shape {sizes.shape})"
@@ -85,7 +88,9 @@ def _group_codes(groups: ArrayLike, n: int) -> tuple[NDArray[np.int64], int]:
     return codes, len(seen)
 
 
-def _group_gaps(covered: ArrayLike, groups: ArrayLike, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+def _group_gaps(
+    covered: ArrayLike, groups: ArrayLike, alpha: float
+) -> tuple[np.ndarray, np.ndarray]:
     covered = _as_bool_vector("covered", covered)
     alpha = _check_alpha(alpha)
     if covered.size == 0:
@@ -235,8 +240,8 @@ def hsic(
         if not (sigma_s > 0 and sigma_c > 0):
             message = f"bandwidths must be two positive numbers; found {bandwidths!r}"
             raise MetricInputError(message)
-    k_values = np.exp(-np.subtract.outer(values, values) ** 2 / (2 * sigma_s**2))
-    l_values = np.exp(-np.subtract.outer(cov_values, cov_values) ** 2 / (2 * sigma_c**2))
+    k_values = np.exp(-(np.subtract.outer(values, values) ** 2) / (2 * sigma_s**2))
+    l_values = np.exp(-(np.subtract.outer(cov_values, cov_values) ** 2) / (2 * sigma_c**2))
 
     # trace(KHLH) = sum(K*L) - (2/n) sum_i (K1)_i (L1)_i + (1/n^2) (1'K1)(1'L1),
     # each sum over rows rewritten over the joint table of distinct values.
@@ -342,7 +347,11 @@ def worst_slab_coverage(
     if not isinstance(delta, (int, float, np.floating)) or not 0.0 < float(delta) <= 1.0:
         message = f"delta must be a fraction of rows in (0, 1]; found {delta!r}"
         raise MetricInputError(message)
-    if isinstance(n_directions, bool) or not isinstance(n_directions, (int, np.integer)) or n_directions < 1:
+    if (
+        isinstance(n_directions, bool)
+        or not isinstance(n_directions, (int, np.integer))
+        or n_directions < 1
+    ):
         message = f"n_directions must be a positive integer; found {n_directions!r}"
         raise MetricInputError(message)
     n, d = X.shape
@@ -437,7 +446,11 @@ def excess_risk_target_coverage(
         message = f"loss must be 'brier' or 'log'; found {loss!r}"
         raise MetricInputError(message)
     n = covered.size
-    if isinstance(n_splits, bool) or not isinstance(n_splits, (int, np.integer)) or not 2 <= n_splits <= n:
+    if (
+        isinstance(n_splits, bool)
+        or not isinstance(n_splits, (int, np.integer))
+        or not 2 <= n_splits <= n
+    ):
         message = f"n_splits must be an integer in [2, n={n}]; found {n_splits!r}"
         raise MetricInputError(message)
     if model is None:

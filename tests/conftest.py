@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+# The real HTTP server on 127.0.0.1 (fixture ``http_server``) for download tests.
+pytest_plugins = ["tests.http_server"]
+
 settings.register_profile(
     "ci", max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from tests.http_server import HTTPTestServer
 
 # Provides the http_server fixture (a real server on 127.0.0.1).
-pytest_plugins = ["tests.http_server"]
 
 # Nothing listens on the discard port: a test that reaches the network with it fails.
 UNREACHABLE = "http://127.0.0.1:9"

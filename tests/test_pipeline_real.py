@@ -16,7 +16,6 @@ import mudata
 from mudata._resources import builtin_registry_dir
 from mudata.errors import MissingFileError
 from mudata.store import PROVENANCE_KEY, write_table
-from tests.http_server import http_server  # noqa: F401  (fixture)
 
 WISDM_ARFF_SHA256 = "b083abfe759dea1b8f5eae01f2bef135bbecb25246c8d1eb52afdbfadd3e883a"
 GESTURES_SHA256 = "4a6c5ac1d408f8405d456e0404b424b905ea49425c663fb08f0c3ab341efd32d"
@@ -95,7 +94,7 @@ def test_not_built_and_no_download_is_a_clear_error(tmp_path: Path) -> None:
         mudata.load("wisdm", data_home=tmp_path, download_if_missing=False)
 
 
-def test_gestures_through_a_local_mirror(gestures_zip: Path, tmp_path: Path, http_server) -> None:  # noqa: F811
+def test_gestures_through_a_local_mirror(gestures_zip: Path, tmp_path: Path, http_server) -> None:
     shutil.copy(gestures_zip, http_server.root / gestures_zip.name)
     path = mudata.fetch("gestures", data_home=tmp_path, mirror=http_server.url, progress=False)
     assert http_server.count(f"/{gestures_zip.name}") == 1
@@ -104,7 +103,7 @@ def test_gestures_through_a_local_mirror(gestures_zip: Path, tmp_path: Path, htt
     assert record["files"][0]["sha256"] == GESTURES_SHA256
 
 
-def test_wisdm_through_a_local_mirror(wisdm_dir: Path, tmp_path: Path, http_server, monkeypatch) -> None:  # noqa: F811
+def test_wisdm_through_a_local_mirror(wisdm_dir: Path, tmp_path: Path, http_server, monkeypatch) -> None:
     """The official archive is not kept here: serve a tarball holding the official
     member, and register an entry whose archive hash is that tarball's while the
     member keeps its official hash."""

@@ -165,7 +165,8 @@ def conformalize(
     ------
     EvaluationError
         When MAPIE refuses the calibration set (fewer than
-        :func:`min_calibration_size` rows, non-Mondrian only).
+        :func:`min_calibration_size` rows, about ten times that for ``raps``;
+        non-Mondrian only).
     """
     if score not in SCORES:
         message = f"unknown conformity score {score!r}; valid: {', '.join(SCORES)}"
@@ -209,8 +210,19 @@ def conformalize(
         # MAPIE warns when the calibration rows lack a class the model knows
         # (common for small users); the sets are still the split-conformal ones.
         warnings.filterwarnings("ignore", message=".*conformalization dataset has less labels.*")
-        scc.conformalize(rows[:n_cal], y_cal)
-        _, sets = scc.predict_set(rows[n_cal:])
+        try:
+            scc.conformalize(rows[:n_cal], y_cal)
+            _, sets = scc.predict_set(rows[n_cal:])
+        except ValueError as exc:
+            # RAPS sets aside a part of the calibration rows to tune its penalty
+            # (MAPIE 1.6 keeps 10 % in the end), and that part must itself hold
+            # max(1/alpha, 1/(1-alpha)) rows: about 200 rows at alpha=0.05.
+            extra = " (raps tunes its penalty on about 10 % of them)" if score == "raps" else ""
+            message = (
+                f"MAPIE refused the calibration set of {n_cal} rows{extra} for "
+                f"score {score!r} at alpha={alpha}: {' '.join(str(exc).split())}"
+            )
+            raise EvaluationError(message) from exc
     sets = np.asarray(sets)[:, :, 0].astype(bool)
     if score == "lac":
         pvalues = lac_pvalues(cal_scores, proba_test)

@@ -1,0 +1,111 @@
+"""Splits of mm, udm, uim, ucm and uam: sizes, disjointness, sharing, stratification."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mueval.errors import SplitError, UsageError
+from mueval.strategies import make_splits, parse_strategies
+
+
+def _labels() -> tuple[np.ndarray, np.ndarray]:
+    # 3 users; user u has 10 rows of class 0 and 10 of class 1 (20 rows each).
+    users = np.repeat([7, 3, 5], 20)
+    y = np.tile(np.repeat([0, 1], 10), 3)
+    return y, users
+
+
+def test_parse_strategies_aliases_all_and_order() -> None:
+    assert parse_strategies(["ucm,mixed", "ui"]) == ["mm", "uim", "ucm"]
+    assert parse_strategies(["all"]) == ["mm", "udm", "uim", "ucm", "uam"]
+    assert parse_strategies(["UD", "ua"]) == ["udm", "uam"]
+    with pytest.raises(UsageError, match="valid: mm, udm, uim, ucm, uam"):
+        parse_strategies(["mm,loso"])
+
+
+def test_mixed_sizes_are_60_20_20_and_disjoint() -> None:
+    y, users = _labels()  # 60 rows
+    (split,) = make_splits(y, users, ["mm"], 1, 101)
+    cal = split.calibrations["mm"]
+    # 60 * 0.6 = 36 train; the 24 others halved: 12 calibration, 12 test.
+    assert (len(split.train), len(cal), len(split.test)) == (36, 12, 12)
+    assert sorted(np.concatenate([split.train, cal, split.test]).tolist()) == list(range(60))
+    # Stratified: each part holds the two classes equally (18/18, 6/6, 6/6).
+    assert np.bincount(y[split.train]).tolist() == [18, 18]
+    assert np.bincount(y[cal]).tolist() == [6, 6]
+    assert np.bincount(y[split.test]).tolist() == [6, 6]
+    assert split.user is None
+
+
+def test_user_dependent_stays_within_each_user_in_ascending_order() -> None:
+    y, users = _labels()
+    splits = make_splits(y, users, ["udm"], 2, 102)
+    assert [s.user for s in splits] == [3, 5, 7]
+    for s in splits:
+        rows = np.concatenate([s.train, s.calibrations["udm"], s.test])
+        assert set(users[rows]) == {s.user}
+        # 20 rows: 12 train, 4 calibration, 4 test.
+        assert (len(s.train), len(s.calibrations["udm"]), len(s.test)) == (12, 4, 4)
+
+
+def test_uim_and_ucm_share_one_split_with_the_protocol_roles() -> None:
+    y, users = _labels()
+    splits = make_splits(y, users, ["uim", "ucm"], 1, 101)
+    assert len(splits) == 3  # one per user, serving both strategies
+    for s in splits:
+        own = np.flatnonzero(users == s.user)
+        others = np.flatnonzero(users != s.user)
+        uim_cal, ucm_cal = s.calibrations["uim"], s.calibrations["ucm"]
+        # Others (40 rows): 24 train + 16 UIM calibration; target (20): 10 test + 10 UCM cal.
+        assert sorted(np.concatenate([s.train, uim_cal]).tolist()) == others.tolist()
+        assert sorted(np.concatenate([s.test, ucm_cal]).tolist()) == own.tolist()
+        assert (len(s.train), len(uim_cal), len(s.test), len(ucm_cal)) == (24, 16, 10, 10)
+
+
+def test_uim_alone_and_ucm_alone_give_the_same_train_and_test() -> None:
+    y, users = _labels()
+    both = make_splits(y, users, ["uim", "ucm"], 1, 101)
+    alone_i = make_splits(y, users, ["uim"], 1, 101)
+    alone_c = make_splits(y, users, ["ucm"], 1, 101)
+    for b, i, c in zip(both, alone_i, alone_c):
+        assert np.array_equal(b.train, i.train) and np.array_equal(b.train, c.train)
+        assert np.array_equal(b.test, i.test) and np.array_equal(b.test, c.test)
+        assert list(i.calibrations) == ["uim"] and list(c.calibrations) == ["ucm"]
+
+
+def test_uam_uses_each_target_row_once() -> None:
+    y, users = _labels()
+    for s in make_splits(y, users, ["uam"], 1, 101, adapt_frac=0.5):
+        own = set(np.flatnonzero(users == s.user).tolist())
+        adapt = set(s.train.tolist()) & own
+        cal, test = set(s.calibrations["uam"].tolist()), set(s.test.tolist())
+        # 20 own rows: 10 added to training, 5 calibration, 5 test.
+        assert (len(adapt), len(cal), len(test)) == (10, 5, 5)
+        assert adapt | cal | test == own and not (adapt & cal or adapt & test or cal & test)
+
+
+def test_seed_decides_the_split() -> None:
+    y, users = _labels()
+    a = make_splits(y, users, ["mm"], 1, 101)[0]
+    b = make_splits(y, users, ["mm"], 1, 101)[0]
+    c = make_splits(y, users, ["mm"], 2, 102)[0]
+    assert np.array_equal(a.test, b.test)
+    assert not np.array_equal(a.test, c.test)
+
+
+def test_udm_user_with_one_class_is_a_clear_error() -> None:
+    y, users = _labels()
+    y = y.copy()
+    y[users == 5] = 1  # user 5 has only class 1
+    with pytest.raises(SplitError, match=r"udm, user 5: the user has only one class"):
+        make_splits(y, users, ["udm"], 1, 101)
+    # uim/ucm only test on (and calibrate with) the target user: no error there.
+    assert len(make_splits(y, users, ["uim", "ucm"], 1, 101)) == 3
+
+
+def test_too_small_for_a_stratified_split_names_user_and_sizes() -> None:
+    users = np.array([1, 1, 1, 2, 2, 2, 2, 2, 2, 2])
+    y = np.array([0, 1, 1, 0, 0, 1, 1, 0, 1, 0])
+    with pytest.raises(SplitError, match=r"udm, user 1: cannot split 3 rows .*0: 1, 1: 2"):
+        make_splits(y, users, ["udm"], 1, 101)

@@ -37,11 +37,25 @@ CHANNELS = ("back_x", "back_y", "back_z", "thigh_x", "thigh_y", "thigh_z")
 
 def har70_entry() -> DatasetEntry:
     return DatasetEntry(
-        name="har70", title="HAR70+ (benchmark)", version="bench", homepage="https://example.invalid",
-        licence="CC BY 4.0", citation="benchmark", sampling_rate_hz=50.0, reader="har70-csv",
+        name="har70",
+        title="HAR70+ (benchmark)",
+        version="bench",
+        homepage="https://example.invalid",
+        licence="CC BY 4.0",
+        citation="benchmark",
+        sampling_rate_hz=50.0,
+        reader="har70-csv",
         recipe=Recipe(name="study-window", window=150),
-        classes=tuple(ClassSpec(c, n) for c, n in
-                      [(1, "walking"), (3, "shuffling"), (6, "standing"), (7, "sitting"), (8, "lying")]),
+        classes=tuple(
+            ClassSpec(c, n)
+            for c, n in [
+                (1, "walking"),
+                (3, "shuffling"),
+                (6, "standing"),
+                (7, "sitting"),
+                (8, "lying"),
+            ]
+        ),
         files=(RemoteFile(name="har70.zip", path="har70.zip"),),
         sensors=(Sensor("back", CHANNELS[:3]), Sensor("thigh", CHANNELS[3:])),
         reader_options={"members": "*.csv"},
@@ -54,7 +68,9 @@ def subject_csv(rng: np.random.Generator, n: int) -> bytes:
     pos = 0
     while pos < n:
         run = int(rng.integers(500, 15000))
-        labels[pos : pos + run] = rng.choice([1, 3, 4, 5, 6, 7, 8], p=[0.3, 0.05, 0.02, 0.02, 0.2, 0.2, 0.21])
+        labels[pos : pos + run] = rng.choice(
+            [1, 3, 4, 5, 6, 7, 8], p=[0.3, 0.05, 0.02, 0.02, 0.2, 0.2, 0.21]
+        )
         pos += run
     stamps = pd.Timestamp("2021-03-24 14:42:03.839") + pd.to_timedelta(np.arange(n) * 20, unit="ms")
     values = np.cumsum(rng.normal(0, 0.01, size=(n, 6)), axis=0) + rng.normal(0, 0.05, size=(n, 6))
@@ -89,9 +105,15 @@ def main() -> None:
         t2, c2 = time.perf_counter(), time.process_time()
         sources.close()
 
-    print(f"archive: {args.users} users x {args.samples} samples, {path.name} ready in {built:.1f} s")
-    print(f"read:       {t1 - t0:6.2f} s wall {c1 - c0:6.2f} s CPU  ({len(signals.frame):,} samples)")
-    print(f"featurize:  {t2 - t1:6.2f} s wall {c2 - c1:6.2f} s CPU  ({len(table):,} windows x {table.shape[1] - 2} features)")
+    print(
+        f"archive: {args.users} users x {args.samples} samples, {path.name} ready in {built:.1f} s"
+    )
+    print(
+        f"read:       {t1 - t0:6.2f} s wall {c1 - c0:6.2f} s CPU  ({len(signals.frame):,} samples)"
+    )
+    print(
+        f"featurize:  {t2 - t1:6.2f} s wall {c2 - c1:6.2f} s CPU  ({len(table):,} windows x {table.shape[1] - 2} features)"
+    )
     print(f"total:      {t2 - t0:6.2f} s wall {c2 - c0:6.2f} s CPU")
 
 

@@ -43,7 +43,10 @@ def label_runs(rng: np.random.Generator, n: int, codes: Sequence[int], mean_run:
 
 
 def make_har70_frame(
-    rng: np.random.Generator, n_samples: int, codes: Sequence[int] = HAR70_CODES, mean_run: int = 400
+    rng: np.random.Generator,
+    n_samples: int,
+    codes: Sequence[int] = HAR70_CODES,
+    mean_run: int = 400,
 ) -> pd.DataFrame:
     """One subject's recording as the release holds it (values rounded to 6 decimals)."""
     start = pd.Timestamp("2021-03-24 14:42:03.839")
@@ -117,7 +120,14 @@ def make_har70_zip(
 
 OPPORTUNITY_COLUMNS = 250
 OPPORTUNITY_LABEL = 244
-OPPORTUNITY_CHANNELS = {"back_x": 38, "back_y": 39, "back_z": 40, "shoe_x": 125, "shoe_y": 126, "shoe_z": 127}
+OPPORTUNITY_CHANNELS = {
+    "back_x": 38,
+    "back_y": 39,
+    "back_z": 40,
+    "shoe_x": 125,
+    "shoe_y": 126,
+    "shoe_z": 127,
+}
 OPPORTUNITY_DIR = "OpportunityUCIDataset/dataset"
 
 
@@ -125,13 +135,21 @@ def opportunity_dat_bytes(table: np.ndarray) -> bytes:
     """A ``.dat`` recording: space-separated, integers without decimals, ``NaN`` for missing."""
     lines = []
     for row in table:
-        lines.append(" ".join("NaN" if np.isnan(v) else (str(int(v)) if float(v).is_integer() else repr(float(v)))
-                              for v in row))
+        lines.append(
+            " ".join(
+                "NaN" if np.isnan(v) else (str(int(v)) if float(v).is_integer() else repr(float(v)))
+                for v in row
+            )
+        )
     return ("\n".join(lines) + "\n").encode("ascii")
 
 
 def make_opportunity_table(
-    rng: np.random.Generator, n_rows: int, *, codes: Sequence[int] = (0, 1, 2, 4, 5), mean_run: int = 60,
+    rng: np.random.Generator,
+    n_rows: int,
+    *,
+    codes: Sequence[int] = (0, 1, 2, 4, 5),
+    mean_run: int = 60,
     n_bursts: int = 2,
 ) -> np.ndarray:
     """One run as the release holds it: shape (n_rows, 250), 1-based column k at index k-1.
@@ -178,7 +196,9 @@ def make_opportunity_zip(
     rng = rng if rng is not None else np.random.default_rng(0)
     written = {}
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr(f"{OPPORTUNITY_DIR}/column_names.txt", "Column: 1 MILLISEC\nColumn: 244 Locomotion\n")
+        zf.writestr(
+            f"{OPPORTUNITY_DIR}/column_names.txt", "Column: 1 MILLISEC\nColumn: 244 Locomotion\n"
+        )
         for user in users:
             for run in sorted(runs, reverse=True):
                 table = make_opportunity_table(rng, n_rows, n_bursts=n_bursts)
@@ -186,7 +206,9 @@ def make_opportunity_zip(
                 written[(int(user), int(run))] = table
             if drill:
                 drill_table = make_opportunity_table(rng, 50)
-                zf.writestr(f"{OPPORTUNITY_DIR}/S{user}-Drill.dat", opportunity_dat_bytes(drill_table))
+                zf.writestr(
+                    f"{OPPORTUNITY_DIR}/S{user}-Drill.dat", opportunity_dat_bytes(drill_table)
+                )
         for name, data in (extra_members or {}).items():
             zf.writestr(name, data)
     return written
@@ -227,8 +249,12 @@ def make_gestures_zip(
     """
     rng = rng if rng is not None else np.random.default_rng(0)
     written = {}
-    plan = [(u, g, r) for u in range(1, users + 1) for g in range(1, gestures + 1)
-            for r in range(1, repetitions + 1)]
+    plan = [
+        (u, g, r)
+        for u in range(1, users + 1)
+        for g in range(1, gestures + 1)
+        for r in range(1, repetitions + 1)
+    ]
     for (u, g), reps in (extras or {}).items():
         plan += [(u, g, r) for r in reps]
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
@@ -238,7 +264,9 @@ def make_gestures_zip(
             rows = int(rng.integers(lengths[0], lengths[1] + 1))
             stamp = 1384186054309 + np.arange(rows) * 20
             acc = np.round(rng.normal([0.0, 0.0, 9.8], 3.0, size=(rows, 3)), 6)
-            table = np.column_stack([stamp, 789520000000 + np.arange(rows), 1453000000 + np.arange(rows), acc])
+            table = np.column_stack(
+                [stamp, 789520000000 + np.arange(rows), 1453000000 + np.arange(rows), acc]
+            )
             zf.writestr(f"gestures-dataset/U{u:02d}/{g:02d}/{r:02d}.txt", gestures_txt_bytes(table))
             written[(u, g, r)] = table
     return written
@@ -246,11 +274,19 @@ def make_gestures_zip(
 
 def _entry(name: str, reader: str, recipe: Recipe, classes, sensors, options) -> DatasetEntry:
     return DatasetEntry(
-        name=name, title=name, version="test", homepage="https://example.invalid", licence="test",
-        citation="test", sampling_rate_hz=50.0, reader=reader, recipe=recipe,
+        name=name,
+        title=name,
+        version="test",
+        homepage="https://example.invalid",
+        licence="test",
+        citation="test",
+        sampling_rate_hz=50.0,
+        reader=reader,
+        recipe=recipe,
         classes=tuple(ClassSpec(code, label) for code, label in classes),
         files=(RemoteFile(name=f"{name}.zip", path=f"{name}.zip"),),
-        sensors=tuple(Sensor(n, tuple(c)) for n, c in sensors), reader_options=dict(options),
+        sensors=tuple(Sensor(n, tuple(c)) for n, c in sensors),
+        reader_options=dict(options),
     )
 
 
@@ -268,14 +304,25 @@ def opportunity_entry(**recipe_changes) -> DatasetEntry:
     classes = [(1, "Stand"), (2, "Walk"), (4, "Sit"), (5, "Lie")]
     channels = list(OPPORTUNITY_CHANNELS)
     sensors = [("back", channels[:3]), ("shoe", channels[3:])]
-    options = {"members": f"{OPPORTUNITY_DIR}/S*-ADL*.dat", "label_column": OPPORTUNITY_LABEL,
-               "columns": dict(OPPORTUNITY_CHANNELS)}
+    options = {
+        "members": f"{OPPORTUNITY_DIR}/S*-ADL*.dat",
+        "label_column": OPPORTUNITY_LABEL,
+        "columns": dict(OPPORTUNITY_CHANNELS),
+    }
     return _entry("opportunity", "opportunity-dat", recipe, classes, sensors, options)
 
 
 def gestures_entry() -> DatasetEntry:
     """Smartwatch Gestures as ``DATASETS.md`` states it (segments, n1..n20, diff sensor)."""
-    recipe = Recipe(name="study-segment", sd_ddof=0, auc="trapezoid", meandif="mean", second_sensor="diff")
+    recipe = Recipe(
+        name="study-segment", sd_ddof=0, auc="trapezoid", meandif="mean", second_sensor="diff"
+    )
     classes = [(g, f"n{g}") for g in range(1, 21)]
-    return _entry("gestures", "gestures-txt", recipe, classes, [("watch", ("x", "y", "z"))],
-                  {"members": "gestures-dataset/U*/*/*.txt", "repetitions": 20})
+    return _entry(
+        "gestures",
+        "gestures-txt",
+        recipe,
+        classes,
+        [("watch", ("x", "y", "z"))],
+        {"members": "gestures-dataset/U*/*/*.txt", "repetitions": 20},
+    )

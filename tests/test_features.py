@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import math
 import zipfile
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.conftest import GESTURES_ZIP
-from tests.official_formats import gestures_entry, har70_entry, make_har70_zip
 
 from mudata.errors import RegistryError
 from mudata.features import (
@@ -31,8 +28,8 @@ from mudata.readers.base import SignalTable, Sources
 from mudata.readers.gestures import read_gestures
 from mudata.readers.har70 import read_har70
 from mudata.windowing import moving_average, window_count
-
-
+from tests.conftest import GESTURES_ZIP
+from tests.official_formats import gestures_entry, har70_entry, make_har70_zip
 
 # --------------------------------------------------------------------------
 # Reference implementation: one window at a time, following DATASETS.md
@@ -59,9 +56,24 @@ def ref_sensor(x, y, z, *, ddof, auc, meandif):
     m = np.sqrt(x**2 + y**2 + z**2)
     area = float(np.sum(m)) if auc == "sum" else float(np.trapezoid(m))
     dif = float(np.sum(np.diff(m))) if meandif == "net" else float(np.mean(np.diff(m)))
-    return [np.mean(x), np.mean(y), np.mean(z), np.std(x, ddof=ddof), np.std(y, ddof=ddof),
-            np.std(z, ddof=ddof), np.max(x), np.max(y), np.max(z), cor(x, y), cor(x, z), cor(y, z),
-            np.mean(m), np.std(m, ddof=ddof), area, dif]
+    return [
+        np.mean(x),
+        np.mean(y),
+        np.mean(z),
+        np.std(x, ddof=ddof),
+        np.std(y, ddof=ddof),
+        np.std(z, ddof=ddof),
+        np.max(x),
+        np.max(y),
+        np.max(z),
+        cor(x, y),
+        cor(x, z),
+        cor(y, z),
+        np.mean(m),
+        np.std(m, ddof=ddof),
+        area,
+        dif,
+    ]
 
 
 def ref_study_window(frame: pd.DataFrame, entry) -> pd.DataFrame:
@@ -80,14 +92,18 @@ def ref_study_window(frame: pd.DataFrame, entry) -> pd.DataFrame:
                 feats = []
                 for k in range(len(channels)):
                     x, y, z = window[:, 3 * k], window[:, 3 * k + 1], window[:, 3 * k + 2]
-                    feats += ref_sensor(x, y, z, ddof=recipe.sd_ddof, auc=recipe.auc, meandif=recipe.meandif)
+                    feats += ref_sensor(
+                        x, y, z, ddof=recipe.sd_ddof, auc=recipe.auc, meandif=recipe.meandif
+                    )
                 if not np.isnan(feats).any():
                     rows.append([user, part["label"].iloc[0], *feats])
     return pd.DataFrame(rows, columns=["userid", "label", *feature_columns(len(channels))])
 
 
 def signals_from(records: list[tuple[int, int, list[float]]], channels: list[str]) -> SignalTable:
-    frame = pd.DataFrame([[u, c, *v] for u, c, v in records], columns=["userid", "label", *channels])
+    frame = pd.DataFrame(
+        [[u, c, *v] for u, c, v in records], columns=["userid", "label", *channels]
+    )
     frame.insert(2, "segment", 0)
     return SignalTable(frame)
 
@@ -132,7 +148,9 @@ def test_moving_average_past_the_end_is_undefined():
 )
 def test_moving_average_matches_reference(values, span):
     x = np.array(values, dtype=float).reshape(-1, 1)
-    np.testing.assert_allclose(moving_average(x, span), ref_moving_average(x, span), rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(
+        moving_average(x, span), ref_moving_average(x, span), rtol=1e-12, atol=1e-9
+    )
 
 
 @given(length=st.integers(0, 5000), window=st.integers(2, 300))
@@ -183,21 +201,32 @@ def test_study_window_features_by_hand():
 
 def test_segment_variants_by_hand():
     # ddof 0, trapezoid area and mean successive difference on the same three samples.
-    out = sensor_features(np.array(HAND_WINDOW), np.array([3]), sd_ddof=0, auc="trapezoid", meandif="mean")[0]
-    np.testing.assert_allclose(out[3:6], [math.sqrt(2 / 9), math.sqrt(14 / 9), math.sqrt(14 / 9)], rtol=1e-14)
-    np.testing.assert_allclose(out[12:], [9.0, math.sqrt(8 / 3), (7 + 9) / 2 + (9 + 11) / 2, 2.0], rtol=1e-14)
+    out = sensor_features(
+        np.array(HAND_WINDOW), np.array([3]), sd_ddof=0, auc="trapezoid", meandif="mean"
+    )[0]
+    np.testing.assert_allclose(
+        out[3:6], [math.sqrt(2 / 9), math.sqrt(14 / 9), math.sqrt(14 / 9)], rtol=1e-14
+    )
+    np.testing.assert_allclose(
+        out[12:], [9.0, math.sqrt(8 / 3), (7 + 9) / 2 + (9 + 11) / 2, 2.0], rtol=1e-14
+    )
 
 
 def test_last_start_dropped_even_when_its_window_is_complete():
     records = [(501, 1, [float(i), float(i * i), 1.0 + i % 2]) for i in range(6)]  # L = 6, w = 3
     assert len(featurize(signals_from(records, ["back_x", "back_y", "back_z"]), tiny_entry(3))) == 1
-    assert len(featurize(signals_from(records[:2], ["back_x", "back_y", "back_z"]), tiny_entry(3))) == 0
+    assert (
+        len(featurize(signals_from(records[:2], ["back_x", "back_y", "back_z"]), tiny_entry(3)))
+        == 0
+    )
 
 
 def test_smoothing_is_applied_before_windowing():
     # 10-sample smoothing of a ramp 0..29: sample i (1-based, >= 10) becomes i - 5.5.
     records = [(501, 1, [float(i), 2.0 * i, (i % 3) * 1.0]) for i in range(30)]
-    table = featurize(signals_from(records, ["back_x", "back_y", "back_z"]), tiny_entry(10, smoothing=10))
+    table = featurize(
+        signals_from(records, ["back_x", "back_y", "back_z"]), tiny_entry(10, smoothing=10)
+    )
     # starts 1, 11, 21 -> windows 1..10 and 11..20; window 2 is samples 11..20 -> values 5.5..14.5
     assert len(table) == 2
     assert table["meanX"].iloc[1] == pytest.approx(10.0, rel=1e-14)
@@ -215,7 +244,9 @@ def test_constant_channel_window_dropped_and_counted():
     rng = np.random.default_rng(1)
     varying = [list(rng.normal(size=3)) for _ in range(4)]
     constant = [[0.1, float(v), float(w)] for v, w in rng.normal(size=(4, 2))]
-    records = [(501, 1, v) for v in varying + constant + varying]  # windows: ok, constant x, (dropped start)
+    records = [
+        (501, 1, v) for v in varying + constant + varying
+    ]  # windows: ok, constant x, (dropped start)
     table = featurize(signals_from(records, ["back_x", "back_y", "back_z"]), tiny_entry(4))
     assert len(table) == 1
     assert table.attrs["dropped"] == {REASON_CONSTANT: 1}
@@ -224,9 +255,13 @@ def test_constant_channel_window_dropped_and_counted():
 def test_missing_value_drops_every_window_it_reaches():
     rng = np.random.default_rng(2)
     values = rng.normal(size=(40, 3))
-    values[14, 1] = np.nan  # sample 15: smoothed positions 15..17 (span 3) -> window 3 (11..15) and 4 (16..20)
+    values[14, 1] = (
+        np.nan
+    )  # sample 15: smoothed positions 15..17 (span 3) -> window 3 (11..15) and 4 (16..20)
     records = [(501, 1, list(v)) for v in values]
-    table = featurize(signals_from(records, ["back_x", "back_y", "back_z"]), tiny_entry(5, smoothing=3))
+    table = featurize(
+        signals_from(records, ["back_x", "back_y", "back_z"]), tiny_entry(5, smoothing=3)
+    )
     assert len(table) == window_count(40, 5) - 2
     assert table.attrs["dropped"] == {REASON_MISSING: 2}
 
@@ -235,7 +270,9 @@ def test_sequence_too_short_for_the_smoothing_is_dropped_with_its_reason():
     # L = 12, span 10: positions 4..9 need samples past 12 -> both windows (w = 5) undefined.
     rng = np.random.default_rng(3)
     records = [(501, 1, list(v)) for v in rng.normal(size=(12, 3))]
-    table = featurize(signals_from(records, ["back_x", "back_y", "back_z"]), tiny_entry(5, smoothing=10))
+    table = featurize(
+        signals_from(records, ["back_x", "back_y", "back_z"]), tiny_entry(5, smoothing=10)
+    )
     assert len(table) == 0
     assert table.attrs["dropped"] == {REASON_SHORT: 2}
 
@@ -256,7 +293,9 @@ def complicated_recording(rng: np.random.Generator) -> pd.DataFrame:
         if user == 502:
             labels[labels == 8] = 7  # user 502 never lies down
             labels[:13] = 8  # ... except in a 13-sample sequence
-        frame = pd.DataFrame(values, columns=["back_x", "back_y", "back_z", "thigh_x", "thigh_y", "thigh_z"])
+        frame = pd.DataFrame(
+            values, columns=["back_x", "back_y", "back_z", "thigh_x", "thigh_y", "thigh_z"]
+        )
         frame.insert(0, "userid", user)
         frame.insert(1, "label", labels)
         frame.insert(2, "segment", user)
@@ -274,7 +313,9 @@ def test_study_window_matches_reference(window, smoothing):
     assert list(got.columns) == list(want.columns)
     np.testing.assert_array_equal(got["userid"].to_numpy(), want["userid"].to_numpy())
     np.testing.assert_array_equal(got["label"].to_numpy(), want["label"].to_numpy())
-    np.testing.assert_allclose(got.iloc[:, 2:].to_numpy(), want.iloc[:, 2:].to_numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        got.iloc[:, 2:].to_numpy(), want.iloc[:, 2:].to_numpy(), rtol=1e-12, atol=1e-12
+    )
     assert sum(got.attrs["dropped"].values()) > 0
 
 
@@ -289,13 +330,17 @@ def test_har70_archive_to_features_matches_reference(tmp_path):
     assert got["userid"].tolist() == sorted(got["userid"].tolist())
     ranks = got["label"].map({1: 0, 3: 1, 6: 2, 7: 3, 8: 4})
     assert (ranks.groupby(got["userid"]).diff().dropna() >= 0).all()
-    np.testing.assert_allclose(got.iloc[:, 2:].to_numpy(), want.iloc[:, 2:].to_numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        got.iloc[:, 2:].to_numpy(), want.iloc[:, 2:].to_numpy(), rtol=1e-12, atol=1e-12
+    )
 
 
 def test_unknown_recipe_and_missing_channels_are_reported():
     records = [(501, 1, [1.0, 2.0, 3.0])]
     entry = tiny_entry(3)
-    precomputed = type(entry)(**{**entry.__dict__, "recipe": type(entry.recipe)(name="precomputed")})
+    precomputed = type(entry)(
+        **{**entry.__dict__, "recipe": type(entry.recipe)(name="precomputed")}
+    )
     with pytest.raises(RegistryError, match="precomputed"):
         featurize(signals_from(records, ["back_x", "back_y", "back_z"]), precomputed)
     with pytest.raises(RegistryError, match="back_z"):
@@ -312,23 +357,29 @@ def ref_segment_rows(frame: pd.DataFrame, ddof=0, auc="trapezoid", meandif="mean
     for _, part in frame.groupby("segment", sort=False):
         xyz = part[["x", "y", "z"]].to_numpy()
         d = np.diff(xyz, axis=0)
-        rows.append(ref_sensor(*xyz.T, ddof=ddof, auc=auc, meandif=meandif)
-                    + ref_sensor(*d.T, ddof=ddof, auc=auc, meandif=meandif))
+        rows.append(
+            ref_sensor(*xyz.T, ddof=ddof, auc=auc, meandif=meandif)
+            + ref_sensor(*d.T, ddof=ddof, auc=auc, meandif=meandif)
+        )
     return np.array(rows)
 
 
 def test_study_segment_matches_reference_on_ragged_segments():
     rng = np.random.default_rng(7)
     lengths = rng.integers(3, 60, size=40)
-    frame = pd.DataFrame({
-        "userid": np.repeat(np.arange(40) // 10 + 1, lengths),
-        "label": np.repeat(np.arange(40) % 20 + 1, lengths),
-        "segment": np.repeat(np.arange(40), lengths),
-    })
+    frame = pd.DataFrame(
+        {
+            "userid": np.repeat(np.arange(40) // 10 + 1, lengths),
+            "label": np.repeat(np.arange(40) % 20 + 1, lengths),
+            "segment": np.repeat(np.arange(40), lengths),
+        }
+    )
     frame[["x", "y", "z"]] = rng.normal(0, 3, size=(lengths.sum(), 3))
     got = featurize(SignalTable(frame), gestures_entry())
     assert got.shape == (40, 34)
-    np.testing.assert_allclose(got.iloc[:, 2:].to_numpy(), ref_segment_rows(frame), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        got.iloc[:, 2:].to_numpy(), ref_segment_rows(frame), rtol=1e-12, atol=1e-12
+    )
     assert got["label"].tolist() == list(np.arange(40) % 20 + 1)
 
 
@@ -350,7 +401,9 @@ def test_study_segment_on_the_real_gestures_archive():
     # One file by hand: U03/07/05 is row (3-1)*400 + (7-1)*20 + (5-1).
     with zipfile.ZipFile(GESTURES_ZIP) as zf:
         text = zf.read("gestures-dataset/U03/07/05.txt").decode()
-    xyz = np.array([[float(v) for v in line.split()[3:]] for line in text.splitlines() if line.strip()])
+    xyz = np.array(
+        [[float(v) for v in line.split()[3:]] for line in text.splitlines() if line.strip()]
+    )
     x, y, z = xyz.T
     n = len(x)
     m = [math.sqrt(a * a + b * b + c * c) for a, b, c in xyz]
@@ -358,7 +411,9 @@ def test_study_segment_on_the_real_gestures_archive():
     sd_x = math.sqrt(sum((v - mean_x) ** 2 for v in x) / n)
     mean_y = sum(y) / n
     cov_xy = sum((a - mean_x) * (b - mean_y) for a, b in zip(x, y, strict=True))
-    cor_xy = cov_xy / math.sqrt(sum((a - mean_x) ** 2 for a in x) * sum((b - mean_y) ** 2 for b in y))
+    cor_xy = cov_xy / math.sqrt(
+        sum((a - mean_x) ** 2 for a in x) * sum((b - mean_y) ** 2 for b in y)
+    )
     trapezoid = sum((m[i] + m[i + 1]) / 2 for i in range(n - 1))
     mean_dif = (m[-1] - m[0]) / (n - 1)
     dx = [x[i + 1] - x[i] for i in range(n - 1)]
@@ -376,5 +431,6 @@ def test_study_segment_on_the_real_gestures_archive():
     # and a sample of files against the numpy reference
     picks = np.random.default_rng(0).choice(3200, size=60, replace=False)
     frame = signals.frame[signals.frame["segment"].isin(picks)]
-    np.testing.assert_allclose(table.iloc[np.sort(picks), 2:].to_numpy(), ref_segment_rows(frame),
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        table.iloc[np.sort(picks), 2:].to_numpy(), ref_segment_rows(frame), rtol=1e-12, atol=1e-12
+    )

@@ -66,8 +66,12 @@ def test_har70_reads_every_subject_in_user_order(tmp_path, crlf):
     for user, original in written.items():
         part = frame[frame["userid"] == user]
         np.testing.assert_array_equal(part["label"].to_numpy(), original["label"].to_numpy())
-        np.testing.assert_allclose(part[list(HAR70_CHANNELS)].to_numpy(), original[list(HAR70_CHANNELS)].to_numpy(),
-                                   rtol=0, atol=5e-7)
+        np.testing.assert_allclose(
+            part[list(HAR70_CHANNELS)].to_numpy(),
+            original[list(HAR70_CHANNELS)].to_numpy(),
+            rtol=0,
+            atol=5e-7,
+        )
     assert frame["label"].dtype == np.int64
 
 
@@ -81,7 +85,10 @@ def test_har70_is_registered_under_its_reader_name():
 
 def test_har70_ignores_macos_shadows_and_honours_the_member_glob(tmp_path):
     path = tmp_path / "har70.zip"
-    extra = {"__MACOSX/har70plus/._501.csv": b"\x00\x05\x16\x07", "other/999.csv": b"not, a, subject\n"}
+    extra = {
+        "__MACOSX/har70plus/._501.csv": b"\x00\x05\x16\x07",
+        "other/999.csv": b"not, a, subject\n",
+    }
     make_har70_zip(path, users=(501,), n_samples=50, extra_members=extra)
     table = read_har70(with_options(har70_entry(), members="har70plus/*.csv"), Sources([path]))
     assert table.frame["userid"].unique().tolist() == [501]
@@ -106,15 +113,36 @@ def broken_har70(tmp_path, edit) -> Sources:
 @pytest.mark.parametrize(
     "edit,expected",
     [
-        (lambda lines: lines.__setitem__(5, lines[5] + ",0.5"), r"har70plus/501\.csv, line 6: expected 8 .* found 9"),
-        (lambda lines: lines.__setitem__(7, lines[7].rsplit(",", 2)[0]), r"501\.csv, line 8: expected 8 .* found 6"),
-        (lambda lines: set_field(lines, 9, 1, "abc"), r"501\.csv, line 10: column 'back_x' is not a number: 'abc'"),
+        (
+            lambda lines: lines.__setitem__(5, lines[5] + ",0.5"),
+            r"har70plus/501\.csv, line 6: expected 8 .* found 9",
+        ),
+        (
+            lambda lines: lines.__setitem__(7, lines[7].rsplit(",", 2)[0]),
+            r"501\.csv, line 8: expected 8 .* found 6",
+        ),
+        (
+            lambda lines: set_field(lines, 9, 1, "abc"),
+            r"501\.csv, line 10: column 'back_x' is not a number: 'abc'",
+        ),
         (lambda lines: set_field(lines, 4, 3, ""), r"501\.csv, line 5: column 'back_z' is empty"),
-        (lambda lines: set_field(lines, 3, 7, "6.5"), r"501\.csv, line 4: label must be an integer code"),
-        (lambda lines: lines.__setitem__(0, HAR70_HEADER.replace("thigh_y", "thigh_w")),
-         r"501\.csv: header lacks columns \['thigh_y'\]; found \['timestamp'"),
+        (
+            lambda lines: set_field(lines, 3, 7, "6.5"),
+            r"501\.csv, line 4: label must be an integer code",
+        ),
+        (
+            lambda lines: lines.__setitem__(0, HAR70_HEADER.replace("thigh_y", "thigh_w")),
+            r"501\.csv: header lacks columns \['thigh_y'\]; found \['timestamp'",
+        ),
     ],
-    ids=["too-many-fields", "too-few-fields", "non-numeric", "empty-field", "fractional-label", "bad-header"],
+    ids=[
+        "too-many-fields",
+        "too-few-fields",
+        "non-numeric",
+        "empty-field",
+        "fractional-label",
+        "bad-header",
+    ],
 )
 def test_har70_malformed_rows_name_file_and_line(tmp_path, edit, expected):
     with pytest.raises(ParseError, match=expected):
@@ -134,7 +162,9 @@ def test_har70_accepts_a_trailing_blank_line_and_a_bom(tmp_path):
     frame = make_har70_frame(np.random.default_rng(0), 10)
     path = tmp_path / "har70.zip"
     with zipfile.ZipFile(path, "w") as zf:
-        zf.writestr("har70plus/501.csv", b"\xef\xbb\xbf" + har70_csv_bytes(frame, crlf=True) + b"\r\n")
+        zf.writestr(
+            "har70plus/501.csv", b"\xef\xbb\xbf" + har70_csv_bytes(frame, crlf=True) + b"\r\n"
+        )
     assert len(read_har70(har70_entry(), Sources([path])).frame) == 10
 
 
@@ -176,8 +206,14 @@ def test_opportunity_wrong_column_count_names_file_and_line(tmp_path):
     good = opportunity_dat_bytes(np.zeros((5, 250))).decode().splitlines()
     good[3] = good[3] + " 7"  # 251 fields on line 4
     path = tmp_path / "opportunity.zip"
-    make_opportunity_zip(path, users=(1,), rng=rng, runs=(1,), n_rows=20,
-                         extra_members={f"{OPPORTUNITY_DIR}/S2-ADL1.dat": ("\n".join(good) + "\n").encode()})
+    make_opportunity_zip(
+        path,
+        users=(1,),
+        rng=rng,
+        runs=(1,),
+        n_rows=20,
+        extra_members={f"{OPPORTUNITY_DIR}/S2-ADL1.dat": ("\n".join(good) + "\n").encode()},
+    )
     with pytest.raises(ParseError, match=r"S2-ADL1\.dat, line 4: expected 250 .* found 251"):
         read_opportunity(opportunity_entry(), Sources([path]))
 
@@ -216,8 +252,12 @@ def test_gestures_order_segments_and_extras(tmp_path):
     want = np.vstack([written[k] for k in keys])
     np.testing.assert_allclose(frame[["x", "y", "z"]].to_numpy(), want[:, 3:], rtol=0, atol=0)
     lengths = [len(written[k]) for k in keys]
-    np.testing.assert_array_equal(frame["userid"].to_numpy(), np.repeat([k[0] for k in keys], lengths))
-    np.testing.assert_array_equal(frame["label"].to_numpy(), np.repeat([k[1] for k in keys], lengths))
+    np.testing.assert_array_equal(
+        frame["userid"].to_numpy(), np.repeat([k[0] for k in keys], lengths)
+    )
+    np.testing.assert_array_equal(
+        frame["label"].to_numpy(), np.repeat([k[1] for k in keys], lengths)
+    )
     # with more repetitions allowed, the extras come in
     more = read_gestures(with_options(gestures_entry(), repetitions=30), Sources([path]))
     assert more.frame["segment"].nunique() == 26
@@ -242,7 +282,9 @@ def test_gestures_real_archive_counts():
     assert sorted(frame["userid"].unique()) == list(range(1, 9))
     assert sorted(frame["label"].unique()) == list(range(1, 21))
     # U01/01/01.txt starts with "... 1.532289 -0.919373 10.113108"
-    np.testing.assert_array_equal(frame[["x", "y", "z"]].iloc[0].to_numpy(), [1.532289, -0.919373, 10.113108])
+    np.testing.assert_array_equal(
+        frame[["x", "y", "z"]].iloc[0].to_numpy(), [1.532289, -0.919373, 10.113108]
+    )
     per_file = frame.groupby("segment").size()
     assert per_file.min() >= 10 and per_file.max() <= 51
 
@@ -259,8 +301,15 @@ def tabular_entry(reader: str, **options):
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 def test_feature_table_reads_named_columns(tmp_path, fmt):
-    frame = pd.DataFrame({"who": [3, 3, 1], "act": ["a", "b", "a"], "f1": [0.5, 1.5, 2.5],
-                          "f2": [1, 2, 3], "note": ["x", "y", "z"]})
+    frame = pd.DataFrame(
+        {
+            "who": [3, 3, 1],
+            "act": ["a", "b", "a"],
+            "f1": [0.5, 1.5, 2.5],
+            "f2": [1, 2, 3],
+            "note": ["x", "y", "z"],
+        }
+    )
     path = tmp_path / f"features.{fmt}"
     frame.to_csv(path, index=False) if fmt == "csv" else frame.to_parquet(path)
     entry = tabular_entry("feature-table", format=fmt, user_col="who", label_col="act")
@@ -269,18 +318,30 @@ def test_feature_table_reads_named_columns(tmp_path, fmt):
     assert list(table.frame.columns) == ["userid", "label", "f1", "f2"]  # 'note' is not numeric
     assert table.frame["userid"].dtype == np.int64
     assert table.frame["f2"].tolist() == [1.0, 2.0, 3.0]
-    chosen = read_feature_table(tabular_entry("feature-table", format=fmt, user_col="who", label_col="act",
-                                              feature_cols=["f2"]), Sources([path]))
+    chosen = read_feature_table(
+        tabular_entry(
+            "feature-table", format=fmt, user_col="who", label_col="act", feature_cols=["f2"]
+        ),
+        Sources([path]),
+    )
     assert list(chosen.frame.columns) == ["userid", "label", "f2"]
 
 
 def test_feature_table_missing_columns_are_named(tmp_path):
     path = tmp_path / "features.csv"
     pd.DataFrame({"user": [1], "label": ["a"], "f1": [0.1]}).to_csv(path, index=False)
-    entry = tabular_entry("feature-table", format="csv", user_col="subject", label_col="label",
-                          feature_cols=["f1", "f9"])
-    with pytest.raises(ParseError, match=r"features\.csv: missing column\(s\) \['subject', 'f9'\]; "
-                                         r"columns found: \['user', 'label', 'f1'\]"):
+    entry = tabular_entry(
+        "feature-table",
+        format="csv",
+        user_col="subject",
+        label_col="label",
+        feature_cols=["f1", "f9"],
+    )
+    with pytest.raises(
+        ParseError,
+        match=r"features\.csv: missing column\(s\) \['subject', 'f9'\]; "
+        r"columns found: \['user', 'label', 'f1'\]",
+    ):
         read_feature_table(entry, Sources([path]))
 
 
@@ -288,19 +349,35 @@ def test_feature_table_non_integer_user_is_an_error(tmp_path):
     path = tmp_path / "features.csv"
     pd.DataFrame({"user": ["u1"], "label": ["a"], "f1": [0.1]}).to_csv(path, index=False)
     with pytest.raises(ParseError, match="'user' must hold integers"):
-        read_feature_table(tabular_entry("feature-table", user_col="user", label_col="label"), Sources([path]))
+        read_feature_table(
+            tabular_entry("feature-table", user_col="user", label_col="label"), Sources([path])
+        )
 
 
 def test_long_signals_sorted_by_user_then_time(tmp_path):
-    rows = pd.DataFrame({
-        "subject": [2, 1, 2, 1, 1], "t": [1.0, 2.0, 0.0, 1.0, 1.0], "activity": [1, 3, 1, 3, 1],
-        "back_x": [1.0, 2.0, 3.0, 4.0, 5.0], "back_y": 0.0, "back_z": 0.0,
-        "thigh_x": 0.0, "thigh_y": 0.0, "thigh_z": [np.nan, 1, 2, 3, 4],
-    })
+    rows = pd.DataFrame(
+        {
+            "subject": [2, 1, 2, 1, 1],
+            "t": [1.0, 2.0, 0.0, 1.0, 1.0],
+            "activity": [1, 3, 1, 3, 1],
+            "back_x": [1.0, 2.0, 3.0, 4.0, 5.0],
+            "back_y": 0.0,
+            "back_z": 0.0,
+            "thigh_x": 0.0,
+            "thigh_y": 0.0,
+            "thigh_z": [np.nan, 1, 2, 3, 4],
+        }
+    )
     path = tmp_path / "long.parquet"
     rows.to_parquet(path)
-    entry = tabular_entry("long-signals", format="parquet", user_col="subject", label_col="activity",
-                          time_col="t", channels=list(HAR70_CHANNELS))
+    entry = tabular_entry(
+        "long-signals",
+        format="parquet",
+        user_col="subject",
+        label_col="activity",
+        time_col="t",
+        channels=list(HAR70_CHANNELS),
+    )
     table = read_long_signals(entry, Sources([path]))
     assert_signal_contract(table, HAR70_CHANNELS)
     # user 1: t=1 (row 3), t=1 (row 4, stable), t=2 (row 1); user 2: t=0, t=1
@@ -316,5 +393,8 @@ def test_long_signals_channel_checks(tmp_path):
     with pytest.raises(RegistryError, match=r"sensor channels \['back_y'"):
         read_long_signals(entry, Sources([path]))
     entry = tabular_entry("long-signals", user_col="u", label_col="y")
-    with pytest.raises(ParseError, match=r"long\.csv: missing column\(s\) \['back_y'.*columns found: \['u', 'y', 'back_x'\]"):
+    with pytest.raises(
+        ParseError,
+        match=r"long\.csv: missing column\(s\) \['back_y'.*columns found: \['u', 'y', 'back_x'\]",
+    ):
         read_long_signals(entry, Sources([path]))

@@ -32,6 +32,7 @@ number dropped per reason is logged and stored in ``frame.attrs["dropped"]``.
 
 from __future__ import annotations
 
+import itertools
 import logging
 
 import numpy as np
@@ -222,9 +223,7 @@ def _features_table(
         sensors.append(diffs)
         sensor_counts.append(diff_counts)
     parts = [
-        sensor_features(
-            block, c, sd_ddof=recipe.sd_ddof, auc=recipe.auc, meandif=recipe.meandif
-        )
+        sensor_features(block, c, sd_ddof=recipe.sd_ddof, auc=recipe.auc, meandif=recipe.meandif)
         for block, c in zip(sensors, sensor_counts, strict=True)
     ]
     return np.hstack(parts)
@@ -264,7 +263,9 @@ def _code_text(value: object) -> str:
 
 
 def _empty_frame(columns: list[str]) -> pd.DataFrame:
-    frame = pd.DataFrame({"userid": pd.Series([], dtype="int64"), "label": pd.Series([], dtype="int64")})
+    frame = pd.DataFrame(
+        {"userid": pd.Series([], dtype="int64"), "label": pd.Series([], dtype="int64")}
+    )
     for column in columns:
         frame[column] = pd.Series([], dtype="float64")
     return frame
@@ -291,8 +292,14 @@ def _finish(
     dropped = {k: v for k, v in dropped.items() if v}
     if dropped:
         detail = ", ".join(f"{n} for {reason}" for reason, n in dropped.items())
-        log.info("%s: dropped %d of %d %s with an undefined feature: %s",
-                 entry.name, int(undefined.sum()), len(undefined), what, detail)
+        log.info(
+            "%s: dropped %d of %d %s with an undefined feature: %s",
+            entry.name,
+            int(undefined.sum()),
+            len(undefined),
+            what,
+            detail,
+        )
     keep = ~undefined
     frame = pd.DataFrame({"userid": userid[keep], "label": labels[keep]})
     frame = pd.concat([frame, pd.DataFrame(values[keep], columns=columns)], axis=1)
@@ -327,7 +334,10 @@ def study_window(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
     order = kept[np.lexsort((rank[kept], users[kept]))]
     group_user = users[order]
     group_rank = rank[order]
-    change = np.flatnonzero((group_user[1:] != group_user[:-1]) | (group_rank[1:] != group_rank[:-1])) + 1
+    change = (
+        np.flatnonzero((group_user[1:] != group_user[:-1]) | (group_rank[1:] != group_rank[:-1]))
+        + 1
+    )
     bounds = np.concatenate([[0], change, [order.size]])
 
     raw = frame[flat_channels].to_numpy(dtype=np.float64)
@@ -337,7 +347,7 @@ def study_window(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
     raw_nan_flags: list[np.ndarray] = []
     short_flags: list[np.ndarray] = []
     first_rows: list[int] = []
-    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+    for lo, hi in itertools.pairwise(bounds):
         rows = order[lo:hi]
         length = hi - lo
         count = window_count(length, width)
@@ -400,10 +410,17 @@ def study_segment(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
     values = _features_table(blocks, counts, entry)
     users = frame["userid"].to_numpy()[keep][starts]
     labels = frame["label"].to_numpy()[keep][starts]
-    segment_missing = np.bincount(
-        np.repeat(np.arange(counts.size), counts), weights=np.isnan(raw).any(axis=1), minlength=counts.size
-    ) > 0
-    return _finish(users, labels, values, columns, {REASON_MISSING: segment_missing}, entry, "segments")
+    segment_missing = (
+        np.bincount(
+            np.repeat(np.arange(counts.size), counts),
+            weights=np.isnan(raw).any(axis=1),
+            minlength=counts.size,
+        )
+        > 0
+    )
+    return _finish(
+        users, labels, values, columns, {REASON_MISSING: segment_missing}, entry, "segments"
+    )
 
 
 RECIPES = {"study-window": study_window, "study-segment": study_segment}

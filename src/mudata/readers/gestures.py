@@ -96,8 +96,9 @@ def read_gestures(entry: DatasetEntry, sources: Sources) -> SignalTable:
 
     names = list(columns)
     usecols = [columns[n] - 1 for n in names]
-    table = pd.read_csv(io.BytesIO(buffer), sep=r"\s+", header=None, usecols=usecols, dtype=str,
-                        engine="c")
+    table = pd.read_csv(
+        io.BytesIO(buffer), sep=r"\s+", header=None, usecols=usecols, dtype=str, engine="c"
+    )
     values = {}
     for name, col in zip(names, usecols, strict=True):
         numeric = pd.to_numeric(table[col], errors="coerce")
@@ -108,10 +109,12 @@ def read_gestures(entry: DatasetEntry, sources: Sources) -> SignalTable:
         values[name] = numeric.to_numpy(dtype=np.float64)
 
     keys = np.array([f[:3] for f in found], dtype=np.int64)
-    frame = pd.DataFrame({
-        "userid": np.repeat(keys[:, 0], lines_per_file),
-        "label": np.repeat(keys[:, 1], lines_per_file),
-        "segment": np.repeat(np.arange(len(found), dtype=np.int64), lines_per_file),
-        **values,
-    })
+    frame = pd.DataFrame(
+        {
+            "userid": np.repeat(keys[:, 0], lines_per_file),
+            "label": np.repeat(keys[:, 1], lines_per_file),
+            "segment": np.repeat(np.arange(len(found), dtype=np.int64), lines_per_file),
+            **values,
+        }
+    )
     return SignalTable(frame)

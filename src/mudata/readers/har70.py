@@ -46,18 +46,22 @@ def _read_subject(data: bytes, member: str, channels: list[str], label: str) -> 
     counts = delimited_field_counts(data)
     bad = np.flatnonzero((counts != len(names)) & (counts != 0))
     if bad.size:
-        message = (f"{member}, line {int(bad[0]) + 1}: expected {len(names)} comma-separated "
-                   f"fields, found {int(counts[bad[0]])} ({bad.size} such line(s) in all)")
+        message = (
+            f"{member}, line {int(bad[0]) + 1}: expected {len(names)} comma-separated "
+            f"fields, found {int(counts[bad[0]])} ({bad.size} such line(s) in all)"
+        )
         raise ParseError(message)
 
     wanted = [*channels, label]
     try:
-        table = pd.read_csv(io.BytesIO(data), engine="c", usecols=wanted,
-                            dtype={c: np.float64 for c in wanted})
+        table = pd.read_csv(
+            io.BytesIO(data), engine="c", usecols=wanted, dtype={c: np.float64 for c in wanted}
+        )
     except ValueError:
         # Some value is not a number: find the first one, with its line.
-        text = pd.read_csv(io.BytesIO(data), engine="c", usecols=wanted, dtype=str,
-                           keep_default_na=False)
+        text = pd.read_csv(
+            io.BytesIO(data), engine="c", usecols=wanted, dtype=str, keep_default_na=False
+        )
         for column in wanted:
             row = first_non_numeric(text[column].replace("", "x"))
             if row is not None:
@@ -69,14 +73,18 @@ def _read_subject(data: bytes, member: str, channels: list[str], label: str) -> 
         empty = np.flatnonzero(table[column].isna().to_numpy())
         if empty.size:
             line = csv_line_of_row(data, int(empty[0]))
-            message = (f"{member}, line {line}: column '{column}' is empty or NaN; "
-                       f"the HAR70+ release has no missing values")
+            message = (
+                f"{member}, line {line}: column '{column}' is empty or NaN; "
+                f"the HAR70+ release has no missing values"
+            )
             raise ParseError(message)
     codes = table[label].to_numpy()
     fractional = np.flatnonzero(codes != np.round(codes))
     if fractional.size:
         line = csv_line_of_row(data, int(fractional[0]))
-        message = f"{member}, line {line}: label must be an integer code, found {codes[fractional[0]]!r}"
+        message = (
+            f"{member}, line {line}: label must be an integer code, found {codes[fractional[0]]!r}"
+        )
         raise ParseError(message)
     frame = table[channels].copy()
     frame.insert(0, "label", codes.astype(np.int64))
@@ -116,7 +124,9 @@ def read_har70(entry: DatasetEntry, sources: Sources) -> SignalTable:
 
     members = [n for n in sources.names(pattern) if not _is_resource_fork(n)]
     if not members:
-        message = f"no HAR70+ subject file matching '{pattern}' in {', '.join(map(str, sources.roots))}"
+        message = (
+            f"no HAR70+ subject file matching '{pattern}' in {', '.join(map(str, sources.roots))}"
+        )
         raise MissingFileError(message)
     subjects: list[tuple[int, str]] = []
     for member in members:

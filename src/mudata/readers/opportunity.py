@@ -64,7 +64,9 @@ def read_opportunity(entry: DatasetEntry, sources: Sources) -> SignalTable:
     columns = dict(options.get("columns", DEFAULT_COLUMNS))
     for name, number in {**columns, "label": label_column}.items():
         if not 1 <= int(number) <= n_columns:
-            message = f"OPPORTUNITY reader option: column {number} for '{name}' is outside 1..{n_columns}"
+            message = (
+                f"OPPORTUNITY reader option: column {number} for '{name}' is outside 1..{n_columns}"
+            )
             raise ParseError(message)
 
     runs = []
@@ -73,7 +75,9 @@ def read_opportunity(entry: DatasetEntry, sources: Sources) -> SignalTable:
         if match:
             runs.append((int(match.group(1)), int(match.group(2)), member))
     if not runs:
-        message = f"no OPPORTUNITY ADL run matching '{pattern}' (S<user>-ADL<run>.dat) in {sources.roots}"
+        message = (
+            f"no OPPORTUNITY ADL run matching '{pattern}' (S<user>-ADL<run>.dat) in {sources.roots}"
+        )
         raise MissingFileError(message)
     runs.sort()
 
@@ -85,8 +89,14 @@ def read_opportunity(entry: DatasetEntry, sources: Sources) -> SignalTable:
         check_field_counts(counts, n_columns, lambda line, m=member: f"{m}, line {line + 1}")
         usecols = [label_column - 1, *(columns[n] - 1 for n in names)]
         try:
-            table = pd.read_csv(io.BytesIO(data), sep=r"\s+", header=None, usecols=usecols,
-                                dtype=np.float64, engine="c")
+            table = pd.read_csv(
+                io.BytesIO(data),
+                sep=r"\s+",
+                header=None,
+                usecols=usecols,
+                dtype=np.float64,
+                engine="c",
+            )
         except ValueError as exc:
             message = f"{member}: a value in columns {sorted(c + 1 for c in usecols)} is not a number ({exc})"
             raise ParseError(message) from None
@@ -94,14 +104,18 @@ def read_opportunity(entry: DatasetEntry, sources: Sources) -> SignalTable:
         bad = np.flatnonzero(~np.isfinite(codes) | (codes != np.round(codes)))
         if bad.size:
             line = int(np.flatnonzero(counts)[bad[0]]) + 1
-            message = (f"{member}, line {line}: label column {label_column} must hold an "
-                       f"integer code, found {codes[bad[0]]!r}")
+            message = (
+                f"{member}, line {line}: label column {label_column} must hold an "
+                f"integer code, found {codes[bad[0]]!r}"
+            )
             raise ParseError(message)
-        frame = pd.DataFrame({
-            "userid": np.full(codes.size, user, dtype=np.int64),
-            "label": codes.astype(np.int64),
-            "segment": np.full(codes.size, segment, dtype=np.int64),
-        })
+        frame = pd.DataFrame(
+            {
+                "userid": np.full(codes.size, user, dtype=np.int64),
+                "label": codes.astype(np.int64),
+                "segment": np.full(codes.size, segment, dtype=np.int64),
+            }
+        )
         for name in names:
             frame[name] = table[columns[name] - 1].to_numpy(dtype=np.float64)
         frames.append(frame)

@@ -29,7 +29,9 @@ def _option(entry: DatasetEntry, key: str) -> object:
     return entry.reader_options[key]
 
 
-def _load(entry: DatasetEntry, sources: Sources, required: list[str]) -> list[tuple[str, pd.DataFrame]]:
+def _load(
+    entry: DatasetEntry, sources: Sources, required: list[str]
+) -> list[tuple[str, pd.DataFrame]]:
     """Every member matching ``members``, parsed; each must hold ``required``."""
     options = entry.reader_options
     fmt = str(options.get("format", "csv")).lower()
@@ -64,8 +66,10 @@ def _integer_users(values: pd.Series, member: str, column: str) -> np.ndarray:
     numeric = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(numeric) | (numeric != np.round(numeric)))
     if bad.size:
-        message = (f"{member}: user column '{column}' must hold integers; row {int(bad[0])} "
-                   f"holds {values.iloc[bad[0]]!r}")
+        message = (
+            f"{member}: user column '{column}' must hold integers; row {int(bad[0])} "
+            f"holds {values.iloc[bad[0]]!r}"
+        )
         raise ParseError(message)
     return numeric.astype(np.int64)
 
@@ -76,8 +80,10 @@ def _numeric(table: pd.DataFrame, columns: list[str], member: str) -> pd.DataFra
         values = pd.to_numeric(table[column], errors="coerce")
         bad = np.flatnonzero(values.isna().to_numpy() & table[column].notna().to_numpy())
         if bad.size:
-            message = (f"{member}: column '{column}' must be numeric; row {int(bad[0])} "
-                       f"holds {table[column].iloc[bad[0]]!r}")
+            message = (
+                f"{member}: column '{column}' must be numeric; row {int(bad[0])} "
+                f"holds {table[column].iloc[bad[0]]!r}"
+            )
             raise ParseError(message)
         out[column] = values.to_numpy(dtype=np.float64)
     return pd.DataFrame(out, index=table.index)
@@ -115,16 +121,27 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
     frames = []
     for member, table in _load(entry, sources, required):
         if feature_cols is None:
-            chosen = [c for c in table.columns if c not in (user_col, label_col)
-                      and pd.api.types.is_numeric_dtype(table[c])
-                      and not pd.api.types.is_bool_dtype(table[c])]
+            chosen = [
+                c
+                for c in table.columns
+                if c not in (user_col, label_col)
+                and pd.api.types.is_numeric_dtype(table[c])
+                and not pd.api.types.is_bool_dtype(table[c])
+            ]
         else:
             chosen = list(feature_cols)
-        frame = pd.DataFrame({
-            "userid": _integer_users(table[user_col], member, user_col),
-            "label": table[label_col].to_numpy(),
-        })
-        frames.append((member, pd.concat([frame, _numeric(table, chosen, member).reset_index(drop=True)], axis=1)))
+        frame = pd.DataFrame(
+            {
+                "userid": _integer_users(table[user_col], member, user_col),
+                "label": table[label_col].to_numpy(),
+            }
+        )
+        frames.append(
+            (
+                member,
+                pd.concat([frame, _numeric(table, chosen, member).reset_index(drop=True)], axis=1),
+            )
+        )
     columns = list(frames[0][1].columns)
     for member, frame in frames[1:]:
         if list(frame.columns) != columns:
@@ -171,23 +188,34 @@ def read_long_signals(entry: DatasetEntry, sources: Sources) -> SignalTable:
     channels = list(options.get("channels", sensor_channels))
     absent = [c for c in sensor_channels if c not in channels]
     if absent:
-        message = (f"dataset '{entry.name}': sensor channels {absent} are not in "
-                   f"reader_options.channels {channels}")
+        message = (
+            f"dataset '{entry.name}': sensor channels {absent} are not in "
+            f"reader_options.channels {channels}"
+        )
         raise RegistryError(message)
-    required = [user_col, label_col, *channels, *([time_col] if time_col else []),
-                *([segment_col] if segment_col else [])]
+    required = [
+        user_col,
+        label_col,
+        *channels,
+        *([time_col] if time_col else []),
+        *([segment_col] if segment_col else []),
+    ]
     frames = []
     for number, (member, table) in enumerate(_load(entry, sources, required)):
-        frame = pd.DataFrame({
-            "userid": _integer_users(table[user_col], member, user_col),
-            "label": table[label_col].to_numpy(),
-            "_file": np.full(len(table), number, dtype=np.int64),
-        })
+        frame = pd.DataFrame(
+            {
+                "userid": _integer_users(table[user_col], member, user_col),
+                "label": table[label_col].to_numpy(),
+                "_file": np.full(len(table), number, dtype=np.int64),
+            }
+        )
         if segment_col:
             frame["_segment"] = table[segment_col].to_numpy()
         if time_col:
             frame["_time"] = table[time_col].to_numpy()
-        frames.append(pd.concat([frame, _numeric(table, channels, member).reset_index(drop=True)], axis=1))
+        frames.append(
+            pd.concat([frame, _numeric(table, channels, member).reset_index(drop=True)], axis=1)
+        )
     frame = pd.concat(frames, ignore_index=True)
     if time_col:
         frame = frame.sort_values(["userid", "_time"], kind="stable", ignore_index=True)

@@ -42,7 +42,7 @@ __all__ = [
     "per_user_values",
     "star_label",
     "study_t_test",
-    "test_train_ratio",
+    "resampling_ratio",
     "wilcoxon_over_users",
 ]
 
@@ -147,7 +147,8 @@ def corrected_resampled_t_test(
         return TestResult(CORRECTED_TEST, np.nan, np.nan, np.nan, "n/a", j,
                           "fewer than 2 paired iterations")
     var = float(np.var(d, ddof=1))
-    if var == 0:
+    # Rounding leaves a tiny variance on equal differences; that is no evidence.
+    if var == 0 or np.allclose(d, d[0], rtol=1e-9, atol=1e-12):
         return TestResult(CORRECTED_TEST, np.nan, j - 1, np.nan, "n/a", j,
                           "differences constant across iterations")
     t = float(d.mean() / np.sqrt((1.0 / j + test_train_ratio) * var))
@@ -183,7 +184,7 @@ def wilcoxon_over_users(
     return TestResult(WILCOXON_TEST, float(res.statistic), np.nan, p, star_label(p), n, note)
 
 
-def test_train_ratio(
+def resampling_ratio(
     strategy: str, splits: pd.DataFrame, n_rows: int
 ) -> tuple[float, str]:
     """n_test / n_train of one strategy's resampling, and how it was obtained.
@@ -308,7 +309,7 @@ def compare_strategies(
     if strategies is None:
         strategies = list(dict.fromkeys(splits["strategy"]))
     ratios = {
-        s: test_train_ratio(s, splits[splits["strategy"] == s], n_rows)
+        s: resampling_ratio(s, splits[splits["strategy"] == s], n_rows)
         for s in strategies
         if (splits["strategy"] == s).any()
     }

@@ -12,13 +12,15 @@ import pandas as pd
 import pytest
 
 from mudata.errors import MissingFileError, ParseError, RegistryError
+from mudata.features import feature_columns, featurize
 from mudata.readers import get_reader
 from mudata.readers.base import FeatureTable, SignalTable, Sources
 from mudata.readers.gestures import read_gestures
 from mudata.readers.har70 import read_har70
 from mudata.readers.opportunity import read_opportunity
 from mudata.readers.tabular import read_feature_table, read_long_signals
-from tests.conftest import GESTURES_ZIP
+from mudata.registry import load_entry_file
+from tests.conftest import GESTURES_ZIP, PROJECT_ROOT
 from tests.official_formats import (
     HAR70_CHANNELS,
     HAR70_HEADER,
@@ -398,3 +400,48 @@ def test_long_signals_channel_checks(tmp_path):
         match=r"long\.csv: missing column\(s\) \['back_y'.*columns found: \['u', 'y', 'back_x'\]",
     ):
         read_long_signals(entry, Sources([path]))
+
+
+# --------------------------------------------------------------------------
+# The built-in registry entries drive these readers
+# --------------------------------------------------------------------------
+
+
+def builtin_entry(name: str):
+    return load_entry_file(PROJECT_ROOT / "registry" / f"{name}.toml")
+
+
+def test_builtin_har70_entry_reads_and_featurizes(tmp_path):
+    path = tmp_path / "har70.zip"
+    make_har70_zip(path, users=(502, 501), n_samples=1200)
+    entry = builtin_entry("har70")
+    table = get_reader(entry.reader)(entry, Sources([path]))
+    assert table.frame["userid"].unique().tolist() == [501, 502]
+    features = featurize(table, entry)
+    assert list(features.columns[2:]) == feature_columns(2)
+    assert len(features) > 0
+
+
+def test_builtin_opportunity_entry_lists_runs_in_order(tmp_path):
+    path = tmp_path / "opportunity.zip"
+    written = make_opportunity_zip(path, users=(1, 2, 3, 4), n_rows=30)
+    entry = builtin_entry("opportunity")
+    table = get_reader(entry.reader)(entry, Sources([path]))
+    want = np.vstack([written[(u, r)] for u in (1, 2, 3, 4) for r in (1, 2, 3, 4, 5)])
+    np.testing.assert_array_equal(table.frame["label"].to_numpy(), want[:, 243].astype(np.int64))
+    np.testing.assert_array_equal(table.frame["back_x"].to_numpy(), want[:, 37])
+    np.testing.assert_array_equal(table.frame["shoe_z"].to_numpy(), want[:, 126])
+    # a run missing from the archive is an error, not a silent gap
+    partial = tmp_path / "partial.zip"
+    make_opportunity_zip(partial, users=(1, 2, 3, 4), runs=(1, 2, 3, 4), n_rows=5)
+    with pytest.raises(MissingFileError, match=r"S1-ADL5\.dat"):
+        get_reader(entry.reader)(entry, Sources([partial]))
+
+
+def test_builtin_gestures_entry_on_a_small_archive(tmp_path):
+    path = tmp_path / "gestures-dataset.zip"
+    make_gestures_zip(path, users=2, gestures=2, repetitions=21)
+    entry = builtin_entry("gestures")
+    table = get_reader(entry.reader)(entry, Sources([path]))
+    assert table.frame["segment"].nunique() == 2 * 2 * 20  # repetition 21 left out
+    assert featurize(table, entry).shape == (80, 34)

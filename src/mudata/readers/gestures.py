@@ -28,7 +28,8 @@ def read_gestures(entry: DatasetEntry, sources: Sources) -> SignalTable:
     Parameters
     ----------
     entry : DatasetEntry
-        ``reader_options``: ``members`` (glob, default ``"*U*/*/*.txt"``),
+        ``reader_options``: ``members`` (glob, default ``"<root>/U*/*/*.txt"``
+        with ``root`` the archive's top folder, or ``"*U*/*/*.txt"``),
         ``repetitions`` (highest repetition number kept, default 20),
         ``n_columns`` (fields per line, default 6) and ``columns`` (channel name
         to 1-based column, default ``{"x": 4, "y": 5, "z": 6}``).
@@ -51,7 +52,8 @@ def read_gestures(entry: DatasetEntry, sources: Sources) -> SignalTable:
         or with a non-numeric value.
     """
     options = entry.reader_options
-    pattern = options.get("members", "*U*/*/*.txt")
+    root = options.get("root")
+    pattern = options.get("members", f"{root}/U*/*/*.txt" if root else "*U*/*/*.txt")
     max_repetition = int(options.get("repetitions", 20))
     n_columns = int(options.get("n_columns", 6))
     columns = dict(options.get("columns", DEFAULT_COLUMNS))

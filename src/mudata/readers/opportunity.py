@@ -29,14 +29,31 @@ DEFAULT_COLUMNS = {
 }  # fmt: skip
 
 
+def _listed_runs(options: dict, sources: Sources) -> list[tuple[int, int, str]]:
+    """Runs named by ``member_pattern`` x ``subjects`` x ``runs``, in that order."""
+    template = options["member_pattern"]
+    subjects = [int(s) for s in options.get("subjects", [1, 2, 3, 4])]
+    run_names = list(options.get("runs", [f"ADL{i}" for i in range(1, 6)]))
+    listed = []
+    for subject in subjects:
+        for order, run in enumerate(run_names):
+            member = sources.find(template.format(subject=subject, run=run))
+            listed.append((subject, order, member))
+    return listed
+
+
 def read_opportunity(entry: DatasetEntry, sources: Sources) -> SignalTable:
     """Read the ADL runs of every subject into one signal table.
 
     Parameters
     ----------
     entry : DatasetEntry
-        ``reader_options``: ``members`` (glob, default ``"*S*-ADL*.dat"``),
-        ``n_columns`` (default 250), ``label_column`` (1-based, default 244),
+        ``reader_options``: either ``members`` (glob, default
+        ``"*S*-ADL*.dat"``; the subject and run numbers are read from the
+        names) or ``member_pattern`` (e.g.
+        ``"OpportunityUCIDataset/dataset/S{subject}-{run}.dat"``) with
+        ``subjects`` (default 1..4) and ``runs`` (default ``ADL1..ADL5``, read
+        in that order; a missing one is an error); ``n_columns`` (default 250), ``label_column`` (1-based, default 244),
         ``columns`` (channel name to 1-based column, default
         :data:`DEFAULT_COLUMNS`).
     sources : Sources
@@ -52,7 +69,7 @@ def read_opportunity(entry: DatasetEntry, sources: Sources) -> SignalTable:
     Raises
     ------
     MissingFileError
-        When no ADL file matches.
+        When no ADL file matches, or a listed run is missing.
     ParseError
         When a line has the wrong number of fields, a channel value is not a
         number, or a label is missing or not an integer (file and line named).
@@ -69,17 +86,18 @@ def read_opportunity(entry: DatasetEntry, sources: Sources) -> SignalTable:
             )
             raise ParseError(message)
 
-    runs = []
-    for member in sources.names(pattern):
-        match = _MEMBER.search(member)
-        if match:
-            runs.append((int(match.group(1)), int(match.group(2)), member))
-    if not runs:
-        message = (
-            f"no OPPORTUNITY ADL run matching '{pattern}' (S<user>-ADL<run>.dat) in {sources.roots}"
-        )
-        raise MissingFileError(message)
-    runs.sort()
+    if "member_pattern" in options:
+        runs = _listed_runs(options, sources)
+    else:
+        runs = []
+        for member in sources.names(pattern):
+            match = _MEMBER.search(member)
+            if match:
+                runs.append((int(match.group(1)), int(match.group(2)), member))
+        if not runs:
+            message = f"no OPPORTUNITY ADL run matching '{pattern}' (S<user>-ADL<run>.dat) in {sources.roots}"
+            raise MissingFileError(message)
+        runs.sort()
 
     names = list(columns)
     frames = []

@@ -1,0 +1,118 @@
+"""Runner: one fit serving UIM and UCM, determinism across backends, aggregation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mueval.aggregate import splits_frame, summary_frame
+from mueval.data import table_from_frame
+from mueval.errors import EvaluationError
+from mueval.runner import CLASSIC_METRICS, CONFORMAL_METRICS, METRICS, EvalConfig, run
+
+
+def make_frame(n_users: int = 4, per_class: int = 35, seed: int = 0) -> pd.DataFrame:
+    """Users with 3 classes; features = class centre + user offset + noise."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for u in range(n_users):
+        offset = rng.normal(0, 0.7, 5)
+        for c, name in enumerate(["run", "sit", "walk"]):
+            X = rng.normal(0, 1.0, (per_class, 5)) + c * 1.2 + offset
+            part = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
+            part.insert(0, "label", name)
+            part.insert(0, "userid", 10 + u)
+            parts.append(part)
+    return pd.concat(parts, ignore_index=True)
+
+
+@pytest.fixture(scope="module")
+def table():
+    return table_from_frame(make_frame())
+
+
+def _run(table, jobs=1, **kw):
+    config = EvalConfig(
+        strategies=("mm", "udm", "uim", "ucm", "uam"),
+        classifiers=("nb", "rf", "knn"),
+        iterations=2,
+        **kw,
+    )
+    return run(table.X, table.y, table.users, table.classes, config, jobs=jobs, progress=False)
+
+
+def _as_frame(output) -> pd.DataFrame:
+    return splits_frame(output.results)
+
+
+def test_uim_and_ucm_share_non_conformal_metrics_and_differ_in_calibration(table) -> None:
+    frame = _as_frame(_run(table)).set_index(["classifier", "iteration", "user"])
+    uim, ucm = frame[frame.strategy == "uim"], frame[frame.strategy == "ucm"]
+    assert len(uim) == len(ucm) == 3 * 2 * 4
+    pd.testing.assert_frame_equal(uim[list(CLASSIC_METRICS)], ucm[list(CLASSIC_METRICS)])
+    assert (uim["n_test"] == ucm["n_test"]).all()
+    # UIM calibrates on 40 % of the 3 other users (315 rows -> 126), UCM on the
+    # target user's other half (105 rows -> 53; the test half gets 52).
+    assert set(uim["n_cal"]) == {126} and set(ucm["n_cal"]) == {53}
+    assert set(uim["n_test"]) == {52}
+    assert not np.allclose(uim["setsize"], ucm["setsize"])
+
+
+def test_results_identical_for_jobs_1_and_2(table) -> None:
+    out_one, out_two = _run(table, jobs=1), _run(table, jobs=2)
+    pd.testing.assert_frame_equal(_as_frame(out_one), _as_frame(out_two))
+    for a, b in zip(out_one.results, out_two.results):
+        assert np.array_equal(a.sets, b.sets) and np.array_equal(a.proba, b.proba)
+    # Sorted by (strategy, classifier, iteration, user), whatever order tasks ended in.
+    keys = [r.key for r in out_two.results]
+    assert keys == sorted(keys) and keys[0] == (0, 0, 1, -1)
+
+
+def test_results_identical_on_a_dask_cluster(table) -> None:
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, protocol="tcp",
+        host="127.0.0.1", dashboard_address=None,
+    ) as cluster:
+        config = EvalConfig(strategies=("mm", "uim", "ucm"), classifiers=("nb", "knn"), iterations=2)
+        local = run(table.X, table.y, table.users, table.classes, config, progress=False)
+        remote = run(
+            table.X, table.y, table.users, table.classes, config,
+            backend="dask", scheduler=cluster.scheduler_address, progress=False,
+        )
+    pd.testing.assert_frame_equal(_as_frame(local), _as_frame(remote))
+    for a, b in zip(local.results, remote.results):
+        assert np.array_equal(a.sets, b.sets) and np.array_equal(a.pvalues, b.pvalues)
+
+
+def test_small_calibration_error_or_skip() -> None:
+    # 10 rows per class per user: UDM calibration = 20 % of 30 = 6 rows < 20.
+    small = table_from_frame(make_frame(n_users=3, per_class=10))
+    config = EvalConfig(strategies=("udm",), classifiers=("nb",), iterations=1)
+    with pytest.raises(EvaluationError, match=r"strategy udm, user 10, seed 101.*6 rows"):
+        run(small.X, small.y, small.users, small.classes, config, progress=False)
+    skip = EvalConfig(strategies=("udm",), classifiers=("nb",), iterations=1, small_cal="skip")
+    out = run(small.X, small.y, small.users, small.classes, skip, progress=False)
+    frame = _as_frame(out)
+    assert frame[list(CONFORMAL_METRICS)].isna().all().all()
+    assert frame[list(CLASSIC_METRICS[:4])].notna().all().all()
+    assert len(out.notes) == 3
+
+
+def test_aggregation_means_users_first_then_iterations_with_sample_sd() -> None:
+    rows = []
+    # iteration 1: users 1, 2 -> accuracy 0.5, 0.7 (mean 0.6); user 3 NaN is skipped.
+    # iteration 2: users 1, 2 -> 0.9, 0.9 (mean 0.9).
+    for it, user, acc in [(1, 1, 0.5), (1, 2, 0.7), (1, 3, np.nan), (2, 1, 0.9), (2, 2, 0.9)]:
+        row = {"strategy": "udm", "classifier": "nb", "iteration": it, "seed": 100 + it,
+               "user": user, "n_test": 5, "n_cal": 20}
+        row.update(dict.fromkeys(METRICS, 1.0))
+        row["accuracy"] = acc
+        rows.append(row)
+    summary = summary_frame(pd.DataFrame(rows)).set_index("metric")
+    assert summary.loc["accuracy", "mean"] == pytest.approx(0.75)
+    # sample SD of (0.6, 0.9): |0.9 - 0.6| / sqrt(2)
+    assert summary.loc["accuracy", "sd"] == pytest.approx(0.3 / np.sqrt(2))
+    assert summary.loc["accuracy", "n"] == 2
+    assert summary.loc["coverage", "sd"] == 0.0

@@ -99,7 +99,8 @@ def _run_section(run: RunFolder) -> Section:
         "<h3>Dataset and provenance</h3>",
         table_html(["field", "value"], [[k, v] for k, v in ds.items()]),
         "<h3>Configuration</h3>",
-        table_html(["setting", "value"], [[k, v] for k, v in run.config.items()]),
+        table_html(["setting", "value"], [[k, ", ".join(map(str, v)) if isinstance(v, list) else v]
+                                          for k, v in run.config.items()]),
         "<h3>Package versions</h3>",
         table_html(["package", "version"], [[k, v] for k, v in run.run.get("versions", {}).items()]),
         "<h3>Run</h3>",
@@ -168,7 +169,7 @@ def _comparison_section(run: RunFolder, figs: _Figures, strategies: list[str],
         comps = [(_sname(r.strategy_a), _sname(r.strategy_b), r.stars) for r in sub.itertuples()]
         fig = F.coverage_boxplot_figure(
             values, target=target, comparisons=comps,
-            title=f"Coverage per iteration, {_cname(c)} (stars: the study's Welch t-test)",
+            title=f"Coverage per iteration, {_cname(c)}\n(stars: the study's Welch t-test)",
         )
         body.append(figs.add(fig, f"coverage_box_{c}",
                              f"Coverage across strategies, {_cname(c)}; dashed: target {target:.2f}"))
@@ -214,6 +215,9 @@ def _per_user_section(run: RunFolder, figs: _Figures, strategies: list[str],
         cu = cov[cov.classifier == c].copy()
         if cu.empty:
             continue
+        order = {st: i for i, st in enumerate(strategies)}
+        cu = cu.sort_values("strategy", key=lambda col: col.map(order), kind="stable")
+        size = size.sort_values("strategy", key=lambda col: col.map(order), kind="stable")
         cu["strategy_label"] = cu.strategy.map(_sname)
         fig = F.per_user_figure(cu, target=target, ylabel="coverage (mean over iterations)",
                                 title=f"Coverage per user, {_cname(c)}")

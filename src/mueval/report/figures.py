@@ -85,13 +85,13 @@ def heatmap_figure(
     if annotate is None:
         annotate = k <= 12
     if annotate:
-        lo = vmin if vmin is not None else np.nanmin(m) if np.isfinite(m).any() else 0.0
-        hi = vmax if vmax is not None else np.nanmax(m) if np.isfinite(m).any() else 1.0
-        mid = (lo + hi) / 2.0
+        # Text colour from the cell's own luminance, so diverging maps stay legible.
+        rgba = im.cmap(im.norm(np.nan_to_num(m)))
+        lum = 0.299 * rgba[..., 0] + 0.587 * rgba[..., 1] + 0.114 * rgba[..., 2]
         for r in range(k):
             for c in range(k):
                 if np.isfinite(m[r, c]):
-                    colour = "black" if m[r, c] > mid else "white"
+                    colour = "black" if lum[r, c] > 0.5 else "white"
                     # Out of the layout: cells cannot overflow, and measuring
                     # hundreds of texts dominates the drawing time.
                     ax.text(c, r, f"{m[r, c]:.2f}", ha="center", va="center",

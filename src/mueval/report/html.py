@@ -40,6 +40,12 @@ details { margin: .4em 0; }
 _SCRIPT = """
 (function () {
   var errors = [];
+  var consoleError = console.error;
+  console.error = function () {
+    errors.push("console.error");
+    if (document.body) { document.body.setAttribute("data-js-errors", String(errors.length)); }
+    return consoleError.apply(console, arguments);
+  };
   window.addEventListener("error", function (e) {
     errors.push(String(e.message || (e.target && e.target.tagName) || "error"));
     if (document.body) { document.body.setAttribute("data-js-errors", String(errors.length)); }

@@ -1,0 +1,70 @@
+"""The report page in headless Chromium: no script or console errors, every image loads.
+
+The page records on its ``<body>`` how many images decoded and how many script
+errors occurred (see mueval.report.html); ``--dump-dom`` prints the DOM after the
+load event, so the check needs no debugging protocol. Console messages are also
+read from Chromium's log. Skipped where /usr/bin/chromium is absent.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mueval.report.cli import report_command
+from tests.test_report_build import make_run_folder
+
+CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium")
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _chromium(tmp: Path, *args: str) -> subprocess.CompletedProcess:
+    cmd = [
+        str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+        "--no-first-run", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", f"--user-data-dir={tmp}", "--enable-logging=stderr", "--v=0", *args,
+    ]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("browser")
+    run_dir = make_run_folder(root / "run", iterations=2, n_users=4)
+    out = root / "report"
+    result = CliRunner().invoke(report_command, [str(run_dir), "--out", str(out), "--n-boot",
+                                                 "20", "--strategy", "mm", "--strategy", "ucm"])
+    assert result.exit_code == 0, result.output
+    return out / "report.html"
+
+
+def test_page_loads_every_image_without_errors(page, tmp_path):
+    proc = _chromium(tmp_path / "profile", "--dump-dom", page.as_uri())
+    body = re.search(r"<body[^>]*>", proc.stdout)
+    assert body, proc.stderr[-2000:]
+    tag = body.group(0)
+    n_img = len(re.findall(r"<img ", page.read_text(encoding="utf-8")))
+    assert n_img > 10
+    assert f'data-images="{n_img}/{n_img}"' in tag, tag
+    assert 'data-images-ok="true"' in tag
+    assert 'data-js-errors="0"' in tag
+    # Chromium logs page console messages as CONSOLE lines naming their source.
+    console = [ln for ln in proc.stderr.splitlines() if "CONSOLE" in ln and page.name in ln]
+    assert console == []
+
+
+def test_screenshot_is_a_valid_png(page, tmp_path):
+    shot = tmp_path / "shot.png"
+    proc = _chromium(tmp_path / "profile", f"--screenshot={shot}", "--window-size=1280,2000",
+                     page.as_uri())
+    assert shot.exists(), proc.stderr[-2000:]
+    data = shot.read_bytes()
+    assert data[:8] == PNG_MAGIC
+    # IHDR: width and height as big-endian integers at bytes 16-24.
+    assert int.from_bytes(data[16:20], "big") == 1280
+    assert int.from_bytes(data[20:24], "big") == 2000

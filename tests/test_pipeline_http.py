@@ -106,6 +106,8 @@ def test_opportunity_from_local_server_with_member_hashes(tmp_path: Path, http_s
     assert np.isfinite(frame.iloc[:, 2:].to_numpy()).all()
     assert record["files"][0]["verified"] is True
     assert len(record["files"][0]["members"]) == 20
+    # the missing-value bursts of the recordings cost windows, and the count says how many
+    assert record["counts"]["windows_dropped"]["missing value"] > 0
 
 
 def test_opportunity_member_tampered_is_refused(tmp_path: Path, http_server) -> None:

@@ -94,6 +94,7 @@ def build_table(entry: DatasetEntry, sources: Sources) -> tuple[pd.DataFrame, di
         from mudata.features import featurize  # numpy-heavy; only for signal readers
 
         features = featurize(raw, entry)
+    windows_dropped = {str(k): int(v) for k, v in features.attrs.get("dropped", {}).items()}
     n_read = len(features)
     labelled, dropped_codes = _label_rows(features, entry)
     labelled["userid"] = labelled["userid"].astype("int64")
@@ -113,6 +114,7 @@ def build_table(entry: DatasetEntry, sources: Sources) -> tuple[pd.DataFrame, di
     validated = validate_table(kept, entry.class_names, entry.min_per_class, dataset=entry.name)
     drops = {
         "rows_read": n_read,
+        "windows_dropped": windows_dropped,
         "rows_dropped_by_class_code": dropped_codes,
         "rows_dropped_missing_values": int(incomplete.sum()),
         "users_dropped": {str(k): v for k, v in report.dropped.items()},

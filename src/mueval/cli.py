@@ -23,7 +23,7 @@ from mueval.conformal import SCORES
 from mueval.data import Table, load_file, load_registered
 from mueval.errors import MuevalError, UsageError
 from mueval.models import CLASSIFIERS, parse_classifiers
-from mueval.output import format_table, predictions_table, write_run
+from mueval.output import check_target, format_table, predictions_table, write_run
 from mueval.runner import BACKENDS, SMALL_CAL_POLICIES, EvalConfig, run
 from mueval.strategies import ALIASES, STRATEGIES, parse_strategies
 
@@ -281,6 +281,8 @@ def evaluate(
             adapt_frac=adapt_frac,
             small_cal=small_cal,
         )
+        if out is not None:
+            check_target(out, overwrite)
         if data_file is not None:
             table = load_file(data_file, user_col=user_col, label_col=label_col)
         else:

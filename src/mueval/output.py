@@ -173,6 +173,27 @@ def predictions_table(
     return table
 
 
+def check_target(out_dir: str | Path, overwrite: bool = False) -> Path:
+    """Fail early (before any work) when ``out_dir`` cannot receive a run.
+
+    Parameters
+    ----------
+    out_dir : path
+    overwrite : bool
+
+    Returns
+    -------
+    Path
+        The resolved folder.
+    """
+    target = Path(out_dir).resolve()
+    if target.exists() and not overwrite:
+        if not target.is_dir() or any(target.iterdir()):
+            message = f"output folder {target} already exists and is not empty (use --overwrite)"
+            raise OutputError(message)
+    return target
+
+
 def write_run(
     out_dir: str | Path,
     *,
@@ -200,11 +221,7 @@ def write_run(
     Path
         The finished folder.
     """
-    target = Path(out_dir).resolve()
-    if target.exists() and not overwrite:
-        if not target.is_dir() or any(target.iterdir()):
-            message = f"output folder {target} already exists and is not empty (use --overwrite)"
-            raise OutputError(message)
+    target = check_target(out_dir, overwrite)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
     try:

@@ -1,0 +1,184 @@
+"""``mueval evaluate`` end to end: own CSV, real gestures data, bad input, run folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from mueval.cli import main
+from tests.test_evaluate_runner import make_frame
+
+SUMMARY_COLUMNS = ["strategy", "classifier", "metric", "mean", "sd", "n"]
+
+
+def _csv(tmp_path: Path, frame: pd.DataFrame | None = None) -> Path:
+    frame = make_frame(n_users=3) if frame is None else frame
+    frame = frame.rename(columns={"userid": "subject", "label": "activity"})
+    path = tmp_path / "mine.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def _invoke(*args: str):
+    return CliRunner().invoke(main, ["evaluate", *args], catch_exceptions=False)
+
+
+def test_own_csv_end_to_end_writes_the_run_folder(tmp_path: Path) -> None:
+    path = _csv(tmp_path)
+    out = tmp_path / "run"
+    result = _invoke(
+        "--data", str(path), "--user-col", "subject", "--label-col", "activity",
+        "-s", "mm,ucm", "-s", "ui", "-c", "nb,knn", "--iterations", "2", "--out", str(out),
+    )
+    assert result.exit_code == 0, result.output
+    assert "MM (mixed): mean±SD over 2 iterations" in result.output
+    assert "UCM (user-calibrated)" in result.output and "UIM (user-independent)" in result.output
+    assert "Naive Bayes" in result.output and "KNN" in result.output
+    assert sorted(p.name for p in out.iterdir()) == [
+        "predictions.parquet", "run.json", "splits.parquet", "summary.csv",
+    ]
+    info = json.loads((out / "run.json").read_text())
+    assert info["format_version"] == 1
+    assert info["classes"] == ["run", "sit", "walk"]
+    assert info["dataset"]["source"] == "file" and info["dataset"]["n_users"] == 3
+    assert info["config"]["strategies"] == ["mm", "uim", "ucm"]
+    summary = pd.read_csv(out / "summary.csv")
+    assert list(summary.columns) == SUMMARY_COLUMNS
+    # 3 strategies x 2 classifiers x 17 metrics, each over 2 iterations.
+    assert len(summary) == 3 * 2 * 17 and set(summary["n"]) == {2}
+    splits = pd.read_parquet(out / "splits.parquet")
+    assert str(splits["user"].dtype) == "Int64"
+    assert splits.loc[splits.strategy == "mm", "user"].isna().all()
+    # mm: 1 per (clf, it); uim and ucm: 3 users each.
+    assert len(splits) == 2 * 2 * (1 + 3 + 3)
+    preds = pd.read_parquet(out / "predictions.parquet")
+    assert str(preds["target_user"].dtype) == "Int64"
+    # 315 rows: mm tests on 63 rows; uim/ucm on half of each user's 105 rows (52).
+    per_run = {"mm": 63, "uim": 3 * 52, "ucm": 3 * 52}
+    assert preds.groupby("strategy").size().to_dict() == {k: v * 4 for k, v in per_run.items()}
+    first = preds.iloc[0]
+    assert len(first["p_values"]) == 3 and len(first["proba"]) == 3
+    assert first["set_size"] == len(first["pred_set"])
+    assert first["covered"] == (first["y_true"] in list(first["pred_set"]))
+    # Summary accuracy = mean over iterations of the per-iteration mean over users.
+    acc = splits[(splits.strategy == "uim") & (splits.classifier == "nb")]
+    expected = acc.groupby("iteration")["accuracy"].mean().mean()
+    got = summary.query("strategy == 'uim' and classifier == 'nb' and metric == 'accuracy'")
+    assert got["mean"].iloc[0] == pytest.approx(expected)
+
+
+def test_real_gestures_two_iterations(tmp_path: Path, gestures_zip: Path) -> None:
+    result = _invoke(
+        "--dataset", "gestures", "--manual-dir", str(gestures_zip.parent),
+        "--data-home", str(tmp_path / "home"), "-s", "mm,udm", "-c", "nb,knn",
+        "--iterations", "2", "--out", str(tmp_path / "run"),
+    )
+    assert result.exit_code == 0, result.output
+    assert "gestures: 3200 rows, 8 users, 20 classes" in result.output
+    info = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert info["dataset"]["source"] == "registry" and len(info["classes"]) == 20
+    assert len(info["dataset"]["provenance_sha256"]) == 64
+    summary = pd.read_csv(tmp_path / "run" / "summary.csv")
+    cov = summary[summary.metric == "coverage"]["mean"]
+    assert ((cov > 0.85) & (cov <= 1.0)).all()
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "valid"),
+    [
+        ("--strategy", "loso", "mm, udm, uim, ucm, uam, mixed, ud, ui, uc, ua, all"),
+        ("--classifier", "xgb", "nb, rf, svm, knn, all"),
+    ],
+)
+def test_unknown_choice_exits_2_and_lists_valid_ones(tmp_path, option, value, valid) -> None:
+    result = _invoke("--data", str(_csv(tmp_path)), "--user-col", "subject",
+                     "--label-col", "activity", option, value)
+    assert result.exit_code == 2
+    assert value in result.output and valid in result.output
+
+
+def test_unknown_score_exits_2(tmp_path) -> None:
+    result = _invoke("--data", str(_csv(tmp_path)), "--score", "bogus")
+    assert result.exit_code == 2 and "lac" in result.output and "top_k" in result.output
+
+
+def test_wrong_user_column_exits_2_and_lists_columns(tmp_path) -> None:
+    result = _invoke("--data", str(_csv(tmp_path)), "--user-col", "who")
+    assert result.exit_code == 2
+    assert "no user column 'who'" in result.output and "subject" in result.output
+
+
+def test_user_with_one_class_is_a_clear_error_for_udm(tmp_path) -> None:
+    frame = make_frame(n_users=3)
+    frame.loc[frame.userid == 11, "label"] = "sit"
+    path = _csv(tmp_path, frame)
+    out = tmp_path / "run"
+    result = _invoke("--data", str(path), "--user-col", "subject", "--label-col", "activity",
+                     "-s", "udm", "-c", "nb", "--iterations", "1", "--out", str(out))
+    assert result.exit_code == 1
+    assert "udm, user 11: the user has only one class (sit: 105)" in result.output
+    assert not out.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".run")]
+
+
+def test_nan_label_is_a_clear_error_with_the_count(tmp_path) -> None:
+    frame = make_frame(n_users=3)
+    frame.loc[[4, 9, 200], "label"] = np.nan
+    result = _invoke("--data", str(_csv(tmp_path, frame)), "--user-col", "subject",
+                     "--label-col", "activity")
+    assert result.exit_code == 1
+    assert "label column 'activity' has 3 missing value(s) of 315 rows" in result.output
+
+
+def test_non_numeric_feature_columns_are_named(tmp_path) -> None:
+    frame = make_frame(n_users=3)
+    frame["phone"] = "android"
+    result = _invoke("--data", str(_csv(tmp_path, frame)), "--user-col", "subject",
+                     "--label-col", "activity")
+    assert result.exit_code == 1 and "not numeric: phone" in result.output
+
+
+def test_dataset_too_small_for_a_split(tmp_path) -> None:
+    frame = make_frame(n_users=2, per_class=2)  # 6 rows per user, 2 per class
+    result = _invoke("--data", str(_csv(tmp_path, frame)), "--user-col", "subject",
+                     "--label-col", "activity", "-s", "udm", "-c", "nb", "--iterations", "1")
+    assert result.exit_code == 1
+    # 6 rows: 3 train (ceil(0.4 * 6) = 3 go to the rest), then 3 rows of 3 classes
+    # cannot be halved with stratification.
+    assert (
+        "udm, user 10: cannot split 3 rows with train_size=0.5 "
+        "(class counts run: 1, sit: 1, walk: 1)"
+    ) in result.output
+
+
+def test_failed_run_leaves_no_folder_and_existing_folder_is_kept(tmp_path) -> None:
+    small = _csv(tmp_path, make_frame(n_users=3, per_class=10))  # UDM cal of 6 rows
+    out = tmp_path / "run"
+    result = _invoke("--data", str(small), "--user-col", "subject", "--label-col", "activity",
+                     "-s", "udm", "-c", "nb", "--iterations", "1", "--out", str(out))
+    assert result.exit_code == 1 and "--small-cal skip" in result.output
+    assert list(tmp_path.iterdir()) == [small]
+    # With skip it completes, recording NaN conformal metrics and a note.
+    result = _invoke("--data", str(small), "--user-col", "subject", "--label-col", "activity",
+                     "-s", "udm", "-c", "nb", "--iterations", "1", "--out", str(out),
+                     "--small-cal", "skip")
+    assert result.exit_code == 0, result.output
+    info = json.loads((out / "run.json").read_text())
+    assert len(info["skipped"]) == 3
+    # An existing non-empty folder is not overwritten without --overwrite.
+    again = _invoke("--data", str(small), "--user-col", "subject", "--label-col", "activity",
+                    "-s", "udm", "-c", "nb", "--iterations", "1", "--out", str(out))
+    assert again.exit_code == 1 and "already exists" in again.output
+
+
+def test_help_lists_options() -> None:
+    result = CliRunner().invoke(main, ["evaluate", "--help"])
+    assert result.exit_code == 0
+    for option in ("--dataset", "--data", "--strategy", "--classifier", "--alpha", "--mondrian",
+                   "--adapt-frac", "--jobs", "--backend", "--scheduler", "--out", "--score"):
+        assert option in result.output

@@ -13,6 +13,7 @@ Also here: :func:`har70_entry`, :func:`opportunity_entry` and
 
 from __future__ import annotations
 
+import io
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -133,14 +134,17 @@ OPPORTUNITY_DIR = "OpportunityUCIDataset/dataset"
 
 def opportunity_dat_bytes(table: np.ndarray) -> bytes:
     """A ``.dat`` recording: space-separated, integers without decimals, ``NaN`` for missing."""
+    finite = table[np.isfinite(table)]
+    if np.array_equal(finite, np.round(finite)):
+        # The usual case (readings are integers): one format string per row.
+        # Adding 0.0 turns -0.0 into 0.0, which str(int(v)) would also print as 0.
+        buffer = io.BytesIO()
+        np.savetxt(buffer, table + 0.0, fmt="%.0f", delimiter=" ")
+        return buffer.getvalue().replace(b"nan", b"NaN")
     lines = []
     for row in table:
-        lines.append(
-            " ".join(
-                "NaN" if np.isnan(v) else (str(int(v)) if float(v).is_integer() else repr(float(v)))
-                for v in row
-            )
-        )
+        lines.append(" ".join("NaN" if np.isnan(v) else (str(int(v)) if float(v).is_integer() else repr(float(v)))
+                              for v in row))
     return ("\n".join(lines) + "\n").encode("ascii")
 
 

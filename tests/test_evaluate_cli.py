@@ -182,3 +182,35 @@ def test_help_lists_options() -> None:
     for option in ("--dataset", "--data", "--strategy", "--classifier", "--alpha", "--mondrian",
                    "--adapt-frac", "--jobs", "--backend", "--scheduler", "--out", "--score"):
         assert option in result.output
+
+
+def test_mondrian_aps_uam_and_progress_bar(tmp_path) -> None:
+    path = _csv(tmp_path)
+    result = CliRunner().invoke(
+        main,
+        ["evaluate", "--data", str(path), "--user-col", "subject", "--label-col", "activity",
+         "-s", "uam,mm", "-c", "nb", "--iterations", "2", "--mondrian", "--score", "aps",
+         "--progress", "--out", str(tmp_path / "run")],
+    )
+    assert result.exit_code == 0, result.output
+    assert "UAM (user-adaptive)" in result.output and "mondrian" in result.output
+    # 2 iterations x (1 mm + 3 uam users) x 1 classifier = 8 tasks on the bar.
+    assert "8/8" in result.stderr and "task" in result.stderr
+    info = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert info["config"]["mondrian"] is True and info["config"]["score"] == "aps"
+    # uam: each user's 105 rows -> 52 to training, 53 halved: 26 calibration, 27 test.
+    splits = pd.read_parquet(tmp_path / "run" / "splits.parquet")
+    uam = splits[splits.strategy == "uam"]
+    assert set(uam["n_cal"]) == {26} and set(uam["n_test"]) == {27}
+
+
+def test_jobs_zero_is_a_usage_error(tmp_path) -> None:
+    result = _invoke("--data", str(_csv(tmp_path)), "--user-col", "subject",
+                     "--label-col", "activity", "--jobs", "0", "-c", "nb", "-s", "mm")
+    assert result.exit_code == 2 and "jobs must be" in result.output
+
+
+def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path) -> None:
+    result = _invoke("--data", str(_csv(tmp_path)), "--user-col", "subject",
+                     "--label-col", "activity", "-c", "nb", "-s", "mm", "--iterations", "1")
+    assert result.exit_code == 0 and "task" not in result.stderr

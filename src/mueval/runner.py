@@ -312,6 +312,9 @@ def run(
     if backend not in BACKENDS:
         message = f"unknown backend {backend!r}; valid: {', '.join(BACKENDS)}"
         raise UsageError(message)
+    if jobs == 0 or jobs < -1:
+        message = f"jobs must be a positive number of workers or -1 (all cores), got {jobs}"
+        raise UsageError(message)
     if backend == "dask" and not scheduler:
         message = "the dask backend needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)"
         raise UsageError(message)
@@ -337,7 +340,9 @@ def run(
     else:
         from joblib import Parallel, delayed
 
-        parallel = Parallel(n_jobs=jobs, backend="loky", return_as="generator_unordered")
+        # Ordered generator (joblib >= 1.3); the order does not matter, results are
+        # sorted by key below.
+        parallel = Parallel(n_jobs=jobs, backend="loky", return_as="generator")
         gen = parallel(delayed(run_task)(X, y, n_classes, s, c, config) for s, c in tasks)
         nested = list(_progress(gen, len(tasks), progress))
     timings["tasks_s"] = time.perf_counter() - t0

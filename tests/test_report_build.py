@@ -319,3 +319,34 @@ def test_compare_two_runs_of_one_dataset_prefixes_repeated_strategies(run_dir, t
                                                   "setsize"])
     assert result.exit_code == 0, result.output
     assert "second/mm" in result.output
+
+
+GESTURES = Path(__file__).resolve().parents[2] / "shared" / "data" / "gestures"
+
+
+@pytest.mark.skipif(not (GESTURES / "gestures-dataset.zip").exists(),
+                    reason="needs the official gestures archive")
+def test_report_from_a_real_evaluate_run_on_gestures(tmp_path):
+    """`mueval evaluate` for real (2 iterations), then report and compare on its folder."""
+    from mueval.cli import main
+
+    run_dir = tmp_path / "run"
+    result = CliRunner().invoke(main, [
+        "evaluate", "--dataset", "gestures", "--manual-dir", str(GESTURES), "--data-home",
+        str(tmp_path / "home"), "-s", "mm", "-s", "ucm", "-c", "nb", "--iterations", "2",
+        "--out", str(run_dir), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    run = read_run_folder(run_dir)
+    assert len(run.classes) == 20
+    out = tmp_path / "report"
+    result = CliRunner().invoke(report_command, [str(run_dir), "--out", str(out), "--n-boot",
+                                                 "20", "--strategy", "ucm"])
+    assert result.exit_code == 0, result.output
+    for key in EXPECTED_PER_PAIR:
+        assert (out / "figures" / f"ucm_nb_{key}.png").read_bytes()[:8] == PNG_MAGIC
+        assert ET.parse(out / "figures" / f"ucm_nb_{key}.svg").getroot().tag.endswith("svg")
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert run.run["dataset"]["provenance_sha256"] in page
+    result = CliRunner().invoke(compare_command, [str(run_dir)])
+    assert result.exit_code == 0, result.output
+    assert "Wilcoxon signed-rank over users" in result.output

@@ -392,13 +392,22 @@ def _pair_section(run: RunFolder, figs: _Figures, s: str, c: str, *, n_boot: int
     body.append("<h4>Pooled against per user</h4>")
     pooled = {"phi": phi.phi, "co-membership": com, "coverage confusion": covc}
     found: list[str] = []
+    symmetric = {"phi", "co-membership"}
     if len(per_user) >= 2:
+        flagged = []
         for name, value in pooled.items():
             for w in S.pooled_vs_per_user(value, {u: d[name] for u, d in per_user.items()}):
-                found.append(f"{name} {w.kind} at {w.describe(classes)}")
+                if name in symmetric and w.index[0] > w.index[1]:
+                    continue  # the same pair as (j, i)
+                gap = max(w.pooled - w.user_max, w.user_min - w.pooled, 0.0)
+                flagged.append((w.kind != "reversal", -gap,
+                                f"{name} {w.kind} at {w.describe(classes)}"))
+        # Reversals first, then the largest departures from the users' range.
+        found = [text for *_, text in sorted(flagged)]
     if found:
         head = (f"{label}: pooling users reverses or inflates {len(found)} matrix entries "
-                "relative to every user; read those entries per user, not pooled.")
+                "(pairs) relative to every user -- e.g. users who differ in set size make "
+                "every pair look correlated; read those entries per user, not pooled.")
         warnings.append(head)
         body.append(warning_html(head))
         body.append(list_html(found[:40]))

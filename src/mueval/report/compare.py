@@ -22,6 +22,7 @@ No correction for multiple comparisons is applied (nor was one in the study).
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 
@@ -109,11 +110,15 @@ def study_t_test(a: Sequence[float], b: Sequence[float]) -> TestResult:
     if np.var(x) == 0 and np.var(y) == 0:
         note = "both samples constant"
         return TestResult(STUDY_TEST, np.nan, np.nan, np.nan, "n/a", min(x.size, y.size), note)
-    res = stats.ttest_ind(x, y, equal_var=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = stats.ttest_ind(x, y, equal_var=False)
     df = float(getattr(res, "df", np.nan))
     p = float(res.pvalue)
+    # scipy warns of precision loss on near-identical samples: say so in the table.
+    note = "; ".join(sorted({str(w.message).split(".")[0] for w in caught}))
     return TestResult(STUDY_TEST, float(res.statistic), df, p, star_label(p),
-                      min(x.size, y.size))
+                      min(x.size, y.size), note)
 
 
 def corrected_resampled_t_test(

@@ -187,10 +187,13 @@ def run_task(
     # One predict_proba over every row any calibration set or the test set needs.
     cal_parts = list(split.calibrations.values())
     eval_rows = np.concatenate([split.test, *cal_parts])
-    proba_all = full_proba(model, scaler.transform(X[eval_rows]), n_classes)
+    X_eval = scaler.transform(X[eval_rows])
+    proba_all = full_proba(model, X_eval, n_classes)
     n_test = len(split.test)
     proba_test = proba_all[:n_test]
-    y_pred = np.asarray(model.predict(scaler.transform(X[split.test])), dtype=int)
+    # The point prediction is the model's own predict() (for SVC the decision
+    # function, not argmax of predict_proba), as in the reference.
+    y_pred = np.asarray(model.predict(X_eval[:n_test]), dtype=int)
     y_test = y[split.test]
     classic = classification_metrics(y_test, y_pred, proba_all.shape[1])
 

@@ -112,7 +112,7 @@ def evaluate_table(
         },
         "versions": _versions(),
         "skipped": output.notes,
-        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
     path = None
     if out is not None:

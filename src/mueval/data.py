@@ -160,8 +160,8 @@ def table_from_frame(
 
     out_info = dict(info or {})
     out_info.update(
-        n_rows=int(len(df)),
-        n_users=int(len(np.unique(users))),
+        n_rows=len(df),
+        n_users=len(np.unique(users)),
         n_features=len(features),
         user_col=user_col,
         label_col=label_col,

@@ -187,10 +187,9 @@ def check_target(out_dir: str | Path, overwrite: bool = False) -> Path:
         The resolved folder.
     """
     target = Path(out_dir).resolve()
-    if target.exists() and not overwrite:
-        if not target.is_dir() or any(target.iterdir()):
-            message = f"output folder {target} already exists and is not empty (use --overwrite)"
-            raise OutputError(message)
+    if target.exists() and not overwrite and (not target.is_dir() or any(target.iterdir())):
+        message = f"output folder {target} already exists and is not empty (use --overwrite)"
+        raise OutputError(message)
     return target
 
 

@@ -214,3 +214,16 @@ def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path) -> None:
     result = _invoke("--data", str(_csv(tmp_path)), "--user-col", "subject",
                      "--label-col", "activity", "-c", "nb", "-s", "mm", "--iterations", "1")
     assert result.exit_code == 0 and "task" not in result.stderr
+
+
+def test_string_user_ids_are_numbered_in_sorted_order(tmp_path) -> None:
+    frame = make_frame(n_users=3)
+    frame["userid"] = frame["userid"].map({10: "carol", 11: "alice", 12: "bob"})
+    out = tmp_path / "run"
+    result = _invoke("--data", str(_csv(tmp_path, frame)), "--user-col", "subject",
+                     "--label-col", "activity", "-c", "nb", "-s", "ucm", "--iterations", "1",
+                     "--out", str(out))
+    assert result.exit_code == 0, result.output
+    info = json.loads((out / "run.json").read_text())
+    assert info["dataset"]["user_ids"] == {"0": "alice", "1": "bob", "2": "carol"}
+    assert sorted(pd.read_parquet(out / "splits.parquet")["user"].tolist()) == [0, 1, 2]

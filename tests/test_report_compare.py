@@ -15,9 +15,9 @@ from mueval.report.compare import (
     WILCOXON_TEST,
     compare_strategies,
     corrected_resampled_t_test,
+    resampling_ratio,
     star_label,
     study_t_test,
-    resampling_ratio,
     wilcoxon_over_users,
 )
 

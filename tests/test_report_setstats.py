@@ -223,6 +223,7 @@ def test_bootstrap_interval_brackets_the_estimate_and_is_reproducible():
     np.testing.assert_allclose(hi - lo, 2 * 1.96 * se, rtol=0.3)
     lo2, hi2 = S.bootstrap_ci(S.inclusion_rate, z, n_boot=300, seed=3)
     np.testing.assert_array_equal(lo, lo2)
+    np.testing.assert_array_equal(hi, hi2)
 
 
 def test_cluster_bootstrap_is_wider_when_users_differ():

@@ -18,7 +18,12 @@ import pandas as pd
 
 from mueval.report import figures as F
 from mueval.report import setstats as S
-from mueval.report.compare import STUDY_TEST, compare_strategies, per_iteration_values, per_user_values
+from mueval.report.compare import (
+    STUDY_TEST,
+    compare_strategies,
+    per_iteration_values,
+    per_user_values,
+)
 from mueval.report.html import (
     Section,
     esc,

@@ -33,17 +33,17 @@ from scipy import stats
 from mueval.errors import DataError
 
 __all__ = [
-    "STUDY_TEST",
     "CORRECTED_TEST",
+    "STUDY_TEST",
     "WILCOXON_TEST",
     "TestResult",
     "compare_strategies",
     "corrected_resampled_t_test",
     "per_iteration_values",
     "per_user_values",
+    "resampling_ratio",
     "star_label",
     "study_t_test",
-    "resampling_ratio",
     "wilcoxon_over_users",
 ]
 

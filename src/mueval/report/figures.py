@@ -15,11 +15,11 @@ import matplotlib
 
 matplotlib.use("Agg")  # the report is built on servers and in CI: never open a window
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 __all__ = [
     "confusion_figure",

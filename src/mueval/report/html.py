@@ -9,6 +9,7 @@ check the page without a debugging protocol.
 from __future__ import annotations
 
 import base64
+import math
 import html
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -78,7 +79,7 @@ class Section:
 
 def _cell(value: object) -> str:
     if isinstance(value, float):
-        text = "" if value != value else f"{value:.4g}"  # NaN -> blank
+        text = "" if math.isnan(value) else f"{value:.4g}"  # NaN -> blank
         return f'<td class="num">{esc(text)}</td>'
     if isinstance(value, int) and not isinstance(value, bool):
         return f'<td class="num">{esc(value)}</td>'

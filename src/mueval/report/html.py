@@ -9,8 +9,8 @@ check the page without a debugging protocol.
 from __future__ import annotations
 
 import base64
-import math
 import html
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -18,7 +18,7 @@ from mueval.models import CLASSIFIERS
 from mueval.runner import METRICS, EvalResult
 from mueval.strategies import STRATEGIES
 
-_KEYS = ["strategy", "classifier", "iteration", "seed", "user", "n_test", "n_cal"]
+_KEYS = ["strategy", "classifier", "iteration", "seed", "user", "n_train", "n_test", "n_cal"]
 
 
 def splits_frame(results: Sequence[EvalResult]) -> pd.DataFrame:
@@ -32,7 +32,7 @@ def splits_frame(results: Sequence[EvalResult]) -> pd.DataFrame:
     -------
     DataFrame
         Columns ``strategy, classifier, iteration, seed, user (Int64, <NA> for mm),
-        n_test, n_cal`` and one float column per name of :data:`METRICS`.
+        n_train, n_test, n_cal`` and one float column per name of :data:`METRICS`.
     """
     records = []
     for r in results:
@@ -42,6 +42,7 @@ def splits_frame(results: Sequence[EvalResult]) -> pd.DataFrame:
             "iteration": r.iteration,
             "seed": r.seed,
             "user": r.user,
+            "n_train": r.n_train,
             "n_test": r.n_test,
             "n_cal": r.n_cal,
         }
@@ -55,6 +56,7 @@ def splits_frame(results: Sequence[EvalResult]) -> pd.DataFrame:
             "iteration": "int64",
             "seed": "int64",
             "user": "Int64",
+            "n_train": "int64",
             "n_test": "int64",
             "n_cal": "int64",
         }

@@ -24,6 +24,7 @@ from mueval.data import Table, load_file, load_registered
 from mueval.errors import MuevalError, UsageError
 from mueval.models import CLASSIFIERS, parse_classifiers
 from mueval.output import check_target, format_table, predictions_table, write_run
+from mueval.report.cli import compare_command, report_command
 from mueval.runner import BACKENDS, SMALL_CAL_POLICIES, EvalConfig, run
 from mueval.strategies import ALIASES, STRATEGIES, parse_strategies
 
@@ -314,6 +315,10 @@ def evaluate(
         click.echo(f"\nrun folder: {result['path']}")
     timings = result["run_info"]["timings"]
     click.echo(f"time: {timings['total_s']:.1f} s", err=True)
+
+
+main.add_command(report_command)
+main.add_command(compare_command)
 
 
 if __name__ == "__main__":  # pragma: no cover

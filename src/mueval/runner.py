@@ -98,7 +98,9 @@ class EvalResult:
     strategy, classifier : str
     iteration, seed : int
     user : int or None
-    n_test, n_cal : int
+    n_train, n_test, n_cal : int
+        Sizes of the training, test and calibration sets (the corrected
+        resampled t-test of the report needs n_test / n_train).
     metrics : dict of str to float
         Every name of :data:`METRICS` (NaN when undefined or skipped).
     rows : ndarray of int, shape (n_test,)
@@ -116,6 +118,7 @@ class EvalResult:
     iteration: int
     seed: int
     user: int | None
+    n_train: int
     n_test: int
     n_cal: int
     metrics: dict[str, float]
@@ -236,6 +239,7 @@ def run_task(
                 iteration=split.iteration,
                 seed=split.seed,
                 user=split.user,
+                n_train=len(split.train),
                 n_test=n_test,
                 n_cal=len(cal),
                 metrics=metrics,

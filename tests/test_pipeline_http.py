@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 import mudata
+import mudata.cli
 from mudata._resources import builtin_registry_dir
 from mudata.errors import UsageError
 from tests.official_formats import make_har70_zip, make_opportunity_zip
@@ -120,6 +121,3 @@ def test_opportunity_member_tampered_is_refused(tmp_path: Path, http_server) -> 
     assert result.exit_code == 1
     assert "sha256" in result.output and "S1-ADL1.dat" in result.output
     assert not (tmp_path / "opportunity" / "opportunity.parquet").exists()
-
-
-import mudata.cli  # noqa: E402  (used above through the module attribute)

@@ -9,6 +9,6 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from mudata.api import fetch, load, provenance  # noqa: E402
+from mudata.api import fetch, load, provenance
 
 __all__ = ["__version__", "fetch", "load", "provenance"]

@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from mudata.errors import MissingFileError
 from mudata.pipeline import build, is_built, parquet_path
 from mudata.registry import get_entry

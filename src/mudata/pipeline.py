@@ -10,7 +10,7 @@ import hashlib
 import json
 import logging
 import platform
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -180,7 +180,7 @@ def build(
         ],
         "classes": entry.class_names,
         "counts": {
-            "rows": int(len(table)),
+            "rows": len(table),
             "users": int(table["userid"].nunique()),
             "features": int(table.shape[1] - 2),
             "per_class": {c: int(counts.get(c, 0)) for c in entry.class_names},
@@ -190,7 +190,7 @@ def build(
         "mudata_version": mudata.__version__,
         "pandas_version": pd.__version__,
         "python_version": platform.python_version(),
-        "built": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "built": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     path = write_table(table, target.parent, entry.name, provenance)
     log.info("%s: %d rows, %d users written to %s", entry.name, len(table), provenance["counts"]["users"], path)

@@ -52,4 +52,4 @@ def get_reader(name: str) -> Reader:
     return getattr(importlib.import_module(module_name), attr)
 
 
-__all__ = ["FeatureTable", "SignalTable", "Sources", "Reader", "get_reader", "available_readers"]
+__all__ = ["FeatureTable", "Reader", "SignalTable", "Sources", "available_readers", "get_reader"]

@@ -40,7 +40,8 @@ def test_own_csv_end_to_end_writes_the_run_folder(tmp_path: Path) -> None:
     assert "UCM (user-calibrated)" in result.output and "UIM (user-independent)" in result.output
     assert "Naive Bayes" in result.output and "KNN" in result.output
     assert sorted(p.name for p in out.iterdir()) == [
-        "predictions.parquet", "run.json", "splits.parquet", "summary.csv",
+        "diagnostics.parquet", "predictions.parquet", "run.json", "size_coverage.csv",
+        "splits.parquet", "summary.csv",
     ]
     info = json.loads((out / "run.json").read_text())
     assert info["format_version"] == 1
@@ -49,8 +50,8 @@ def test_own_csv_end_to_end_writes_the_run_folder(tmp_path: Path) -> None:
     assert info["config"]["strategies"] == ["mm", "uim", "ucm"]
     summary = pd.read_csv(out / "summary.csv")
     assert list(summary.columns) == SUMMARY_COLUMNS
-    # 3 strategies x 2 classifiers x 17 metrics, each over 2 iterations.
-    assert len(summary) == 3 * 2 * 17 and set(summary["n"]) == {2}
+    # 3 strategies x 2 classifiers x (17 metrics + 5 basic diagnostics), over 2 iterations.
+    assert len(summary) == 3 * 2 * (17 + 5) and set(summary["n"]) == {2}
     splits = pd.read_parquet(out / "splits.parquet")
     assert str(splits["user"].dtype) == "Int64"
     assert splits.loc[splits.strategy == "mm", "user"].isna().all()

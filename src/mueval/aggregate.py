@@ -5,6 +5,10 @@
   over users for each (iteration, classifier), undefined (NaN) values skipped.
 - Then, for every strategy: mean and sample standard deviation (ddof=1) over the
   iterations; ``n`` counts the iterations with a defined value.
+
+The conditional-coverage diagnostics (:mod:`mueval.diagnose`) already have one
+value per (strategy, classifier, iteration), computed on the pooled test rows;
+they join the summary after the study's metrics, aggregated the same way.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from mueval.diagnose import FULL_DIAGNOSTICS
 from mueval.models import CLASSIFIERS
 from mueval.runner import METRICS, EvalResult
 from mueval.strategies import STRATEGIES
@@ -87,25 +92,35 @@ def per_iteration(splits: pd.DataFrame) -> pd.DataFrame:
     return grouped[list(METRICS)].mean().reset_index()
 
 
-def summary_frame(splits: pd.DataFrame) -> pd.DataFrame:
+def summary_frame(splits: pd.DataFrame, diagnostics: pd.DataFrame | None = None) -> pd.DataFrame:
     """Mean and sample SD over iterations, one row per (strategy, classifier, metric).
 
     Parameters
     ----------
     splits : DataFrame
         As returned by :func:`splits_frame`.
+    diagnostics : DataFrame, optional
+        One row per (strategy, classifier, iteration) with diagnostic columns (the
+        ``frame`` of :func:`mueval.diagnose.diagnose`); each column present becomes
+        extra metric rows after the study's metrics.
 
     Returns
     -------
     DataFrame
         Columns ``strategy, classifier, metric, mean, sd, n`` ordered by strategy,
-        classifier and metric in table order; ``sd`` is NaN for a single
-        iteration.
+        classifier and metric in table order (the study's metrics, then the
+        diagnostics); ``sd`` is NaN for a single iteration.
     """
     iters = per_iteration(splits)
+    names = list(METRICS)
+    if diagnostics is not None:
+        extra = [d for d in FULL_DIAGNOSTICS if d in diagnostics.columns]
+        keys = ["strategy", "classifier", "iteration"]
+        iters = iters.merge(diagnostics[[*keys, *extra]], on=keys, how="left")
+        names += extra
     rows = []
     for (strategy, classifier), group in iters.groupby(["strategy", "classifier"], sort=False):
-        for metric in METRICS:
+        for metric in names:
             values = group[metric].to_numpy(dtype=float)
             values = values[~np.isnan(values)]
             n = len(values)
@@ -116,7 +131,7 @@ def summary_frame(splits: pd.DataFrame) -> pd.DataFrame:
     order = {
         "strategy": {s: i for i, s in enumerate(STRATEGIES)},
         "classifier": {c: i for i, c in enumerate(CLASSIFIERS)},
-        "metric": {m: i for i, m in enumerate(METRICS)},
+        "metric": {m: i for i, m in enumerate(names)},
     }
     out = out.sort_values(
         ["strategy", "classifier", "metric"], key=lambda col: col.map(order[col.name])

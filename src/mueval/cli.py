@@ -21,6 +21,14 @@ from mueval import __version__
 from mueval.aggregate import splits_frame, summary_frame
 from mueval.conformal import SCORES
 from mueval.data import Table, load_file, load_registered
+from mueval.diagnose import (
+    DIAGNOSTIC_LEVELS,
+    ERT_FOLDS,
+    WSC_DELTA,
+    WSC_DIRECTIONS,
+    diagnose,
+    diagnostic_names,
+)
 from mueval.errors import MuevalError, UsageError
 from mueval.models import CLASSIFIERS, parse_classifiers
 from mueval.output import check_target, format_table, predictions_table, write_run
@@ -61,6 +69,7 @@ def evaluate_table(
     scheduler: str | None = None,
     progress: bool | None = None,
     overwrite: bool = False,
+    diagnostics: str = "basic",
 ) -> dict[str, Any]:
     """Run the evaluation on a table and optionally write the run folder.
 
@@ -74,13 +83,19 @@ def evaluate_table(
         See :func:`mueval.runner.run`.
     overwrite : bool
         Replace an existing run folder.
+    diagnostics : {"none", "basic", "full"}
+        Conditional-coverage diagnostics to compute (:mod:`mueval.diagnose`),
+        after every task has finished, in this process (``full``: with ``jobs``
+        loky workers).
 
     Returns
     -------
     dict
         ``output`` (RunOutput), ``splits`` and ``summary`` (DataFrames),
-        ``run_info`` (the content of run.json) and ``path`` (or None).
+        ``diagnostics`` (:class:`mueval.diagnose.Diagnostics`), ``run_info`` (the
+        content of run.json) and ``path`` (or None).
     """
+    diagnostic_names(diagnostics)  # an unknown level fails before any work
     start = time.perf_counter()
     output = run(
         table.X,
@@ -93,8 +108,28 @@ def evaluate_table(
         scheduler=scheduler,
         progress=progress,
     )
+    t0 = time.perf_counter()
+    diag = diagnose(
+        output.results, table.X, table.y, table.users,
+        alpha=config.alpha, level=diagnostics, jobs=jobs,
+    )
+    output.timings["diagnostics_s"] = time.perf_counter() - t0
     splits = splits_frame(output.results)
-    summary = summary_frame(splits)
+    summary = summary_frame(splits, diag.frame if diag.names else None)
+    diag_config: dict[str, Any] = {"diagnostics": diagnostics}
+    if diagnostics == "full":
+        # Flat keys: the report prints the configuration one setting a line.
+        diag_config.update(
+            {
+                "diagnostics_features": "MinMaxScaler fitted on the whole table",
+                "diagnostics_wsc_directions": WSC_DIRECTIONS,
+                "diagnostics_wsc_delta": WSC_DELTA,
+                "diagnostics_ert_model": "LogisticRegression(max_iter=1000)",
+                "diagnostics_ert_loss": "brier",
+                "diagnostics_ert_folds": ERT_FOLDS,
+                "diagnostics_random_state": "the iteration's seed",
+            }
+        )
     run_info: dict[str, Any] = {
         "dataset": table.info,
         "classes": list(table.classes),
@@ -110,6 +145,7 @@ def evaluate_table(
             "small_cal": config.small_cal,
             "jobs": jobs,
             "backend": backend,
+            **diag_config,
         },
         "versions": _versions(),
         "skipped": output.notes,
@@ -128,6 +164,8 @@ def evaluate_table(
             summary=summary,
             splits=splits,
             predictions=preds,
+            diagnostics=diag.frame if diag.names else None,
+            size_coverage=diag.size_coverage if diag.names else None,
             overwrite=overwrite,
         )
         timings["write_s"] = time.perf_counter() - t0
@@ -137,6 +175,7 @@ def evaluate_table(
         "output": output,
         "splits": splits,
         "summary": summary,
+        "diagnostics": diag,
         "run_info": run_info,
         "path": path,
     }
@@ -234,6 +273,16 @@ _STRATEGY_HELP = (
               help="Folder with the official files of datasets that cannot be downloaded.")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar on stderr. [default: only when stderr is a terminal]")
+@click.option(
+    "--diagnostics",
+    type=click.Choice(DIAGNOSTIC_LEVELS),
+    default="basic",
+    show_default=True,
+    help="Conditional-coverage diagnostics on the pooled test rows of each strategy, "
+    "classifier and iteration. basic: coverage gap and weighted coverage gap over users "
+    "and over classes, HSIC(set size, coverage), size-stratified coverage. full: also "
+    "worst-slab coverage and ERT (slower).",
+)
 def evaluate(
     dataset: str | None,
     data_file: Path | None,
@@ -256,6 +305,7 @@ def evaluate(
     data_home: Path | None,
     manual_dir: Path | None,
     progress: bool | None,
+    diagnostics: str,
 ) -> None:
     """Evaluate classifiers under the multi-user strategies with split conformal
     prediction, print mean±SD tables and optionally write a run folder (--out).
@@ -297,6 +347,7 @@ def evaluate(
             scheduler=scheduler,
             progress=progress,
             overwrite=overwrite,
+            diagnostics=diagnostics,
         )
     except UsageError as exc:
         raise click.UsageError(str(exc)) from exc

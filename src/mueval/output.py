@@ -1,7 +1,9 @@
 """The run folder (format_version 1) and the terminal table.
 
 The folder holds ``run.json``, ``summary.csv``, ``splits.parquet`` and
-``predictions.parquet``. It is written into a hidden temporary folder beside the
+``predictions.parquet``, and, unless the run's diagnostics level is ``none``,
+``diagnostics.parquet`` and ``size_coverage.csv`` (additions that readers of
+format_version 1 may ignore). It is written into a hidden temporary folder beside the
 target and renamed into place only when every file is complete, so a failed or
 interrupted run leaves nothing that looks like a finished run.
 """
@@ -21,6 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from mueval.diagnose import FULL_DIAGNOSTICS
 from mueval.errors import OutputError
 from mueval.models import CLASSIFIER_NAMES, CLASSIFIERS
 from mueval.runner import METRICS, EvalResult
@@ -52,7 +55,35 @@ def format_cell(mean: float, sd: float, percent: bool) -> str:
     return f"{mean * factor:.2f}±{sd * factor:.2f}"
 
 
-def format_table(summary: pd.DataFrame, metrics: Sequence[str] = METRICS) -> str:
+#: Diagnostics whose values are of the order of 1e-3 (HSIC of a 0/1 indicator,
+#: a Brier excess risk): two decimals would print them all as 0.00.
+SCIENTIFIC_METRICS: frozenset[str] = frozenset({"hsic_size_coverage", "ert"})
+
+
+def format_diagnostic_cell(metric: str, mean: float, sd: float) -> str:
+    """``mean±sd`` of a diagnostic: two decimals, or ``1.2e-03±4.0e-04`` for tiny ones.
+
+    Parameters
+    ----------
+    metric : str
+        Diagnostic name (see :data:`SCIENTIFIC_METRICS`).
+    mean, sd : float
+        Fractions (NaN prints as ``nan``).
+
+    Returns
+    -------
+    str
+    """
+    if metric in SCIENTIFIC_METRICS:
+        return f"{mean:.1e}±{sd:.1e}"
+    return format_cell(mean, sd, percent=False)
+
+
+def format_table(
+    summary: pd.DataFrame,
+    metrics: Sequence[str] = METRICS,
+    diagnostics: Sequence[str] | None = None,
+) -> str:
     """Terminal table: one block per strategy, metrics as rows, classifiers as columns.
 
     Parameters
@@ -61,18 +92,27 @@ def format_table(summary: pd.DataFrame, metrics: Sequence[str] = METRICS) -> str
         ``strategy, classifier, metric, mean, sd, n`` (see ``summary.csv``).
     metrics : sequence of str
         Rows to print, in order.
+    diagnostics : sequence of str, optional
+        Diagnostic rows printed below a rule at the bottom of each block.
+        Default: every diagnostic of :data:`mueval.diagnose.FULL_DIAGNOSTICS`
+        present in ``summary``.
 
     Returns
     -------
     str
     """
+    if diagnostics is None:
+        present = set(summary["metric"])
+        diagnostics = [d for d in FULL_DIAGNOSTICS if d in present]
     blocks = []
     for strategy in [s for s in STRATEGIES if s in set(summary["strategy"])]:
         part = summary[summary["strategy"] == strategy]
         classifiers = [c for c in CLASSIFIERS if c in set(part["classifier"])]
         cells = {
-            (row.metric, row.classifier): format_cell(
-                row.mean, row.sd, row.metric in PERCENT_METRICS
+            (row.metric, row.classifier): (
+                format_diagnostic_cell(row.metric, row.mean, row.sd)
+                if row.metric in diagnostics
+                else format_cell(row.mean, row.sd, row.metric in PERCENT_METRICS)
             )
             for row in part.itertuples()
         }
@@ -81,6 +121,9 @@ def format_table(summary: pd.DataFrame, metrics: Sequence[str] = METRICS) -> str
         for metric in metrics:
             label = f"{metric} (%)" if metric in PERCENT_METRICS else metric
             lines.append([label, *[cells.get((metric, c), "") for c in classifiers]])
+        n_study = len(lines)
+        for metric in diagnostics:
+            lines.append([metric, *[cells.get((metric, c), "") for c in classifiers]])
         widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
         text = [
             "  ".join(
@@ -92,7 +135,12 @@ def format_table(summary: pd.DataFrame, metrics: Sequence[str] = METRICS) -> str
         rule = "-" * len(text[0])
         n_iter = int(part["n"].max()) if len(part) else 0
         title = f"{STRATEGY_NAMES[strategy]}: mean±SD over {n_iter} iterations"
-        blocks.append("\n".join([title, text[0], rule, *text[1:]]))
+        body = [title, text[0], rule, *text[1:n_study]]
+        if len(text) > n_study:
+            # The diagnostics are computed on the pooled test rows, not per user:
+            # a rule keeps them apart from the study's rows.
+            body += [rule, *text[n_study:]]
+        blocks.append("\n".join(body))
     return "\n\n".join(blocks)
 
 
@@ -200,6 +248,8 @@ def write_run(
     summary: pd.DataFrame,
     splits: pd.DataFrame,
     predictions: pa.Table,
+    diagnostics: pd.DataFrame | None = None,
+    size_coverage: pd.DataFrame | None = None,
     overwrite: bool = False,
 ) -> Path:
     """Write the run folder atomically.
@@ -212,6 +262,10 @@ def write_run(
         Content of ``run.json`` (``format_version`` is set here).
     summary, splits : DataFrame
     predictions : pyarrow.Table
+    diagnostics : DataFrame, optional
+        Written as ``diagnostics.parquet`` when given.
+    size_coverage : DataFrame, optional
+        Written as ``size_coverage.csv`` when given.
     overwrite : bool
         Replace an existing folder (only after the new one is complete).
 
@@ -231,6 +285,10 @@ def write_run(
         summary.to_csv(tmp / "summary.csv", index=False)
         splits.to_parquet(tmp / "splits.parquet", index=False)
         pq.write_table(predictions, tmp / "predictions.parquet")
+        if diagnostics is not None:
+            diagnostics.to_parquet(tmp / "diagnostics.parquet", index=False)
+        if size_coverage is not None:
+            size_coverage.to_csv(tmp / "size_coverage.csv", index=False)
         info = {"format_version": FORMAT_VERSION, **run_info}
         # run.json last: its presence marks the folder's content complete.
         (tmp / "run.json").write_text(json.dumps(info, indent=2, default=_json_default) + "\n")

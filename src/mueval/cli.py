@@ -271,6 +271,11 @@ _STRATEGY_HELP = (
               help="mudata's data folder (default: $MUDATA_HOME).")
 @click.option("--manual-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder with the official files of datasets that cannot be downloaded.")
+@click.option("--mirror", metavar="URL",
+              help="Fetch the dataset's files from this base address (same names, same hashes).")
+@click.option("--allow-unverified", is_flag=True,
+              help="Accept dataset files the registry records no SHA-256 for (e.g. har70.zip); "
+              "the hash seen is kept in the table's provenance.")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar on stderr. [default: only when stderr is a terminal]")
 @click.option(
@@ -304,6 +309,8 @@ def evaluate(
     overwrite: bool,
     data_home: Path | None,
     manual_dir: Path | None,
+    mirror: str | None,
+    allow_unverified: bool,
     progress: bool | None,
     diagnostics: str,
 ) -> None:
@@ -337,7 +344,13 @@ def evaluate(
         if data_file is not None:
             table = load_file(data_file, user_col=user_col, label_col=label_col)
         else:
-            table = load_registered(dataset, data_home=data_home, manual_dir=manual_dir)
+            table = load_registered(
+                dataset,
+                data_home=data_home,
+                manual_dir=manual_dir,
+                mirror=mirror,
+                allow_unverified=allow_unverified,
+            )
         result = evaluate_table(
             table,
             config,

@@ -175,6 +175,8 @@ def load_registered(
     *,
     data_home: str | Path | None = None,
     manual_dir: str | Path | None = None,
+    mirror: str | None = None,
+    allow_unverified: bool = False,
 ) -> Table:
     """A :mod:`mudata` dataset by name (built or read from its cache).
 
@@ -186,6 +188,10 @@ def load_registered(
         mudata's data folder.
     manual_dir : path, optional
         Folder holding the official files, for datasets that cannot be downloaded.
+    mirror : str, optional
+        Base address serving the dataset's files under their registry names.
+    allow_unverified : bool
+        Accept files the registry records no SHA-256 for (see ``mudata fetch``).
 
     Returns
     -------
@@ -196,7 +202,13 @@ def load_registered(
     from mudata.errors import UsageError as MudataUsageError
 
     try:
-        df = mudata.load(name, data_home=data_home, manual_dir=manual_dir)
+        df = mudata.load(
+            name,
+            data_home=data_home,
+            manual_dir=manual_dir,
+            mirror=mirror,
+            allow_unverified=allow_unverified,
+        )
     except MudataUsageError as exc:
         raise UsageError(str(exc)) from exc
     except MudataError as exc:

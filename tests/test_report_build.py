@@ -347,6 +347,8 @@ def test_report_from_a_real_evaluate_run_on_gestures(tmp_path):
         assert ET.parse(out / "figures" / f"ucm_nb_{key}.svg").getroot().tag.endswith("svg")
     page = (out / "report.html").read_text(encoding="utf-8")
     assert run.run["dataset"]["provenance_sha256"] in page
+    # the run's default diagnostics (--diagnostics basic) are shown beside the summary
+    assert "Conditional-coverage diagnostics" in page and "wcovgap_user" in page
     result = CliRunner().invoke(compare_command, [str(run_dir)])
     assert result.exit_code == 0, result.output
     assert "Wilcoxon signed-rank over users" in result.output

@@ -48,6 +48,9 @@ STRATEGY_NAMES = {
 CLASSIFIER_NAMES = {"nb": "Naive Bayes", "rf": "RF", "svm": "SVM", "knn": "KNN"}
 _SUMMARY_METRICS = ("accuracy", "coverage", "setsize", "pctempty", "jaccard", "MCriterion",
                     "FCriterion", "OM", "OF", "OU", "OE")
+# Conditional-coverage diagnostics a run adds to summary.csv (--diagnostics basic/full).
+_DIAGNOSTIC_METRICS = ("covgap_user", "wcovgap_user", "covgap_class", "wcovgap_class",
+                       "hsic_size_coverage", "wsc", "ert")
 # Per-user matrices on a handful of rows are noise; such users are left out of the
 # pooling check (and the page says how many were).
 _MIN_USER_ROWS = 20
@@ -120,28 +123,41 @@ def _run_section(run: RunFolder) -> Section:
     return Section("The run", "run", body)
 
 
-def _summary_section(run: RunFolder, strategies: list[str], classifiers: list[str]) -> Section:
-    sm = run.summary
-    metrics = [m for m in _SUMMARY_METRICS if m in set(sm["metric"])]
+def _metric_table(sm: pd.DataFrame, names: tuple[str, ...], strategies: list[str],
+                  classifiers: list[str], fmt: str = ".3f") -> tuple[list[str], list[list[object]]]:
+    """Rows of mean ± SD per (strategy, classifier) for the ``names`` present in summary.csv."""
+    metrics = [m for m in names if m in set(sm["metric"])]
     rows = []
     for s in strategies:
         for c in classifiers:
             sub = sm[(sm.strategy == s) & (sm.classifier == c)].set_index("metric")
             if sub.empty:
                 continue
-            cells = []
-            for m in metrics:
-                if m in sub.index:
-                    cells.append(f"{sub.loc[m, 'mean']:.3f} ± {sub.loc[m, 'sd']:.3f}")
-                else:
-                    cells.append("")
-            n = int(sub["n"].iloc[0])
-            rows.append([_sname(s), _cname(c), n, *cells])
+            cells = [f"{sub.loc[m, 'mean']:{fmt}} ± {sub.loc[m, 'sd']:{fmt}}" if m in sub.index else ""
+                     for m in metrics]
+            rows.append([_sname(s), _cname(c), int(sub["n"].iloc[0]), *cells])
+    return metrics, rows
+
+
+def _summary_section(run: RunFolder, strategies: list[str], classifiers: list[str]) -> Section:
+    metrics, rows = _metric_table(run.summary, _SUMMARY_METRICS, strategies, classifiers)
     body = [
         note_html("Mean ± sample SD over iterations (summary.csv), fractions not percent. "
                   "Per-user strategies average users within each iteration first."),
         table_html(["strategy", "classifier", "n", *metrics], rows),
     ]
+    # HSIC and ERT are of the order of 1e-3: significant digits, not decimals.
+    diagnostics, diag_rows = _metric_table(run.summary, _DIAGNOSTIC_METRICS, strategies, classifiers,
+                                           fmt=".3g")
+    if diagnostics:
+        body += [
+            note_html("Conditional-coverage diagnostics, computed on the test rows of each "
+                      "iteration pooled over users, then mean ± SD over iterations: coverage gap "
+                      "and weighted coverage gap with users and with classes as the groups, HSIC "
+                      "between set size and coverage" + (", worst-slab coverage (compare it with "
+                      "the pooled coverage) and ERT" if "wsc" in diagnostics else "") + "."),
+            table_html(["strategy", "classifier", "n", *diagnostics], diag_rows),
+        ]
     return Section("Summary", "summary", body)
 
 

@@ -137,3 +137,29 @@ def test_builtin_entries_are_plain_toml() -> None:
 
 def test_readers_table_lists_builtins() -> None:
     assert {"wisdm-arff", "har70-csv", "opportunity-dat", "gestures-txt"} <= set(available_readers())
+
+
+def test_non_utf8_entry_names_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "latin.toml"
+    bad.write_bytes(b'name = "caf\xe9"\n')
+    with pytest.raises(RegistryError, match=r"latin.toml: expected UTF-8 text .* byte 0xe9 at offset 11"):
+        load_entry_file(bad)
+
+
+def test_unreadable_entry_is_a_registry_error(tmp_path: Path) -> None:
+    folder = tmp_path / "folder.toml"
+    folder.mkdir()  # a folder where a file is expected
+    with pytest.raises(RegistryError, match="folder.toml cannot be read"):
+        load_entry_file(folder)
+
+
+def test_broken_entry_in_registry_path_is_a_clean_cli_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from mudata.cli import main
+
+    (tmp_path / "bad.toml").write_bytes(b"\xff\xfe")
+    monkeypatch.setenv("MUDATA_REGISTRY", str(tmp_path))
+    result = CliRunner().invoke(main, ["list"])
+    assert result.exit_code == 1, result.output
+    assert "bad.toml" in result.output and "UTF-8" in result.output

@@ -244,6 +244,12 @@ def load_entry_file(path: Path | str) -> DatasetEntry:
     except FileNotFoundError:
         message = f"registry file {path} does not exist"
         raise RegistryError(message) from None
+    except UnicodeDecodeError as exc:
+        message = f"invalid registry entry {path}: expected UTF-8 text (TOML), found byte {exc.object[exc.start]:#04x} at offset {exc.start}"
+        raise RegistryError(message) from None
+    except OSError as exc:
+        message = f"registry file {path} cannot be read ({type(exc).__name__}: {exc.strerror or exc})"
+        raise RegistryError(message) from None
     except tomllib.TOMLDecodeError as exc:
         message = f"invalid registry entry {path}: not valid TOML ({exc})"
         raise RegistryError(message) from None

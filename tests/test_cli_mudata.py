@@ -89,3 +89,17 @@ def test_copy_of_official_archive_works_under_another_folder(gestures_zip: Path,
     shutil.copy(gestures_zip, manual / gestures_zip.name)
     result = run("fetch", "gestures", "--manual-dir", str(manual), "--data-home", str(tmp_path / "h"))
     assert result.exit_code == 0, result.output
+
+
+def test_fetch_into_a_data_home_that_is_a_file_is_a_clean_error(gestures_zip: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.write_text("not a folder")
+    # --data-home is checked by click; $MUDATA_HOME reaches the writer as it is.
+    result = CliRunner(env={"MUDATA_HOME": str(home)}).invoke(
+        main, ["fetch", "gestures", "--manual-dir", str(gestures_zip.parent)]
+    )
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "Error: cannot write the table of 'gestures' to " + str(home / "gestures") in result.output
+    assert "--data-home" in result.output
+    assert home.read_text() == "not a folder"

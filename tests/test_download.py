@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from mudata.download import FetchedFile, fetch_sources, sha256_of
-from mudata.errors import ChecksumError, DownloadError, MissingFileError, ParseError, UsageError
+from mudata.errors import (
+    ChecksumError,
+    DownloadError,
+    MissingFileError,
+    ParseError,
+    StorageError,
+    UsageError,
+)
 from mudata.paths import raw_dir
 from mudata.readers.base import Sources
 from mudata.registry import DatasetEntry, get_entry, parse_entry
@@ -349,6 +356,19 @@ def test_truncated_tar_gz_is_a_parse_error(http_server: HTTPTestServer, home: Pa
     with pytest.raises(ParseError, match="truncated or corrupt"):
         fetch_sources(make_entry(spec), data_home=home, delay=0)
     assert files_in(raw_dir("toy", home)) == []
+
+
+def test_data_home_that_is_a_file_is_a_storage_error_not_a_download_error(
+    served_toy: HTTPTestServer, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.write_text("not a folder")
+    with pytest.raises(StorageError) as caught:
+        fetch_sources(make_entry(toy_file(served_toy.url + "/toy.zip")), data_home=home, delay=0)
+    message = str(caught.value)
+    assert str(home / "toy" / "raw") in message and "writable folder" in message
+    assert "NotADirectoryError" in message
+    assert served_toy.count() == 0
 
 
 # ------------------------------------------------------------------ manual dir

@@ -43,6 +43,7 @@ from mudata.errors import (
     MissingFileError,
     MudataError,
     ParseError,
+    StorageError,
     UsageError,
 )
 from mudata.paths import raw_dir
@@ -630,6 +631,16 @@ def _fetch_remote(
         if url is None:
             message = f"{_what(entry, remote)} has no url in the registry and no mirror was given"
             raise UsageError(message)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            # Otherwise Pooch fails on it and the error reads like a network failure.
+            message = (
+                f"cannot download {_what(entry, remote)} into {target.parent}: expected a "
+                f"writable folder, got {type(exc).__name__}: {exc}. Choose another data "
+                f"directory with --data-home or $MUDATA_HOME."
+            )
+            raise StorageError(message) from None
         observed = _download(entry, remote, url, target, progressbar, n_retries, delay)
         origin = "download"
     members = _check_archive_members(entry, remote, target, cached=True)

@@ -35,6 +35,10 @@ class DownloadError(MudataError, OSError):
     """A remote file could not be fetched."""
 
 
+class StorageError(MudataError, OSError):
+    """The data directory cannot hold what mudata writes (not a folder, read-only, full)."""
+
+
 class MissingFileError(MudataError, FileNotFoundError):
     """A file or archive member the registry names is not where it should be."""
 

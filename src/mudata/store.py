@@ -18,6 +18,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from mudata.errors import StorageError
+
 PROVENANCE_KEY = b"mudata.provenance"
 
 
@@ -98,7 +100,25 @@ def write_table(table: pd.DataFrame, folder: Path, name: str, provenance: dict[s
     -------
     Path
         The Parquet file.
+
+    Raises
+    ------
+    StorageError
+        When ``folder`` cannot be created or written; nothing is left under
+        the final names.
     """
+    try:
+        return _write_table(table, folder, name, provenance)
+    except OSError as exc:
+        message = (
+            f"cannot write the table of '{name}' to {folder}: expected a writable "
+            f"folder, got {type(exc).__name__}: {exc}. Choose another data directory "
+            f"with --data-home or $MUDATA_HOME."
+        )
+        raise StorageError(message) from None
+
+
+def _write_table(table: pd.DataFrame, folder: Path, name: str, provenance: dict[str, Any]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     parquet_path = folder / f"{name}.parquet"
     arrow = pa.Table.from_pandas(table, preserve_index=False)

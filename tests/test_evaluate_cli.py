@@ -228,3 +228,34 @@ def test_string_user_ids_are_numbered_in_sorted_order(tmp_path) -> None:
     info = json.loads((out / "run.json").read_text())
     assert info["dataset"]["user_ids"] == {"0": "alice", "1": "bob", "2": "carol"}
     assert sorted(pd.read_parquet(out / "splits.parquet")["user"].tolist()) == [0, 1, 2]
+
+
+def test_out_that_cannot_be_written_fails_before_any_work(tmp_path) -> None:
+    # The parent of --out is a file: no folder can ever be made there. The run must
+    # stop with a clean error before evaluating anything, and leave nothing behind.
+    path = _csv(tmp_path)
+    out = path / "run"
+    result = CliRunner().invoke(
+        main,
+        ["evaluate", "--data", str(path), "--user-col", "subject", "--label-col", "activity",
+         "-s", "mm", "-c", "nb", "--iterations", "1", "--out", str(out)],
+    )
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert f"cannot write the run folder {out}" in result.output
+    assert f"expected {path} to be a writable folder" in result.output
+    assert "accuracy" not in result.output  # no table: nothing was evaluated
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.csv"]
+
+
+def test_write_run_turns_an_unusable_parent_into_an_output_error(tmp_path) -> None:
+    from mueval.errors import OutputError
+    from mueval.output import write_run
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(OutputError, match=r"cannot write the run folder .*file/deeper/run"):
+        write_run(
+            blocker / "deeper" / "run", run_info={}, summary=pd.DataFrame(),
+            splits=pd.DataFrame(), predictions=None,
+        )

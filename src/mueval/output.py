@@ -233,11 +233,33 @@ def check_target(out_dir: str | Path, overwrite: bool = False) -> Path:
     -------
     Path
         The resolved folder.
+
+    Raises
+    ------
+    OutputError
+        The folder exists and is not empty (without ``overwrite``), or no folder
+        can be created beside it (its nearest existing ancestor is a file or is
+        not writable).
     """
     target = Path(out_dir).resolve()
     if target.exists() and not overwrite and (not target.is_dir() or any(target.iterdir())):
         message = f"output folder {target} already exists and is not empty (use --overwrite)"
         raise OutputError(message)
+    # The run is written into a temporary folder beside the target: make sure one
+    # can be made there now, not after hours of work. Probe the nearest existing
+    # ancestor so that nothing is created (and left behind) by the check.
+    ancestor = target.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    try:
+        probe = tempfile.mkdtemp(prefix=f".{target.name}.probe-", dir=ancestor)
+    except OSError as exc:
+        message = (
+            f"cannot write the run folder {target}: expected {ancestor} to be a "
+            f"writable folder, found {type(exc).__name__}: {exc.strerror or exc}"
+        )
+        raise OutputError(message) from exc
+    os.rmdir(probe)
     return target
 
 
@@ -275,8 +297,12 @@ def write_run(
         The finished folder.
     """
     target = check_target(out_dir, overwrite)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    except OSError as exc:
+        message = f"cannot write the run folder {target}: {exc}"
+        raise OutputError(message) from exc
     try:
         # mkdtemp makes a private (0700) folder; give it the usual permissions.
         umask = os.umask(0)

@@ -229,3 +229,67 @@ def test_plugin_reader_through_entry_point(tmp_path: Path, monkeypatch: pytest.M
     reader = get_reader("my-format")
     assert reader.__module__ == "myplug"
     assert reader(None, None).frame["f"].tolist() == [0.0]
+
+
+def _feature_entry(tmp_path: Path, files_block: str) -> Path:
+    """An entry for a 2-user, 2-class feature table ``features.csv`` beside it."""
+    rows = pd.DataFrame(
+        {
+            "who": np.repeat([10, 20], 12),
+            "what": np.tile(["up"] * 6 + ["down"] * 6, 2),
+            "f1": np.arange(24, dtype=float),
+        }
+    )
+    table = tmp_path / "own" / "features.csv"
+    table.parent.mkdir()
+    rows.to_csv(table, index=False)
+    text = HEADER.format(name="lit", reader="feature-table") + files_block.format(sha=sha(table)) + textwrap.dedent(
+        """
+        [reader_options]
+        user_col = "who"
+        label_col = "what"
+
+        [recipe]
+        name = "precomputed"
+
+        [[classes]]
+        code = "down"
+        name = "down"
+
+        [[classes]]
+        code = "up"
+        name = "up"
+        """
+    )
+    path = tmp_path / "own" / "lit.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_register_makes_a_literal_string_path_absolute(tmp_path: Path) -> None:
+    toml = _feature_entry(tmp_path, "\n[[files]]\nname = 'features.csv'\npath = 'features.csv'\nsha256 = '{sha}'\n")
+    result = CliRunner().invoke(main, ["register", str(toml), "--data-home", str(tmp_path / "h")])
+    assert result.exit_code == 0, result.output
+    installed = (tmp_path / "h" / "registry" / "lit.toml").read_text(encoding="utf-8")
+    assert f"path = '{(tmp_path / 'own' / 'features.csv').resolve().as_posix()}'" in installed
+    frame = mudata.load("lit", data_home=tmp_path / "h")
+    assert len(frame) == 24
+
+
+def test_register_refuses_a_path_it_cannot_make_absolute(tmp_path: Path) -> None:
+    # An inline table: the line-based rewrite cannot reach it, and the copy in the
+    # registry folder would look for features.csv there.
+    toml = _feature_entry(tmp_path, '\nfiles = [{{name = "features.csv", path = "features.csv", sha256 = "{sha}"}}]\n')
+    result = CliRunner().invoke(main, ["register", str(toml), "--data-home", str(tmp_path / "h")])
+    assert result.exit_code == 1, result.output
+    assert "lit.toml: field 'files.path'" in result.output and "['features.csv']" in result.output
+    assert list((tmp_path / "h" / "registry").iterdir()) == []  # no entry, no leftover temporary file
+
+
+def test_register_into_a_data_home_that_is_a_file(tmp_path: Path) -> None:
+    toml = _feature_entry(tmp_path, '\n[[files]]\nname = "features.csv"\npath = "features.csv"\nsha256 = "{sha}"\n')
+    home = tmp_path / "home"
+    home.write_text("not a folder")
+    result = CliRunner(env={"MUDATA_HOME": str(home)}).invoke(main, ["register", str(toml)])
+    assert result.exit_code == 1, result.output
+    assert f"Error: cannot install 'lit' in {home / 'registry'}: expected a writable folder" in result.output

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from mudata import api
-from mudata.errors import MudataError, UsageError
+from mudata.errors import MudataError, RegistryError, StorageError, UsageError
 from mudata.paths import user_registry_dir
 from mudata.readers import available_readers
 from mudata.registry import DatasetEntry, get_entry, load_entry_file, load_registry
@@ -196,15 +196,44 @@ def register_command(toml_file: Path, data_home: Path | None, replace: bool) -> 
             message = f"a dataset named '{entry.name}' is already registered at {target}; use --replace"
             raise UsageError(message)
         text = _absolutise_paths(toml_file)
-        target_dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{entry.name}.", suffix=".toml.part", dir=target_dir)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        load_entry_file(tmp)  # the installed text must validate too
-        shutil.move(tmp, target)
+        _install(text, entry, toml_file, target)
     except MudataError as exc:
         _fail(exc)
     click.echo(f"registered '{entry.name}' at {target}")
+
+
+def _install(text: str, entry: DatasetEntry, toml_file: Path, target: Path) -> None:
+    """Write ``text`` to ``target`` atomically, once it validates as the same entry."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{entry.name}.", suffix=".toml.part", dir=target.parent)
+    except OSError as exc:
+        message = (
+            f"cannot install '{entry.name}' in {target.parent}: expected a writable folder, "
+            f"got {type(exc).__name__}: {exc}. Choose another data directory with "
+            f"--data-home or $MUDATA_HOME."
+        )
+        raise StorageError(message) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        installed = load_entry_file(tmp)  # the installed text must validate too
+        # A path left relative would be resolved from the registry folder, not TOML_FILE's.
+        relative = [
+            f.path
+            for f, mine in zip(installed.files, entry.files, strict=True)
+            if mine.path is not None and not Path(f.path or "").expanduser().is_absolute()
+        ]
+        if relative:
+            message = (
+                f"{toml_file}: field 'files.path': could not make {relative} absolute; "
+                f"expected each relative path on its own line as path = \"...\" in a "
+                f"[[files]] table. Write it as an absolute path instead."
+            )
+            raise RegistryError(message)
+        shutil.move(tmp, target)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
 
 
 def _absolutise_paths(toml_file: Path) -> str:
@@ -219,10 +248,11 @@ def _absolutise_paths(toml_file: Path) -> str:
         header = re.match(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$", line)
         if header:
             table = header.group(1)
-        value = re.match(r'^(\s*path\s*=\s*)"([^"]*)"(.*)$', line)
-        if table == "files" and value and not Path(value.group(2)).is_absolute():
-            resolved = (base / value.group(2)).resolve().as_posix()
-            line = f'{value.group(1)}"{resolved}"{value.group(3)}'
+        # A basic ("...") or literal ('...') string without escapes.
+        value = re.match(r"""^(\s*path\s*=\s*)(["'])([^"'\\]*)\2(.*)$""", line)
+        if table == "files" and value and not Path(value.group(3)).expanduser().is_absolute():
+            resolved = (base / value.group(3)).resolve().as_posix()
+            line = f"{value.group(1)}{value.group(2)}{resolved}{value.group(2)}{value.group(4)}"
         lines.append(line)
     return "\n".join(lines) + "\n"
 

@@ -371,6 +371,27 @@ def test_data_home_that_is_a_file_is_a_storage_error_not_a_download_error(
     assert served_toy.count() == 0
 
 
+def test_truncated_declared_archive_without_members_is_a_parse_error(
+    http_server: HTTPTestServer, home: Path
+) -> None:
+    # Like har70.zip: no published hash, no listed member, only archive = "zip".
+    (http_server.root / "toy.zip").write_bytes(TOY_ZIP[: len(TOY_ZIP) // 2])
+    spec = toy_file(http_server.url + "/toy.zip", sha256=None, members=False, archive="zip")
+    with pytest.raises(ParseError, match="not a readable zip archive.*truncated or corrupt"):
+        fetch_sources(make_entry(spec), data_home=home, delay=0, allow_unverified=True)
+    assert files_in(raw_dir("toy", home)) == []  # unverifiable and unreadable: not kept
+
+
+def test_truncated_declared_archive_in_manual_dir_is_left_untouched(tmp_path: Path, home: Path) -> None:
+    manual = tmp_path / "manual"
+    manual.mkdir()
+    (manual / "toy.zip").write_bytes(TOY_ZIP[:100])
+    spec = toy_file(UNREACHABLE + "/toy.zip", sha256=None, members=False, archive="zip")
+    with pytest.raises(ParseError, match=r"manual/toy.zip .* not a readable zip archive"):
+        fetch_sources(make_entry(spec), manual_dir=manual, allow_unverified=True)
+    assert (manual / "toy.zip").read_bytes() == TOY_ZIP[:100]
+
+
 # ------------------------------------------------------------------ manual dir
 
 

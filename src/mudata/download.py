@@ -320,11 +320,15 @@ def _check_archive_members(
 ) -> dict[str, str]:
     """Hash the listed members inside the archive at ``path`` and compare them.
 
+    An archive the registry declares (``archive = "zip"``) but lists no member
+    of is still opened, so that a truncated one is reported here rather than
+    as "no matching file" by the reader.
+
     ``cached`` archives live in mudata's cache: an unreadable one whose own hash
     the registry does not record is removed so that the next run downloads it
     again. Anything else (user files, verified downloads) is left in place.
     """
-    if not remote.members:
+    if not remote.members and remote.archive is None:
         return {}
     kind = _archive_kind(path, remote.archive)
     discard = cached and remote.sha256 is None

@@ -65,9 +65,14 @@ def test_fetch_with_wrong_archive_is_a_runtime_error(tmp_path: Path) -> None:
 
 
 def test_fetch_unverified_file_needs_the_flag(tmp_path: Path) -> None:
-    result = run("fetch", "har70", "--manual-dir", str(tmp_path), "--data-home", str(tmp_path / "home"))
-    assert result.exit_code != 0
-    assert "har70.zip" in result.output
+    # The file is there (so the refusal is not a missing-file error); UCI publishes no hash.
+    manual = tmp_path / "manual"
+    manual.mkdir()
+    (manual / "har70.zip").write_bytes(b"PK\x05\x06" + bytes(18))  # an empty zip
+    result = run("fetch", "har70", "--manual-dir", str(manual), "--data-home", str(tmp_path / "home"))
+    assert result.exit_code == 2, result.output
+    assert "file 'har70.zip' of dataset 'har70' cannot be verified" in result.output
+    assert "--allow-unverified" in result.output
 
 
 def test_manual_dir_must_exist(tmp_path: Path) -> None:

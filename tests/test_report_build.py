@@ -352,3 +352,32 @@ def test_report_from_a_real_evaluate_run_on_gestures(tmp_path):
     result = CliRunner().invoke(compare_command, [str(run_dir)])
     assert result.exit_code == 0, result.output
     assert "Wilcoxon signed-rank over users" in result.output
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "kind"),
+    [("splits.parquet", b"garbage", "Parquet"), ("predictions.parquet", b"", "Parquet"),
+     ("summary.csv", b"", "CSV")],
+)
+def test_corrupt_file_is_a_clear_error(tmp_path, run_dir, name, content, kind):
+    import shutil
+
+    bad = tmp_path / "run"
+    shutil.copytree(run_dir, bad)
+    (bad / name).write_bytes(content)
+    for command in (report_command, compare_command):
+        result = CliRunner().invoke(command, [str(bad)])
+        assert result.exit_code == 1, result.output
+        assert not isinstance(result.exception, ValueError)  # no raw traceback
+        assert f"{bad / name}: expected a {kind} file written by `mueval evaluate`" in (
+            result.output)
+
+
+def test_compare_out_that_cannot_be_written_is_a_clear_error(run_dir, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    out = blocker / "cmp.csv"
+    result = CliRunner().invoke(compare_command, [str(run_dir), "--out", str(out)])
+    assert result.exit_code == 1, result.output
+    assert not isinstance(result.exception, OSError)
+    assert f"cannot write the comparison table to {out}" in result.output

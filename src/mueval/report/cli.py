@@ -137,5 +137,9 @@ def compare_command(run_dirs: tuple[Path, ...], metric: str, out: Path | None) -
     for r in notes.drop_duplicates("note").itertuples():
         click.echo(f"note ({r.classifier} {r.strategy_a} vs {r.strategy_b}, {r.test}): {r.note}")
     if out is not None:
-        table.to_csv(out, index=False)
+        try:
+            table.to_csv(out, index=False)
+        except OSError as exc:
+            msg = f"cannot write the comparison table to {out}: {exc}"
+            raise click.ClickException(msg) from exc
         click.echo(f"wrote {out}")

@@ -171,9 +171,23 @@ def read_run_folder(path: str | Path) -> RunFolder:
         msg = f"{root / 'run.json'}: expected 'classes' as a non-empty list of names, found {classes!r}"
         raise RunFolderError(msg)
 
-    summary = pd.read_csv(root / "summary.csv")
-    splits = pd.read_parquet(root / "splits.parquet")
-    predictions = pd.read_parquet(root / "predictions.parquet")
+    frames = {}
+    for name, read in (
+        ("summary.csv", pd.read_csv),
+        ("splits.parquet", pd.read_parquet),
+        ("predictions.parquet", pd.read_parquet),
+    ):
+        try:
+            frames[name] = read(root / name)
+        except (OSError, ValueError) as exc:
+            # pyarrow's ArrowInvalid and pandas' EmptyDataError are ValueErrors.
+            kind = "CSV" if name.endswith(".csv") else "Parquet"
+            found = " ".join(str(exc).split()) or type(exc).__name__
+            msg = f"{root / name}: expected a {kind} file written by `mueval evaluate`, found: {found}"
+            raise RunFolderError(msg) from exc
+    summary = frames["summary.csv"]
+    splits = frames["splits.parquet"]
+    predictions = frames["predictions.parquet"]
     for name, frame, required in (
         ("summary.csv", summary, _SUMMARY_COLUMNS),
         ("splits.parquet", splits, _SPLITS_COLUMNS),

@@ -293,3 +293,23 @@ def test_register_into_a_data_home_that_is_a_file(tmp_path: Path) -> None:
     result = CliRunner(env={"MUDATA_HOME": str(home)}).invoke(main, ["register", str(toml)])
     assert result.exit_code == 1, result.output
     assert f"Error: cannot install 'lit' in {home / 'registry'}: expected a writable folder" in result.output
+
+
+def test_unhashed_local_file_edited_after_a_build_is_rebuilt(tmp_path: Path) -> None:
+    # No sha256 in the entry: nothing in it changes when the user edits the file,
+    # so the built table must be compared with the file itself.
+    toml = _feature_entry(tmp_path, '\n[[files]]\nname = "features.csv"\npath = "features.csv"\n')
+    home = tmp_path / "h"
+    assert CliRunner().invoke(main, ["register", str(toml), "--data-home", str(home)]).exit_code == 0
+    first = mudata.load("lit", data_home=home, allow_unverified=True)
+    assert first["f1"].sum() == sum(range(24))  # 0 + 1 + ... + 23 = 276
+    table = tmp_path / "own" / "features.csv"
+    edited = pd.read_csv(table)
+    edited["f1"] = 1.0
+    edited.to_csv(table, index=False)
+    second = mudata.load("lit", data_home=home, allow_unverified=True)
+    assert second["f1"].sum() == 24.0
+    # Unchanged since: the table is returned as built (same build time).
+    third = mudata.load("lit", data_home=home, allow_unverified=True)
+    assert third.attrs["provenance"]["built"] == second.attrs["provenance"]["built"]
+    assert third.attrs["provenance"]["files"][0]["sha256"] == sha(table)

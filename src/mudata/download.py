@@ -437,6 +437,26 @@ def _fetch_local(entry: DatasetEntry, remote: RemoteFile, allow_unverified: bool
     raise MissingFileError(message)
 
 
+def unpinned_local_changed(entry: DatasetEntry, recorded: list[dict]) -> bool:
+    """True when a registered local file without a registry hash differs from ``recorded``.
+
+    The entry's hashes pin every verified file, so only files it does not pin
+    (``path`` files used with ``allow_unverified``) can change under a built
+    table. ``recorded`` is the provenance's ``files`` list. A file that can no
+    longer be found or read counts as unchanged: the table built from it stands.
+    """
+    for remote, record in zip(entry.files, recorded, strict=False):
+        if remote.path is None or record.get("verified", True):
+            continue
+        try:
+            now = _fetch_local(entry, remote, allow_unverified=True)
+        except MudataError:
+            continue
+        if now.sha256 != record.get("sha256") or now.members != record.get("members", {}):
+            return True
+    return False
+
+
 def _candidate_roots(folder: Path, members: Iterable[Member]) -> list[Path]:
     """``folder`` and, when it is the archive's own top folder, the folders above it.
 

@@ -52,16 +52,24 @@ def parquet_path(entry: DatasetEntry, data_home: Path | str | None = None) -> Pa
 
 
 def is_built(entry: DatasetEntry, data_home: Path | str | None = None) -> bool:
-    """True when the table exists and was built from this entry with the current recipe."""
+    """True when the table exists and was built from this entry with the current recipe.
+
+    Registered local files the entry records no hash for are hashed again: the
+    table is out of date when one of them changed since it was built.
+    """
     path = parquet_path(entry, data_home)
     if not path.is_file():
         return False
     provenance = read_provenance(path)
-    return bool(
+    if not (
         provenance
         and provenance.get("entry_sha256") == entry_fingerprint(entry)
         and provenance.get("recipe", {}).get("version") == RECIPE_VERSIONS[entry.recipe.name]
-    )
+    ):
+        return False
+    from mudata.download import unpinned_local_changed  # imports pooch's network stack
+
+    return not unpinned_local_changed(entry, provenance.get("files", []))
 
 
 def _label_rows(raw: pd.DataFrame, entry: DatasetEntry) -> tuple[pd.DataFrame, dict[str, int]]:

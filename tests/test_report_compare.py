@@ -133,3 +133,36 @@ def test_compare_strategies_table():
     ratio = max(20 / 60, 5 / (0.6 * 90))
     t = d.mean() / math.sqrt((1 / 4 + ratio) * d.var(ddof=1))
     assert table.statistic.iloc[1] == pytest.approx(t)
+
+
+def _two_strategy_splits(seeds_a, seeds_b, cov_a, cov_b):
+    rows = [{"strategy": "mm", "classifier": "nb", "iteration": i + 1, "seed": s,
+             "user": pd.NA, "n_test": 20, "n_cal": 20, "n_train": 60, "coverage": c}
+            for i, (s, c) in enumerate(zip(seeds_a, cov_a))]
+    rows += [{"strategy": "ucm", "classifier": "nb", "iteration": i + 1, "seed": s,
+              "user": 1, "n_test": 20, "n_cal": 20, "n_train": 60, "coverage": c}
+             for i, (s, c) in enumerate(zip(seeds_b, cov_b))]
+    splits = pd.DataFrame(rows)
+    splits["user"] = splits["user"].astype("Int64")
+    return splits
+
+
+def test_corrected_test_pairs_iterations_by_seed_across_runs():
+    # Two runs merged by `mueval compare`, the second with --seed-base 101: its
+    # iteration 1 used seed 102, the first run's iteration 2. Only seeds 102..104
+    # are shared, and they must be paired with each other.
+    cov_a = [0.90, 0.95, 0.93, 0.96]  # seeds 101..104
+    cov_b = [0.94, 0.90, 0.95, 0.91]  # seeds 102..105
+    splits = _two_strategy_splits([101, 102, 103, 104], [102, 103, 104, 105], cov_a, cov_b)
+    row = compare_strategies(splits, None, 100).query(f"test == {CORRECTED_TEST!r}").iloc[0]
+    d = np.array([0.95 - 0.94, 0.93 - 0.90, 0.96 - 0.95])  # seeds 102, 103, 104
+    t = d.mean() / math.sqrt((1 / 3 + 20 / 60) * d.var(ddof=1))
+    assert row.n == 3
+    assert row.statistic == pytest.approx(t)
+
+
+def test_corrected_test_is_undefined_when_no_seed_is_shared():
+    splits = _two_strategy_splits([101, 102, 103], [201, 202, 203],
+                                  [0.90, 0.95, 0.93], [0.94, 0.90, 0.95])
+    row = compare_strategies(splits, None, 100).query(f"test == {CORRECTED_TEST!r}").iloc[0]
+    assert row.n == 0 and row.stars == "n/a"

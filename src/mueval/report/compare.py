@@ -243,13 +243,17 @@ def per_iteration_values(splits: pd.DataFrame, metric: str) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        Columns strategy, classifier, iteration, value: for MM the one row per
-        iteration; for per-user strategies the mean over users (NaN skipped).
+        Columns strategy, classifier, iteration (and seed, when ``splits`` has
+        it), value: for MM the one row per iteration; for per-user strategies the
+        mean over users (NaN skipped).
     """
     if metric not in splits.columns:
         msg = f"splits.parquet: expected a column for metric {metric!r}, found {list(splits.columns)}"
         raise DataError(msg)
-    grouped = splits.groupby(["strategy", "classifier", "iteration"], sort=True)[metric]
+    keys = ["strategy", "classifier", "iteration"]
+    if "seed" in splits.columns:
+        keys.append("seed")  # one seed per iteration; kept so that pairing can use it
+    grouped = splits.groupby(keys, sort=True)[metric]
     return grouped.mean().rename("value").reset_index()
 
 
@@ -310,6 +314,10 @@ def compare_strategies(
         p_value, stars, n, note.
     """
     it = per_iteration_values(splits, metric)
+    # The corrected test pairs the iterations that share a seed (the same resampling).
+    # Runs merged by `mueval compare` may use different --seed-base values, so the
+    # iteration number alone does not say which values belong together.
+    pair_on = "seed" if "seed" in it.columns else "iteration"
     users = per_user_values(splits, predictions, metric)
     if strategies is None:
         strategies = list(dict.fromkeys(splits["strategy"]))
@@ -321,8 +329,8 @@ def compare_strategies(
     rows: list[dict[str, object]] = []
     for clf in dict.fromkeys(splits["classifier"]):
         for sa, sb in itertools.combinations([s for s in strategies if s in ratios], 2):
-            va = it[(it.strategy == sa) & (it.classifier == clf)].set_index("iteration")["value"]
-            vb = it[(it.strategy == sb) & (it.classifier == clf)].set_index("iteration")["value"]
+            va = it[(it.strategy == sa) & (it.classifier == clf)].set_index(pair_on)["value"]
+            vb = it[(it.strategy == sb) & (it.classifier == clf)].set_index(pair_on)["value"]
             if va.empty or vb.empty:
                 continue
             common = va.index.intersection(vb.index)

@@ -313,3 +313,18 @@ def test_unhashed_local_file_edited_after_a_build_is_rebuilt(tmp_path: Path) -> 
     third = mudata.load("lit", data_home=home, allow_unverified=True)
     assert third.attrs["provenance"]["built"] == second.attrs["provenance"]["built"]
     assert third.attrs["provenance"]["files"][0]["sha256"] == sha(table)
+
+
+def test_feature_column_with_a_stray_text_value_is_named_when_left_out(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    toml = _feature_entry(tmp_path, '\n[[files]]\nname = "features.csv"\npath = "features.csv"\n')
+    table = tmp_path / "own" / "features.csv"
+    frame = pd.read_csv(table)
+    frame["f2"] = ["1.5"] * 23 + ["1,5"]  # one decimal comma: the column reads as text
+    frame.to_csv(table, index=False)
+    assert CliRunner().invoke(main, ["register", str(toml), "--data-home", str(tmp_path / "h")]).exit_code == 0
+    with caplog.at_level("WARNING", logger="mudata.readers.tabular"):
+        built = mudata.load("lit", data_home=tmp_path / "h", allow_unverified=True)
+    assert list(built.columns) == ["userid", "label", "f1"]
+    assert "non-numeric column(s) ['f2'] left out" in caplog.text

@@ -11,6 +11,7 @@ Both are configured entirely by the entry's ``reader_options``.
 from __future__ import annotations
 
 import io
+import logging
 
 import numpy as np
 import pandas as pd
@@ -18,6 +19,8 @@ import pandas as pd
 from mudata.errors import MissingFileError, ParseError, RegistryError
 from mudata.readers.base import FeatureTable, SignalTable, Sources
 from mudata.registry import DatasetEntry
+
+log = logging.getLogger(__name__)
 
 FORMATS = ("csv", "parquet")
 
@@ -98,7 +101,7 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
         ``reader_options``: ``format`` (``"csv"`` or ``"parquet"``), ``members``
         (glob, default ``"*.<format>"``; several files are stacked in name
         order), ``user_col``, ``label_col``, ``feature_cols`` (optional list;
-        default every other numeric column).
+        default every other numeric column, the others named in a warning).
     sources : Sources
         The verified files.
 
@@ -128,6 +131,15 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
                 and pd.api.types.is_numeric_dtype(table[c])
                 and not pd.api.types.is_bool_dtype(table[c])
             ]
+            skipped = [c for c in table.columns if c not in (user_col, label_col, *chosen)]
+            if skipped:
+                # One stray text value makes a whole column non-numeric: say so.
+                log.warning(
+                    "%s: non-numeric column(s) %s left out of the features; list "
+                    "reader_options.feature_cols to keep them (each value must be a number)",
+                    member,
+                    skipped,
+                )
         else:
             chosen = list(feature_cols)
         frame = pd.DataFrame(

@@ -381,3 +381,16 @@ def test_compare_out_that_cannot_be_written_is_a_clear_error(run_dir, tmp_path):
     assert result.exit_code == 1, result.output
     assert not isinstance(result.exception, OSError)
     assert f"cannot write the comparison table to {out}" in result.output
+
+
+def test_compare_with_one_strategy_names_what_it_found(run_dir, tmp_path):
+    import shutil
+
+    one = tmp_path / "one"
+    shutil.copytree(run_dir, one)
+    for name in ("splits.parquet", "predictions.parquet"):
+        frame = pd.read_parquet(one / name)
+        frame[frame.strategy == "ucm"].to_parquet(one / name)
+    result = CliRunner().invoke(compare_command, [str(one)])
+    assert result.exit_code == 1, result.output
+    assert "found strategies: ucm" in result.output and str(one) in result.output

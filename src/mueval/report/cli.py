@@ -124,7 +124,13 @@ def compare_command(run_dirs: tuple[Path, ...], metric: str, out: Path | None) -
     except MuevalError as exc:
         raise click.ClickException(str(exc)) from exc
     if table.empty:
-        raise click.ClickException("fewer than two strategies to compare in the given runs")
+        found = ", ".join(dict.fromkeys(splits["strategy"])) or "none"
+        msg = (
+            f"nothing to compare: expected at least two strategies evaluated with one "
+            f"classifier in {', '.join(map(str, run_dirs))}, found strategies: {found} "
+            "(run `mueval evaluate` with more than one --strategy, or give several runs)"
+        )
+        raise click.ClickException(msg)
     shown = table.drop(columns=["note"]).copy()
     for col in ("mean_a", "mean_b", "statistic", "df"):
         shown[col] = shown[col].map(lambda v: f"{v:.4g}")

@@ -69,12 +69,6 @@ class Split:
     test: np.ndarray
     calibrations: dict[str, np.ndarray] = field(default_factory=dict)
 
-    @property
-    def key(self) -> tuple[str, int, int]:
-        """Sort key: (first strategy served, iteration, user or -1)."""
-        first = min(self.calibrations, key=STRATEGIES.index)
-        return (first, self.iteration, -1 if self.user is None else int(self.user))
-
 
 def parse_strategies(values: Sequence[str]) -> list[str]:
     """Expand strategy names (codes, aliases, ``all``, comma lists) in report order.

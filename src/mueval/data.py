@@ -138,12 +138,20 @@ def table_from_frame(
         )
         raise DataError(message)
 
-    label_str = labels.astype(str).to_numpy()
-    classes = sorted(np.unique(label_str).tolist())
+    # Classes in a label encoder's order: numeric labels by value (1, 2, 10),
+    # text labels alphabetically, as PROTOCOL.md says.
+    if pd.api.types.is_numeric_dtype(labels) and not pd.api.types.is_bool_dtype(labels):
+        ordered = sorted(pd.unique(labels).tolist())
+        classes = [str(v) for v in ordered]
+        label_str = labels.astype(str).to_numpy()
+    else:
+        label_str = labels.astype(str).to_numpy()
+        classes = sorted(np.unique(label_str).tolist())
     if len(classes) < 2:
         message = f"{source}: label column {label_col!r} has one class only ({classes[0]!r})"
         raise DataError(message)
-    y = np.searchsorted(np.asarray(classes), label_str).astype(int)
+    index = {name: i for i, name in enumerate(classes)}
+    y = np.fromiter((index[v] for v in label_str), dtype=int, count=len(label_str))
 
     extra: dict[str, Any] = {}
     if pd.api.types.is_integer_dtype(raw_users) or (

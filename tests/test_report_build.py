@@ -319,6 +319,22 @@ def test_compare_two_runs_of_one_dataset_prefixes_repeated_strategies(run_dir, t
                                                   "setsize"])
     assert result.exit_code == 0, result.output
     assert "second/mm" in result.output
+    assert "warning" not in result.stderr
+
+
+def test_compare_warns_when_runs_differ_in_alpha(run_dir, tmp_path):
+    import json
+    import shutil
+
+    second = tmp_path / "other-alpha"
+    shutil.copytree(run_dir, second)
+    info = json.loads((second / "run.json").read_text(encoding="utf-8"))
+    info["config"]["alpha"] = 0.1
+    (second / "run.json").write_text(json.dumps(info), encoding="utf-8")
+    result = CliRunner().invoke(compare_command, [str(run_dir), str(second)])
+    assert result.exit_code == 0, result.output
+    assert "warning: the runs differ in alpha" in result.stderr
+    assert "other-alpha: 0.1" in result.stderr
 
 
 GESTURES = Path(__file__).resolve().parents[2] / "shared" / "data" / "gestures"

@@ -81,6 +81,13 @@ def _merge(runs: list[RunFolder]) -> tuple[pd.DataFrame, pd.DataFrame, int]:
         names = ", ".join(f"{r.path}: {r.run['dataset'].get('name')}" for r in runs)
         msg = f"runs evaluate different datasets ({names}); compare runs of one dataset"
         raise click.ClickException(msg)
+    # Runs at other levels or with other scores answer other questions; comparing
+    # them is allowed (that may be the point) but must not go unnoticed.
+    for key in ("alpha", "score", "mondrian"):
+        values = {str(r.run.get("config", {}).get(key)) for r in runs}
+        if len(values) > 1:
+            found = ", ".join(f"{r.path.name}: {r.run.get('config', {}).get(key)}" for r in runs)
+            click.echo(f"warning: the runs differ in {key} ({found})", err=True)
     seen: dict[str, int] = {}
     for r in runs:
         for s in set(r.splits["strategy"]):

@@ -328,3 +328,17 @@ def test_feature_column_with_a_stray_text_value_is_named_when_left_out(
         built = mudata.load("lit", data_home=tmp_path / "h", allow_unverified=True)
     assert list(built.columns) == ["userid", "label", "f1"]
     assert "non-numeric column(s) ['f2'] left out" in caplog.text
+
+
+def test_registering_a_builtin_name_says_it_takes_its_place(tmp_path: Path) -> None:
+    from mudata._resources import builtin_registry_dir
+
+    text = (builtin_registry_dir() / "gestures.toml").read_text(encoding="utf-8")
+    (tmp_path / "gestures.toml").write_text(text, encoding="utf-8")
+    result = CliRunner().invoke(main, ["register", str(tmp_path / "gestures.toml"), "--data-home", str(tmp_path / "h")])
+    assert result.exit_code == 0, result.output
+    assert "takes the place of the built-in 'gestures'" in result.stderr
+    other = (tmp_path / "gestures.toml").read_text(encoding="utf-8").replace('name = "gestures"', 'name = "gestures-b"')
+    (tmp_path / "gestures-b.toml").write_text(other, encoding="utf-8")
+    result = CliRunner().invoke(main, ["register", str(tmp_path / "gestures-b.toml"), "--data-home", str(tmp_path / "h")])
+    assert result.exit_code == 0 and "takes the place" not in result.stderr

@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from mudata import api
+from mudata._resources import builtin_registry_dir
 from mudata.errors import MudataError, RegistryError, StorageError, UsageError
 from mudata.paths import user_registry_dir
 from mudata.readers import available_readers
@@ -200,6 +201,9 @@ def register_command(toml_file: Path, data_home: Path | None, replace: bool) -> 
     except MudataError as exc:
         _fail(exc)
     click.echo(f"registered '{entry.name}' at {target}")
+    if (builtin_registry_dir() / f"{entry.name}.toml").is_file():
+        # User entries are searched first: say so, since every later command changes.
+        click.echo(f"note: this entry now takes the place of the built-in '{entry.name}'", err=True)
 
 
 def _install(text: str, entry: DatasetEntry, toml_file: Path, target: Path) -> None:

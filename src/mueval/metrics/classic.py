@@ -53,12 +53,12 @@ def _as_labels(name: str, values: ArrayLike, n_classes: int | None = None) -> ND
     return arr
 
 
-def _as_bool_vector(name: str, values: ArrayLike) -> NDArray[np.bool_]:
-    """Return ``values`` as a 1-D bool array; integer 0/1 arrays are accepted."""
+def _as_bool_array(name: str, values: ArrayLike, ndim: int, shape_text: str) -> NDArray[np.bool_]:
+    """Return ``values`` as a bool array of ``ndim`` dimensions; integer 0/1 arrays are accepted."""
     arr = np.asarray(values)
     ok_dtype = arr.dtype == bool or np.issubdtype(arr.dtype, np.integer)
-    if arr.ndim != 1 or not ok_dtype:
-        message = f"{name} must be a 1-D boolean array; found {_describe(arr)}"
+    if arr.ndim != ndim or not ok_dtype:
+        message = f"{name} must be a {shape_text}; found {_describe(arr)}"
         raise MetricInputError(message)
     if arr.dtype != bool:
         if arr.size and not np.isin(arr, (0, 1)).all():
@@ -66,21 +66,16 @@ def _as_bool_vector(name: str, values: ArrayLike) -> NDArray[np.bool_]:
             raise MetricInputError(message)
         arr = arr.astype(bool)
     return arr
+
+
+def _as_bool_vector(name: str, values: ArrayLike) -> NDArray[np.bool_]:
+    """Return ``values`` as a 1-D bool array; integer 0/1 arrays are accepted."""
+    return _as_bool_array(name, values, 1, "1-D boolean array")
 
 
 def _as_sets(name: str, values: ArrayLike) -> NDArray[np.bool_]:
     """Return prediction sets as a 2-D ``(n, K)`` bool array (True = class in the set)."""
-    arr = np.asarray(values)
-    ok_dtype = arr.dtype == bool or np.issubdtype(arr.dtype, np.integer)
-    if arr.ndim != 2 or not ok_dtype:
-        message = f"{name} must be a 2-D boolean array of shape (n, K); found {_describe(arr)}"
-        raise MetricInputError(message)
-    if arr.dtype != bool:
-        if arr.size and not np.isin(arr, (0, 1)).all():
-            message = f"{name} must hold only 0/1 or True/False; found values {np.unique(arr)[:10]}"
-            raise MetricInputError(message)
-        arr = arr.astype(bool)
-    return arr
+    return _as_bool_array(name, values, 2, "2-D boolean array of shape (n, K)")
 
 
 def _as_float_matrix(

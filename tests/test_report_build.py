@@ -185,9 +185,15 @@ def run_dir(tmp_path_factory) -> Path:
 def built(run_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
     result = CliRunner().invoke(report_command, [str(run_dir), "--out", str(out),
-                                                 "--n-boot", "40"])
+                                                 "--n-boot", "40", "--progress"])
     assert result.exit_code == 0, result.output + str(result.exception)
     return out, result
+
+
+def test_progress_bar_counts_the_strategy_classifier_sections(built):
+    _, result = built
+    # the fixture's run has three strategies and one classifier
+    assert "report: 100%" in result.stderr and "3/3" in result.stderr
 
 
 EXPECTED_PER_PAIR = ["cooccurrence_matrix", "cooccurrence_graph", "confusion",

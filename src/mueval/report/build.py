@@ -9,12 +9,14 @@ pictures and the set diagnostics the correlation review asks for.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from tqdm import tqdm
 
 from mueval.report import figures as F
 from mueval.report import setstats as S
@@ -467,6 +469,7 @@ def build_report(
     seed: int = 0,
     top_sets: int = 20,
     min_count: int = 2,
+    progress: bool = False,
 ) -> BuildResult:
     """Write ``report.html`` and ``figures/*.png|svg`` under ``out``.
 
@@ -481,6 +484,9 @@ def build_report(
     top_sets, min_count : int
         The multiset chart shows at most ``top_sets`` sets seen at least
         ``min_count`` times.
+    progress : bool
+        Show a progress bar on stderr over the (strategy, classifier) sections,
+        which draw most of the figures.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -504,14 +510,13 @@ def build_report(
     user_section, w = _per_user_section(run, figs, strategies, classifiers, target)
     sections.append(user_section)
     warnings += w
-    for s in strategies:
-        for c in classifiers:
-            if not ((run.predictions.strategy == s) & (run.predictions.classifier == c)).any():
-                continue
-            sec, w = _pair_section(run, figs, s, c, n_boot=n_boot, seed=seed,
-                                   top_sets=top_sets, min_count=min_count)
-            sections.append(sec)
-            warnings += w
+    pairs = [(s, c) for s in strategies for c in classifiers
+             if ((run.predictions.strategy == s) & (run.predictions.classifier == c)).any()]
+    for s, c in tqdm(pairs, desc="report", unit="pair", disable=not progress, file=sys.stderr):
+        sec, w = _pair_section(run, figs, s, c, n_boot=n_boot, seed=seed,
+                               top_sets=top_sets, min_count=min_count)
+        sections.append(sec)
+        warnings += w
 
     ds = run.run.get("dataset", {})
     title = f"mueval report: {ds.get('name', run.path.name)}"

@@ -7,6 +7,7 @@ reported exits 1 through :class:`click.ClickException`.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -44,9 +45,11 @@ def _read(path: Path) -> RunFolder:
               help="Most frequent prediction sets shown in the multiset chart.")
 @click.option("--min-count", type=click.IntRange(min=1), default=2, show_default=True,
               help="Sets seen fewer times are left out of the multiset chart.")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress bar on stderr. [default: only when stderr is a terminal]")
 def report_command(run_dir: Path, out: Path | None, strategies: tuple[str, ...],
                    classifiers: tuple[str, ...], n_boot: int, seed: int, top_sets: int,
-                   min_count: int) -> None:
+                   min_count: int, progress: bool | None) -> None:
     """Build an HTML report (report.html + figures/) from a run folder."""
     from mueval.report.build import build_report  # matplotlib only when needed
 
@@ -63,7 +66,8 @@ def report_command(run_dir: Path, out: Path | None, strategies: tuple[str, ...],
     try:
         result = build_report(run, target, strategies=strategies or None,
                               classifiers=classifiers or None, n_boot=n_boot, seed=seed,
-                              top_sets=top_sets, min_count=min_count)
+                              top_sets=top_sets, min_count=min_count,
+                              progress=sys.stderr.isatty() if progress is None else progress)
     except UsageError as exc:
         raise click.UsageError(str(exc)) from exc
     except (MuevalError, OSError) as exc:

@@ -15,7 +15,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from mudata.errors import MissingFileError, ParseError
+from mudata.errors import MissingFileError, ParseError, RegistryError
 from mudata.readers._text import check_field_counts, whitespace_field_counts
 from mudata.readers.base import SignalTable, Sources
 from mudata.registry import DatasetEntry
@@ -81,10 +81,13 @@ def read_opportunity(entry: DatasetEntry, sources: Sources) -> SignalTable:
     columns = dict(options.get("columns", DEFAULT_COLUMNS))
     for name, number in {**columns, "label": label_column}.items():
         if not 1 <= int(number) <= n_columns:
+            where = f" ({entry.source})" if entry.source else ""
+            field = "label_column" if name == "label" else f"columns.{name}"
             message = (
-                f"OPPORTUNITY reader option: column {number} for '{name}' is outside 1..{n_columns}"
+                f"invalid registry entry '{entry.name}'{where}: field 'reader_options.{field}': "
+                f"column {number} is outside 1..{n_columns}"
             )
-            raise ParseError(message)
+            raise RegistryError(message)
 
     if "member_pattern" in options:
         runs = _listed_runs(options, sources)

@@ -78,21 +78,27 @@ def _as_sets(name: str, values: ArrayLike) -> NDArray[np.bool_]:
     return _as_bool_array(name, values, 2, "2-D boolean array of shape (n, K)")
 
 
-def _as_float_matrix(
-    name: str, values: ArrayLike, *, low: float | None = None, high: float | None = None
-) -> NDArray[np.float64]:
-    """Return a finite 2-D float64 array, optionally checked to lie in ``[low, high]``."""
+def _as_finite_floats(name: str, values: ArrayLike, ndim: int, shape_text: str) -> NDArray[np.float64]:
+    """Return ``values`` as a finite float64 array of ``ndim`` dimensions."""
     arr = np.asarray(values)
-    if arr.ndim != 2 or not (
+    if arr.ndim != ndim or not (
         np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)
     ):
-        message = f"{name} must be a 2-D float array; found {_describe(arr)}"
+        message = f"{name} must be a {shape_text}; found {_describe(arr)}"
         raise MetricInputError(message)
     arr = arr.astype(np.float64)
     if not np.isfinite(arr).all():
         n_bad = int((~np.isfinite(arr)).sum())
         message = f"{name} must be finite; found {n_bad} NaN/inf values (shape {arr.shape})"
         raise MetricInputError(message)
+    return arr
+
+
+def _as_float_matrix(
+    name: str, values: ArrayLike, *, low: float | None = None, high: float | None = None
+) -> NDArray[np.float64]:
+    """Return a finite 2-D float64 array, optionally checked to lie in ``[low, high]``."""
+    arr = _as_finite_floats(name, values, 2, "2-D float array")
     if arr.size and low is not None and high is not None and (arr.min() < low or arr.max() > high):
         message = (
             f"{name} must lie in [{low}, {high}]; found values from {arr.min()} to {arr.max()} "
@@ -104,18 +110,7 @@ def _as_float_matrix(
 
 def _as_float_vector(name: str, values: ArrayLike) -> NDArray[np.float64]:
     """Return a finite 1-D float64 array."""
-    arr = np.asarray(values)
-    if arr.ndim != 1 or not (
-        np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)
-    ):
-        message = f"{name} must be a 1-D numeric array; found {_describe(arr)}"
-        raise MetricInputError(message)
-    arr = arr.astype(np.float64)
-    if not np.isfinite(arr).all():
-        n_bad = int((~np.isfinite(arr)).sum())
-        message = f"{name} must be finite; found {n_bad} NaN/inf values (shape {arr.shape})"
-        raise MetricInputError(message)
-    return arr
+    return _as_finite_floats(name, values, 1, "1-D numeric array")
 
 
 def _check_same_rows(**arrays: np.ndarray) -> None:

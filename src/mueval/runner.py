@@ -21,7 +21,11 @@ import numpy as np
 from mueval.conformal import SCORES, conformalize
 from mueval.errors import EvaluationError, UsageError
 from mueval.metrics.classic import classification_metrics
-from mueval.metrics.conformal import study_conformal_metrics, textbook_criteria
+from mueval.metrics.conformal import (
+    THRESHOLD_RULES,
+    study_conformal_metrics,
+    textbook_criteria,
+)
 from mueval.models import CLASSIFIERS, fit_scaled, full_proba
 from mueval.strategies import STRATEGIES, Split, make_splits
 
@@ -64,6 +68,7 @@ class EvalConfig:
     seed_base: int = 100
     score: str = "lac"
     mondrian: bool = False
+    threshold: str = "study"
     adapt_frac: float = 0.5
     small_cal: str = "error"
 
@@ -76,6 +81,11 @@ class EvalConfig:
             raise UsageError(message)
         if self.score not in SCORES:
             message = f"unknown score {self.score!r}; valid: {', '.join(SCORES)}"
+            raise UsageError(message)
+        if self.threshold not in THRESHOLD_RULES:
+            message = (
+                f"unknown threshold rule {self.threshold!r}; valid: {', '.join(THRESHOLD_RULES)}"
+            )
             raise UsageError(message)
         if self.small_cal not in SMALL_CAL_POLICIES:
             message = (
@@ -111,6 +121,8 @@ class EvalResult:
     proba : ndarray of float, shape (n_test, K)
     note : str or None
         Why the conformal metrics are NaN (``--small-cal skip``).
+    threshold : float
+        The conformal threshold (NaN when skipped, per class or MAPIE's own).
     """
 
     strategy: str
@@ -128,6 +140,7 @@ class EvalResult:
     pvalues: np.ndarray | None
     proba: np.ndarray
     note: str | None = None
+    threshold: float = float("nan")
 
     @property
     def key(self) -> tuple[int, int, int, int]:
@@ -208,6 +221,7 @@ def run_task(
         metrics = {m: float(classic.get(m, np.nan)) for m in CLASSIC_METRICS}
         note = None
         sets = pvalues = None
+        q = float("nan")
         try:
             conf = conformalize(
                 proba_cal,
@@ -216,6 +230,7 @@ def run_task(
                 alpha=config.alpha,
                 score=config.score,
                 mondrian=config.mondrian,
+                threshold=config.threshold,
                 seed=split.seed,
             )
         except EvaluationError as exc:
@@ -226,7 +241,7 @@ def run_task(
             note = message
             metrics.update({m: float("nan") for m in CONFORMAL_METRICS})
         else:
-            sets, pvalues = conf.sets, conf.pvalues
+            sets, pvalues, q = conf.sets, conf.pvalues, conf.threshold
             study = study_conformal_metrics(y_test, sets, pvalues)
             textbook = textbook_criteria(y_test, pvalues)
             for m in CONFORMAL_METRICS:
@@ -249,6 +264,7 @@ def run_task(
                 pvalues=pvalues,
                 proba=proba_test,
                 note=note,
+                threshold=q,
             )
         )
     return out

@@ -116,3 +116,21 @@ def test_aggregation_means_users_first_then_iterations_with_sample_sd() -> None:
     assert summary.loc["accuracy", "sd"] == pytest.approx(0.3 / np.sqrt(2))
     assert summary.loc["accuracy", "n"] == 2
     assert summary.loc["coverage", "sd"] == 0.0
+
+
+def test_an_undefined_iteration_makes_the_study_metric_undefined() -> None:
+    # iteration 1: both users NaN for MCriterion (every set empty) -> the iteration's
+    # mean over users is NaN; the study's R code then averages iterations without
+    # na.rm, so the mean and SD are NaN while n counts the one defined iteration.
+    rows = []
+    for it, user, mc in [(1, 1, np.nan), (1, 2, np.nan), (2, 1, 0.2), (2, 2, 0.4)]:
+        row = {"strategy": "udm", "classifier": "nb", "iteration": it, "seed": 100 + it,
+               "user": user, "n_test": 5, "n_cal": 20}
+        row.update(dict.fromkeys(METRICS, 1.0))
+        row["MCriterion"] = mc
+        rows.append(row)
+    summary = summary_frame(pd.DataFrame(rows)).set_index("metric")
+    assert np.isnan(summary.loc["MCriterion", "mean"])
+    assert np.isnan(summary.loc["MCriterion", "sd"])
+    assert summary.loc["MCriterion", "n"] == 1
+    assert summary.loc["accuracy", "mean"] == 1.0

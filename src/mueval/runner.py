@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from mueval.conformal import SCORES, conformalize
 from mueval.errors import EvaluationError, UsageError
@@ -176,6 +177,48 @@ def run_task(
     config: EvalConfig,
 ) -> list[EvalResult]:
     """Fit once, then evaluate every strategy the split serves.
+
+    Every task runs scikit-learn's OpenMP code on one thread, whatever the
+    backend. KNN's neighbour search (scikit-learn's chunked pairwise
+    reductions) splits the training rows between OpenMP threads and merges
+    their candidates, so among training rows at exactly the same distance the
+    thread count decides which ones are the neighbours. A loky worker runs one
+    OpenMP thread and the main process as many as there are cores, so
+    ``--jobs`` changed KNN's probabilities, hence the p-values, on data with
+    duplicated feature rows. The limit is set per thread (OpenMP's is a
+    per-thread setting), so tasks running side by side on Dask threads do not
+    interfere; BLAS thread counts were measured not to change the results.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features)
+        Unscaled features of the whole table.
+    y : ndarray of int, shape (n_rows,)
+        Class index of every row.
+    n_classes : int
+        Number of classes K of the table (a split may not hold every class).
+    split : Split
+    classifier : str
+    config : EvalConfig
+
+    Returns
+    -------
+    list of EvalResult
+        One per strategy of ``split.calibrations``.
+    """
+    with threadpool_limits(limits=1, user_api="openmp"):
+        return _run_task(X, y, n_classes, split, classifier, config)
+
+
+def _run_task(
+    X: np.ndarray,
+    y: np.ndarray,
+    n_classes: int,
+    split: Split,
+    classifier: str,
+    config: EvalConfig,
+) -> list[EvalResult]:
+    """:func:`run_task` under the caller's thread limits.
 
     Parameters
     ----------

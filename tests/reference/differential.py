@@ -22,6 +22,7 @@ side of the threshold.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -127,7 +128,12 @@ def run_reference(
         "--classifiers",
         ",".join(classifiers),
     ]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+    # One OpenMP thread, as mueval's tasks run: among training rows at exactly the
+    # same distance, KNN's threads decide which are the neighbours.
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(
+        command, capture_output=True, text=True, timeout=timeout, check=False, env=env
+    )
     if proc.returncode != 0:
         message = f"reference runner failed ({proc.returncode}):\n{proc.stderr[-3000:]}"
         raise RuntimeError(message)

@@ -187,3 +187,23 @@ def test_ties_give_the_same_predictions_for_any_jobs_and_dask(tmp_path) -> None:
     ) as cluster:
         remote = run(*args, backend="dask", scheduler=cluster.scheduler_address, progress=False)
     pd.testing.assert_frame_equal(serial, predictions(remote))
+
+
+@pytest.mark.parametrize(("score", "threshold", "described"), [
+    ("aps", "mapie", False), ("top_k", "mapie", False), ("lac", "mapie", True),
+    ("aps", "study", True),
+])
+def test_pvalue_metrics_only_where_pvalues_describe_the_sets(
+    table, score: str, threshold: str, described: bool
+) -> None:
+    from mueval.names import PVALUE_METRICS
+
+    config = EvalConfig(strategies=("mm",), classifiers=("nb",), iterations=1,
+                        score=score, threshold=threshold)
+    out = run(table.X, table.y, table.users, table.classes, config, progress=False)
+    (result,) = out.results
+    assert np.isnan(result.pvalues).all() != described
+    for m in PVALUE_METRICS:
+        assert np.isnan(result.metrics[m]) != described, m
+    assert not np.isnan(result.metrics["coverage"])
+    assert any("p-value metrics" in n for n in out.notes) != described

@@ -25,7 +25,7 @@ p-values are ``(#{calibration scores >= s(x, c)} + 1) / (n + 1)`` for each class
 ``c``, with ``s`` the conformity score of the chosen method evaluated as if ``c``
 were the label:
 
-- ``lac``: ``1 - p_c`` (the protocol's p-values, :func:`lac_pvalues`);
+- ``lac``: ``1 - p_c`` (the protocol's p-values);
 - ``aps`` and ``raps``: the cumulative probability of the classes ranked at or
   above ``c`` (APS without MAPIE's random tie-break and without RAPS's
   regularisation, so these p-values are deterministic);
@@ -54,7 +54,7 @@ from mueval.errors import EvaluationError, UsageError
 from mueval.metrics.conformal import (
     THRESHOLD_RULES,
     TOLERANCES,
-    lac_pvalues,
+    conformal_pvalues,
     lac_sets,
     lac_threshold,
 )
@@ -118,17 +118,6 @@ def class_scores(proba: np.ndarray, score: str) -> np.ndarray:
     raise UsageError(message)
 
 
-def _pvalues(cal_scores: np.ndarray, test_scores: np.ndarray) -> np.ndarray:
-    """(#{cal >= s} + 1) / (n + 1) for every entry of ``test_scores`` (n, K).
-
-    The same count as :func:`lac_pvalues`, on scores other than LAC's.
-    """
-    ordered = np.sort(cal_scores)
-    n = len(ordered)
-    n_ge = n - np.searchsorted(ordered, test_scores, side="left")
-    return (n_ge + 1.0) / (n + 1.0)
-
-
 def min_calibration_size(alpha: float) -> int:
     """The smallest calibration set MAPIE accepts: ``max(1/alpha, 1/(1-alpha))``."""
     return int(np.ceil(max(1.0 / alpha, 1.0 / (1.0 - alpha)) - 1e-9))
@@ -188,10 +177,7 @@ def _mondrian(
         # A class without calibration rows can never be excluded validly.
         q = lac_threshold(own, alpha, rule=rule) if len(own) else float("inf")
         sets[:, c] = _class_sets(proba_test[:, [c]], test_scores[:, [c]], q, score, rule)[:, 0]
-        if score == "lac":
-            pvalues[:, c] = lac_pvalues(own, proba_test[:, [c]])[:, 0]
-        else:
-            pvalues[:, c] = _pvalues(own, test_scores[:, [c]])[:, 0]
+        pvalues[:, c] = conformal_pvalues(own, test_scores[:, [c]])[:, 0]
     return ConformalOutput(sets, pvalues, len(y_cal))
 
 
@@ -313,8 +299,4 @@ def conformalize(
     else:
         q = lac_threshold(cal_scores, alpha, rule="study")
         sets = _class_sets(proba_test, test_scores, q, score, "study")
-    if score == "lac":
-        pvalues = lac_pvalues(cal_scores, proba_test)
-    else:
-        pvalues = _pvalues(cal_scores, test_scores)
-    return ConformalOutput(sets, pvalues, n_cal, q)
+    return ConformalOutput(sets, conformal_pvalues(cal_scores, test_scores), n_cal, q)

@@ -27,32 +27,16 @@ from mueval.metrics.conformal import (
     study_conformal_metrics,
     textbook_criteria,
 )
-from mueval.models import CLASSIFIERS, fit_scaled, full_proba
-from mueval.strategies import STRATEGIES, Split, make_splits
-
-#: Every metric a run reports, in table order (fractions).
-CLASSIC_METRICS: tuple[str, ...] = (
-    "accuracy",
-    "sensitivity",
-    "specificity",
-    "F1",
-    "weighted_F1",
+from mueval.models import fit_scaled, full_proba
+from mueval.names import (
+    CLASSIC_METRICS,
+    CLASSIFIERS,
+    CONFORMAL_METRICS,
+    METRICS,
+    PVALUE_METRICS,
+    STRATEGIES,
 )
-CONFORMAL_METRICS: tuple[str, ...] = (
-    "coverage",
-    "jaccard",
-    "setsize",
-    "pctempty",
-    "MCriterion",
-    "FCriterion",
-    "OM",
-    "OF",
-    "OU",
-    "OE",
-    "OF_textbook",
-    "OU_textbook",
-)
-METRICS: tuple[str, ...] = CLASSIC_METRICS + CONFORMAL_METRICS
+from mueval.strategies import Split, make_splits
 
 SMALL_CAL_POLICIES: tuple[str, ...] = ("error", "skip")
 BACKENDS: tuple[str, ...] = ("loky", "dask")
@@ -94,6 +78,25 @@ class EvalConfig:
                 f"{', '.join(SMALL_CAL_POLICIES)}"
             )
             raise UsageError(message)
+
+    @property
+    def pvalues_describe_sets(self) -> bool:
+        """Whether the p-values come from the scores the sets were made from.
+
+        Under the study rule every score's sets and p-values come from the same
+        deterministic scores; under the MAPIE rule only LAC's do (MAPIE's aps
+        and raps draw random numbers, and its top_k breaks ties its own way).
+        """
+        return self.threshold == "study" or self.score == "lac"
+
+    def pvalue_note(self) -> str:
+        """Why the p-value metrics are not reported (see :attr:`pvalues_describe_sets`)."""
+        return (
+            f"p-value metrics ({', '.join(PVALUE_METRICS)}) are not reported for --score "
+            f"{self.score} with --threshold mapie: MAPIE makes those sets from its own "
+            "scores, which no p-value here describes; --threshold study gives sets and "
+            "p-values from the same scores"
+        )
 
     def seed(self, iteration: int) -> int:
         """Seed of 1-based ``iteration``: ``seed_base + iteration``."""
@@ -290,6 +293,10 @@ def _run_task(
             for m in CONFORMAL_METRICS:
                 value = study.get(m, textbook.get(m, np.nan))
                 metrics[m] = float(value)
+            if not config.pvalues_describe_sets:
+                # MAPIE's own aps/raps/top_k sets: no p-value describes them.
+                metrics.update(dict.fromkeys(PVALUE_METRICS, float("nan")))
+                pvalues = np.full(pvalues.shape, np.nan)
         out.append(
             EvalResult(
                 strategy=strategy,
@@ -415,6 +422,8 @@ def run(
 
     results = sorted((r for group in nested for r in group), key=lambda r: r.key)
     notes = [r.note for r in results if r.note]
+    if not config.pvalues_describe_sets:
+        notes.insert(0, config.pvalue_note())
     return RunOutput(results=results, notes=notes, timings=timings)
 
 

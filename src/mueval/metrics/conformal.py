@@ -20,6 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from mueval.metrics.classic import (
     MetricInputError,
+    _as_finite_floats,
     _as_float_matrix,
     _as_float_vector,
     _as_labels,
@@ -31,6 +32,7 @@ from mueval.metrics.classic import (
 
 __all__ = [
     "THRESHOLD_RULES",
+    "conformal_pvalues",
     "TOLERANCES",
     "check_rule",
     "lac_pvalues",
@@ -202,14 +204,42 @@ def lac_sets(test_proba: ArrayLike, q: float, *, rule: str = "study") -> NDArray
     return np.less_equal((1.0 - proba) - q, TOLERANCES["mapie"])
 
 
-def lac_pvalues(cal_scores: ArrayLike, test_proba: ArrayLike) -> NDArray[np.float64]:
-    """Conformal p-values of every (test row, class) pair under the LAC score.
+def conformal_pvalues(cal_scores: ArrayLike, test_scores: ArrayLike) -> NDArray[np.float64]:
+    """Conformal p-values of every (test row, class) score, for any conformity score.
 
-    ``p[r, c] = (#{i : s_i >= 1 - proba[r, c]} + 1) / (n + 1)``, not smoothed
-    (no random tie-breaking). The calibration scores are sorted once and each
-    count is ``n - searchsorted(sorted, s, side="left")``, which counts the
-    scores ``>= s`` on the same float64 values as a brute-force comparison, so
-    exact ties are counted as the formula says.
+    ``p[r, c] = (#{i : cal_i >= test_scores[r, c]} + 1) / (n + 1)``, not
+    smoothed (no random tie-breaking). The calibration scores are sorted once
+    and each count is ``n - searchsorted(sorted, s, side="left")``, which counts
+    the scores ``>= s`` on the same float64 values as a brute-force comparison,
+    so exact ties are counted as the formula says.
+
+    Parameters
+    ----------
+    cal_scores : array of float, shape (n_cal,)
+        Conformity scores of the calibration rows at their true class.
+    test_scores : array of float, shape (n, K)
+        Conformity score of every test row for every candidate class.
+
+    Returns
+    -------
+    ndarray of float64, shape (n, K)
+        Values in ``[1/(n_cal+1), 1]``.
+
+    Examples
+    --------
+    >>> conformal_pvalues([0.1, 0.2, 0.2, 0.6], [[0.2, 0.7]]).tolist()
+    [[0.8, 0.2]]
+    """
+    scores = _as_float_vector("cal_scores", cal_scores)
+    test = _as_finite_floats("test_scores", test_scores, 2, "(n, K)")
+    n_cal = scores.size
+    sorted_scores = np.sort(scores)
+    n_at_least = n_cal - np.searchsorted(sorted_scores, test, side="left")
+    return (n_at_least + 1) / (n_cal + 1)
+
+
+def lac_pvalues(cal_scores: ArrayLike, test_proba: ArrayLike) -> NDArray[np.float64]:
+    """:func:`conformal_pvalues` under the LAC score ``1 - p``.
 
     Parameters
     ----------
@@ -221,15 +251,9 @@ def lac_pvalues(cal_scores: ArrayLike, test_proba: ArrayLike) -> NDArray[np.floa
     Returns
     -------
     ndarray of float64, shape (n, K)
-        Values in ``[1/(n_cal+1), 1]``.
     """
-    scores = _as_float_vector("cal_scores", cal_scores)
     proba = _as_float_matrix("test_proba", test_proba, low=0.0, high=1.0)
-    n_cal = scores.size
-    test_scores = 1.0 - proba
-    sorted_scores = np.sort(scores)
-    n_at_least = n_cal - np.searchsorted(sorted_scores, test_scores, side="left")
-    return (n_at_least + 1) / (n_cal + 1)
+    return conformal_pvalues(cal_scores, 1.0 - proba)
 
 
 # ---------------------------------------------------------------------------

@@ -68,7 +68,7 @@ def open_regular(
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             message = (
-                f"{what} {path} is {describe_kind(mode)}, not a regular file; refusing to read it"
+                f"{what} {path} cannot be read: it is {describe_kind(mode)}, not a regular file"
             )
             raise error(message)
         os.set_blocking(fd, True)

@@ -15,8 +15,13 @@ import re
 import numpy as np
 import pandas as pd
 
-from mudata.errors import MissingFileError, ParseError, RegistryError
-from mudata.readers._text import check_field_counts, whitespace_field_counts
+from mudata.errors import MissingFileError, ParseError, RegistryError, excerpt
+from mudata.readers._text import (
+    check_encoding,
+    check_field_counts,
+    text_encoding,
+    whitespace_field_counts,
+)
 from mudata.readers.base import SignalTable, Sources
 from mudata.registry import DatasetEntry
 
@@ -37,7 +42,16 @@ def _listed_runs(options: dict, sources: Sources) -> list[tuple[int, int, str]]:
     listed = []
     for subject in subjects:
         for order, run in enumerate(run_names):
-            member = sources.find(template.format(subject=subject, run=run))
+            try:
+                name = str(template).format(subject=subject, run=run)
+            except (KeyError, IndexError, ValueError, AttributeError) as exc:
+                message = (
+                    f"invalid registry entry: field 'reader_options.member_pattern': "
+                    f"{excerpt(template)} is not a pattern with {{subject}} and {{run}} "
+                    f"({type(exc).__name__}: {str(exc)[:80]})"
+                )
+                raise RegistryError(message) from None
+            member = sources.find(name)
             listed.append((subject, order, member))
     return listed
 
@@ -55,7 +69,7 @@ def read_opportunity(entry: DatasetEntry, sources: Sources) -> SignalTable:
         ``subjects`` (default 1..4) and ``runs`` (default ``ADL1..ADL5``, read
         in that order; a missing one is an error); ``n_columns`` (default 250), ``label_column`` (1-based, default 244),
         ``columns`` (channel name to 1-based column, default
-        :data:`DEFAULT_COLUMNS`).
+        :data:`DEFAULT_COLUMNS`), ``encoding`` (default ``"utf-8"``).
     sources : Sources
         The verified release.
 
@@ -79,6 +93,7 @@ def read_opportunity(entry: DatasetEntry, sources: Sources) -> SignalTable:
     n_columns = int(options.get("n_columns", N_COLUMNS))
     label_column = int(options.get("label_column", LABEL_COLUMN))
     columns = dict(options.get("columns", DEFAULT_COLUMNS))
+    encoding = text_encoding(entry)
     for name, number in {**columns, "label": label_column}.items():
         if not 1 <= int(number) <= n_columns:
             where = f" ({entry.source})" if entry.source else ""
@@ -106,6 +121,7 @@ def read_opportunity(entry: DatasetEntry, sources: Sources) -> SignalTable:
     frames = []
     for segment, (user, _, member) in enumerate(runs):
         data = sources.read_bytes(member)
+        check_encoding(data, member, encoding)
         counts = whitespace_field_counts(data)
         check_field_counts(counts, n_columns, lambda line, m=member: f"{m}, line {line + 1}")
         usecols = [label_column - 1, *(columns[n] - 1 for n in names)]
@@ -117,9 +133,10 @@ def read_opportunity(entry: DatasetEntry, sources: Sources) -> SignalTable:
                 usecols=usecols,
                 dtype=np.float64,
                 engine="c",
+                encoding=encoding,
             )
         except ValueError as exc:
-            message = f"{member}: a value in columns {sorted(c + 1 for c in usecols)} is not a number ({exc})"
+            message = f"{member}: a value in columns {sorted(c + 1 for c in usecols)} is not a number ({str(exc)[:200]})"
             raise ParseError(message) from None
         codes = table[label_column - 1].to_numpy()
         bad = np.flatnonzero(~np.isfinite(codes) | (codes != np.round(codes)))

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from mudata.errors import MissingFileError
-from mudata.pipeline import build_frame, is_built, parquet_path
+from mudata.pipeline import build_frame, parquet_path
 from mudata.registry import get_entry
 from mudata.store import read_provenance
 
@@ -78,7 +78,9 @@ def _fetch(
     **options: Any,
 ) -> tuple[Path, Any]:
     entry = get_entry(name, data_home)
-    if not download_if_missing and manual_dir is None and not is_built(entry, data_home):
+    # A table that exists but is out of date or damaged is rebuilt from the
+    # cached raw files without downloading (or a clear error names the missing one).
+    if not download_if_missing and manual_dir is None and not parquet_path(entry, data_home).exists():
         message = (
             f"dataset '{entry.name}' is not built in {parquet_path(entry, data_home).parent} "
             "and download_if_missing=False"

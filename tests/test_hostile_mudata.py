@@ -805,3 +805,11 @@ def test_nothing_of_an_unverified_archive_reaches_a_table(http_server, tmp_path:
         not list((tmp_path / "toy").glob("*.parquet"))
         and not (tmp_path / "toy" / "datapackage.json").exists()
     )
+
+
+def test_unhashed_download_that_fails_to_read_leaves_the_cache(http_server, tmp_path: Path) -> None:
+    """A member lying about its size passes the index but not the read: not kept for next time."""
+    url = serve(http_server, "toy.zip", _lying_zip(GOOD * 50, len(GOOD)))
+    with pytest.raises(ParseError, match="Removed from the cache"):
+        build(entry_data([archive_file(url)]), tmp_path, allow_unverified=True)
+    assert os.listdir(raw_dir("toy", tmp_path)) == []

@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 import mudata
-from mudata.errors import CorruptTableError, EmptyResultError
+from mudata.errors import (
+    ChecksumError,
+    CorruptTableError,
+    EmptyResultError,
+    LimitError,
+    ParseError,
+)
 from mudata.paths import dataset_lock, sweep_stale, table_dir
 from mudata.readers import FeatureTable, Sources, get_reader
 from mudata.registry import DatasetEntry
@@ -232,6 +238,9 @@ def build_frame(
         )
         try:
             table, drops = build_table(entry, sources)
+        except (ParseError, LimitError, ChecksumError) as exc:
+            _discard_unhashed_cache(entry, fetched, exc)
+            raise
         finally:
             sources.close()
         provenance = _provenance(entry, fetched, sources, table, drops)
@@ -246,6 +255,23 @@ def build_frame(
     frame, record = load_table(path)
     frame.attrs["provenance"] = record
     return path, frame
+
+
+def _discard_unhashed_cache(
+    entry: DatasetEntry, fetched: list[FetchedFile], exc: Exception
+) -> None:
+    """Remove cached downloads without a registry hash after their bytes failed to read.
+
+    Such a file cannot be told apart from a damaged or hostile download; kept,
+    it would fail the same way at every run. Hashed files and user files stay.
+    """
+    removed = []
+    for f, spec in zip(fetched, entry.files, strict=True):
+        if f.origin in ("download", "cache") and spec.sha256 is None and f.root.is_file():
+            f.root.unlink(missing_ok=True)
+            removed.append(str(f.root))
+    if removed:
+        exc.args = (f"{exc}. Removed from the cache (no registry hash): {', '.join(removed)}",)
 
 
 def _file_record(fetched: FetchedFile, spec: Any, sources: Sources) -> dict[str, Any]:

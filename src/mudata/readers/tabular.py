@@ -174,15 +174,23 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
                 and pd.api.types.is_numeric_dtype(table[c])
                 and not pd.api.types.is_bool_dtype(table[c])
             ]
-            skipped = [c for c in table.columns if c not in (user_col, label_col, *chosen)]
+            others = [c for c in table.columns if c not in (user_col, label_col, *chosen)]
+            reserved = [c for c in others if c in RESERVED]
+            skipped = [c for c in others if c not in RESERVED]
             if skipped:
                 # One stray text value makes a whole column non-numeric: say so.
                 log.warning(
-                    "%s: non-numeric (or reserved: %s) column(s) %s left out of the features; "
-                    "list reader_options.feature_cols to keep them (each value must be a number)",
+                    "%s: non-numeric column(s) %s left out of the features; list "
+                    "reader_options.feature_cols to keep them (each value must be a number)",
                     member,
-                    ", ".join(RESERVED),
                     excerpt(skipped),
+                )
+            if reserved:
+                log.warning(
+                    "%s: column(s) %s left out of the features: the table has its own "
+                    "columns of those names",
+                    member,
+                    reserved,
                 )
         else:
             chosen = list(feature_cols)

@@ -813,3 +813,26 @@ def test_unhashed_download_that_fails_to_read_leaves_the_cache(http_server, tmp_
     with pytest.raises(ParseError, match="Removed from the cache"):
         build(entry_data([archive_file(url)]), tmp_path, allow_unverified=True)
     assert os.listdir(raw_dir("toy", tmp_path)) == []
+
+
+def test_a_file_added_to_a_registered_unpinned_folder_invalidates_the_table(tmp_path: Path) -> None:
+    folder = tmp_path / "folder"
+    (folder / "toy").mkdir(parents=True)
+    (folder / MEMBER).write_bytes(GOOD)
+    entry = entry_data([{"name": "toy", "path": str(folder), "members": [{"path": MEMBER}]}])
+    first = build(entry, tmp_path / "home", allow_unverified=True)
+    table = tmp_path / "home" / "toy" / "toy.parquet"
+    written = table.stat().st_mtime_ns
+    build(entry, tmp_path / "home", allow_unverified=True)
+    assert table.stat().st_mtime_ns == written  # unchanged folder: served from the cache
+    (folder / "toy" / "more.csv").write_bytes(table_csv(5, users=2))  # matched by *.csv
+    again = build(entry, tmp_path / "home", allow_unverified=True)
+    assert len(again) == len(first) + len(pd.read_csv(io.BytesIO(table_csv(5, users=2))))
+    assert "toy/more.csv" in again.attrs["provenance"]["files"][0]["unpinned"]
+
+
+def test_member_names_in_messages_are_cut(tmp_path: Path) -> None:
+    (tmp_path / "a.zip").write_bytes(zip_bytes([("/" + "n" * 50_000, GOOD)]))
+    with pytest.raises(ParseError) as caught:
+        Sources([tmp_path / "a.zip"]).names()
+    assert len(str(caught.value)) < 600

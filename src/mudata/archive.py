@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import IO, Self
 
 from mudata._files import open_regular
-from mudata.errors import ChecksumError, LimitError, ParseError, UsageError
+from mudata.errors import ChecksumError, LimitError, ParseError, UsageError, excerpt
 
 EXPANSION_ENV = "MUDATA_MAX_EXPANSION"
 DEFAULT_MAX_EXPANSION = 100.0
@@ -106,13 +106,17 @@ def normalise_member(raw: str, archive: Path | str) -> str:
         The name is absolute, holds a ``..`` part or a NUL byte.
     """
     if "\x00" in raw:
-        message = f"archive {archive}: member name {raw!r} holds a NUL byte; refusing the archive"
+        message = (
+            f"archive {archive}: member name {excerpt(raw)} holds a NUL byte; refusing the archive"
+        )
         raise ParseError(message)
     if raw.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", raw):
-        message = f"archive {archive}: member {raw!r} has an absolute path; refusing the archive"
+        message = (
+            f"archive {archive}: member {excerpt(raw)} has an absolute path; refusing the archive"
+        )
         raise ParseError(message)
     if ".." in re.split(r"[/\\]", raw):
-        message = f"archive {archive}: member {raw!r} has a '..' part; refusing the archive"
+        message = f"archive {archive}: member {excerpt(raw)} has a '..' part; refusing the archive"
         raise ParseError(message)
     parts = [p for p in raw.split("/") if p not in ("", ".")]
     return unicodedata.normalize("NFC", "/".join(parts))
@@ -223,8 +227,8 @@ class ArchiveIndex:
         name = normalise_member(raw_name, self.path)
         if name in self._seen:
             message = (
-                f"archive {self.path}: members {self._seen[name]!r} and {raw_name!r} both "
-                f"resolve to {name!r}; refusing an archive whose member names collide"
+                f"archive {self.path}: members {excerpt(self._seen[name])} and {excerpt(raw_name)} both "
+                f"resolve to {excerpt(name)}; refusing an archive whose member names collide"
             )
             raise ParseError(message)
         if name:
@@ -263,14 +267,10 @@ class ArchiveIndex:
         kind = stat.S_IFMT(mode)
         if kind not in (0, stat.S_IFREG, stat.S_IFDIR):
             what = "a symbolic link" if kind == stat.S_IFLNK else "not a regular file"
-            message = (
-                f"archive {self.path}: member {info.filename!r} is {what}; refusing the archive"
-            )
+            message = f"archive {self.path}: member {excerpt(info.filename)} is {what}; refusing the archive"
             raise ParseError(message)
         if info.flag_bits & 0x1:
-            message = (
-                f"archive {self.path}: member {info.filename!r} is encrypted; refusing the archive"
-            )
+            message = f"archive {self.path}: member {excerpt(info.filename)} is encrypted; refusing the archive"
             raise ParseError(message)
 
     def _check_tar_info(self, info: tarfile.TarInfo) -> None:
@@ -285,7 +285,9 @@ class ArchiveIndex:
             if info.isdev()
             else "not a regular file"
         )
-        message = f"archive {self.path}: member {info.name!r} is {what}; refusing the archive"
+        message = (
+            f"archive {self.path}: member {excerpt(info.name)} is {what}; refusing the archive"
+        )
         raise ParseError(message)
 
     # ------------------------------------------------------------- reading

@@ -34,6 +34,7 @@ from mudata.errors import (
     MissingFileError,
     UnpinnedMemberError,
     UsageError,
+    excerpt,
 )
 
 if TYPE_CHECKING:
@@ -197,7 +198,7 @@ class Sources:
         message = f"file '{member}' not found in {', '.join(map(str, self.roots))}"
         if len(matches) > 1:
             shown = ", ".join(matches[:10]) + (f" and {len(matches) - 10} more" if len(matches) > 10 else "")
-            message = f"file '{member}' is ambiguous in {', '.join(map(str, self.roots))}: {shown}"
+            message = f"file '{member}' is ambiguous in {', '.join(map(str, self.roots))}: {excerpt(shown)}"
         raise MissingFileError(message)
 
     @contextmanager

@@ -152,7 +152,7 @@ def read_har70(entry: DatasetEntry, sources: Sources) -> SignalTable:
     for member in members:
         stem = PurePosixPath(member).stem
         if not stem.isdigit():
-            message = f"{member}: HAR70+ subject files are named by the subject number (e.g. 501.csv); found '{stem}'"
+            message = f"{member}: HAR70+ subject files are named by the subject number (e.g. 501.csv); found {excerpt(stem)}"
             raise ParseError(message)
         subjects.append((int(stem), member))
     subjects.sort()

@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from mudata import api
+from mudata._files import read_regular
 from mudata._resources import builtin_registry_dir
 from mudata.errors import MudataError, RegistryError, StorageError, UsageError
 from mudata.paths import user_registry_dir
@@ -293,7 +294,7 @@ def _absolutise_paths(toml_file: Path) -> str:
     base = toml_file.resolve().parent
     table = ""
     lines = []
-    for line in toml_file.read_text(encoding="utf-8").splitlines():
+    for line in read_regular(toml_file, "registry entry", RegistryError).decode("utf-8").splitlines():
         header = re.match(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$", line)
         if header:
             table = header.group(1)

@@ -29,7 +29,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mudata.errors import CorruptTableError, StorageError
+from mudata._files import read_regular
+from mudata.errors import CorruptTableError, MudataError, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -226,10 +227,9 @@ def _reconcile_descriptor(parquet_path: Path, frame: pd.DataFrame, provenance: d
     """Rewrite ``datapackage.json`` from the (verified) Parquet file when they disagree."""
     path = parquet_path.parent / DESCRIPTOR
     try:
-        with open(path, "rb") as fh:  # our own file in our own folder
-            recorded = json.load(fh).get("mudata", {}).get("table_sha256")
-    except (OSError, ValueError, AttributeError):
-        recorded = None
+        recorded = json.loads(read_regular(path, "datapackage")).get("mudata", {}).get("table_sha256")
+    except (MudataError, OSError, ValueError, AttributeError):
+        recorded = None  # missing, not a regular file, or not ours: rewritten below
     if recorded == provenance["table_sha256"]:
         return
     log.warning(

@@ -836,3 +836,33 @@ def test_member_names_in_messages_are_cut(tmp_path: Path) -> None:
     with pytest.raises(ParseError) as caught:
         Sources([tmp_path / "a.zip"]).names()
     assert len(str(caught.value)) < 600
+
+
+@pytest.mark.parametrize(
+    ("reader", "options", "field"),
+    [
+        ("gestures", {"repetitions": "abc"}, "repetitions"),
+        ("gestures", {"columns": {"x": "a"}}, "columns"),
+        ("gestures", {"columns": {"x": 99}}, "columns"),
+        ("gestures", {"members": 5}, "members"),
+        ("opportunity", {"label_column": "x"}, "label_column"),
+        ("opportunity", {"n_columns": -1}, "n_columns"),
+        ("har70", {"channels": "back_x"}, "channels"),
+        ("har70", {"label_column": ["label"]}, "label_column"),
+    ],
+)
+def test_reader_options_of_the_wrong_type_name_the_field(
+    tmp_path: Path, reader: str, options: dict, field: str
+) -> None:
+    from mudata.readers import get_reader
+    from tests import official_formats as of
+
+    entry = {
+        "gestures": of.gestures_entry,
+        "opportunity": of.opportunity_entry,
+        "har70": of.har70_entry,
+    }[reader]()
+    entry.reader_options.update(options)
+    (tmp_path / "a.zip").write_bytes(zip_bytes([("x.txt", b"1\n")]))
+    with pytest.raises(RegistryError, match=f"reader_options.{field}"):
+        get_reader(entry.reader)(entry, Sources([tmp_path / "a.zip"]))

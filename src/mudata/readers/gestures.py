@@ -13,10 +13,13 @@ import re
 import numpy as np
 import pandas as pd
 
-from mudata.errors import MissingFileError, ParseError, excerpt
+from mudata.errors import MissingFileError, ParseError, RegistryError, excerpt
 from mudata.readers._text import (
     check_encoding,
     check_field_counts,
+    columns_option,
+    int_option,
+    str_option,
     text_encoding,
     whitespace_field_counts,
 )
@@ -57,12 +60,17 @@ def read_gestures(entry: DatasetEntry, sources: Sources) -> SignalTable:
         Naming the file and line of the first line without ``n_columns`` fields
         or with a non-numeric value.
     """
-    options = entry.reader_options
-    root = options.get("root")
-    pattern = options.get("members", f"{root}/U*/*/*.txt" if root else "*U*/*/*.txt")
-    max_repetition = int(options.get("repetitions", 20))
-    n_columns = int(options.get("n_columns", 6))
-    columns = dict(options.get("columns", DEFAULT_COLUMNS))
+    root = str_option(entry, "root", None)
+    pattern = str_option(entry, "members", f"{root}/U*/*/*.txt" if root else "*U*/*/*.txt")
+    max_repetition = int_option(entry, "repetitions", 20)
+    n_columns = int_option(entry, "n_columns", 6, minimum=1)
+    columns = columns_option(entry, "columns", DEFAULT_COLUMNS)
+    outside = {n: c for n, c in columns.items() if c > n_columns}
+    if outside:
+        raise RegistryError(
+            f"invalid registry entry '{entry.name}': field 'reader_options.columns': "
+            f"{outside} outside 1..{n_columns} (n_columns)"
+        )
     encoding = text_encoding(entry)
 
     found: list[tuple[int, int, int, str]] = []

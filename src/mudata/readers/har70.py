@@ -23,6 +23,8 @@ from mudata.readers._text import (
     csv_line_of_row,
     delimited_field_counts,
     first_non_numeric,
+    list_option,
+    str_option,
     text_encoding,
 )
 from mudata.readers.base import SignalTable, Sources
@@ -136,10 +138,9 @@ def read_har70(entry: DatasetEntry, sources: Sources) -> SignalTable:
     ParseError
         When a file stem is not an integer or a row is malformed (file and line named).
     """
-    options = entry.reader_options
-    pattern = options.get("members", "*.csv")
-    channels = list(options.get("channels", CHANNELS))
-    label = options.get("label_column", "label")
+    pattern = str_option(entry, "members", "*.csv")
+    channels = list_option(entry, "channels", list(CHANNELS))
+    label = str_option(entry, "label_column", "label")
     encoding = text_encoding(entry)
 
     members = [n for n in sources.names(pattern) if not _is_resource_fork(n)]

@@ -19,6 +19,10 @@ from mudata.errors import MissingFileError, ParseError, RegistryError, excerpt
 from mudata.readers._text import (
     check_encoding,
     check_field_counts,
+    columns_option,
+    int_option,
+    list_option,
+    str_option,
     text_encoding,
     whitespace_field_counts,
 )
@@ -34,11 +38,11 @@ DEFAULT_COLUMNS = {
 }  # fmt: skip
 
 
-def _listed_runs(options: dict, sources: Sources) -> list[tuple[int, int, str]]:
+def _listed_runs(entry: DatasetEntry, options: dict, sources: Sources) -> list[tuple[int, int, str]]:
     """Runs named by ``member_pattern`` x ``subjects`` x ``runs``, in that order."""
     template = options["member_pattern"]
-    subjects = [int(s) for s in options.get("subjects", [1, 2, 3, 4])]
-    run_names = list(options.get("runs", [f"ADL{i}" for i in range(1, 6)]))
+    subjects = list_option(entry, "subjects", [1, 2, 3, 4], int)
+    run_names = list_option(entry, "runs", [f"ADL{i}" for i in range(1, 6)])
     listed = []
     for subject in subjects:
         for order, run in enumerate(run_names):
@@ -89,10 +93,10 @@ def read_opportunity(entry: DatasetEntry, sources: Sources) -> SignalTable:
         number, or a label is missing or not an integer (file and line named).
     """
     options = entry.reader_options
-    pattern = options.get("members", "*S*-ADL*.dat")
-    n_columns = int(options.get("n_columns", N_COLUMNS))
-    label_column = int(options.get("label_column", LABEL_COLUMN))
-    columns = dict(options.get("columns", DEFAULT_COLUMNS))
+    pattern = str_option(entry, "members", "*S*-ADL*.dat")
+    n_columns = int_option(entry, "n_columns", N_COLUMNS, minimum=1)
+    label_column = int_option(entry, "label_column", LABEL_COLUMN, minimum=1)
+    columns = columns_option(entry, "columns", DEFAULT_COLUMNS)
     encoding = text_encoding(entry)
     for name, number in {**columns, "label": label_column}.items():
         if not 1 <= int(number) <= n_columns:
@@ -105,7 +109,7 @@ def read_opportunity(entry: DatasetEntry, sources: Sources) -> SignalTable:
             raise RegistryError(message)
 
     if "member_pattern" in options:
-        runs = _listed_runs(options, sources)
+        runs = _listed_runs(entry, options, sources)
     else:
         runs = []
         for member in sources.names(pattern):

@@ -18,7 +18,7 @@ import pandas as pd
 from pyarrow import ArrowException
 
 from mudata.errors import MissingFileError, ParseError, RegistryError, excerpt
-from mudata.readers._text import check_encoding, text_encoding
+from mudata.readers._text import check_encoding, list_option, str_option, text_encoding
 from mudata.readers.base import FeatureTable, SignalTable, Sources
 from mudata.registry import DatasetEntry
 
@@ -71,7 +71,7 @@ def _load(
     if fmt not in FORMATS:
         message = f"dataset '{entry.name}': reader_options.format is '{fmt}'; expected one of {list(FORMATS)}"
         raise RegistryError(message)
-    pattern = options.get("members", f"*.{fmt}")
+    pattern = str_option(entry, "members", f"*.{fmt}")
     members = sources.names(pattern)
     if not members:
         message = f"dataset '{entry.name}': no file matching '{pattern}' in {', '.join(map(str, sources.roots))}"
@@ -157,7 +157,7 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
     """
     user_col = str(_option(entry, "user_col"))
     label_col = str(_option(entry, "label_col"))
-    feature_cols = entry.reader_options.get("feature_cols")
+    feature_cols = list_option(entry, "feature_cols", []) if "feature_cols" in entry.reader_options else None
     if user_col == label_col:
         _check_roles(entry, "label_col", [label_col], {user_col: "the user column (user_col)"})
     roles = {user_col: "the user column (user_col)", label_col: "the label column (label_col)"}
@@ -243,13 +243,12 @@ def read_long_signals(entry: DatasetEntry, sources: Sources) -> SignalTable:
         When a file lacks a named column (file, missing and found columns
         named), a user id is not an integer or a channel is not numeric.
     """
-    options = entry.reader_options
     user_col = str(_option(entry, "user_col"))
     label_col = str(_option(entry, "label_col"))
-    time_col = options.get("time_col")
-    segment_col = options.get("segment_col")
+    time_col = str_option(entry, "time_col", None)
+    segment_col = str_option(entry, "segment_col", None)
     sensor_channels = [c for s in entry.sensors for c in s.channels]
-    channels = list(options.get("channels", sensor_channels))
+    channels = list_option(entry, "channels", sensor_channels)
     if user_col == label_col:
         _check_roles(entry, "label_col", [label_col], {user_col: "the user column (user_col)"})
     roles = {user_col: "the user column (user_col)", label_col: "the label column (label_col)"}

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from mudata.errors import ParseError, excerpt
-from mudata.readers._text import decode_text, text_encoding
+from mudata.readers._text import decode_text, list_option, str_option, text_encoding
 from mudata.readers.base import FeatureTable, Sources
 
 log = logging.getLogger(__name__)
@@ -63,11 +63,10 @@ def read_wisdm_arff(entry, sources: Sources) -> FeatureTable:
         When the header is missing, a data row has the wrong number of fields
         (named by its line number), or a value is not numeric.
     """
-    options = entry.reader_options
-    member = options.get("member", "WISDM_ar_v1.1_transformed.arff")
-    user_column = options.get("user_column", "user")
-    label_column = options.get("label_column", "class")
-    drop = list(options.get("drop_columns", []))
+    member = str_option(entry, "member", "WISDM_ar_v1.1_transformed.arff")
+    user_column = str_option(entry, "user_column", "user")
+    label_column = str_option(entry, "label_column", "class")
+    drop = list_option(entry, "drop_columns", [])
 
     text = decode_text(sources.read_bytes(member), member, text_encoding(entry))
     lines = text.splitlines()  # handles CRLF and a missing final newline alike

@@ -866,3 +866,36 @@ def test_reader_options_of_the_wrong_type_name_the_field(
     (tmp_path / "a.zip").write_bytes(zip_bytes([("x.txt", b"1\n")]))
     with pytest.raises(RegistryError, match=f"reader_options.{field}"):
         get_reader(entry.reader)(entry, Sources([tmp_path / "a.zip"]))
+
+
+def test_a_release_file_named_like_a_temporary_is_not_swept(http_server, tmp_path: Path) -> None:
+    payload = zip_bytes([(MEMBER, GOOD)])
+    url = serve(http_server, "tmp_release.zip", payload)
+    spec = {"name": "tmp_release.zip", "url": url, "archive": "zip", "sha256": sha(payload)}
+    build(entry_data([spec]), tmp_path)
+    build(entry_data([spec]), tmp_path, force=True)
+    assert http_server.count("/tmp_release.zip") == 1  # the cached copy was kept and reused
+
+
+def test_concurrent_builds_of_one_dataset_build_it_once(local_toy: tuple[dict, Path]) -> None:
+    """The second process waits for the lock, then serves what the first one built."""
+    entry, home = local_toy
+    script = (
+        "import json, sys; from mudata.registry import parse_entry; "
+        "from mudata.pipeline import build_frame; "
+        "e = parse_entry(json.loads(sys.argv[1])); "
+        "import os; path = build_frame(e, data_home=sys.argv[2], progress=False)[0]; "
+        "print(os.stat(path).st_ino)"
+    )
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, json.dumps(entry), str(home)],
+            cwd=PROJECT_ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outputs = [child.communicate(timeout=120)[0].strip() for child in children]
+    assert all(child.returncode == 0 for child in children)
+    assert outputs[0] == outputs[1]  # the same file: a rebuild would have replaced it

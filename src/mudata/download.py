@@ -215,7 +215,7 @@ def fetch_sources(
     # One process at a time per dataset: then any temporary file left in the
     # raw folder is a leftover of a killed run, and is swept.
     with dataset_lock(entry.name, data_home):
-        sweep_stale(raw_dir(entry.name, data_home), "tmp*")
+        sweep_stale(raw_dir(entry.name, data_home), "tmp*", keep=[f.name for f in entry.files])
         for remote in entry.files:
             if remote.path is not None:
                 result = _fetch_local(entry, remote, allow_unverified, max_expansion)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -75,17 +75,19 @@ def dataset_lock(name: str, home: Path | str | None = None) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
-def sweep_stale(folder: Path, pattern: str) -> list[Path]:
-    """Remove leftover temporary files matching ``pattern`` in ``folder``.
+def sweep_stale(folder: Path, pattern: str, keep: Iterable[str] = ()) -> list[Path]:
+    """Remove leftover temporary files matching ``pattern`` in ``folder``, except ``keep``.
 
     Only call while holding :func:`dataset_lock`: no other mudata process is
-    then writing there, so such files belong to a killed run.
+    then writing there, so such files belong to a killed run. ``keep`` names
+    files that merely look temporary (a release file called ``tmp_data.zip``).
     """
-    removed = []
+    removed: list[Path] = []
     if not folder.is_dir():
         return removed
+    kept = set(keep)
     for path in folder.glob(pattern):
-        if path.is_file() and not path.is_symlink():
+        if path.name not in kept and path.is_file() and not path.is_symlink():
             try:
                 path.unlink()
             except OSError:

@@ -221,6 +221,8 @@ def build_frame(
     from mudata.download import fetch_sources  # imports pooch's network stack
 
     with dataset_lock(entry.name, data_home):
+        if not force and (frame := current_table(entry, data_home)) is not None:
+            return target, frame  # built by another process while this one waited
         sweep_stale(target.parent, f".{target.name}.*.part")
         sweep_stale(target.parent, ".datapackage.json.*.part")
         fetched = fetch_sources(

@@ -91,6 +91,10 @@ class FetchedFile:
     url : str or None
         The address the file was downloaded from (the mirror's, with
         ``mirror``); None unless ``origin`` is "download" or "cache".
+    pins : Pins or None
+        What :class:`~mudata.readers.base.Sources` checks when a reader reads
+        from ``root``: the file's and its members' registry hashes and sizes,
+        and whether unpinned members may be read.
     """
 
     name: str

@@ -33,8 +33,9 @@ Why one-sided, and why it stays valid:
   ``1/sqrt(n_cal)``. The test is then anti-conservative unless the test rows
   are far fewer than the calibration rows. In simulated exchangeable data,
   the one-sided test at 0.05 rejects about 5 % of users with ``n_cal = 5000,
-  n_test = 60``, 6.5 % with ``500, 60``, 13 % with ``200, 100`` and 45 %
-  with ``50, 200``. Iterations that reuse rows add to this.
+  n_test = 60``, 6.5 % with ``500, 60``, 13 % with ``200, 100``, 20 % with
+  ``100, 100`` (UCM splits a user's rows in halves, so this is its usual
+  case) and 45 % with ``50, 200``. Iterations that reuse rows add to this.
 
 ``method="rank"`` removes the problem when the calibration size is known.
 Given ``n_cal``, the p-value of a test row says where its score falls among

@@ -87,7 +87,7 @@ def test_clopper_pearson_vectorised_and_empty():
     confidence=st.floats(min_value=0.5, max_value=0.999),
 )
 def test_clopper_pearson_invariants(n, frac, confidence):
-    k = int(round(frac * n))
+    k = round(frac * n)
     low, high = clopper_pearson(k, n, confidence)
     assert 0.0 <= low <= k / n <= high <= 1.0
     # Symmetry: swapping successes and failures mirrors the interval.
@@ -125,12 +125,10 @@ def _rows(spec: dict[tuple[str, str, int, int], tuple[int, int]], user_col: str 
     keys = list(spec)
     n = np.array([spec[key][0] for key in keys])
     k = np.array([spec[key][1] for key in keys])
-    columns = list(zip(*keys))
+    names = ["strategy", "classifier", "iteration", user_col]
+    columns = zip(*keys, strict=True)
     frame = pd.DataFrame(
-        {
-            name: np.repeat(np.array(values), n)
-            for name, values in zip(["strategy", "classifier", "iteration", user_col], columns)
-        }
+        {name: np.repeat(np.array(values), n) for name, values in zip(names, columns, strict=True)}
     )
     # Within each block of n rows, the first k are covered.
     position = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)
@@ -200,7 +198,7 @@ def test_bootstrap_iterations_hand_computed():
     # Iterations that agree leave nothing to resample: the interval collapses.
     same = {("UCM", "RF", i, 1): (20, 15) for i in range(5)}
     table = per_user_coverage(_rows(same), alpha=0.1, method="bootstrap-iterations")
-    assert table.loc[0, "low"] == pytest.approx(0.75) and table.loc[0, "high"] == pytest.approx(0.75)
+    assert (table.loc[0, "low"], table.loc[0, "high"]) == (pytest.approx(0.75),) * 2
     assert bool(table.loc[0, "below"])
 
 
@@ -253,7 +251,7 @@ def test_bootstrap_iterations_covers_when_exact_does_not():
 
 def _per_user(strategy, classifier, counts):
     """A per-user table from [(user, n, n_covered)], with exact intervals."""
-    users, n, k = (np.array(x) for x in zip(*counts))
+    users, n, k = (np.array(x) for x in zip(*counts, strict=True))
     low, high = clopper_pearson(k, n)
     return pd.DataFrame(
         {
@@ -285,7 +283,8 @@ def test_summary_hand_computed():
     assert (ucm["pooled_n"], ucm["pooled_covered"]) == (450, 350)
     assert ucm["pooled_coverage"] == pytest.approx(350 / 450)
     ci = stats.binomtest(350, 450).proportion_ci(method="exact")
-    assert (ucm["pooled_low"], ucm["pooled_high"]) == (pytest.approx(ci.low), pytest.approx(ci.high))
+    assert ucm["pooled_low"] == pytest.approx(ci.low)
+    assert ucm["pooled_high"] == pytest.approx(ci.high)
     assert bool(ucm["pooled_below"])
     uim = summary.iloc[1]
     assert (uim["n_users"], uim["n_below"], uim["worst_user"]) == (1, 0, 1)
@@ -329,7 +328,7 @@ def test_bootstrap_users_covers_the_mean_in_simulation():
     for r in range(300):
         n = rng.integers(30, 200, size=40)
         k = rng.binomial(n, rng.beta(18, 2, size=40))
-        parts.append(_per_user(f"run{r:03d}", "C", list(zip(range(40), n, k))))
+        parts.append(_per_user(f"run{r:03d}", "C", list(zip(range(40), n, k, strict=True))))
     summary = coverage_summary(pd.concat(parts, ignore_index=True), alpha=0.1, n_boot=1000)
     hits = ((summary["mean_low"] <= 0.9) & (0.9 <= summary["mean_high"])).mean()
     assert 0.9 <= hits <= 0.99

@@ -49,7 +49,7 @@ def _one_sided_ks_pvalue(d: float, n: int) -> float:
         return 1.0
     total = sum(
         math.comb(n, j) * (1 - d - j / n) ** (n - j) * (d + j / n) ** (j - 1)
-        for j in range(int(math.floor(n * (1 - d))) + 1)
+        for j in range(math.floor(n * (1 - d)) + 1)
     )
     return d * total
 

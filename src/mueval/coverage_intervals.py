@@ -258,7 +258,8 @@ def per_user_coverage(
     ).reset_index()
     table["coverage"] = table["n_covered"] / table["n"]
     if method == "exact":
-        low, high = clopper_pearson(table["n_covered"].to_numpy(), table["n"].to_numpy(), confidence)
+        k, n = table["n_covered"].to_numpy(), table["n"].to_numpy()
+        low, high = clopper_pearson(k, n, confidence)
     else:
         rng = np.random.default_rng(seed)
         bounds = [

@@ -27,8 +27,10 @@ The rules, for a target coverage ``1 - alpha``:
     independent, as in the exact interval.
 ``calibration-too-small`` (error)
     A calibration set has fewer rows than ``max(1/alpha, 1/(1-alpha))``
-    (rounded up), below which the conformal quantile is the largest score or
-    beyond it, so the set is the trivial full set (or the method refuses).
+    (rounded up), the minimum MAPIE and ``mueval`` accept. With ``n``
+    calibration scores the threshold is the ``ceil((n + 1)(1 - alpha))``-th
+    smallest; for ``(n + 1) alpha < 1`` that rank exceeds ``n`` and only the
+    full set is valid (for ``alpha > 0.5`` the mirror case empties every set).
 
 Examples
 --------
@@ -263,7 +265,10 @@ def degenerate_set_warnings(set_stats: pd.DataFrame, *, n_classes: int) -> list[
     >>> stats_ = pd.DataFrame({"strategy": ["UCM"], "classifier": ["KNN"],
     ...                        "mean_size": [5.97], "share_full": [0.97]})
     >>> print(degenerate_set_warnings(stats_, n_classes=6)[0].message)
-    UCM / KNN: degenerate sets: mean size 5.97 of 6 classes (99.5 %, threshold 90 %) and 97.0 % of sets hold all 6 classes (threshold: more than 50 %); coverage here says little about the classifier.
+    ... # doctest: +NORMALIZE_WHITESPACE
+    UCM / KNN: degenerate sets: mean size 5.97 of 6 classes (99.5 %, threshold
+    90 %) and 97.0 % of sets hold all 6 classes (threshold: more than 50 %);
+    coverage here says little about the classifier.
     """
     n_classes = check_positive_int("n_classes", n_classes)
     require_columns(set_stats, [*_KEYS, "mean_size", "share_full"], "set statistics")
@@ -330,7 +335,7 @@ def empty_set_warnings(
     else:
         empty = np.rint(set_stats["share_empty"].to_numpy(np.float64) * n).astype(np.int64)
     warnings = []
-    for (_, row), k, total in zip(set_stats.iterrows(), empty, n):
+    for (_, row), k, total in zip(set_stats.iterrows(), empty, n, strict=True):
         if total == 0 or k > total:
             continue
         p_value = stats.binomtest(int(k), int(total), alpha, alternative="greater").pvalue
@@ -384,7 +389,9 @@ def calibration_warnings(calibration: pd.DataFrame, *, alpha: float) -> list[Run
     >>> cal = pd.DataFrame({"strategy": "UCM", "classifier": "RF",
     ...                     "user": [1, 2, 3], "n_cal": [40, 8, 12]})
     >>> print(calibration_warnings(cal, alpha=0.1)[0].message)
-    UCM / RF: 1 of 3 calibration sets have fewer than 10 rows, the minimum for alpha = 0.1 (max(1/alpha, 1/(1-alpha))): user 2 (8 rows).
+    ... # doctest: +NORMALIZE_WHITESPACE
+    UCM / RF: 1 of 3 calibration sets have fewer than 10 rows, the minimum for
+    alpha = 0.1 (max(1/alpha, 1/(1-alpha))): user 2 (8 rows).
     """
     alpha = check_level("alpha", alpha)
     minimum = min_calibration_size(alpha)

@@ -41,14 +41,15 @@ Why one-sided, and why it stays valid:
 Given ``n_cal``, the p-value of a test row says where its score falls among
 the calibration scores (``c = p (n_cal + 1) - 1`` of them are at least as
 large). The KS distance of the test p-values from uniform is then, up to
-the grid of ``1/(n_cal + 1)``, the one-sided two-sample KS distance between the test scores and their own
-calibration scores, and its exact null distribution under exchangeability of
-those ``n_cal + n_test`` scores is that of ``scipy.stats.ks_2samp``. That test
-is exact per (user, iteration) whatever the two sizes. Across iterations,
-which reuse rows, per-user results are combined by Bonferroni, which needs no
-assumption on their dependence. It needs one calibration set per (user,
-iteration), as in UCM; with class-conditional (Mondrian) calibration each
-class has its own, and only ``"uniform"`` applies.
+the grid of ``1/(n_cal + 1)``, the one-sided two-sample KS distance between
+the test scores and their own calibration scores, and its exact null
+distribution under exchangeability of those ``n_cal + n_test`` scores is that
+of ``scipy.stats.ks_2samp``. That test is exact per (user, iteration)
+whatever the two sizes. Across iterations, which reuse rows, per-user results
+are combined by Bonferroni, which needs no assumption on their dependence.
+It needs one calibration set per (user, iteration), as in UCM; with
+class-conditional (Mondrian) calibration each class has its own, and only
+``"uniform"`` applies.
 
 References
 ----------
@@ -293,7 +294,7 @@ def user_validity(
         if pool_iterations:
             table = _bonferroni_over_iterations(table)
     table["pvalue_bh"] = np.nan
-    for _, index in table.groupby(_KEYS, sort=False, observed=True).groups.items():
+    for index in table.groupby(_KEYS, sort=False, observed=True).groups.values():
         table.loc[index, "pvalue_bh"] = benjamini_hochberg(table.loc[index, "pvalue"].to_numpy())
     table["flagged"] = table["pvalue_bh"].to_numpy() <= level
     table["method"] = method

@@ -202,6 +202,40 @@ def test_bootstrap_iterations_hand_computed():
     assert bool(table.loc[0, "below"])
 
 
+def test_bootstrap_iterations_weighs_iterations_by_their_rows():
+    # Iterations of 10 rows (all covered) and 30 rows (15 covered). Half the
+    # resamples hold one of each, whose coverage is 25/40 = 0.625 (covered rows
+    # over rows; the mean of the two ratios would be 0.75). A 20 % interval
+    # spans the 40th to 60th percentiles, inside that middle half.
+    spec = {("UCM", "RF", 0, 1): (10, 10), ("UCM", "RF", 1, 1): (30, 15)}
+    table = per_user_coverage(
+        _rows(spec), alpha=0.1, confidence=0.2, method="bootstrap-iterations", n_boot=4000
+    )
+    assert table.loc[0, "coverage"] == 0.625
+    assert (table.loc[0, "low"], table.loc[0, "high"]) == (pytest.approx(0.625),) * 2
+
+
+@given(
+    blocks=st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 2), st.integers(1, 30), st.floats(0, 1)),
+        min_size=1, max_size=12,
+    )
+)
+def test_per_user_invariants(blocks):
+    spec = {}
+    for user, iteration, n, frac in blocks:
+        spec["S", "C", iteration, user] = (n, round(frac * n))
+    rows = _rows(spec)
+    table = per_user_coverage(rows, alpha=0.1)
+    assert table["n"].sum() == len(rows) and table["n_covered"].sum() == rows["covered"].sum()
+    assert ((table["low"] <= table["coverage"]) & (table["coverage"] <= table["high"])).all()
+    boot = per_user_coverage(rows, alpha=0.1, method="bootstrap-iterations", n_boot=200)
+    defined = boot["low"].notna()
+    assert (defined == (boot["n_iterations"] >= 2)).all()
+    cov = boot.loc[defined]
+    assert ((cov["low"] <= cov["high"]) & (cov["low"] >= 0) & (cov["high"] <= 1)).all()
+
+
 def test_bootstrap_iterations_single_iteration_is_undefined():
     table = per_user_coverage(
         _rows({("UCM", "RF", 0, 1): (100, 10)}), alpha=0.1, method="bootstrap-iterations"

@@ -214,7 +214,8 @@ def per_user_coverage(
     Returns
     -------
     DataFrame
-        One row per (strategy, classifier, user), sorted, with columns
+        One row per (strategy, classifier, user), sorted (the user column is
+        named ``user`` whatever ``user_col``), with columns
         ``strategy, classifier, user, n_iterations, n, n_covered, coverage,
         low, high, below, method, confidence``. ``below`` is True when the
         whole interval lies below ``1 - alpha`` (``high < 1 - alpha``), False
@@ -339,7 +340,7 @@ def coverage_summary(
 ) -> pd.DataFrame:
     """Summarise a :func:`per_user_coverage` table per (strategy, classifier).
 
-    Three views of one (strategy, classifier):
+    Four views of one (strategy, classifier):
 
     - **users below target**: how many users have an interval entirely below
       ``1 - alpha`` (``high < 1 - alpha``), and their share;

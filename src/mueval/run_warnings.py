@@ -14,6 +14,9 @@ The rules, for a target coverage ``1 - alpha``:
 ``users-below-target`` (warning; error when at least half the users)
     At least one user's coverage interval lies entirely below ``1 - alpha``.
     The message gives the count, the share and the worst user with interval.
+    The rule inherits the interval of the per-user table: the exact one is
+    narrow (iterations reuse rows) and flags more readily than the
+    iteration bootstrap.
 ``degenerate-sets`` (warning)
     The mean set size is at least 90 % of the number of classes, or more
     than half of the sets hold every class. Such sets reach coverage by

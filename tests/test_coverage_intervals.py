@@ -191,10 +191,17 @@ def test_bootstrap_iterations_hand_computed():
     # Two iterations of 10 rows, 8 and 10 covered. Resampled pairs give 0.8
     # (p=1/4), 0.9 (p=1/2) or 1.0 (p=1/4): the 2.5 % and 97.5 % percentiles of
     # 4000 replicates are 0.8 and 1.0.
-    spec = {("UCM", "RF", 0, 1): (10, 8), ("UCM", "RF", 1, 1): (10, 10)}
+    # User 0, listed after user 1 in the rows, has 3 of 10 in both
+    # iterations: its interval is [0.3, 0.3]; each user keeps its own.
+    spec = {
+        ("UCM", "RF", 0, 1): (10, 8), ("UCM", "RF", 1, 1): (10, 10),
+        ("UCM", "RF", 0, 0): (10, 3), ("UCM", "RF", 1, 0): (10, 3),
+    }
     table = per_user_coverage(_rows(spec), alpha=0.1, method="bootstrap-iterations", n_boot=4000)
-    assert table.loc[0, "coverage"] == 0.9
-    assert (table.loc[0, "low"], table.loc[0, "high"]) == (pytest.approx(0.8), pytest.approx(1.0))
+    assert table["user"].tolist() == [0, 1]
+    assert table["coverage"].tolist() == [0.3, 0.9]
+    assert (table.loc[0, "low"], table.loc[0, "high"]) == (pytest.approx(0.3),) * 2
+    assert (table.loc[1, "low"], table.loc[1, "high"]) == (pytest.approx(0.8), pytest.approx(1.0))
     # Iterations that agree leave nothing to resample: the interval collapses.
     same = {("UCM", "RF", i, 1): (20, 15) for i in range(5)}
     table = per_user_coverage(_rows(same), alpha=0.1, method="bootstrap-iterations")

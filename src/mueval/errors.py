@@ -30,3 +30,8 @@ class EvaluationError(MuevalError, RuntimeError):
 
 class OutputError(MuevalError, OSError):
     """The run folder cannot be written; exit 1."""
+
+
+class SmallCalibrationError(EvaluationError):
+    """A calibration set is smaller than ``max(1/alpha, 1/(1-alpha))`` rows; exit 1
+    unless ``--small-cal`` says to skip it or to answer with the full set."""

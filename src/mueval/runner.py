@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from mueval.conformal import SCORES, conformalize
-from mueval.errors import EvaluationError, UsageError
+from mueval.conformal import SCORES, conformalize, full_sets
+from mueval.errors import EvaluationError, SmallCalibrationError, UsageError
 from mueval.metrics.classic import classification_metrics
 from mueval.metrics.conformal import (
     THRESHOLD_RULES,
@@ -38,7 +38,7 @@ from mueval.names import (
 )
 from mueval.strategies import Split, make_splits
 
-SMALL_CAL_POLICIES: tuple[str, ...] = ("error", "skip")
+SMALL_CAL_POLICIES: tuple[str, ...] = ("error", "skip", "full-set")
 BACKENDS: tuple[str, ...] = ("loky", "dask")
 
 
@@ -268,6 +268,7 @@ def _run_task(
         note = None
         sets = pvalues = None
         q = float("nan")
+        conf = None
         try:
             conf = conformalize(
                 proba_cal,
@@ -281,12 +282,20 @@ def _run_task(
             )
         except EvaluationError as exc:
             message = f"{_where(strategy, split.user, split.seed, classifier)}: {exc}"
-            if config.small_cal == "error":
-                hint = " (use --small-cal skip to record NaN for it instead)"
+            small = isinstance(exc, SmallCalibrationError)
+            if config.small_cal == "error" or (config.small_cal == "full-set" and not small):
+                hint = (
+                    " (use --small-cal skip to record NaN for it, or --small-cal full-set "
+                    "to answer every class)"
+                )
                 raise EvaluationError(message + hint) from exc
-            note = message
-            metrics.update({m: float("nan") for m in CONFORMAL_METRICS})
-        else:
+            if config.small_cal == "skip":
+                note = message
+                metrics.update({m: float("nan") for m in CONFORMAL_METRICS})
+            else:
+                note = f"{message}; answered with the full set (every class)"
+                conf = full_sets(proba_cal, y[cal], proba_test, score=config.score)
+        if conf is not None:
             sets, pvalues, q = conf.sets, conf.pvalues, conf.threshold
             study = study_conformal_metrics(y_test, sets, pvalues)
             textbook = textbook_criteria(y_test, pvalues)

@@ -36,7 +36,7 @@ from mueval.names import (
     PVALUE_METRICS,
     STRATEGIES,
 )
-from mueval.strategies import Split, make_splits
+from mueval.strategies import SPLIT_METHODS, Split, make_splits
 
 SMALL_CAL_POLICIES: tuple[str, ...] = ("error", "skip", "full-set")
 BACKENDS: tuple[str, ...] = ("loky", "dask")
@@ -56,6 +56,8 @@ class EvalConfig:
     threshold: str = "study"
     adapt_frac: float = 0.5
     small_cal: str = "error"
+    split: str = "random"
+    gap: int = 1
 
     def __post_init__(self) -> None:
         if not 0.0 < self.alpha < 1.0:
@@ -71,6 +73,12 @@ class EvalConfig:
             message = (
                 f"unknown threshold rule {self.threshold!r}; valid: {', '.join(THRESHOLD_RULES)}"
             )
+            raise UsageError(message)
+        if self.split not in SPLIT_METHODS:
+            message = f"unknown split method {self.split!r}; valid: {', '.join(SPLIT_METHODS)}"
+            raise UsageError(message)
+        if self.gap < 0:
+            message = f"gap must be 0 or more rows, got {self.gap}"
             raise UsageError(message)
         if self.small_cal not in SMALL_CAL_POLICIES:
             message = (
@@ -343,6 +351,8 @@ def build_splits(
             config.seed(iteration),
             adapt_frac=config.adapt_frac,
             classes=classes,
+            split=config.split,
+            gap=config.gap,
         )
     return splits
 

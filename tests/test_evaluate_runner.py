@@ -196,12 +196,9 @@ def test_ties_give_the_same_predictions_for_any_jobs_and_dask(tmp_path) -> None:
     serial = predictions(run(*args, jobs=1, progress=False))
     loky = predictions(run(*args, jobs=2, progress=False))
     pd.testing.assert_frame_equal(serial, loky)
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, protocol="tcp",
-        host="127.0.0.1", dashboard_address=None,
-    ) as cluster:
-        remote = run(*args, backend="dask", scheduler=cluster.scheduler_address, progress=False)
+    pytest.importorskip("distributed")
+    # --backend dask without an address: a LocalCluster of two worker processes.
+    remote = run(*args, backend="dask", workers=2, progress=False)
     pd.testing.assert_frame_equal(serial, predictions(remote))
 
 
@@ -223,3 +220,18 @@ def test_pvalue_metrics_only_where_pvalues_describe_the_sets(
         assert np.isnan(result.metrics[m]) != described, m
     assert not np.isnan(result.metrics["coverage"])
     assert any("p-value metrics" in n for n in out.notes) != described
+
+
+def test_progress_away_from_a_terminal_logs_every_tenth(table, capsys) -> None:
+    config = EvalConfig(strategies=("udm",), classifiers=("nb",), iterations=5)
+    out = run(table.X, table.y, table.users, table.classes, config, progress=None)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mueval:")]
+    # 5 iterations x 4 users = 20 tasks: a line at every 10 % (every 2 tasks).
+    assert len(lines) == 10
+    assert lines[0].startswith("mueval: 2/20 tasks (10 %)")
+    assert lines[-1].startswith("mueval: 20/20 tasks (100 %)")
+    run(table.X, table.y, table.users, table.classes, config, progress=False)
+    assert "mueval:" not in capsys.readouterr().err
+    # every task's stages were timed, per strategy and classifier
+    assert set(out.timings["stages"]) == {"udm/nb"}
+    assert set(out.timings["stages"]["udm/nb"]) == {"fit_s", "predict_s", "conformal_s", "metrics_s"}

@@ -11,10 +11,12 @@ which the tasks ran or on the backend.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -135,6 +137,10 @@ class EvalResult:
         Why the conformal metrics are NaN (``--small-cal skip``).
     threshold : float
         The conformal threshold (NaN when skipped, per class or MAPIE's own).
+    timings : dict of str to float
+        Seconds spent in ``fit_s``, ``predict_s`` (``predict_proba`` and
+        ``predict``), ``conformal_s`` and ``metrics_s``; a fit serving several
+        strategies is shared equally between them.
     """
 
     strategy: str
@@ -153,6 +159,7 @@ class EvalResult:
     proba: np.ndarray
     note: str | None = None
     threshold: float = float("nan")
+    timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[int, int, int, int]:
@@ -171,7 +178,9 @@ class RunOutput:
 
     results: list[EvalResult]
     notes: list[str] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)
+    #: Wall seconds per phase, and under "stages" the task seconds per stage
+    #: for each strategy/classifier (:func:`stage_timings`).
+    timings: dict[str, Any] = field(default_factory=dict)
 
 
 def _where(strategy: str, user: int | None, seed: int, classifier: str) -> str:
@@ -248,6 +257,7 @@ def _run_task(
     list of EvalResult
         One per strategy of ``split.calibrations``.
     """
+    clock = time.perf_counter()
     try:
         scaler, model = fit_scaled(classifier, split.seed, X[split.train], y[split.train])
     except ValueError as exc:
@@ -258,6 +268,8 @@ def _run_task(
     cal_parts = list(split.calibrations.values())
     eval_rows = np.concatenate([split.test, *cal_parts])
     X_eval = scaler.transform(X[eval_rows])
+    fit_s = time.perf_counter() - clock
+    clock = time.perf_counter()
     proba_all = full_proba(model, X_eval, n_classes)
     n_test = len(split.test)
     proba_test = proba_all[:n_test]
@@ -265,7 +277,15 @@ def _run_task(
     # function, not argmax of predict_proba), as in the reference.
     y_pred = np.asarray(model.predict(X_eval[:n_test]), dtype=int)
     y_test = y[split.test]
+    predict_s = time.perf_counter() - clock
+    clock = time.perf_counter()
     classic = classification_metrics(y_test, y_pred, proba_all.shape[1])
+    # The fit and the predictions serve every strategy of the split: share them.
+    shared = {
+        "fit_s": fit_s / len(split.calibrations),
+        "predict_s": predict_s / len(split.calibrations),
+        "metrics_s": (time.perf_counter() - clock) / len(split.calibrations),
+    }
 
     out = []
     start = n_test
@@ -277,6 +297,7 @@ def _run_task(
         sets = pvalues = None
         q = float("nan")
         conf = None
+        clock = time.perf_counter()
         try:
             conf = conformalize(
                 proba_cal,
@@ -303,6 +324,8 @@ def _run_task(
             else:
                 note = f"{message}; answered with the full set (every class)"
                 conf = full_sets(proba_cal, y[cal], proba_test, score=config.score)
+        conformal_s = time.perf_counter() - clock
+        clock = time.perf_counter()
         if conf is not None:
             sets, pvalues, q = conf.sets, conf.pvalues, conf.threshold
             study = study_conformal_metrics(y_test, sets, pvalues)
@@ -332,6 +355,11 @@ def _run_task(
                 proba=proba_test,
                 note=note,
                 threshold=q,
+                timings={
+                    **shared,
+                    "conformal_s": conformal_s,
+                    "metrics_s": shared["metrics_s"] + time.perf_counter() - clock,
+                },
             )
         )
     return out
@@ -357,13 +385,37 @@ def build_splits(
     return splits
 
 
-def _progress(iterable: Iterable, total: int, enabled: bool) -> Iterator:
-    if not enabled:
+def _progress(iterable: Iterable, total: int, enabled: bool | None) -> Iterator:
+    """Yield from ``iterable`` while reporting progress on stderr.
+
+    ``True``: a tqdm bar. ``None`` (the default): a bar on a terminal, and away
+    from one (CI logs, ``nohup``) one plain line every 10 % of the tasks or
+    every minute, whichever comes first. ``False``: silence.
+    """
+    if enabled is None:
+        enabled = True if sys.stderr.isatty() else None
+    if enabled is False:
         yield from iterable
         return
-    from tqdm import tqdm
+    if enabled:
+        from tqdm import tqdm
 
-    yield from tqdm(iterable, total=total, desc="mueval", unit="task", file=sys.stderr)
+        yield from tqdm(iterable, total=total, desc="mueval", unit="task", file=sys.stderr)
+        return
+    start = last_time = time.monotonic()
+    last_tenth = 0
+    for done, item in enumerate(iterable, start=1):
+        yield item
+        now = time.monotonic()
+        tenth = (10 * done) // max(total, 1)
+        if tenth > last_tenth or now - last_time >= 60 or done == total:
+            last_tenth, last_time = tenth, now
+            print(
+                f"mueval: {done}/{total} tasks ({100 * done / max(total, 1):.0f} %), "
+                f"{now - start:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def run(
@@ -377,6 +429,7 @@ def run(
     backend: str = "loky",
     scheduler: str | None = None,
     progress: bool | None = None,
+    workers: int | None = None,
 ) -> RunOutput:
     """Evaluate every (split, classifier) task and return sorted results.
 
@@ -395,7 +448,12 @@ def run(
     scheduler : str, optional
         Address of a dask.distributed scheduler (dask backend only).
     progress : bool, optional
-        Show a progress bar on stderr; default: only when stderr is a TTY.
+        True: a progress bar on stderr; False: nothing; None (default): a bar
+        on a terminal, else a line every 10 % of the tasks or every minute.
+    workers : int, optional
+        Dask backend without ``scheduler``: the number of worker processes of
+        the local cluster started for the run (default: ``jobs`` when above 1,
+        else the number of cores).
 
     Returns
     -------
@@ -407,11 +465,9 @@ def run(
     if jobs == 0 or jobs < -1:
         message = f"jobs must be a positive number of workers or -1 (all cores), got {jobs}"
         raise UsageError(message)
-    if backend == "dask" and not scheduler:
-        message = "the dask backend needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)"
+    if workers is not None and workers < 1:
+        message = f"workers must be at least 1, got {workers}"
         raise UsageError(message)
-    if progress is None:
-        progress = sys.stderr.isatty()
     X = np.ascontiguousarray(X, dtype=float)
     y = np.asarray(y, dtype=int)
     users = np.asarray(users)
@@ -425,7 +481,9 @@ def run(
 
     t0 = time.perf_counter()
     if backend == "dask":
-        nested = _run_dask(X, y, n_classes, tasks, config, scheduler, progress)
+        if workers is None:
+            workers = jobs if jobs > 1 else (os.cpu_count() or 1)
+        nested = _run_dask(X, y, n_classes, tasks, config, scheduler, progress, workers)
     elif jobs == 1:
         gen = (run_task(X, y, n_classes, s, c, config) for s, c in tasks)
         nested = list(_progress(gen, len(tasks), progress))
@@ -440,22 +498,54 @@ def run(
     timings["tasks_s"] = time.perf_counter() - t0
 
     results = sorted((r for group in nested for r in group), key=lambda r: r.key)
+    timings["stages"] = stage_timings(results)
     notes = [r.note for r in results if r.note]
     if not config.pvalues_describe_sets:
         notes.insert(0, config.pvalue_note())
     return RunOutput(results=results, notes=notes, timings=timings)
 
 
-def _run_dask(X, y, n_classes, tasks, config, scheduler, progress):
+def stage_timings(results: Sequence[EvalResult]) -> dict[str, dict[str, float]]:
+    """Seconds per stage summed over tasks, for each ``strategy/classifier``.
+
+    Task time is CPU time in the workers: with several workers the sums exceed
+    the wall time of the run.
+    """
+    out: dict[str, dict[str, float]] = {}
+    for r in results:
+        slot = out.setdefault(f"{r.strategy}/{r.classifier}", {})
+        for stage, seconds in r.timings.items():
+            slot[stage] = slot.get(stage, 0.0) + seconds
+    return {key: {k: round(v, 6) for k, v in stages.items()} for key, stages in out.items()}
+
+
+def _run_dask(X, y, n_classes, tasks, config, scheduler, progress, workers):
+    """Run the tasks on a Dask cluster: the one at ``scheduler``, or a local one.
+
+    The table is scattered once to every worker (not shipped with each task).
+    """
     try:
-        from distributed import Client
+        from distributed import Client, LocalCluster
     except ImportError as exc:  # optional dependency
         message = "the dask backend needs dask.distributed: pip install 'dask[distributed]'"
         raise UsageError(message) from exc
+    cluster = None
     try:
-        client = Client(scheduler, timeout=30, set_as_default=False)
+        if scheduler:
+            client = Client(scheduler, timeout=30, set_as_default=False)
+        else:
+            # One thread per worker process: the tasks are CPU-bound Python and
+            # numpy, and each limits its own OpenMP threads to one.
+            cluster = LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True,
+                host="127.0.0.1", dashboard_address=None,
+            )
+            client = Client(cluster, set_as_default=False)
     except (OSError, TimeoutError) as exc:
-        message = f"cannot reach the dask scheduler at {scheduler!r}: {exc}"
+        where = f"the dask scheduler at {scheduler!r}" if scheduler else "a local dask cluster"
+        message = f"cannot reach {where}: {exc}"
+        if cluster is not None:
+            cluster.close()
         raise EvaluationError(message) from exc
     try:
         X_f, y_f = client.scatter([X, y], broadcast=True)
@@ -468,4 +558,6 @@ def _run_dask(X, y, n_classes, tasks, config, scheduler, progress):
         nested = [f.result() for f in _progress(futures, len(futures), progress)]
     finally:
         client.close()
+        if cluster is not None:
+            cluster.close()
     return nested

@@ -8,6 +8,7 @@ as in the protocol), one user id per row, and a description for ``run.json``.
 from __future__ import annotations
 
 import hashlib
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from mueval.errors import DataError, UsageError
+from mueval.safeio import open_regular
 
 
 @dataclass
@@ -254,20 +256,30 @@ def load_file(path: str | Path, *, user_col: str = "userid", label_col: str = "l
     """
     path = Path(path)
     suffix = path.suffix.lower()
+    if suffix not in (".parquet", ".pq", ".csv"):
+        message = f"{path}: unsupported file type {suffix!r}; expected .parquet or .csv"
+        raise UsageError(message)
+    # Read once, through a check that refuses FIFOs and devices (which would hang
+    # or never end): the same bytes are parsed and hashed.
+    with open_regular(path, "--data") as handle:
+        try:
+            content = handle.read()
+        except OSError as exc:
+            message = f"cannot read {path}: {exc.strerror or exc}"
+            raise DataError(message) from exc
+    kind = "CSV (utf-8)" if suffix == ".csv" else "Parquet"
     try:
-        if suffix in (".parquet", ".pq"):
-            df = pd.read_parquet(path)
-        elif suffix == ".csv":
-            df = pd.read_csv(path)
+        if suffix == ".csv":
+            df = pd.read_csv(io.BytesIO(content), encoding="utf-8")
         else:
-            message = f"{path}: unsupported file type {suffix!r}; expected .parquet or .csv"
-            raise UsageError(message)
+            df = pd.read_parquet(io.BytesIO(content))
     except (OSError, ValueError) as exc:
-        if isinstance(exc, UsageError):
-            raise
-        message = f"cannot read {path}: {exc}"
+        # UnicodeDecodeError, pandas' ParserError and pyarrow's ArrowInvalid are
+        # ValueErrors; their text can quote the file, so it is cut short.
+        found = " ".join(str(exc).split())[:200] or type(exc).__name__
+        message = f"cannot read {path} as {kind}: {found}"
         raise DataError(message) from exc
-    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    sha = hashlib.sha256(content).hexdigest()
     info = {
         "name": path.name,
         "source": "file",

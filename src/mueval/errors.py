@@ -30,3 +30,11 @@ class EvaluationError(MuevalError, RuntimeError):
 
 class OutputError(MuevalError, OSError):
     """The run folder cannot be written; exit 1."""
+
+
+class NotRegularFileError(DataError):
+    """An input path is a FIFO, device, socket or folder where a file was expected; exit 1.
+
+    Reading such a path could block for ever (a FIFO with no writer) or never end
+    (``/dev/zero``), so it is refused before it is opened.
+    """

@@ -11,14 +11,15 @@ the output folder; no user file removed; no hang.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import shutil
 import socket
 import stat
 import subprocess
 import sys
 import threading
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -207,8 +208,8 @@ def _dead_pid() -> int:
     return proc.pid
 
 
-def test_a_run_killed_between_the_renames_is_restored_next_time(tmp_path: Path,
-                                                                real_run) -> None:
+def test_a_run_killed_between_the_renames_is_restored_next_time(tmp_path: Path, real_run,
+                                                                caplog) -> None:
     pid = _dead_pid()
     # The state a kill leaves where no atomic exchange exists: old run aside, the
     # new one still partial, the target missing.
@@ -220,10 +221,9 @@ def test_a_run_killed_between_the_renames_is_restored_next_time(tmp_path: Path,
     live = _copy(real_run, tmp_path / f".run.old-{os.getppid()}")
     foreign = tmp_path / f".run.partial-{pid}-xyz"
     _thesis(foreign)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with caplog.at_level(logging.WARNING, logger="mueval"):
         target = check_target(tmp_path / "run", overwrite=True)
-    notes = [str(w.message) for w in caught]
+    notes = [r.getMessage() for r in caplog.records]
     assert any("restored" in n and f".run.old-{pid}" in n for n in notes), notes
     assert any("removed" in n and partial.name in n for n in notes), notes
     assert read_run_folder(target).alpha == 0.05
@@ -612,3 +612,49 @@ def test_neutralise_formulas_touches_text_cells_only() -> None:
     pd.testing.assert_frame_equal(out[["number", "count"]], frame[["number", "count"]])
     clean = pd.DataFrame({"a": ["x"], "b": [-1]})
     assert neutralise_formulas(clean) is clean
+
+
+def test_summary_diagnostics_are_recomputed_from_diagnostics_parquet(tmp_path: Path,
+                                                                    real_run) -> None:
+    run = _copy(real_run, tmp_path / "run")
+
+    def change(frame):
+        frame = frame.copy()
+        frame.loc[frame.index[0], "covgap_user"] = frame["covgap_user"].iloc[0] + 0.25
+        return frame
+
+    _tamper(run, "diagnostics.parquet", change)
+    result = _mueval("report", str(run))
+    assert result.exit_code == 1, result.output
+    assert f"{run / 'summary.csv'}: covgap_user of mm/nb has mean" in result.output
+    (run / "diagnostics.parquet").unlink()
+    result = _mueval("report", str(run))
+    assert result.exit_code == 1, result.output
+    assert "has covgap_user rows, but the run folder has no diagnostics.parquet" in result.output
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        ("p_values", [0.5], (r"row 0 \(mm/nb, iteration 1\): p_values holds 1 values; "
+                            r"expected one per class of run.json \(3\)")),
+        ("userid", "eleven", "column userid is of type (large_)?string; expected whole numbers"),
+        ("y_true", "jump", (r"row 0 \(mm/nb, iteration 1\): y_true 'jump' is not a class of "
+                           "run.json")),
+    ],
+)
+def test_malformed_prediction_columns_are_named(tmp_path: Path, real_run, column, value,
+                                                message) -> None:
+    run = _copy(real_run, tmp_path / "run")
+
+    def change(frame):
+        frame = frame.copy()
+        if column == "userid":
+            frame[column] = frame[column].astype(str)
+        frame.at[0, column] = value
+        return frame
+
+    _tamper(run, "predictions.parquet", change)
+    result = _mueval("report", str(run))
+    assert result.exit_code == 1, result.output
+    assert re.search(re.escape(f"{run / 'predictions.parquet'}: ") + message, result.output)

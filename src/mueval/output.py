@@ -6,6 +6,15 @@ The folder holds ``run.json``, ``summary.csv``, ``splits.parquet`` and
 format_version 1 may ignore). It is written into a hidden temporary folder beside the
 target and renamed into place only when every file is complete, so a failed or
 interrupted run leaves nothing that looks like a finished run.
+
+``run.json`` marks the folder (``format = "mueval-run"``) and lists the files
+written, so that ``--overwrite`` replaces a run folder and nothing else: never a
+symbolic link, never the current folder or a parent of it, never a folder holding
+anything mueval did not write (:func:`run_folder_problem`). The replacement is an
+atomic exchange of the two folders where the file system has one (Linux
+``renameat2``); elsewhere two renames leave the target missing for an instant,
+and a run killed in that instant is restored by the next one
+(:func:`recover_leftovers`).
 """
 
 from __future__ import annotations
@@ -13,13 +22,13 @@ from __future__ import annotations
 import ctypes
 import errno
 import json
+import logging
 import os
 import re
 import shutil
 import stat
 import sys
 import tempfile
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -37,6 +46,8 @@ from mueval.safeio import check_inside, describe_mode, neutralise_formulas
 from mueval.strategies import STRATEGIES, STRATEGY_NAMES
 
 FORMAT_VERSION = 1
+
+_log = logging.getLogger("mueval")
 
 #: Metrics printed in percent by tables (the rest as fractions or counts).
 PERCENT_METRICS: frozenset[str] = frozenset(
@@ -423,7 +434,9 @@ def check_target(out_dir: str | Path, overwrite: bool = False) -> Path:
     target = _target_path(out_dir)
     _refuse_cwd(target, out_dir)
     for note in recover_leftovers(target):
-        warnings.warn(note, stacklevel=2)
+        # Logged, not raised: the user should know, and the run can go on. Without
+        # logging configured, Python prints the bare message on stderr.
+        _log.warning("%s", note)
     try:
         mode = os.lstat(target).st_mode
     except (FileNotFoundError, NotADirectoryError):  # the probe below names the cause

@@ -18,12 +18,14 @@ predictions:
    holds is aggregated again as ``mueval evaluate`` does
    (:func:`mueval.aggregate.summary_frame`: the mean over users within each
    iteration, undefined values skipped, then the mean, the sample SD and the count
-   over iterations) and must match within float tolerance.
+   over iterations) and must match within float tolerance; the conditional-
+   coverage diagnostics in the summary likewise against ``diagnostics.parquet``.
 
 ``alpha`` in (0, 1) and the types of ``run.json`` are checked by the reader
 (:mod:`mueval.report.runfolder`). Not checked: the p-values and probabilities
-themselves, the classic metrics against the predictions, and the conditional-
-coverage diagnostics (computed from the features, which the folder does not hold).
+themselves, the classic metrics against the predictions, and the per-iteration
+values of the conditional-coverage diagnostics (computed from the features, which
+the folder does not hold).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from mueval.diagnose import FULL_DIAGNOSTICS
 from mueval.models import CLASSIFIERS
 from mueval.strategies import STRATEGIES
 
@@ -60,17 +63,21 @@ def _show(value: object) -> str:
     return repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
 
 
+def _check_codes_of(path: object, frame: pd.DataFrame) -> None:
+    for column, known in (("strategy", STRATEGIES), ("classifier", CLASSIFIERS)):
+        values = pd.unique(frame[column])
+        unknown = [v for v in values if not (isinstance(v, str) and v in known)]
+        if unknown:
+            msg = (f"{path}: {column} {_show(unknown[0])} is not a {column} code of mueval "
+                   f"(expected one of {', '.join(known)})")
+            raise _error(msg)
+
+
 def _check_codes(run: RunFolder) -> None:
     """Strategy and classifier values are codes of mueval, in every file."""
     for name, frame in (("predictions.parquet", run.predictions), ("splits.parquet", run.splits),
                         ("summary.csv", run.summary)):
-        for column, known in (("strategy", STRATEGIES), ("classifier", CLASSIFIERS)):
-            values = pd.unique(frame[column])
-            unknown = [v for v in values if not (isinstance(v, str) and v in known)]
-            if unknown:
-                msg = (f"{run.path / name}: {column} {_show(unknown[0])} is not a {column} "
-                       f"code of mueval (expected one of {', '.join(known)})")
-                raise _error(msg)
+        _check_codes_of(run.path / name, frame)
 
 
 def _row(run: RunFolder, i: int) -> str:
@@ -85,6 +92,12 @@ def _is_text(kind: pa.DataType) -> bool:
 def _classes(run: RunFolder, like: pa.Array) -> pa.Array:
     """The class names as an array of ``like``'s type (string or large_string)."""
     return pa.array(run.classes, like.type)
+
+
+def _whole_or_null(column: pa.ChunkedArray) -> bool:
+    values = column.to_numpy(zero_copy_only=False)
+    values = values[~np.isnan(values)]
+    return bool(np.all(values == np.round(values)))
 
 
 def _check_types(run: RunFolder, preds: pa.Table) -> None:
@@ -104,7 +117,24 @@ def _check_types(run: RunFolder, preds: pa.Table) -> None:
             and _is_text(kind.value_type)):
         msg = f"{path}: column pred_set is of type {kind}; expected lists of class names"
         raise _error(msg)
-    for column in ("y_true", "y_pred", "pred_set", "set_size", "covered", "iteration"):
+    for column in ("userid", "seed"):
+        kind = preds.schema.field(column).type
+        if not pa.types.is_integer(kind):
+            msg = f"{path}: column {column} is of type {kind}; expected whole numbers"
+            raise _error(msg)
+    kind = preds.schema.field("target_user").type
+    if not (pa.types.is_integer(kind) or pa.types.is_null(kind)
+            or (pa.types.is_floating(kind) and _whole_or_null(preds.column("target_user")))):
+        msg = f"{path}: column target_user is of type {kind}; expected whole numbers"
+        raise _error(msg)
+    for column in ("p_values", "proba"):
+        kind = preds.schema.field(column).type
+        if not ((pa.types.is_list(kind) or pa.types.is_large_list(kind))
+                and pa.types.is_floating(kind.value_type)):
+            msg = f"{path}: column {column} is of type {kind}; expected lists of numbers"
+            raise _error(msg)
+    for column in ("y_true", "y_pred", "pred_set", "set_size", "covered", "iteration", "userid",
+                   "p_values", "proba"):
         nulls = preds.column(column).is_null().to_numpy(zero_copy_only=False)
         if nulls.any():
             msg = f"{path}: {_row(run, np.argmax(nulls))}: {column} is empty"
@@ -141,6 +171,15 @@ def _check_rows(run: RunFolder, preds: pa.Table) -> None:
                f"{_show(run.classes[first % k])} twice")
         raise _error(msg)
     n = preds.num_rows
+    for column in ("p_values", "proba"):
+        width = pc.list_value_length(preds.column(column).combine_chunks())
+        width = width.to_numpy(zero_copy_only=False)
+        wrong = np.flatnonzero(width != k)
+        if wrong.size:
+            i = int(wrong[0])
+            msg = (f"{path}: {_row(run, i)}: {column} holds {int(width[i])} values; expected "
+                   f"one per class of run.json ({k})")
+            raise _error(msg)
     lengths = np.bincount(parents, minlength=n)
     size = preds.column("set_size").to_numpy()
     wrong = np.flatnonzero(size != lengths)
@@ -194,7 +233,8 @@ def _close(a: float, b: float) -> bool:
 def _check_splits(run: RunFolder) -> None:
     """Per split: coverage, setsize and n_test are what the prediction rows give."""
     path = run.path / "splits.parquet"
-    _numeric(path, run.splits, ["iteration", "n_test", "coverage", "setsize"])
+    _numeric(path, run.splits, ["iteration", "seed", "user", "n_test", "n_cal", "coverage",
+                                "setsize"])
     preds = run.predictions
     grouped = (
         pd.DataFrame({**{c: preds[c] for c in _GROUP}, "user": preds["target_user"],
@@ -245,18 +285,48 @@ def _split_contradiction(r: object, where: str) -> str | None:
     return None
 
 
-def _recompute_summary(splits: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
-    """mean, sd, n per (strategy, classifier, metric), aggregated as summary_frame does."""
+def _recompute_summary(splits: pd.DataFrame, metrics: list[str],
+                       diagnostics: pd.DataFrame | None, extra: list[str]) -> pd.DataFrame:
+    """mean, sd, n per (strategy, classifier, metric), aggregated as summary_frame does.
+
+    ``extra`` names diagnostic columns of ``diagnostics`` (one row per strategy,
+    classifier and iteration), joined to the per-iteration means as the writer does.
+    """
     per_it = splits.groupby(_GROUP, sort=False)[metrics].mean().reset_index()
+    if diagnostics is not None and extra:
+        per_it = per_it.merge(diagnostics[[*_GROUP, *extra]], on=_GROUP, how="left")
     rows = []
     for (s, c), group in per_it.groupby(["strategy", "classifier"], sort=False):
-        for m in metrics:
+        for m in [*metrics, *extra]:
             values = group[m].to_numpy(dtype=float)
             values = values[~np.isnan(values)]
             n = len(values)
             rows.append((s, c, m, float(values.mean()) if n else np.nan,
                          float(values.std(ddof=1)) if n > 1 else np.nan, n))
     return pd.DataFrame(rows, columns=["strategy", "classifier", "metric", "r_mean", "r_sd", "r_n"])
+
+
+def _diagnostic_metrics(run: RunFolder, names: list[str]) -> list[str]:
+    """Summary metrics not in splits.parquet: diagnostics, backed by diagnostics.parquet."""
+    wanted = [m for m in names if m in FULL_DIAGNOSTICS]
+    if not wanted:
+        return []
+    path = run.path / "diagnostics.parquet"
+    if run.diagnostics is None:
+        msg = (f"{run.path / 'summary.csv'}: has {wanted[0]} rows, but the run folder has no "
+               "diagnostics.parquet to back them")
+        raise _error(msg)
+    gone = [c for c in [*_GROUP, *wanted] if c not in run.diagnostics.columns]
+    if gone:
+        msg = f"{path}: missing columns {gone}, which summary.csv reports"
+        raise _error(msg)
+    _check_codes_of(path, run.diagnostics)
+    _numeric(path, run.diagnostics, ["iteration", *wanted])
+    if run.diagnostics.duplicated(_GROUP).any():
+        r = run.diagnostics[run.diagnostics.duplicated(_GROUP)].iloc[0]
+        msg = f"{path}: {r['strategy']}/{r['classifier']} iteration {r['iteration']} appears twice"
+        raise _error(msg)
+    return wanted
 
 
 def _check_summary(run: RunFolder) -> None:
@@ -281,7 +351,10 @@ def _check_summary(run: RunFolder) -> None:
     shared = set(summary["metric"]) & set(run.splits.columns)
     metrics = [m for m in dict.fromkeys(summary["metric"]) if m in shared]
     _numeric(run.path / "splits.parquet", run.splits, metrics)
-    both = summary.merge(_recompute_summary(run.splits, metrics), on=keys, how="inner")
+    extra = _diagnostic_metrics(run, [m for m in dict.fromkeys(summary["metric"])
+                                      if m not in shared])
+    recomputed = _recompute_summary(run.splits, metrics, run.diagnostics, extra)
+    both = summary.merge(recomputed, on=keys, how="inner")
     for r in both.itertuples(index=False):
         where = f"{r.metric} of {r.strategy}/{r.classifier}"
         if int(r.n) != r.r_n:

@@ -2,8 +2,11 @@
 
 The folder holds ``run.json``, ``summary.csv``, ``splits.parquet`` and
 ``predictions.parquet``. Everything the report needs is checked here, once, so
-the rest of the report can trust its input: a missing file, an unknown format
-version or a missing column is an error that names it.
+the rest of the report can trust its input: a missing file, a FIFO or device in
+place of a file, an unknown format version, a missing column, a field of the
+wrong type (text where run.json holds a number, alpha outside (0, 1)) or a
+contradiction between the files (:mod:`mueval.report.consistency`) is an error
+that names it.
 """
 
 from __future__ import annotations
@@ -64,6 +67,8 @@ class RunFolder:
     classes : list of str
         Class names in index order.
     summary, splits, predictions : DataFrame
+    diagnostics : DataFrame or None
+        ``diagnostics.parquet``, when the run computed diagnostics.
     """
 
     path: Path
@@ -72,6 +77,7 @@ class RunFolder:
     summary: pd.DataFrame
     splits: pd.DataFrame
     predictions: pd.DataFrame
+    diagnostics: pd.DataFrame | None = None
 
     @property
     def config(self) -> dict:
@@ -288,7 +294,10 @@ def read_run_folder(path: str | Path) -> RunFolder:
     if arrow_predictions.num_rows == 0:
         msg = f"{root / 'predictions.parquet'}: expected prediction rows, found none"
         raise RunFolderError(msg)
+    diagnostics = None
+    if (root / "diagnostics.parquet").exists() or (root / "diagnostics.parquet").is_symlink():
+        diagnostics = _read_table(root, "diagnostics.parquet").to_pandas()
     run_folder = RunFolder(root, run, list(run["classes"]), summary, splits,
-                           arrow_predictions.to_pandas())
+                           arrow_predictions.to_pandas(), diagnostics)
     check_consistency(run_folder, arrow_predictions)
     return run_folder

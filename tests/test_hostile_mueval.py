@@ -638,6 +638,7 @@ def test_summary_diagnostics_are_recomputed_from_diagnostics_parquet(tmp_path: P
     [
         ("p_values", [0.5], (r"row 0 \(mm/nb, iteration 1\): p_values holds 1 values; "
                             r"expected one per class of run.json \(3\)")),
+        ("pred_set", ["sit", "sit"], r"row 0 \(mm/nb, iteration 1\): pred_set names 'sit' twice"),
         ("userid", "eleven", "column userid is of type (large_)?string; expected whole numbers"),
         ("y_true", "jump", (r"row 0 \(mm/nb, iteration 1\): y_true 'jump' is not a class of "
                            "run.json")),

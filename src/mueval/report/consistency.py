@@ -141,10 +141,9 @@ def _check_types(run: RunFolder, preds: pa.Table) -> None:
             raise _error(msg)
 
 
-def _check_rows(run: RunFolder, preds: pa.Table) -> None:
-    """Labels are classes; ``set_size`` and ``covered`` agree with ``pred_set``."""
+def _check_labels(run: RunFolder, preds: pa.Table) -> None:
+    """``y_true`` and ``y_pred`` are classes; p_values and proba have one value per class."""
     path = run.path / "predictions.parquet"
-    _check_types(run, preds)
     for column in ("y_true", "y_pred"):
         values = preds.column(column).combine_chunks()
         inside = pc.is_in(values, value_set=_classes(run, values)).to_numpy(zero_copy_only=False)
@@ -153,24 +152,7 @@ def _check_rows(run: RunFolder, preds: pa.Table) -> None:
             msg = (f"{path}: {_row(run, i)}: {column} {_show(values[i].as_py())} is not a class "
                    f"of run.json")
             raise _error(msg)
-    sets = preds.column("pred_set").combine_chunks()
-    flat = pc.list_flatten(sets)
-    parents = pc.list_parent_indices(sets).to_numpy(zero_copy_only=False)
-    index = pc.index_in(flat, value_set=_classes(run, flat)).to_numpy(zero_copy_only=False)
-    bad = np.flatnonzero(np.isnan(index.astype(float))) if flat.null_count or len(index) else []
-    if len(bad):
-        i = parents[bad[0]]
-        msg = (f"{path}: {_row(run, i)}: pred_set holds {_show(flat[int(bad[0])].as_py())}, "
-               "not a class of run.json")
-        raise _error(msg)
     k = len(run.classes)
-    keys = parents.astype(np.int64) * k + index.astype(np.int64)
-    if np.unique(keys).size != keys.size:
-        first = keys[np.argmax(pd.Series(keys).duplicated().to_numpy())]
-        msg = (f"{path}: {_row(run, first // k)}: pred_set names "
-               f"{_show(run.classes[first % k])} twice")
-        raise _error(msg)
-    n = preds.num_rows
     for column in ("p_values", "proba"):
         width = pc.list_value_length(preds.column(column).combine_chunks())
         width = width.to_numpy(zero_copy_only=False)
@@ -180,6 +162,44 @@ def _check_rows(run: RunFolder, preds: pa.Table) -> None:
             msg = (f"{path}: {_row(run, i)}: {column} holds {int(width[i])} values; expected "
                    f"one per class of run.json ({k})")
             raise _error(msg)
+
+
+def _set_members(run: RunFolder, preds: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """Row and class index of every member of every set, checked to be a class, once.
+
+    Returns
+    -------
+    parents, index : ndarray of int, shape (n_members,)
+    """
+    path = run.path / "predictions.parquet"
+    sets = preds.column("pred_set").combine_chunks()
+    flat = pc.list_flatten(sets)
+    parents = pc.list_parent_indices(sets).to_numpy(zero_copy_only=False).astype(np.int64)
+    index = pc.index_in(flat, value_set=_classes(run, flat)).to_numpy(zero_copy_only=False)
+    bad = np.flatnonzero(np.isnan(index.astype(float)))  # not a class (or empty)
+    if bad.size:
+        msg = (f"{path}: {_row(run, parents[bad[0]])}: pred_set holds "
+               f"{_show(flat[int(bad[0])].as_py())}, not a class of run.json")
+        raise _error(msg)
+    index = index.astype(np.int64)
+    k = len(run.classes)
+    keys = parents * k + index
+    twice = pd.Series(keys).duplicated().to_numpy()
+    if twice.any():
+        first = keys[np.argmax(twice)]
+        msg = (f"{path}: {_row(run, first // k)}: pred_set names "
+               f"{_show(run.classes[first % k])} twice")
+        raise _error(msg)
+    return parents, index
+
+
+def _check_rows(run: RunFolder, preds: pa.Table) -> None:
+    """Labels are classes; ``set_size`` and ``covered`` agree with ``pred_set``."""
+    path = run.path / "predictions.parquet"
+    _check_types(run, preds)
+    _check_labels(run, preds)
+    parents, index = _set_members(run, preds)
+    n = preds.num_rows
     lengths = np.bincount(parents, minlength=n)
     size = preds.column("set_size").to_numpy()
     wrong = np.flatnonzero(size != lengths)
@@ -192,7 +212,7 @@ def _check_rows(run: RunFolder, preds: pa.Table) -> None:
     y_index = pc.index_in(y_true, value_set=_classes(run, y_true))
     y_index = y_index.to_numpy(zero_copy_only=False).astype(np.int64)
     holds = np.zeros(n, dtype=bool)
-    holds[parents[index.astype(np.int64) == y_index[parents]]] = True
+    holds[parents[index == y_index[parents]]] = True
     covered = preds.column("covered").to_numpy()
     wrong = np.flatnonzero(covered != holds)
     if wrong.size:

@@ -659,3 +659,38 @@ def test_malformed_prediction_columns_are_named(tmp_path: Path, real_run, column
     result = _mueval("report", str(run))
     assert result.exit_code == 1, result.output
     assert re.search(re.escape(f"{run / 'predictions.parquet'}: ") + message, result.output)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "kind"),
+    [
+        (b'"numpy_type": "Int64"', b'"numpy_type": "Lnt64"', "TypeError"),
+        (b'"index_columns": []', b'"index_columns": [1', "JSONDecodeError"),
+        (b'"index_columns": []', b'"index_columns": ["gone"]', "KeyError"),
+    ],
+)
+def test_damaged_pandas_metadata_in_a_parquet_file_is_named(tmp_path: Path, real_run, old,
+                                                            new, kind) -> None:
+    # Found by fuzzing: the Parquet stays valid, but the JSON that tells pandas the
+    # dtypes is damaged, and the conversion fails deep inside pyarrow or pandas.
+    run = _copy(real_run, tmp_path / "run")
+    table = pq.read_table(run / "splits.parquet")
+    meta = table.schema.metadata[b"pandas"]
+    assert meta.count(old) == 1
+    pq.write_table(table.replace_schema_metadata({b"pandas": meta.replace(old, new)}),
+                   run / "splits.parquet")
+    result = _mueval("report", str(run))
+    assert result.exit_code == 1, result.output
+    assert (f"{run / 'splits.parquet'}: expected a Parquet file written by `mueval evaluate`, "
+            f"found pandas metadata that cannot be used: {kind}") in result.output
+
+
+def test_a_cut_short_summary_leaving_no_count_is_named(tmp_path: Path, real_run) -> None:
+    # Found by fuzzing: the last line cut inside its `sd` field leaves `n` empty.
+    run = _copy(real_run, tmp_path / "run")
+    text = (run / "summary.csv").read_text()
+    (run / "summary.csv").write_text(text[: text.rstrip("\n").rfind(",")] + "\n")
+    result = _mueval("report", str(run))
+    assert result.exit_code == 1, result.output
+    assert f"{run / 'summary.csv'}: row " in result.output
+    assert ": n is nan; expected a whole number >= 0" in result.output

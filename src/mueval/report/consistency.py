@@ -246,6 +246,16 @@ def _numeric(path: object, frame: pd.DataFrame, columns: list[str]) -> None:
             raise _error(msg)
 
 
+def _whole(path: object, frame: pd.DataFrame, column: str) -> None:
+    """A count column: no gaps, no fractions (a cut-short CSV leaves NaN here)."""
+    values = frame[column].to_numpy(dtype=float)
+    bad = np.flatnonzero(~np.isfinite(values) | (values != np.round(values)) | (values < 0))
+    if bad.size:
+        i = int(bad[0])
+        msg = f"{path}: row {i}: {column} is {float(values[i])!r}; expected a whole number >= 0"
+        raise _error(msg)
+
+
 def _close(a: float, b: float) -> bool:
     return bool(np.isclose(a, b, rtol=RTOL, atol=_ATOL, equal_nan=True))
 
@@ -354,6 +364,7 @@ def _check_summary(run: RunFolder) -> None:
     path = run.path / "summary.csv"
     summary = run.summary
     _numeric(path, summary, ["mean", "sd", "n"])
+    _whole(path, summary, "n")
     keys = ["strategy", "classifier", "metric"]
     twice = summary.duplicated(keys)
     if twice.any():

@@ -252,6 +252,23 @@ def _read_table(root: Path, name: str) -> pd.DataFrame | pa.Table:
         raise RunFolderError(msg) from exc
 
 
+def _to_pandas(root: Path, name: str, table: pa.Table) -> pd.DataFrame:
+    """A Parquet table as a DataFrame, its pandas metadata trusted no further than this.
+
+    The metadata is JSON inside the file that names dtypes and index columns; a
+    damaged copy fails in pyarrow's or pandas' own code with whatever exception
+    that code raises (TypeError, KeyError, a JSON or decoding error), so every
+    exception of the conversion means a damaged file here.
+    """
+    try:
+        return table.to_pandas()
+    except Exception as exc:  # any failure of the conversion: see the docstring
+        found = " ".join(str(exc).split())[:200] or type(exc).__name__
+        msg = (f"{root / name}: expected a Parquet file written by `mueval evaluate`, found "
+               f"pandas metadata that cannot be used: {type(exc).__name__}: {found}")
+        raise RunFolderError(msg) from exc
+
+
 def read_run_folder(path: str | Path) -> RunFolder:
     """Read and check a run folder.
 
@@ -280,7 +297,7 @@ def read_run_folder(path: str | Path) -> RunFolder:
     _check_files(root)
     run = _read_run_json(root)
     summary = _read_table(root, "summary.csv")
-    splits = _read_table(root, "splits.parquet").to_pandas()
+    splits = _to_pandas(root, "splits.parquet", _read_table(root, "splits.parquet"))
     arrow_predictions = _read_table(root, "predictions.parquet")
     for name, columns, required in (
         ("summary.csv", summary.columns, _SUMMARY_COLUMNS),
@@ -296,8 +313,10 @@ def read_run_folder(path: str | Path) -> RunFolder:
         raise RunFolderError(msg)
     diagnostics = None
     if (root / "diagnostics.parquet").exists() or (root / "diagnostics.parquet").is_symlink():
-        diagnostics = _read_table(root, "diagnostics.parquet").to_pandas()
-    run_folder = RunFolder(root, run, list(run["classes"]), summary, splits,
-                           arrow_predictions.to_pandas(), diagnostics)
+        diagnostics = _to_pandas(root, "diagnostics.parquet",
+                                 _read_table(root, "diagnostics.parquet"))
+    predictions = _to_pandas(root, "predictions.parquet", arrow_predictions)
+    run_folder = RunFolder(root, run, list(run["classes"]), summary, splits, predictions,
+                           diagnostics)
     check_consistency(run_folder, arrow_predictions)
     return run_folder

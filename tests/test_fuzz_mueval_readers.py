@@ -41,6 +41,8 @@ def sources(tmp_path_factory) -> dict[str, bytes]:
     assert result.exit_code == 0, result.output
     out = {name: (run / name).read_bytes() for name in RUN_FILES}
     out["table.csv"] = table.read_bytes()
+    make_frame(n_users=3, per_class=12).to_parquet(base / "table.parquet")
+    out["table.parquet"] = (base / "table.parquet").read_bytes()
     return out
 
 
@@ -101,10 +103,11 @@ def test_a_mutated_run_folder_file_raises_only_run_folder_errors(folder, sources
         pass
 
 
+@pytest.mark.parametrize("name", ["table.csv", "table.parquet"])
 @given(edits=mutations())
-def test_a_mutated_data_table_raises_only_mueval_errors(folder, sources, edits) -> None:
-    path = folder / "table.csv"
-    path.write_bytes(_mutate(sources["table.csv"], edits))
+def test_a_mutated_data_table_raises_only_mueval_errors(folder, sources, name, edits) -> None:
+    path = folder / name
+    path.write_bytes(_mutate(sources[name], edits))
     try:
         load_file(path, user_col="userid", label_col="label")
     except MuevalError:

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from mueval.errors import DataError, UsageError
 from mueval.safeio import open_regular
@@ -240,6 +242,18 @@ def load_registered(
     return table_from_frame(df, user_col="userid", label_col="label", info=info)
 
 
+class _PandasMetadataError(Exception):
+    """The pandas metadata inside a Parquet file could not be applied."""
+
+
+def _parquet_frame(content: bytes) -> pd.DataFrame:
+    table = pq.read_table(io.BytesIO(content))
+    try:
+        return table.to_pandas()
+    except Exception as exc:  # damaged metadata fails with whatever pandas raises
+        raise _PandasMetadataError from exc
+
+
 def load_file(path: str | Path, *, user_col: str = "userid", label_col: str = "label") -> Table:
     """A user's own table from a Parquet or CSV file.
 
@@ -272,12 +286,13 @@ def load_file(path: str | Path, *, user_col: str = "userid", label_col: str = "l
         if suffix == ".csv":
             df = pd.read_csv(io.BytesIO(content), encoding="utf-8")
         else:
-            df = pd.read_parquet(io.BytesIO(content))
-    except (OSError, ValueError) as exc:
+            df = _parquet_frame(content)
+    except (OSError, ValueError, pa.ArrowException, _PandasMetadataError) as exc:
         # UnicodeDecodeError, pandas' ParserError and pyarrow's ArrowInvalid are
         # ValueErrors; their text can quote the file, so it is cut short.
-        found = " ".join(str(exc).split())[:200] or type(exc).__name__
-        message = f"cannot read {path} as {kind}: {found}"
+        cause = exc.__cause__ if isinstance(exc, _PandasMetadataError) else exc
+        found = " ".join(str(cause).split())[:200] or type(cause).__name__
+        message = f"cannot read {path} as {kind}: {type(cause).__name__}: {found}"
         raise DataError(message) from exc
     sha = hashlib.sha256(content).hexdigest()
     info = {

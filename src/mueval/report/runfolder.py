@@ -243,9 +243,9 @@ def _read_table(root: Path, name: str) -> pd.DataFrame | pa.Table:
             if name.endswith(".csv"):
                 return pd.read_csv(handle, encoding="utf-8")
             return pq.read_table(handle)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, pa.ArrowException) as exc:
         # pyarrow's ArrowInvalid, pandas' EmptyDataError and decoding errors are
-        # ValueErrors.
+        # ValueErrors; ArrowNotImplementedError (e.g. a damaged integer width) is not.
         kind = "CSV" if name.endswith(".csv") else "Parquet"
         found = " ".join(str(exc).split())[:200] or type(exc).__name__
         msg = f"{root / name}: expected a {kind} file written by `mueval evaluate`, found: {found}"

@@ -48,6 +48,8 @@ def test_own_csv_end_to_end_writes_the_run_folder(tmp_path: Path) -> None:
     assert info["classes"] == ["run", "sit", "walk"]
     assert info["dataset"]["source"] == "file" and info["dataset"]["n_users"] == 3
     assert info["config"]["strategies"] == ["mm", "uim", "ucm"]
+    assert info["config"]["threshold"] == "study"  # the reference protocol's rule
+    assert "threshold=study" in result.output
     summary = pd.read_csv(out / "summary.csv")
     assert list(summary.columns) == SUMMARY_COLUMNS
     # 3 strategies x 2 classifiers x (17 metrics + 5 basic diagnostics), over 2 iterations.
@@ -191,7 +193,7 @@ def test_mondrian_aps_uam_and_progress_bar(tmp_path) -> None:
         main,
         ["evaluate", "--data", str(path), "--user-col", "subject", "--label-col", "activity",
          "-s", "uam,mm", "-c", "nb", "--iterations", "2", "--mondrian", "--score", "aps",
-         "--progress", "--out", str(tmp_path / "run")],
+         "--threshold", "mapie", "--progress", "--out", str(tmp_path / "run")],
     )
     assert result.exit_code == 0, result.output
     assert "UAM (user-adaptive)" in result.output and "mondrian" in result.output
@@ -199,6 +201,7 @@ def test_mondrian_aps_uam_and_progress_bar(tmp_path) -> None:
     assert "8/8" in result.stderr and "task" in result.stderr
     info = json.loads((tmp_path / "run" / "run.json").read_text())
     assert info["config"]["mondrian"] is True and info["config"]["score"] == "aps"
+    assert info["config"]["threshold"] == "mapie"
     # uam: each user's 105 rows -> 52 to training, 53 halved: 26 calibration, 27 test.
     splits = pd.read_parquet(tmp_path / "run" / "splits.parquet")
     uam = splits[splits.strategy == "uam"]

@@ -20,9 +20,10 @@ def test_mapie_lac_sets_equal_hand_sets_on_random_probabilities() -> None:
     for seed in range(5):
         proba_cal, proba_test = _dirichlet(60, 5, seed), _dirichlet(200, 5, seed + 100)
         y_cal = np.random.default_rng(seed).integers(0, 5, 60)
-        out = conformalize(proba_cal, y_cal, proba_test, alpha=0.1)
-        q = lac_threshold(lac_scores(proba_cal, y_cal), 0.1)
-        assert np.array_equal(out.sets, lac_sets(proba_test, q))
+        for rule in ("study", "mapie"):
+            out = conformalize(proba_cal, y_cal, proba_test, alpha=0.1, threshold=rule)
+            q = lac_threshold(lac_scores(proba_cal, y_cal), 0.1, rule=rule)
+            assert np.array_equal(out.sets, lac_sets(proba_test, q, rule=rule))
         assert out.n_cal == 60
 
 
@@ -38,9 +39,9 @@ def test_mapie_sets_equal_hand_sets_on_real_models(wisdm_dir, tmp_path) -> None:
         scaler, model = fit_scaled(code, 101, table.X[split.train], table.y[split.train])
         p_cal = full_proba(model, scaler.transform(table.X[cal]), 6)
         p_test = full_proba(model, scaler.transform(table.X[split.test]), 6)
-        out = conformalize(p_cal, table.y[cal], p_test)
-        q = lac_threshold(lac_scores(p_cal, table.y[cal]), 0.05)
-        assert np.array_equal(out.sets, lac_sets(p_test, q)), code
+        out = conformalize(p_cal, table.y[cal], p_test, threshold="mapie")
+        q = lac_threshold(lac_scores(p_cal, table.y[cal]), 0.05, rule="mapie")
+        assert np.array_equal(out.sets, lac_sets(p_test, q, rule="mapie")), code
         assert np.array_equal(out.pvalues, lac_pvalues(lac_scores(p_cal, table.y[cal]), p_test))
 
 
@@ -116,6 +117,27 @@ def test_raps_needs_about_ten_times_the_minimum_calibration_size() -> None:
     # 150 rows pass LAC's minimum of 20, but RAPS tunes on 10 % = 15 < 20 of them.
     proba = _dirichlet(150, 3, 0)
     y_cal = np.random.default_rng(0).integers(0, 3, 150)
-    conformalize(proba, y_cal, proba, score="lac")
+    conformalize(proba, y_cal, proba, score="lac", threshold="mapie")
     with pytest.raises(EvaluationError, match=r"of 150 rows \(raps tunes its penalty"):
-        conformalize(proba, y_cal, proba, score="raps", seed=0)
+        conformalize(proba, y_cal, proba, score="raps", seed=0, threshold="mapie")
+    # The study rule thresholds the deterministic scores and needs no tuning split.
+    assert conformalize(proba, y_cal, proba, score="raps").sets.shape == (150, 3)
+
+
+@pytest.mark.parametrize("score", ["aps", "top_k"])
+def test_study_rule_sets_come_from_the_pvalue_scores(score: str) -> None:
+    # The sets and the p-values describe the same scores: a class is in the set
+    # exactly when its score is at most the study threshold of the calibration scores.
+    proba_cal, proba_test = _dirichlet(137, 4, 5), _dirichlet(60, 4, 6)
+    # Labels drawn from the probabilities, so the model is calibrated and q < max.
+    rng = np.random.default_rng(4)
+    y_cal = np.array([rng.choice(4, p=row) for row in proba_cal])
+    out = conformalize(proba_cal, y_cal, proba_test, score=score, alpha=0.1)
+    cal_scores = class_scores(proba_cal, score)[np.arange(137), y_cal]
+    q = lac_threshold(cal_scores, 0.1, rule="study")
+    assert q < cal_scores.max()
+    test_scores = class_scores(proba_test, score)
+    assert np.array_equal(out.sets, test_scores - q <= np.finfo(float).eps)
+    assert 0 < out.sets.sum() < out.sets.size
+    # and the p-value of a class in the set is never below that of a class outside it
+    assert out.pvalues[out.sets].min() >= out.pvalues[~out.sets].max()

@@ -116,3 +116,94 @@ def test_aggregation_means_users_first_then_iterations_with_sample_sd() -> None:
     assert summary.loc["accuracy", "sd"] == pytest.approx(0.3 / np.sqrt(2))
     assert summary.loc["accuracy", "n"] == 2
     assert summary.loc["coverage", "sd"] == 0.0
+
+
+def test_an_undefined_iteration_makes_the_study_metric_undefined() -> None:
+    # iteration 1: both users NaN for MCriterion (every set empty) -> the iteration's
+    # mean over users is NaN; the study's R code then averages iterations without
+    # na.rm, so the mean and SD are NaN while n counts the one defined iteration.
+    rows = []
+    for it, user, mc in [(1, 1, np.nan), (1, 2, np.nan), (2, 1, 0.2), (2, 2, 0.4)]:
+        row = {"strategy": "udm", "classifier": "nb", "iteration": it, "seed": 100 + it,
+               "user": user, "n_test": 5, "n_cal": 20}
+        row.update(dict.fromkeys(METRICS, 1.0))
+        row["MCriterion"] = mc
+        rows.append(row)
+    summary = summary_frame(pd.DataFrame(rows)).set_index("metric")
+    assert np.isnan(summary.loc["MCriterion", "mean"])
+    assert np.isnan(summary.loc["MCriterion", "sd"])
+    assert summary.loc["MCriterion", "n"] == 1
+    assert summary.loc["accuracy", "mean"] == 1.0
+
+
+def _tied_frame(n_users: int = 8, per_user: int = 400, n_features: int = 32) -> pd.DataFrame:
+    """Every user repeats the same feature rows with random labels: the training rows
+    hold many exact duplicates, so KNN meets neighbours at exactly equal distance."""
+    rng = np.random.default_rng(0)
+    base = rng.normal(0, 1, (per_user, n_features))
+    parts = []
+    for u in range(n_users):
+        part = pd.DataFrame(base, columns=[f"f{i}" for i in range(n_features)])
+        part.insert(0, "label", rng.choice(["a", "b", "c"], per_user))
+        part.insert(0, "userid", u + 1)
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True)
+
+
+def test_ties_give_the_same_predictions_for_any_jobs_and_dask(tmp_path) -> None:
+    import os
+
+    from threadpoolctl import threadpool_limits
+
+    from mueval.output import predictions_table
+    from mueval.runner import _run_task, build_splits
+
+    table = table_from_frame(_tied_frame())
+    config = EvalConfig(strategies=("uim", "ucm", "uam"), classifiers=("knn",), iterations=1)
+    if (os.cpu_count() or 1) >= 2:
+        # The hazard is real on this data: with two OpenMP threads the neighbour
+        # search picks other tied neighbours than with one.
+        changed = 0
+        for split in build_splits(table.y, table.users, config, table.classes)[:8]:
+            with threadpool_limits(1, user_api="openmp"):
+                one = _run_task(table.X, table.y, 3, split, "knn", config)
+            with threadpool_limits(2, user_api="openmp"):
+                two = _run_task(table.X, table.y, 3, split, "knn", config)
+            changed += sum(not np.array_equal(a.proba, b.proba) for a, b in zip(one, two))
+        assert changed > 0, "the data no longer exercises tied neighbours"
+
+    def predictions(output) -> pd.DataFrame:
+        frame = predictions_table(output.results, table.classes, table.users, table.y)
+        return frame.to_pandas()
+
+    args = (table.X, table.y, table.users, table.classes, config)
+    serial = predictions(run(*args, jobs=1, progress=False))
+    loky = predictions(run(*args, jobs=2, progress=False))
+    pd.testing.assert_frame_equal(serial, loky)
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, protocol="tcp",
+        host="127.0.0.1", dashboard_address=None,
+    ) as cluster:
+        remote = run(*args, backend="dask", scheduler=cluster.scheduler_address, progress=False)
+    pd.testing.assert_frame_equal(serial, predictions(remote))
+
+
+@pytest.mark.parametrize(("score", "threshold", "described"), [
+    ("aps", "mapie", False), ("top_k", "mapie", False), ("lac", "mapie", True),
+    ("aps", "study", True),
+])
+def test_pvalue_metrics_only_where_pvalues_describe_the_sets(
+    table, score: str, threshold: str, described: bool
+) -> None:
+    from mueval.names import PVALUE_METRICS
+
+    config = EvalConfig(strategies=("mm",), classifiers=("nb",), iterations=1,
+                        score=score, threshold=threshold)
+    out = run(table.X, table.y, table.users, table.classes, config, progress=False)
+    (result,) = out.results
+    assert np.isnan(result.pvalues).all() != described
+    for m in PVALUE_METRICS:
+        assert np.isnan(result.metrics[m]) != described, m
+    assert not np.isnan(result.metrics["coverage"])
+    assert any("p-value metrics" in n for n in out.notes) != described

@@ -27,27 +27,34 @@ def test_three_classes_by_hand() -> None:
     assert all(isinstance(v, float) for v in out.values())
 
 
-def test_prediction_of_absent_class_counts_but_is_not_averaged() -> None:
-    # y_true = [0,0,1,1], y_pred = [0,2,1,1], K = 3; class 2 absent from y_true.
-    # class 0: TP=1 FN=1 FP=0 TN=2 -> sens 1/2, spec 1, prec 1, F1 2*1*(1/2)/(3/2) = 2/3
-    # class 1: TP=2 FN=0 FP=0 TN=2 -> sens 1,   spec 1, prec 1, F1 1
-    # class 2 would have spec 3/4; it must not enter the average (that would give 11/12).
-    out = classification_metrics([0, 0, 1, 1], [0, 2, 1, 1], 3)
-    assert out["accuracy"] == pytest.approx(3 / 4)  # the row predicted as 2 still counts
-    assert out["sensitivity"] == pytest.approx(3 / 4)
-    assert out["specificity"] == pytest.approx(1.0)
-    assert out["F1"] == pytest.approx((2 / 3 + 1) / 2)
-    assert out["weighted_F1"] == pytest.approx(1 / 2 * 2 / 3 + 1 / 2 * 1)
+def test_prediction_of_absent_class_leaves_the_table_as_in_caret() -> None:
+    # y_true = [0,0,1,1,1], y_pred = [0,2,1,1,0], K = 3; class 2 absent from y_true.
+    # caret: factor(pred, levels = c(0, 1)) turns the 2 into NA and table() drops
+    # that row. Kept rows: truth [0,1,1,1], pred [0,1,1,0].
+    # class 0: TP=1 FN=0 FP=1 TN=2 -> sens 1,   spec 2/3, prec 1/2, F1 2/3
+    # class 1: TP=2 FN=1 FP=0 TN=1 -> sens 2/3, spec 1,   prec 1,   F1 4/5
+    out = classification_metrics([0, 0, 1, 1, 1], [0, 2, 1, 1, 0], 3)
+    assert out["accuracy"] == pytest.approx(3 / 4)  # 3 right of the 4 kept rows
+    assert out["sensitivity"] == pytest.approx((1 + 2 / 3) / 2)
+    assert out["specificity"] == pytest.approx((2 / 3 + 1) / 2)
+    assert out["F1"] == pytest.approx((2 / 3 + 4 / 5) / 2)
+    # The HAR weighted F1 is not caret's: over all five rows, class 0 TP=1 FN=1 FP=1
+    # (F1 1/2), class 1 TP=2 FN=1 FP=0 (F1 4/5): 2/5 * 1/2 + 3/5 * 4/5.
+    assert out["weighted_F1"] == pytest.approx(2 / 5 * 1 / 2 + 3 / 5 * 4 / 5)
 
 
-def test_single_class_subset_has_undefined_specificity() -> None:
-    # y_true = [1,1,1], y_pred = [1,0,1], K = 2. Only class 1 present:
-    # TP=2 FN=1 FP=0 TN=0 -> sens 2/3, spec 0/0 (dropped -> nan), prec 1, F1 2*(2/3)/(5/3) = 4/5
+def test_every_prediction_outside_the_truth_labels_gives_undefined_accuracy() -> None:
+    out = classification_metrics([0, 1], [2, 2], 3)
+    assert math.isnan(out["accuracy"])
+    assert math.isnan(out["sensitivity"])
+
+
+def test_single_class_subset_is_undefined_as_caret_refuses_it() -> None:
+    # caret stops on a ground truth with one level; the four metrics are undefined.
     out = classification_metrics([1, 1, 1], [1, 0, 1], 2)
-    assert out["accuracy"] == pytest.approx(2 / 3)
-    assert out["sensitivity"] == pytest.approx(2 / 3)
-    assert math.isnan(out["specificity"])
-    assert out["F1"] == pytest.approx(4 / 5)
+    for name in ("accuracy", "sensitivity", "specificity", "F1"):
+        assert math.isnan(out[name]), name
+    # class 1: TP=2 FN=1 FP=0 -> F1 4/5, weight 1
     assert out["weighted_F1"] == pytest.approx(4 / 5)
 
 

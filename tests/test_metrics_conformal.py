@@ -160,17 +160,59 @@ def test_bad_inputs_raise(y, sets, pvalues, expected) -> None:
 # --- LAC -------------------------------------------------------------------
 
 
-def test_lac_threshold_by_hand() -> None:
+def test_lac_threshold_mapie_rule_by_hand() -> None:
     scores = np.arange(1, 41) / 100  # 0.01 .. 0.40, n = 40, shuffled order must not matter
     rng = np.random.default_rng(0)
     # rank ceil(41 * 0.95) = ceil(38.95) = 39 -> 0.39
-    assert lac_threshold(rng.permutation(scores), 0.05) == 0.39
+    assert lac_threshold(rng.permutation(scores), 0.05, rule="mapie") == 0.39
     # n = 9, alpha = 0.25: rank ceil(10 * 0.75) = ceil(7.5) = 8 -> 8th smallest
-    assert lac_threshold(np.array([9, 1, 8, 2, 7, 3, 6, 4, 5]) / 10, 0.25) == 0.8
+    assert lac_threshold(np.array([9, 1, 8, 2, 7, 3, 6, 4, 5]) / 10, 0.25, rule="mapie") == 0.8
     # n = 19, alpha = 0.05: rank ceil(20 * 0.95) = 19 = n -> the largest score
-    assert lac_threshold(np.linspace(0, 1, 19), 0.05) == 1.0
+    assert lac_threshold(np.linspace(0, 1, 19), 0.05, rule="mapie") == 1.0
     # n = 10, alpha = 0.05: rank ceil(11 * 0.95) = 11 > n -> inf
+    assert lac_threshold(np.linspace(0, 1, 10), 0.05, rule="mapie") == math.inf
+
+
+def test_lac_threshold_study_rule_by_hand() -> None:
+    rng = np.random.default_rng(1)
+    # n = 40, alpha = 0.05: level 41 * 0.95 / 40 = 0.97375; numpy's "higher" takes
+    # 0-based index ceil(0.97375 * 39) = ceil(37.976) = 38 -> 0.39, as the MAPIE rule.
+    scores = np.arange(1, 41) / 100
+    assert lac_threshold(rng.permutation(scores), 0.05) == 0.39
+    # n = 39: level 40 * 0.95 / 39 = 0.974359; index ceil(0.974359 * 38) = ceil(37.03)
+    # = 38 -> 0.39, the largest score; the MAPIE rule takes rank ceil(40 * 0.95) = 38,
+    # 0-based index 37 -> 0.38. The study's threshold is one rank higher here.
+    scores = np.arange(1, 40) / 100
+    assert lac_threshold(rng.permutation(scores), 0.05, rule="study") == 0.39
+    assert lac_threshold(rng.permutation(scores), 0.05, rule="mapie") == 0.38
+    # n = 19 at alpha = 0.05: level 20 * 0.95 / 19 = 1.0 -> the largest score
+    assert lac_threshold(np.linspace(0, 1, 19), 0.05) == 1.0
+    # n = 10: level 11 * 0.95 / 10 = 1.045 > 1 -> inf
     assert lac_threshold(np.linspace(0, 1, 10), 0.05) == math.inf
+
+
+def _brute_force_study_threshold(scores: np.ndarray, alpha: float) -> float:
+    """numpy's "higher" quantile written out: sort, then index ceil(level * (n - 1))."""
+    n = len(scores)
+    level = ((n + 1) * (1 - alpha)) / n
+    if level > 1:
+        return math.inf
+    position = level * (n - 1)
+    index = int(position) if position == int(position) else int(position) + 1
+    return float(sorted(scores)[index])
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.1, 0.2])
+def test_lac_threshold_study_rule_equals_brute_force(alpha: float) -> None:
+    rng = np.random.default_rng(7)
+    for n in range(5, 301):
+        scores = rng.random(n)
+        assert lac_threshold(scores, alpha) == _brute_force_study_threshold(scores, alpha), n
+
+
+def test_lac_threshold_rejects_unknown_rule() -> None:
+    with pytest.raises(MetricInputError, match=r"unknown threshold rule 'r'; valid: study, mapie"):
+        lac_threshold(np.ones(30), 0.05, rule="r")
 
 
 def test_lac_threshold_rejects_bad_alpha_and_empty_scores() -> None:
@@ -186,15 +228,26 @@ def test_lac_sets_by_hand_include_exact_ties() -> None:
     proba = np.array([[0.75, 0.125, 0.125], [0.5, 0.25, 0.25]])
     # 1 - p = [[.25, .875, .875], [.5, .75, .75]]; q = .75 keeps scores <= .75 (exact tie kept)
     expected = np.array([[True, False, False], [True, True, True]])
-    np.testing.assert_array_equal(lac_sets(proba, 0.75), expected)
-    # just below the tie: excluded exactly, kept with MAPIE's 1e-8 slack
+    for rule in ("study", "mapie"):
+        np.testing.assert_array_equal(lac_sets(proba, 0.75, rule=rule), expected)
+        assert lac_sets(proba, math.inf, rule=rule).all()
+        assert lac_sets(proba, 0.1, rule=rule).sum() == 0  # sets may be empty
+    # 1e-9 below the tie: excluded by the study's machine-epsilon tolerance, kept by
+    # MAPIE 1.x's 1e-8
     below = 0.75 - 1e-9
     np.testing.assert_array_equal(
-        lac_sets(proba, below), [[True, False, False], [True, False, False]]
+        lac_sets(proba, below, rule="study"), [[True, False, False], [True, False, False]]
     )
-    np.testing.assert_array_equal(lac_sets(proba, below, tol=1e-8), expected)
-    assert lac_sets(proba, math.inf).all()
-    assert lac_sets(proba, 0.1).sum() == 0  # sets may be empty
+    np.testing.assert_array_equal(lac_sets(proba, below, rule="mapie"), expected)
+
+
+def test_lac_sets_study_tolerance_is_machine_epsilon() -> None:
+    # p - (1 - q) >= -eps: one ulp below the bound at 0.5 is within eps, 3e-16 is not.
+    q = 0.5
+    within = np.nextafter(0.5, 0.0)  # 0.5 - 5.55e-17
+    outside = 0.5 - 3e-16
+    sets = lac_sets(np.array([[within, 1 - within], [outside, 1 - outside]]), q, rule="study")
+    np.testing.assert_array_equal(sets[:, 0], [True, False])
 
 
 def test_lac_scores_by_hand() -> None:
@@ -258,10 +311,9 @@ def test_lac_sets_match_mapie_split_conformal(n_features: int | None, train_size
     _, mapie_sets = mapie.predict_set(X_test)
     mapie_sets = mapie_sets[:, :, 0]
 
-    q = lac_threshold(lac_scores(model.predict_proba(X_cal), y_cal), alpha=0.05)
-    ours = lac_sets(model.predict_proba(X_test), q)
+    q = lac_threshold(lac_scores(model.predict_proba(X_cal), y_cal), alpha=0.05, rule="mapie")
+    ours = lac_sets(model.predict_proba(X_test), q, rule="mapie")
     np.testing.assert_array_equal(ours, mapie_sets)
-    np.testing.assert_array_equal(lac_sets(model.predict_proba(X_test), q, tol=1e-8), mapie_sets)
     assert 0 < q < math.inf
 
 

@@ -120,14 +120,20 @@ def test_mudata_registry_env_adds_entries(tmp_path: Path, monkeypatch: pytest.Mo
     assert entries["gestures2"].source == folder / "gestures2.toml"
 
 
-def test_file_must_be_named_after_dataset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_file_must_be_named_after_dataset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     folder = tmp_path / "extra"
     folder.mkdir()
     text = (builtin_registry_dir() / "gestures.toml").read_text(encoding="utf-8")
     (folder / "other.toml").write_text(text, encoding="utf-8")
     monkeypatch.setenv("MUDATA_REGISTRY", str(folder))
+    # Only that entry fails; it is skipped with a warning naming the file and the field.
+    entries = load_registry()
+    assert "other" not in entries and "wisdm" in entries
+    assert "other.toml" in caplog.text and "field 'name'" in caplog.text
     with pytest.raises(RegistryError, match="must be named after the dataset"):
-        load_registry()
+        get_entry("other")
 
 
 def test_builtin_entries_are_plain_toml() -> None:
@@ -153,7 +159,9 @@ def test_unreadable_entry_is_a_registry_error(tmp_path: Path) -> None:
         load_entry_file(folder)
 
 
-def test_broken_entry_in_registry_path_is_a_clean_cli_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_broken_entry_in_registry_path_is_a_warning_and_only_that_dataset_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from click.testing import CliRunner
 
     from mudata.cli import main
@@ -161,5 +169,9 @@ def test_broken_entry_in_registry_path_is_a_clean_cli_error(tmp_path: Path, monk
     (tmp_path / "bad.toml").write_bytes(b"\xff\xfe")
     monkeypatch.setenv("MUDATA_REGISTRY", str(tmp_path))
     result = CliRunner().invoke(main, ["list"])
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 0, result.output
     assert "bad.toml" in result.output and "UTF-8" in result.output
+    assert "wisdm" in result.output  # the built-ins keep working
+    failed = CliRunner().invoke(main, ["info", "bad"])
+    assert failed.exit_code == 1 and "bad.toml" in failed.output and "UTF-8" in failed.output
+    assert CliRunner().invoke(main, ["info", "wisdm"]).exit_code == 0

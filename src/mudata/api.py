@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from mudata.errors import MissingFileError
-from mudata.pipeline import build, is_built, parquet_path
+from mudata.pipeline import build_frame, parquet_path
 from mudata.registry import get_entry
-from mudata.store import read_provenance, read_table
+from mudata.store import read_provenance
 
 
 def fetch(
@@ -21,6 +21,7 @@ def fetch(
     allow_unverified: bool = False,
     force: bool = False,
     progress: bool | None = None,
+    max_expansion: float | None = None,
 ) -> Path:
     """Build the dataset's feature table if needed and return the Parquet path.
 
@@ -44,27 +45,53 @@ def fetch(
         Rebuild even when an up-to-date table exists.
     progress : bool, optional
         Show download progress bars; default: only on a terminal.
+    max_expansion : float, optional
+        How far an archive may expand, in bytes per archive byte; default
+        ``$MUDATA_MAX_EXPANSION``, else 100 (small archives may always reach 64 MiB).
 
     Returns
     -------
     Path
-        ``<data_home>/<name>/<name>.parquet``.
+        ``<data_home>/<name>/<name>.parquet``. Its rows were checked against
+        the hash recorded when it was built; a damaged table is rebuilt from
+        the verified raw files, with a warning.
     """
+    return _fetch(
+        name,
+        data_home=data_home,
+        download_if_missing=download_if_missing,
+        mirror=mirror,
+        manual_dir=manual_dir,
+        allow_unverified=allow_unverified,
+        force=force,
+        progress=progress,
+        max_expansion=max_expansion,
+    )[0]
+
+
+def _fetch(
+    name: str,
+    *,
+    data_home: Path | str | None,
+    download_if_missing: bool,
+    manual_dir: Path | str | None,
+    **options: Any,
+) -> tuple[Path, Any]:
     entry = get_entry(name, data_home)
-    if not download_if_missing and manual_dir is None and not is_built(entry, data_home):
+    # A table that exists but is out of date or damaged is rebuilt from the
+    # cached raw files without downloading (or a clear error names the missing one).
+    if not download_if_missing and manual_dir is None and not parquet_path(entry, data_home).exists():
         message = (
             f"dataset '{entry.name}' is not built in {parquet_path(entry, data_home).parent} "
             "and download_if_missing=False"
         )
         raise MissingFileError(message)
-    return build(
+    return build_frame(
         entry,
         data_home=data_home,
-        mirror=mirror,
         manual_dir=manual_dir,
-        allow_unverified=allow_unverified,
-        progress=progress,
-        force=force,
+        download=download_if_missing,
+        **options,
     )
 
 
@@ -79,12 +106,13 @@ def load(
     manual_dir: Path | str | None = None,
     allow_unverified: bool = False,
     progress: bool | None = None,
+    max_expansion: float | None = None,
 ) -> Any:
     """Load a dataset's feature table, building it first if needed.
 
     Parameters
     ----------
-    name, data_home, download_if_missing, mirror, manual_dir, allow_unverified, progress
+    name, data_home, download_if_missing, mirror, manual_dir, allow_unverified, progress, max_expansion
         As for :func:`fetch`.
     return_X_y : bool
         If True, return ``(X, y, groups)``: features, labels and user ids (the
@@ -98,7 +126,8 @@ def load(
         By default the whole table (``userid``, ``label``, then the features),
         with its provenance in ``frame.attrs["provenance"]``.
     """
-    path = fetch(
+    # The rows served are the rows whose hash was just checked: one read.
+    _, frame = _fetch(
         name,
         data_home=data_home,
         download_if_missing=download_if_missing,
@@ -106,9 +135,9 @@ def load(
         manual_dir=manual_dir,
         allow_unverified=allow_unverified,
         progress=progress,
+        force=False,
+        max_expansion=max_expansion,
     )
-    frame = read_table(path)
-    frame.attrs["provenance"] = read_provenance(path)
     if not return_X_y:
         return frame
     X = frame.drop(columns=["userid", "label"])

@@ -9,11 +9,13 @@ import re
 import shutil
 import sys
 import tempfile
+import traceback
 from pathlib import Path
 
 import click
 
 from mudata import api
+from mudata._files import read_regular
 from mudata._resources import builtin_registry_dir
 from mudata.errors import MudataError, RegistryError, StorageError, UsageError
 from mudata.paths import user_registry_dir
@@ -35,10 +37,38 @@ def _fail(exc: MudataError) -> None:
     raise click.ClickException(str(exc)) from None
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """The last line of defence: no command ends in a raw traceback.
+
+    A :class:`MudataError` a command did not map becomes its clean message
+    (exit 1, or 2 for usage errors); anything else is a bug in mudata and
+    becomes one line saying so, with the traceback under ``-v`` only.
+    """
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except MudataError as exc:
+            _fail(exc)
+        except Exception as exc:  # noqa: BLE001 - the point of this handler
+            if ctx.meta.get("mudata.verbose"):
+                traceback.print_exc()
+            message = (
+                f"internal error in mudata ({type(exc).__name__}: {str(exc)[:200]}); "
+                f"this is a bug, please report it"
+                + ("" if ctx.meta.get("mudata.verbose") else "; run with -v for the traceback")
+            )
+            raise click.ClickException(message) from None
+        return None  # pragma: no cover - _fail always raises
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="mudata-mueval", prog_name="mudata")
 @click.option("-v", "--verbose", count=True, help="Log what each stage does (-v info, -vv debug).")
-def main(verbose: int) -> None:
+@click.pass_context
+def main(ctx: click.Context, verbose: int) -> None:
     """Download public multi-user activity datasets, check them against known
     SHA-256 hashes, and publish them as validated Parquet feature tables.
 
@@ -50,6 +80,7 @@ def main(verbose: int) -> None:
       mudata fetch gestures --manual-dir ~/Downloads
       mudata register my_dataset.toml  add a dataset of your own
     """
+    ctx.meta["mudata.verbose"] = verbose
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
@@ -59,10 +90,14 @@ def main(verbose: int) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def list_command(data_home: Path | None, as_json: bool) -> None:
     """List the registered datasets."""
+    broken: dict[str, RegistryError] = {}
     try:
-        entries = load_registry(data_home)
+        entries = load_registry(data_home, broken=broken)
     except MudataError as exc:
         _fail(exc)
+    for exc in broken.values():
+        # Said here rather than logged, so that it shows whatever the log set-up.
+        click.echo(f"warning: skipped a registry entry: {exc}", err=True)
     if as_json:
         click.echo(json.dumps([_summary(e) for e in entries.values()], indent=2))
         return
@@ -135,6 +170,15 @@ def info_command(name: str, data_home: Path | None, as_json: bool) -> None:
     help="Accept files whose SHA-256 the registry does not record (the hash seen is kept in the provenance).",
 )
 @click.option("--force", is_flag=True, help="Rebuild the table even if an up-to-date one exists.")
+@click.option(
+    "--max-expansion",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="RATIO",
+    help="How far an archive may expand, in bytes per archive byte (default: "
+    "$MUDATA_MAX_EXPANSION, else 100; archives may always reach 64 MiB). Raise it "
+    "only for archives you trust.",
+)
 @click.option("--progress/--no-progress", default=None, help="Download progress bars (default: on a terminal only).")
 def fetch_command(
     name: str,
@@ -143,6 +187,7 @@ def fetch_command(
     manual_dir: Path | None,
     allow_unverified: bool,
     force: bool,
+    max_expansion: float | None,
     progress: bool | None,
 ) -> None:
     """Download (or take from --manual-dir), verify and build dataset NAME.
@@ -159,6 +204,7 @@ def fetch_command(
             allow_unverified=allow_unverified,
             force=force,
             progress=progress,
+            max_expansion=max_expansion,
         )
     except MudataError as exc:
         _fail(exc)
@@ -248,7 +294,7 @@ def _absolutise_paths(toml_file: Path) -> str:
     base = toml_file.resolve().parent
     table = ""
     lines = []
-    for line in toml_file.read_text(encoding="utf-8").splitlines():
+    for line in read_regular(toml_file, "registry entry", RegistryError).decode("utf-8").splitlines():
         header = re.match(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$", line)
         if header:
             table = header.group(1)

@@ -24,10 +24,7 @@ import ftplib
 import hashlib
 import logging
 import sys
-import tarfile
 import time
-import zipfile
-import zlib
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -37,16 +34,20 @@ from typing import IO, Literal
 import pooch
 import requests
 
+from mudata._files import kind_of, open_regular
+from mudata.archive import ArchiveIndex, normalise_member
 from mudata.errors import (
     ChecksumError,
     DownloadError,
+    LimitError,
     MissingFileError,
     MudataError,
     ParseError,
     StorageError,
     UsageError,
 )
-from mudata.paths import raw_dir
+from mudata.paths import dataset_lock, raw_dir, sweep_stale
+from mudata.readers.base import Pin, Pins
 from mudata.registry import DatasetEntry, Member, RemoteFile
 
 log = logging.getLogger(__name__)
@@ -59,14 +60,6 @@ _NETWORK_ERRORS: tuple[type[BaseException], ...] = (
     OSError,
     EOFError,
     ftplib.Error,
-)
-# Archive errors that mean "truncated or corrupt" rather than "missing".
-_CORRUPT_ARCHIVE_ERRORS: tuple[type[BaseException], ...] = (
-    zipfile.BadZipFile,
-    tarfile.TarError,
-    zlib.error,
-    EOFError,
-    OSError,  # gzip.BadGzipFile, lzma and bz2 errors
 )
 
 Origin = Literal["download", "cache", "manual", "local"]
@@ -98,6 +91,10 @@ class FetchedFile:
     url : str or None
         The address the file was downloaded from (the mirror's, with
         ``mirror``); None unless ``origin`` is "download" or "cache".
+    pins : Pins or None
+        What :class:`~mudata.readers.base.Sources` checks when a reader reads
+        from ``root``: the file's and its members' registry hashes and sizes,
+        and whether unpinned members may be read.
     """
 
     name: str
@@ -107,12 +104,29 @@ class FetchedFile:
     members: dict[str, str] = field(default_factory=dict)
     origin: Origin = "download"
     url: str | None = None
+    pins: Pins | None = field(default=None, compare=False, repr=False)
 
 
 def sha256_of(path: Path | str) -> str:
-    """SHA-256 of a file, as 64 lowercase hex digits, read in chunks."""
-    with open(path, "rb") as fh:
+    """SHA-256 of a file, as 64 lowercase hex digits, read in chunks.
+
+    Raises :class:`~mudata.errors.ParseError` for a FIFO, socket or device
+    (instead of blocking on it).
+    """
+    with open_regular(path) as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def pins_for(entry: DatasetEntry, remote: RemoteFile, allow_unverified: bool, **extra: object) -> Pins:
+    """What :class:`Sources` must check when a reader reads from ``remote``."""
+    members = {normalise_member(m.path, remote.name): Pin(m.sha256, m.size) for m in remote.members}
+    return Pins(
+        sha256=remote.sha256,
+        members=members,
+        allow_unverified=allow_unverified,
+        label=_what(entry, remote),
+        **extra,  # type: ignore[arg-type]
+    )
 
 
 def _sha256_of_stream(fh: IO[bytes]) -> str:
@@ -132,6 +146,8 @@ def fetch_sources(
     n_retries: int = 3,
     delay: float = 1.0,
     allow_unverified: bool = False,
+    max_expansion: float | None = None,
+    download: bool = True,
 ) -> list[FetchedFile]:
     """Obtain and verify every file of ``entry``; one result per file, in order.
 
@@ -159,6 +175,11 @@ def fetch_sources(
         Seconds to wait between attempts.
     allow_unverified : bool
         Accept files the registry records no hash for, with a warning.
+    max_expansion : float, optional
+        Expansion cap of archives, in bytes out per archive byte; default
+        ``$MUDATA_MAX_EXPANSION`` or 100 (see :mod:`mudata.archive`).
+    download : bool
+        When False, a file that is not in the cache is a MissingFileError.
 
     Returns
     -------
@@ -174,7 +195,10 @@ def fetch_sources(
     DownloadError
         The download failed (after retries).
     ParseError
-        An archive is truncated or corrupt.
+        An archive is truncated, corrupt or holds a refused member; a path
+        is a FIFO, socket or device.
+    LimitError
+        A download goes past its registry size, an archive past the expansion cap.
     UsageError
         Unverifiable file without ``allow_unverified``; bad ``manual_dir``.
     """
@@ -192,28 +216,45 @@ def fetch_sources(
                 )
     show_progress = sys.stderr.isatty() if progress is None else bool(progress)
     fetched = []
-    for remote in entry.files:
-        if remote.path is not None:
-            result = _fetch_local(entry, remote, allow_unverified)
-        elif manual is not None:
-            result = _fetch_manual(entry, remote, manual, allow_unverified)
-        else:
-            url = remote.url if mirror is None else mirror.rstrip("/") + "/" + remote.name
-            target = raw_dir(entry.name, data_home) / remote.name
-            result = _fetch_remote(
-                entry, remote, url, target, show_progress, n_retries, delay, allow_unverified
-            )
-        if not result.verified:
-            observed = result.sha256 or ", ".join(f"{p} {h}" for p, h in result.members.items())
-            log.warning(
-                "file '%s' of dataset '%s' is NOT verified (the registry records no "
-                "sha256 for it, nor for every one of its members); observed sha256: %s",
-                remote.name,
-                entry.name,
-                observed,
-            )
-        fetched.append(result)
+    # One process at a time per dataset: then any temporary file left in the
+    # raw folder is a leftover of a killed run, and is swept.
+    with dataset_lock(entry.name, data_home):
+        sweep_stale(raw_dir(entry.name, data_home), "tmp*", keep=[f.name for f in entry.files])
+        for remote in entry.files:
+            if remote.path is not None:
+                result = _fetch_local(entry, remote, allow_unverified, max_expansion)
+            elif manual is not None:
+                result = _fetch_manual(entry, remote, manual, allow_unverified, max_expansion)
+            else:
+                url = remote.url if mirror is None else mirror.rstrip("/") + "/" + remote.name
+                target = raw_dir(entry.name, data_home) / remote.name
+                if not download and not target.is_file():
+                    message = (
+                        f"{_what(entry, remote)} is no longer in the cache ({target}) and "
+                        f"downloading is off (download_if_missing=False); the table cannot "
+                        f"be rebuilt from verified raw files without it"
+                    )
+                    raise MissingFileError(message)
+                result = _fetch_remote(
+                    entry, remote, url, target, show_progress, n_retries, delay,
+                    allow_unverified, max_expansion,
+                )  # fmt: skip
+            _warn_unverified(entry, remote, result)
+            fetched.append(result)
     return fetched
+
+
+def _warn_unverified(entry: DatasetEntry, remote: RemoteFile, result: FetchedFile) -> None:
+    if result.verified:
+        return
+    observed = result.sha256 or ", ".join(f"{p} {h}" for p, h in result.members.items())
+    log.warning(
+        "file '%s' of dataset '%s' is NOT verified (the registry records no "
+        "sha256 for it, nor for every one of its members); observed sha256: %s",
+        remote.name,
+        entry.name,
+        observed,
+    )
 
 
 # --------------------------------------------------------------------- checks
@@ -278,45 +319,33 @@ def _check_member_file(entry: DatasetEntry, remote: RemoteFile, member: Member, 
     return observed
 
 
-def _archive_kind(path: Path, declared: str | None) -> str | None:
-    if declared is not None:
-        return declared
-    if zipfile.is_zipfile(path):
-        return "zip"
-    if tarfile.is_tarfile(path):
-        return "tar"
-    return None
+def _hash_archive_members(
+    entry: DatasetEntry, remote: RemoteFile, path: Path, max_expansion: float | None
+) -> dict[str, str]:
+    """SHA-256 of the listed members found in the archive (absent ones omitted).
 
-
-def _normalise(name: str) -> str:
-    # tar files made with "tar -C dir ." name their members "./x"
-    return name.removeprefix("./")
-
-
-def _hash_archive_members(path: Path, kind: str, wanted: set[str]) -> dict[str, str]:
-    """SHA-256 of the ``wanted`` members found in the archive (absent ones omitted)."""
+    The archive is opened through :class:`ArchiveIndex`, the same index the
+    readers read through: names are normalised and checked the same way, and
+    a member is read no further than its declared sizes.
+    """
     found: dict[str, str] = {}
-    if kind == "zip":
-        with zipfile.ZipFile(path) as zf:
-            for info in zf.infolist():
-                name = _normalise(info.filename)
-                if name in wanted and not info.is_dir():
-                    with zf.open(info) as fh:  # raises BadZipFile on a bad CRC
-                        found[name] = _sha256_of_stream(fh)
-    else:
-        # One pass in archive order: a .tar.gz is decompressed once.
-        with tarfile.open(path, "r:*") as tf:
-            for info in tf:
-                name = _normalise(info.name)
-                if name in wanted and info.isfile():
-                    extracted = tf.extractfile(info)
-                    if extracted is not None:
-                        found[name] = _sha256_of_stream(extracted)
+    with ArchiveIndex(path, remote.archive, ratio=max_expansion) as index:
+        for member in remote.members:
+            name = normalise_member(member.path, path)
+            if name in index.members:
+                what = f"member '{member.path}' of archive {path} ({_what(entry, remote)})"
+                data = index.read(name, member.size, what)
+                found[member.path] = hashlib.sha256(data).hexdigest()
     return found
 
 
 def _check_archive_members(
-    entry: DatasetEntry, remote: RemoteFile, path: Path, *, cached: bool
+    entry: DatasetEntry,
+    remote: RemoteFile,
+    path: Path,
+    *,
+    cached: bool,
+    max_expansion: float | None = None,
 ) -> dict[str, str]:
     """Hash the listed members inside the archive at ``path`` and compare them.
 
@@ -330,28 +359,14 @@ def _check_archive_members(
     """
     if not remote.members and remote.archive is None:
         return {}
-    kind = _archive_kind(path, remote.archive)
     discard = cached and remote.sha256 is None
     fate = "It was removed from the cache." if discard else "The file was left untouched."
-    if kind is None:
-        message = (
-            f"{path} ({_what(entry, remote)}) is not a zip or tar archive, but the "
-            f"registry lists members inside it. {fate}"
-        )
-        _discard(path, discard)
-        raise ParseError(message)
-    wanted = {m.path for m in remote.members}
     try:
-        observed = _hash_archive_members(path, kind, wanted)
-    except MudataError:
-        raise
-    except _CORRUPT_ARCHIVE_ERRORS as exc:
-        message = (
-            f"{path} ({_what(entry, remote)}) is not a readable {kind} archive "
-            f"({type(exc).__name__}: {exc}); it is probably truncated or corrupt. {fate}"
-        )
+        observed = _hash_archive_members(entry, remote, path, max_expansion)
+    except (ParseError, LimitError) as exc:
         _discard(path, discard)
-        raise ParseError(message) from None
+        message = f"{exc} ({_what(entry, remote)}). {fate}"
+        raise type(exc)(message) from None
     missing = [m.path for m in remote.members if m.path not in observed]
     if missing:
         message = (
@@ -382,13 +397,19 @@ def _discard(path: Path, discard: bool) -> None:
 
 
 def _use_archive_in_place(
-    entry: DatasetEntry, remote: RemoteFile, path: Path, origin: Origin, allow_unverified: bool
+    entry: DatasetEntry,
+    remote: RemoteFile,
+    path: Path,
+    origin: Origin,
+    allow_unverified: bool,
+    max_expansion: float | None = None,
 ) -> FetchedFile:
     verifiable = _archive_verifiable(remote)
     _require_verifiable(entry, remote, verifiable, allow_unverified, "it or its members")
     observed = _check_user_file(entry, remote, path)
-    members = _check_archive_members(entry, remote, path, cached=False)
-    return FetchedFile(remote.name, path, observed, verifiable, members, origin)
+    members = _check_archive_members(entry, remote, path, cached=False, max_expansion=max_expansion)
+    pins = pins_for(entry, remote, allow_unverified)
+    return FetchedFile(remote.name, path, observed, verifiable, members, origin, pins=pins)
 
 
 def _use_members_in_place(
@@ -398,15 +419,35 @@ def _use_members_in_place(
     verifiable = _members_verifiable(remote)
     _require_verifiable(entry, remote, verifiable, allow_unverified, "every one of its members")
     members = {m.path: _check_member_file(entry, remote, m, paths[m.path]) for m in remote.members}
-    return FetchedFile(remote.name, root, None, verifiable, members, origin)
+    located = {normalise_member(p, root): path for p, path in paths.items()}
+    pins = pins_for(entry, remote, allow_unverified, located=located)
+    return FetchedFile(remote.name, root, None, verifiable, members, origin, pins=pins)
+
+
+def _refuse_special(entry: DatasetEntry, remote: RemoteFile, path: Path) -> None:
+    """A FIFO, socket or device where a file is expected: say so (never open it)."""
+    kind = kind_of(path) if path.exists() and not path.is_dir() else None
+    if kind is not None:
+        message = (
+            f"{path} ({_what(entry, remote)}) is {kind}, not a regular file; "
+            f"refusing to read it. Put the release file itself there."
+        )
+        raise ParseError(message)
 
 
 def _fetch_manual(
-    entry: DatasetEntry, remote: RemoteFile, manual: Path, allow_unverified: bool
+    entry: DatasetEntry,
+    remote: RemoteFile,
+    manual: Path,
+    allow_unverified: bool,
+    max_expansion: float | None = None,
 ) -> FetchedFile:
     archive = manual / remote.name
+    _refuse_special(entry, remote, archive)
     if archive.is_file():
-        return _use_archive_in_place(entry, remote, archive, "manual", allow_unverified)
+        return _use_archive_in_place(
+            entry, remote, archive, "manual", allow_unverified, max_expansion
+        )
     if not remote.members:
         message = (
             f"{_what(entry, remote)} is not in the manual folder {manual}: expected the "
@@ -419,14 +460,20 @@ def _fetch_manual(
     return _use_members_in_place(entry, remote, manual, "manual", allow_unverified)
 
 
-def _fetch_local(entry: DatasetEntry, remote: RemoteFile, allow_unverified: bool) -> FetchedFile:
+def _fetch_local(
+    entry: DatasetEntry,
+    remote: RemoteFile,
+    allow_unverified: bool,
+    max_expansion: float | None = None,
+) -> FetchedFile:
     assert remote.path is not None
     path = Path(remote.path).expanduser()
     if not path.is_absolute():
         base = entry.source.parent if entry.source is not None else Path.cwd()
         path = base / path
+    _refuse_special(entry, remote, path)
     if path.is_file():
-        return _use_archive_in_place(entry, remote, path, "local", allow_unverified)
+        return _use_archive_in_place(entry, remote, path, "local", allow_unverified, max_expansion)
     if path.is_dir() and remote.members:
         return _use_members_in_place(entry, remote, path, "local", allow_unverified)
     message = (
@@ -450,10 +497,36 @@ def unpinned_local_changed(entry: DatasetEntry, recorded: list[dict]) -> bool:
             continue
         try:
             now = _fetch_local(entry, remote, allow_unverified=True)
+            if now.sha256 != record.get("sha256") or now.members != record.get("members", {}):
+                return True
+            if _unpinned_reads_changed(now, record):
+                return True
         except MudataError:
             continue
-        if now.sha256 != record.get("sha256") or now.members != record.get("members", {}):
+    return False
+
+
+def listing_sha256(names: Iterable[str]) -> str:
+    """SHA-256 of a sorted list of member names: changes when a member appears or goes."""
+    return hashlib.sha256("\n".join(sorted(names)).encode("utf-8")).hexdigest()
+
+
+def _unpinned_reads_changed(now: FetchedFile, record: dict) -> bool:
+    """Whether the members read without a pin (or the list of members) changed since."""
+    from mudata.readers.base import Sources
+
+    unpinned = record.get("unpinned") or {}
+    if not unpinned and "listing_sha256" not in record:
+        return False
+    sources = Sources([now.root], [None])
+    try:
+        if listing_sha256(sources.index) != record.get("listing_sha256"):
             return True
+        for name, sha in unpinned.items():
+            if name not in sources.index or hashlib.sha256(sources.read_bytes(name)).hexdigest() != sha:
+                return True
+    finally:
+        sources.close()
     return False
 
 
@@ -526,27 +599,72 @@ def _locate_members(
 # ------------------------------------------------------------------ downloads
 
 
+class _BoundedWriter:
+    """A file-like sink that hashes what it is given and refuses bytes past ``limit``.
+
+    Pooch's downloaders only call ``write`` and ``flush`` on the object they are
+    handed; raising from ``write`` aborts the transfer, and Pooch then deletes
+    its temporary file. So a server streaming 400 MB for a file registered at
+    2 MB costs at most ``limit`` bytes of disk, one chunk more at worst.
+    """
+
+    def __init__(self, fh: IO[bytes], limit: int | None, what: str) -> None:
+        self.fh = fh
+        self.limit = limit
+        self.what = what
+        self.written = 0
+        self.digest = hashlib.sha256()
+
+    def write(self, data: bytes) -> int:
+        self.written += len(data)
+        if self.limit is not None and self.written > self.limit:
+            message = (
+                f"{self.what} is larger than the {self.limit:,} bytes the registry records "
+                f"(size); the download was stopped after {self.written:,} bytes and discarded"
+            )
+            raise LimitError(message)
+        self.digest.update(data)
+        return self.fh.write(data)
+
+    def flush(self) -> None:
+        self.fh.flush()
+
+
+def _choose_downloader(url: str, progressbar: bool) -> object:
+    """Pooch's downloader for each scheme the registry schema allows (http, https, ftp, doi)."""
+    if url.startswith(("http://", "https://")):
+        return pooch.HTTPDownloader(progressbar=progressbar, chunk_size=1 << 16)
+    if url.startswith("ftp://"):
+        return pooch.FTPDownloader(progressbar=progressbar, timeout=30)
+    if url.startswith("doi:"):
+        return pooch.DOIDownloader(progressbar=progressbar, timeout=30)
+    message = f"unsupported url scheme in {url!r}; expected http://, https://, ftp:// or doi:"
+    raise UsageError(message)
+
+
 class _HashingDownloader:
-    """Wraps a Pooch downloader and records the hash of what it wrote.
+    """Wraps a Pooch downloader: records the hash of what it wrote, stops past ``size``.
 
     Pooch's hash-mismatch error is a plain ValueError whose text is its only
     detail; recording the observed hash here lets us report expected and actual
     without parsing that text.
     """
 
-    def __init__(self, url: str, progressbar: bool) -> None:
-        if url.startswith(("http://", "https://")):
-            self.inner = pooch.HTTPDownloader(progressbar=progressbar, chunk_size=1 << 16)
-        else:
-            self.inner = pooch.choose_downloader(url, progressbar=progressbar)
+    def __init__(self, url: str, progressbar: bool, limit: int | None = None, what: str = "") -> None:
+        self.inner = _choose_downloader(url, progressbar)
+        self.limit = limit
+        self.what = what or url
         self.observed: str | None = None
 
     def __call__(
         self, url: str, output_file: str, pooch_: object, check_only: bool = False
     ) -> object:
-        result = self.inner(url, output_file, pooch_, check_only=check_only)
-        if not check_only and isinstance(output_file, str | Path):
-            self.observed = sha256_of(output_file)
+        if check_only or not isinstance(output_file, str | Path):
+            return self.inner(url, output_file, pooch_, check_only=check_only)  # type: ignore[operator]
+        with open(output_file, "w+b") as fh:
+            sink = _BoundedWriter(fh, self.limit, self.what)
+            result = self.inner(url, sink, pooch_)  # type: ignore[operator]
+        self.observed = sink.digest.hexdigest()
         return result
 
 
@@ -588,7 +706,8 @@ def _download(
     attempt each) so that 404s are not retried and the delay is ours.
     """
     known_hash = f"sha256:{remote.sha256}" if remote.sha256 else None
-    downloader = _HashingDownloader(url, progressbar)
+    what = f"the file downloaded from {url} ({_what(entry, remote)})"
+    downloader = _HashingDownloader(url, progressbar, remote.size, what)
     attempts = 1 + max(0, n_retries)
     for attempt in range(1, attempts + 1):
         downloader.observed = None
@@ -600,6 +719,8 @@ def _download(
                 path=target.parent,
                 downloader=downloader,
             )
+        except MudataError:
+            raise
         except (ValueError, *_NETWORK_ERRORS) as exc:
             actual = downloader.observed
             if remote.sha256 is not None and actual is not None and actual != remote.sha256:
@@ -643,6 +764,7 @@ def _fetch_remote(
     n_retries: int,
     delay: float,
     allow_unverified: bool,
+    max_expansion: float | None = None,
 ) -> FetchedFile:
     verifiable = _archive_verifiable(remote)
     _require_verifiable(entry, remote, verifiable, allow_unverified, "it or its members")
@@ -667,5 +789,8 @@ def _fetch_remote(
             raise StorageError(message) from None
         observed = _download(entry, remote, url, target, progressbar, n_retries, delay)
         origin = "download"
-    members = _check_archive_members(entry, remote, target, cached=True)
-    return FetchedFile(remote.name, target, observed, verifiable, members, origin, url)
+    members = _check_archive_members(
+        entry, remote, target, cached=True, max_expansion=max_expansion
+    )
+    pins = pins_for(entry, remote, allow_unverified)
+    return FetchedFile(remote.name, target, observed, verifiable, members, origin, url, pins)

@@ -53,3 +53,37 @@ class EmptyResultError(MudataError, ValueError):
 
 class ValidationError(MudataError, ValueError):
     """The feature table fails its Pandera schema."""
+
+
+class UnpinnedMemberError(ChecksumError):
+    """A reader asked for a member the registry does not pin, in an entry that pins members."""
+
+
+class LimitError(MudataError, ValueError):
+    """Input past a size limit: a download beyond its registry size, an archive that
+    expands too far, a member larger than declared."""
+
+
+class CorruptTableError(StorageError):
+    """A cached feature table no longer matches the hash recorded when it was built."""
+
+
+class InternalError(MudataError, RuntimeError):
+    """An unexpected failure inside mudata (a bug): reported as one line by the CLI."""
+
+
+EXCERPT_LIMIT = 200
+
+
+def excerpt(value: object, limit: int = EXCERPT_LIMIT) -> str:
+    """``repr(value)`` cut to about ``limit`` characters, saying how much was left out.
+
+    Every error message that quotes file content goes through this, so that a
+    hostile file (a 256 MiB "header") cannot blow up a message, a log or a terminal.
+    """
+    text = repr(value) if not isinstance(value, str) else repr(value[: limit + 1])
+    if isinstance(value, str) and len(value) > limit:
+        return f"{text[: limit + 1]}... ({len(value) - limit:,} more characters)"
+    if len(text) > limit:
+        return f"{text[:limit]}... ({len(text) - limit:,} more characters)"
+    return text

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import fcntl
+import logging
 import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pooch
+
+log = logging.getLogger(__name__)
 
 HOME_ENV = "MUDATA_HOME"
 
@@ -33,3 +39,59 @@ def table_dir(name: str, home: Path | str | None = None) -> Path:
 def user_registry_dir(home: Path | str | None = None) -> Path:
     """Where ``mudata register`` installs user entries."""
     return data_home(home) / "registry"
+
+
+_held: dict[Path, int] = {}
+
+
+@contextmanager
+def dataset_lock(name: str, home: Path | str | None = None) -> Iterator[None]:
+    """Hold ``<data home>/<name>/.lock`` (``flock``) while a dataset is fetched or written.
+
+    Reentrant within a process. Without a writable folder there is nothing to
+    protect yet: the lock is skipped and the caller's own write reports the folder.
+    """
+    folder = table_dir(name, home)
+    path = folder / ".lock"
+    if path in _held:
+        _held[path] += 1
+        try:
+            yield
+        finally:
+            _held[path] -= 1
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _held[path] = 1
+        yield
+    finally:
+        _held.pop(path, None)
+        os.close(fd)  # closing releases the lock
+
+
+def sweep_stale(folder: Path, pattern: str, keep: Iterable[str] = ()) -> list[Path]:
+    """Remove leftover temporary files matching ``pattern`` in ``folder``, except ``keep``.
+
+    Only call while holding :func:`dataset_lock`: no other mudata process is
+    then writing there, so such files belong to a killed run. ``keep`` names
+    files that merely look temporary (a release file called ``tmp_data.zip``).
+    """
+    removed: list[Path] = []
+    if not folder.is_dir():
+        return removed
+    kept = set(keep)
+    for path in folder.glob(pattern):
+        if path.name not in kept and path.is_file() and not path.is_symlink():
+            try:
+                path.unlink()
+            except OSError:
+                continue
+            log.info("removed %s, a temporary file left by an interrupted run", path)
+            removed.append(path)
+    return removed

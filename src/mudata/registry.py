@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -19,10 +21,15 @@ from typing import Any
 
 import jsonschema
 
+from mudata._files import read_regular
 from mudata._resources import builtin_registry_dir, schemas_dir
 from mudata.errors import RegistryError, UnknownDatasetError
 
+log = logging.getLogger(__name__)
+
 REGISTRY_ENV = "MUDATA_REGISTRY"
+# Integers past int64 (TOML allows any size) overflow numpy later; refuse them here.
+_INT_RANGE = (-(2**63), 2**63 - 1)
 
 
 @dataclass(frozen=True)
@@ -169,6 +176,28 @@ def _field_path(error: jsonschema.ValidationError) -> str:
     return "".join(parts) or "(top level)"
 
 
+def _check_integers(value: Any, source: Path | str, where: str = "") -> None:
+    """Refuse integers outside int64 and non-finite numbers anywhere in the entry."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_integers(item, source, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_integers(item, source, f"{where}[{i}]")
+    elif isinstance(value, bool):
+        return
+    elif isinstance(value, int) and not _INT_RANGE[0] <= value <= _INT_RANGE[1]:
+        shown = str(value) if len(str(value)) <= 30 else f"a {len(str(value))}-digit number"
+        message = (
+            f"invalid registry entry {source}:\n  field '{where}': {shown} is out of range "
+            f"(expected an integer between {_INT_RANGE[0]} and {_INT_RANGE[1]})"
+        )
+        raise RegistryError(message)
+    elif isinstance(value, float) and not math.isfinite(value):
+        message = f"invalid registry entry {source}:\n  field '{where}': {value} is not a finite number"
+        raise RegistryError(message)
+
+
 def parse_entry(data: dict[str, Any], source: Path | str = "<memory>") -> DatasetEntry:
     """Validate raw TOML data against the registry schema and build the entry.
 
@@ -184,6 +213,7 @@ def parse_entry(data: dict[str, Any], source: Path | str = "<memory>") -> Datase
     RegistryError
         Naming the file, the field and what is wrong with it, for every failure.
     """
+    _check_integers(data, source)
     errors = sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         lines = [f"  field '{_field_path(e)}': {e.message}" for e in errors]
@@ -240,7 +270,8 @@ def load_entry_file(path: Path | str) -> DatasetEntry:
     """Read and validate one TOML registry file."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = read_regular(path, "registry entry", RegistryError)
+        data = tomllib.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         message = f"registry file {path} does not exist"
         raise RegistryError(message) from None
@@ -266,30 +297,60 @@ def registry_dirs(data_home: Path | str | None = None) -> list[Path]:
     return dirs
 
 
-def load_registry(data_home: Path | str | None = None) -> dict[str, DatasetEntry]:
-    """Every known entry, by name (first found wins, see module docstring)."""
+def load_registry(
+    data_home: Path | str | None = None, *, broken: dict[str, RegistryError] | None = None
+) -> dict[str, DatasetEntry]:
+    """Every known entry, by name (first found wins, see module docstring).
+
+    A broken entry file does not break the registry: it is logged as a warning
+    naming the file and the field, and left out. Pass a dict as ``broken`` to
+    receive those errors by dataset name (the file's stem) instead of the
+    warnings, so that asking for that dataset gives its own error (see
+    :func:`get_entry`).
+    """
     entries: dict[str, DatasetEntry] = {}
+    failures: dict[str, RegistryError] = {} if broken is None else broken
     for folder in registry_dirs(data_home):
         if not folder.is_dir():
             continue
         for path in sorted(folder.glob("*.toml")):
-            entry = load_entry_file(path)
-            if path.stem != entry.name:
-                message = (
-                    f"invalid registry entry {path}: the file must be named after the "
-                    f"dataset, '{entry.name}.toml'"
-                )
-                raise RegistryError(message)
+            if path.stem in entries or path.stem in failures:
+                continue  # a folder searched earlier already decided this name
+            try:
+                entry = _load_named(path)
+            except RegistryError as exc:
+                if broken is None:
+                    log.warning("skipping registry entry %s: %s", path, exc)
+                failures[path.stem] = exc
+                continue
             entries.setdefault(entry.name, entry)
     return entries
 
 
+def _load_named(path: Path) -> DatasetEntry:
+    entry = load_entry_file(path)
+    if path.stem != entry.name:
+        message = (
+            f"invalid registry entry {path}:\n  field 'name': the file must be named after "
+            f"the dataset, '{entry.name}.toml'"
+        )
+        raise RegistryError(message)
+    return entry
+
+
 def get_entry(name: str, data_home: Path | str | None = None) -> DatasetEntry:
     """The entry called ``name``; an unknown name suggests the closest ones."""
-    entries = load_registry(data_home)
+    broken: dict[str, RegistryError] = {}
+    entries = load_registry(data_home, broken=broken)
     key = name.strip().lower()
     if key in entries:
+        for exc in broken.values():
+            log.warning("skipping registry entry: %s", exc)
         return entries[key]
+    if key in broken:
+        raise RegistryError(str(broken[key]))
+    for exc in broken.values():
+        log.warning("skipping registry entry: %s", exc)
     close = difflib.get_close_matches(key, entries, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     message = f"unknown dataset '{name}'.{hint} Known datasets: {', '.join(sorted(entries))}."

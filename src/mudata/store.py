@@ -4,11 +4,22 @@ Both files are written to a temporary name in the destination folder and then
 renamed, so an interrupted run never leaves a half-written table under the
 final name. The Parquet file is renamed last: a table counts as built only
 when it exists (see :func:`read_provenance`).
+
+How the two can never disagree: the Parquet file is the authority. Its
+provenance (in its own metadata, so it cannot be separated from the rows)
+records ``table_sha256``, a hash of the rows; ``datapackage.json`` embeds the
+same provenance, hence the same hash. :func:`load_table` checks the rows
+against that hash before serving them (:class:`CorruptTableError` on a
+mismatch), then checks that ``datapackage.json`` carries the same hash and
+rewrites it from the Parquet file when it does not (a run killed between the
+two renames, a descriptor edited by hand).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -18,9 +29,21 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mudata.errors import StorageError
+from mudata._files import read_regular
+from mudata.errors import CorruptTableError, MudataError, StorageError
+
+log = logging.getLogger(__name__)
 
 PROVENANCE_KEY = b"mudata.provenance"
+DESCRIPTOR = "datapackage.json"
+
+
+def table_fingerprint(table: pd.DataFrame) -> str:
+    """SHA-256 over the table's values, column names and dtypes, order included."""
+    digest = hashlib.sha256()
+    digest.update(json.dumps([(str(c), str(t)) for c, t in table.dtypes.items()]).encode("utf-8"))
+    digest.update(pd.util.hash_pandas_object(table, index=False).to_numpy().tobytes())
+    return digest.hexdigest()
 
 
 def _umask_mode() -> int:
@@ -126,7 +149,7 @@ def _write_table(table: pd.DataFrame, folder: Path, name: str, provenance: dict[
     metadata[PROVENANCE_KEY] = json.dumps(provenance, sort_keys=True).encode("utf-8")
     arrow = arrow.replace_schema_metadata(metadata)
 
-    descriptor = json.dumps(datapackage(table, parquet_path.name, provenance), indent=2).encode("utf-8")
+    descriptor = _descriptor_bytes(table, parquet_path.name, provenance)
 
     # Both files are complete under temporary names before either is renamed.
     fd, tmp = tempfile.mkstemp(prefix=f".{parquet_path.name}.", suffix=".part", dir=folder)
@@ -134,7 +157,7 @@ def _write_table(table: pd.DataFrame, folder: Path, name: str, provenance: dict[
     try:
         os.chmod(tmp, _umask_mode())
         pq.write_table(arrow, tmp)
-        _atomic_write_bytes(folder / "datapackage.json", descriptor)
+        _atomic_write_bytes(folder / DESCRIPTOR, descriptor)
         os.replace(tmp, parquet_path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -152,6 +175,74 @@ def read_provenance(parquet_path: Path) -> dict[str, Any] | None:
     return json.loads(raw) if raw else None
 
 
-def read_table(parquet_path: Path) -> pd.DataFrame:
-    """Read a published table back."""
-    return pd.read_parquet(parquet_path)
+def _descriptor_bytes(table: pd.DataFrame, parquet_name: str, provenance: dict[str, Any]) -> bytes:
+    return json.dumps(datapackage(table, parquet_name, provenance), indent=2).encode("utf-8")
+
+
+def load_table(parquet_path: Path, *, verify: bool = True) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Read a published table and its provenance, checked against each other.
+
+    The rows and the provenance come from one read of the file, so they
+    belong together; with ``verify`` the rows are hashed and compared with
+    the provenance's ``table_sha256``, and ``datapackage.json`` is made to
+    agree with them (see the module docstring).
+
+    Raises
+    ------
+    CorruptTableError
+        The file cannot be read as Parquet, has no provenance, or its rows do
+        not match ``table_sha256``.
+    """
+    try:
+        arrow = pq.read_table(parquet_path)
+        frame = arrow.to_pandas()
+    except (OSError, pa.ArrowException, ValueError, KeyError, IndexError) as exc:
+        message = (
+            f"the cached table {parquet_path} cannot be read ({type(exc).__name__}: "
+            f"{str(exc)[:200]}); it is damaged"
+        )
+        raise CorruptTableError(message) from None
+    raw = (arrow.schema.metadata or {}).get(PROVENANCE_KEY)
+    try:
+        provenance = json.loads(raw) if raw else None
+    except ValueError:
+        provenance = None
+    if not isinstance(provenance, dict) or "table_sha256" not in provenance:
+        message = f"the cached table {parquet_path} has no readable provenance; it is damaged"
+        raise CorruptTableError(message)
+    if verify:
+        observed = table_fingerprint(frame)
+        if observed != provenance["table_sha256"]:
+            message = (
+                f"the cached table {parquet_path} does not match the hash recorded when it "
+                f"was built: expected table_sha256 {provenance['table_sha256']}, actual "
+                f"{observed}; its bytes changed on disk"
+            )
+            raise CorruptTableError(message)
+        _reconcile_descriptor(parquet_path, frame, provenance)
+    return frame, provenance
+
+
+def _reconcile_descriptor(parquet_path: Path, frame: pd.DataFrame, provenance: dict[str, Any]) -> None:
+    """Rewrite ``datapackage.json`` from the (verified) Parquet file when they disagree."""
+    path = parquet_path.parent / DESCRIPTOR
+    try:
+        recorded = json.loads(read_regular(path, "datapackage")).get("mudata", {}).get("table_sha256")
+    except (MudataError, OSError, ValueError, AttributeError):
+        recorded = None  # missing, not a regular file, or not ours: rewritten below
+    if recorded == provenance["table_sha256"]:
+        return
+    log.warning(
+        "%s does not describe %s (an interrupted write, or an edit); rewriting it from the table",
+        path,
+        parquet_path.name,
+    )
+    try:
+        _atomic_write_bytes(path, _descriptor_bytes(frame, parquet_path.name, provenance))
+    except OSError as exc:
+        log.warning("could not rewrite %s: %s", path, exc)
+
+
+def read_table(parquet_path: Path, *, verify: bool = True) -> pd.DataFrame:
+    """Read a published table back (checked, see :func:`load_table`)."""
+    return load_table(parquet_path, verify=verify)[0]

@@ -4,7 +4,9 @@
 - Per-user strategies: one value per (iteration, user, classifier); their mean
   over users for each (iteration, classifier), undefined (NaN) values skipped.
 - Then, for every strategy: mean and sample standard deviation (ddof=1) over the
-  iterations; ``n`` counts the iterations with a defined value.
+  iterations; ``n`` counts the iterations with a defined value. For the study's
+  metrics one undefined iteration makes the mean and SD undefined (its R code
+  averages iterations without ``na.rm``); the diagnostics skip undefined values.
 
 The conditional-coverage diagnostics (:mod:`mueval.diagnose`) already have one
 value per (strategy, classifier, iteration), computed on the pooled test rows;
@@ -122,10 +124,15 @@ def summary_frame(splits: pd.DataFrame, diagnostics: pd.DataFrame | None = None)
     for (strategy, classifier), group in iters.groupby(["strategy", "classifier"], sort=False):
         for metric in names:
             values = group[metric].to_numpy(dtype=float)
-            values = values[~np.isnan(values)]
-            n = len(values)
-            mean = float(values.mean()) if n else float("nan")
-            sd = float(values.std(ddof=1)) if n > 1 else float("nan")
+            defined = values[~np.isnan(values)]
+            n = len(defined)
+            if metric in METRICS and n < len(values):
+                # The study's metrics: an undefined iteration makes the mean and SD
+                # undefined, as R's colMeans and sd without na.rm do in its code.
+                mean = sd = float("nan")
+            else:
+                mean = float(defined.mean()) if n else float("nan")
+                sd = float(defined.std(ddof=1)) if n > 1 else float("nan")
             rows.append((strategy, classifier, metric, mean, sd, n))
     out = pd.DataFrame(rows, columns=["strategy", "classifier", "metric", "mean", "sd", "n"])
     order = {

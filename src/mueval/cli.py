@@ -31,6 +31,7 @@ from mueval.diagnose import (
     diagnostic_names,
 )
 from mueval.errors import MuevalError, UsageError
+from mueval.metrics.conformal import THRESHOLD_RULES
 from mueval.models import CLASSIFIERS, parse_classifiers
 from mueval.output import check_target, format_table, predictions_table, write_run
 from mueval.report.cli import compare_command, report_command
@@ -142,6 +143,7 @@ def evaluate_table(
             "seed_base": config.seed_base,
             "score": config.score,
             "mondrian": config.mondrian,
+            "threshold": config.threshold,
             "adapt_frac": config.adapt_frac,
             "small_cal": config.small_cal,
             "jobs": jobs,
@@ -276,6 +278,17 @@ _STRATEGY_HELP = (
     help="Class-conditional (Mondrian) calibration: one threshold per class.",
 )
 @click.option(
+    "--threshold",
+    type=click.Choice(THRESHOLD_RULES),
+    default="study",
+    show_default=True,
+    help="Conformal threshold rule. study: the reference study's (MAPIE 0.8.6: "
+    "numpy.quantile(scores, (n+1)(1-alpha)/n, method='higher'), machine-epsilon "
+    "tolerance), which reproduces its tables. mapie: MAPIE 1.x's finite-sample rule "
+    "(the ceil((n+1)(1-alpha))-th smallest score, 1e-8 tolerance); one rank lower for "
+    "some calibration sizes.",
+)
+@click.option(
     "--adapt-frac",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
     default=0.5,
@@ -331,6 +344,7 @@ def evaluate(
     seed_base: int,
     score: str,
     mondrian: bool,
+    threshold: str,
     adapt_frac: float,
     small_cal: str,
     jobs: int,
@@ -367,6 +381,7 @@ def evaluate(
             seed_base=seed_base,
             score=score,
             mondrian=mondrian,
+            threshold=threshold,
             adapt_frac=adapt_frac,
             small_cal=small_cal,
         )
@@ -401,7 +416,7 @@ def evaluate(
     click.echo(
         f"{info.get('name')}: {info['n_rows']} rows, {info['n_users']} users, "
         f"{len(table.classes)} classes, {info['n_features']} features; alpha={alpha}, "
-        f"score={score}{', mondrian' if mondrian else ''}"
+        f"score={score}, threshold={threshold}{', mondrian' if mondrian else ''}"
     )
     click.echo(format_table(result["summary"]))
     for note in result["output"].notes:

@@ -1,28 +1,44 @@
 """Split conformal prediction sets and p-values for one fitted model.
 
-Sets come from MAPIE 1.x ``SplitConformalClassifier(prefit=True)``, which on the
-LAC score gives exactly the protocol's sets (the ``ceil((n+1)(1-alpha))``-th
-smallest calibration score as threshold; MAPIE adds a 1e-8 tolerance to the
-comparison). The model is not called again here: the caller computes
-``predict_proba`` once for every calibration and test row of a split, and MAPIE
-sees a lookup estimator over that table (``X`` = row numbers), so one fit and one
-``predict_proba`` call serve every calibration set of the split.
+Two threshold rules are offered (``threshold=``):
+
+- ``"study"`` (default, the reference protocol): MAPIE 0.8.6's rule, which the
+  reference study ran. The threshold is
+  ``numpy.quantile(scores, (n+1)(1-alpha)/n, method="higher")`` and a class
+  enters the set when its score is within machine epsilon of it (for LAC,
+  ``p_k - (1 - q) >= -eps``, MAPIE 0.8.6's expression). MAPIE 1.x does not
+  offer this rule, so it is computed here (:mod:`mueval.metrics.conformal`).
+- ``"mapie"``: MAPIE 1.x ``SplitConformalClassifier(prefit=True)``, the
+  textbook finite-sample rule (the ``ceil((n+1)(1-alpha))``-th smallest score,
+  1e-8 tolerance). For some calibration sizes its threshold is one rank lower
+  than the study's, so its sets hold one class fewer.
+
+Both rules refuse calibration sets smaller than ``max(1/alpha, 1/(1-alpha))``,
+as both MAPIE versions do.
+
+The model is not called again here: the caller computes ``predict_proba`` once
+for every calibration and test row of a split, and MAPIE sees a lookup estimator
+over that table (``X`` = row numbers), so one fit and one ``predict_proba`` call
+serve every calibration set of the split.
 
 p-values are ``(#{calibration scores >= s(x, c)} + 1) / (n + 1)`` for each class
 ``c``, with ``s`` the conformity score of the chosen method evaluated as if ``c``
 were the label:
 
-- ``lac``: ``1 - p_c`` (the protocol's p-values, :func:`lac_pvalues`);
+- ``lac``: ``1 - p_c`` (the protocol's p-values);
 - ``aps`` and ``raps``: the cumulative probability of the classes ranked at or
   above ``c`` (APS without MAPIE's random tie-break and without RAPS's
   regularisation, so these p-values are deterministic);
 - ``top_k``: the rank of ``c`` (1 = most probable).
 
+Under the study rule the sets of every score come from those same deterministic
+scores; under the MAPIE rule they are MAPIE's.
+
 Mondrian (class-conditional) calibration is not in MAPIE 1.6 for classification,
-so it is done here by hand for every score: class ``c`` gets its own threshold,
-the ``ceil((n_c+1)(1-alpha))``-th smallest score among the calibration rows of
-class ``c`` (infinite, i.e. ``c`` is always in the set, when that exceeds
-``n_c``), and its p-values count only those rows.
+so it is done here by hand for every score and either rule: class ``c`` gets its
+own threshold from the calibration rows of class ``c`` (infinite, i.e. ``c`` is
+always in the set, when the rule's rank exceeds their number), and its p-values
+count only those rows.
 """
 
 from __future__ import annotations
@@ -35,7 +51,13 @@ from mapie.classification import SplitConformalClassifier
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from mueval.errors import EvaluationError, UsageError
-from mueval.metrics.conformal import lac_pvalues, lac_threshold
+from mueval.metrics.conformal import (
+    THRESHOLD_RULES,
+    TOLERANCES,
+    conformal_pvalues,
+    lac_sets,
+    lac_threshold,
+)
 
 #: Conformity scores accepted by ``--score``.
 SCORES: tuple[str, ...] = ("lac", "aps", "raps", "top_k")
@@ -96,17 +118,6 @@ def class_scores(proba: np.ndarray, score: str) -> np.ndarray:
     raise UsageError(message)
 
 
-def _pvalues(cal_scores: np.ndarray, test_scores: np.ndarray) -> np.ndarray:
-    """(#{cal >= s} + 1) / (n + 1) for every entry of ``test_scores`` (n, K).
-
-    The same count as :func:`lac_pvalues`, on scores other than LAC's.
-    """
-    ordered = np.sort(cal_scores)
-    n = len(ordered)
-    n_ge = n - np.searchsorted(ordered, test_scores, side="left")
-    return (n_ge + 1.0) / (n + 1.0)
-
-
 def min_calibration_size(alpha: float) -> int:
     """The smallest calibration set MAPIE accepts: ``max(1/alpha, 1/(1-alpha))``."""
     return int(np.ceil(max(1.0 / alpha, 1.0 / (1.0 - alpha)) - 1e-9))
@@ -121,82 +132,65 @@ class ConformalOutput:
     sets : ndarray of bool, shape (n_test, K)
     pvalues : ndarray of float, shape (n_test, K)
     n_cal : int
+    threshold : float
+        The score threshold of the sets; NaN under Mondrian calibration (one
+        threshold per class) and for MAPIE's own non-LAC sets.
     """
 
     sets: np.ndarray
     pvalues: np.ndarray
     n_cal: int
+    threshold: float = float("nan")
 
 
-def conformalize(
+def _score_sets(test_scores: np.ndarray, q: float, rule: str) -> np.ndarray:
+    """Classes whose score is at most ``q``, within the rule's tolerance."""
+    if np.isinf(q):
+        return np.ones(test_scores.shape, dtype=bool)
+    return np.less_equal(test_scores - q, TOLERANCES[rule])
+
+
+def _class_sets(
+    proba_test: np.ndarray, test_scores: np.ndarray, q: float, score: str, rule: str
+) -> np.ndarray:
+    """Sets at threshold ``q``; LAC through :func:`lac_sets` (the rule's exact
+    float expression), other scores on their deterministic scores."""
+    if score == "lac":
+        return lac_sets(proba_test, q, rule=rule)
+    return _score_sets(test_scores, q, rule)
+
+
+def _mondrian(
+    proba_test: np.ndarray,
+    test_scores: np.ndarray,
+    cal_scores: np.ndarray,
+    y_cal: np.ndarray,
+    alpha: float,
+    score: str,
+    rule: str,
+) -> ConformalOutput:
+    """Class-conditional thresholds and p-values, one class at a time."""
+    sets = np.zeros(proba_test.shape, dtype=bool)
+    pvalues = np.zeros(proba_test.shape, dtype=float)
+    for c in range(proba_test.shape[1]):
+        own = cal_scores[y_cal == c]
+        # A class without calibration rows can never be excluded validly.
+        q = lac_threshold(own, alpha, rule=rule) if len(own) else float("inf")
+        sets[:, c] = _class_sets(proba_test[:, [c]], test_scores[:, [c]], q, score, rule)[:, 0]
+        pvalues[:, c] = conformal_pvalues(own, test_scores[:, [c]])[:, 0]
+    return ConformalOutput(sets, pvalues, len(y_cal))
+
+
+def _mapie_sets(
     proba_cal: np.ndarray,
     y_cal: np.ndarray,
     proba_test: np.ndarray,
-    *,
-    alpha: float = 0.05,
-    score: str = "lac",
-    mondrian: bool = False,
-    seed: int | None = None,
-) -> ConformalOutput:
-    """Prediction sets and p-values for the test rows of one split.
-
-    Parameters
-    ----------
-    proba_cal : ndarray of shape (n_cal, K)
-        Model probabilities on the calibration rows.
-    y_cal : ndarray of int, shape (n_cal,)
-        True classes of the calibration rows (0..K-1).
-    proba_test : ndarray of shape (n_test, K)
-        Model probabilities on the test rows.
-    alpha : float
-        Miscoverage level (0.05 = 95 % confidence).
-    score : {"lac", "aps", "raps", "top_k"}
-        Conformity score.
-    mondrian : bool
-        Class-conditional thresholds and p-values.
-    seed : int, optional
-        ``random_state`` given to MAPIE (APS/RAPS draw random numbers).
-
-    Returns
-    -------
-    ConformalOutput
-
-    Raises
-    ------
-    EvaluationError
-        When MAPIE refuses the calibration set (fewer than
-        :func:`min_calibration_size` rows, about ten times that for ``raps``;
-        non-Mondrian only).
-    """
-    if score not in SCORES:
-        message = f"unknown conformity score {score!r}; valid: {', '.join(SCORES)}"
-        raise UsageError(message)
-    y_cal = np.asarray(y_cal, dtype=int)
+    alpha: float,
+    score: str,
+    seed: int | None,
+) -> np.ndarray:
+    """MAPIE 1.x split-conformal sets over the precomputed probabilities."""
     n_cal = len(y_cal)
-    test_scores = class_scores(proba_test, score)
-    cal_scores = class_scores(proba_cal, score)[np.arange(n_cal), y_cal]
-    if mondrian:
-        n_classes = proba_test.shape[1]
-        sets = np.zeros(proba_test.shape, dtype=bool)
-        pvalues = np.zeros(proba_test.shape, dtype=float)
-        for c in range(n_classes):
-            own = cal_scores[y_cal == c]
-            # A class without calibration rows can never be excluded validly.
-            q = lac_threshold(own, alpha) if len(own) else float("inf")
-            sets[:, c] = test_scores[:, c] <= q
-            if score == "lac":
-                pvalues[:, c] = lac_pvalues(own, proba_test[:, [c]])[:, 0]
-            else:
-                pvalues[:, c] = _pvalues(own, test_scores[:, [c]])[:, 0]
-        return ConformalOutput(sets, pvalues, n_cal)
-
-    if n_cal < min_calibration_size(alpha):
-        message = (
-            f"calibration set of {n_cal} rows is smaller than "
-            f"{min_calibration_size(alpha)} = max(1/alpha, 1/(1-alpha)) for "
-            f"alpha={alpha}, which MAPIE refuses"
-        )
-        raise EvaluationError(message)
     table = np.vstack([proba_cal, proba_test])
     rows = np.arange(len(table)).reshape(-1, 1)
     scc = SplitConformalClassifier(
@@ -223,9 +217,86 @@ def conformalize(
                 f"score {score!r} at alpha={alpha}: {' '.join(str(exc).split())}"
             )
             raise EvaluationError(message) from exc
-    sets = np.asarray(sets)[:, :, 0].astype(bool)
-    if score == "lac":
-        pvalues = lac_pvalues(cal_scores, proba_test)
+    return np.asarray(sets)[:, :, 0].astype(bool)
+
+
+def conformalize(
+    proba_cal: np.ndarray,
+    y_cal: np.ndarray,
+    proba_test: np.ndarray,
+    *,
+    alpha: float = 0.05,
+    score: str = "lac",
+    mondrian: bool = False,
+    threshold: str = "study",
+    seed: int | None = None,
+) -> ConformalOutput:
+    """Prediction sets and p-values for the test rows of one split.
+
+    Parameters
+    ----------
+    proba_cal : ndarray of shape (n_cal, K)
+        Model probabilities on the calibration rows.
+    y_cal : ndarray of int, shape (n_cal,)
+        True classes of the calibration rows (0..K-1).
+    proba_test : ndarray of shape (n_test, K)
+        Model probabilities on the test rows.
+    alpha : float
+        Miscoverage level (0.05 = 95 % confidence).
+    score : {"lac", "aps", "raps", "top_k"}
+        Conformity score.
+    mondrian : bool
+        Class-conditional thresholds and p-values.
+    threshold : {"study", "mapie"}
+        Threshold rule: the reference study's (MAPIE 0.8.6) or MAPIE 1.x's.
+    seed : int, optional
+        ``random_state`` given to MAPIE (APS/RAPS draw random numbers).
+
+    Returns
+    -------
+    ConformalOutput
+
+    Raises
+    ------
+    EvaluationError
+        When the calibration set is smaller than :func:`min_calibration_size`
+        (about ten times that for ``raps`` under the MAPIE rule; non-Mondrian
+        only).
+
+    Examples
+    --------
+    Twenty calibration rows whose true class got probability 0.9, one test row:
+
+    >>> cal = np.tile([[0.9, 0.1]], (20, 1))
+    >>> out = conformalize(cal, np.zeros(20, dtype=int), np.array([[0.5, 0.5]]))
+    >>> out.sets.tolist(), out.pvalues.tolist()
+    ([[False, False]], [[0.047619047619047616, 0.047619047619047616]])
+    """
+    if score not in SCORES:
+        message = f"unknown conformity score {score!r}; valid: {', '.join(SCORES)}"
+        raise UsageError(message)
+    if threshold not in THRESHOLD_RULES:
+        message = f"unknown threshold rule {threshold!r}; valid: {', '.join(THRESHOLD_RULES)}"
+        raise UsageError(message)
+    y_cal = np.asarray(y_cal, dtype=int)
+    n_cal = len(y_cal)
+    test_scores = class_scores(proba_test, score)
+    cal_scores = class_scores(proba_cal, score)[np.arange(n_cal), y_cal]
+    if mondrian:
+        return _mondrian(proba_test, test_scores, cal_scores, y_cal, alpha, score, threshold)
+
+    if n_cal < min_calibration_size(alpha):
+        message = (
+            f"calibration set of {n_cal} rows is smaller than "
+            f"{min_calibration_size(alpha)} = max(1/alpha, 1/(1-alpha)) for "
+            f"alpha={alpha}, which both threshold rules refuse"
+        )
+        raise EvaluationError(message)
+    if threshold == "mapie":
+        sets = _mapie_sets(proba_cal, y_cal, proba_test, alpha, score, seed)
+        # MAPIE 1.x keeps its threshold to itself; for LAC it is this one.
+        q = lac_threshold(cal_scores, alpha, rule="mapie") if score == "lac" else float("nan")
     else:
-        pvalues = _pvalues(cal_scores, test_scores)
-    return ConformalOutput(sets, pvalues, n_cal)
+        q = lac_threshold(cal_scores, alpha, rule="study")
+        sets = _class_sets(proba_test, test_scores, q, score, "study")
+    return ConformalOutput(sets, conformal_pvalues(cal_scores, test_scores), n_cal, q)

@@ -19,17 +19,17 @@ from sklearn.preprocessing import MinMaxScaler
 from sklearn.svm import SVC
 
 from mueval.errors import UsageError
+from mueval.names import CLASSIFIER_NAMES, CLASSIFIERS
 
-#: Classifier codes in the protocol's (and every table's) column order.
-CLASSIFIERS: tuple[str, ...] = ("nb", "rf", "svm", "knn")
+__all__ = [
+    "CLASSIFIERS",
+    "CLASSIFIER_NAMES",
+    "fit_scaled",
+    "full_proba",
+    "make_classifier",
+    "parse_classifiers",
+]
 
-#: Display names used by tables and reports.
-CLASSIFIER_NAMES: dict[str, str] = {
-    "nb": "Naive Bayes",
-    "rf": "RF",
-    "svm": "SVM",
-    "knn": "KNN",
-}
 
 
 def make_classifier(code: str, seed: int) -> ClassifierMixin:

@@ -17,37 +17,26 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from mueval.conformal import SCORES, conformalize
 from mueval.errors import EvaluationError, UsageError
 from mueval.metrics.classic import classification_metrics
-from mueval.metrics.conformal import study_conformal_metrics, textbook_criteria
-from mueval.models import CLASSIFIERS, fit_scaled, full_proba
-from mueval.strategies import STRATEGIES, Split, make_splits
-
-#: Every metric a run reports, in table order (fractions).
-CLASSIC_METRICS: tuple[str, ...] = (
-    "accuracy",
-    "sensitivity",
-    "specificity",
-    "F1",
-    "weighted_F1",
+from mueval.metrics.conformal import (
+    THRESHOLD_RULES,
+    study_conformal_metrics,
+    textbook_criteria,
 )
-CONFORMAL_METRICS: tuple[str, ...] = (
-    "coverage",
-    "jaccard",
-    "setsize",
-    "pctempty",
-    "MCriterion",
-    "FCriterion",
-    "OM",
-    "OF",
-    "OU",
-    "OE",
-    "OF_textbook",
-    "OU_textbook",
+from mueval.models import fit_scaled, full_proba
+from mueval.names import (
+    CLASSIC_METRICS,
+    CLASSIFIERS,
+    CONFORMAL_METRICS,
+    METRICS,
+    PVALUE_METRICS,
+    STRATEGIES,
 )
-METRICS: tuple[str, ...] = CLASSIC_METRICS + CONFORMAL_METRICS
+from mueval.strategies import Split, make_splits
 
 SMALL_CAL_POLICIES: tuple[str, ...] = ("error", "skip")
 BACKENDS: tuple[str, ...] = ("loky", "dask")
@@ -64,6 +53,7 @@ class EvalConfig:
     seed_base: int = 100
     score: str = "lac"
     mondrian: bool = False
+    threshold: str = "study"
     adapt_frac: float = 0.5
     small_cal: str = "error"
 
@@ -77,12 +67,36 @@ class EvalConfig:
         if self.score not in SCORES:
             message = f"unknown score {self.score!r}; valid: {', '.join(SCORES)}"
             raise UsageError(message)
+        if self.threshold not in THRESHOLD_RULES:
+            message = (
+                f"unknown threshold rule {self.threshold!r}; valid: {', '.join(THRESHOLD_RULES)}"
+            )
+            raise UsageError(message)
         if self.small_cal not in SMALL_CAL_POLICIES:
             message = (
                 f"unknown small-cal policy {self.small_cal!r}; valid: "
                 f"{', '.join(SMALL_CAL_POLICIES)}"
             )
             raise UsageError(message)
+
+    @property
+    def pvalues_describe_sets(self) -> bool:
+        """Whether the p-values come from the scores the sets were made from.
+
+        Under the study rule every score's sets and p-values come from the same
+        deterministic scores; under the MAPIE rule only LAC's do (MAPIE's aps
+        and raps draw random numbers, and its top_k breaks ties its own way).
+        """
+        return self.threshold == "study" or self.score == "lac"
+
+    def pvalue_note(self) -> str:
+        """Why the p-value metrics are not reported (see :attr:`pvalues_describe_sets`)."""
+        return (
+            f"p-value metrics ({', '.join(PVALUE_METRICS)}) are not reported for --score "
+            f"{self.score} with --threshold mapie: MAPIE makes those sets from its own "
+            "scores, which no p-value here describes; --threshold study gives sets and "
+            "p-values from the same scores"
+        )
 
     def seed(self, iteration: int) -> int:
         """Seed of 1-based ``iteration``: ``seed_base + iteration``."""
@@ -111,6 +125,8 @@ class EvalResult:
     proba : ndarray of float, shape (n_test, K)
     note : str or None
         Why the conformal metrics are NaN (``--small-cal skip``).
+    threshold : float
+        The conformal threshold (NaN when skipped, per class or MAPIE's own).
     """
 
     strategy: str
@@ -128,6 +144,7 @@ class EvalResult:
     pvalues: np.ndarray | None
     proba: np.ndarray
     note: str | None = None
+    threshold: float = float("nan")
 
     @property
     def key(self) -> tuple[int, int, int, int]:
@@ -163,6 +180,48 @@ def run_task(
     config: EvalConfig,
 ) -> list[EvalResult]:
     """Fit once, then evaluate every strategy the split serves.
+
+    Every task runs scikit-learn's OpenMP code on one thread, whatever the
+    backend. KNN's neighbour search (scikit-learn's chunked pairwise
+    reductions) splits the training rows between OpenMP threads and merges
+    their candidates, so among training rows at exactly the same distance the
+    thread count decides which ones are the neighbours. A loky worker runs one
+    OpenMP thread and the main process as many as there are cores, so
+    ``--jobs`` changed KNN's probabilities, hence the p-values, on data with
+    duplicated feature rows. The limit is set per thread (OpenMP's is a
+    per-thread setting), so tasks running side by side on Dask threads do not
+    interfere; BLAS thread counts were measured not to change the results.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features)
+        Unscaled features of the whole table.
+    y : ndarray of int, shape (n_rows,)
+        Class index of every row.
+    n_classes : int
+        Number of classes K of the table (a split may not hold every class).
+    split : Split
+    classifier : str
+    config : EvalConfig
+
+    Returns
+    -------
+    list of EvalResult
+        One per strategy of ``split.calibrations``.
+    """
+    with threadpool_limits(limits=1, user_api="openmp"):
+        return _run_task(X, y, n_classes, split, classifier, config)
+
+
+def _run_task(
+    X: np.ndarray,
+    y: np.ndarray,
+    n_classes: int,
+    split: Split,
+    classifier: str,
+    config: EvalConfig,
+) -> list[EvalResult]:
+    """:func:`run_task` under the caller's thread limits.
 
     Parameters
     ----------
@@ -208,6 +267,7 @@ def run_task(
         metrics = {m: float(classic.get(m, np.nan)) for m in CLASSIC_METRICS}
         note = None
         sets = pvalues = None
+        q = float("nan")
         try:
             conf = conformalize(
                 proba_cal,
@@ -216,6 +276,7 @@ def run_task(
                 alpha=config.alpha,
                 score=config.score,
                 mondrian=config.mondrian,
+                threshold=config.threshold,
                 seed=split.seed,
             )
         except EvaluationError as exc:
@@ -226,12 +287,16 @@ def run_task(
             note = message
             metrics.update({m: float("nan") for m in CONFORMAL_METRICS})
         else:
-            sets, pvalues = conf.sets, conf.pvalues
+            sets, pvalues, q = conf.sets, conf.pvalues, conf.threshold
             study = study_conformal_metrics(y_test, sets, pvalues)
             textbook = textbook_criteria(y_test, pvalues)
             for m in CONFORMAL_METRICS:
                 value = study.get(m, textbook.get(m, np.nan))
                 metrics[m] = float(value)
+            if not config.pvalues_describe_sets:
+                # MAPIE's own aps/raps/top_k sets: no p-value describes them.
+                metrics.update(dict.fromkeys(PVALUE_METRICS, float("nan")))
+                pvalues = np.full(pvalues.shape, np.nan)
         out.append(
             EvalResult(
                 strategy=strategy,
@@ -249,6 +314,7 @@ def run_task(
                 pvalues=pvalues,
                 proba=proba_test,
                 note=note,
+                threshold=q,
             )
         )
     return out
@@ -356,6 +422,8 @@ def run(
 
     results = sorted((r for group in nested for r in group), key=lambda r: r.key)
     notes = [r.note for r in results if r.note]
+    if not config.pvalues_describe_sets:
+        notes.insert(0, config.pvalue_note())
     return RunOutput(results=results, notes=notes, timings=timings)
 
 

@@ -19,27 +19,17 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from mueval.errors import SplitError, UsageError
+from mueval.names import STRATEGIES, STRATEGY_NAMES
+from mueval.names import STRATEGY_ALIASES as ALIASES
 
-#: Strategy codes in report order.
-STRATEGIES: tuple[str, ...] = ("mm", "udm", "uim", "ucm", "uam")
-
-#: Long or short names accepted for each code.
-ALIASES: dict[str, str] = {
-    "mixed": "mm",
-    "ud": "udm",
-    "ui": "uim",
-    "uc": "ucm",
-    "ua": "uam",
-}
-
-#: Display names used by tables and reports.
-STRATEGY_NAMES: dict[str, str] = {
-    "mm": "MM (mixed)",
-    "udm": "UDM (user-dependent)",
-    "uim": "UIM (user-independent)",
-    "ucm": "UCM (user-calibrated)",
-    "uam": "UAM (user-adaptive)",
-}
+__all__ = [
+    "ALIASES",
+    "STRATEGIES",
+    "STRATEGY_NAMES",
+    "Split",
+    "make_splits",
+    "parse_strategies",
+]
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,63 @@
-"""Shared helpers of the text readers: field counting and CSV error locations."""
+"""Shared helpers of the text readers: encodings, field counting and CSV error locations."""
 
 from __future__ import annotations
 
+import codecs
 import io
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from mudata.errors import ParseError
+from mudata.errors import ParseError, RegistryError
+
+if TYPE_CHECKING:
+    from mudata.registry import DatasetEntry
+
+DEFAULT_ENCODING = "utf-8"
+
+
+def text_encoding(entry: DatasetEntry) -> str:
+    """The entry's ``reader_options.encoding`` (default utf-8), checked to be a known codec."""
+    encoding = entry.reader_options.get("encoding", DEFAULT_ENCODING)
+    try:
+        if not isinstance(encoding, str):
+            raise LookupError(encoding)  # noqa: TRY004 - one message for both cases
+        codecs.lookup(encoding)
+    except LookupError:
+        where = f" ({entry.source})" if entry.source else ""
+        message = (
+            f"invalid registry entry '{entry.name}'{where}: field 'reader_options.encoding': "
+            f"unknown text encoding {str(encoding)[:50]!r} (e.g. 'utf-8', 'latin-1', 'cp1252')"
+        )
+        raise RegistryError(message) from None
+    return encoding
+
+
+def decode_text(data: bytes, member: str, encoding: str = DEFAULT_ENCODING) -> str:
+    """``data`` decoded; a byte the encoding cannot decode is a ParseError naming it.
+
+    The message gives the file, the line, the byte and the encoding, and how to
+    name another encoding (``reader_options.encoding``).
+    """
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        message = (
+            f"{member}, line {line}: byte {data[exc.start]:#04x} at offset {exc.start} is not "
+            f"valid {encoding} text; if the file uses another encoding, name it in the "
+            f"registry entry as reader_options.encoding (e.g. 'latin-1')"
+        )
+        raise ParseError(message) from None
+
+
+def check_encoding(data: bytes, member: str, encoding: str = DEFAULT_ENCODING) -> None:
+    """Raise the :func:`decode_text` error when ``data`` is not valid ``encoding`` text."""
+    if encoding.lower().replace("_", "-") in ("utf-8", "utf8") and data.isascii():
+        return  # the common case, checked without building a string
+    decode_text(data, member, encoding)
+
 
 _WHITESPACE = np.zeros(256, dtype=bool)
 _WHITESPACE[[ord(" "), ord("\t"), ord("\r"), ord("\n"), ord("\v"), ord("\f")]] = True
@@ -135,3 +185,49 @@ def delimited_field_counts(data: bytes, delimiter: bytes = b",") -> np.ndarray:
         if not data[starts[line] : ends[line]].strip():
             counts[line] = 0
     return counts
+
+
+def _option_error(entry: DatasetEntry, key: str, expected: str, value: object) -> RegistryError:
+    where = f" ({entry.source})" if entry.source else ""
+    shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:60] + "..."
+    message = (
+        f"invalid registry entry '{entry.name}'{where}: field 'reader_options.{key}': "
+        f"expected {expected}, found {shown}"
+    )
+    return RegistryError(message)
+
+
+def int_option(entry: DatasetEntry, key: str, default: int, minimum: int = 0) -> int:
+    """``reader_options[key]`` as an int of at least ``minimum`` (a RegistryError naming it otherwise)."""
+    value = entry.reader_options.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise _option_error(entry, key, f"an integer >= {minimum}", value)
+    return value
+
+
+def str_option(entry: DatasetEntry, key: str, default: str | None) -> str | None:
+    """``reader_options[key]`` as text (None only when absent and ``default`` is None)."""
+    value = entry.reader_options.get(key, default)
+    if value is not None and not isinstance(value, str):
+        raise _option_error(entry, key, "text", value)
+    return value
+
+
+def list_option(entry: DatasetEntry, key: str, default: list, item: type = str) -> list:
+    """``reader_options[key]`` as a list whose items are all of type ``item``."""
+    value = entry.reader_options.get(key, default)
+    if not isinstance(value, list | tuple) or not all(
+        isinstance(v, item) and not isinstance(v, bool) for v in value
+    ):
+        raise _option_error(entry, key, f"a list of {item.__name__}", value)
+    return list(value)
+
+
+def columns_option(entry: DatasetEntry, key: str, default: dict[str, int]) -> dict[str, int]:
+    """``reader_options[key]``: channel name to 1-based column number."""
+    value = entry.reader_options.get(key, default)
+    if not isinstance(value, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value.values()
+    ):
+        raise _option_error(entry, key, "a table of channel = column number (>= 1)", value)
+    return dict(value)

@@ -16,18 +16,26 @@ filter and validation happen downstream, once, for every reader.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import io
-import tarfile
-import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING
 
 import pandas as pd
 
-from mudata.errors import MissingFileError, ParseError
+from mudata._files import open_regular
+from mudata.archive import ArchiveIndex, sniff_kind
+from mudata.errors import (
+    ChecksumError,
+    LimitError,
+    MissingFileError,
+    UnpinnedMemberError,
+    UsageError,
+    excerpt,
+)
 
 if TYPE_CHECKING:
     from mudata.registry import DatasetEntry
@@ -55,56 +63,123 @@ class SignalTable:
 RawTable = FeatureTable | SignalTable
 
 
+@dataclass(frozen=True)
+class Pin:
+    """The registry's hash and size of one member (either may be absent)."""
+
+    sha256: str | None = None
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class Pins:
+    """What the registry pins of one source root, and what may be read without a pin.
+
+    Attributes
+    ----------
+    sha256 : str or None
+        The root's own hash (archive or plain file): every byte inside is pinned.
+    members : dict of str to Pin
+        The members the registry lists, by normalised path.
+    located : dict of str to Path
+        For a folder root: where each listed member was found (it may be below
+        the folder under its bare file name).
+    allow_unverified : bool
+        Whether a member without a pin may be read (recorded as unverified).
+        Ignored for members not listed when some listed member has a hash:
+        those are always refused.
+    label : str
+        Names the file in messages ("file 'x.zip' of dataset 'y'").
+    """
+
+    sha256: str | None = None
+    members: dict[str, Pin] = field(default_factory=dict)
+    located: dict[str, Path] = field(default_factory=dict)
+    allow_unverified: bool = False
+    label: str = ""
+
+    @property
+    def pins_members(self) -> bool:
+        """True when the registry gives a hash for at least one listed member."""
+        return any(p.sha256 for p in self.members.values())
+
+
+@dataclass(frozen=True)
+class Read:
+    """One member a reader read: the SHA-256 of its bytes and whether they were pinned."""
+
+    root: Path
+    name: str
+    sha256: str
+    verified: bool
+
+
 class Sources:
     """Read-only view over the verified files of a release.
 
     Members are addressed by their path inside the release with the archive's
     top folder kept (``gestures-dataset/U01/01/01.txt``). A source is either an
-    archive (zip or tar) or a folder holding the extracted members.
+    archive (zip or tar, read through :class:`mudata.archive.ArchiveIndex`), a
+    folder holding the extracted members, or a plain file.
+
+    Every member is read whole, hashed, and checked against its ``pins``
+    before a reader sees a byte of it; :attr:`reads` records each member read
+    and whether its bytes were pinned.
 
     Parameters
     ----------
     roots : list of Path
-        Archives or folders, searched in order.
+        Archives, folders or files, searched in order.
+    pins : list of Pins or None, optional
+        One per root. A root without pins is read as is and its reads are
+        recorded as unverified (tests and direct use of a reader).
+    max_expansion : float, optional
+        Expansion cap of archives (see :func:`mudata.archive.max_expansion`).
     """
 
-    def __init__(self, roots: list[Path]) -> None:
-        self.roots = list(roots)
-        self._zips: dict[Path, zipfile.ZipFile] = {}
-        self._index: dict[str, tuple[Path, str]] | None = None
+    def __init__(
+        self,
+        roots: list[Path],
+        pins: list[Pins | None] | None = None,
+        *,
+        max_expansion: float | None = None,
+    ) -> None:
+        self.roots = [Path(r) for r in roots]
+        self.pins = list(pins) if pins is not None else [None] * len(self.roots)
+        if len(self.pins) != len(self.roots):
+            raise ValueError("Sources: one Pins (or None) per root")
+        self.max_expansion = max_expansion
+        self._archives: dict[int, ArchiveIndex] = {}
+        self._index: dict[str, tuple[int, str]] | None = None
+        self.reads: dict[tuple[Path, str], Read] = {}
+        self._closed = False
 
-    def _build_index(self) -> dict[str, tuple[Path, str]]:
-        index: dict[str, tuple[Path, str]] = {}
-        for root in self.roots:
+    def _build_index(self) -> dict[str, tuple[int, str]]:
+        index: dict[str, tuple[int, str]] = {}
+        for i, root in enumerate(self.roots):
+            pins = self.pins[i]
             if root.is_dir():
+                for name, path in (pins.located if pins else {}).items():
+                    index.setdefault(name, (i, str(path)))
                 for p in sorted(root.rglob("*")):
-                    if p.is_file():
-                        index.setdefault(p.relative_to(root).as_posix(), (root, p.relative_to(root).as_posix()))
-            elif zipfile.is_zipfile(root):
-                zf = self._zip(root)
-                for name in zf.namelist():
-                    if not name.endswith("/"):
-                        index.setdefault(name, (root, name))
-            elif tarfile.is_tarfile(root):
-                with tarfile.open(root) as tf:
-                    for info in tf.getmembers():
-                        if info.isfile():
-                            index.setdefault(info.name, (root, info.name))
-            else:
-                index.setdefault(root.name, (root, ""))
+                    if p.is_file():  # FIFOs, sockets and devices are not indexed
+                        index.setdefault(p.relative_to(root).as_posix(), (i, str(p)))
+                continue
+            kind = sniff_kind(root)
+            if kind is None:
+                index.setdefault(root.name, (i, ""))
+                continue
+            archive = ArchiveIndex(
+                root, kind, sha256=pins.sha256 if pins else None, ratio=self.max_expansion
+            )
+            self._archives[i] = archive
+            for name in archive.names():
+                index.setdefault(name, (i, name))
         return index
 
-    def _zip(self, path: Path) -> zipfile.ZipFile:
-        if path not in self._zips:
-            try:
-                self._zips[path] = zipfile.ZipFile(path)
-            except zipfile.BadZipFile as exc:
-                message = f"{path} is not a readable zip archive ({exc}); it may be truncated or corrupt"
-                raise ParseError(message) from None
-        return self._zips[path]
-
     @property
-    def index(self) -> dict[str, tuple[Path, str]]:
+    def index(self) -> dict[str, tuple[int, str]]:
+        """Member path to (root number, inner name or file path)."""
         if self._index is None:
             self._index = self._build_index()
         return self._index
@@ -122,43 +197,80 @@ class Sources:
             return matches[0]
         message = f"file '{member}' not found in {', '.join(map(str, self.roots))}"
         if len(matches) > 1:
-            message = f"file '{member}' is ambiguous in {', '.join(map(str, self.roots))}: {matches}"
+            shown = ", ".join(matches[:10]) + (f" and {len(matches) - 10} more" if len(matches) > 10 else "")
+            message = f"file '{member}' is ambiguous in {', '.join(map(str, self.roots))}: {excerpt(shown)}"
         raise MissingFileError(message)
 
     @contextmanager
     def open(self, member: str) -> Iterator[IO[bytes]]:
-        """Open a member for binary reading."""
-        name = self.find(member)
-        root, inner = self.index[name]
-        if root.is_dir():
-            with open(root / inner, "rb") as fh:
-                yield fh
-        elif zipfile.is_zipfile(root):
-            try:
-                with self._zip(root).open(inner) as fh:
-                    yield fh
-            except (zipfile.BadZipFile, EOFError) as exc:
-                message = f"member '{inner}' of {root} cannot be read ({exc}); the archive may be corrupt"
-                raise ParseError(message) from None
-        elif inner == "":
-            with open(root, "rb") as fh:
-                yield fh
-        else:
-            with tarfile.open(root) as tf:
-                extracted = tf.extractfile(inner)
-                if extracted is None:
-                    raise MissingFileError(f"member '{inner}' of {root} is not a regular file")
-                yield io.BytesIO(extracted.read())
+        """Open a member for binary reading (its bytes are checked first)."""
+        yield io.BytesIO(self.read_bytes(member))
 
     def read_bytes(self, member: str) -> bytes:
-        """The whole content of a member."""
-        with self.open(member) as fh:
-            return fh.read()
+        """The whole content of a member, checked against its pins."""
+        if self._closed:
+            raise ValueError("read from closed Sources")
+        name = self.find(member)
+        i, inner = self.index[name]
+        root, pins = self.roots[i], self.pins[i]
+        pin = pins.members.get(name) if pins is not None else None
+        _admit(root, name, pins, pin)
+        limit = pin.size if pin is not None else None
+        if i in self._archives:
+            data = self._archives[i].read(inner, limit, f"member '{name}' of {root}")
+        else:
+            data = _read_file(Path(inner) if inner else root, limit)
+        observed = hashlib.sha256(data).hexdigest()
+        expected = pins.sha256 if pins is not None and inner == "" else pin.sha256 if pin else None
+        if expected is not None and observed != expected:
+            where = f"{root}" if inner == "" else f"member '{name}' of {root}"
+            message = (
+                f"sha256 mismatch for {where}"
+                + (f" ({pins.label})" if pins is not None and pins.label else "")
+                + f": expected {expected}, actual {observed}. Its bytes changed after they "
+                f"were checked; nothing was built from them."
+            )
+            raise ChecksumError(message)
+        verified = pins is not None and (pins.sha256 is not None or bool(pin and pin.sha256))
+        self.reads[(root, name)] = Read(root, name, observed, verified)
+        return data
 
     def close(self) -> None:
-        for zf in self._zips.values():
-            zf.close()
-        self._zips.clear()
+        """Release open archives; the index (the names) stays readable."""
+        for archive in self._archives.values():
+            archive.close()
+        self._archives.clear()
+        self._closed = True
+
+
+def _admit(root: Path, name: str, pins: Pins | None, pin: Pin | None) -> None:
+    """Refuse, before reading it, a member that the pins of its root do not allow."""
+    if pins is None or pins.sha256 is not None or (pin is not None and pin.sha256):
+        return
+    what = f"member '{name}' of {root}" + (f" ({pins.label})" if pins.label else "")
+    if pin is None and pins.pins_members:
+        message = (
+            f"{what} is read by the reader but not listed in the registry entry, which "
+            f"pins the members it lists by sha256; refusing unlisted bytes "
+            f"(--allow-unverified does not change this). List the member with its "
+            f"sha256 in the entry, or narrow the reader's members pattern."
+        )
+        raise UnpinnedMemberError(message)
+    if not pins.allow_unverified:
+        message = (
+            f"{what} has no sha256 in the registry; refusing unverified data. Pass "
+            f"--allow-unverified (allow_unverified=True) to use it, recorded as unverified."
+        )
+        raise UsageError(message)
+
+
+def _read_file(path: Path, limit: int | None) -> bytes:
+    with open_regular(path, "file") as fh:
+        data = fh.read() if limit is None else fh.read(limit + 1)
+    if limit is not None and len(data) > limit:
+        message = f"{path} holds more than {limit:,} bytes, the size the registry records; refusing it"
+        raise LimitError(message)
+    return data
 
 
 Reader = Callable[["DatasetEntry", Sources], RawTable]

@@ -13,8 +13,16 @@ import re
 import numpy as np
 import pandas as pd
 
-from mudata.errors import MissingFileError, ParseError
-from mudata.readers._text import check_field_counts, whitespace_field_counts
+from mudata.errors import MissingFileError, ParseError, RegistryError, excerpt
+from mudata.readers._text import (
+    check_encoding,
+    check_field_counts,
+    columns_option,
+    int_option,
+    str_option,
+    text_encoding,
+    whitespace_field_counts,
+)
 from mudata.readers.base import SignalTable, Sources
 from mudata.registry import DatasetEntry
 
@@ -32,7 +40,8 @@ def read_gestures(entry: DatasetEntry, sources: Sources) -> SignalTable:
         with ``root`` the archive's top folder, or ``"*U*/*/*.txt"``),
         ``repetitions`` (highest repetition number kept, default 20),
         ``n_columns`` (fields per line, default 6) and ``columns`` (channel name
-        to 1-based column, default ``{"x": 4, "y": 5, "z": 6}``).
+        to 1-based column, default ``{"x": 4, "y": 5, "z": 6}``), ``encoding``
+        (default ``"utf-8"``).
     sources : Sources
         The verified release.
 
@@ -51,12 +60,18 @@ def read_gestures(entry: DatasetEntry, sources: Sources) -> SignalTable:
         Naming the file and line of the first line without ``n_columns`` fields
         or with a non-numeric value.
     """
-    options = entry.reader_options
-    root = options.get("root")
-    pattern = options.get("members", f"{root}/U*/*/*.txt" if root else "*U*/*/*.txt")
-    max_repetition = int(options.get("repetitions", 20))
-    n_columns = int(options.get("n_columns", 6))
-    columns = dict(options.get("columns", DEFAULT_COLUMNS))
+    root = str_option(entry, "root", None)
+    pattern = str_option(entry, "members", f"{root}/U*/*/*.txt" if root else "*U*/*/*.txt")
+    max_repetition = int_option(entry, "repetitions", 20)
+    n_columns = int_option(entry, "n_columns", 6, minimum=1)
+    columns = columns_option(entry, "columns", DEFAULT_COLUMNS)
+    outside = {n: c for n, c in columns.items() if c > n_columns}
+    if outside:
+        raise RegistryError(
+            f"invalid registry entry '{entry.name}': field 'reader_options.columns': "
+            f"{outside} outside 1..{n_columns} (n_columns)"
+        )
+    encoding = text_encoding(entry)
 
     found: list[tuple[int, int, int, str]] = []
     for name in sources.names(pattern):
@@ -75,7 +90,9 @@ def read_gestures(entry: DatasetEntry, sources: Sources) -> SignalTable:
     # one vectorised field check, segment ids from the line counts.
     chunks: list[bytes] = []
     for _, _, _, name in found:
-        data = sources.read_bytes(name).replace(b"\r\n", b"\n").strip()
+        data = sources.read_bytes(name)
+        check_encoding(data, name, encoding)
+        data = data.replace(b"\r\n", b"\n").strip()
         chunks.append(data + b"\n" if data else b"")
     lines_per_file = np.array([c.count(b"\n") for c in chunks], dtype=np.int64)
     buffer = b"".join(chunks)
@@ -99,14 +116,20 @@ def read_gestures(entry: DatasetEntry, sources: Sources) -> SignalTable:
     names = list(columns)
     usecols = [columns[n] - 1 for n in names]
     table = pd.read_csv(
-        io.BytesIO(buffer), sep=r"\s+", header=None, usecols=usecols, dtype=str, engine="c"
+        io.BytesIO(buffer),
+        sep=r"\s+",
+        header=None,
+        usecols=usecols,
+        dtype=str,
+        engine="c",
+        encoding=encoding,
     )
     values = {}
     for name, col in zip(names, usecols, strict=True):
         numeric = pd.to_numeric(table[col], errors="coerce")
         bad = np.flatnonzero(numeric.isna().to_numpy())
         if bad.size:
-            message = f"{describe(int(bad[0]))}: column {col + 1} ('{name}') is not a number: {table[col].iloc[bad[0]]!r}"
+            message = f"{describe(int(bad[0]))}: column {col + 1} ('{name}') is not a number: {excerpt(table[col].iloc[bad[0]])}"
             raise ParseError(message)
         values[name] = numeric.to_numpy(dtype=np.float64)
 

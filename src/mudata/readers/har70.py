@@ -17,8 +17,16 @@ from pathlib import PurePosixPath
 import numpy as np
 import pandas as pd
 
-from mudata.errors import MissingFileError, ParseError
-from mudata.readers._text import csv_line_of_row, delimited_field_counts, first_non_numeric
+from mudata.errors import MissingFileError, ParseError, excerpt
+from mudata.readers._text import (
+    check_encoding,
+    csv_line_of_row,
+    delimited_field_counts,
+    first_non_numeric,
+    list_option,
+    str_option,
+    text_encoding,
+)
 from mudata.readers.base import SignalTable, Sources
 from mudata.registry import DatasetEntry
 
@@ -32,13 +40,16 @@ def _is_resource_fork(name: str) -> bool:
     return path.parts[0] == "__MACOSX" or path.name.startswith("._")
 
 
-def _read_subject(data: bytes, member: str, channels: list[str], label: str) -> pd.DataFrame:
+def _read_subject(
+    data: bytes, member: str, channels: list[str], label: str, encoding: str = "utf-8"
+) -> pd.DataFrame:
     """Parse one subject's CSV strictly; errors name ``member`` and the line."""
-    header = data.split(b"\n", 1)[0].decode("utf-8-sig", errors="replace").strip()
+    check_encoding(data, member, encoding)
+    header = data.split(b"\n", 1)[0].decode(encoding).removeprefix("\ufeff").strip()
     names = [h.strip() for h in header.split(",")]
     missing = [c for c in [*channels, label] if c not in names]
     if missing:
-        message = f"{member}: header lacks columns {missing}; found {names}"
+        message = f"{member}: header lacks columns {excerpt(missing)}; found {excerpt(names)}"
         raise ParseError(message)
 
     # The tokenizer fills a short row with NaN without complaint: count the
@@ -55,20 +66,30 @@ def _read_subject(data: bytes, member: str, channels: list[str], label: str) -> 
     wanted = [*channels, label]
     try:
         table = pd.read_csv(
-            io.BytesIO(data), engine="c", usecols=wanted, dtype={c: np.float64 for c in wanted}
+            io.BytesIO(data),
+            engine="c",
+            usecols=wanted,
+            dtype={c: np.float64 for c in wanted},
+            encoding=encoding,
         )
     except ValueError:
         # Some value is not a number: find the first one, with its line.
         text = pd.read_csv(
-            io.BytesIO(data), engine="c", usecols=wanted, dtype=str, keep_default_na=False
+            io.BytesIO(data),
+            engine="c",
+            usecols=wanted,
+            dtype=str,
+            keep_default_na=False,
+            encoding=encoding,
         )
         for column in wanted:
             row = first_non_numeric(text[column].replace("", "x"))
             if row is not None:
                 line = csv_line_of_row(data, row)
-                message = f"{member}, line {line}: column '{column}' is not a number: {text[column].iloc[row]!r}"
+                message = f"{member}, line {line}: column '{column}' is not a number: {excerpt(text[column].iloc[row])}"
                 raise ParseError(message) from None
-        raise
+        message = f"{member}: a value is not a number"
+        raise ParseError(message) from None
     for column in wanted:
         empty = np.flatnonzero(table[column].isna().to_numpy())
         if empty.size:
@@ -99,7 +120,7 @@ def read_har70(entry: DatasetEntry, sources: Sources) -> SignalTable:
     entry : DatasetEntry
         ``reader_options``: ``members`` (glob of the subject files, default
         ``"*.csv"``), ``channels`` (default the six of :data:`CHANNELS`),
-        ``label_column`` (default ``"label"``).
+        ``label_column`` (default ``"label"``), ``encoding`` (default ``"utf-8"``).
     sources : Sources
         The verified release.
 
@@ -117,10 +138,10 @@ def read_har70(entry: DatasetEntry, sources: Sources) -> SignalTable:
     ParseError
         When a file stem is not an integer or a row is malformed (file and line named).
     """
-    options = entry.reader_options
-    pattern = options.get("members", "*.csv")
-    channels = list(options.get("channels", CHANNELS))
-    label = options.get("label_column", "label")
+    pattern = str_option(entry, "members", "*.csv")
+    channels = list_option(entry, "channels", list(CHANNELS))
+    label = str_option(entry, "label_column", "label")
+    encoding = text_encoding(entry)
 
     members = [n for n in sources.names(pattern) if not _is_resource_fork(n)]
     if not members:
@@ -132,7 +153,7 @@ def read_har70(entry: DatasetEntry, sources: Sources) -> SignalTable:
     for member in members:
         stem = PurePosixPath(member).stem
         if not stem.isdigit():
-            message = f"{member}: HAR70+ subject files are named by the subject number (e.g. 501.csv); found '{stem}'"
+            message = f"{member}: HAR70+ subject files are named by the subject number (e.g. 501.csv); found {excerpt(stem)}"
             raise ParseError(message)
         subjects.append((int(stem), member))
     subjects.sort()
@@ -143,7 +164,7 @@ def read_har70(entry: DatasetEntry, sources: Sources) -> SignalTable:
 
     frames = []
     for segment, (user, member) in enumerate(subjects):
-        frame = _read_subject(sources.read_bytes(member), member, channels, label)
+        frame = _read_subject(sources.read_bytes(member), member, channels, label, encoding)
         frame.insert(0, "userid", np.int64(user))
         frame.insert(2, "segment", np.int64(segment))
         frames.append(frame)

@@ -15,8 +15,17 @@ import re
 import numpy as np
 import pandas as pd
 
-from mudata.errors import MissingFileError, ParseError, RegistryError
-from mudata.readers._text import check_field_counts, whitespace_field_counts
+from mudata.errors import MissingFileError, ParseError, RegistryError, excerpt
+from mudata.readers._text import (
+    check_encoding,
+    check_field_counts,
+    columns_option,
+    int_option,
+    list_option,
+    str_option,
+    text_encoding,
+    whitespace_field_counts,
+)
 from mudata.readers.base import SignalTable, Sources
 from mudata.registry import DatasetEntry
 
@@ -29,15 +38,24 @@ DEFAULT_COLUMNS = {
 }  # fmt: skip
 
 
-def _listed_runs(options: dict, sources: Sources) -> list[tuple[int, int, str]]:
+def _listed_runs(entry: DatasetEntry, options: dict, sources: Sources) -> list[tuple[int, int, str]]:
     """Runs named by ``member_pattern`` x ``subjects`` x ``runs``, in that order."""
     template = options["member_pattern"]
-    subjects = [int(s) for s in options.get("subjects", [1, 2, 3, 4])]
-    run_names = list(options.get("runs", [f"ADL{i}" for i in range(1, 6)]))
+    subjects = list_option(entry, "subjects", [1, 2, 3, 4], int)
+    run_names = list_option(entry, "runs", [f"ADL{i}" for i in range(1, 6)])
     listed = []
     for subject in subjects:
         for order, run in enumerate(run_names):
-            member = sources.find(template.format(subject=subject, run=run))
+            try:
+                name = str(template).format(subject=subject, run=run)
+            except (KeyError, IndexError, ValueError, AttributeError) as exc:
+                message = (
+                    f"invalid registry entry: field 'reader_options.member_pattern': "
+                    f"{excerpt(template)} is not a pattern with {{subject}} and {{run}} "
+                    f"({type(exc).__name__}: {str(exc)[:80]})"
+                )
+                raise RegistryError(message) from None
+            member = sources.find(name)
             listed.append((subject, order, member))
     return listed
 
@@ -55,7 +73,7 @@ def read_opportunity(entry: DatasetEntry, sources: Sources) -> SignalTable:
         ``subjects`` (default 1..4) and ``runs`` (default ``ADL1..ADL5``, read
         in that order; a missing one is an error); ``n_columns`` (default 250), ``label_column`` (1-based, default 244),
         ``columns`` (channel name to 1-based column, default
-        :data:`DEFAULT_COLUMNS`).
+        :data:`DEFAULT_COLUMNS`), ``encoding`` (default ``"utf-8"``).
     sources : Sources
         The verified release.
 
@@ -75,10 +93,11 @@ def read_opportunity(entry: DatasetEntry, sources: Sources) -> SignalTable:
         number, or a label is missing or not an integer (file and line named).
     """
     options = entry.reader_options
-    pattern = options.get("members", "*S*-ADL*.dat")
-    n_columns = int(options.get("n_columns", N_COLUMNS))
-    label_column = int(options.get("label_column", LABEL_COLUMN))
-    columns = dict(options.get("columns", DEFAULT_COLUMNS))
+    pattern = str_option(entry, "members", "*S*-ADL*.dat")
+    n_columns = int_option(entry, "n_columns", N_COLUMNS, minimum=1)
+    label_column = int_option(entry, "label_column", LABEL_COLUMN, minimum=1)
+    columns = columns_option(entry, "columns", DEFAULT_COLUMNS)
+    encoding = text_encoding(entry)
     for name, number in {**columns, "label": label_column}.items():
         if not 1 <= int(number) <= n_columns:
             where = f" ({entry.source})" if entry.source else ""
@@ -90,7 +109,7 @@ def read_opportunity(entry: DatasetEntry, sources: Sources) -> SignalTable:
             raise RegistryError(message)
 
     if "member_pattern" in options:
-        runs = _listed_runs(options, sources)
+        runs = _listed_runs(entry, options, sources)
     else:
         runs = []
         for member in sources.names(pattern):
@@ -106,6 +125,7 @@ def read_opportunity(entry: DatasetEntry, sources: Sources) -> SignalTable:
     frames = []
     for segment, (user, _, member) in enumerate(runs):
         data = sources.read_bytes(member)
+        check_encoding(data, member, encoding)
         counts = whitespace_field_counts(data)
         check_field_counts(counts, n_columns, lambda line, m=member: f"{m}, line {line + 1}")
         usecols = [label_column - 1, *(columns[n] - 1 for n in names)]
@@ -117,9 +137,10 @@ def read_opportunity(entry: DatasetEntry, sources: Sources) -> SignalTable:
                 usecols=usecols,
                 dtype=np.float64,
                 engine="c",
+                encoding=encoding,
             )
         except ValueError as exc:
-            message = f"{member}: a value in columns {sorted(c + 1 for c in usecols)} is not a number ({exc})"
+            message = f"{member}: a value in columns {sorted(c + 1 for c in usecols)} is not a number ({str(exc)[:200]})"
             raise ParseError(message) from None
         codes = table[label_column - 1].to_numpy()
         bad = np.flatnonzero(~np.isfinite(codes) | (codes != np.round(codes)))

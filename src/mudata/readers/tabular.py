@@ -15,8 +15,10 @@ import logging
 
 import numpy as np
 import pandas as pd
+from pyarrow import ArrowException
 
-from mudata.errors import MissingFileError, ParseError, RegistryError
+from mudata.errors import MissingFileError, ParseError, RegistryError, excerpt
+from mudata.readers._text import check_encoding, list_option, str_option, text_encoding
 from mudata.readers.base import FeatureTable, SignalTable, Sources
 from mudata.registry import DatasetEntry
 
@@ -32,6 +34,34 @@ def _option(entry: DatasetEntry, key: str) -> object:
     return entry.reader_options[key]
 
 
+# The output table's own columns: a feature of that name would shadow them.
+RESERVED = ("userid", "label", "segment")
+
+
+def _check_roles(entry: DatasetEntry, field: str, columns: list[str], roles: dict[str, str]) -> None:
+    """Refuse a feature or channel list that repeats a column or reuses another role's column.
+
+    A feature column equal to the user column would leak the user id into the
+    features (and a duplicated one would be counted twice), so both are
+    registry errors naming the field, not silent surprises.
+    """
+    where = f" ({entry.source})" if entry.source else ""
+    seen: set[str] = set()
+    for column in columns:
+        if not isinstance(column, str):
+            message = f"invalid registry entry '{entry.name}'{where}: field 'reader_options.{field}': {excerpt(column)} is not a column name"
+            raise RegistryError(message)
+        role = roles.get(column) or ("a column mudata adds" if column in RESERVED else None)
+        if column in seen or role:
+            why = "is listed twice" if column in seen else f"is {role}"
+            message = (
+                f"invalid registry entry '{entry.name}'{where}: field 'reader_options.{field}': "
+                f"column {excerpt(column)} {why}; it cannot also serve here"
+            )
+            raise RegistryError(message)
+        seen.add(column)
+
+
 def _load(
     entry: DatasetEntry, sources: Sources, required: list[str]
 ) -> list[tuple[str, pd.DataFrame]]:
@@ -41,25 +71,33 @@ def _load(
     if fmt not in FORMATS:
         message = f"dataset '{entry.name}': reader_options.format is '{fmt}'; expected one of {list(FORMATS)}"
         raise RegistryError(message)
-    pattern = options.get("members", f"*.{fmt}")
+    pattern = str_option(entry, "members", f"*.{fmt}")
     members = sources.names(pattern)
     if not members:
         message = f"dataset '{entry.name}': no file matching '{pattern}' in {', '.join(map(str, sources.roots))}"
         raise MissingFileError(message)
     tables = []
+    encoding = text_encoding(entry)
     for member in members:
         data = sources.read_bytes(member)
         try:
             if fmt == "csv":
-                table = pd.read_csv(io.BytesIO(data), engine="c")
+                check_encoding(data, member, encoding)
+                table = pd.read_csv(io.BytesIO(data), engine="c", encoding=encoding)
             else:
                 table = pd.read_parquet(io.BytesIO(data))
-        except (ValueError, OSError) as exc:
-            message = f"{member}: cannot be read as {fmt} ({type(exc).__name__}: {exc})"
+        except (ValueError, OSError, ArrowException) as exc:
+            if isinstance(exc, ParseError):
+                raise
+            message = f"{member}: cannot be read as {fmt} ({type(exc).__name__}: {str(exc)[:200]})"
             raise ParseError(message) from None
+        if table.columns.duplicated().any():
+            twice = sorted({str(c) for c in table.columns[table.columns.duplicated()]})
+            message = f"{member}: column name(s) {excerpt(twice)} appear more than once in the header"
+            raise ParseError(message)
         missing = [c for c in required if c not in table.columns]
         if missing:
-            message = f"{member}: missing column(s) {missing}; columns found: {list(table.columns)}"
+            message = f"{member}: missing column(s) {excerpt(missing)}; columns found: {excerpt(list(table.columns))}"
             raise ParseError(message)
         tables.append((member, table))
     return tables
@@ -71,7 +109,7 @@ def _integer_users(values: pd.Series, member: str, column: str) -> np.ndarray:
     if bad.size:
         message = (
             f"{member}: user column '{column}' must hold integers; row {int(bad[0])} "
-            f"holds {values.iloc[bad[0]]!r}"
+            f"holds {excerpt(values.iloc[bad[0]])}"
         )
         raise ParseError(message)
     return numeric.astype(np.int64)
@@ -85,7 +123,7 @@ def _numeric(table: pd.DataFrame, columns: list[str], member: str) -> pd.DataFra
         if bad.size:
             message = (
                 f"{member}: column '{column}' must be numeric; row {int(bad[0])} "
-                f"holds {table[column].iloc[bad[0]]!r}"
+                f"holds {excerpt(table[column].iloc[bad[0]])}"
             )
             raise ParseError(message)
         out[column] = values.to_numpy(dtype=np.float64)
@@ -119,7 +157,12 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
     """
     user_col = str(_option(entry, "user_col"))
     label_col = str(_option(entry, "label_col"))
-    feature_cols = entry.reader_options.get("feature_cols")
+    feature_cols = list_option(entry, "feature_cols", []) if "feature_cols" in entry.reader_options else None
+    if user_col == label_col:
+        _check_roles(entry, "label_col", [label_col], {user_col: "the user column (user_col)"})
+    roles = {user_col: "the user column (user_col)", label_col: "the label column (label_col)"}
+    if feature_cols is not None:
+        _check_roles(entry, "feature_cols", list(feature_cols), roles)
     required = [user_col, label_col, *(feature_cols or [])]
     frames = []
     for member, table in _load(entry, sources, required):
@@ -127,18 +170,27 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
             chosen = [
                 c
                 for c in table.columns
-                if c not in (user_col, label_col)
+                if c not in (user_col, label_col, *RESERVED)
                 and pd.api.types.is_numeric_dtype(table[c])
                 and not pd.api.types.is_bool_dtype(table[c])
             ]
-            skipped = [c for c in table.columns if c not in (user_col, label_col, *chosen)]
+            others = [c for c in table.columns if c not in (user_col, label_col, *chosen)]
+            reserved = [c for c in others if c in RESERVED]
+            skipped = [c for c in others if c not in RESERVED]
             if skipped:
                 # One stray text value makes a whole column non-numeric: say so.
                 log.warning(
                     "%s: non-numeric column(s) %s left out of the features; list "
                     "reader_options.feature_cols to keep them (each value must be a number)",
                     member,
-                    skipped,
+                    excerpt(skipped),
+                )
+            if reserved:
+                log.warning(
+                    "%s: column(s) %s left out of the features: the table has its own "
+                    "columns of those names",
+                    member,
+                    reserved,
                 )
         else:
             chosen = list(feature_cols)
@@ -157,7 +209,7 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
     columns = list(frames[0][1].columns)
     for member, frame in frames[1:]:
         if list(frame.columns) != columns:
-            message = f"{member}: feature columns {list(frame.columns)[2:]} differ from {frames[0][0]}'s {columns[2:]}"
+            message = f"{member}: feature columns {excerpt(list(frame.columns)[2:])} differ from {frames[0][0]}'s {excerpt(columns[2:])}"
             raise ParseError(message)
     return FeatureTable(pd.concat([f for _, f in frames], ignore_index=True))
 
@@ -191,13 +243,19 @@ def read_long_signals(entry: DatasetEntry, sources: Sources) -> SignalTable:
         When a file lacks a named column (file, missing and found columns
         named), a user id is not an integer or a channel is not numeric.
     """
-    options = entry.reader_options
     user_col = str(_option(entry, "user_col"))
     label_col = str(_option(entry, "label_col"))
-    time_col = options.get("time_col")
-    segment_col = options.get("segment_col")
+    time_col = str_option(entry, "time_col", None)
+    segment_col = str_option(entry, "segment_col", None)
     sensor_channels = [c for s in entry.sensors for c in s.channels]
-    channels = list(options.get("channels", sensor_channels))
+    channels = list_option(entry, "channels", sensor_channels)
+    if user_col == label_col:
+        _check_roles(entry, "label_col", [label_col], {user_col: "the user column (user_col)"})
+    roles = {user_col: "the user column (user_col)", label_col: "the label column (label_col)"}
+    for kind, column in (("time", time_col), ("segment", segment_col)):
+        if column:
+            roles[column] = f"the {kind} column ({kind}_col)"
+    _check_roles(entry, "channels", channels, roles)
     absent = [c for c in sensor_channels if c not in channels]
     if absent:
         message = (

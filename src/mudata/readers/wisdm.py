@@ -15,7 +15,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from mudata.errors import ParseError
+from mudata.errors import ParseError, excerpt
+from mudata.readers._text import decode_text, list_option, str_option, text_encoding
 from mudata.readers.base import FeatureTable, Sources
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,8 @@ def read_wisdm_arff(entry, sources: Sources) -> FeatureTable:
     entry : DatasetEntry
         ``reader_options``: ``member`` (path of the ARFF in the release),
         ``user_column`` (``"user"``), ``label_column`` (``"class"``) and
-        ``drop_columns`` (columns left out of the features).
+        ``drop_columns`` (columns left out of the features), ``encoding``
+        (default ``"utf-8"``).
     sources : Sources
         The verified release.
 
@@ -61,18 +63,17 @@ def read_wisdm_arff(entry, sources: Sources) -> FeatureTable:
         When the header is missing, a data row has the wrong number of fields
         (named by its line number), or a value is not numeric.
     """
-    options = entry.reader_options
-    member = options.get("member", "WISDM_ar_v1.1_transformed.arff")
-    user_column = options.get("user_column", "user")
-    label_column = options.get("label_column", "class")
-    drop = list(options.get("drop_columns", []))
+    member = str_option(entry, "member", "WISDM_ar_v1.1_transformed.arff")
+    user_column = str_option(entry, "user_column", "user")
+    label_column = str_option(entry, "label_column", "class")
+    drop = list_option(entry, "drop_columns", [])
 
-    text = sources.read_bytes(member).decode("utf-8", errors="strict")
+    text = decode_text(sources.read_bytes(member), member, text_encoding(entry))
     lines = text.splitlines()  # handles CRLF and a missing final newline alike
     names, data_start = _parse_header(lines, member)
     for required in (user_column, label_column, *drop):
         if required not in names:
-            message = f"{member}: attribute '{required}' not in the header (found {names})"
+            message = f"{member}: attribute {excerpt(required)} not in the header (found {excerpt(names)})"
             raise ParseError(message)
 
     body = lines[data_start:]
@@ -86,7 +87,7 @@ def read_wisdm_arff(entry, sources: Sources) -> FeatureTable:
             line_number = data_start + offset + 1
             message = (
                 f"{member}, line {line_number}: expected {len(names)} comma-separated "
-                f"values, found {n_fields}: {stripped[:80]!r}"
+                f"values, found {n_fields}: {excerpt(stripped, 80)}"
             )
             raise ParseError(message)
         kept_lines.append(stripped)
@@ -107,14 +108,14 @@ def read_wisdm_arff(entry, sources: Sources) -> FeatureTable:
             bad = frame[name][values.isna() & frame[name].notna()]
             first = int(bad.index[0])
             message = (
-                f"{member}: attribute '{name}' has non-numeric value {bad.iloc[0]!r} "
+                f"{member}: attribute {excerpt(name)} has non-numeric value {excerpt(bad.iloc[0])} "
                 f"in data row {first + 1}"
             )
             raise ParseError(message)
     users = pd.to_numeric(frame[user_column].str.strip('"'), errors="coerce")
     if users.isna().any():
         first = int(users.isna().to_numpy().nonzero()[0][0])
-        message = f"{member}: user id {frame[user_column].iloc[first]!r} in data row {first + 1} is not an integer"
+        message = f"{member}: user id {excerpt(frame[user_column].iloc[first])} in data row {first + 1} is not an integer"
         raise ParseError(message)
 
     table = pd.DataFrame(

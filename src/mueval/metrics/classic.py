@@ -151,18 +151,23 @@ def classification_metrics(
 ) -> dict[str, float]:
     """Accuracy and macro sensitivity, specificity, F1 as R caret computes them.
 
-    Every class ``c`` present in ``y_true`` is scored one against the rest over
-    **all** rows: ``TP = #(pred c, true c)``, ``FN = #(pred not c, true c)``,
-    ``FP = #(pred c, true not c)``, ``TN`` the rest. A prediction of a class
-    that is absent from ``y_true`` therefore still counts (as a FN of the true
-    class and a TN of the others), but the absent class itself is not averaged.
+    The reference study passes caret ``factor(pred, levels = L)`` and
+    ``factor(truth, levels = L)`` with ``L`` the labels present in the subset's
+    ground truth. A prediction of a label outside ``L`` becomes ``NA``, and
+    R's ``table()`` drops that row: it counts in none of these four metrics
+    (accuracy is over the remaining rows). Every class ``c`` of ``L`` is then
+    scored one against the rest: ``TP = #(pred c, true c)``,
+    ``FN = #(pred not c, true c)``, ``FP = #(pred c, true not c)``, ``TN`` the
+    rest.
 
     - sensitivity ``TP/(TP+FN)``; specificity ``TN/(TN+FP)``;
       precision ``TP/(TP+FP)``; F1 ``2PR/(P+R)``.
-    - As in caret (``byClass`` then ``mean(..., na.rm=TRUE)``), a class whose
-      value is 0/0 is left out of the average: specificity when the subset has a
-      single class, precision and hence F1 when the class is never predicted,
-      and F1 when ``TP = 0`` (``P = R = 0``; scikit-learn would count 0 there).
+    - As in caret (``byClass`` then ``colMeans(..., na.rm = TRUE)``), a class
+      whose value is 0/0 is left out of the average: precision and hence F1
+      when the class is never predicted, and F1 when ``TP = 0``
+      (``P = R = 0``; scikit-learn would count 0 there).
+    - caret refuses a subset whose ground truth holds a single class; the four
+      metrics are then ``nan`` (undefined) here.
 
     ``weighted_F1`` is the HAR benchmark's score (Tang et al. 2020,
     arXiv:2005.03948): the per-class F1 weighted by the class's share of
@@ -201,13 +206,40 @@ def classification_metrics(
     confusion = np.bincount(y_true * n_classes + y_pred, minlength=n_classes * n_classes)
     confusion = confusion.reshape(n_classes, n_classes).astype(np.float64)
     support = confusion.sum(axis=1)
-    predicted = confusion.sum(axis=0)
-    tp = np.diag(confusion)
-    fn = support - tp
-    fp = predicted - tp
-    tn = n - tp - fn - fp
+    f1_all = _one_vs_rest(confusion)[2]
+    weighted_f1 = float(np.sum(support / n * np.nan_to_num(f1_all, nan=0.0)))
 
-    present = support > 0
+    present = np.flatnonzero(support > 0)
+    if len(present) < 2:
+        undefined = dict.fromkeys(("accuracy", "sensitivity", "specificity", "F1"), math.nan)
+        return {**undefined, "weighted_F1": weighted_f1}
+    # caret's table over the ground-truth labels: rows predicted as another
+    # label are NA and leave the table.
+    kept = confusion[np.ix_(present, present)]
+    sensitivity, specificity, f1 = _one_vs_rest(kept)
+
+    def macro(values: np.ndarray) -> float:
+        return _mean(values[~np.isnan(values)])
+
+    return {
+        "accuracy": float(_ratio(np.trace(kept), kept.sum())),
+        "sensitivity": macro(sensitivity),
+        "specificity": macro(specificity),
+        "F1": macro(f1),
+        "weighted_F1": weighted_f1,
+    }
+
+
+def _one_vs_rest(confusion: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-class sensitivity, specificity and F1 of a (truth x prediction) matrix.
+
+    0/0 gives NaN, as in R; F1 is NaN wherever precision is.
+    """
+    n = confusion.sum()
+    tp = np.diag(confusion)
+    fn = confusion.sum(axis=1) - tp
+    fp = confusion.sum(axis=0) - tp
+    tn = n - tp - fn - fp
     sensitivity = _ratio(tp, tp + fn)
     specificity = _ratio(tn, tn + fp)
     precision = _ratio(tp, tp + fp)
@@ -215,16 +247,4 @@ def classification_metrics(
         # NaN propagates from precision; P = R = 0 gives 0/0 = NaN, as in R.
         f1 = _ratio(2 * precision * sensitivity, precision + sensitivity)
         f1[np.isnan(precision)] = np.nan
-
-    def macro(values: np.ndarray) -> float:
-        kept = values[present & ~np.isnan(values)]
-        return _mean(kept)
-
-    f1_zeroed = np.nan_to_num(f1, nan=0.0)
-    return {
-        "accuracy": float(tp.sum() / n),
-        "sensitivity": macro(sensitivity),
-        "specificity": macro(specificity),
-        "F1": macro(f1),
-        "weighted_F1": float(np.sum(support / n * f1_zeroed)),
-    }
+    return sensitivity, specificity, f1

@@ -128,7 +128,7 @@ def _merge(runs: list[RunFolder]) -> tuple[pd.DataFrame, pd.DataFrame, int]:
         raise click.ClickException(msg)
     # Runs at other levels or with other scores answer other questions; comparing
     # them is allowed (that may be the point) but must not go unnoticed.
-    for key in ("alpha", "score", "mondrian"):
+    for key in ("alpha", "score", "threshold", "mondrian"):
         values = {str(r.run.get("config", {}).get(key)) for r in runs}
         if len(values) > 1:
             found = ", ".join(f"{label}: {r.run.get('config', {}).get(key)}"

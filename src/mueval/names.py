@@ -1,0 +1,70 @@
+"""Every name a run speaks: strategies, classifiers and metrics, in table order.
+
+The one place these names are declared; evaluation, the run folder, the tables
+and the report import them from here.
+"""
+
+from __future__ import annotations
+
+#: Strategy codes in report order (docs/protocol.md, "Splits"; ``uam`` is an addition).
+STRATEGIES: tuple[str, ...] = ("mm", "udm", "uim", "ucm", "uam")
+
+#: Long or short names accepted for each strategy code.
+STRATEGY_ALIASES: dict[str, str] = {
+    "mixed": "mm",
+    "ud": "udm",
+    "ui": "uim",
+    "uc": "ucm",
+    "ua": "uam",
+}
+
+#: Display names of the strategies.
+STRATEGY_NAMES: dict[str, str] = {
+    "mm": "MM (mixed)",
+    "udm": "UDM (user-dependent)",
+    "uim": "UIM (user-independent)",
+    "ucm": "UCM (user-calibrated)",
+    "uam": "UAM (user-adaptive)",
+}
+
+#: Classifier codes in the protocol's (and every table's) column order.
+CLASSIFIERS: tuple[str, ...] = ("nb", "rf", "svm", "knn")
+
+#: Display names of the classifiers.
+CLASSIFIER_NAMES: dict[str, str] = {
+    "nb": "Naive Bayes",
+    "rf": "RF",
+    "svm": "SVM",
+    "knn": "KNN",
+}
+
+#: Non-conformal metrics, in table order (fractions).
+CLASSIC_METRICS: tuple[str, ...] = (
+    "accuracy",
+    "sensitivity",
+    "specificity",
+    "F1",
+    "weighted_F1",
+)
+
+#: Conformal metrics, in table order: the study's ten, then the textbook OF/OU.
+CONFORMAL_METRICS: tuple[str, ...] = (
+    "coverage",
+    "jaccard",
+    "setsize",
+    "pctempty",
+    "MCriterion",
+    "FCriterion",
+    "OM",
+    "OF",
+    "OU",
+    "OE",
+    "OF_textbook",
+    "OU_textbook",
+)
+
+#: The conformal metrics computed from p-values rather than from the sets.
+PVALUE_METRICS: tuple[str, ...] = ("FCriterion", "OF", "OU", "OF_textbook", "OU_textbook")
+
+#: Every metric a run reports, in table order.
+METRICS: tuple[str, ...] = CLASSIC_METRICS + CONFORMAL_METRICS

@@ -1,0 +1,901 @@
+"""mudata under hostile input: every attack ends in a clean error, never in a table
+built from unverified bytes, a hang, a traceback or unbounded memory or disk.
+
+Archives are built here, byte by byte where the standard library will not write
+the attack; downloads go through Pooch to the real HTTP server on 127.0.0.1.
+Expected hashes are computed here with :mod:`hashlib`. FIFO cases run in a
+subprocess with a timeout, so that a regression shows as a failure, not a hang.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import tarfile
+import time
+import warnings
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import mudata
+from mudata.cli import main
+from mudata.download import fetch_sources
+from mudata.errors import (
+    ChecksumError,
+    CorruptTableError,
+    DownloadError,
+    LimitError,
+    MissingFileError,
+    ParseError,
+    RegistryError,
+    UnpinnedMemberError,
+    UsageError,
+)
+from mudata.paths import raw_dir
+from mudata.pipeline import build_frame, parquet_path
+from mudata.readers.base import Pin, Pins, Sources
+from mudata.registry import parse_entry
+from mudata.store import load_table
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+MEMBER = "toy/data.csv"
+UNREACHABLE = "http://127.0.0.1:9"
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def table_csv(seed: int = 0, users: int = 3, rows: int = 4) -> bytes:
+    """A feature table: every user has ``rows`` rows of each class."""
+    rng = np.random.default_rng(seed)
+    lines = ["user,label,f1,f2"]
+    for user in range(1, users + 1):
+        for label in ("walk", "run") * rows:
+            lines.append(f"{user},{label},{rng.normal():.6f},{rng.normal():.6f}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+GOOD = table_csv(0)
+EVIL = table_csv(99)  # same shape, other numbers: what a hostile mirror would feed
+
+
+def zip_bytes(members: list[tuple[str, bytes]], method: int = zipfile.ZIP_DEFLATED) -> bytes:
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns on duplicate names: we want them
+        with zipfile.ZipFile(buffer, "w", method) as zf:
+            for name, data in members:
+                zf.writestr(zipfile.ZipInfo(name), data, compress_type=method)
+    return buffer.getvalue()
+
+
+def tar_bytes(members: list[tarfile.TarInfo | tuple[str, bytes]], mode: str = "w:gz") -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode=mode) as tf:
+        for item in members:
+            if isinstance(item, tarfile.TarInfo):
+                tf.addfile(item)
+            else:
+                info = tarfile.TarInfo(item[0])
+                info.size = len(item[1])
+                tf.addfile(info, io.BytesIO(item[1]))
+    return buffer.getvalue()
+
+
+def entry_data(files: list[dict[str, Any]], **options: Any) -> dict[str, Any]:
+    return {
+        "name": "toy",
+        "title": "Toy",
+        "version": "1",
+        "homepage": "https://example.invalid/toy",
+        "licence": "CC0",
+        "citation": "Nobody (2026). Toy.",
+        "sampling_rate_hz": 20,
+        "reader": "feature-table",
+        "reader_options": {"user_col": "user", "label_col": "label", "members": "*.csv", **options},
+        "recipe": {"name": "precomputed"},
+        "min_per_class": 1,
+        "classes": [{"code": "walk", "name": "walk"}, {"code": "run", "name": "run"}],
+        "files": files,
+    }
+
+
+def archive_file(url: str, *, kind: str = "zip", sha256: str | None = None, **extra: Any) -> dict:
+    spec: dict[str, Any] = {"name": f"toy.{'zip' if kind == 'zip' else 'tar.gz'}", "url": url}
+    spec["archive"] = kind
+    if sha256:
+        spec["sha256"] = sha256
+    spec.update(extra)
+    return spec
+
+
+def pinned(data: bytes = GOOD, path: str = MEMBER) -> list[dict[str, Any]]:
+    return [{"path": path, "sha256": sha(data), "size": len(data)}]
+
+
+def serve(http_server, name: str, payload: bytes) -> str:
+    (http_server.root / name).write_bytes(payload)
+    return f"{http_server.url}/{name}"
+
+
+def build(entry_dict: dict, home: Path, **kwargs: Any) -> pd.DataFrame:
+    entry = parse_entry(entry_dict)
+    _, frame = build_frame(entry, data_home=home, progress=False, **kwargs)
+    return frame
+
+
+def no_table(home: Path) -> bool:
+    return not (home / "toy" / "toy.parquet").exists()
+
+
+# ----------------------------------------------- 1. verification cannot be bypassed
+
+
+def test_the_honest_archive_builds_and_is_verified(http_server, tmp_path: Path) -> None:
+    url = serve(http_server, "toy.zip", zip_bytes([(MEMBER, GOOD)]))
+    frame = build(entry_data([archive_file(url, members=pinned())]), tmp_path)
+    record = frame.attrs["provenance"]["files"][0]
+    assert record["verified"] is True and record["members"] == {MEMBER: sha(GOOD)}
+    assert np.allclose(frame["f1"], pd.read_csv(io.BytesIO(GOOD))["f1"])
+
+
+@pytest.mark.parametrize(
+    "members",
+    [
+        [(MEMBER, GOOD), ("./" + MEMBER, EVIL)],  # hash check saw one, the reader the other
+        [("./" + MEMBER, EVIL), (MEMBER, GOOD)],
+        [(MEMBER, GOOD), ("toy//data.csv", EVIL)],
+        [(MEMBER, GOOD), ("toy/./data.csv", EVIL)],
+        [(MEMBER, EVIL), (MEMBER, GOOD)],  # the same name twice: no "last copy wins"
+        [(MEMBER, GOOD), ("toy/data.csv/", b"")],  # a folder entry of the same name
+    ],
+    ids=["dot-slash-second", "dot-slash-first", "double-slash", "dot-part", "duplicate", "dir"],
+)
+def test_member_names_that_collide_are_refused(http_server, tmp_path: Path, members) -> None:
+    url = serve(http_server, "toy.zip", zip_bytes(members))
+    with pytest.raises(ParseError, match="collide"):
+        build(entry_data([archive_file(url, members=pinned())]), tmp_path)
+    assert no_table(tmp_path)
+
+
+def test_colliding_names_in_an_opportunity_shaped_entry(http_server, tmp_path: Path) -> None:
+    """20 pinned members, no archive hash: a shadow copy of one member is refused."""
+    from tests.official_formats import OPPORTUNITY_DIR, make_opportunity_zip
+
+    archive = tmp_path / "opp.zip"
+    make_opportunity_zip(archive, users=(1, 2, 3, 4), n_rows=60, n_bursts=0)
+    with zipfile.ZipFile(archive) as zf:
+        members = [(i.filename, zf.read(i)) for i in zf.infolist()]
+    digests = {n: sha(d) for n, d in members if n.endswith(".dat") and "ADL" in n}
+    shadow = [("./" + OPPORTUNITY_DIR + "/S1-ADL1.dat", members[1][1][::-1])]
+    url = serve(http_server, "opp.zip", zip_bytes(members + shadow))
+    text = (PROJECT_ROOT / "registry" / "opportunity.toml").read_text(encoding="utf-8")
+    data = __import__("tomllib").loads(text)
+    data["files"] = [
+        {"name": "opp.zip", "url": url, "archive": "zip",
+         "members": [{"path": p, "sha256": h} for p, h in sorted(digests.items())]}
+    ]  # fmt: skip
+    with pytest.raises(ParseError, match="collide"):
+        build_frame(parse_entry(data), data_home=tmp_path, progress=False)
+
+
+def _tar_link(kind: bytes, target: str = "elsewhere.csv") -> tarfile.TarInfo:
+    info = tarfile.TarInfo(MEMBER)
+    info.type = kind
+    info.linkname = target
+    return info
+
+
+@pytest.mark.parametrize(
+    "member",
+    [
+        _tar_link(tarfile.SYMTYPE, "/etc/passwd"),
+        _tar_link(tarfile.LNKTYPE, "toy/evil.csv"),
+        _tar_link(tarfile.CHRTYPE),
+        _tar_link(tarfile.BLKTYPE),
+        _tar_link(tarfile.FIFOTYPE),
+    ],
+    ids=["symlink", "hardlink", "chardev", "blockdev", "fifo"],
+)
+def test_tar_links_and_devices_under_the_pinned_name_are_refused(
+    http_server, tmp_path: Path, member: tarfile.TarInfo
+) -> None:
+    url = serve(http_server, "toy.tar.gz", tar_bytes([("toy/evil.csv", GOOD), member]))
+    with pytest.raises(ParseError, match="link|device|not a regular file"):
+        build(entry_data([archive_file(url, kind="tar", members=pinned())]), tmp_path)
+    assert no_table(tmp_path)
+
+
+def test_zip_symlink_entry_is_refused(tmp_path: Path) -> None:
+    info = zipfile.ZipInfo(MEMBER)
+    info.external_attr = (stat.S_IFLNK | 0o777) << 16
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        zf.writestr(info, "/etc/passwd")
+    (tmp_path / "toy.zip").write_bytes(buffer.getvalue())
+    with pytest.raises(ParseError, match="symbolic link"):
+        Sources([tmp_path / "toy.zip"]).names()
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["/toy/data.csv", "../toy/data.csv", "toy/../../data.csv", "C:/toy/data.csv", "a\\..\\b.csv"],
+)
+@pytest.mark.parametrize("kind", ["zip", "tar"])
+def test_absolute_and_dotdot_member_names_are_refused(tmp_path: Path, name: str, kind: str) -> None:
+    payload = zip_bytes([(name, GOOD)]) if kind == "zip" else tar_bytes([(name, GOOD)])
+    (tmp_path / "a").write_bytes(payload)
+    with pytest.raises(ParseError, match="absolute|'\\.\\.'"):
+        Sources([tmp_path / "a"]).names()
+
+
+def test_unlisted_member_matched_by_the_reader_is_refused_when_members_are_pinned(
+    http_server, tmp_path: Path
+) -> None:
+    url = serve(http_server, "toy.zip", zip_bytes([(MEMBER, GOOD), ("toy/extra.csv", EVIL)]))
+    entry = entry_data([archive_file(url, members=pinned())])
+    for allow in (False, True):  # --allow-unverified does not open this door
+        with pytest.raises(UnpinnedMemberError, match="toy/extra.csv.*not listed"):
+            build(entry, tmp_path, allow_unverified=allow)
+    assert no_table(tmp_path)
+
+
+def test_unlisted_member_of_an_unpinned_entry_needs_the_flag_and_is_recorded(
+    http_server, tmp_path: Path
+) -> None:
+    url = serve(http_server, "toy.zip", zip_bytes([(MEMBER, GOOD), ("toy/extra.csv", GOOD)]))
+    entry = entry_data([archive_file(url)])
+    with pytest.raises(UsageError, match="allow-unverified|allow_unverified"):
+        build(entry, tmp_path)
+    frame = build(entry, tmp_path, allow_unverified=True)
+    record = frame.attrs["provenance"]["files"][0]
+    assert record["verified"] is False
+    assert record["unpinned"] == {MEMBER: sha(GOOD), "toy/extra.csv": sha(GOOD)}
+
+
+def test_a_member_listed_without_a_hash_makes_the_file_unverified(
+    http_server, tmp_path: Path
+) -> None:
+    url = serve(http_server, "toy.zip", zip_bytes([(MEMBER, GOOD), ("toy/b.csv", GOOD)]))
+    members = [*pinned(), {"path": "toy/b.csv"}]
+    with pytest.raises(UsageError):
+        build(entry_data([archive_file(url, members=members)]), tmp_path)
+    frame = build(entry_data([archive_file(url, members=members)]), tmp_path, allow_unverified=True)
+    assert frame.attrs["provenance"]["files"][0]["verified"] is False
+
+
+def test_verified_only_when_every_byte_read_was_pinned(http_server, tmp_path: Path) -> None:
+    """An archive hash pins every member, listed or not."""
+    payload = zip_bytes([(MEMBER, GOOD), ("toy/extra.csv", GOOD)])
+    url = serve(http_server, "toy.zip", payload)
+    frame = build(entry_data([archive_file(url, sha256=sha(payload))]), tmp_path)
+    assert frame.attrs["provenance"]["files"][0]["verified"] is True
+
+
+def test_bytes_changed_after_the_check_are_refused_at_read_time(tmp_path: Path) -> None:
+    (tmp_path / "toy.zip").write_bytes(zip_bytes([(MEMBER, EVIL)]))
+    pins = Pins(members={MEMBER: Pin(sha(GOOD), len(GOOD))}, label="file 'toy.zip'")
+    sources = Sources([tmp_path / "toy.zip"], [pins])
+    with pytest.raises(ChecksumError, match="expected " + sha(GOOD)):
+        sources.read_bytes(MEMBER)
+    assert not sources.reads
+
+
+def test_archive_hash_is_checked_on_the_descriptor_the_reader_reads(tmp_path: Path) -> None:
+    (tmp_path / "toy.zip").write_bytes(zip_bytes([(MEMBER, EVIL)]))
+    sources = Sources([tmp_path / "toy.zip"], [Pins(sha256=sha(b"another archive"))])
+    with pytest.raises(ChecksumError):
+        sources.names()
+
+
+# ------------------------------------------------------------ 2. bounded resources
+
+
+def test_download_is_stopped_past_the_registry_size(http_server, tmp_path: Path) -> None:
+    payload = os.urandom(3 * 2**20)
+    url = serve(http_server, "toy.zip", payload)
+    entry = entry_data([archive_file(url, size=100_000, sha256=sha(b"x"))])
+    with pytest.raises(LimitError, match="100,000 bytes") as caught:
+        build(entry, tmp_path)
+    stopped = int(str(caught.value).split("stopped after ")[1].split(" bytes")[0].replace(",", ""))
+    assert 100_000 < stopped <= 100_000 + 2**16  # one chunk past the size at most
+    assert os.listdir(raw_dir("toy", tmp_path)) == []  # Pooch's temporary file is gone too
+    assert http_server.count("/toy.zip") == 1  # not retried
+
+
+def _bomb_zip(size: int) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        info = zipfile.ZipInfo(MEMBER, date_time=(2020, 1, 1, 0, 0, 0))
+        info.compress_type = zipfile.ZIP_DEFLATED
+        with zf.open(info, "w") as fh:
+            block = b"\0" * 2**20
+            for _ in range(size // 2**20):
+                fh.write(block)
+    return buffer.getvalue()
+
+
+def test_expansion_bomb_is_refused_before_decompressing(tmp_path: Path) -> None:
+    bomb = _bomb_zip(80 * 2**20)  # 80 MiB of zeros in ~80 KB
+    (tmp_path / "bomb.zip").write_bytes(bomb)
+    started = time.process_time()
+    with pytest.raises(LimitError, match="MUDATA_MAX_EXPANSION"):
+        Sources([tmp_path / "bomb.zip"]).names()
+    assert time.process_time() - started < 0.5  # refused from the directory, nothing inflated
+
+
+def test_the_expansion_cap_can_be_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "bomb.zip").write_bytes(_bomb_zip(70 * 2**20))
+    monkeypatch.setenv("MUDATA_MAX_EXPANSION", "5000")
+    assert Sources([tmp_path / "bomb.zip"]).names() == [MEMBER]
+    with pytest.raises(LimitError):  # the argument wins over the environment
+        Sources([tmp_path / "bomb.zip"], max_expansion=100).names()
+    monkeypatch.setenv("MUDATA_MAX_EXPANSION", "lots")
+    with pytest.raises(UsageError, match="MUDATA_MAX_EXPANSION"):
+        Sources([tmp_path / "bomb.zip"]).names()
+
+
+def test_tar_gz_bomb_stops_at_the_budget_not_at_the_end(tmp_path: Path) -> None:
+    members = []
+    for i in range(40):  # 40 members of 4 MiB zeros: 160 MiB declared, over the 64 MiB floor
+        info = tarfile.TarInfo(f"toy/{i}.csv")
+        info.size = 4 * 2**20
+        members.append((info, io.BytesIO(bytes(info.size))))
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tf:
+        for info, data in members:
+            tf.addfile(info, data)
+    (tmp_path / "bomb.tar.gz").write_bytes(buffer.getvalue())
+    with pytest.raises(LimitError, match="expands to more than"):
+        Sources([tmp_path / "bomb.tar.gz"]).names()
+
+
+def _lying_zip(real: bytes, declared: int) -> bytes:
+    """A zip whose headers declare ``declared`` bytes for a member holding ``real``."""
+    payload = bytearray(zip_bytes([(MEMBER, real)]))
+    local = payload.index(b"PK\x03\x04")
+    struct.pack_into("<I", payload, local + 22, declared)
+    central = payload.index(b"PK\x01\x02")
+    struct.pack_into("<I", payload, central + 24, declared)
+    return bytes(payload)
+
+
+def test_member_inflating_past_its_declared_size_is_cut_and_refused(tmp_path: Path) -> None:
+    (tmp_path / "liar.zip").write_bytes(_lying_zip(bytes(8 * 2**20), 1000))
+    sources = Sources([tmp_path / "liar.zip"])
+    with pytest.raises(ParseError, match="cannot be read|corrupt"):
+        sources.read_bytes(MEMBER)
+
+
+def test_member_larger_than_its_registry_size_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "toy.zip").write_bytes(zip_bytes([(MEMBER, GOOD)]))
+    pins = Pins(members={MEMBER: Pin(sha(GOOD), 100)})
+    with pytest.raises(LimitError, match="more than 100 bytes"):
+        Sources([tmp_path / "toy.zip"], [pins]).read_bytes(MEMBER)
+
+
+def test_error_messages_quote_at_most_a_couple_hundred_characters(tmp_path: Path) -> None:
+    from tests.official_formats import har70_entry
+
+    header = b"timestamp," + b"x" * 2**20 + b"\n1,2\n"
+    (tmp_path / "h.zip").write_bytes(zip_bytes([("har70plus/501.csv", header)]))
+    with pytest.raises(ParseError) as caught:
+        from mudata.readers.har70 import read_har70
+
+        read_har70(har70_entry(), Sources([tmp_path / "h.zip"]))
+    assert len(str(caught.value)) < 700 and "more characters" in str(caught.value)
+    value = b"user,label,f1\n1,walk," + b"y" * 300_000 + b"\n"
+    (tmp_path / "v.csv").write_bytes(value)
+    with pytest.raises(ParseError) as caught:
+        from mudata.readers.tabular import read_feature_table
+
+        read_feature_table(parse_entry(entry_data([{"name": "v.csv", "path": "/x"}], feature_cols=["f1"])),
+                           Sources([tmp_path / "v.csv"]))  # fmt: skip
+    assert len(str(caught.value)) < 700
+
+
+# ---------------------------------------------------- 3. the cached table is checked
+
+
+@pytest.fixture
+def local_toy(tmp_path: Path) -> tuple[dict, Path]:
+    (tmp_path / "data.csv").write_bytes(GOOD)
+    files = [{"name": "data.csv", "path": str(tmp_path / "data.csv"), "sha256": sha(GOOD)}]
+    return entry_data(files, members="*.csv"), tmp_path / "home"
+
+
+def test_a_flipped_byte_in_the_cached_table_is_never_served(
+    local_toy: tuple[dict, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    entry, home = local_toy
+    original = build(entry, home)
+    path = parquet_path(parse_entry(entry), home)
+    size = path.stat().st_size
+    for position in np.linspace(4, size - 9, 7).astype(int):
+        payload = bytearray(path.read_bytes())
+        payload[position] ^= 0x5A
+        path.write_bytes(bytes(payload))
+        served = build(entry, home)
+        pd.testing.assert_frame_equal(served, original)
+        load_table(path)  # the rebuilt table is sound again
+    assert "rebuilding it from the verified raw files" in caplog.text
+
+
+def test_a_changed_value_is_caught_by_the_table_hash(local_toy: tuple[dict, Path]) -> None:
+    entry, home = local_toy
+    original = build(entry, home)
+    path = parquet_path(parse_entry(entry), home)
+    frame, record = load_table(path)
+    frame.loc[0, "f1"] += 1.0  # rewritten as valid Parquet with the old provenance
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    meta = {**table.schema.metadata, b"mudata.provenance": json.dumps(record).encode()}
+    pq.write_table(table.replace_schema_metadata(meta), path)
+    with pytest.raises(CorruptTableError, match="table_sha256"):
+        load_table(path)
+    pd.testing.assert_frame_equal(build(entry, home), original)
+
+
+def test_damaged_table_without_its_raw_files_is_a_clear_error(
+    http_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    payload = zip_bytes([(MEMBER, GOOD)])
+    url = serve(http_server, "toy.zip", payload)
+    registry = tmp_path / "registry"
+    registry.mkdir()
+    entry = entry_data([archive_file(url, sha256=sha(payload))])
+    (registry / "toy.toml").write_text(_toml(entry), encoding="utf-8")
+    monkeypatch.setenv("MUDATA_REGISTRY", str(registry))
+    home = tmp_path / "home"
+    mudata.fetch("toy", data_home=home, progress=False)
+    path = home / "toy" / "toy.parquet"
+    path.write_bytes(path.read_bytes()[:-40] + bytes(40))
+    # With the raw file still cached, the table is rebuilt offline.
+    http_server.status = 500
+    rebuilt = mudata.load("toy", data_home=home, download_if_missing=False)
+    assert len(rebuilt) == len(pd.read_csv(io.BytesIO(GOOD)))
+    path.write_bytes(path.read_bytes()[:-40] + bytes(40))
+    (raw_dir("toy", home) / "toy.zip").unlink()
+    with pytest.raises(MissingFileError, match="no longer in the cache"):
+        mudata.load("toy", data_home=home, download_if_missing=False)
+    assert http_server.count("/toy.zip") == 1
+
+
+def _toml(data: dict) -> str:
+    """Just enough TOML for :func:`entry_data` entries."""
+
+    def value(v: Any) -> str:
+        if isinstance(v, str):
+            return json.dumps(v)
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, list):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        return str(v)
+
+    lines = [
+        f"{k} = {value(v)}" for k, v in data.items() if not isinstance(v, dict | list) or k == "x"
+    ]
+    for key in ("reader_options", "recipe"):
+        lines += [f"[{key}]"] + [f"{k} = {value(v)}" for k, v in data[key].items()]
+    for key in ("classes", "files"):
+        for item in data[key]:
+            lines.append(f"[[{key}]]")
+            for k, v in item.items():
+                if k != "members":
+                    lines.append(f"{k} = {value(v)}")
+            for member in item.get("members", []):
+                lines.append(f"[[{key}.members]]")
+                lines += [f"{k} = {value(v)}" for k, v in member.items()]
+    return "\n".join(lines) + "\n"
+
+
+def test_datapackage_disagreeing_with_the_parquet_is_rewritten(
+    local_toy: tuple[dict, Path],
+) -> None:
+    entry, home = local_toy
+    build(entry, home)
+    descriptor = home / "toy" / "datapackage.json"
+    stale = json.loads(descriptor.read_text())
+    stale["mudata"]["table_sha256"] = "0" * 64  # as left by a kill between the two renames
+    descriptor.write_text(json.dumps(stale))
+    frame = build(entry, home)
+    assert (
+        json.loads(descriptor.read_text())["mudata"]["table_sha256"]
+        == frame.attrs["provenance"]["table_sha256"]
+    )
+
+
+# ------------------------------------------- 5. non-regular files: refused, never a hang
+
+
+def _run(args: list[str], env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "mudata.cli", *args],
+        cwd=PROJECT_ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,  # a FIFO opened blocking would hang here and fail the test
+        check=False,
+    )
+
+
+def test_fifo_in_a_registry_folder_is_skipped_without_hanging(tmp_path: Path) -> None:
+    registry = tmp_path / "registry"
+    registry.mkdir()
+    os.mkfifo(registry / "pipe.toml")
+    env = {"MUDATA_REGISTRY": str(registry), "MUDATA_HOME": str(tmp_path / "home")}
+    listed = _run(["list"], env)
+    assert listed.returncode == 0, listed.stderr
+    assert "wisdm" in listed.stdout and "pipe.toml" in listed.stderr and "FIFO" in listed.stderr
+    info = _run(["info", "pipe"], env)
+    assert info.returncode == 1 and "FIFO" in info.stderr and "Traceback" not in info.stderr
+
+
+def test_register_a_fifo_is_refused_without_hanging(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "entry.toml")
+    result = _run(["register", str(tmp_path / "entry.toml")], {"MUDATA_HOME": str(tmp_path / "h")})
+    assert result.returncode == 1 and "FIFO" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_fifo_in_manual_dir_is_refused_without_hanging(tmp_path: Path) -> None:
+    manual = tmp_path / "manual"
+    manual.mkdir()
+    os.mkfifo(manual / "gestures-dataset.zip")
+    result = _run(
+        ["fetch", "gestures", "--manual-dir", str(manual)], {"MUDATA_HOME": str(tmp_path / "h")}
+    )
+    assert result.returncode == 1 and "FIFO" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_fifo_as_manual_dir_is_a_usage_error(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    result = _run(
+        ["fetch", "gestures", "--manual-dir", str(tmp_path / "pipe")],
+        {"MUDATA_HOME": str(tmp_path / "h")},
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket", "device"])
+def test_non_regular_path_files_are_refused(tmp_path: Path, kind: str) -> None:
+    target = tmp_path / "data.csv"
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "socket":
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(target))
+    else:
+        target = Path("/dev/zero")
+    entry = parse_entry(entry_data([{"name": "data.csv", "path": str(target)}]))
+    with pytest.raises(ParseError, match="FIFO|socket|device"):
+        fetch_sources(entry, data_home=tmp_path / "home", allow_unverified=True)
+
+
+def test_fifo_member_in_a_registered_folder_is_not_read(tmp_path: Path) -> None:
+    folder = tmp_path / "folder"
+    (folder / "toy").mkdir(parents=True)
+    (folder / MEMBER).write_bytes(GOOD)
+    os.mkfifo(folder / "toy" / "pipe.csv")  # matched by the reader's *.csv
+    entry = entry_data([{"name": "toy", "path": str(folder), "members": [{"path": MEMBER}]}])
+    frame = build(entry, tmp_path / "home", allow_unverified=True)
+    assert len(frame) == len(pd.read_csv(io.BytesIO(GOOD)))
+
+
+# ----------------------------------------------------------- 6. the registry is robust
+
+
+def test_broken_user_entry_shadowing_a_builtin_fails_alone(tmp_path: Path, monkeypatch) -> None:
+    registry = tmp_path / "registry"
+    registry.mkdir()
+    (registry / "wisdm.toml").write_text('name = "wisdm"\ntitle = 3\n', encoding="utf-8")
+    monkeypatch.setenv("MUDATA_REGISTRY", str(registry))
+    with pytest.raises(RegistryError, match="wisdm.toml"):
+        mudata.registry.get_entry("wisdm")
+    assert mudata.registry.get_entry("gestures").name == "gestures"
+
+
+def test_ftp_url_is_a_clean_download_error(tmp_path: Path) -> None:
+    entry = parse_entry(
+        entry_data([{"name": "toy.zip", "url": "ftp://127.0.0.1:9/toy.zip", "sha256": "0" * 64}])
+    )
+    with pytest.raises(DownloadError, match="ftp://127.0.0.1:9/toy.zip"):
+        fetch_sources(entry, data_home=tmp_path, n_retries=0, delay=0, progress=False)
+
+
+def test_doi_urls_in_pooch_form_are_accepted_and_doi_slash_slash_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(RegistryError, match="files\\[0\\].url"):
+        parse_entry(entry_data([{"name": "t.zip", "url": "doi://10.5281/zenodo.1/t.zip"}]))
+    entry = parse_entry(
+        entry_data([{"name": "t.zip", "url": "doi:10.5281/zenodo.1/t.zip", "sha256": "0" * 64}])
+    )
+    assert entry.files[0].url.startswith("doi:")
+
+
+# ---------------------------------------------- 7. every bad input is a clean error
+
+
+def test_flipped_byte_inside_deflate_data_is_a_parse_error(tmp_path: Path) -> None:
+    payload = bytearray(zip_bytes([(MEMBER, table_csv(1, users=20))]))
+    start = 30 + len(MEMBER)
+    for offset in (5, 50, 200):
+        damaged = bytearray(payload)
+        damaged[start + offset] ^= 0xFF
+        (tmp_path / "d.zip").write_bytes(bytes(damaged))
+        with pytest.raises(ParseError, match="d.zip"):
+            Sources([tmp_path / "d.zip"]).read_bytes(MEMBER)
+
+
+def test_latin1_text_names_the_encoding_and_can_be_read_with_the_option(tmp_path: Path) -> None:
+    text = GOOD.replace(b"user,label,f1,f2", "user,label,f1,caf\u00e9".encode("latin-1"))
+    (tmp_path / "t.csv").write_bytes(text)
+    from mudata.readers.tabular import read_feature_table
+
+    spec = [{"name": "t.csv", "path": "/x"}]
+    with pytest.raises(ParseError, match="t.csv, line 1: byte 0xe9 .* not valid utf-8.*encoding"):
+        read_feature_table(parse_entry(entry_data(spec)), Sources([tmp_path / "t.csv"]))
+    table = read_feature_table(
+        parse_entry(entry_data(spec, encoding="latin-1")), Sources([tmp_path / "t.csv"])
+    )
+    assert "caf\u00e9" in table.frame.columns
+    with pytest.raises(RegistryError, match="reader_options.encoding"):
+        read_feature_table(
+            parse_entry(entry_data(spec, encoding="klingon")), Sources([tmp_path / "t.csv"])
+        )
+
+
+@pytest.mark.parametrize("reader", ["wisdm", "har70", "gestures", "opportunity"])
+def test_latin1_in_every_text_reader_is_a_parse_error(tmp_path: Path, reader: str) -> None:
+    from tests import official_formats as of
+
+    bad = "caf\u00e9".encode("latin-1")
+    if reader == "wisdm":
+        from mudata.readers.wisdm import read_wisdm_arff as read
+
+        entry = mudata.registry.get_entry("wisdm")
+        members = [
+            ("WISDM_ar_v1.1/WISDM_ar_v1.1_transformed.arff", b"@relation " + bad + b"\n@data\n")
+        ]
+    elif reader == "har70":
+        from mudata.readers.har70 import read_har70 as read
+
+        entry = of.har70_entry()
+        members = [("har70plus/501.csv", b"timestamp,back_x\n" + bad + b"\n")]
+    elif reader == "gestures":
+        from mudata.readers.gestures import read_gestures as read
+
+        entry = of.gestures_entry()
+        members = [("gestures-dataset/U01/01/01.txt", b"1 2 3 4 5 " + bad + b"\n")]
+    else:
+        from mudata.readers.opportunity import read_opportunity as read
+
+        entry = of.opportunity_entry()
+        members = [("OpportunityUCIDataset/dataset/S1-ADL1.dat", bad + b"\n")]
+    (tmp_path / "a.zip").write_bytes(zip_bytes(members))
+    with pytest.raises(ParseError, match="not valid utf-8"):
+        read(entry, Sources([tmp_path / "a.zip"]))
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (lambda d: d["files"][0].update(name=".."), "files[0].name"),
+        (lambda d: d["files"][0].update(name="."), "files[0].name"),
+        (lambda d: d.update(recipe={"name": "study-window", "window": 10**30}), "recipe.window"),
+        (lambda d: d.update(recipe={"name": "study-window", "window": 10**12}), "recipe.window"),
+        (lambda d: d.update(min_per_class=2**70), "min_per_class"),
+        (lambda d: d.update(sampling_rate_hz=float("inf")), "sampling_rate_hz"),
+        (lambda d: d["reader_options"].update(n=10**40), "reader_options.n"),
+        (
+            lambda d: d["files"][0].update(members=[{"path": "../x.csv"}]),
+            "files[0].members[0].path",
+        ),
+        (
+            lambda d: d["files"][0].update(members=[{"path": "/etc/x.csv"}]),
+            "files[0].members[0].path",
+        ),
+    ],
+)
+def test_hostile_registry_values_name_the_field(change, field: str) -> None:
+    data = entry_data([{"name": "toy.zip", "url": "https://example.invalid/toy.zip"}])
+    change(data)
+    with pytest.raises(RegistryError, match=field.replace("[", "\\[").replace("]", "\\]")):
+        parse_entry(data)
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"feature_cols": ["user", "f1"]}, "feature_cols"),
+        ({"feature_cols": ["label"]}, "feature_cols"),
+        ({"feature_cols": ["f1", "f1"]}, "feature_cols"),
+        ({"label_col": "user"}, "label_col"),
+    ],
+)
+def test_feature_column_equal_to_the_user_column_is_a_registry_error(
+    local_toy: tuple[dict, Path], options: dict, field: str
+) -> None:
+    entry, home = local_toy
+    entry["reader_options"].update(options)
+    with pytest.raises(RegistryError, match=f"reader_options.{field}"):
+        build(entry, home)
+    assert not (home / "toy" / "toy.parquet").exists()
+
+
+def test_unexpected_exception_is_one_internal_error_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise KeyError("boom")
+
+    monkeypatch.setattr(mudata.api, "fetch", broken)
+    result = CliRunner().invoke(main, ["fetch", "wisdm"])
+    assert result.exit_code == 1
+    assert "internal error" in result.output and "KeyError" in result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+    verbose = CliRunner().invoke(main, ["-v", "fetch", "wisdm"])
+    assert verbose.exit_code == 1 and "Traceback" in verbose.output
+
+
+def test_bad_member_pattern_is_a_registry_error(tmp_path: Path) -> None:
+    from mudata.readers.opportunity import read_opportunity
+    from tests.official_formats import opportunity_entry
+
+    entry = opportunity_entry()
+    entry.reader_options["member_pattern"] = "S{0}-{nope}.dat"
+    (tmp_path / "a.zip").write_bytes(zip_bytes([("x", b"")]))
+    with pytest.raises(RegistryError, match="member_pattern"):
+        read_opportunity(entry, Sources([tmp_path / "a.zip"]))
+
+
+# -------------------------------------------------------------- 8. atomic and clean
+
+
+def test_stale_pooch_temporaries_are_swept_on_the_next_run(http_server, tmp_path: Path) -> None:
+    payload = zip_bytes([(MEMBER, GOOD)])
+    url = serve(http_server, "toy.zip", payload)
+    raw = raw_dir("toy", tmp_path)
+    raw.mkdir(parents=True)
+    (raw / "tmpk1ll3d").write_bytes(b"half a download")
+    (tmp_path / "toy" / ".toy.parquet.abc.part").write_bytes(b"half a table")
+    build(entry_data([archive_file(url, sha256=sha(payload))]), tmp_path)
+    assert sorted(os.listdir(raw)) == ["toy.zip"]
+    assert not (tmp_path / "toy" / ".toy.parquet.abc.part").exists()
+
+
+def test_a_failed_download_leaves_no_temporary_file(http_server, tmp_path: Path) -> None:
+    url = serve(http_server, "toy.zip", zip_bytes([(MEMBER, EVIL)]))
+    with pytest.raises(ChecksumError):
+        build(entry_data([archive_file(url, sha256=sha(b"official"))]), tmp_path)
+    assert os.listdir(raw_dir("toy", tmp_path)) == []
+    assert sorted(os.listdir(tmp_path / "toy")) == [".lock", "raw"]
+
+
+def test_nothing_of_an_unverified_archive_reaches_a_table(http_server, tmp_path: Path) -> None:
+    """Every refusal above leaves no Parquet and no datapackage.json behind."""
+    url = serve(http_server, "toy.zip", zip_bytes([(MEMBER, GOOD), ("./" + MEMBER, EVIL)]))
+    result = CliRunner().invoke(
+        main, ["fetch", "toy", "--data-home", str(tmp_path)], env={"MUDATA_REGISTRY": ""}
+    )
+    assert result.exit_code == 2 and "unknown dataset" in result.output
+    registry = tmp_path / "registry"
+    registry.mkdir()
+    (registry / "toy.toml").write_text(_toml(entry_data([archive_file(url, members=pinned())])))
+    result = CliRunner().invoke(
+        main, ["fetch", "toy", "--data-home", str(tmp_path), "--no-progress"],
+        env={"MUDATA_REGISTRY": str(registry)},
+    )  # fmt: skip
+    assert result.exit_code == 1 and "collide" in result.output and "Traceback" not in result.output
+    assert (
+        not list((tmp_path / "toy").glob("*.parquet"))
+        and not (tmp_path / "toy" / "datapackage.json").exists()
+    )
+
+
+def test_unhashed_download_that_fails_to_read_leaves_the_cache(http_server, tmp_path: Path) -> None:
+    """A member lying about its size passes the index but not the read: not kept for next time."""
+    url = serve(http_server, "toy.zip", _lying_zip(GOOD * 50, len(GOOD)))
+    with pytest.raises(ParseError, match="Removed from the cache"):
+        build(entry_data([archive_file(url)]), tmp_path, allow_unverified=True)
+    assert os.listdir(raw_dir("toy", tmp_path)) == []
+
+
+def test_a_file_added_to_a_registered_unpinned_folder_invalidates_the_table(tmp_path: Path) -> None:
+    folder = tmp_path / "folder"
+    (folder / "toy").mkdir(parents=True)
+    (folder / MEMBER).write_bytes(GOOD)
+    entry = entry_data([{"name": "toy", "path": str(folder), "members": [{"path": MEMBER}]}])
+    first = build(entry, tmp_path / "home", allow_unverified=True)
+    table = tmp_path / "home" / "toy" / "toy.parquet"
+    written = table.stat().st_mtime_ns
+    build(entry, tmp_path / "home", allow_unverified=True)
+    assert table.stat().st_mtime_ns == written  # unchanged folder: served from the cache
+    (folder / "toy" / "more.csv").write_bytes(table_csv(5, users=2))  # matched by *.csv
+    again = build(entry, tmp_path / "home", allow_unverified=True)
+    assert len(again) == len(first) + len(pd.read_csv(io.BytesIO(table_csv(5, users=2))))
+    assert "toy/more.csv" in again.attrs["provenance"]["files"][0]["unpinned"]
+
+
+def test_member_names_in_messages_are_cut(tmp_path: Path) -> None:
+    (tmp_path / "a.zip").write_bytes(zip_bytes([("/" + "n" * 50_000, GOOD)]))
+    with pytest.raises(ParseError) as caught:
+        Sources([tmp_path / "a.zip"]).names()
+    assert len(str(caught.value)) < 600
+
+
+@pytest.mark.parametrize(
+    ("reader", "options", "field"),
+    [
+        ("gestures", {"repetitions": "abc"}, "repetitions"),
+        ("gestures", {"columns": {"x": "a"}}, "columns"),
+        ("gestures", {"columns": {"x": 99}}, "columns"),
+        ("gestures", {"members": 5}, "members"),
+        ("opportunity", {"label_column": "x"}, "label_column"),
+        ("opportunity", {"n_columns": -1}, "n_columns"),
+        ("har70", {"channels": "back_x"}, "channels"),
+        ("har70", {"label_column": ["label"]}, "label_column"),
+    ],
+)
+def test_reader_options_of_the_wrong_type_name_the_field(
+    tmp_path: Path, reader: str, options: dict, field: str
+) -> None:
+    from mudata.readers import get_reader
+    from tests import official_formats as of
+
+    entry = {
+        "gestures": of.gestures_entry,
+        "opportunity": of.opportunity_entry,
+        "har70": of.har70_entry,
+    }[reader]()
+    entry.reader_options.update(options)
+    (tmp_path / "a.zip").write_bytes(zip_bytes([("x.txt", b"1\n")]))
+    with pytest.raises(RegistryError, match=f"reader_options.{field}"):
+        get_reader(entry.reader)(entry, Sources([tmp_path / "a.zip"]))
+
+
+def test_a_release_file_named_like_a_temporary_is_not_swept(http_server, tmp_path: Path) -> None:
+    payload = zip_bytes([(MEMBER, GOOD)])
+    url = serve(http_server, "tmp_release.zip", payload)
+    spec = {"name": "tmp_release.zip", "url": url, "archive": "zip", "sha256": sha(payload)}
+    build(entry_data([spec]), tmp_path)
+    build(entry_data([spec]), tmp_path, force=True)
+    assert http_server.count("/tmp_release.zip") == 1  # the cached copy was kept and reused
+
+
+def test_concurrent_builds_of_one_dataset_build_it_once(local_toy: tuple[dict, Path]) -> None:
+    """The second process waits for the lock, then serves what the first one built."""
+    entry, home = local_toy
+    script = (
+        "import json, sys; from mudata.registry import parse_entry; "
+        "from mudata.pipeline import build_frame; "
+        "e = parse_entry(json.loads(sys.argv[1])); "
+        "import os; path = build_frame(e, data_home=sys.argv[2], progress=False)[0]; "
+        "print(os.stat(path).st_ino)"
+    )
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, json.dumps(entry), str(home)],
+            cwd=PROJECT_ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outputs = [child.communicate(timeout=120)[0].strip() for child in children]
+    assert all(child.returncode == 0 for child in children)
+    assert outputs[0] == outputs[1]  # the same file: a rebuild would have replaced it

@@ -694,3 +694,37 @@ def test_a_cut_short_summary_leaving_no_count_is_named(tmp_path: Path, real_run)
     assert result.exit_code == 1, result.output
     assert f"{run / 'summary.csv'}: row " in result.output
     assert ": n is nan; expected a whole number >= 0" in result.output
+
+
+def test_a_skipped_split_is_consistent_under_the_writers_aggregation(tmp_path: Path,
+                                                                     real_run) -> None:
+    # `--small-cal skip` leaves a split without sets: NaN conformal metrics, no
+    # prediction rows. The summary is aggregated by the writer's own function.
+    from mueval.aggregate import summary_frame
+
+    run = _copy(real_run, tmp_path / "run")
+    splits = pd.read_parquet(run / "splits.parquet")
+    skipped = (splits.strategy == "mm") & (splits.iteration == 2)
+    conformal = ["coverage", "jaccard", "setsize", "pctempty", "MCriterion", "FCriterion",
+                 "OM", "OF", "OU", "OE"]
+    splits.loc[skipped, conformal] = np.nan
+    splits.to_parquet(run / "splits.parquet", index=False)
+    _tamper(run, "predictions.parquet",
+            lambda f: f[~((f.strategy == "mm") & (f.iteration == 2))].reset_index(drop=True))
+    summary = summary_frame(splits, pd.read_parquet(run / "diagnostics.parquet"))
+    summary.to_csv(run / "summary.csv", index=False)
+    cov = summary.query("strategy == 'mm' and metric == 'coverage'").iloc[0]
+    assert np.isnan(cov["mean"]) and cov["n"] == 1  # the study's rule
+    assert read_run_folder(run).summary.equals(pd.read_csv(run / "summary.csv"))
+    # A folder written by a mueval that skipped undefined iterations still reads.
+    mm_it1 = splits[(splits.strategy == "mm") & (splits.iteration == 1)].iloc[0]
+    older = summary.copy()
+    mask = (older.strategy == "mm") & older.metric.isin(conformal)
+    older.loc[mask, "mean"] = older.loc[mask, "metric"].map(mm_it1)
+    older.to_csv(run / "summary.csv", index=False)
+    read_run_folder(run)
+    # Anything else is not.
+    older.loc[mask & (older.metric == "coverage"), "mean"] = 0.5
+    older.to_csv(run / "summary.csv", index=False)
+    with pytest.raises(RunFolderError, match=r"coverage of mm/nb has mean 0\.5, but "):
+        read_run_folder(run)

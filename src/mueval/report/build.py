@@ -20,7 +20,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from mueval.errors import OutputError
-from mueval.models import CLASSIFIERS
+from mueval.names import CLASSIFIERS, STRATEGIES
 from mueval.report import figures as F
 from mueval.report import setstats as S
 from mueval.report.compare import (
@@ -41,7 +41,6 @@ from mueval.report.html import (
 )
 from mueval.report.runfolder import RunFolder, RunFolderError
 from mueval.safeio import check_inside, write_atomic
-from mueval.strategies import STRATEGIES
 
 __all__ = ["CLASSIFIER_NAMES", "STRATEGY_NAMES", "BuildResult", "build_report"]
 

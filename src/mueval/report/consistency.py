@@ -18,8 +18,9 @@ predictions:
    holds is aggregated again as ``mueval evaluate`` does
    (:func:`mueval.aggregate.summary_frame`: the mean over users within each
    iteration, undefined values skipped, then the mean, the sample SD and the count
-   over iterations) and must match within float tolerance; the conditional-
-   coverage diagnostics in the summary likewise against ``diagnostics.parquet``.
+   over iterations, undefined if one iteration is) and must match within float
+   tolerance; the conditional-coverage diagnostics in the summary likewise
+   against ``diagnostics.parquet``.
 
 ``alpha`` in (0, 1) and the types of ``run.json`` are checked by the reader
 (:mod:`mueval.report.runfolder`). Not checked: the p-values and probabilities
@@ -38,8 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mueval.diagnose import FULL_DIAGNOSTICS
-from mueval.models import CLASSIFIERS
-from mueval.strategies import STRATEGIES
+from mueval.names import CLASSIFIERS, STRATEGIES
 
 if TYPE_CHECKING:
     from mueval.report.runfolder import RunFolder
@@ -321,6 +321,11 @@ def _recompute_summary(splits: pd.DataFrame, metrics: list[str],
 
     ``extra`` names diagnostic columns of ``diagnostics`` (one row per strategy,
     classifier and iteration), joined to the per-iteration means as the writer does.
+    For the study's metrics (``metrics``, the columns of splits.parquet) an
+    undefined iteration makes the mean and SD undefined, as in the study's R code
+    (``r_mean``, ``r_sd``); mueval before that rule skipped undefined iterations
+    (``s_mean``, ``s_sd``), which is still how the diagnostics are aggregated, so a
+    folder written either way is recognised.
     """
     per_it = splits.groupby(_GROUP, sort=False)[metrics].mean().reset_index()
     if diagnostics is not None and extra:
@@ -329,11 +334,15 @@ def _recompute_summary(splits: pd.DataFrame, metrics: list[str],
     for (s, c), group in per_it.groupby(["strategy", "classifier"], sort=False):
         for m in [*metrics, *extra]:
             values = group[m].to_numpy(dtype=float)
-            values = values[~np.isnan(values)]
-            n = len(values)
-            rows.append((s, c, m, float(values.mean()) if n else np.nan,
-                         float(values.std(ddof=1)) if n > 1 else np.nan, n))
-    return pd.DataFrame(rows, columns=["strategy", "classifier", "metric", "r_mean", "r_sd", "r_n"])
+            defined = values[~np.isnan(values)]
+            n = len(defined)
+            mean = float(defined.mean()) if n else np.nan
+            sd = float(defined.std(ddof=1)) if n > 1 else np.nan
+            strict = m in metrics and n < len(values)
+            rows.append((s, c, m, np.nan if strict else mean, np.nan if strict else sd,
+                         mean, sd, n))
+    columns = ["strategy", "classifier", "metric", "r_mean", "r_sd", "s_mean", "s_sd", "r_n"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _diagnostic_metrics(run: RunFolder, names: list[str]) -> list[str]:
@@ -392,6 +401,8 @@ def _check_summary(run: RunFolder) -> None:
             msg = (f"{path}: {where} counts n = {r.n} iterations, but splits.parquet has "
                    f"{r.r_n} with a defined value")
             raise _error(msg)
+        if _close(r.mean, r.s_mean) and _close(r.sd, r.s_sd):
+            continue  # undefined iterations skipped: mueval before the study's rule
         for name, stored, computed in (("mean", r.mean, r.r_mean), ("sd", r.sd, r.r_sd)):
             if not _close(stored, computed):
                 msg = (f"{path}: {where} has {name} {stored:.6g}, but splits.parquet gives "

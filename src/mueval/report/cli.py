@@ -204,12 +204,12 @@ def _write_csv(table: pd.DataFrame, out: Path) -> None:
     """The table as CSV at ``out``: formula-leading text neutralised, written beside and
     renamed over (a link or FIFO at ``out`` is refused, never written through)."""
     folder = out.parent
+    if not folder.is_dir():
+        msg = f"cannot write the comparison table to {out}: {folder} is not a folder"
+        raise click.ClickException(msg)
     try:
-        if not folder.is_dir():
-            raise NotADirectoryError(20, "not a folder", str(folder))
         write_atomic(folder, out.name,
                      lambda p: neutralise_formulas(table).to_csv(p, index=False))
-    except OSError as exc:
-        reason = exc.strerror if not isinstance(exc, MuevalError) and exc.strerror else exc
-        msg = f"cannot write the comparison table to {out}: {reason}"
+    except OSError as exc:  # OutputError included
+        msg = f"cannot write the comparison table to {out}: {exc}"
         raise click.ClickException(msg) from exc

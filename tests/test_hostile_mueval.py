@@ -728,3 +728,32 @@ def test_a_skipped_split_is_consistent_under_the_writers_aggregation(tmp_path: P
     older.to_csv(run / "summary.csv", index=False)
     with pytest.raises(RunFolderError, match=r"coverage of mm/nb has mean 0\.5, but "):
         read_run_folder(run)
+
+
+def test_what_counts_as_a_run_folder_for_overwrite(tmp_path: Path, real_run) -> None:
+    from mueval.output import run_folder_problem
+    from tests.test_report_build import make_run_folder
+
+    assert run_folder_problem(real_run) is None
+    # Written before run.json carried its marker: still a run folder.
+    legacy = make_run_folder(tmp_path / "legacy", iterations=1, n_users=2)
+    assert run_folder_problem(legacy) is None
+    # A run.json alone does not make one.
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "run.json").write_text('{"format_version": 1}')
+    assert "its run.json has format 'None'" in run_folder_problem(bare)
+    # A run file's name on a folder (which the swap would remove whole), a user's
+    # file among the report's figures, a link in place of a run file.
+    cases = {
+        "summary.csv": lambda run: (run / "summary.csv").unlink() or _thesis(run / "summary.csv"),
+        "report/figures/poster.pdf": lambda run: (
+            (run / "report" / "figures").mkdir(parents=True),
+            (run / "report" / "figures" / "poster.pdf").write_text("mine")),
+        "splits.parquet": lambda run: ((run / "splits.parquet").unlink(),
+                                       (run / "splits.parquet").symlink_to(tmp_path / "x")),
+    }
+    for i, (entry, plant) in enumerate(cases.items()):
+        run = _copy(real_run, tmp_path / f"run{i}")
+        plant(run)
+        assert run_folder_problem(run) == f"it holds entries mueval did not write: {entry}"

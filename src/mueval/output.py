@@ -294,6 +294,34 @@ def _read_marker(folder: Path) -> dict[str, Any] | None:
     return info if isinstance(info, dict) else None
 
 
+def _is_file(path: Path) -> bool:
+    return stat.S_ISREG(os.lstat(path).st_mode)
+
+
+def _foreign_entries(folder: Path, allowed: set[str]) -> list[str]:
+    """Entries of a run folder that mueval would not have written there.
+
+    Only regular files by the allowed names count as the run's: a folder named
+    ``summary.csv`` would be removed whole by the replacement, so it is foreign.
+    """
+    foreign = []
+    for entry in sorted(os.listdir(folder)):
+        path = folder / entry
+        if entry == _REPORT_DIR and stat.S_ISDIR(os.lstat(path).st_mode):
+            for inner in sorted(os.listdir(path)):
+                sub = path / inner
+                if inner == "report.html" and _is_file(sub):
+                    continue
+                if inner == "figures" and stat.S_ISDIR(os.lstat(sub).st_mode):
+                    foreign += [f"{entry}/{inner}/{f}" for f in sorted(os.listdir(sub))
+                                if not (f.endswith((".png", ".svg")) and _is_file(sub / f))]
+                    continue
+                foreign.append(f"{entry}/{inner}")
+        elif entry not in allowed or not _is_file(path):
+            foreign.append(entry)
+    return foreign
+
+
 def run_folder_problem(folder: str | Path) -> str | None:
     """Why ``folder`` is not a run folder written by ``mueval evaluate``, or None if it is.
 
@@ -322,23 +350,20 @@ def run_folder_problem(folder: str | Path) -> str | None:
     info = _read_marker(folder)
     if info is None:
         return "it holds no readable run.json"
-    if info.get("format") not in (RUN_FORMAT, None) or info.get("format_version") != FORMAT_VERSION:
+    legacy = "format" not in info and all(k in info for k in ("dataset", "config", "classes"))
+    if (info.get("format") != RUN_FORMAT and not legacy) or info.get("format_version") != 1:
         return (
-            f"its run.json has format {info.get('format')!r}, format_version "
-            f"{info.get('format_version')!r}; expected {RUN_FORMAT!r}, {FORMAT_VERSION}"
+            f"its run.json has format {str(info.get('format'))[:40]!r}, format_version "
+            f"{str(info.get('format_version'))[:20]}; expected {RUN_FORMAT!r}, {FORMAT_VERSION}"
         )
     listed = info.get("files")
     allowed = set(RUN_FILES)
     if isinstance(listed, list):
         allowed |= {f for f in listed if isinstance(f, str) and "/" not in f}
-    foreign = []
-    for entry in sorted(os.listdir(folder)):
-        path = folder / entry
-        if entry == _REPORT_DIR and path.is_dir() and not path.is_symlink():
-            extra = set(os.listdir(path)) - _REPORT_ENTRIES
-            foreign += [f"{entry}/{e}" for e in sorted(extra)]
-        elif entry not in allowed:
-            foreign.append(entry)
+    try:
+        foreign = _foreign_entries(folder, allowed)
+    except OSError as exc:
+        return f"cannot list what it holds ({exc.strerror or exc})"
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         return f"it holds entries mueval did not write: {shown}"

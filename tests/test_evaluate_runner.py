@@ -100,6 +100,22 @@ def test_small_calibration_error_or_skip() -> None:
     assert len(out.notes) == 3
 
 
+def test_small_calibration_full_set_answers_every_class() -> None:
+    small = table_from_frame(make_frame(n_users=3, per_class=10))
+    config = EvalConfig(strategies=("udm",), classifiers=("nb",), iterations=1)
+    with pytest.raises(EvaluationError, match=r"smaller than 20 = max\(1/alpha, 1/\(1-alpha\)\)"):
+        run(small.X, small.y, small.users, small.classes, config, progress=False)
+    full = EvalConfig(strategies=("udm",), classifiers=("nb",), iterations=1, small_cal="full-set")
+    out = run(small.X, small.y, small.users, small.classes, full, progress=False)
+    assert len(out.results) == 3 and len(out.notes) == 3
+    assert all("answered with the full set" in n for n in out.notes)
+    for r in out.results:
+        assert r.sets.all() and r.threshold == np.inf
+        assert r.metrics["coverage"] == 1.0 and r.metrics["setsize"] == 3.0
+        # p-values still count the 6 calibration rows: multiples of 1/7
+        assert np.allclose(r.pvalues * 7, np.round(r.pvalues * 7))
+
+
 def test_aggregation_means_users_first_then_iterations_with_sample_sd() -> None:
     rows = []
     # iteration 1: users 1, 2 -> accuracy 0.5, 0.7 (mean 0.6); user 3 NaN is skipped.

@@ -109,3 +109,62 @@ def test_too_small_for_a_stratified_split_names_user_and_sizes() -> None:
     y = np.array([0, 1, 1, 0, 0, 1, 1, 0, 1, 0])
     with pytest.raises(SplitError, match=r"udm, user 1: cannot split 3 rows .*0: 1, 1: 2"):
         make_splits(y, users, ["udm"], 1, 101)
+
+
+def _blocked_table(n_users: int = 3, per_class: int = 25):
+    rng = np.random.default_rng(5)
+    y = np.tile(np.repeat([0, 1, 2], per_class), n_users)
+    users = np.repeat(np.arange(1, n_users + 1), 3 * per_class)
+    # interleave classes in time so blocks must follow the row order per class
+    order = rng.permutation(len(y))
+    return y[order], users[order]
+
+
+@pytest.mark.parametrize("gap", [0, 1, 3])
+def test_blocked_udm_parts_follow_time_with_gaps(gap: int) -> None:
+    y, users = _blocked_table()
+    splits = make_splits(y, users, ["udm"], 1, 101, split="blocked", gap=gap)
+    assert len(splits) == 3
+    for s in splits:
+        cal = s.calibrations["udm"]
+        own = np.flatnonzero(users == s.user)
+        for c in range(3):
+            rows = np.sort(own[y[own] == c])  # this class's rows in time order
+            tr, ca, te = (np.intersect1d(part, rows) for part in (s.train, cal, s.test))
+            # 25 rows - 2 gaps: 60 % (floored) train, the rest halved (floored) cal, test the rest
+            usable = 25 - 2 * gap
+            assert len(tr) == int(np.floor(0.6 * usable))
+            assert len(ca) == (usable - len(tr)) // 2
+            assert len(tr) + len(ca) + len(te) == usable
+            assert tr.max() < ca.min() and ca.max() < te.min()
+            # exactly `gap` rows of the class lie between two parts
+            position = {r: i for i, r in enumerate(rows)}
+            assert position[ca.min()] - position[tr.max()] - 1 == gap
+            assert position[te.min()] - position[ca.max()] - 1 == gap
+
+
+def test_blocked_ucm_calibrates_on_the_earlier_half_and_shares_test_with_uim() -> None:
+    y, users = _blocked_table()
+    splits = make_splits(y, users, ["uim", "ucm"], 1, 101, split="blocked", gap=1)
+    for s in splits:
+        cal = s.calibrations["ucm"]
+        assert np.isin(cal, np.flatnonzero(users == s.user)).all()
+        assert not np.isin(s.calibrations["uim"], np.flatnonzero(users == s.user)).any()
+        for c in range(3):
+            ca, te = cal[y[cal] == c], s.test[y[s.test] == c]
+            assert ca.max() < te.min()
+            assert len(ca) == 12 and len(te) == 12  # 25 - 1 gap, halved
+
+
+def test_blocked_split_too_few_rows_names_user_and_class() -> None:
+    y, users = _blocked_table(per_class=4)
+    with pytest.raises(SplitError, match=r"udm, user 1: class 'a' has 4 rows, too few for 3 blocks"):
+        make_splits(y, users, ["udm"], 1, 101, split="blocked", gap=1, classes=["a", "b", "c"])
+    # without the gaps four rows make three blocks
+    assert len(make_splits(y, users, ["udm"], 1, 101, split="blocked", gap=0)) == 3
+
+
+def test_unknown_split_method_is_a_usage_error() -> None:
+    y, users = _blocked_table()
+    with pytest.raises(UsageError, match=r"unknown split method 'time'; valid: random, blocked"):
+        make_splits(y, users, ["udm"], 1, 101, split="time")

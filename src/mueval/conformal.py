@@ -43,6 +43,7 @@ count only those rows.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 
@@ -50,7 +51,7 @@ import numpy as np
 from mapie.classification import SplitConformalClassifier
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from mueval.errors import EvaluationError, UsageError
+from mueval.errors import EvaluationError, SmallCalibrationError, UsageError
 from mueval.metrics.conformal import (
     THRESHOLD_RULES,
     TOLERANCES,
@@ -288,10 +289,10 @@ def conformalize(
     if n_cal < min_calibration_size(alpha):
         message = (
             f"calibration set of {n_cal} rows is smaller than "
-            f"{min_calibration_size(alpha)} = max(1/alpha, 1/(1-alpha)) for "
-            f"alpha={alpha}, which both threshold rules refuse"
+            f"{min_calibration_size(alpha)} = max(1/alpha, 1/(1-alpha)), the minimum "
+            f"at alpha={alpha}, which both threshold rules refuse"
         )
-        raise EvaluationError(message)
+        raise SmallCalibrationError(message)
     if threshold == "mapie":
         sets = _mapie_sets(proba_cal, y_cal, proba_test, alpha, score, seed)
         # MAPIE 1.x keeps its threshold to itself; for LAC it is this one.
@@ -300,3 +301,36 @@ def conformalize(
         q = lac_threshold(cal_scores, alpha, rule="study")
         sets = _class_sets(proba_test, test_scores, q, score, "study")
     return ConformalOutput(sets, conformal_pvalues(cal_scores, test_scores), n_cal, q)
+
+
+def full_sets(
+    proba_cal: np.ndarray, y_cal: np.ndarray, proba_test: np.ndarray, *, score: str = "lac"
+) -> ConformalOutput:
+    """The conservative answer to a calibration set too small for the level: every
+    class in every set (an infinite threshold), which is valid whatever the data.
+
+    The p-values are the usual counts over the few calibration rows.
+
+    Parameters
+    ----------
+    proba_cal : ndarray of shape (n_cal, K)
+    y_cal : ndarray of int, shape (n_cal,)
+    proba_test : ndarray of shape (n_test, K)
+    score : {"lac", "aps", "raps", "top_k"}
+
+    Returns
+    -------
+    ConformalOutput
+        ``threshold`` is ``inf``.
+
+    Examples
+    --------
+    >>> out = full_sets(np.array([[0.9, 0.1]]), np.array([0]), np.array([[0.2, 0.8]]))
+    >>> out.sets.tolist(), out.threshold
+    ([[True, True]], inf)
+    """
+    y_cal = np.asarray(y_cal, dtype=int)
+    cal_scores = class_scores(proba_cal, score)[np.arange(len(y_cal)), y_cal]
+    test_scores = class_scores(proba_test, score)
+    sets = np.ones(proba_test.shape, dtype=bool)
+    return ConformalOutput(sets, conformal_pvalues(cal_scores, test_scores), len(y_cal), math.inf)

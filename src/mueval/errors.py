@@ -32,6 +32,11 @@ class OutputError(MuevalError, OSError):
     """The run folder cannot be written; exit 1."""
 
 
+class SmallCalibrationError(EvaluationError):
+    """A calibration set is smaller than ``max(1/alpha, 1/(1-alpha))`` rows; exit 1
+    unless ``--small-cal`` says to skip it or to answer with the full set."""
+
+
 class NotRegularFileError(DataError):
     """An input path is a FIFO, device, socket or folder where a file was expected; exit 1.
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from mueval.conformal import SCORES, conformalize
-from mueval.errors import EvaluationError, UsageError
+from mueval.conformal import SCORES, conformalize, full_sets
+from mueval.errors import EvaluationError, SmallCalibrationError, UsageError
 from mueval.metrics.classic import classification_metrics
 from mueval.metrics.conformal import (
     THRESHOLD_RULES,
@@ -36,9 +36,9 @@ from mueval.names import (
     PVALUE_METRICS,
     STRATEGIES,
 )
-from mueval.strategies import Split, make_splits
+from mueval.strategies import SPLIT_METHODS, Split, make_splits
 
-SMALL_CAL_POLICIES: tuple[str, ...] = ("error", "skip")
+SMALL_CAL_POLICIES: tuple[str, ...] = ("error", "skip", "full-set")
 BACKENDS: tuple[str, ...] = ("loky", "dask")
 
 
@@ -56,6 +56,8 @@ class EvalConfig:
     threshold: str = "study"
     adapt_frac: float = 0.5
     small_cal: str = "error"
+    split: str = "random"
+    gap: int = 1
 
     def __post_init__(self) -> None:
         if not 0.0 < self.alpha < 1.0:
@@ -71,6 +73,12 @@ class EvalConfig:
             message = (
                 f"unknown threshold rule {self.threshold!r}; valid: {', '.join(THRESHOLD_RULES)}"
             )
+            raise UsageError(message)
+        if self.split not in SPLIT_METHODS:
+            message = f"unknown split method {self.split!r}; valid: {', '.join(SPLIT_METHODS)}"
+            raise UsageError(message)
+        if self.gap < 0:
+            message = f"gap must be 0 or more rows, got {self.gap}"
             raise UsageError(message)
         if self.small_cal not in SMALL_CAL_POLICIES:
             message = (
@@ -268,6 +276,7 @@ def _run_task(
         note = None
         sets = pvalues = None
         q = float("nan")
+        conf = None
         try:
             conf = conformalize(
                 proba_cal,
@@ -281,12 +290,20 @@ def _run_task(
             )
         except EvaluationError as exc:
             message = f"{_where(strategy, split.user, split.seed, classifier)}: {exc}"
-            if config.small_cal == "error":
-                hint = " (use --small-cal skip to record NaN for it instead)"
+            small = isinstance(exc, SmallCalibrationError)
+            if config.small_cal == "error" or (config.small_cal == "full-set" and not small):
+                hint = (
+                    " (use --small-cal skip to record NaN for it, or --small-cal full-set "
+                    "to answer every class)"
+                )
                 raise EvaluationError(message + hint) from exc
-            note = message
-            metrics.update({m: float("nan") for m in CONFORMAL_METRICS})
-        else:
+            if config.small_cal == "skip":
+                note = message
+                metrics.update({m: float("nan") for m in CONFORMAL_METRICS})
+            else:
+                note = f"{message}; answered with the full set (every class)"
+                conf = full_sets(proba_cal, y[cal], proba_test, score=config.score)
+        if conf is not None:
             sets, pvalues, q = conf.sets, conf.pvalues, conf.threshold
             study = study_conformal_metrics(y_test, sets, pvalues)
             textbook = textbook_criteria(y_test, pvalues)
@@ -334,6 +351,8 @@ def build_splits(
             config.seed(iteration),
             adapt_frac=config.adapt_frac,
             classes=classes,
+            split=config.split,
+            gap=config.gap,
         )
     return splits
 

@@ -25,8 +25,10 @@ from mueval.names import STRATEGY_ALIASES as ALIASES
 __all__ = [
     "ALIASES",
     "STRATEGIES",
+    "SPLIT_METHODS",
     "STRATEGY_NAMES",
     "Split",
+    "blocked_parts",
     "make_splits",
     "parse_strategies",
 ]
@@ -162,6 +164,87 @@ def _can_stratify(labels: np.ndarray, train_size: float) -> bool:
     return bool(counts.min() >= 2 and min(n_first, n_second) >= len(counts))
 
 
+#: Within-user split methods: the study's stratified random split, or contiguous
+#: blocks in time order with a gap (``--split``).
+SPLIT_METHODS: tuple[str, ...] = ("random", "blocked")
+
+
+def blocked_parts(
+    idx: np.ndarray,
+    y: np.ndarray,
+    first_frac: float,
+    n_parts: int,
+    gap: int,
+    *,
+    what: str,
+    classes: Sequence[str] | None = None,
+) -> list[np.ndarray]:
+    """Contiguous blocks of each class's rows in time (row) order, ``gap`` rows apart.
+
+    Windows next to each other in time share signal (and overlap, for
+    overlapping windows), so a random within-user split lets a test window's
+    neighbour sit in the training or calibration set. Blocks do not: per class,
+    the earliest ``first_frac`` of the rows (after the gaps are set aside) form
+    the first part, the rest is halved between the next parts in order, and
+    ``gap`` rows are dropped between two parts. Splitting per class keeps every
+    class in every part, as the stratified random split does.
+
+    Parameters
+    ----------
+    idx : ndarray of shape (m,)
+        Row positions of one user (the table's order is time order within a
+        user and class).
+    y : ndarray of shape (n_rows,)
+        Integer labels of the whole table.
+    first_frac : float
+        Share of each class's rows in the first part.
+    n_parts : {2, 3}
+        Number of parts: (first, second) or (first, second, third), the
+        rest after the first halved between the second and the third.
+    gap : int
+        Rows left out between two parts (>= 0).
+    what : str
+        Names the strategy and user in error messages.
+    classes : sequence of str, optional
+        Class names for error messages.
+
+    Returns
+    -------
+    list of ndarray
+        ``n_parts`` arrays of row positions, each sorted.
+
+    Examples
+    --------
+    >>> y = np.zeros(12, dtype=int)
+    >>> [p.tolist() for p in blocked_parts(np.arange(12), y, 0.6, 3, 1, what="udm")]
+    [[0, 1, 2, 3, 4, 5], [7, 8], [10, 11]]
+    """
+    parts: list[list[np.ndarray]] = [[] for _ in range(n_parts)]
+    for c in np.unique(y[idx]):
+        rows = np.sort(idx[y[idx] == c])
+        usable = len(rows) - gap * (n_parts - 1)
+        if usable < n_parts:
+            name = classes[c] if classes is not None else str(c)
+            message = (
+                f"{what}: class {name!r} has {len(rows)} rows, too few for {n_parts} "
+                f"blocks with a gap of {gap}; lower --gap or use --split random"
+            )
+            raise SplitError(message)
+        sizes = [max(1, int(np.floor(first_frac * usable)))]
+        rest = usable - sizes[0]
+        if n_parts == 3:
+            sizes.append(max(1, rest // 2))
+        sizes.append(usable - sum(sizes))
+        if min(sizes) < 1:
+            message = f"{what}: too few rows for {n_parts} blocks with a gap of {gap}"
+            raise SplitError(message)
+        start = 0
+        for k, size in enumerate(sizes):
+            parts[k].append(rows[start : start + size])
+            start += size + gap
+    return [np.sort(np.concatenate(p)) for p in parts]
+
+
 def mixed_splits(
     y: np.ndarray, iteration: int, seed: int, classes: Sequence[str] | None = None
 ) -> list[Split]:
@@ -178,8 +261,14 @@ def user_dependent_splits(
     iteration: int,
     seed: int,
     classes: Sequence[str] | None = None,
+    split: str = "random",
+    gap: int = 1,
 ) -> list[Split]:
-    """UDM: the MM splits on each user's own rows (users ascending)."""
+    """UDM: the MM splits on each user's own rows (users ascending).
+
+    ``split="blocked"``: per class, the earliest 60 % train, the next 20 %
+    calibrate and the last 20 % test, ``gap`` rows apart (:func:`blocked_parts`).
+    """
     out = []
     for user in np.unique(users):
         idx = np.flatnonzero(users == user)
@@ -192,8 +281,11 @@ def user_dependent_splits(
                 "own rows and needs at least two classes per user"
             )
             raise SplitError(message)
-        train, rest = _split(idx, y, 0.6, seed, what=what, classes=classes)
-        cal, test = _split(rest, y, 0.5, seed, what=what, classes=classes)
+        if split == "blocked":
+            train, cal, test = blocked_parts(idx, y, 0.6, 3, gap, what=what, classes=classes)
+        else:
+            train, rest = _split(idx, y, 0.6, seed, what=what, classes=classes)
+            cal, test = _split(rest, y, 0.5, seed, what=what, classes=classes)
         out.append(Split(iteration, seed, int(user), train, test, {"udm": cal}))
     return out
 
@@ -205,12 +297,16 @@ def user_independent_splits(
     seed: int,
     strategies: Sequence[str],
     classes: Sequence[str] | None = None,
+    split: str = "random",
+    gap: int = 1,
 ) -> list[Split]:
     """UIM and/or UCM, one split per target user serving both.
 
     Other users' rows, ``train_size=0.6``: train (first) and the UIM calibration
     set (second; discarded by UCM). Target user's rows, ``train_size=0.5``: test
     (first) and the UCM calibration set (second; discarded by UIM).
+    ``split="blocked"``: the target's earlier half calibrates UCM and the later
+    half is the test set of both, ``gap`` rows apart (:func:`blocked_parts`).
     """
     serve = [s for s in ("uim", "ucm") if s in strategies]
     out = []
@@ -225,7 +321,11 @@ def user_independent_splits(
             )
             raise SplitError(message)
         train, cal_others = _split(others, y, 0.6, seed, what=what, classes=classes)
-        test, cal_own = _split(own, y, 0.5, seed, what=what, classes=classes)
+        if split == "blocked":
+            # Calibrate on the earlier half, test on the later one.
+            cal_own, test = blocked_parts(own, y, 0.5, 2, gap, what=what, classes=classes)
+        else:
+            test, cal_own = _split(own, y, 0.5, seed, what=what, classes=classes)
         cals = {}
         if "uim" in serve:
             cals["uim"] = cal_others
@@ -242,6 +342,8 @@ def user_adaptive_splits(
     seed: int,
     adapt_frac: float = 0.5,
     classes: Sequence[str] | None = None,
+    split: str = "random",
+    gap: int = 1,
 ) -> list[Split]:
     """UAM (an addition to the protocol): train on the other users plus a part of
     the target user's rows, calibrate and test on the rest of the target's rows.
@@ -250,7 +352,9 @@ def user_adaptive_splits(
     adaptation part (first, added to training) and the rest, which is halved into
     calibration (first) and test (second). Every split is stratified when each
     class has at least two rows and both parts can hold every class; otherwise it
-    is a plain random split with the same seed.
+    is a plain random split with the same seed. ``split="blocked"``: per class
+    the earliest ``adapt_frac`` adapts, the next half of the rest calibrates and
+    the last half tests, ``gap`` rows apart (:func:`blocked_parts`).
     """
     if not 0.0 < adapt_frac < 1.0:
         message = f"adapt_frac must be strictly between 0 and 1, got {adapt_frac}"
@@ -260,12 +364,17 @@ def user_adaptive_splits(
         others = np.flatnonzero(users != user)
         own = np.flatnonzero(users == user)
         what = f"uam, user {user}"
-        strat = _can_stratify(y[own], adapt_frac)
-        adapt, rest = _split(
-            own, y, adapt_frac, seed, what=what, classes=classes, stratify=strat
-        )
-        strat = _can_stratify(y[rest], 0.5)
-        cal, test = _split(rest, y, 0.5, seed, what=what, classes=classes, stratify=strat)
+        if split == "blocked":
+            adapt, cal, test = blocked_parts(
+                own, y, adapt_frac, 3, gap, what=what, classes=classes
+            )
+        else:
+            strat = _can_stratify(y[own], adapt_frac)
+            adapt, rest = _split(
+                own, y, adapt_frac, seed, what=what, classes=classes, stratify=strat
+            )
+            strat = _can_stratify(y[rest], 0.5)
+            cal, test = _split(rest, y, 0.5, seed, what=what, classes=classes, stratify=strat)
         train = np.concatenate([others, adapt])
         if len(np.unique(y[train])) < 2:
             message = f"{what}: the training rows hold only one class"
@@ -283,6 +392,8 @@ def make_splits(
     *,
     adapt_frac: float = 0.5,
     classes: Sequence[str] | None = None,
+    split: str = "random",
+    gap: int = 1,
 ) -> list[Split]:
     """Every split of one iteration for the requested strategies.
 
@@ -302,21 +413,34 @@ def make_splits(
         Fraction of the target user's rows added to training by UAM.
     classes : sequence of str, optional
         Class names, for error messages.
+    split : {"random", "blocked"}
+        How UDM, UCM (and UIM's test rows) and UAM split a user's own rows;
+        MM and the other users' rows are always split at random.
+    gap : int
+        Rows left out between blocks (``split="blocked"``).
 
     Returns
     -------
     list of Split
         MM first, then UDM, UIM/UCM and UAM, users ascending in each.
     """
+    if split not in SPLIT_METHODS:
+        message = f"unknown split method {split!r}; valid: {', '.join(SPLIT_METHODS)}"
+        raise UsageError(message)
+    if gap < 0:
+        message = f"gap must be 0 or more rows, got {gap}"
+        raise UsageError(message)
     y = np.asarray(y)
     users = np.asarray(users)
     out: list[Split] = []
     if "mm" in strategies:
         out += mixed_splits(y, iteration, seed, classes)
     if "udm" in strategies:
-        out += user_dependent_splits(y, users, iteration, seed, classes)
+        out += user_dependent_splits(y, users, iteration, seed, classes, split, gap)
     if "uim" in strategies or "ucm" in strategies:
-        out += user_independent_splits(y, users, iteration, seed, strategies, classes)
+        out += user_independent_splits(
+            y, users, iteration, seed, strategies, classes, split, gap
+        )
     if "uam" in strategies:
-        out += user_adaptive_splits(y, users, iteration, seed, adapt_frac, classes)
+        out += user_adaptive_splits(y, users, iteration, seed, adapt_frac, classes, split, gap)
     return out

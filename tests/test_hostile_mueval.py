@@ -38,6 +38,9 @@ from tests.test_evaluate_runner import make_frame
 # Generous: a subprocess imports scikit-learn and matplotlib on a shared machine.
 TIMEOUT = 120
 
+needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs POSIX FIFOs")
+needs_links = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX symbolic links")
+
 
 def _mueval(*args: str):
     return CliRunner().invoke(main, list(args))
@@ -129,6 +132,7 @@ def test_overwrite_refuses_a_run_folder_holding_a_user_file(tmp_path: Path, real
     assert (run / "chapter4.tex").read_text() == "my results"
 
 
+@needs_links
 def test_overwrite_refuses_a_symlinked_out_and_leaves_its_target(tmp_path: Path,
                                                                  real_run) -> None:
     # Even a link to a genuine run folder: replacing through a link would
@@ -282,6 +286,7 @@ def test_build_report_itself_never_names_a_file_from_run_folder_text(tmp_path: P
                                                                     "out/report/figures"}
 
 
+@needs_links
 def test_report_into_a_planted_link_is_refused(tmp_path: Path, real_run) -> None:
     run = _copy(real_run, tmp_path / "run")
     home = tmp_path / "home"
@@ -293,6 +298,7 @@ def test_report_into_a_planted_link_is_refused(tmp_path: Path, real_run) -> None
     assert sorted(os.listdir(home)) == sorted(files) and _unchanged(home, files)
 
 
+@needs_links
 def test_write_atomic_and_check_inside_refuse_escapes(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
@@ -316,6 +322,7 @@ def test_write_atomic_and_check_inside_refuse_escapes(tmp_path: Path) -> None:
 # --- 5. Non-regular files: refused, never a hang -----------------------------------------
 
 
+@needs_fifo
 def test_fifo_as_data_is_refused_without_hanging(tmp_path: Path) -> None:
     fifo = tmp_path / "table.csv"
     os.mkfifo(fifo)
@@ -324,6 +331,7 @@ def test_fifo_as_data_is_refused_without_hanging(tmp_path: Path) -> None:
     assert f"{fifo}: expected --data as a regular file, found a FIFO (named pipe)" in proc.stderr
 
 
+@needs_fifo
 def test_device_and_socket_as_data_are_refused(tmp_path: Path) -> None:
     zero = tmp_path / "zero.csv"
     zero.symlink_to("/dev/zero")  # read to the end, it never ends
@@ -338,6 +346,7 @@ def test_device_and_socket_as_data_are_refused(tmp_path: Path) -> None:
     assert "found a socket" in result.output
 
 
+@needs_fifo
 @pytest.mark.parametrize("name", ["predictions.parquet", "run.json", "summary.csv"])
 def test_fifo_in_a_run_folder_is_refused_by_report_and_compare(tmp_path: Path, real_run,
                                                                name: str) -> None:
@@ -351,6 +360,7 @@ def test_fifo_in_a_run_folder_is_refused_by_report_and_compare(tmp_path: Path, r
             in proc.stderr
 
 
+@needs_fifo
 def test_fifo_planted_among_the_report_figures_is_refused(tmp_path: Path, real_run) -> None:
     run = _copy(real_run, tmp_path / "run")
     (run / "report" / "figures").mkdir(parents=True)
@@ -360,6 +370,7 @@ def test_fifo_planted_among_the_report_figures_is_refused(tmp_path: Path, real_r
     assert "coverage_box_nb.png: it is a FIFO (named pipe), not a file mueval wrote" in proc.stderr
 
 
+@needs_fifo
 def test_compare_out_as_fifo_or_link_is_refused(tmp_path: Path, real_run) -> None:
     fifo = tmp_path / "table.csv"
     os.mkfifo(fifo)
@@ -730,6 +741,7 @@ def test_a_skipped_split_is_consistent_under_the_writers_aggregation(tmp_path: P
         read_run_folder(run)
 
 
+@needs_links
 def test_what_counts_as_a_run_folder_for_overwrite(tmp_path: Path, real_run) -> None:
     from mueval.output import run_folder_problem
     from tests.test_report_build import make_run_folder

@@ -413,6 +413,10 @@ def test_compare_with_one_strategy_names_what_it_found(run_dir, tmp_path):
     for name in ("splits.parquet", "predictions.parquet"):
         frame = pd.read_parquet(one / name)
         frame[frame.strategy == "ucm"].to_parquet(one / name)
+    # summary.csv too: a folder whose summary names strategies it has no splits of
+    # is refused as inconsistent before compare looks at it.
+    summary = pd.read_csv(one / "summary.csv")
+    summary[summary.strategy == "ucm"].to_csv(one / "summary.csv", index=False)
     result = CliRunner().invoke(compare_command, [str(one)])
     assert result.exit_code == 1, result.output
     assert "found strategies: ucm" in result.output and str(one) in result.output

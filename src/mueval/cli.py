@@ -11,6 +11,7 @@ import datetime as dt
 import platform
 import sys
 import time
+import traceback
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -183,9 +184,39 @@ def evaluate_table(
     }
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """The ``mueval`` group: the last line of defence against a raw traceback.
+
+    An error mueval raises on purpose becomes a usage error (exit 2) or a runtime
+    error (exit 1) with its own message. Anything else is a bug: one line says so
+    (exit 1), and the traceback is printed only with ``-v``.
+    """
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except UsageError as exc:
+            raise click.UsageError(str(exc)) from exc
+        except MuevalError as exc:
+            raise click.ClickException(str(exc)) from exc
+        except Exception as exc:
+            if ctx.params.get("verbose"):
+                click.echo(traceback.format_exc(), err=True, nl=False)
+                hint = ""
+            else:
+                hint = " (run with -v for the traceback)"
+            found = " ".join(str(exc).split())[:200]
+            message = f"internal error, please report it: {type(exc).__name__}: {found}{hint}"
+            raise click.ClickException(message) from exc
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mueval")
-def main() -> None:
+@click.option("-v", "--verbose", is_flag=True,
+              help="Show the traceback of an internal error (a bug to report).")
+def main(verbose: bool) -> None:
     """Multi-user evaluation of classifiers with split conformal prediction."""
 
 

@@ -8,14 +8,18 @@ as in the protocol), one user id per row, and a description for ``run.json``.
 from __future__ import annotations
 
 import hashlib
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from mueval.errors import DataError, UsageError
+from mueval.safeio import open_regular
 
 
 @dataclass
@@ -238,6 +242,18 @@ def load_registered(
     return table_from_frame(df, user_col="userid", label_col="label", info=info)
 
 
+class _PandasMetadataError(Exception):
+    """The pandas metadata inside a Parquet file could not be applied."""
+
+
+def _parquet_frame(content: bytes) -> pd.DataFrame:
+    table = pq.read_table(io.BytesIO(content))
+    try:
+        return table.to_pandas()
+    except Exception as exc:  # damaged metadata fails with whatever pandas raises
+        raise _PandasMetadataError from exc
+
+
 def load_file(path: str | Path, *, user_col: str = "userid", label_col: str = "label") -> Table:
     """A user's own table from a Parquet or CSV file.
 
@@ -254,20 +270,31 @@ def load_file(path: str | Path, *, user_col: str = "userid", label_col: str = "l
     """
     path = Path(path)
     suffix = path.suffix.lower()
+    if suffix not in (".parquet", ".pq", ".csv"):
+        message = f"{path}: unsupported file type {suffix!r}; expected .parquet or .csv"
+        raise UsageError(message)
+    # Read once, through a check that refuses FIFOs and devices (which would hang
+    # or never end): the same bytes are parsed and hashed.
+    with open_regular(path, "--data") as handle:
+        try:
+            content = handle.read()
+        except OSError as exc:
+            message = f"cannot read {path}: {exc.strerror or exc}"
+            raise DataError(message) from exc
+    kind = "CSV (utf-8)" if suffix == ".csv" else "Parquet"
     try:
-        if suffix in (".parquet", ".pq"):
-            df = pd.read_parquet(path)
-        elif suffix == ".csv":
-            df = pd.read_csv(path)
+        if suffix == ".csv":
+            df = pd.read_csv(io.BytesIO(content), encoding="utf-8")
         else:
-            message = f"{path}: unsupported file type {suffix!r}; expected .parquet or .csv"
-            raise UsageError(message)
-    except (OSError, ValueError) as exc:
-        if isinstance(exc, UsageError):
-            raise
-        message = f"cannot read {path}: {exc}"
+            df = _parquet_frame(content)
+    except (OSError, ValueError, pa.ArrowException, _PandasMetadataError) as exc:
+        # UnicodeDecodeError, pandas' ParserError and pyarrow's ArrowInvalid are
+        # ValueErrors; their text can quote the file, so it is cut short.
+        cause = exc.__cause__ if isinstance(exc, _PandasMetadataError) else exc
+        found = " ".join(str(cause).split())[:200] or type(cause).__name__
+        message = f"cannot read {path} as {kind}: {type(cause).__name__}: {found}"
         raise DataError(message) from exc
-    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    sha = hashlib.sha256(content).hexdigest()
     info = {
         "name": path.name,
         "source": "file",

@@ -35,3 +35,11 @@ class OutputError(MuevalError, OSError):
 class SmallCalibrationError(EvaluationError):
     """A calibration set is smaller than ``max(1/alpha, 1/(1-alpha))`` rows; exit 1
     unless ``--small-cal`` says to skip it or to answer with the full set."""
+
+
+class NotRegularFileError(DataError):
+    """An input path is a FIFO, device, socket or folder where a file was expected; exit 1.
+
+    Reading such a path could block for ever (a FIFO with no writer) or never end
+    (``/dev/zero``), so it is refused before it is opened.
+    """

@@ -6,13 +6,28 @@ The folder holds ``run.json``, ``summary.csv``, ``splits.parquet`` and
 format_version 1 may ignore). It is written into a hidden temporary folder beside the
 target and renamed into place only when every file is complete, so a failed or
 interrupted run leaves nothing that looks like a finished run.
+
+``run.json`` marks the folder (``format = "mueval-run"``) and lists the files
+written, so that ``--overwrite`` replaces a run folder and nothing else: never a
+symbolic link, never the current folder or a parent of it, never a folder holding
+anything mueval did not write (:func:`run_folder_problem`). The replacement is an
+atomic exchange of the two folders where the file system has one (Linux
+``renameat2``); elsewhere two renames leave the target missing for an instant,
+and a run killed in that instant is restored by the next one
+(:func:`recover_leftovers`).
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import json
+import logging
 import os
+import re
 import shutil
+import stat
+import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,9 +42,12 @@ from mueval.diagnose import FULL_DIAGNOSTICS
 from mueval.errors import OutputError
 from mueval.models import CLASSIFIER_NAMES, CLASSIFIERS
 from mueval.runner import METRICS, EvalResult
+from mueval.safeio import check_inside, describe_mode, neutralise_formulas
 from mueval.strategies import STRATEGIES, STRATEGY_NAMES
 
 FORMAT_VERSION = 1
+
+_log = logging.getLogger("mueval")
 
 #: Metrics printed in percent by tables (the rest as fractions or counts).
 PERCENT_METRICS: frozenset[str] = frozenset(
@@ -221,6 +239,201 @@ def predictions_table(
     return table
 
 
+#: Value of ``run.json``'s ``format`` key: marks a folder as a run folder, so that
+#: ``--overwrite`` can tell it from anything else a user keeps.
+RUN_FORMAT = "mueval-run"
+
+#: Files a run folder of format_version 1 may hold (older folders list none).
+RUN_FILES: tuple[str, ...] = (
+    "run.json", "summary.csv", "splits.parquet", "predictions.parquet",
+    "diagnostics.parquet", "size_coverage.csv",
+)
+#: The default output of ``mueval report`` inside a run folder.
+_REPORT_DIR = "report"
+_REPORT_ENTRIES = frozenset({"report.html", "figures"})
+
+
+def _target_path(out_dir: str | Path) -> Path:
+    """Absolute path of ``out_dir`` with its parent resolved and its last part kept.
+
+    The last part is not resolved: a symbolic link there must be seen (and
+    refused), not followed to wherever it points.
+    """
+    raw = os.path.abspath(os.fspath(out_dir))
+    parent, name = os.path.split(raw)
+    if not name:
+        message = f"cannot write the run folder {out_dir}: the file system root is not a run folder"
+        raise OutputError(message)
+    return Path(parent).resolve() / name
+
+
+def _refuse_cwd(target: Path, out_dir: str | Path) -> None:
+    """Never replace the current folder or one of its parents (``--out .``, ``--out ..``)."""
+    try:
+        cwd = Path.cwd().resolve()
+    except OSError:  # the current folder was deleted: nothing to protect
+        return
+    real = target.resolve()
+    if real == cwd or real in cwd.parents:
+        message = (
+            f"cannot write the run folder {out_dir}: it is the current folder or one of its "
+            "parents; name a new folder (e.g. --out runs/mine)"
+        )
+        raise OutputError(message)
+
+
+def _read_marker(folder: Path) -> dict[str, Any] | None:
+    """``run.json`` of ``folder`` if it is a regular file holding a JSON object, else None."""
+    path = folder / "run.json"
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode) or path.stat().st_size > 16 * 2**20:
+            return None
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def _is_file(path: Path) -> bool:
+    return stat.S_ISREG(os.lstat(path).st_mode)
+
+
+def _foreign_entries(folder: Path, allowed: set[str]) -> list[str]:
+    """Entries of a run folder that mueval would not have written there.
+
+    Only regular files by the allowed names count as the run's: a folder named
+    ``summary.csv`` would be removed whole by the replacement, so it is foreign.
+    """
+    foreign = []
+    for entry in sorted(os.listdir(folder)):
+        path = folder / entry
+        if entry == _REPORT_DIR and stat.S_ISDIR(os.lstat(path).st_mode):
+            for inner in sorted(os.listdir(path)):
+                sub = path / inner
+                if inner == "report.html" and _is_file(sub):
+                    continue
+                if inner == "figures" and stat.S_ISDIR(os.lstat(sub).st_mode):
+                    foreign += [f"{entry}/{inner}/{f}" for f in sorted(os.listdir(sub))
+                                if not (f.endswith((".png", ".svg")) and _is_file(sub / f))]
+                    continue
+                foreign.append(f"{entry}/{inner}")
+        elif entry not in allowed or not _is_file(path):
+            foreign.append(entry)
+    return foreign
+
+
+def run_folder_problem(folder: str | Path) -> str | None:
+    """Why ``folder`` is not a run folder written by ``mueval evaluate``, or None if it is.
+
+    A run folder is a real folder (not a link) whose ``run.json`` carries a
+    format_version this mueval writes, and which holds nothing but the files
+    ``mueval evaluate`` wrote (listed in ``run.json``) and a ``report`` folder of
+    ``mueval report``. Anything else in it could be the user's, so it is not a run
+    folder that may be replaced.
+
+    Parameters
+    ----------
+    folder : path
+
+    Returns
+    -------
+    str or None
+        A reason that completes "... is not a mueval run folder: <reason>".
+    """
+    folder = Path(folder)
+    try:
+        mode = os.lstat(folder).st_mode
+    except OSError as exc:
+        return f"cannot inspect it ({exc.strerror or exc})"
+    if not stat.S_ISDIR(mode):
+        return f"it is {describe_mode(mode)}"
+    info = _read_marker(folder)
+    if info is None:
+        return "it holds no readable run.json"
+    legacy = "format" not in info and all(k in info for k in ("dataset", "config", "classes"))
+    if (info.get("format") != RUN_FORMAT and not legacy) or info.get("format_version") != 1:
+        return (
+            f"its run.json has format {str(info.get('format'))[:40]!r}, format_version "
+            f"{str(info.get('format_version'))[:20]}; expected {RUN_FORMAT!r}, {FORMAT_VERSION}"
+        )
+    listed = info.get("files")
+    allowed = set(RUN_FILES)
+    if isinstance(listed, list):
+        allowed |= {f for f in listed if isinstance(f, str) and "/" not in f}
+    try:
+        foreign = _foreign_entries(folder, allowed)
+    except OSError as exc:
+        return f"cannot list what it holds ({exc.strerror or exc})"
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        return f"it holds entries mueval did not write: {shown}"
+    return None
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. another user's process: alive
+        return True
+    return True
+
+
+def _is_ours(entry: Path, kind: str) -> bool:
+    """A leftover that holds nothing but run files (a partial one may lack some)."""
+    if entry.is_symlink() or not entry.is_dir():
+        return False
+    if kind == "old":
+        return run_folder_problem(entry) is None
+    return set(os.listdir(entry)) <= set(RUN_FILES)
+
+
+def recover_leftovers(target: str | Path) -> list[str]:
+    """Restore or sweep what an interrupted run left beside ``target``.
+
+    ``write_run`` writes ``.NAME.partial-PID-*`` beside the target and, where the
+    file system cannot exchange two folders atomically, moves the old run to
+    ``.NAME.old-PID`` for an instant. If that process was killed (its PID is gone),
+    a backup whose target is missing is renamed back into place, and every other
+    leftover that holds only run files is removed. Leftovers of a live process, or
+    holding anything else, are not touched.
+
+    Parameters
+    ----------
+    target : path
+        The run folder (its parent is searched).
+
+    Returns
+    -------
+    list of str
+        One line per folder restored or removed.
+    """
+    target = Path(target)
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.(partial|old)-(\d+)(?:-.*)?")
+    notes: list[str] = []
+    try:
+        entries = sorted(target.parent.iterdir())
+    except OSError:
+        return notes
+    for entry in entries:
+        match = pattern.fullmatch(entry.name)
+        if not match or _pid_alive(int(match[2])) or not _is_ours(entry, match[1]):
+            continue
+        try:
+            if match[1] == "old" and not os.path.lexists(target):
+                os.rename(entry, target)
+                notes.append(f"restored {target} from {entry.name}, left by an interrupted run")
+            else:
+                shutil.rmtree(entry)
+                notes.append(f"removed {entry}, left by an interrupted run")
+        except OSError as exc:
+            notes.append(f"could not clear {entry}: {exc.strerror or exc}")
+    return notes
+
+
 def check_target(out_dir: str | Path, overwrite: bool = False) -> Path:
     """Fail early (before any work) when ``out_dir`` cannot receive a run.
 
@@ -228,23 +441,53 @@ def check_target(out_dir: str | Path, overwrite: bool = False) -> Path:
     ----------
     out_dir : path
     overwrite : bool
+        Allow replacing an existing run folder (and only a run folder).
 
     Returns
     -------
     Path
-        The resolved folder.
+        The folder: its parent resolved, its own name kept (never followed if a link).
 
     Raises
     ------
     OutputError
-        The folder exists and is not empty (without ``overwrite``), or no folder
-        can be created beside it (its nearest existing ancestor is a file or is
-        not writable).
+        The folder is the current folder or a parent of it; it is a symbolic link
+        or not a folder; it is not empty (without ``overwrite``) or not a run folder
+        (with it); or no folder can be created beside it (its nearest existing
+        ancestor is a file or is not writable).
     """
-    target = Path(out_dir).resolve()
-    if target.exists() and not overwrite and (not target.is_dir() or any(target.iterdir())):
-        message = f"output folder {target} already exists and is not empty (use --overwrite)"
-        raise OutputError(message)
+    target = _target_path(out_dir)
+    _refuse_cwd(target, out_dir)
+    for note in recover_leftovers(target):
+        # Logged, not raised: the user should know, and the run can go on. Without
+        # logging configured, Python prints the bare message on stderr.
+        _log.warning("%s", note)
+    try:
+        mode = os.lstat(target).st_mode
+    except (FileNotFoundError, NotADirectoryError):  # the probe below names the cause
+        mode = None
+    except OSError as exc:
+        message = f"cannot write the run folder {target}: {exc.strerror or exc}"
+        raise OutputError(message) from exc
+    if mode is not None:
+        if not stat.S_ISDIR(mode):
+            message = (
+                f"cannot write the run folder {target}: it exists and is "
+                f"{describe_mode(mode)}; mueval never writes through or replaces one "
+                "(give a new folder)"
+            )
+            raise OutputError(message)
+        if any(target.iterdir()):
+            if not overwrite:
+                message = f"output folder {target} already exists and is not empty (use --overwrite)"
+                raise OutputError(message)
+            problem = run_folder_problem(target)
+            if problem is not None:
+                message = (
+                    f"--overwrite replaces only a mueval run folder, and {target} is not one: "
+                    f"{problem}; nothing was changed"
+                )
+                raise OutputError(message)
     # The run is written into a temporary folder beside the target: make sure one
     # can be made there now, not after hours of work. Probe the nearest existing
     # ancestor so that nothing is created (and left behind) by the check.
@@ -261,6 +504,66 @@ def check_target(out_dir: str | Path, overwrite: bool = False) -> Path:
         raise OutputError(message) from exc
     os.rmdir(probe)
     return target
+
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two folders atomically (Linux ``renameat2(RENAME_EXCHANGE)``).
+
+    Returns
+    -------
+    bool
+        False where the call does not exist or the file system does not support it
+        (the caller then falls back to two renames).
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                          ctypes.c_uint]
+    renameat2.restype = ctypes.c_int
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def _swap_into_place(tmp: Path, target: Path, overwrite: bool) -> None:
+    """Move the finished ``tmp`` to ``target``, replacing a run folder there.
+
+    The target never goes missing where the file system can exchange two folders
+    atomically (Linux). Elsewhere the old folder is renamed aside and the new one
+    renamed in: between those two renames (microseconds) the target is absent; a
+    run killed exactly there leaves ``.NAME.old-PID``, which the next run restores
+    (:func:`recover_leftovers`).
+    """
+    # Checked again now, not only hours ago: the folder may have changed since.
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        os.rename(tmp, target)
+        return
+    if not stat.S_ISDIR(mode) or (any(target.iterdir()) and (
+            not overwrite or run_folder_problem(target) is not None)):
+        check_target(target, overwrite)  # raises the matching message
+        message = f"cannot replace {target}: it changed while the run was written"
+        raise OutputError(message)
+    if _exchange(tmp, target):
+        shutil.rmtree(tmp)  # now the old run
+        return
+    old = target.parent / f".{target.name}.old-{os.getpid()}"
+    os.rename(target, old)
+    os.rename(tmp, target)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def write_run(
@@ -281,7 +584,8 @@ def write_run(
     out_dir : path
         Target folder; must not exist (or be empty) unless ``overwrite``.
     run_info : dict
-        Content of ``run.json`` (``format_version`` is set here).
+        Content of ``run.json`` (``format``, ``format_version`` and ``files`` are
+        set here).
     summary, splits : DataFrame
     predictions : pyarrow.Table
     diagnostics : DataFrame, optional
@@ -289,7 +593,8 @@ def write_run(
     size_coverage : DataFrame, optional
         Written as ``size_coverage.csv`` when given.
     overwrite : bool
-        Replace an existing folder (only after the new one is complete).
+        Replace an existing run folder (only after the new one is complete; only a
+        folder that :func:`run_folder_problem` accepts).
 
     Returns
     -------
@@ -299,39 +604,46 @@ def write_run(
     target = check_target(out_dir, overwrite)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-{os.getpid()}-",
+                                    dir=target.parent))
     except OSError as exc:
         message = f"cannot write the run folder {target}: {exc}"
         raise OutputError(message) from exc
     try:
         # mkdtemp makes a private (0700) folder; give it the usual permissions.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)
-        summary.to_csv(tmp / "summary.csv", index=False)
-        splits.to_parquet(tmp / "splits.parquet", index=False)
-        pq.write_table(predictions, tmp / "predictions.parquet")
+        os.chmod(tmp, 0o777 & ~_umask())
+        writers: list[tuple[str, Any]] = [
+            ("summary.csv", lambda p: neutralise_formulas(summary).to_csv(p, index=False)),
+            ("splits.parquet", lambda p: splits.to_parquet(p, index=False)),
+            ("predictions.parquet", lambda p: pq.write_table(predictions, p)),
+        ]
         if diagnostics is not None:
-            diagnostics.to_parquet(tmp / "diagnostics.parquet", index=False)
+            writers.append(("diagnostics.parquet",
+                            lambda p: diagnostics.to_parquet(p, index=False)))
         if size_coverage is not None:
-            size_coverage.to_csv(tmp / "size_coverage.csv", index=False)
-        info = {"format_version": FORMAT_VERSION, **run_info}
+            writers.append(("size_coverage.csv",
+                            lambda p: neutralise_formulas(size_coverage).to_csv(p, index=False)))
+        for name, write in writers:
+            write(check_inside(tmp, tmp / name))
+        info = {"format": RUN_FORMAT, "format_version": FORMAT_VERSION, **run_info,
+                "files": [*(name for name, _ in writers), "run.json"]}
         # run.json last: its presence marks the folder's content complete.
-        (tmp / "run.json").write_text(json.dumps(info, indent=2, default=_json_default) + "\n")
-        if target.exists():
-            old = target.parent / f".{target.name}.old-{os.getpid()}"
-            os.replace(target, old)
-            os.replace(tmp, target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, target)
+        check_inside(tmp, tmp / "run.json").write_text(
+            json.dumps(info, indent=2, default=_json_default) + "\n")
+        _swap_into_place(tmp, target, overwrite)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(exc, OSError):
+        if isinstance(exc, OSError) and not isinstance(exc, OutputError):
             message = f"cannot write the run folder {target}: {exc}"
             raise OutputError(message) from exc
         raise
     return target
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _json_default(value: Any) -> Any:

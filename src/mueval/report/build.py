@@ -14,10 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from mueval.errors import OutputError
+from mueval.names import CLASSIFIERS, STRATEGIES
 from mueval.report import figures as F
 from mueval.report import setstats as S
 from mueval.report.compare import (
@@ -37,6 +40,7 @@ from mueval.report.html import (
     warning_html,
 )
 from mueval.report.runfolder import RunFolder, RunFolderError
+from mueval.safeio import check_inside, write_atomic
 
 __all__ = ["CLASSIFIER_NAMES", "STRATEGY_NAMES", "BuildResult", "build_report"]
 
@@ -56,6 +60,27 @@ _DIAGNOSTIC_METRICS = ("covgap_user", "wcovgap_user", "covgap_class", "wcovgap_c
 # Per-user matrices on a handful of rows are noise; such users are left out of the
 # pooling check (and the page says how many were).
 _MIN_USER_ROWS = 20
+
+
+def _token(code: str, known: Sequence[str], kind: str) -> str:
+    """The code as it is spelled in mueval's own list, for use in a file name.
+
+    File names are never built from text read from a run folder: the run folder's
+    value only selects an entry of ``known``.
+    """
+    for candidate in known:
+        if code == candidate:
+            return candidate
+    msg = f"{kind} {code!r} is not a {kind} code of mueval (expected one of {', '.join(known)})"
+    raise RunFolderError(msg[:300])
+
+
+def _stoken(code: str) -> str:
+    return _token(code, STRATEGIES, "strategy")
+
+
+def _ctoken(code: str) -> str:
+    return _token(code, CLASSIFIERS, "classifier")
 
 
 def _sname(code: str) -> str:
@@ -79,13 +104,32 @@ class _Figures:
     """Saves figures under ``out/figures`` and returns their embedded HTML."""
 
     def __init__(self, out: Path) -> None:
-        self.dir = out / "figures"
+        self.dir = _real_folder(out / "figures")
         self.paths: list[Path] = []
 
     def add(self, fig, name: str, caption: str) -> str:
-        png, svg = F.save_figure(fig, self.dir / name)
+        png, svg = F.save_figure(fig, check_inside(self.dir, self.dir / name))
         self.paths.extend([png, svg])
         return figure_html(png, alt=caption, caption=caption, svg_name=svg.name)
+
+
+def _real_folder(path: Path) -> Path:
+    """Create ``path`` if needed; refuse a symbolic link or a non-folder there.
+
+    A run folder is someone else's data: its ``report`` entry could be a link to
+    any folder of the reader's, which ``mueval report`` would then write into.
+    """
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        kind = "a symbolic link" if path.is_symlink() else "not a folder"
+        msg = (f"cannot write the report into {path}: it is {kind}; mueval writes reports "
+               "only into real folders (choose another --out)")
+        raise OutputError(msg)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        msg = f"cannot write the report into {path}: {exc.strerror or exc}"
+        raise OutputError(msg) from exc
+    return path.resolve()
 
 
 def _fmt_ci(value: float, lo: float, hi: float) -> str:
@@ -194,7 +238,7 @@ def _comparison_section(run: RunFolder, figs: _Figures, strategies: list[str],
             values, target=target, comparisons=comps,
             title=f"Coverage per iteration, {_cname(c)}\n(stars: the study's Welch t-test)",
         )
-        body.append(figs.add(fig, f"coverage_box_{c}",
+        body.append(figs.add(fig, f"coverage_box_{_ctoken(c)}",
                              f"Coverage across strategies, {_cname(c)}; dashed: target {target:.2f}"))
         rows = [[_sname(r.strategy_a), _sname(r.strategy_b), r.mean_a, r.mean_b, r.test,
                  r.statistic, r.df, r.p_value, r.stars, r.n, r.note]
@@ -244,13 +288,13 @@ def _per_user_section(run: RunFolder, figs: _Figures, strategies: list[str],
         cu["strategy_label"] = cu.strategy.map(_sname)
         fig = F.per_user_figure(cu, target=target, ylabel="coverage (mean over iterations)",
                                 title=f"Coverage per user, {_cname(c)}")
-        body.append(figs.add(fig, f"per_user_coverage_{c}",
+        body.append(figs.add(fig, f"per_user_coverage_{_ctoken(c)}",
                              f"Coverage per user and strategy, {_cname(c)}"))
         su = size[size.classifier == c].copy()
         su["strategy_label"] = su.strategy.map(_sname)
         fig = F.per_user_figure(su, ylabel="set size (mean over iterations)",
                                 title=f"Set size per user, {_cname(c)}")
-        body.append(figs.add(fig, f"per_user_setsize_{c}",
+        body.append(figs.add(fig, f"per_user_setsize_{_ctoken(c)}",
                              f"Prediction set size per user and strategy, {_cname(c)}"))
         rows = []
         for s in strategies:
@@ -281,7 +325,7 @@ def _pair_section(run: RunFolder, figs: _Figures, s: str, c: str, *, n_boot: int
     classes = run.classes
     k = len(classes)
     label = f"{_sname(s)}, {_cname(c)}"
-    stem = f"{s}_{c}"
+    stem = f"{_stoken(s)}_{_ctoken(c)}"
     sets = run.set_matrix(sub["pred_set"])
     y = run.class_indices(sub["y_true"])
     yp = run.class_indices(sub["y_pred"])
@@ -487,19 +531,34 @@ def build_report(
     progress : bool
         Show a progress bar on stderr over the (strategy, classifier) sections,
         which draw most of the figures.
+
+    Raises
+    ------
+    OutputError
+        ``out`` or ``out/figures`` is a symbolic link or not a folder, a file to be
+        replaced there is not a regular file, or a write would land outside ``out``.
+    RunFolderError
+        A strategy or classifier is not a code of mueval, or not in the run.
     """
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    present_s = list(dict.fromkeys(run.predictions["strategy"]))
-    present_c = list(dict.fromkeys(run.predictions["classifier"]))
+    with matplotlib.rc_context({"text.parse_math": False}):
+        return _build(run, _real_folder(Path(out)), strategies=strategies,
+                      classifiers=classifiers, n_boot=n_boot, seed=seed, top_sets=top_sets,
+                      min_count=min_count, progress=progress)
+
+
+def _build(run: RunFolder, out: Path, *, strategies: Sequence[str] | None,
+           classifiers: Sequence[str] | None, n_boot: int, seed: int, top_sets: int,
+           min_count: int, progress: bool) -> BuildResult:
+    present_s = [_stoken(s) for s in dict.fromkeys(run.predictions["strategy"])]
+    present_c = [_ctoken(c) for c in dict.fromkeys(run.predictions["classifier"])]
     for name, asked, present in (("strategy", strategies, present_s),
                                  ("classifier", classifiers, present_c)):
         unknown = [a for a in (asked or []) if a not in present]
         if unknown:
             msg = f"{name} {unknown} not in run {run.path}; it has {present}"
             raise RunFolderError(msg)
-    strategies = list(strategies) if strategies else present_s
-    classifiers = list(classifiers) if classifiers else present_c
+    strategies = [_stoken(s) for s in strategies] if strategies else present_s
+    classifiers = [_ctoken(c) for c in classifiers] if classifiers else present_c
     target = 1.0 - run.alpha
     figs = _Figures(out)
     warnings: list[str] = []
@@ -528,6 +587,5 @@ def build_report(
     if warnings:
         intro.append("<h2>Warnings</h2>" + list_html(warnings))
     page = render_page(title, intro, sections)
-    html_path = out / "report.html"
-    html_path.write_text(page, encoding="utf-8")
+    html_path = write_atomic(out, "report.html", lambda p: p.write_text(page, encoding="utf-8"))
     return BuildResult(html_path, figs.paths, warnings)

@@ -15,9 +15,10 @@ import pandas as pd
 
 from mueval.errors import MuevalError, UsageError
 from mueval.report.compare import compare_strategies
-from mueval.report.runfolder import RunFolder, RunFolderError, read_run_folder
+from mueval.report.runfolder import RunFolder, read_run_folder
+from mueval.safeio import neutralise_formulas, write_atomic
 
-__all__ = ["compare_command", "report_command"]
+__all__ = ["compare_command", "report_command", "run_labels"]
 
 _METRICS = ("coverage", "setsize", "accuracy", "jaccard", "pctempty", "weighted_F1", "F1",
             "sensitivity", "specificity", "MCriterion", "FCriterion", "OM", "OF", "OU", "OE")
@@ -26,8 +27,46 @@ _METRICS = ("coverage", "setsize", "accuracy", "jaccard", "pctempty", "weighted_
 def _read(path: Path) -> RunFolder:
     try:
         return read_run_folder(path)
-    except RunFolderError as exc:
+    except MuevalError as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+def _printable(text: str) -> str:
+    """Folder names as labels: control characters (terminal escapes) shown as ``?``."""
+    return "".join(ch if ch.isprintable() else "?" for ch in text)
+
+
+def run_labels(paths: list[Path]) -> list[str]:
+    """One distinct label per run folder: its name, with as many parent folders as it
+    takes to tell it from the others (``a/run`` and ``b/run``, not ``run`` twice).
+
+    Parameters
+    ----------
+    paths : list of Path
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    click.BadParameter
+        The same folder is given twice.
+    """
+    real = [p.resolve() for p in paths]
+    for i, r in enumerate(real):
+        if r in real[:i]:
+            msg = f"{paths[i]} is given twice (it is {r}); give each run folder once"
+            raise click.BadParameter(msg, param_hint="RUN_DIRS")
+    depth = [1] * len(real)
+    while True:
+        labels = ["/".join(r.parts[-d:]).lstrip("/") or "/" for r, d in zip(real, depth)]
+        clashes = {label for label in labels if labels.count(label) > 1}
+        if not clashes:
+            return [_printable(label) for label in labels]
+        for i, label in enumerate(labels):
+            if label in clashes:
+                depth[i] += 1
 
 
 @click.command("report")
@@ -79,7 +118,9 @@ def report_command(run_dir: Path, out: Path | None, strategies: tuple[str, ...],
 
 
 def _merge(runs: list[RunFolder]) -> tuple[pd.DataFrame, pd.DataFrame, int]:
-    """Stack several runs; a strategy found in more than one run is prefixed by its folder."""
+    """Stack several runs; a strategy found in more than one run is prefixed by its run's
+    label (:func:`run_labels`), so that two runs never merge into one."""
+    labels = run_labels([r.path for r in runs])
     hashes = {r.run["dataset"].get("provenance_sha256") for r in runs}
     if len(hashes) > 1:
         names = ", ".join(f"{r.path}: {r.run['dataset'].get('name')}" for r in runs)
@@ -90,18 +131,19 @@ def _merge(runs: list[RunFolder]) -> tuple[pd.DataFrame, pd.DataFrame, int]:
     for key in ("alpha", "score", "threshold", "mondrian"):
         values = {str(r.run.get("config", {}).get(key)) for r in runs}
         if len(values) > 1:
-            found = ", ".join(f"{r.path.name}: {r.run.get('config', {}).get(key)}" for r in runs)
+            found = ", ".join(f"{label}: {r.run.get('config', {}).get(key)}"
+                              for label, r in zip(labels, runs))
             click.echo(f"warning: the runs differ in {key} ({found})", err=True)
     seen: dict[str, int] = {}
     for r in runs:
         for s in set(r.splits["strategy"]):
             seen[s] = seen.get(s, 0) + 1
     splits, preds = [], []
-    for r in runs:
+    for label, r in zip(labels, runs):
         sp, pr = r.splits.copy(), r.predictions[["strategy", "classifier", "iteration", "userid",
                                                  "covered", "set_size"]].copy()
         if len(runs) > 1:
-            rename = {s: f"{r.path.name}/{s}" for s in seen if seen[s] > 1}
+            rename = {s: f"{label}/{s}" for s in seen if seen[s] > 1}
             sp["strategy"] = sp["strategy"].replace(rename)
             pr["strategy"] = pr["strategy"].replace(rename)
         splits.append(sp)
@@ -154,9 +196,20 @@ def compare_command(run_dirs: tuple[Path, ...], metric: str, out: Path | None) -
     for r in notes.drop_duplicates("note").itertuples():
         click.echo(f"note ({r.classifier} {r.strategy_a} vs {r.strategy_b}, {r.test}): {r.note}")
     if out is not None:
-        try:
-            table.to_csv(out, index=False)
-        except OSError as exc:
-            msg = f"cannot write the comparison table to {out}: {exc}"
-            raise click.ClickException(msg) from exc
+        _write_csv(table, out)
         click.echo(f"wrote {out}")
+
+
+def _write_csv(table: pd.DataFrame, out: Path) -> None:
+    """The table as CSV at ``out``: formula-leading text neutralised, written beside and
+    renamed over (a link or FIFO at ``out`` is refused, never written through)."""
+    folder = out.parent
+    if not folder.is_dir():
+        msg = f"cannot write the comparison table to {out}: {folder} is not a folder"
+        raise click.ClickException(msg)
+    try:
+        write_atomic(folder, out.name,
+                     lambda p: neutralise_formulas(table).to_csv(p, index=False))
+    except OSError as exc:  # OutputError included
+        msg = f"cannot write the comparison table to {out}: {exc}"
+        raise click.ClickException(msg) from exc

@@ -7,9 +7,11 @@ coverage plots carry the target line 1 - alpha.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import matplotlib
 
@@ -20,6 +22,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+
+from mueval.safeio import write_atomic
 
 __all__ = [
     "confusion_figure",
@@ -36,12 +40,30 @@ __all__ = [
 
 _COLOURS = plt.get_cmap("tab10").colors
 
+_F = TypeVar("_F", bound=Callable[..., object])
+
+
+def _plain_text(func: _F) -> _F:
+    """Run ``func`` with mathtext off: labels are data, and ``$...$`` in a class name
+    must print as it is, not be parsed (an unbalanced ``$`` would raise when drawn).
+
+    Tick labels are created when the figure is drawn, so saving runs under it too.
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
 
 def _matrix_size(k: int) -> tuple[float, float]:
     side = min(max(4.5, 0.42 * k + 2.5), 12.0)
     return side + 1.3, side
 
 
+@_plain_text
 def heatmap_figure(
     matrix: np.ndarray,
     classes: Sequence[str],
@@ -104,6 +126,7 @@ def heatmap_figure(
     return fig
 
 
+@_plain_text
 def cooccurrence_matrix_figure(colnorm: np.ndarray, classes: Sequence[str], *, title: str) -> Figure:
     """The study's co-occurrence matrix: pair counts, diagonal zero, columns sum to 1."""
     return heatmap_figure(
@@ -113,6 +136,7 @@ def cooccurrence_matrix_figure(colnorm: np.ndarray, classes: Sequence[str], *, t
     )
 
 
+@_plain_text
 def confusion_figure(
     cm: np.ndarray, classes: Sequence[str], *, title: str, zero_diagonal: bool = False
 ) -> Figure:
@@ -125,6 +149,7 @@ def confusion_figure(
     )
 
 
+@_plain_text
 def cooccurrence_graph_figure(counts: np.ndarray, classes: Sequence[str], *, title: str) -> Figure:
     """Undirected co-occurrence graph on a circle.
 
@@ -159,6 +184,7 @@ def cooccurrence_graph_figure(counts: np.ndarray, classes: Sequence[str], *, tit
     return fig
 
 
+@_plain_text
 def multiset_figure(
     sets: np.ndarray,
     classes: Sequence[str],
@@ -214,6 +240,7 @@ def multiset_figure(
     return fig
 
 
+@_plain_text
 def coverage_boxplot_figure(
     values: Mapping[str, np.ndarray],
     *,
@@ -264,6 +291,7 @@ def coverage_boxplot_figure(
     return fig
 
 
+@_plain_text
 def setsize_lollipop_figure(summary: pd.DataFrame, *, title: str) -> Figure:
     """Lollipop chart of mean set size (+- SD) per classifier, one colour per strategy.
 
@@ -296,6 +324,7 @@ def setsize_lollipop_figure(summary: pd.DataFrame, *, title: str) -> Figure:
     return fig
 
 
+@_plain_text
 def per_user_figure(
     per_user: pd.DataFrame,
     *,
@@ -339,6 +368,7 @@ def per_user_figure(
     return fig
 
 
+@_plain_text
 def inclusion_figure(
     rates: np.ndarray,
     low: np.ndarray,
@@ -362,22 +392,29 @@ def inclusion_figure(
     return fig
 
 
+@_plain_text
 def save_figure(fig: Figure, stem: Path, *, dpi: int = 100) -> tuple[Path, Path]:
     """Write ``stem.png`` and ``stem.svg`` and close the figure.
+
+    Each file is written under a temporary name and renamed into place
+    (:func:`mueval.safeio.write_atomic`): a link or FIFO planted at either name is
+    refused, never written through.
 
     Returns
     -------
     (png_path, svg_path)
     """
     stem.parent.mkdir(parents=True, exist_ok=True)
-    png = stem.with_suffix(".png")
-    svg = stem.with_suffix(".svg")
-    fig.savefig(png, dpi=dpi)
-    # The layout is settled by the first drawing; re-solving it for the SVG only
-    # costs time (it is the slowest part of drawing).
-    fig.set_layout_engine("none")
-    # Text as SVG text, not outlines: smaller files, selectable labels, faster.
-    with matplotlib.rc_context({"svg.fonttype": "none"}):
-        fig.savefig(svg)
-    plt.close(fig)
+    try:
+        png = write_atomic(stem.parent, f"{stem.name}.png",
+                           lambda path: fig.savefig(path, dpi=dpi, format="png"))
+        # The layout is settled by the first drawing; re-solving it for the SVG only
+        # costs time (it is the slowest part of drawing).
+        fig.set_layout_engine("none")
+        # Text as SVG text, not outlines: smaller files, selectable labels, faster.
+        with matplotlib.rc_context({"svg.fonttype": "none"}):
+            svg = write_atomic(stem.parent, f"{stem.name}.svg",
+                               lambda path: fig.savefig(path, format="svg"))
+    finally:
+        plt.close(fig)
     return png, svg

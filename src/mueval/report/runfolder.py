@@ -2,20 +2,29 @@
 
 The folder holds ``run.json``, ``summary.csv``, ``splits.parquet`` and
 ``predictions.parquet``. Everything the report needs is checked here, once, so
-the rest of the report can trust its input: a missing file, an unknown format
-version or a missing column is an error that names it.
+the rest of the report can trust its input: a missing file, a FIFO or device in
+place of a file, an unknown format version, a missing column, a field of the
+wrong type (text where run.json holds a number, alpha outside (0, 1)) or a
+contradiction between the files (:mod:`mueval.report.consistency`) is an error
+that names it.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-from mueval.errors import DataError
+from mueval.errors import DataError, NotRegularFileError
+from mueval.safeio import describe_mode, open_regular
 
 __all__ = [
     "FORMAT_VERSION",
@@ -38,6 +47,8 @@ _PREDICTION_COLUMNS = (
     "y_true", "y_pred", "pred_set", "set_size", "covered", "p_values", "proba",
 )
 _RUN_KEYS = ("format_version", "dataset", "classes", "config", "versions")
+# A run.json is a few kilobytes; a huge one is not ours and is not read whole.
+_MAX_RUN_JSON = 64 * 2**20
 
 
 class RunFolderError(DataError):
@@ -56,6 +67,8 @@ class RunFolder:
     classes : list of str
         Class names in index order.
     summary, splits, predictions : DataFrame
+    diagnostics : DataFrame or None
+        ``diagnostics.parquet``, when the run computed diagnostics.
     """
 
     path: Path
@@ -64,6 +77,7 @@ class RunFolder:
     summary: pd.DataFrame
     splits: pd.DataFrame
     predictions: pd.DataFrame
+    diagnostics: pd.DataFrame | None = None
 
     @property
     def config(self) -> dict:
@@ -118,8 +132,150 @@ def _missing(columns: pd.Index, required: tuple[str, ...]) -> list[str]:
     return [c for c in required if c not in columns]
 
 
+def _check_files(root: Path) -> None:
+    """The folder exists and holds every required file, each a regular file."""
+    if not root.is_dir():
+        msg = f"run folder {root}: expected a directory written by `mueval evaluate`, found none"
+        raise RunFolderError(msg)
+    missing = []
+    for name in REQUIRED_FILES:
+        try:
+            mode = (root / name).stat().st_mode
+        except OSError:
+            missing.append(name)
+            continue
+        if not stat.S_ISREG(mode):
+            # A FIFO here would block the reader for ever: refuse before opening.
+            msg = (f"{root / name}: expected a regular file written by `mueval evaluate`, "
+                   f"found {describe_mode(mode)}")
+            raise RunFolderError(msg)
+    if missing:
+        msg = (
+            f"run folder {root}: missing {', '.join(missing)} "
+            f"(a run folder holds {', '.join(REQUIRED_FILES)})"
+        )
+        raise RunFolderError(msg)
+
+
+def _open(path: Path) -> BinaryIO:
+    try:
+        return open_regular(path, path.name)
+    except NotRegularFileError as exc:
+        raise RunFolderError(str(exc)) from exc
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _number_problem(value: object) -> str:
+    if isinstance(value, str):
+        return f"the text {value[:60]!r}"
+    return f"{value!r}"[:80]
+
+
+def _check_run_json(path: Path, run: dict) -> None:
+    """Types and ranges of the run.json fields the report and compare compute with."""
+    for key in ("dataset", "config", "versions"):
+        if not isinstance(run[key], dict):
+            msg = f"{path}: expected {key!r} as a JSON object, found {type(run[key]).__name__}"
+            raise RunFolderError(msg)
+    classes = run["classes"]
+    if not isinstance(classes, list) or not classes or not all(isinstance(c, str) for c in classes):
+        msg = f"{path}: expected 'classes' as a non-empty list of names, found {classes!r}"[:300]
+        raise RunFolderError(msg)
+    if len(set(classes)) != len(classes):
+        twice = sorted({c for c in classes if classes.count(c) > 1})
+        msg = f"{path}: 'classes' names {twice!r} more than once"[:300]
+        raise RunFolderError(msg)
+    alpha = run["config"].get("alpha")
+    if not _is_number(alpha) or not 0 < alpha < 1:
+        msg = (f"{path}: config.alpha is {_number_problem(alpha)}; expected a number in (0, 1) "
+               "(the miscoverage level)")
+        raise RunFolderError(msg)
+    for where, key in (("dataset", "n_rows"), ("dataset", "n_users"), ("config", "iterations")):
+        value = run[where].get(key)
+        if value is not None and not (_is_number(value) and value == int(value) and value >= 0):
+            msg = (f"{path}: {where}.{key} is {_number_problem(value)}; expected a whole number "
+                   ">= 0")
+            raise RunFolderError(msg)
+    timings = run.get("timings", {})
+    if not isinstance(timings, dict) or not all(_is_number(v) for v in timings.values()):
+        msg = f"{path}: expected 'timings' as an object of numbers (seconds), found {timings!r}"
+        raise RunFolderError(msg[:300])
+
+
+def _read_run_json(root: Path) -> dict:
+    path = root / "run.json"
+    with _open(path) as handle:
+        raw = handle.read(_MAX_RUN_JSON + 1)
+    if len(raw) > _MAX_RUN_JSON:
+        msg = f"{path}: larger than {_MAX_RUN_JSON // 2**20} MiB; not a run.json of mueval"
+        raise RunFolderError(msg)
+    try:
+        run = json.loads(raw.decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        msg = f"{path}: expected JSON, found a parse error: {str(exc)[:200]}"
+        raise RunFolderError(msg) from exc
+    if not isinstance(run, dict):
+        msg = f"{path}: expected a JSON object, found {type(run).__name__}"
+        raise RunFolderError(msg)
+    version = run.get("format_version")
+    if version != FORMAT_VERSION or isinstance(version, bool):
+        msg = (
+            f"{path}: format_version {version!r} is not supported; this "
+            f"mueval reads format_version {FORMAT_VERSION} (re-run `mueval evaluate` "
+            "with this version, or report with the mueval that wrote it)"
+        )
+        raise RunFolderError(msg[:400])
+    absent = [k for k in _RUN_KEYS if k not in run]
+    if absent:
+        msg = f"{path}: missing keys {absent}"
+        raise RunFolderError(msg)
+    _check_run_json(path, run)
+    return run
+
+
+def _read_table(root: Path, name: str) -> pd.DataFrame | pa.Table:
+    """summary.csv as a DataFrame, a Parquet file as a pyarrow Table."""
+    try:
+        with _open(root / name) as handle:
+            if name.endswith(".csv"):
+                return pd.read_csv(handle, encoding="utf-8")
+            return pq.read_table(handle)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        # pyarrow's ArrowInvalid, pandas' EmptyDataError and decoding errors are
+        # ValueErrors; ArrowNotImplementedError (e.g. a damaged integer width) is not.
+        kind = "CSV" if name.endswith(".csv") else "Parquet"
+        found = " ".join(str(exc).split())[:200] or type(exc).__name__
+        msg = f"{root / name}: expected a {kind} file written by `mueval evaluate`, found: {found}"
+        raise RunFolderError(msg) from exc
+
+
+def _to_pandas(root: Path, name: str, table: pa.Table) -> pd.DataFrame:
+    """A Parquet table as a DataFrame, its pandas metadata trusted no further than this.
+
+    The metadata is JSON inside the file that names dtypes and index columns; a
+    damaged copy fails in pyarrow's or pandas' own code with whatever exception
+    that code raises (TypeError, KeyError, a JSON or decoding error), so every
+    exception of the conversion means a damaged file here.
+    """
+    try:
+        return table.to_pandas()
+    except Exception as exc:  # any failure of the conversion: see the docstring
+        found = " ".join(str(exc).split())[:200] or type(exc).__name__
+        msg = (f"{root / name}: expected a Parquet file written by `mueval evaluate`, found "
+               f"pandas metadata that cannot be used: {type(exc).__name__}: {found}")
+        raise RunFolderError(msg) from exc
+
+
 def read_run_folder(path: str | Path) -> RunFolder:
     """Read and check a run folder.
+
+    Every file must be a regular file (a FIFO or device is refused, never opened
+    in a way that could block); ``run.json`` must carry the fields the report
+    computes with, with the right types; and the folder must be consistent
+    (:func:`mueval.report.consistency.check_consistency`).
 
     Parameters
     ----------
@@ -132,72 +288,35 @@ def read_run_folder(path: str | Path) -> RunFolder:
     Raises
     ------
     RunFolderError
-        Naming the missing file, the format version found and expected, or the
-        missing columns.
+        Naming the missing file, the format version found and expected, the
+        missing columns, a field of the wrong type, or the first contradiction.
     """
-    root = Path(path)
-    if not root.is_dir():
-        msg = f"run folder {root}: expected a directory written by `mueval evaluate`, found none"
-        raise RunFolderError(msg)
-    missing = [f for f in REQUIRED_FILES if not (root / f).is_file()]
-    if missing:
-        msg = (
-            f"run folder {root}: missing {', '.join(missing)} "
-            f"(a run folder holds {', '.join(REQUIRED_FILES)})"
-        )
-        raise RunFolderError(msg)
-    try:
-        run = json.loads((root / "run.json").read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        msg = f"{root / 'run.json'}: expected JSON, found a parse error: {exc}"
-        raise RunFolderError(msg) from exc
-    if not isinstance(run, dict):
-        msg = f"{root / 'run.json'}: expected a JSON object, found {type(run).__name__}"
-        raise RunFolderError(msg)
-    version = run.get("format_version")
-    if version != FORMAT_VERSION:
-        msg = (
-            f"{root / 'run.json'}: format_version {version!r} is not supported; this "
-            f"mueval reads format_version {FORMAT_VERSION} (re-run `mueval evaluate` "
-            "with this version, or report with the mueval that wrote it)"
-        )
-        raise RunFolderError(msg)
-    absent = [k for k in _RUN_KEYS if k not in run]
-    if absent:
-        msg = f"{root / 'run.json'}: missing keys {absent}"
-        raise RunFolderError(msg)
-    classes = run["classes"]
-    if not isinstance(classes, list) or not classes or not all(isinstance(c, str) for c in classes):
-        msg = f"{root / 'run.json'}: expected 'classes' as a non-empty list of names, found {classes!r}"
-        raise RunFolderError(msg)
+    from mueval.report.consistency import check_consistency
 
-    frames = {}
-    for name, read in (
-        ("summary.csv", pd.read_csv),
-        ("splits.parquet", pd.read_parquet),
-        ("predictions.parquet", pd.read_parquet),
+    root = Path(path)
+    _check_files(root)
+    run = _read_run_json(root)
+    summary = _read_table(root, "summary.csv")
+    splits = _to_pandas(root, "splits.parquet", _read_table(root, "splits.parquet"))
+    arrow_predictions = _read_table(root, "predictions.parquet")
+    for name, columns, required in (
+        ("summary.csv", summary.columns, _SUMMARY_COLUMNS),
+        ("splits.parquet", splits.columns, _SPLITS_COLUMNS),
+        ("predictions.parquet", pd.Index(arrow_predictions.column_names), _PREDICTION_COLUMNS),
     ):
-        try:
-            frames[name] = read(root / name)
-        except (OSError, ValueError) as exc:
-            # pyarrow's ArrowInvalid and pandas' EmptyDataError are ValueErrors.
-            kind = "CSV" if name.endswith(".csv") else "Parquet"
-            found = " ".join(str(exc).split()) or type(exc).__name__
-            msg = f"{root / name}: expected a {kind} file written by `mueval evaluate`, found: {found}"
-            raise RunFolderError(msg) from exc
-    summary = frames["summary.csv"]
-    splits = frames["splits.parquet"]
-    predictions = frames["predictions.parquet"]
-    for name, frame, required in (
-        ("summary.csv", summary, _SUMMARY_COLUMNS),
-        ("splits.parquet", splits, _SPLITS_COLUMNS),
-        ("predictions.parquet", predictions, _PREDICTION_COLUMNS),
-    ):
-        gone = _missing(frame.columns, required)
+        gone = _missing(columns, required)
         if gone:
-            msg = f"{root / name}: missing columns {gone}; found {list(frame.columns)}"
-            raise RunFolderError(msg)
-    if predictions.empty:
+            msg = f"{root / name}: missing columns {gone}; found {list(columns)}"
+            raise RunFolderError(msg[:600])
+    if arrow_predictions.num_rows == 0:
         msg = f"{root / 'predictions.parquet'}: expected prediction rows, found none"
         raise RunFolderError(msg)
-    return RunFolder(root, run, list(classes), summary, splits, predictions)
+    diagnostics = None
+    if (root / "diagnostics.parquet").exists() or (root / "diagnostics.parquet").is_symlink():
+        diagnostics = _to_pandas(root, "diagnostics.parquet",
+                                 _read_table(root, "diagnostics.parquet"))
+    predictions = _to_pandas(root, "predictions.parquet", arrow_predictions)
+    run_folder = RunFolder(root, run, list(run["classes"]), summary, splits, predictions,
+                           diagnostics)
+    check_consistency(run_folder, arrow_predictions)
+    return run_folder

@@ -1,0 +1,433 @@
+"""Is a run folder consistent with itself? The first contradiction, named, or nothing.
+
+A run folder is plain files: anyone can edit them, and a report drawn from edited
+numbers looks as honest as any other. What the folder states twice is checked to
+agree, from the bottom up, so that every number the report shows is backed by the
+predictions:
+
+1. every strategy and classifier is a code this mueval knows (file names of the
+   report are built from these codes);
+2. each prediction row: ``y_true``, ``y_pred`` and every member of ``pred_set``
+   are classes of ``run.json``, the set names no class twice,
+   ``set_size == len(pred_set)`` and ``covered == (y_true in pred_set)``;
+3. ``splits.parquet`` against the predictions: for each (strategy, classifier,
+   iteration, user), ``coverage`` and ``setsize`` are the means over its
+   prediction rows and ``n_test`` is their number (a split whose conformal step
+   was skipped has undefined coverage and no rows);
+4. ``summary.csv`` against ``splits.parquet``: every metric that splits.parquet
+   holds is aggregated again as ``mueval evaluate`` does
+   (:func:`mueval.aggregate.summary_frame`: the mean over users within each
+   iteration, undefined values skipped, then the mean, the sample SD and the count
+   over iterations, undefined if one iteration is) and must match within float
+   tolerance; the conditional-coverage diagnostics in the summary likewise
+   against ``diagnostics.parquet``.
+
+``alpha`` in (0, 1) and the types of ``run.json`` are checked by the reader
+(:mod:`mueval.report.runfolder`). Not checked: the p-values and probabilities
+themselves, the classic metrics against the predictions, and the per-iteration
+values of the conditional-coverage diagnostics (computed from the features, which
+the folder does not hold).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from mueval.diagnose import FULL_DIAGNOSTICS
+from mueval.names import CLASSIFIERS, STRATEGIES
+
+if TYPE_CHECKING:
+    from mueval.report.runfolder import RunFolder
+
+__all__ = ["RTOL", "check_consistency"]
+
+#: Relative tolerance between a stored mean and its recomputation (float sums in
+#: another order differ in the last bits, never more).
+RTOL = 1e-9
+_ATOL = 1e-12
+_GROUP = ["strategy", "classifier", "iteration"]
+
+
+def _error(message: str) -> Exception:
+    from mueval.report.runfolder import RunFolderError
+
+    return RunFolderError(message)
+
+
+def _show(value: object) -> str:
+    return repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+
+
+def _check_codes_of(path: object, frame: pd.DataFrame) -> None:
+    for column, known in (("strategy", STRATEGIES), ("classifier", CLASSIFIERS)):
+        values = pd.unique(frame[column])
+        unknown = [v for v in values if not (isinstance(v, str) and v in known)]
+        if unknown:
+            msg = (f"{path}: {column} {_show(unknown[0])} is not a {column} code of mueval "
+                   f"(expected one of {', '.join(known)})")
+            raise _error(msg)
+
+
+def _check_codes(run: RunFolder) -> None:
+    """Strategy and classifier values are codes of mueval, in every file."""
+    for name, frame in (("predictions.parquet", run.predictions), ("splits.parquet", run.splits),
+                        ("summary.csv", run.summary)):
+        _check_codes_of(run.path / name, frame)
+
+
+def _row(run: RunFolder, i: int) -> str:
+    r = run.predictions.iloc[int(i)]
+    return f"row {int(i)} ({r['strategy']}/{r['classifier']}, iteration {r['iteration']})"
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind)
+
+
+def _classes(run: RunFolder, like: pa.Array) -> pa.Array:
+    """The class names as an array of ``like``'s type (string or large_string)."""
+    return pa.array(run.classes, like.type)
+
+
+def _whole_or_null(column: pa.ChunkedArray) -> bool:
+    values = column.to_numpy(zero_copy_only=False)
+    values = values[~np.isnan(values)]
+    return bool(np.all(values == np.round(values)))
+
+
+def _check_types(run: RunFolder, preds: pa.Table) -> None:
+    path = run.path / "predictions.parquet"
+    expected = {
+        "y_true": _is_text, "y_pred": _is_text,
+        "set_size": pa.types.is_integer, "covered": pa.types.is_boolean,
+        "iteration": pa.types.is_integer,
+    }
+    for column, test in expected.items():
+        kind = preds.schema.field(column).type
+        if not test(kind):
+            msg = f"{path}: column {column} is of type {kind}, not the type mueval writes"
+            raise _error(msg)
+    kind = preds.schema.field("pred_set").type
+    if not ((pa.types.is_list(kind) or pa.types.is_large_list(kind))
+            and _is_text(kind.value_type)):
+        msg = f"{path}: column pred_set is of type {kind}; expected lists of class names"
+        raise _error(msg)
+    for column in ("userid", "seed"):
+        kind = preds.schema.field(column).type
+        if not pa.types.is_integer(kind):
+            msg = f"{path}: column {column} is of type {kind}; expected whole numbers"
+            raise _error(msg)
+    kind = preds.schema.field("target_user").type
+    if not (pa.types.is_integer(kind) or pa.types.is_null(kind)
+            or (pa.types.is_floating(kind) and _whole_or_null(preds.column("target_user")))):
+        msg = f"{path}: column target_user is of type {kind}; expected whole numbers"
+        raise _error(msg)
+    for column in ("p_values", "proba"):
+        kind = preds.schema.field(column).type
+        if not ((pa.types.is_list(kind) or pa.types.is_large_list(kind))
+                and pa.types.is_floating(kind.value_type)):
+            msg = f"{path}: column {column} is of type {kind}; expected lists of numbers"
+            raise _error(msg)
+    for column in ("y_true", "y_pred", "pred_set", "set_size", "covered", "iteration", "userid",
+                   "p_values", "proba"):
+        nulls = preds.column(column).is_null().to_numpy(zero_copy_only=False)
+        if nulls.any():
+            msg = f"{path}: {_row(run, np.argmax(nulls))}: {column} is empty"
+            raise _error(msg)
+
+
+def _check_labels(run: RunFolder, preds: pa.Table) -> None:
+    """``y_true`` and ``y_pred`` are classes; p_values and proba have one value per class."""
+    path = run.path / "predictions.parquet"
+    for column in ("y_true", "y_pred"):
+        values = preds.column(column).combine_chunks()
+        inside = pc.is_in(values, value_set=_classes(run, values)).to_numpy(zero_copy_only=False)
+        if not inside.all():
+            i = int(np.argmin(inside))
+            msg = (f"{path}: {_row(run, i)}: {column} {_show(values[i].as_py())} is not a class "
+                   f"of run.json")
+            raise _error(msg)
+    k = len(run.classes)
+    for column in ("p_values", "proba"):
+        width = pc.list_value_length(preds.column(column).combine_chunks())
+        width = width.to_numpy(zero_copy_only=False)
+        wrong = np.flatnonzero(width != k)
+        if wrong.size:
+            i = int(wrong[0])
+            msg = (f"{path}: {_row(run, i)}: {column} holds {int(width[i])} values; expected "
+                   f"one per class of run.json ({k})")
+            raise _error(msg)
+
+
+def _set_members(run: RunFolder, preds: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """Row and class index of every member of every set, checked to be a class, once.
+
+    Returns
+    -------
+    parents, index : ndarray of int, shape (n_members,)
+    """
+    path = run.path / "predictions.parquet"
+    sets = preds.column("pred_set").combine_chunks()
+    flat = pc.list_flatten(sets)
+    parents = pc.list_parent_indices(sets).to_numpy(zero_copy_only=False).astype(np.int64)
+    index = pc.index_in(flat, value_set=_classes(run, flat)).to_numpy(zero_copy_only=False)
+    bad = np.flatnonzero(np.isnan(index.astype(float)))  # not a class (or empty)
+    if bad.size:
+        msg = (f"{path}: {_row(run, parents[bad[0]])}: pred_set holds "
+               f"{_show(flat[int(bad[0])].as_py())}, not a class of run.json")
+        raise _error(msg)
+    index = index.astype(np.int64)
+    k = len(run.classes)
+    keys = parents * k + index
+    twice = pd.Series(keys).duplicated().to_numpy()
+    if twice.any():
+        first = keys[np.argmax(twice)]
+        msg = (f"{path}: {_row(run, first // k)}: pred_set names "
+               f"{_show(run.classes[first % k])} twice")
+        raise _error(msg)
+    return parents, index
+
+
+def _check_rows(run: RunFolder, preds: pa.Table) -> None:
+    """Labels are classes; ``set_size`` and ``covered`` agree with ``pred_set``."""
+    path = run.path / "predictions.parquet"
+    _check_types(run, preds)
+    _check_labels(run, preds)
+    parents, index = _set_members(run, preds)
+    n = preds.num_rows
+    lengths = np.bincount(parents, minlength=n)
+    size = preds.column("set_size").to_numpy()
+    wrong = np.flatnonzero(size != lengths)
+    if wrong.size:
+        i = int(wrong[0])
+        msg = (f"{path}: {_row(run, i)}: set_size is {int(size[i])}, but pred_set holds "
+               f"{int(lengths[i])} classes")
+        raise _error(msg)
+    y_true = preds.column("y_true").combine_chunks()
+    y_index = pc.index_in(y_true, value_set=_classes(run, y_true))
+    y_index = y_index.to_numpy(zero_copy_only=False).astype(np.int64)
+    holds = np.zeros(n, dtype=bool)
+    holds[parents[index == y_index[parents]]] = True
+    covered = preds.column("covered").to_numpy()
+    wrong = np.flatnonzero(covered != holds)
+    if wrong.size:
+        i = int(wrong[0])
+        where = "is" if holds[i] else "is not"
+        msg = (f"{path}: {_row(run, i)}: covered is {bool(covered[i])}, but y_true "
+               f"{_show(run.classes[y_index[i]])} {where} in pred_set")
+        raise _error(msg)
+
+
+def _user_key(values: pd.Series) -> pd.Series:
+    """User ids as text, empty for MM's missing user, so that keys of both files merge."""
+    def key(v: object) -> str:
+        if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
+            return ""
+        if isinstance(v, (int, float, np.integer, np.floating)) and float(v).is_integer():
+            return str(int(v))
+        return str(v)
+
+    return values.astype(object).map(key)
+
+
+def _numeric(path: object, frame: pd.DataFrame, columns: list[str]) -> None:
+    for column in columns:
+        values = frame[column]
+        if pd.api.types.is_bool_dtype(values) or not pd.api.types.is_numeric_dtype(values):
+            as_num = pd.to_numeric(values, errors="coerce")
+            bad = values[as_num.isna() & values.notna()]
+            shown = _show(bad.iloc[0]) if len(bad) else f"of type {values.dtype}"
+            msg = f"{path}: column {column} holds {shown}; expected numbers"
+            raise _error(msg)
+
+
+def _whole(path: object, frame: pd.DataFrame, column: str) -> None:
+    """A count column: no gaps, no fractions (a cut-short CSV leaves NaN here)."""
+    values = frame[column].to_numpy(dtype=float)
+    bad = np.flatnonzero(~np.isfinite(values) | (values != np.round(values)) | (values < 0))
+    if bad.size:
+        i = int(bad[0])
+        msg = f"{path}: row {i}: {column} is {float(values[i])!r}; expected a whole number >= 0"
+        raise _error(msg)
+
+
+def _close(a: float, b: float) -> bool:
+    return bool(np.isclose(a, b, rtol=RTOL, atol=_ATOL, equal_nan=True))
+
+
+def _check_splits(run: RunFolder) -> None:
+    """Per split: coverage, setsize and n_test are what the prediction rows give."""
+    path = run.path / "splits.parquet"
+    _numeric(path, run.splits, ["iteration", "seed", "user", "n_test", "n_cal", "coverage",
+                                "setsize"])
+    preds = run.predictions
+    grouped = (
+        pd.DataFrame({**{c: preds[c] for c in _GROUP}, "user": preds["target_user"],
+                      "covered": preds["covered"].astype(float),
+                      "size": preds["set_size"].astype(float)})
+        .groupby([*_GROUP, "user"], dropna=False, sort=False)
+        .agg(p_coverage=("covered", "mean"), p_setsize=("size", "mean"), p_n=("covered", "size"))
+        .reset_index()
+    )
+    grouped["user"] = _user_key(grouped["user"])
+    splits = run.splits[[*_GROUP, "user", "coverage", "setsize", "n_test"]].copy()
+    splits["user"] = _user_key(splits["user"])
+    twice = splits.duplicated([*_GROUP, "user"])
+    if twice.any():
+        r = splits[twice].iloc[0]
+        msg = (f"{path}: {r['strategy']}/{r['classifier']} iteration {r['iteration']} user "
+               f"{r['user'] or '(none, MM)'} appears twice")
+        raise _error(msg)
+    both = splits.merge(grouped, on=[*_GROUP, "user"], how="outer", indicator="side")
+    for r in both.itertuples(index=False):
+        where = (f"{r.strategy}/{r.classifier} iteration {r.iteration} user "
+                 f"{r.user or '(none, MM)'}")
+        msg = _split_contradiction(r, where)
+        if msg:
+            raise _error(f"{path}: {msg}")
+
+
+def _split_contradiction(r: object, where: str) -> str | None:
+    """The first disagreement of one merged (splits, predictions) row, or None."""
+    if r.side == "right_only":
+        return f"has no row for {where}, which predictions.parquet holds {int(r.p_n)} rows of"
+    defined = np.isfinite(r.coverage)
+    if r.side == "left_only":
+        if defined:
+            return (f"coverage of {where} is {r.coverage:.6g}, but predictions.parquet has no "
+                    "row of it")
+        return None  # conformal step skipped: no sets, no rows
+    if not defined:
+        return (f"coverage of {where} is undefined, but predictions.parquet holds "
+                f"{int(r.p_n)} rows of it")
+    if int(r.n_test) != int(r.p_n):
+        return f"n_test of {where} is {r.n_test}, but predictions.parquet holds {int(r.p_n)} rows"
+    for name, stored, computed in (("coverage", r.coverage, r.p_coverage),
+                                   ("setsize", r.setsize, r.p_setsize)):
+        if not _close(stored, computed):
+            return (f"{name} of {where} is {stored:.6g}, but its {int(r.p_n)} rows in "
+                    f"predictions.parquet give {computed:.6g}")
+    return None
+
+
+def _recompute_summary(splits: pd.DataFrame, metrics: list[str],
+                       diagnostics: pd.DataFrame | None, extra: list[str]) -> pd.DataFrame:
+    """mean, sd, n per (strategy, classifier, metric), aggregated as summary_frame does.
+
+    ``extra`` names diagnostic columns of ``diagnostics`` (one row per strategy,
+    classifier and iteration), joined to the per-iteration means as the writer does.
+    For the study's metrics (``metrics``, the columns of splits.parquet) an
+    undefined iteration makes the mean and SD undefined, as in the study's R code
+    (``r_mean``, ``r_sd``); mueval before that rule skipped undefined iterations
+    (``s_mean``, ``s_sd``), which is still how the diagnostics are aggregated, so a
+    folder written either way is recognised.
+    """
+    per_it = splits.groupby(_GROUP, sort=False)[metrics].mean().reset_index()
+    if diagnostics is not None and extra:
+        per_it = per_it.merge(diagnostics[[*_GROUP, *extra]], on=_GROUP, how="left")
+    rows = []
+    for (s, c), group in per_it.groupby(["strategy", "classifier"], sort=False):
+        for m in [*metrics, *extra]:
+            values = group[m].to_numpy(dtype=float)
+            defined = values[~np.isnan(values)]
+            n = len(defined)
+            mean = float(defined.mean()) if n else np.nan
+            sd = float(defined.std(ddof=1)) if n > 1 else np.nan
+            strict = m in metrics and n < len(values)
+            rows.append((s, c, m, np.nan if strict else mean, np.nan if strict else sd,
+                         mean, sd, n))
+    columns = ["strategy", "classifier", "metric", "r_mean", "r_sd", "s_mean", "s_sd", "r_n"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _diagnostic_metrics(run: RunFolder, names: list[str]) -> list[str]:
+    """Summary metrics not in splits.parquet: diagnostics, backed by diagnostics.parquet."""
+    wanted = [m for m in names if m in FULL_DIAGNOSTICS]
+    if not wanted:
+        return []
+    path = run.path / "diagnostics.parquet"
+    if run.diagnostics is None:
+        msg = (f"{run.path / 'summary.csv'}: has {wanted[0]} rows, but the run folder has no "
+               "diagnostics.parquet to back them")
+        raise _error(msg)
+    gone = [c for c in [*_GROUP, *wanted] if c not in run.diagnostics.columns]
+    if gone:
+        msg = f"{path}: missing columns {gone}, which summary.csv reports"
+        raise _error(msg)
+    _check_codes_of(path, run.diagnostics)
+    _numeric(path, run.diagnostics, ["iteration", *wanted])
+    if run.diagnostics.duplicated(_GROUP).any():
+        r = run.diagnostics[run.diagnostics.duplicated(_GROUP)].iloc[0]
+        msg = f"{path}: {r['strategy']}/{r['classifier']} iteration {r['iteration']} appears twice"
+        raise _error(msg)
+    return wanted
+
+
+def _check_summary(run: RunFolder) -> None:
+    """Every summary row of a metric splits.parquet holds is recomputed and compared."""
+    path = run.path / "summary.csv"
+    summary = run.summary
+    _numeric(path, summary, ["mean", "sd", "n"])
+    _whole(path, summary, "n")
+    keys = ["strategy", "classifier", "metric"]
+    twice = summary.duplicated(keys)
+    if twice.any():
+        r = summary[twice].iloc[0]
+        msg = f"{path}: {r['metric']} of {r['strategy']}/{r['classifier']} appears twice"
+        raise _error(msg)
+    pairs_split = set(zip(run.splits["strategy"], run.splits["classifier"]))
+    for s, c in dict.fromkeys(zip(summary["strategy"], summary["classifier"])):
+        if (s, c) not in pairs_split:
+            msg = f"{path}: has rows for {s}/{c}, but splits.parquet has none"
+            raise _error(msg)
+    for s, c in sorted(pairs_split - set(zip(summary["strategy"], summary["classifier"]))):
+        msg = f"{path}: has no row for {s}/{c}, which splits.parquet holds"
+        raise _error(msg)
+    shared = set(summary["metric"]) & set(run.splits.columns)
+    metrics = [m for m in dict.fromkeys(summary["metric"]) if m in shared]
+    _numeric(run.path / "splits.parquet", run.splits, metrics)
+    extra = _diagnostic_metrics(run, [m for m in dict.fromkeys(summary["metric"])
+                                      if m not in shared])
+    recomputed = _recompute_summary(run.splits, metrics, run.diagnostics, extra)
+    both = summary.merge(recomputed, on=keys, how="inner")
+    for r in both.itertuples(index=False):
+        where = f"{r.metric} of {r.strategy}/{r.classifier}"
+        if int(r.n) != r.r_n:
+            msg = (f"{path}: {where} counts n = {r.n} iterations, but splits.parquet has "
+                   f"{r.r_n} with a defined value")
+            raise _error(msg)
+        if _close(r.mean, r.s_mean) and _close(r.sd, r.s_sd):
+            continue  # undefined iterations skipped: mueval before the study's rule
+        for name, stored, computed in (("mean", r.mean, r.r_mean), ("sd", r.sd, r.r_sd)):
+            if not _close(stored, computed):
+                msg = (f"{path}: {where} has {name} {stored:.6g}, but splits.parquet gives "
+                       f"{computed:.6g} (mean over users within each iteration, then over "
+                       f"{r.r_n} iterations)")
+                raise _error(msg)
+
+
+def check_consistency(run: RunFolder, predictions: pa.Table) -> None:
+    """Raise on the first contradiction inside a run folder.
+
+    Parameters
+    ----------
+    run : RunFolder
+        The folder as read (its frames).
+    predictions : pyarrow.Table
+        ``predictions.parquet`` as read, for the row checks over the set lists.
+
+    Raises
+    ------
+    RunFolderError
+        Naming the file, the row or group, the field, the stored value and the
+        value it contradicts.
+    """
+    _check_codes(run)
+    _check_rows(run, predictions)
+    _check_splits(run)
+    _check_summary(run)

@@ -196,7 +196,9 @@ def load_table(parquet_path: Path, *, verify: bool = True) -> tuple[pd.DataFrame
     try:
         arrow = pq.read_table(parquet_path)
         frame = arrow.to_pandas()
-    except (OSError, pa.ArrowException, ValueError, KeyError, IndexError) as exc:
+    except Exception as exc:  # noqa: BLE001 - damaged metadata raises any type
+        # A flipped byte in pandas' schema metadata surfaces as TypeError, KeyError,
+        # JSON errors and more, depending on pandas' version: all mean "damaged".
         message = (
             f"the cached table {parquet_path} cannot be read ({type(exc).__name__}: "
             f"{str(exc)[:200]}); it is damaged"

@@ -214,10 +214,15 @@ def test_jobs_zero_is_a_usage_error(tmp_path) -> None:
     assert result.exit_code == 2 and "jobs must be" in result.output
 
 
-def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path) -> None:
-    result = _invoke("--data", str(_csv(tmp_path)), "--user-col", "subject",
-                     "--label-col", "activity", "-c", "nb", "-s", "mm", "--iterations", "1")
-    assert result.exit_code == 0 and "task" not in result.stderr
+def test_log_lines_instead_of_a_bar_when_stderr_is_not_a_terminal(tmp_path) -> None:
+    args = ("--data", str(_csv(tmp_path)), "--user-col", "subject",
+            "--label-col", "activity", "-c", "nb", "-s", "mm", "--iterations", "1")
+    result = _invoke(*args)
+    assert result.exit_code == 0
+    # one plain line (no bar's carriage returns) at 100 % of the single task
+    assert "mueval: 1/1 tasks (100 %)" in result.stderr and "\r" not in result.stderr
+    quiet = _invoke(*args, "--no-progress")
+    assert quiet.exit_code == 0 and "tasks" not in quiet.stderr
 
 
 def test_string_user_ids_are_numbered_in_sorted_order(tmp_path) -> None:
@@ -253,7 +258,7 @@ def test_out_that_cannot_be_written_fails_before_any_work(tmp_path) -> None:
 
 def test_write_run_turns_an_unusable_parent_into_an_output_error(tmp_path) -> None:
     from mueval.errors import OutputError
-    from mueval.output import write_run
+    from mueval.runfolder import write_run
 
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")

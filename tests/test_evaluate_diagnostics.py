@@ -27,7 +27,8 @@ from mueval.metrics.diagnostics import (
     weighted_coverage_gap,
     worst_slab_coverage,
 )
-from mueval.runner import METRICS, EvalResult
+from mueval.names import METRICS
+from mueval.runner import EvalResult
 
 KEYS = ["strategy", "classifier", "iteration"]
 

@@ -9,7 +9,8 @@ import pytest
 from mueval.aggregate import splits_frame, summary_frame
 from mueval.data import table_from_frame
 from mueval.errors import EvaluationError
-from mueval.runner import CLASSIC_METRICS, CONFORMAL_METRICS, METRICS, EvalConfig, run
+from mueval.names import CLASSIC_METRICS, CONFORMAL_METRICS, METRICS
+from mueval.runner import EvalConfig, run
 
 
 def make_frame(n_users: int = 4, per_class: int = 35, seed: int = 0) -> pd.DataFrame:
@@ -171,7 +172,7 @@ def test_ties_give_the_same_predictions_for_any_jobs_and_dask(tmp_path) -> None:
 
     from threadpoolctl import threadpool_limits
 
-    from mueval.output import predictions_table
+    from mueval.runfolder import predictions_table
     from mueval.runner import _run_task, build_splits
 
     table = table_from_frame(_tied_frame())
@@ -233,5 +234,5 @@ def test_progress_away_from_a_terminal_logs_every_tenth(table, capsys) -> None:
     run(table.X, table.y, table.users, table.classes, config, progress=False)
     assert "mueval:" not in capsys.readouterr().err
     # every task's stages were timed, per strategy and classifier
-    assert set(out.timings["stages"]) == {"udm/nb"}
-    assert set(out.timings["stages"]["udm/nb"]) == {"fit_s", "predict_s", "conformal_s", "metrics_s"}
+    assert set(out.stages) == {"udm/nb"}
+    assert set(out.stages["udm/nb"]) == {"fit_s", "predict_s", "conformal_s", "metrics_s"}

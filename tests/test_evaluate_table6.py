@@ -15,8 +15,8 @@ import pytest
 
 from mueval.aggregate import summarize
 from mueval.data import load_registered
-from mueval.output import PERCENT_METRICS, format_cell
 from mueval.runner import EvalConfig, run
+from mueval.tables import PERCENT_METRICS, format_cell
 
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared/spec/reference/wisdm_mixed_table6.csv"
 COLUMNS = {"Naive Bayes": "nb", "RF": "rf", "SVM": "svm", "KNN": "knn"}

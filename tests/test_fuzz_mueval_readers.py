@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from mueval.cli import main
 from mueval.data import load_file
 from mueval.errors import MuevalError
-from mueval.report.runfolder import RunFolderError, read_run_folder
+from mueval.runfolder import RunFolderError, read_run_folder
 from tests.test_evaluate_runner import make_frame
 
 RUN_FILES = ("run.json", "summary.csv", "splits.parquet", "predictions.parquet",

@@ -30,8 +30,15 @@ from click.testing import CliRunner
 
 from mueval.cli import main
 from mueval.errors import OutputError
-from mueval.output import RUN_FORMAT, check_target, recover_leftovers, write_run
-from mueval.report.runfolder import RunFolder, RunFolderError, read_run_folder
+from mueval.runfolder import (
+    RUN_FORMAT,
+    RunFolder,
+    RunFolderError,
+    check_target,
+    read_run_folder,
+    recover_leftovers,
+    write_run,
+)
 from mueval.safeio import check_inside, neutralise_formulas, write_atomic
 from tests.test_evaluate_runner import make_frame
 
@@ -743,7 +750,7 @@ def test_a_skipped_split_is_consistent_under_the_writers_aggregation(tmp_path: P
 
 @needs_links
 def test_what_counts_as_a_run_folder_for_overwrite(tmp_path: Path, real_run) -> None:
-    from mueval.output import run_folder_problem
+    from mueval.runfolder import run_folder_problem
     from tests.test_report_build import make_run_folder
 
     assert run_folder_problem(real_run) is None

@@ -27,7 +27,7 @@ from sklearn.naive_bayes import GaussianNB
 from sklearn.preprocessing import MinMaxScaler
 
 from mueval.report.cli import compare_command, report_command
-from mueval.report.runfolder import RunFolderError, read_run_folder
+from mueval.runfolder import RunFolderError, read_run_folder
 
 ALPHA = 0.05
 METRICS = ["accuracy", "sensitivity", "specificity", "F1", "weighted_F1", "coverage", "jaccard",

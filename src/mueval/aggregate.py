@@ -22,7 +22,8 @@ import pandas as pd
 
 from mueval.diagnose import FULL_DIAGNOSTICS
 from mueval.models import CLASSIFIERS
-from mueval.runner import METRICS, EvalResult
+from mueval.names import METRICS
+from mueval.runner import EvalResult
 from mueval.strategies import STRATEGIES
 
 _KEYS = ["strategy", "classifier", "iteration", "seed", "user", "n_train", "n_test", "n_cal"]

@@ -1,4 +1,5 @@
-"""Command line: ``mueval evaluate`` (the lead attaches further commands to ``main``).
+"""Command line: ``mueval evaluate``, ``report`` and ``compare``, thin layers over
+:mod:`mueval.api`.
 
 Exit codes: 0 success; 1 runtime failure (data that cannot be evaluated, a model or
 conformal step failing, output that cannot be written); 2 bad usage (unknown
@@ -7,181 +8,24 @@ strategy, classifier, score or dataset name; bad option values).
 
 from __future__ import annotations
 
-import datetime as dt
-import platform
 import sys
-import time
 import traceback
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import click
 
 from mueval import __version__
-from mueval.aggregate import splits_frame, summary_frame
+from mueval.api import evaluate_table, load_data
 from mueval.conformal import SCORES
-from mueval.data import Table, load_file, load_registered
-from mueval.diagnose import (
-    DIAGNOSTIC_LEVELS,
-    ERT_FOLDS,
-    WSC_DELTA,
-    WSC_DIRECTIONS,
-    diagnose,
-    diagnostic_names,
-)
+from mueval.diagnose import DIAGNOSTIC_LEVELS
 from mueval.errors import MuevalError, UsageError
 from mueval.metrics.conformal import THRESHOLD_RULES
 from mueval.models import CLASSIFIERS, parse_classifiers
-from mueval.output import check_target, format_table, predictions_table, write_run
 from mueval.report.cli import compare_command, report_command
-from mueval.runner import BACKENDS, SMALL_CAL_POLICIES, EvalConfig, run
-from mueval.strategies import ALIASES, STRATEGIES, parse_strategies
-
-
-def _versions() -> dict[str, str | None]:
-    out: dict[str, str | None] = {"python": platform.python_version(), "mueval": __version__}
-    for key, dist in (
-        ("mudata", "mudata-mueval"),
-        ("numpy", "numpy"),
-        ("pandas", "pandas"),
-        ("scikit-learn", "scikit-learn"),
-        ("mapie", "mapie"),
-    ):
-        try:
-            out[key] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[key] = None
-    try:
-        import mudata
-
-        out["mudata"] = mudata.__version__
-    except ImportError:
-        pass
-    return out
-
-
-def evaluate_table(
-    table: Table,
-    config: EvalConfig,
-    *,
-    out: str | Path | None = None,
-    jobs: int = 1,
-    backend: str = "loky",
-    scheduler: str | None = None,
-    progress: bool | None = None,
-    overwrite: bool = False,
-    diagnostics: str = "basic",
-) -> dict[str, Any]:
-    """Run the evaluation on a table and optionally write the run folder.
-
-    Parameters
-    ----------
-    table : Table
-    config : EvalConfig
-    out : path, optional
-        Run folder to write (atomically).
-    jobs, backend, scheduler, progress
-        See :func:`mueval.runner.run`.
-    overwrite : bool
-        Replace an existing run folder.
-    diagnostics : {"none", "basic", "full"}
-        Conditional-coverage diagnostics to compute (:mod:`mueval.diagnose`),
-        after every task has finished, in this process (``full``: with ``jobs``
-        loky workers).
-
-    Returns
-    -------
-    dict
-        ``output`` (RunOutput), ``splits`` and ``summary`` (DataFrames),
-        ``diagnostics`` (:class:`mueval.diagnose.Diagnostics`), ``run_info`` (the
-        content of run.json) and ``path`` (or None).
-    """
-    diagnostic_names(diagnostics)  # an unknown level fails before any work
-    start = time.perf_counter()
-    output = run(
-        table.X,
-        table.y,
-        table.users,
-        table.classes,
-        config,
-        jobs=jobs,
-        backend=backend,
-        scheduler=scheduler,
-        progress=progress,
-    )
-    t0 = time.perf_counter()
-    diag = diagnose(
-        output.results, table.X, table.y, table.users,
-        alpha=config.alpha, level=diagnostics, jobs=jobs,
-    )
-    output.timings["diagnostics_s"] = time.perf_counter() - t0
-    splits = splits_frame(output.results)
-    summary = summary_frame(splits, diag.frame if diag.names else None)
-    diag_config: dict[str, Any] = {"diagnostics": diagnostics}
-    if diagnostics == "full":
-        # Flat keys: the report prints the configuration one setting a line.
-        diag_config.update(
-            {
-                "diagnostics_features": "MinMaxScaler fitted on the whole table",
-                "diagnostics_wsc_directions": WSC_DIRECTIONS,
-                "diagnostics_wsc_delta": WSC_DELTA,
-                "diagnostics_ert_model": "LogisticRegression(max_iter=1000)",
-                "diagnostics_ert_loss": "brier",
-                "diagnostics_ert_folds": ERT_FOLDS,
-                "diagnostics_random_state": "the iteration's seed",
-            }
-        )
-    run_info: dict[str, Any] = {
-        "dataset": table.info,
-        "classes": list(table.classes),
-        "config": {
-            "strategies": list(config.strategies),
-            "classifiers": list(config.classifiers),
-            "alpha": config.alpha,
-            "iterations": config.iterations,
-            "seed_base": config.seed_base,
-            "score": config.score,
-            "mondrian": config.mondrian,
-            "threshold": config.threshold,
-            "adapt_frac": config.adapt_frac,
-            "small_cal": config.small_cal,
-            "jobs": jobs,
-            "backend": backend,
-            **diag_config,
-        },
-        "versions": _versions(),
-        "skipped": output.notes,
-        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-    }
-    path = None
-    if out is not None:
-        t0 = time.perf_counter()
-        preds = predictions_table(output.results, table.classes, table.users, table.y)
-        timings = dict(output.timings)
-        timings["total_s"] = time.perf_counter() - start
-        run_info["timings"] = timings
-        path = write_run(
-            out,
-            run_info=run_info,
-            summary=summary,
-            splits=splits,
-            predictions=preds,
-            diagnostics=diag.frame if diag.names else None,
-            size_coverage=diag.size_coverage if diag.names else None,
-            overwrite=overwrite,
-        )
-        timings["write_s"] = time.perf_counter() - t0
-    else:
-        run_info["timings"] = {**output.timings, "total_s": time.perf_counter() - start}
-    return {
-        "output": output,
-        "splits": splits,
-        "summary": summary,
-        "diagnostics": diag,
-        "run_info": run_info,
-        "path": path,
-    }
+from mueval.runfolder import check_target
+from mueval.runner import BACKENDS, SMALL_CAL_POLICIES, EvalConfig
+from mueval.strategies import ALIASES, SPLIT_METHODS, STRATEGIES, parse_strategies
 
 
 class _Group(click.Group):
@@ -300,14 +144,38 @@ _STRATEGY_HELP = (
     type=click.Choice(SMALL_CAL_POLICIES),
     default="error",
     show_default=True,
-    help="A calibration set below max(1/alpha, 1/(1-alpha)) rows (which MAPIE "
-    "refuses): stop with an error, or skip it (NaN conformal metrics, noted in run.json).",
+    help="A calibration set below max(1/alpha, 1/(1-alpha)) rows (20 at alpha 0.05; "
+    "both threshold rules refuse it): stop with an error; skip it (NaN conformal "
+    "metrics); or full-set: answer every class (an infinite threshold, the valid "
+    "conservative answer). Skipped and full-set tasks are noted in run.json.",
 )
+@click.option(
+    "--split",
+    "split_method",
+    type=click.Choice(SPLIT_METHODS),
+    default="random",
+    show_default=True,
+    help="How udm, ucm (and uim's test rows) and uam split a user's own rows: the "
+    "study's stratified random split, or contiguous blocks in time order per class "
+    "(udm: earliest 60 %% train, next 20 %% calibration, last 20 %% test; ucm: earlier "
+    "half calibrates, later half tests; uam: adapt, calibrate, test) with --gap rows "
+    "left out between blocks, so neighbouring windows cannot leak.",
+)
+@click.option("--gap", type=click.IntRange(min=0), default=1, show_default=True,
+              help="--split blocked: rows left out between two blocks.")
 @click.option("--jobs", "-j", type=click.IntRange(min=-1), default=1, show_default=True,
-              help="Parallel worker processes (loky); -1 = all cores.")
-@click.option("--backend", type=click.Choice(BACKENDS), default="loky", show_default=True)
+              help="Parallel worker processes (loky); -1 = all cores. Results do not "
+              "depend on it.")
+@click.option("--backend", type=click.Choice(BACKENDS), default="loky", show_default=True,
+              help="loky: worker processes on this machine. dask: a Dask cluster, the one "
+              "at --scheduler or else a local one of --workers processes "
+              "(pip install 'mudata-mueval[dask]').")
 @click.option("--scheduler", metavar="ADDRESS",
-              help="dask.distributed scheduler address (with --backend dask).")
+              help="Address of a running dask.distributed scheduler (with --backend dask), "
+              "e.g. tcp://10.0.0.5:8786.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="--backend dask without --scheduler: worker processes of the local "
+              "cluster. [default: --jobs if above 1, else the number of cores]")
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
               help="Write the run folder here (atomically).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing --out folder.")
@@ -321,7 +189,8 @@ _STRATEGY_HELP = (
               help="Accept dataset files the registry records no SHA-256 for (e.g. har70.zip); "
               "the hash seen is kept in the table's provenance.")
 @click.option("--progress/--no-progress", default=None,
-              help="Progress bar on stderr. [default: only when stderr is a terminal]")
+              help="Progress on stderr. [default: a bar on a terminal; elsewhere (CI logs, "
+              "nohup) a line every 10 %% of the tasks or every minute]")
 @click.option(
     "--diagnostics",
     type=click.Choice(DIAGNOSTIC_LEVELS),
@@ -339,92 +208,67 @@ def evaluate(
     label_col: str,
     strategies: tuple[str, ...],
     classifiers: tuple[str, ...],
-    alpha: float,
-    iterations: int,
-    seed_base: int,
-    score: str,
-    mondrian: bool,
-    threshold: str,
-    adapt_frac: float,
-    small_cal: str,
-    jobs: int,
-    backend: str,
-    scheduler: str | None,
     out: Path | None,
     overwrite: bool,
     data_home: Path | None,
     manual_dir: Path | None,
     mirror: str | None,
     allow_unverified: bool,
-    progress: bool | None,
-    diagnostics: str,
+    **options: Any,
 ) -> None:
     """Evaluate classifiers under the multi-user strategies with split conformal
     prediction, print mean±SD tables and optionally write a run folder (--out).
 
     \b
     Examples:
-      mueval evaluate --dataset wisdm --manual-dir data/wisdm --strategy mm
+      mueval evaluate --dataset wisdm --manual-dir data/wisdm --strategy mm --out runs/mm
       mueval evaluate --data my.csv --user-col subject --label-col activity \\
           -s udm,ucm -c rf --iterations 5 --jobs 2 --out runs/mine
     """
-    try:
-        if (dataset is None) == (data_file is None):
-            raise click.UsageError("give exactly one of --dataset NAME or --data FILE")
-        if backend == "dask" and not scheduler:
-            raise click.UsageError("--backend dask needs --scheduler ADDRESS")
-        config = EvalConfig(
-            strategies=tuple(parse_strategies(strategies or ("mm,udm,uim,ucm",))),
-            classifiers=tuple(parse_classifiers(classifiers or ("all",))),
-            alpha=alpha,
-            iterations=iterations,
-            seed_base=seed_base,
-            score=score,
-            mondrian=mondrian,
-            threshold=threshold,
-            adapt_frac=adapt_frac,
-            small_cal=small_cal,
-        )
-        if out is not None:
-            check_target(out, overwrite)
-        if data_file is not None:
-            table = load_file(data_file, user_col=user_col, label_col=label_col)
-        else:
-            table = load_registered(
-                dataset,
-                data_home=data_home,
-                manual_dir=manual_dir,
-                mirror=mirror,
-                allow_unverified=allow_unverified,
-            )
-        result = evaluate_table(
-            table,
-            config,
-            out=out,
-            jobs=jobs,
-            backend=backend,
-            scheduler=scheduler,
-            progress=progress,
-            overwrite=overwrite,
-            diagnostics=diagnostics,
-        )
-    except UsageError as exc:
-        raise click.UsageError(str(exc)) from exc
-    except MuevalError as exc:
-        raise click.ClickException(str(exc)) from exc
+    if (dataset is None) == (data_file is None):
+        raise click.UsageError("give exactly one of --dataset NAME or --data FILE")
+    config = EvalConfig(
+        strategies=tuple(parse_strategies(strategies or ("mm,udm,uim,ucm",))),
+        classifiers=tuple(parse_classifiers(classifiers or ("all",))),
+        alpha=options["alpha"],
+        iterations=options["iterations"],
+        seed_base=options["seed_base"],
+        score=options["score"],
+        mondrian=options["mondrian"],
+        threshold=options["threshold"],
+        adapt_frac=options["adapt_frac"],
+        small_cal=options["small_cal"],
+        split=options["split_method"],
+        gap=options["gap"],
+    )
+    if out is not None:
+        check_target(out, overwrite)  # fail before any work
+    table = load_data(
+        data_file if data_file is not None else dataset,
+        user_col=user_col, label_col=label_col, data_home=data_home,
+        manual_dir=manual_dir, mirror=mirror, allow_unverified=allow_unverified,
+    )
+    result = evaluate_table(
+        table, config, jobs=options["jobs"], backend=options["backend"],
+        scheduler=options["scheduler"], workers=options["workers"],
+        progress=options["progress"], diagnostics=options["diagnostics"],
+    )
+    if out is not None:
+        result.save(out, overwrite=overwrite)
     info = table.info
     click.echo(
         f"{info.get('name')}: {info['n_rows']} rows, {info['n_users']} users, "
-        f"{len(table.classes)} classes, {info['n_features']} features; alpha={alpha}, "
-        f"score={score}, threshold={threshold}{', mondrian' if mondrian else ''}"
+        f"{len(table.classes)} classes, {info['n_features']} features; "
+        f"alpha={config.alpha}, score={config.score}, threshold={config.threshold}"
+        f"{', mondrian' if config.mondrian else ''}"
+        f"{', blocked split' if config.split == 'blocked' else ''}"
     )
-    click.echo(format_table(result["summary"]))
-    for note in result["output"].notes:
-        click.echo(f"skipped: {note}", err=True)
-    if result["path"] is not None:
-        click.echo(f"\nrun folder: {result['path']}")
-    timings = result["run_info"]["timings"]
-    click.echo(f"time: {timings['total_s']:.1f} s", err=True)
+    click.echo(result.table())
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
+    if result.path is not None:
+        click.echo(f"\nrun folder: {result.path}")
+    click.echo(f"time: {result.info['timings']['total_s']:.1f} s", err=True)
 
 
 main.add_command(report_command)

@@ -68,3 +68,8 @@ PVALUE_METRICS: tuple[str, ...] = ("FCriterion", "OF", "OU", "OF_textbook", "OU_
 
 #: Every metric a run reports, in table order.
 METRICS: tuple[str, ...] = CLASSIC_METRICS + CONFORMAL_METRICS
+
+#: Metrics printed in percent by tables (the rest as fractions or counts).
+PERCENT_METRICS: frozenset[str] = frozenset(
+    {"accuracy", "sensitivity", "specificity", "F1", "weighted_F1", "coverage", "pctempty"}
+)

@@ -16,7 +16,6 @@ import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -34,7 +33,6 @@ from mueval.names import (
     CLASSIC_METRICS,
     CLASSIFIERS,
     CONFORMAL_METRICS,
-    METRICS,
     PVALUE_METRICS,
     STRATEGIES,
 )
@@ -178,9 +176,10 @@ class RunOutput:
 
     results: list[EvalResult]
     notes: list[str] = field(default_factory=list)
-    #: Wall seconds per phase, and under "stages" the task seconds per stage
-    #: for each strategy/classifier (:func:`stage_timings`).
-    timings: dict[str, Any] = field(default_factory=dict)
+    #: Wall seconds per phase of the run.
+    timings: dict[str, float] = field(default_factory=dict)
+    #: Task seconds per stage for each strategy/classifier (:func:`stage_timings`).
+    stages: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def _where(strategy: str, user: int | None, seed: int, classifier: str) -> str:
@@ -498,11 +497,11 @@ def run(
     timings["tasks_s"] = time.perf_counter() - t0
 
     results = sorted((r for group in nested for r in group), key=lambda r: r.key)
-    timings["stages"] = stage_timings(results)
     notes = [r.note for r in results if r.note]
     if not config.pvalues_describe_sets:
         notes.insert(0, config.pvalue_note())
-    return RunOutput(results=results, notes=notes, timings=timings)
+    return RunOutput(results=results, notes=notes, timings=timings,
+                     stages=stage_timings(results))
 
 
 def stage_timings(results: Sequence[EvalResult]) -> dict[str, dict[str, float]]:

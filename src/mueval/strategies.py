@@ -24,8 +24,8 @@ from mueval.names import STRATEGY_ALIASES as ALIASES
 
 __all__ = [
     "ALIASES",
-    "STRATEGIES",
     "SPLIT_METHODS",
+    "STRATEGIES",
     "STRATEGY_NAMES",
     "Split",
     "blocked_parts",

@@ -32,9 +32,9 @@ from mueval.metrics.classic import (
 
 __all__ = [
     "THRESHOLD_RULES",
-    "conformal_pvalues",
     "TOLERANCES",
     "check_rule",
+    "conformal_pvalues",
     "lac_pvalues",
     "lac_scores",
     "lac_sets",

@@ -2,7 +2,7 @@
 
 ``mueval report RUN_DIR`` builds one self-contained HTML page plus the figures as
 PNG and SVG files; ``mueval compare RUN_DIR...`` prints the significance tests
-between strategies. Modules: :mod:`~mueval.report.runfolder` (read and check),
+between strategies. Modules: :mod:`~mueval.runfolder` (read and check),
 :mod:`~mueval.report.setstats` (matrices over prediction sets),
 :mod:`~mueval.report.compare` (tests), :mod:`~mueval.report.figures`,
 :mod:`~mueval.report.html`, :mod:`~mueval.report.build` and
@@ -11,6 +11,6 @@ between strategies. Modules: :mod:`~mueval.report.runfolder` (read and check),
 
 from __future__ import annotations
 
-from mueval.report.runfolder import RunFolder, RunFolderError, read_run_folder
+from mueval.runfolder import RunFolder, RunFolderError, read_run_folder
 
 __all__ = ["RunFolder", "RunFolderError", "read_run_folder"]

@@ -39,7 +39,7 @@ from mueval.report.html import (
     table_html,
     warning_html,
 )
-from mueval.report.runfolder import RunFolder, RunFolderError
+from mueval.runfolder import RunFolder, RunFolderError
 from mueval.safeio import check_inside, write_atomic
 
 __all__ = ["CLASSIFIER_NAMES", "STRATEGY_NAMES", "BuildResult", "build_report"]

@@ -14,8 +14,8 @@ import click
 import pandas as pd
 
 from mueval.errors import MuevalError, UsageError
-from mueval.report.compare import compare_strategies
-from mueval.report.runfolder import RunFolder, read_run_folder
+from mueval.report.compare import compare_runs, run_labels
+from mueval.runfolder import RunFolder, read_run_folder
 from mueval.safeio import neutralise_formulas, write_atomic
 
 __all__ = ["compare_command", "report_command", "run_labels"]
@@ -34,39 +34,6 @@ def _read(path: Path) -> RunFolder:
 def _printable(text: str) -> str:
     """Folder names as labels: control characters (terminal escapes) shown as ``?``."""
     return "".join(ch if ch.isprintable() else "?" for ch in text)
-
-
-def run_labels(paths: list[Path]) -> list[str]:
-    """One distinct label per run folder: its name, with as many parent folders as it
-    takes to tell it from the others (``a/run`` and ``b/run``, not ``run`` twice).
-
-    Parameters
-    ----------
-    paths : list of Path
-
-    Returns
-    -------
-    list of str
-
-    Raises
-    ------
-    click.BadParameter
-        The same folder is given twice.
-    """
-    real = [p.resolve() for p in paths]
-    for i, r in enumerate(real):
-        if r in real[:i]:
-            msg = f"{paths[i]} is given twice (it is {r}); give each run folder once"
-            raise click.BadParameter(msg, param_hint="RUN_DIRS")
-    depth = [1] * len(real)
-    while True:
-        labels = ["/".join(r.parts[-d:]).lstrip("/") or "/" for r, d in zip(real, depth)]
-        clashes = {label for label in labels if labels.count(label) > 1}
-        if not clashes:
-            return [_printable(label) for label in labels]
-        for i, label in enumerate(labels):
-            if label in clashes:
-                depth[i] += 1
 
 
 @click.command("report")
@@ -117,41 +84,6 @@ def report_command(run_dir: Path, out: Path | None, strategies: tuple[str, ...],
         click.echo(f"warning: {w}", err=True)
 
 
-def _merge(runs: list[RunFolder]) -> tuple[pd.DataFrame, pd.DataFrame, int]:
-    """Stack several runs; a strategy found in more than one run is prefixed by its run's
-    label (:func:`run_labels`), so that two runs never merge into one."""
-    labels = run_labels([r.path for r in runs])
-    hashes = {r.run["dataset"].get("provenance_sha256") for r in runs}
-    if len(hashes) > 1:
-        names = ", ".join(f"{r.path}: {r.run['dataset'].get('name')}" for r in runs)
-        msg = f"runs evaluate different datasets ({names}); compare runs of one dataset"
-        raise click.ClickException(msg)
-    # Runs at other levels or with other scores answer other questions; comparing
-    # them is allowed (that may be the point) but must not go unnoticed.
-    for key in ("alpha", "score", "threshold", "mondrian"):
-        values = {str(r.run.get("config", {}).get(key)) for r in runs}
-        if len(values) > 1:
-            found = ", ".join(f"{label}: {r.run.get('config', {}).get(key)}"
-                              for label, r in zip(labels, runs))
-            click.echo(f"warning: the runs differ in {key} ({found})", err=True)
-    seen: dict[str, int] = {}
-    for r in runs:
-        for s in set(r.splits["strategy"]):
-            seen[s] = seen.get(s, 0) + 1
-    splits, preds = [], []
-    for label, r in zip(labels, runs):
-        sp, pr = r.splits.copy(), r.predictions[["strategy", "classifier", "iteration", "userid",
-                                                 "covered", "set_size"]].copy()
-        if len(runs) > 1:
-            rename = {s: f"{label}/{s}" for s in seen if seen[s] > 1}
-            sp["strategy"] = sp["strategy"].replace(rename)
-            pr["strategy"] = pr["strategy"].replace(rename)
-        splits.append(sp)
-        preds.append(pr)
-    return pd.concat(splits, ignore_index=True), pd.concat(preds, ignore_index=True), \
-        runs[0].n_rows
-
-
 @click.command("compare")
 @click.argument("run_dirs", nargs=-1, required=True,
                 type=click.Path(exists=True, file_okay=False, path_type=Path))
@@ -168,22 +100,15 @@ def compare_command(run_dirs: tuple[Path, ...], metric: str, out: Path | None) -
     test over users (paired by user).
     """
     runs = [_read(p) for p in run_dirs]
-    splits, preds, n_rows = _merge(runs)
-    if metric not in splits.columns:
-        msg = f"splits.parquet has no column {metric!r}"
-        raise click.ClickException(msg)
     try:
-        table = compare_strategies(splits, preds, n_rows, metric=metric)
+        result = compare_runs(runs, metric=metric)
+    except UsageError as exc:
+        raise click.BadParameter(str(exc), param_hint="RUN_DIRS") from exc
     except MuevalError as exc:
         raise click.ClickException(str(exc)) from exc
-    if table.empty:
-        found = ", ".join(dict.fromkeys(splits["strategy"])) or "none"
-        msg = (
-            f"nothing to compare: expected at least two strategies evaluated with one "
-            f"classifier in {', '.join(map(str, run_dirs))}, found strategies: {found} "
-            "(run `mueval evaluate` with more than one --strategy, or give several runs)"
-        )
-        raise click.ClickException(msg)
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    table = result.table
     shown = table.drop(columns=["note"]).copy()
     for col in ("mean_a", "mean_b", "statistic", "df"):
         shown[col] = shown[col].map(lambda v: f"{v:.4g}")

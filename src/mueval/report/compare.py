@@ -25,23 +25,33 @@ import itertools
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from mueval.errors import DataError
+from mueval.errors import DataError, UsageError
+from mueval.runfolder import RunFolder
+
+#: The path of a run that was never saved (:meth:`mueval.Run.folder`).
+UNSAVED = Path("<unsaved run>")
 
 __all__ = [
     "CORRECTED_TEST",
     "STUDY_TEST",
+    "UNSAVED",
     "WILCOXON_TEST",
+    "Comparison",
     "TestResult",
+    "compare_runs",
     "compare_strategies",
     "corrected_resampled_t_test",
+    "merge_runs",
     "per_iteration_values",
     "per_user_values",
     "resampling_ratio",
+    "run_labels",
     "star_label",
     "study_t_test",
     "wilcoxon_over_users",
@@ -364,3 +374,153 @@ def compare_strategies(
     columns = ["classifier", "strategy_a", "strategy_b", "mean_a", "mean_b", "test",
                "statistic", "df", "p_value", "stars", "n", "note"]
     return pd.DataFrame(rows, columns=columns)
+
+
+def run_labels(paths: Sequence[Path]) -> list[str]:
+    """One distinct label per run folder: its name, with as many parent folders as it
+    takes to tell it from the others (``a/run`` and ``b/run``, not ``run`` twice).
+
+    Parameters
+    ----------
+    paths : sequence of Path
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    UsageError
+        The same folder is given twice.
+
+    Examples
+    --------
+    >>> run_labels([Path("/x/a/run"), Path("/x/b/run"), Path("/x/other")])
+    ['a/run', 'b/run', 'other']
+    """
+    real = [p.resolve() for p in paths]
+    for i, r in enumerate(real):
+        if r in real[:i]:
+            msg = f"{paths[i]} is given twice (it is {r}); give each run folder once"
+            raise UsageError(msg)
+    depth = [1] * len(real)
+    while True:
+        labels = ["/".join(r.parts[-d:]).lstrip("/") or "/" for r, d in zip(real, depth)]
+        clashes = {label for label in labels if labels.count(label) > 1}
+        if not clashes:
+            return [_printable(label) for label in labels]
+        for i, label in enumerate(labels):
+            if label in clashes:
+                depth[i] += 1
+
+
+def _printable(text: str) -> str:
+    """Folder names as labels: control characters (terminal escapes) shown as ``?``."""
+    return "".join(ch if ch.isprintable() else "?" for ch in text)
+
+
+@dataclass
+class Comparison:
+    """The result of :func:`compare_runs`.
+
+    Attributes
+    ----------
+    table : DataFrame
+        As :func:`compare_strategies` returns it.
+    labels : list of str
+        One label per run.
+    warnings : list of str
+        Settings in which the runs differ (alpha, score, threshold, Mondrian).
+    """
+
+    table: pd.DataFrame
+    labels: list[str]
+    warnings: list[str]
+
+
+def _labels_of(runs: Sequence[RunFolder]) -> list[str]:
+    saved = [r for r in runs if r.path != UNSAVED]
+    labels = iter(run_labels([r.path for r in saved]))
+    unsaved = iter(range(1, len(runs) + 1))
+    return [next(labels) if r.path != UNSAVED else f"run {next(unsaved)}" for r in runs]
+
+
+def merge_runs(
+    runs: Sequence[RunFolder], labels: Sequence[str]
+) -> tuple[pd.DataFrame, pd.DataFrame, int, list[str]]:
+    """Stack several runs of one dataset; a strategy found in more than one run is
+    prefixed by its run's label, so that two runs never merge into one.
+
+    Returns
+    -------
+    splits, predictions : DataFrame
+    n_rows : int
+        Rows of the dataset.
+    warnings : list of str
+        The settings in which the runs differ.
+
+    Raises
+    ------
+    DataError
+        The runs evaluate different datasets.
+    """
+    hashes = {r.run["dataset"].get("provenance_sha256") for r in runs}
+    if len(hashes) > 1:
+        names = ", ".join(f"{label}: {r.run['dataset'].get('name')}"
+                          for label, r in zip(labels, runs))
+        msg = f"runs evaluate different datasets ({names}); compare runs of one dataset"
+        raise DataError(msg)
+    # Runs at other levels or with other scores answer other questions; comparing
+    # them is allowed (that may be the point) but must not go unnoticed.
+    notes = []
+    for key in ("alpha", "score", "threshold", "mondrian", "split"):
+        values = {str(r.run.get("config", {}).get(key)) for r in runs}
+        if len(values) > 1:
+            found = ", ".join(f"{label}: {r.run.get('config', {}).get(key)}"
+                              for label, r in zip(labels, runs))
+            notes.append(f"the runs differ in {key} ({found})")
+    seen: dict[str, int] = {}
+    for r in runs:
+        for s in set(r.splits["strategy"]):
+            seen[s] = seen.get(s, 0) + 1
+    splits, preds = [], []
+    columns = ["strategy", "classifier", "iteration", "userid", "covered", "set_size"]
+    for label, r in zip(labels, runs):
+        sp, pr = r.splits.copy(), r.predictions[columns].copy()
+        if len(runs) > 1:
+            rename = {s: f"{label}/{s}" for s in seen if seen[s] > 1}
+            sp["strategy"] = sp["strategy"].replace(rename)
+            pr["strategy"] = pr["strategy"].replace(rename)
+        splits.append(sp)
+        preds.append(pr)
+    merged = pd.concat(splits, ignore_index=True), pd.concat(preds, ignore_index=True)
+    return merged[0], merged[1], runs[0].n_rows, notes
+
+
+def compare_runs(runs: Sequence[RunFolder], *, metric: str = "coverage") -> Comparison:
+    """:func:`compare_strategies` over one or more runs of one dataset.
+
+    Raises
+    ------
+    UsageError
+        A run folder given twice, or a metric the runs do not hold.
+    DataError
+        The runs evaluate different datasets, or hold fewer than two strategies
+        with a classifier in common.
+    """
+    labels = _labels_of(runs)
+    splits, preds, n_rows, notes = merge_runs(runs, labels)
+    if metric not in splits.columns:
+        msg = f"the runs have no per-split metric {metric!r}"
+        raise UsageError(msg)
+    table = compare_strategies(splits, preds, n_rows, metric=metric)
+    if table.empty:
+        found = ", ".join(dict.fromkeys(splits["strategy"])) or "none"
+        where = [label if r.path == UNSAVED else str(r.path) for label, r in zip(labels, runs)]
+        msg = (
+            f"nothing to compare: expected at least two strategies evaluated with one "
+            f"classifier in {', '.join(where)}, found strategies: {found} "
+            "(run `mueval evaluate` with more than one --strategy, or give several runs)"
+        )
+        raise DataError(msg)
+    return Comparison(table=table, labels=labels, warnings=notes)

@@ -1,11 +1,11 @@
-"""Read and check a run folder written by ``mueval evaluate`` (format_version 1).
+"""Read and check a run folder (:mod:`mueval.runfolder.format`).
 
 The folder holds ``run.json``, ``summary.csv``, ``splits.parquet`` and
 ``predictions.parquet``. Everything the report needs is checked here, once, so
 the rest of the report can trust its input: a missing file, a FIFO or device in
 place of a file, an unknown format version, a missing column, a field of the
 wrong type (text where run.json holds a number, alpha outside (0, 1)) or a
-contradiction between the files (:mod:`mueval.report.consistency`) is an error
+contradiction between the files (:mod:`mueval.runfolder.consistency`) is an error
 that names it.
 """
 
@@ -24,29 +24,22 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mueval.errors import DataError, NotRegularFileError
+from mueval.runfolder.format import (
+    FORMAT_VERSION,
+    PREDICTION_COLUMNS,
+    REQUIRED_FILES,
+    RUN_KEYS,
+    SPLITS_COLUMNS,
+    SUMMARY_COLUMNS,
+)
 from mueval.safeio import describe_mode, open_regular
 
 __all__ = [
-    "FORMAT_VERSION",
-    "REQUIRED_FILES",
     "RunFolder",
     "RunFolderError",
     "read_run_folder",
 ]
 
-FORMAT_VERSION = 1
-REQUIRED_FILES = ("run.json", "summary.csv", "splits.parquet", "predictions.parquet")
-
-_SUMMARY_COLUMNS = ("strategy", "classifier", "metric", "mean", "sd", "n")
-_SPLITS_COLUMNS = (
-    "strategy", "classifier", "iteration", "seed", "user", "n_test", "n_cal",
-    "coverage", "setsize",
-)
-_PREDICTION_COLUMNS = (
-    "strategy", "classifier", "iteration", "seed", "target_user", "userid", "row_id",
-    "y_true", "y_pred", "pred_set", "set_size", "covered", "p_values", "proba",
-)
-_RUN_KEYS = ("format_version", "dataset", "classes", "config", "versions")
 # A run.json is a few kilobytes; a huge one is not ours and is not read whole.
 _MAX_RUN_JSON = 64 * 2**20
 
@@ -203,6 +196,13 @@ def _check_run_json(path: Path, run: dict) -> None:
     if not isinstance(timings, dict) or not all(_is_number(v) for v in timings.values()):
         msg = f"{path}: expected 'timings' as an object of numbers (seconds), found {timings!r}"
         raise RunFolderError(msg[:300])
+    stages = run.get("stage_timings", {})
+    if not isinstance(stages, dict) or not all(
+        isinstance(v, dict) and all(_is_number(t) for t in v.values()) for v in stages.values()
+    ):
+        msg = (f"{path}: expected 'stage_timings' as an object of objects of numbers "
+               f"(seconds per stage), found {stages!r}")
+        raise RunFolderError(msg[:300])
 
 
 def _read_run_json(root: Path) -> dict:
@@ -228,7 +228,7 @@ def _read_run_json(root: Path) -> dict:
             "with this version, or report with the mueval that wrote it)"
         )
         raise RunFolderError(msg[:400])
-    absent = [k for k in _RUN_KEYS if k not in run]
+    absent = [k for k in RUN_KEYS if k not in run]
     if absent:
         msg = f"{path}: missing keys {absent}"
         raise RunFolderError(msg)
@@ -275,7 +275,7 @@ def read_run_folder(path: str | Path) -> RunFolder:
     Every file must be a regular file (a FIFO or device is refused, never opened
     in a way that could block); ``run.json`` must carry the fields the report
     computes with, with the right types; and the folder must be consistent
-    (:func:`mueval.report.consistency.check_consistency`).
+    (:func:`mueval.runfolder.consistency.check_consistency`).
 
     Parameters
     ----------
@@ -291,7 +291,7 @@ def read_run_folder(path: str | Path) -> RunFolder:
         Naming the missing file, the format version found and expected, the
         missing columns, a field of the wrong type, or the first contradiction.
     """
-    from mueval.report.consistency import check_consistency
+    from mueval.runfolder.consistency import check_consistency
 
     root = Path(path)
     _check_files(root)
@@ -300,9 +300,9 @@ def read_run_folder(path: str | Path) -> RunFolder:
     splits = _to_pandas(root, "splits.parquet", _read_table(root, "splits.parquet"))
     arrow_predictions = _read_table(root, "predictions.parquet")
     for name, columns, required in (
-        ("summary.csv", summary.columns, _SUMMARY_COLUMNS),
-        ("splits.parquet", splits.columns, _SPLITS_COLUMNS),
-        ("predictions.parquet", pd.Index(arrow_predictions.column_names), _PREDICTION_COLUMNS),
+        ("summary.csv", summary.columns, SUMMARY_COLUMNS),
+        ("splits.parquet", splits.columns, SPLITS_COLUMNS),
+        ("predictions.parquet", pd.Index(arrow_predictions.column_names), PREDICTION_COLUMNS),
     ):
         gone = _missing(columns, required)
         if gone:

@@ -23,7 +23,7 @@ predictions:
    against ``diagnostics.parquet``.
 
 ``alpha`` in (0, 1) and the types of ``run.json`` are checked by the reader
-(:mod:`mueval.report.runfolder`). Not checked: the p-values and probabilities
+(:mod:`mueval.runfolder.read`). Not checked: the p-values and probabilities
 themselves, the classic metrics against the predictions, and the per-iteration
 values of the conditional-coverage diagnostics (computed from the features, which
 the folder does not hold).
@@ -42,7 +42,7 @@ from mueval.diagnose import FULL_DIAGNOSTICS
 from mueval.names import CLASSIFIERS, STRATEGIES
 
 if TYPE_CHECKING:
-    from mueval.report.runfolder import RunFolder
+    from mueval.runfolder.read import RunFolder
 
 __all__ = ["RTOL", "check_consistency"]
 
@@ -54,7 +54,7 @@ _GROUP = ["strategy", "classifier", "iteration"]
 
 
 def _error(message: str) -> Exception:
-    from mueval.report.runfolder import RunFolderError
+    from mueval.runfolder.read import RunFolderError
 
     return RunFolderError(message)
 

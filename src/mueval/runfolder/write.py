@@ -1,10 +1,7 @@
-"""The run folder (format_version 1) and the terminal table.
+"""Writing a run folder, and replacing one without touching anything else.
 
-The folder holds ``run.json``, ``summary.csv``, ``splits.parquet`` and
-``predictions.parquet``, and, unless the run's diagnostics level is ``none``,
-``diagnostics.parquet`` and ``size_coverage.csv`` (additions that readers of
-format_version 1 may ignore). It is written into a hidden temporary folder beside the
-target and renamed into place only when every file is complete, so a failed or
+The folder is written into a hidden temporary folder beside the target and
+renamed into place only when every file is complete, so a failed or
 interrupted run leaves nothing that looks like a finished run.
 
 ``run.json`` marks the folder (``format = "mueval-run"``) and lists the files
@@ -38,128 +35,17 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mueval.diagnose import FULL_DIAGNOSTICS
 from mueval.errors import OutputError
-from mueval.models import CLASSIFIER_NAMES, CLASSIFIERS
-from mueval.runner import METRICS, EvalResult
+from mueval.runfolder.format import (
+    FORMAT_VERSION,
+    REPORT_DIR,
+    RUN_FILES,
+    RUN_FORMAT,
+)
+from mueval.runner import EvalResult
 from mueval.safeio import check_inside, describe_mode, neutralise_formulas
-from mueval.strategies import STRATEGIES, STRATEGY_NAMES
-
-FORMAT_VERSION = 1
 
 _log = logging.getLogger("mueval")
-
-#: Metrics printed in percent by tables (the rest as fractions or counts).
-PERCENT_METRICS: frozenset[str] = frozenset(
-    {"accuracy", "sensitivity", "specificity", "F1", "weighted_F1", "coverage", "pctempty"}
-)
-
-
-def format_cell(mean: float, sd: float, percent: bool) -> str:
-    """``mean±sd`` with two decimals, both times 100 when ``percent``.
-
-    Parameters
-    ----------
-    mean, sd : float
-        Fractions (NaN prints as ``nan``).
-    percent : bool
-
-    Returns
-    -------
-    str
-        E.g. ``"78.65±1.10"``.
-    """
-    factor = 100.0 if percent else 1.0
-    return f"{mean * factor:.2f}±{sd * factor:.2f}"
-
-
-#: Diagnostics whose values are of the order of 1e-3 (HSIC of a 0/1 indicator,
-#: a Brier excess risk): two decimals would print them all as 0.00.
-SCIENTIFIC_METRICS: frozenset[str] = frozenset({"hsic_size_coverage", "ert"})
-
-
-def format_diagnostic_cell(metric: str, mean: float, sd: float) -> str:
-    """``mean±sd`` of a diagnostic: two decimals, or ``1.2e-03±4.0e-04`` for tiny ones.
-
-    Parameters
-    ----------
-    metric : str
-        Diagnostic name (see :data:`SCIENTIFIC_METRICS`).
-    mean, sd : float
-        Fractions (NaN prints as ``nan``).
-
-    Returns
-    -------
-    str
-    """
-    if metric in SCIENTIFIC_METRICS:
-        return f"{mean:.1e}±{sd:.1e}"
-    return format_cell(mean, sd, percent=False)
-
-
-def format_table(
-    summary: pd.DataFrame,
-    metrics: Sequence[str] = METRICS,
-    diagnostics: Sequence[str] | None = None,
-) -> str:
-    """Terminal table: one block per strategy, metrics as rows, classifiers as columns.
-
-    Parameters
-    ----------
-    summary : DataFrame
-        ``strategy, classifier, metric, mean, sd, n`` (see ``summary.csv``).
-    metrics : sequence of str
-        Rows to print, in order.
-    diagnostics : sequence of str, optional
-        Diagnostic rows printed below a rule at the bottom of each block.
-        Default: every diagnostic of :data:`mueval.diagnose.FULL_DIAGNOSTICS`
-        present in ``summary``.
-
-    Returns
-    -------
-    str
-    """
-    if diagnostics is None:
-        present = set(summary["metric"])
-        diagnostics = [d for d in FULL_DIAGNOSTICS if d in present]
-    blocks = []
-    for strategy in [s for s in STRATEGIES if s in set(summary["strategy"])]:
-        part = summary[summary["strategy"] == strategy]
-        classifiers = [c for c in CLASSIFIERS if c in set(part["classifier"])]
-        cells = {
-            (row.metric, row.classifier): (
-                format_diagnostic_cell(row.metric, row.mean, row.sd)
-                if row.metric in diagnostics
-                else format_cell(row.mean, row.sd, row.metric in PERCENT_METRICS)
-            )
-            for row in part.itertuples()
-        }
-        header = ["metric", *[CLASSIFIER_NAMES[c] for c in classifiers]]
-        lines = [header]
-        for metric in metrics:
-            label = f"{metric} (%)" if metric in PERCENT_METRICS else metric
-            lines.append([label, *[cells.get((metric, c), "") for c in classifiers]])
-        n_study = len(lines)
-        for metric in diagnostics:
-            lines.append([metric, *[cells.get((metric, c), "") for c in classifiers]])
-        widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-        text = [
-            "  ".join(
-                cell.ljust(w) if i == 0 else cell.rjust(w)
-                for i, (cell, w) in enumerate(zip(line, widths))
-            )
-            for line in lines
-        ]
-        rule = "-" * len(text[0])
-        n_iter = int(part["n"].max()) if len(part) else 0
-        title = f"{STRATEGY_NAMES[strategy]}: mean±SD over {n_iter} iterations"
-        body = [title, text[0], rule, *text[1:n_study]]
-        if len(text) > n_study:
-            # The diagnostics are computed on the pooled test rows, not per user:
-            # a rule keeps them apart from the study's rows.
-            body += [rule, *text[n_study:]]
-        blocks.append("\n".join(body))
-    return "\n\n".join(blocks)
 
 
 def predictions_table(
@@ -239,20 +125,6 @@ def predictions_table(
     return table
 
 
-#: Value of ``run.json``'s ``format`` key: marks a folder as a run folder, so that
-#: ``--overwrite`` can tell it from anything else a user keeps.
-RUN_FORMAT = "mueval-run"
-
-#: Files a run folder of format_version 1 may hold (older folders list none).
-RUN_FILES: tuple[str, ...] = (
-    "run.json", "summary.csv", "splits.parquet", "predictions.parquet",
-    "diagnostics.parquet", "size_coverage.csv",
-)
-#: The default output of ``mueval report`` inside a run folder.
-_REPORT_DIR = "report"
-_REPORT_ENTRIES = frozenset({"report.html", "figures"})
-
-
 def _target_path(out_dir: str | Path) -> Path:
     """Absolute path of ``out_dir`` with its parent resolved and its last part kept.
 
@@ -307,7 +179,7 @@ def _foreign_entries(folder: Path, allowed: set[str]) -> list[str]:
     foreign = []
     for entry in sorted(os.listdir(folder)):
         path = folder / entry
-        if entry == _REPORT_DIR and stat.S_ISDIR(os.lstat(path).st_mode):
+        if entry == REPORT_DIR and stat.S_ISDIR(os.lstat(path).st_mode):
             for inner in sorted(os.listdir(path)):
                 sub = path / inner
                 if inner == "report.html" and _is_file(sub):

@@ -1,0 +1,469 @@
+"""The Python API: :func:`evaluate` a dataset into a :class:`Run`, :func:`compare` runs.
+
+The command line is a thin layer over these functions; a notebook gets the same
+numbers::
+
+    import mueval
+
+    run = mueval.evaluate("wisdm", strategies=["mm", "ucm"], iterations=5)
+    run.summary                      # mean and SD over iterations
+    run.save("runs/wisdm")           # the run folder (mueval.runfolder)
+    again = mueval.Run.load("runs/wisdm")
+    again.report("runs/wisdm/report")
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import platform
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from mueval import __version__
+from mueval.aggregate import splits_frame, summary_frame
+from mueval.data import Table, load_file, load_registered, table_from_frame
+from mueval.diagnose import ERT_FOLDS, WSC_DELTA, WSC_DIRECTIONS, diagnose, diagnostic_names
+from mueval.errors import UsageError
+from mueval.models import parse_classifiers
+from mueval.runfolder import (
+    RunFolder,
+    predictions_table,
+    read_run_folder,
+    write_run,
+)
+from mueval.runner import EvalConfig, run
+from mueval.strategies import parse_strategies
+from mueval.tables import format_table
+
+__all__ = ["Run", "compare", "evaluate"]
+
+#: Table files a mudata table or a user's table may come as.
+_TABLE_SUFFIXES = (".csv", ".parquet")
+
+
+@dataclass
+class Run:
+    """Everything one evaluation produced: the run folder, in memory.
+
+    Attributes
+    ----------
+    summary : DataFrame
+        Mean and sample SD over iterations: ``strategy, classifier, metric, mean,
+        sd, n``.
+    splits : DataFrame
+        One row per (strategy, classifier, iteration, target user) with every metric.
+    predictions : DataFrame
+        One row per test row per split: true class, prediction, set, p-values,
+        probabilities (``predictions.parquet``).
+    diagnostics : DataFrame or None
+        The conditional-coverage diagnostics per (strategy, classifier, iteration).
+    size_coverage : DataFrame or None
+        Coverage by set size.
+    info : dict
+        The content of ``run.json``: ``dataset``, ``classes``, ``config``,
+        ``versions``, ``skipped`` (notes), ``timings`` (wall seconds per phase),
+        ``stage_timings`` (task seconds per stage for each strategy/classifier),
+        ``created``.
+    path : Path or None
+        The folder it was saved to or loaded from.
+    """
+
+    summary: pd.DataFrame
+    splits: pd.DataFrame
+    predictions: pd.DataFrame
+    diagnostics: pd.DataFrame | None = None
+    size_coverage: pd.DataFrame | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+    _arrow: pa.Table | None = field(default=None, repr=False)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """What was evaluated and how (``run.json``'s ``config``)."""
+        return self.info.get("config", {})
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        """The dataset: name, source, row and user counts, the table's hash."""
+        return self.info.get("dataset", {})
+
+    @property
+    def classes(self) -> list[str]:
+        """Class names in index order."""
+        return list(self.info.get("classes", []))
+
+    @property
+    def notes(self) -> list[str]:
+        """What the run skipped or answered conservatively, one line each."""
+        return list(self.info.get("skipped", []))
+
+    def table(self) -> str:
+        """The study-style mean ± SD tables, one block per strategy."""
+        return format_table(self.summary)
+
+    def save(self, path: str | Path, *, overwrite: bool = False) -> Path:
+        """Write the run folder atomically (see :mod:`mueval.runfolder`).
+
+        Parameters
+        ----------
+        path : str or Path
+        overwrite : bool
+            Replace an existing run folder (never anything else).
+
+        Returns
+        -------
+        Path
+        """
+        arrow = self._arrow
+        if arrow is None:
+            arrow = pa.Table.from_pandas(self.predictions, preserve_index=False)
+        self.path = write_run(
+            path,
+            run_info={k: v for k, v in self.info.items() if k not in ("format", "files")},
+            summary=self.summary,
+            splits=self.splits,
+            predictions=arrow,
+            diagnostics=self.diagnostics,
+            size_coverage=self.size_coverage,
+            overwrite=overwrite,
+        )
+        return self.path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Run:
+        """Read a run folder, checking every file and their consistency.
+
+        Raises
+        ------
+        mueval.runfolder.RunFolderError
+            Naming the missing file, the malformed field or the first contradiction.
+        """
+        folder = read_run_folder(path)
+        size_coverage = None
+        if (folder.path / "size_coverage.csv").is_file():
+            size_coverage = pd.read_csv(folder.path / "size_coverage.csv")
+        return cls(
+            summary=folder.summary,
+            splits=folder.splits,
+            predictions=folder.predictions,
+            diagnostics=folder.diagnostics,
+            size_coverage=size_coverage,
+            info=folder.run,
+            path=folder.path,
+        )
+
+    def folder(self) -> RunFolder:
+        """This run as the report reads a run folder."""
+        from mueval.report.compare import UNSAVED
+
+        path = self.path if self.path is not None else UNSAVED
+        return RunFolder(path, self.info, self.classes, self.summary, self.splits,
+                         self.predictions, self.diagnostics)
+
+    def report(self, path: str | Path, **options: Any) -> Path:
+        """Build the HTML report and its figures under ``path``.
+
+        Parameters
+        ----------
+        path : str or Path
+            Output folder.
+        **options
+            ``strategies``, ``classifiers``, ``n_boot``, ``seed``, ``top_sets``,
+            ``min_count``, ``progress`` (see :func:`mueval.report.build.build_report`).
+
+        Returns
+        -------
+        Path
+            The ``report.html`` written.
+        """
+        from mueval.report.build import build_report  # matplotlib only when needed
+
+        return build_report(self.folder(), path, **options).html
+
+
+def _versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {"python": platform.python_version(), "mueval": __version__}
+    for key, dist in (
+        ("mudata", "mudata-mueval"),
+        ("numpy", "numpy"),
+        ("pandas", "pandas"),
+        ("scikit-learn", "scikit-learn"),
+        ("mapie", "mapie"),
+    ):
+        try:
+            out[key] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[key] = None
+    return out
+
+
+def load_data(
+    data: str | Path | pd.DataFrame,
+    *,
+    user_col: str = "userid",
+    label_col: str = "label",
+    data_home: str | Path | None = None,
+    manual_dir: str | Path | None = None,
+    mirror: str | None = None,
+    allow_unverified: bool = False,
+) -> Table:
+    """The table to evaluate, from a dataset name, a file or a DataFrame.
+
+    A :class:`~pathlib.Path`, or a string ending in ``.csv`` or ``.parquet``, is
+    a file; any other string is a registered mudata dataset.
+    """
+    if isinstance(data, pd.DataFrame):
+        return table_from_frame(data, user_col=user_col, label_col=label_col,
+                                info={"name": "DataFrame", "source": "DataFrame"})
+    if isinstance(data, Path) or str(data).lower().endswith(_TABLE_SUFFIXES):
+        return load_file(data, user_col=user_col, label_col=label_col)
+    if isinstance(data, str):
+        return load_registered(data, data_home=data_home, manual_dir=manual_dir,
+                               mirror=mirror, allow_unverified=allow_unverified)
+    message = (
+        f"data must be a dataset name, a .csv or .parquet path or a DataFrame; "
+        f"got {type(data).__name__}"
+    )
+    raise UsageError(message)
+
+
+def _diagnostics_config(level: str) -> dict[str, Any]:
+    config: dict[str, Any] = {"diagnostics": level}
+    if level == "full":
+        # Flat keys: the report prints the configuration one setting a line.
+        config.update(
+            {
+                "diagnostics_features": "MinMaxScaler fitted on the whole table",
+                "diagnostics_wsc_directions": WSC_DIRECTIONS,
+                "diagnostics_wsc_delta": WSC_DELTA,
+                "diagnostics_ert_model": "LogisticRegression(max_iter=1000)",
+                "diagnostics_ert_loss": "brier",
+                "diagnostics_ert_folds": ERT_FOLDS,
+                "diagnostics_random_state": "the iteration's seed",
+            }
+        )
+    return config
+
+
+def evaluate_table(
+    table: Table,
+    config: EvalConfig,
+    *,
+    jobs: int = 1,
+    backend: str = "loky",
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: bool | None = None,
+    diagnostics: str = "basic",
+) -> Run:
+    """Evaluate a loaded :class:`~mueval.data.Table` under ``config``.
+
+    See :func:`evaluate` for the parameters.
+    """
+    diagnostic_names(diagnostics)  # an unknown level fails before any work
+    start = time.perf_counter()
+    output = run(table.X, table.y, table.users, table.classes, config, jobs=jobs,
+                 backend=backend, scheduler=scheduler, workers=workers, progress=progress)
+    t0 = time.perf_counter()
+    diag = diagnose(output.results, table.X, table.y, table.users, alpha=config.alpha,
+                    level=diagnostics, jobs=jobs)
+    output.timings["diagnostics_s"] = time.perf_counter() - t0
+    splits = splits_frame(output.results)
+    summary = summary_frame(splits, diag.frame if diag.names else None)
+    arrow = predictions_table(output.results, table.classes, table.users, table.y)
+    info: dict[str, Any] = {
+        "dataset": table.info,
+        "classes": list(table.classes),
+        "config": {
+            "strategies": list(config.strategies),
+            "classifiers": list(config.classifiers),
+            "alpha": config.alpha,
+            "iterations": config.iterations,
+            "seed_base": config.seed_base,
+            "score": config.score,
+            "threshold": config.threshold,
+            "mondrian": config.mondrian,
+            "adapt_frac": config.adapt_frac,
+            "small_cal": config.small_cal,
+            "split": config.split,
+            "gap": config.gap,
+            "jobs": jobs,
+            "backend": backend,
+            **_diagnostics_config(diagnostics),
+        },
+        "versions": _versions(),
+        "skipped": output.notes,
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "timings": {**output.timings, "total_s": time.perf_counter() - start},
+        "stage_timings": output.stages,
+    }
+    return Run(
+        summary=summary,
+        splits=splits,
+        predictions=arrow.to_pandas(),
+        diagnostics=diag.frame if diag.names else None,
+        size_coverage=diag.size_coverage if diag.names else None,
+        info=info,
+        _arrow=arrow,
+    )
+
+
+def evaluate(
+    data: str | Path | pd.DataFrame,
+    *,
+    strategies: Sequence[str] | str = ("mm", "udm", "uim", "ucm"),
+    classifiers: Sequence[str] | str = ("nb", "rf", "svm", "knn"),
+    alpha: float = 0.05,
+    iterations: int = 20,
+    seed_base: int = 100,
+    score: str = "lac",
+    threshold: str = "study",
+    mondrian: bool = False,
+    adapt_frac: float = 0.5,
+    small_cal: str = "error",
+    split: str = "random",
+    gap: int = 1,
+    diagnostics: str = "basic",
+    jobs: int = 1,
+    backend: str = "loky",
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: bool | None = None,
+    user_col: str = "userid",
+    label_col: str = "label",
+    data_home: str | Path | None = None,
+    manual_dir: str | Path | None = None,
+    mirror: str | None = None,
+    allow_unverified: bool = False,
+) -> Run:
+    """Evaluate the four classifiers under the multi-user strategies with split
+    conformal prediction. The defaults are the reference protocol
+    (``docs/protocol.md``).
+
+    Parameters
+    ----------
+    data : str, Path or DataFrame
+        A registered mudata dataset (``"wisdm"``), a ``.csv``/``.parquet`` file,
+        or a DataFrame with a user column, a label column and numeric features.
+    strategies : sequence of str or str
+        Codes ``mm``, ``udm``, ``uim``, ``ucm``, ``uam``, aliases, comma lists or
+        ``"all"``.
+    classifiers : sequence of str or str
+        ``nb``, ``rf``, ``svm``, ``knn`` or ``"all"``.
+    alpha : float
+        Miscoverage level (0.05 = 95 % confidence).
+    iterations, seed_base : int
+        Iteration *i* uses seed ``seed_base + i`` for every split and model.
+    score : {"lac", "aps", "raps", "top_k"}
+    threshold : {"study", "mapie"}
+        The reference study's threshold rule (MAPIE 0.8.6) or MAPIE 1.x's.
+    mondrian : bool
+        One threshold per class.
+    adapt_frac : float
+        ``uam``: share of the target user's rows added to training.
+    small_cal : {"error", "skip", "full-set"}
+        What a calibration set too small for ``alpha`` gets.
+    split : {"random", "blocked"}
+        Within-user split of UDM, UCM and UAM; ``gap`` rows between blocks.
+    diagnostics : {"none", "basic", "full"}
+        Conditional-coverage diagnostics to compute.
+    jobs : int
+        Worker processes (loky); the results do not depend on it.
+    backend : {"loky", "dask"}
+        ``dask``: the cluster at ``scheduler``, or a local one of ``workers``
+        processes.
+    progress : bool, optional
+        Progress on stderr (default: a bar on a terminal, log lines elsewhere).
+    user_col, label_col : str
+        Columns of a file or DataFrame.
+    data_home, manual_dir, mirror, allow_unverified
+        Passed to mudata for a registered dataset.
+
+    Returns
+    -------
+    Run
+
+    Raises
+    ------
+    mueval.errors.UsageError
+        An unknown name or a bad option value.
+    mueval.errors.MuevalError
+        Data that cannot be evaluated, or a split or conformal step that fails.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> frame = pd.DataFrame({"userid": np.repeat([1, 2, 3], 60),
+    ...                       "label": np.tile(np.repeat(["sit", "walk"], 30), 3),
+    ...                       "x": rng.normal(size=180)})
+    >>> frame.loc[frame.label == "walk", "x"] += 3
+    >>> run = evaluate(frame, strategies="mm", classifiers="nb", iterations=2,
+    ...                progress=False)
+    >>> row = run.summary.query("metric == 'coverage'")
+    >>> row[["strategy", "classifier", "n"]].to_dict("records")
+    [{'strategy': 'mm', 'classifier': 'nb', 'n': 2}]
+    """
+    config = EvalConfig(
+        strategies=tuple(parse_strategies(_as_list(strategies))),
+        classifiers=tuple(parse_classifiers(_as_list(classifiers))),
+        alpha=alpha,
+        iterations=iterations,
+        seed_base=seed_base,
+        score=score,
+        threshold=threshold,
+        mondrian=mondrian,
+        adapt_frac=adapt_frac,
+        small_cal=small_cal,
+        split=split,
+        gap=gap,
+    )
+    table = load_data(data, user_col=user_col, label_col=label_col, data_home=data_home,
+                      manual_dir=manual_dir, mirror=mirror, allow_unverified=allow_unverified)
+    return evaluate_table(table, config, jobs=jobs, backend=backend, scheduler=scheduler,
+                          workers=workers, progress=progress, diagnostics=diagnostics)
+
+
+def _as_list(value: Sequence[str] | str) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
+
+
+def compare(
+    runs: Sequence[Run | str | Path], *, metric: str = "coverage"
+) -> pd.DataFrame:
+    """Test the differences between strategies in one or more runs of one dataset.
+
+    Every pair of strategies, per classifier, under three labelled tests: the
+    study's Welch t-test over iterations (uncorrected), Nadeau and Bengio's
+    corrected resampled t-test (paired by seed) and a Wilcoxon signed-rank test
+    over users. A strategy found in several runs is prefixed with its run's label.
+
+    Parameters
+    ----------
+    runs : sequence of Run, str or Path
+        Runs in memory or run folders.
+    metric : str
+        A per-split metric (a column of ``Run.splits``).
+
+    Returns
+    -------
+    DataFrame
+        One row per (classifier, strategy_a, strategy_b, test): means, statistic,
+        df, p_value, stars, n, note.
+
+    Raises
+    ------
+    mueval.errors.DataError
+        The runs evaluate different datasets, or hold nothing to compare.
+    """
+    from mueval.report.compare import compare_runs
+
+    folders = [r.folder() if isinstance(r, Run) else read_run_folder(r) for r in runs]
+    return compare_runs(folders, metric=metric).table

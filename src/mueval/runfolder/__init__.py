@@ -1,0 +1,34 @@
+"""The run folder: the one owner of its format, its writing and its reading.
+
+- :mod:`.format`: the version, the marker and the names of files and columns;
+- :mod:`.write`: the predictions table, atomic writing and safe replacement;
+- :mod:`.read`: reading with every file checked;
+- :mod:`.consistency`: the contradictions a reader refuses.
+"""
+
+from __future__ import annotations
+
+from mueval.runfolder.format import FORMAT_VERSION, REQUIRED_FILES, RUN_FILES, RUN_FORMAT
+from mueval.runfolder.read import RunFolder, RunFolderError, read_run_folder
+from mueval.runfolder.write import (
+    check_target,
+    predictions_table,
+    recover_leftovers,
+    run_folder_problem,
+    write_run,
+)
+
+__all__ = [
+    "FORMAT_VERSION",
+    "REQUIRED_FILES",
+    "RUN_FILES",
+    "RUN_FORMAT",
+    "RunFolder",
+    "RunFolderError",
+    "check_target",
+    "predictions_table",
+    "read_run_folder",
+    "recover_leftovers",
+    "run_folder_problem",
+    "write_run",
+]

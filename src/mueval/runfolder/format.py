@@ -1,0 +1,45 @@
+"""The run folder's format: its version, its marker and the names of its files
+and columns. Writing (:mod:`.write`), reading (:mod:`.read`) and the
+consistency checks (:mod:`.consistency`) all take them from here.
+
+A run folder (format_version 1) holds ``run.json``, ``summary.csv``,
+``splits.parquet`` and ``predictions.parquet``, and, unless the run's
+diagnostics level is ``none``, ``diagnostics.parquet`` and ``size_coverage.csv``
+(additions that readers of format_version 1 may ignore).
+"""
+
+from __future__ import annotations
+
+#: Version of the layout below; a reader refuses any other.
+FORMAT_VERSION = 1
+
+#: Value of ``run.json``'s ``format`` key: marks a folder as a run folder, so that
+#: ``--overwrite`` can tell it from anything else a user keeps.
+RUN_FORMAT = "mueval-run"
+
+#: Files every run folder holds.
+REQUIRED_FILES: tuple[str, ...] = ("run.json", "summary.csv", "splits.parquet", "predictions.parquet")
+
+#: Files a run folder of format_version 1 may hold (older folders list none).
+RUN_FILES: tuple[str, ...] = (
+    *REQUIRED_FILES,
+    "diagnostics.parquet",
+    "size_coverage.csv",
+)
+
+#: The default output of ``mueval report`` inside a run folder, and what it holds.
+REPORT_DIR = "report"
+REPORT_ENTRIES = frozenset({"report.html", "figures"})
+
+#: Columns each file must hold.
+SUMMARY_COLUMNS: tuple[str, ...] = ("strategy", "classifier", "metric", "mean", "sd", "n")
+SPLITS_COLUMNS: tuple[str, ...] = (
+    "strategy", "classifier", "iteration", "seed", "user", "n_test", "n_cal",
+    "coverage", "setsize",
+)
+PREDICTION_COLUMNS: tuple[str, ...] = (
+    "strategy", "classifier", "iteration", "seed", "target_user", "userid", "row_id",
+    "y_true", "y_pred", "pred_set", "set_size", "covered", "p_values", "proba",
+)
+#: Keys every ``run.json`` holds.
+RUN_KEYS: tuple[str, ...] = ("format_version", "dataset", "classes", "config", "versions")

@@ -237,7 +237,7 @@ def test_cluster_bootstrap_is_wider_when_users_differ():
 
 
 def test_bad_inputs_name_what_was_expected():
-    with pytest.raises(DataError, match=r"expected a 2-D boolean array"):
+    with pytest.raises(DataError, match=r"sets must be a 2-D boolean array"):
         S.cooccurrence_matrix(np.zeros(3, dtype=bool))
     with pytest.raises(DataError, match=r"class indices in 0..2"):
         S.confusion_matrix_colnorm(np.array([0, 3]), np.array([0, 1]), 3)

@@ -18,16 +18,16 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from mueval.metrics.classic import (
+from mueval.metrics.validation import (
     MetricInputError,
-    _as_finite_floats,
-    _as_float_matrix,
-    _as_float_vector,
-    _as_labels,
-    _as_sets,
-    _check_alpha,
-    _check_same_rows,
-    _mean,
+    as_finite_floats,
+    as_float_matrix,
+    as_float_vector,
+    as_labels,
+    as_sets,
+    check_alpha,
+    check_same_rows,
+    mean,
 )
 
 __all__ = [
@@ -79,9 +79,9 @@ def lac_scores(proba: ArrayLike, y: ArrayLike) -> NDArray[np.float64]:
     -------
     ndarray of float64, shape (n,)
     """
-    proba = _as_float_matrix("proba", proba, low=0.0, high=1.0)
-    y = _as_labels("y", y, proba.shape[1])
-    _check_same_rows(proba=proba, y=y)
+    proba = as_float_matrix("proba", proba, low=0.0, high=1.0)
+    y = as_labels("y", y, proba.shape[1])
+    check_same_rows(proba=proba, y=y)
     return 1.0 - proba[np.arange(y.size), y]
 
 
@@ -145,8 +145,8 @@ def lac_threshold(cal_scores: ArrayLike, alpha: float, *, rule: str = "study") -
     >>> lac_threshold(scores, 0.05, rule="study"), lac_threshold(scores, 0.05, rule="mapie")
     (38.0, 37.0)
     """
-    scores = _as_float_vector("cal_scores", cal_scores)
-    alpha = _check_alpha(alpha)
+    scores = as_float_vector("cal_scores", cal_scores)
+    alpha = check_alpha(alpha)
     check_rule(rule)
     n = scores.size
     if n == 0:
@@ -192,7 +192,7 @@ def lac_sets(test_proba: ArrayLike, q: float, *, rule: str = "study") -> NDArray
     >>> lac_sets([[0.05 - 1e-9, 0.95 + 1e-9]], 0.95, rule="mapie").tolist()
     [[True, True]]
     """
-    proba = _as_float_matrix("test_proba", test_proba, low=0.0, high=1.0)
+    proba = as_float_matrix("test_proba", test_proba, low=0.0, high=1.0)
     if isinstance(q, bool) or not isinstance(q, (int, float, np.floating)) or math.isnan(q):
         message = f"q must be a number (the LAC threshold); found {q!r}"
         raise MetricInputError(message)
@@ -230,8 +230,8 @@ def conformal_pvalues(cal_scores: ArrayLike, test_scores: ArrayLike) -> NDArray[
     >>> conformal_pvalues([0.1, 0.2, 0.2, 0.6], [[0.2, 0.7]]).tolist()
     [[0.8, 0.2]]
     """
-    scores = _as_float_vector("cal_scores", cal_scores)
-    test = _as_finite_floats("test_scores", test_scores, 2, "(n, K)")
+    scores = as_float_vector("cal_scores", cal_scores)
+    test = as_finite_floats("test_scores", test_scores, 2, "(n, K)")
     n_cal = scores.size
     sorted_scores = np.sort(scores)
     n_at_least = n_cal - np.searchsorted(sorted_scores, test, side="left")
@@ -252,7 +252,7 @@ def lac_pvalues(cal_scores: ArrayLike, test_proba: ArrayLike) -> NDArray[np.floa
     -------
     ndarray of float64, shape (n, K)
     """
-    proba = _as_float_matrix("test_proba", test_proba, low=0.0, high=1.0)
+    proba = as_float_matrix("test_proba", test_proba, low=0.0, high=1.0)
     return conformal_pvalues(cal_scores, 1.0 - proba)
 
 
@@ -262,15 +262,15 @@ def lac_pvalues(cal_scores: ArrayLike, test_proba: ArrayLike) -> NDArray[np.floa
 
 
 def _validated(y_true: ArrayLike, pvalues: ArrayLike, sets: ArrayLike | None = None):
-    pvalues = _as_float_matrix("pvalues", pvalues, low=0.0, high=1.0)
+    pvalues = as_float_matrix("pvalues", pvalues, low=0.0, high=1.0)
     n_classes = pvalues.shape[1]
-    y_true = _as_labels("y_true", y_true, n_classes)
+    y_true = as_labels("y_true", y_true, n_classes)
     if sets is None:
-        _check_same_rows(y_true=y_true, pvalues=pvalues)
+        check_same_rows(y_true=y_true, pvalues=pvalues)
         return y_true, pvalues
-    sets = _as_sets("sets", sets)
+    sets = as_sets("sets", sets)
     _check_width("pvalues", pvalues, sets.shape[1], "sets")
-    _check_same_rows(y_true=y_true, sets=sets, pvalues=pvalues)
+    check_same_rows(y_true=y_true, sets=sets, pvalues=pvalues)
     return y_true, pvalues, sets
 
 
@@ -327,17 +327,17 @@ def study_conformal_metrics(
     ou_rows = p_false_in_set.max(axis=1) if n_classes else np.zeros(n)
     fuzziness = pvalues.sum(axis=1) - (pvalues.max(axis=1) if n_classes else 0.0)
     return {
-        "coverage": _mean(covered.astype(np.float64)),
+        "coverage": mean(covered.astype(np.float64)),
         # |S & {y}| = covered, |S | {y}| = |S| + 1 - covered; empty S gives 0/1.
-        "jaccard": _mean(covered / (size + 1 - covered)),
-        "setsize": _mean(size.astype(np.float64)),
-        "pctempty": _mean((~nonempty).astype(np.float64)),
-        "MCriterion": _mean((size[nonempty] > 1).astype(np.float64)),
-        "FCriterion": _mean(fuzziness),
-        "OM": _mean((n_false_in_set[nonempty] > 0).astype(np.float64)),
-        "OF": _mean(of_rows[nonempty]),
-        "OU": _mean(ou_rows[nonempty]),
-        "OE": _mean(n_false_in_set.astype(np.float64)),
+        "jaccard": mean(covered / (size + 1 - covered)),
+        "setsize": mean(size.astype(np.float64)),
+        "pctempty": mean((~nonempty).astype(np.float64)),
+        "MCriterion": mean((size[nonempty] > 1).astype(np.float64)),
+        "FCriterion": mean(fuzziness),
+        "OM": mean((n_false_in_set[nonempty] > 0).astype(np.float64)),
+        "OF": mean(of_rows[nonempty]),
+        "OU": mean(ou_rows[nonempty]),
+        "OE": mean(n_false_in_set.astype(np.float64)),
     }
 
 
@@ -379,18 +379,18 @@ def textbook_criteria(
     false_mask = _false_class_mask(y_true, n, n_classes)
     p_false = np.where(false_mask, pvalues, -np.inf)
     if n_classes >= 2:
-        ou = _mean(p_false.max(axis=1))
-        second = _mean(np.sort(pvalues, axis=1)[:, -2])
+        ou = mean(p_false.max(axis=1))
+        second = mean(np.sort(pvalues, axis=1)[:, -2])
     else:
         ou = second = math.nan
     if epsilon is None:
         n_crit = math.nan
     else:
-        n_crit = _mean((pvalues > float(epsilon)).sum(axis=1).astype(np.float64))
+        n_crit = mean((pvalues > float(epsilon)).sum(axis=1).astype(np.float64))
     return {
-        "OF_textbook": _mean(np.where(false_mask, pvalues, 0.0).sum(axis=1)),
+        "OF_textbook": mean(np.where(false_mask, pvalues, 0.0).sum(axis=1)),
         "OU_textbook": ou,
-        "S_criterion": _mean(pvalues.sum(axis=1)),
+        "S_criterion": mean(pvalues.sum(axis=1)),
         "U_criterion": second,
         "N_criterion": n_crit,
     }

@@ -18,13 +18,13 @@ from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold, StratifiedKFold
 
-from mueval.metrics.classic import (
+from mueval.metrics.validation import (
     MetricInputError,
-    _as_bool_vector,
-    _as_float_matrix,
-    _as_float_vector,
-    _check_alpha,
-    _check_same_rows,
+    as_bool_vector,
+    as_float_matrix,
+    as_float_vector,
+    check_alpha,
+    check_same_rows,
 )
 
 __all__ = [
@@ -55,7 +55,7 @@ def size_stratified_coverage(
         ``{size: (coverage, count)}`` for every size present, ascending; the
         coverage of size 0 is always 0.
     """
-    covered = _as_bool_vector("covered", covered)
+    covered = as_bool_vector("covered", covered)
     sizes = np.asarray(set_size)
     if sizes.ndim != 1 or not np.issubdtype(sizes.dtype, np.integer):
         found = f"dtype {sizes.dtype} and shape {sizes.shape}"
@@ -64,7 +64,7 @@ def size_stratified_coverage(
     if sizes.size and sizes.min() < 0:
         message = f"set_size must be >= 0; found minimum {sizes.min()} (shape {sizes.shape})"
         raise MetricInputError(message)
-    _check_same_rows(covered=covered, set_size=sizes)
+    check_same_rows(covered=covered, set_size=sizes)
     values, inverse, counts = np.unique(sizes, return_inverse=True, return_counts=True)
     hits = np.bincount(inverse, weights=covered, minlength=values.size)
     return {int(v): (float(h / c), int(c)) for v, h, c in zip(values, hits, counts)}
@@ -91,8 +91,8 @@ def _group_codes(groups: ArrayLike, n: int) -> tuple[NDArray[np.int64], int]:
 def _group_gaps(
     covered: ArrayLike, groups: ArrayLike, alpha: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    covered = _as_bool_vector("covered", covered)
-    alpha = _check_alpha(alpha)
+    covered = as_bool_vector("covered", covered)
+    alpha = check_alpha(alpha)
     if covered.size == 0:
         message = "covered must hold at least one row; found shape (0,)"
         raise MetricInputError(message)
@@ -215,9 +215,9 @@ def hsic(
     float
         ``nan`` when ``n = 0``.
     """
-    sizes = _as_float_vector("set_size", set_size)
-    covered = _as_bool_vector("covered", covered)
-    _check_same_rows(set_size=sizes, covered=covered)
+    sizes = as_float_vector("set_size", set_size)
+    covered = as_bool_vector("covered", covered)
+    check_same_rows(set_size=sizes, covered=covered)
     if sizes.size == 0:
         return math.nan
     values, inverse = np.unique(sizes, return_inverse=True)
@@ -341,9 +341,9 @@ def worst_slab_coverage(
     float
         In [0, 1]; ``nan`` when ``n = 0``.
     """
-    X = _as_float_matrix("X", X)
-    covered = _as_bool_vector("covered", covered)
-    _check_same_rows(X=X, covered=covered)
+    X = as_float_matrix("X", X)
+    covered = as_bool_vector("covered", covered)
+    check_same_rows(X=X, covered=covered)
     if not isinstance(delta, (int, float, np.floating)) or not 0.0 < float(delta) <= 1.0:
         message = f"delta must be a fraction of rows in (0, 1]; found {delta!r}"
         raise MetricInputError(message)
@@ -438,10 +438,10 @@ def excess_risk_target_coverage(
     -------
     float
     """
-    X = _as_float_matrix("X", X)
-    covered = _as_bool_vector("covered", covered)
-    _check_same_rows(X=X, covered=covered)
-    alpha = _check_alpha(alpha)
+    X = as_float_matrix("X", X)
+    covered = as_bool_vector("covered", covered)
+    check_same_rows(X=X, covered=covered)
+    alpha = check_alpha(alpha)
     if loss not in ("brier", "log"):
         message = f"loss must be 'brier' or 'log'; found {loss!r}"
         raise MetricInputError(message)

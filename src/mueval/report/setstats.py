@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mueval.errors import DataError
+from mueval.metrics.validation import as_labels, as_sets
 
 __all__ = [
     "PhiResult",
@@ -43,30 +44,11 @@ __all__ = [
 
 
 def _as_sets(sets: np.ndarray) -> np.ndarray:
-    arr = np.asarray(sets)
-    if arr.ndim != 2:
-        msg = f"sets: expected a 2-D boolean array of shape (n, K), found shape {arr.shape}"
-        raise DataError(msg)
-    if arr.dtype != bool:
-        if not np.isin(arr, (0, 1)).all():
-            msg = "sets: expected booleans or 0/1 indicators, found other values"
-            raise DataError(msg)
-        arr = arr.astype(bool)
-    return arr
+    return as_sets("sets", sets)
 
 
 def _as_labels(y: np.ndarray, n_classes: int, name: str) -> np.ndarray:
-    arr = np.asarray(y)
-    if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
-        msg = f"{name}: expected a 1-D integer array of class indices, found {arr.dtype} {arr.shape}"
-        raise DataError(msg)
-    if arr.size and (arr.min() < 0 or arr.max() >= n_classes):
-        msg = (
-            f"{name}: expected class indices in 0..{n_classes - 1}, "
-            f"found values from {arr.min()} to {arr.max()}"
-        )
-        raise DataError(msg)
-    return arr
+    return as_labels(name, y, n_classes)
 
 
 def cooccurrence_matrix(sets: np.ndarray) -> np.ndarray:

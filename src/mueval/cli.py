@@ -9,7 +9,6 @@ strategy, classifier, score or dataset name; bad option values).
 from __future__ import annotations
 
 import sys
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,9 @@ import click
 
 from mueval import __version__
 from mueval.api import evaluate_table, load_data
+from mueval.clickutil import Group
 from mueval.conformal import SCORES
 from mueval.diagnose import DIAGNOSTIC_LEVELS
-from mueval.errors import MuevalError, UsageError
 from mueval.metrics.conformal import THRESHOLD_RULES
 from mueval.models import CLASSIFIERS, parse_classifiers
 from mueval.report.cli import compare_command, report_command
@@ -28,35 +27,7 @@ from mueval.runner import BACKENDS, SMALL_CAL_POLICIES, EvalConfig
 from mueval.strategies import ALIASES, SPLIT_METHODS, STRATEGIES, parse_strategies
 
 
-class _Group(click.Group):
-    """The ``mueval`` group: the last line of defence against a raw traceback.
-
-    An error mueval raises on purpose becomes a usage error (exit 2) or a runtime
-    error (exit 1) with its own message. Anything else is a bug: one line says so
-    (exit 1), and the traceback is printed only with ``-v``.
-    """
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
-            raise
-        except UsageError as exc:
-            raise click.UsageError(str(exc)) from exc
-        except MuevalError as exc:
-            raise click.ClickException(str(exc)) from exc
-        except Exception as exc:
-            if ctx.params.get("verbose"):
-                click.echo(traceback.format_exc(), err=True, nl=False)
-                hint = ""
-            else:
-                hint = " (run with -v for the traceback)"
-            found = " ".join(str(exc).split())[:200]
-            message = f"internal error, please report it: {type(exc).__name__}: {found}{hint}"
-            raise click.ClickException(message) from exc
-
-
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mueval")
 @click.option("-v", "--verbose", is_flag=True,
               help="Show the traceback of an internal error (a bug to report).")

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from mueval.errors import MuevalError, UsageError
+from mueval.clickutil import Command
 from mueval.report.compare import compare_runs, run_labels
 from mueval.runfolder import RunFolder, read_run_folder
 from mueval.safeio import neutralise_formulas, write_atomic
@@ -25,10 +25,7 @@ _METRICS = ("coverage", "setsize", "accuracy", "jaccard", "pctempty", "weighted_
 
 
 def _read(path: Path) -> RunFolder:
-    try:
-        return read_run_folder(path)
-    except MuevalError as exc:
-        raise click.ClickException(str(exc)) from exc
+    return read_run_folder(path)
 
 
 def _printable(text: str) -> str:
@@ -36,7 +33,7 @@ def _printable(text: str) -> str:
     return "".join(ch if ch.isprintable() else "?" for ch in text)
 
 
-@click.command("report")
+@click.command("report", cls=Command)
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output folder (default: RUN_DIR/report).")
@@ -69,22 +66,17 @@ def report_command(run_dir: Path, out: Path | None, strategies: tuple[str, ...],
             msg = f"{unknown} not in the run; choose from {sorted(present)}"
             raise click.BadParameter(msg, param_hint=opt)
     target = out if out is not None else run_dir / "report"
-    try:
-        result = build_report(run, target, strategies=strategies or None,
-                              classifiers=classifiers or None, n_boot=n_boot, seed=seed,
-                              top_sets=top_sets, min_count=min_count,
-                              progress=sys.stderr.isatty() if progress is None else progress)
-    except UsageError as exc:
-        raise click.UsageError(str(exc)) from exc
-    except (MuevalError, OSError) as exc:
-        raise click.ClickException(str(exc)) from exc
+    result = build_report(run, target, strategies=strategies or None,
+                          classifiers=classifiers or None, n_boot=n_boot, seed=seed,
+                          top_sets=top_sets, min_count=min_count,
+                          progress=sys.stderr.isatty() if progress is None else progress)
     n_png = sum(1 for p in result.figures if p.suffix == ".png")
     click.echo(f"wrote {result.html} ({n_png} figures as PNG and SVG in {target / 'figures'})")
     for w in result.warnings:
         click.echo(f"warning: {w}", err=True)
 
 
-@click.command("compare")
+@click.command("compare", cls=Command)
 @click.argument("run_dirs", nargs=-1, required=True,
                 type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--metric", type=click.Choice(_METRICS), default="coverage", show_default=True,
@@ -100,12 +92,7 @@ def compare_command(run_dirs: tuple[Path, ...], metric: str, out: Path | None) -
     test over users (paired by user).
     """
     runs = [_read(p) for p in run_dirs]
-    try:
-        result = compare_runs(runs, metric=metric)
-    except UsageError as exc:
-        raise click.BadParameter(str(exc), param_hint="RUN_DIRS") from exc
-    except MuevalError as exc:
-        raise click.ClickException(str(exc)) from exc
+    result = compare_runs(runs, metric=metric)
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     table = result.table

@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import tomli_w
 
+from mudata._atomic import atomic_write
 from mudata._files import read_regular
 from mudata._resources import builtin_registry_dir, schemas_dir
-from mudata.errors import RegistryError, UnknownDatasetError
+from mudata.errors import MudataUsageError, RegistryError, StorageError, UnknownDatasetError
 
 log = logging.getLogger(__name__)
 
@@ -266,12 +268,18 @@ def parse_entry(data: dict[str, Any], source: Path | str = "<memory>") -> Datase
     )
 
 
-def load_entry_file(path: Path | str) -> DatasetEntry:
-    """Read and validate one TOML registry file."""
+def read_entry_toml(path: Path | str) -> dict[str, Any]:
+    """The parsed TOML document of a registry file, not yet validated.
+
+    Raises
+    ------
+    RegistryError
+        The file is missing, unreadable, not a regular file, not UTF-8 or not TOML.
+    """
     path = Path(path)
     try:
         raw = read_regular(path, "registry entry", RegistryError)
-        data = tomllib.loads(raw.decode("utf-8"))
+        return tomllib.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         message = f"registry file {path} does not exist"
         raise RegistryError(message) from None
@@ -284,7 +292,93 @@ def load_entry_file(path: Path | str) -> DatasetEntry:
     except tomllib.TOMLDecodeError as exc:
         message = f"invalid registry entry {path}: not valid TOML ({exc})"
         raise RegistryError(message) from None
-    return parse_entry(data, source=path)
+
+
+def load_entry_file(path: Path | str) -> DatasetEntry:
+    """Read and validate one TOML registry file."""
+    return parse_entry(read_entry_toml(path), source=Path(path))
+
+
+def _absolute_file_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
+    """A copy of the document with each relative ``files[].path`` made absolute from ``base``.
+
+    Member paths (``files[].members[].path``) are paths inside a release and stay as they are.
+    """
+    files = []
+    for spec in data.get("files", []):
+        spec = dict(spec)
+        path = spec.get("path")
+        if isinstance(path, str) and not Path(path).expanduser().is_absolute():
+            spec["path"] = (base / path).resolve().as_posix()
+        files.append(spec)
+    return {**data, "files": files}
+
+
+def install_entry(
+    toml_file: Path | str, *, data_home: Path | str | None = None, replace: bool = False
+) -> tuple[DatasetEntry, Path]:
+    """Validate ``toml_file`` and install it in the user's registry folder.
+
+    The installed copy is written with a TOML library (``tomli_w``) from the
+    parsed document, with relative ``files[].path`` values made absolute from
+    ``toml_file``'s folder, so that the copy finds the same files. Comments and
+    layout of the original are not kept (the original is left as it was).
+
+    Parameters
+    ----------
+    toml_file : path-like
+        The entry to install.
+    data_home : path-like, optional
+        Data directory whose ``registry`` folder receives the entry.
+    replace : bool
+        Overwrite an installed entry of the same name.
+
+    Returns
+    -------
+    (DatasetEntry, Path)
+        The installed entry and the file written.
+
+    Raises
+    ------
+    RegistryError
+        The file fails the registry schema (naming the field).
+    MudataUsageError
+        Its reader is unknown, or the name is taken and ``replace`` is False.
+    StorageError
+        The registry folder cannot be written.
+    """
+    from mudata.paths import user_registry_dir  # local imports: paths imports pooch,
+    from mudata.readers import available_readers  # and readers import this module
+
+    toml_file = Path(toml_file)
+    data = read_entry_toml(toml_file)
+    entry = parse_entry(data, source=toml_file)
+    if entry.reader not in available_readers():
+        message = (
+            f"{toml_file}: field 'reader': unknown reader '{entry.reader}'; "
+            f"available: {', '.join(sorted(available_readers()))}"
+        )
+        raise MudataUsageError(message)
+    target = user_registry_dir(data_home) / f"{entry.name}.toml"
+    if target.exists() and not replace:
+        message = f"a dataset named '{entry.name}' is already registered at {target}; use --replace"
+        raise MudataUsageError(message)
+    installed = _absolute_file_paths(data, toml_file.resolve().parent)
+    # No path in the comment: a file name may hold characters a comment cannot.
+    header = "# Installed by `mudata register`; relative file paths made absolute.\n"
+    text = header + tomli_w.dumps(installed, multiline_strings=True)
+    parse_entry(tomllib.loads(text), source=target)  # what is written must read back as valid
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(target, text)
+    except OSError as exc:
+        message = (
+            f"cannot install '{entry.name}' in {target.parent}: expected a writable folder, "
+            f"got {type(exc).__name__}: {exc}. Choose another data directory with "
+            f"--data-home or $MUDATA_HOME."
+        )
+        raise StorageError(message) from None
+    return entry, target
 
 
 def registry_dirs(data_home: Path | str | None = None) -> list[Path]:

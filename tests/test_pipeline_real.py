@@ -36,7 +36,7 @@ WISDM_FEATURES = (
 
 
 def test_wisdm_from_manual_dir_matches_the_study(wisdm_dir: Path, tmp_path: Path) -> None:
-    frame = mudata.load("wisdm", data_home=tmp_path, manual_dir=wisdm_dir)
+    frame = mudata.load("wisdm", data_home=tmp_path, manual_dir=wisdm_dir).frame
     assert len(frame) == 2869
     assert frame["userid"].nunique() == 16
     assert list(frame.columns) == ["userid", "label", *WISDM_FEATURES]
@@ -121,7 +121,7 @@ def test_wisdm_through_a_local_mirror(wisdm_dir: Path, tmp_path: Path, http_serv
     (registry / "wisdm-mirror.toml").write_text(text, encoding="utf-8")
     monkeypatch.setenv("MUDATA_REGISTRY", str(registry))
 
-    frame = mudata.load("wisdm-mirror", data_home=tmp_path / "home", mirror=http_server.url + "/", progress=False)
+    frame = mudata.load("wisdm-mirror", data_home=tmp_path / "home", mirror=http_server.url + "/", progress=False).frame
     assert len(frame) == 2869 and frame["userid"].nunique() == 16
     assert frame["label"].value_counts().to_dict() == WISDM_CLASS_COUNTS
 

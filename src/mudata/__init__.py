@@ -12,10 +12,10 @@ the same import name; only this one has the attribute ``__mudata_mueval__``.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-# Set before any submodule is imported: they check it (see mudata._identity).
-__mudata_mueval__ = "mudata-mueval"
+# The marker first: the submodules imported next check it (see mudata._identity).
+from mudata._identity import DISTRIBUTION as __mudata_mueval__
+from mudata.api import fetch, load, provenance
 
-from mudata.api import fetch, load, provenance  # noqa: E402
+__version__ = "0.1.0"
 
 __all__ = ["__mudata_mueval__", "__version__", "fetch", "load", "provenance"]

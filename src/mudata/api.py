@@ -201,8 +201,10 @@ def describe(record: dict[str, Any]) -> str:
     lines = [
         f"{record['title']} ({record['dataset']}, version {record['dataset_version']})",
         "",
-        f"{counts['rows']} rows, {counts['users']} users, {len(record['classes'])} classes, "
-        f"{counts['features']} features.",
+        (
+            f"{counts['rows']} rows, {counts['users']} users, {len(record['classes'])} classes, "
+            f"{counts['features']} features."
+        ),
         f"Classes: {', '.join(record['classes'])}.",
         f"Homepage: {record['homepage']}",
         f"Licence: {licence}" + (f" ({title})" if title and title != licence else ""),

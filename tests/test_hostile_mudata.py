@@ -102,7 +102,7 @@ def entry_data(files: list[dict[str, Any]], **options: Any) -> dict[str, Any]:
         "title": "Toy",
         "version": "1",
         "homepage": "https://example.invalid/toy",
-        "licence": "CC0",
+        "licence": "CC0-1.0",
         "citation": "Nobody (2026). Toy.",
         "sampling_rate_hz": 20,
         "reader": "feature-table",

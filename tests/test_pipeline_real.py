@@ -135,7 +135,7 @@ def test_failed_write_leaves_no_table(tmp_path: Path) -> None:
         "title": "x",
         "dataset_version": "1",
         "homepage": "",
-        "licence": "CC0",
+        "licence": "CC0-1.0",
         "files": [],
         "citation": "",
         "classes": ["a", "b"],

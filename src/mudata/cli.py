@@ -75,6 +75,7 @@ def _summary(entry: DatasetEntry) -> dict:
         "name": entry.name,
         "title": entry.title,
         "licence": entry.licence,
+        "licence_title": entry.licence_title,
         "classes": len(entry.classes),
         "recipe": entry.recipe.name,
         "source": str(entry.source),
@@ -94,7 +95,8 @@ def info_command(name: str, data_home: Path | None, as_json: bool) -> None:
     lines = [
         f"{entry.name}: {entry.title} (version {entry.version})",
         f"homepage:  {entry.homepage}",
-        f"licence:   {entry.licence}",
+        f"licence:   {entry.licence} ({entry.licence_title})"
+        + (f", {entry.licence_path}" if entry.licence_path else ""),
         f"reader:    {entry.reader}; recipe: {entry.recipe.name}"
         + (f", window {entry.recipe.window} samples" if entry.recipe.window else ""),
         f"sampling:  {entry.sampling_rate_hz:g} Hz",

@@ -25,7 +25,13 @@ import tomli_w
 from mudata._atomic import atomic_write
 from mudata._files import read_regular
 from mudata._resources import builtin_registry_dir, schemas_dir
-from mudata.errors import MudataUsageError, RegistryError, StorageError, UnknownDatasetError
+from mudata.errors import (
+    MudataUsageError,
+    RegistryError,
+    StorageError,
+    UnknownDatasetError,
+    excerpt,
+)
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +100,9 @@ class DatasetEntry:
     """A validated registry entry.
 
     Attributes mirror the TOML keys; ``source`` is the file the entry came from.
+    ``licence`` is an SPDX id (or a ``LicenseRef-`` id for custom terms),
+    ``licence_title`` its name or the terms in short, ``licence_path`` where
+    the terms are (SPDX's page for an SPDX id, unless the entry gives one).
     """
 
     name: str
@@ -112,6 +121,8 @@ class DatasetEntry:
     min_per_class: int = 5
     description: str = ""
     source: Path | None = None
+    licence_title: str = ""
+    licence_path: str | None = None
 
     @property
     def class_names(self) -> list[str]:
@@ -132,6 +143,8 @@ class DatasetEntry:
             "description": self.description,
             "homepage": self.homepage,
             "licence": self.licence,
+            "licence_title": self.licence_title,
+            "licence_path": self.licence_path,
             "citation": self.citation,
             "sampling_rate_hz": self.sampling_rate_hz,
             "reader": self.reader,
@@ -166,6 +179,60 @@ def _validator() -> jsonschema.protocols.Validator:
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
     return cls(schema)
+
+
+@lru_cache(maxsize=1)
+def spdx_titles() -> dict[str, str]:
+    """SPDX id -> SPDX name, for the ids the registry schema accepts."""
+    schema = _validator().schema
+    return {branch["const"]: branch["title"] for branch in schema["$defs"]["spdx_id"]["oneOf"]}
+
+
+def _licence(value: str | dict[str, str]) -> tuple[str, str, str | None]:
+    """(id, title, path) of a validated ``licence`` value."""
+    if isinstance(value, str):
+        return value, spdx_titles()[value], f"https://spdx.org/licenses/{value}.html"
+    name = value["name"]
+    default_path = f"https://spdx.org/licenses/{name}.html" if name in spdx_titles() else None
+    return name, value["title"], value.get("path", default_path)
+
+
+def _licence_message(value: object) -> str:
+    known = spdx_titles()
+    by_upper = {k.upper(): k for k in known}
+    guess = str(value).strip().replace(" ", "-").upper()
+    # Only the case or the spaces wrong: that id alone; else the nearest ones.
+    close = [guess] if guess in by_upper else difflib.get_close_matches(guess, list(by_upper), n=3, cutoff=0.6)
+    hint = f" Did you mean {', '.join(repr(by_upper[c]) for c in close)}?" if close else ""
+    return (
+        f"{excerpt(value, 80)} is not an SPDX licence id accepted here.{hint} Expected one of "
+        f"{', '.join(sorted(known))}; or, for other terms, a table "
+        f'{{ name = "LicenseRef-<short-name>", title = "<the terms>", path = "<address of the terms>" }}'
+    )
+
+
+# Validators that only say "no branch matched"; an error from a branch says more.
+_BRANCHING = ("oneOf", "anyOf", "const", "enum", "type")
+
+
+def _is_licence_id(error: jsonschema.ValidationError) -> bool:
+    path = list(error.absolute_path)
+    return path in (["licence"], ["licence", "name"]) and isinstance(error.instance, str)
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    """The message for one schema error, with the path of the field that fails.
+
+    For a value that matches no branch of a ``oneOf``/``anyOf``, the branch that
+    got furthest (the deepest field, then a check other than "not this type")
+    says what is wrong.
+    """
+    while True:
+        if _is_licence_id(error) and error.validator in ("oneOf", "anyOf", "pattern"):
+            return f"field '{_field_path(error)}': {_licence_message(error.instance)}"
+        if error.validator not in ("oneOf", "anyOf") or not error.context:
+            return f"field '{_field_path(error)}': {error.message}"
+        error = max(error.context, key=lambda e: (len(e.absolute_path), e.validator not in _BRANCHING))
 
 
 def _field_path(error: jsonschema.ValidationError) -> str:
@@ -218,7 +285,7 @@ def parse_entry(data: dict[str, Any], source: Path | str = "<memory>") -> Datase
     _check_integers(data, source)
     errors = sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        lines = [f"  field '{_field_path(e)}': {e.message}" for e in errors]
+        lines = [f"  {_describe(e)}" for e in errors]
         message = f"invalid registry entry {source}:\n" + "\n".join(lines)
         raise RegistryError(message)
     recipe = Recipe(**data["recipe"])
@@ -248,12 +315,15 @@ def parse_entry(data: dict[str, Any], source: Path | str = "<memory>") -> Datase
         )
         for f in data["files"]
     )
+    licence, licence_title, licence_path = _licence(data["licence"])
     return DatasetEntry(
         name=data["name"],
         title=data["title"],
         version=data["version"],
         homepage=data["homepage"],
-        licence=data["licence"],
+        licence=licence,
+        licence_title=licence_title,
+        licence_path=licence_path,
         citation=data["citation"].strip(),
         sampling_rate_hz=float(data["sampling_rate_hz"]),
         reader=data["reader"],

@@ -73,11 +73,8 @@ def datapackage(table: pd.DataFrame, parquet_name: str, provenance: dict[str, An
         "title": provenance["title"],
         "version": provenance["dataset_version"],
         "homepage": provenance["homepage"],
-        "licenses": [{"name": provenance["licence"], "title": provenance["licence"]}],
-        "sources": [
-            {"title": f["name"], "path": f.get("url") or f.get("path") or "", "sha256": f["sha256"]}
-            for f in provenance["files"]
-        ],
+        "licenses": [_licence(provenance)],
+        "sources": [_source(f) for f in provenance["files"]],
         "citation": provenance["citation"],
         "resources": [
             {
@@ -91,6 +88,27 @@ def datapackage(table: pd.DataFrame, parquet_name: str, provenance: dict[str, An
         ],
         "mudata": provenance,
     }
+
+
+def _licence(provenance: dict[str, Any]) -> dict[str, str]:
+    """The Data Package licence: the SPDX (or LicenseRef-) id as name, with its title and path."""
+    licence = {
+        "name": provenance["licence"],
+        # Provenance written before titles were recorded: the id is the best title known.
+        "title": provenance.get("licence_title") or provenance["licence"],
+    }
+    if provenance.get("licence_path"):
+        licence["path"] = provenance["licence_path"]
+    return licence
+
+
+def _source(record: dict[str, Any]) -> dict[str, Any]:
+    """A Data Package source for one release file (no empty ``path``)."""
+    source = {"title": record["name"], "sha256": record["sha256"]}
+    where = record.get("url") or record.get("path")
+    if where:
+        source["path"] = where
+    return source
 
 
 def write_table(table: pd.DataFrame, folder: Path, name: str, provenance: dict[str, Any]) -> Path:

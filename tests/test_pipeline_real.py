@@ -75,7 +75,14 @@ def test_provenance_is_in_parquet_and_datapackage(gestures_zip: Path, tmp_path: 
     assert record["counts"]["rows"] == 3200
     package = json.loads((path.parent / "datapackage.json").read_text(encoding="utf-8"))
     assert package["resources"][0]["path"] == path.name
-    assert package["licenses"][0]["name"] == "Research or academic use only"
+    assert package["licenses"] == [
+        {
+            "name": "LicenseRef-Smartwatch-Gestures-research-only",
+            "title": "Research or academic use only; cite Costante et al. (2014)",
+            "path": "https://tev.fbk.eu/resources/smartwatch",
+        }
+    ]
+    assert (record["licence"], record["licence_title"]) == (package["licenses"][0]["name"], package["licenses"][0]["title"])
     fields = [f["name"] for f in package["resources"][0]["schema"]["fields"]]
     assert fields == list(pd.read_parquet(path).columns)
     assert mudata.provenance("gestures", data_home=tmp_path)["sha256"] == record["table_sha256"]

@@ -28,12 +28,16 @@ def test_replaces_an_existing_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("error", [RuntimeError("writer failed"), KeyboardInterrupt()])
-def test_a_failure_keeps_the_old_file_and_removes_the_temporary(tmp_path: Path, error: BaseException) -> None:
+def test_a_failure_keeps_the_old_file_and_removes_the_temporary(
+    tmp_path: Path, error: BaseException
+) -> None:
     target = tmp_path / "t.txt"
     target.write_text("old")
     with pytest.raises(type(error)), atomic_path(target) as tmp:
         tmp.write_text("half writ")
-        assert tmp.parent == tmp_path and tmp.name.startswith(".t.txt.") and tmp.name.endswith(".part")
+        assert (
+            tmp.parent == tmp_path and tmp.name.startswith(".t.txt.") and tmp.name.endswith(".part")
+        )
         raise error
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["t.txt"]
@@ -56,7 +60,9 @@ def test_permissions_follow_the_umask(tmp_path: Path) -> None:
 
 def test_mudata_writes_files_only_through_the_helper() -> None:
     # Any other way of creating a file in src/mudata would bypass the helper.
-    pattern = re.compile(r"mkstemp|os\.replace|shutil\.move|\.write_text\(|\.write_bytes\(|open\([^)]*[\"'][wax]")
+    pattern = re.compile(
+        r"mkstemp|os\.replace|shutil\.move|\.write_text\(|\.write_bytes\(|open\([^)]*[\"'][wax]"
+    )
     allowed = {
         "_atomic.py",  # the helper itself
         # Pooch hands the downloader its own temporary file, which Pooch then

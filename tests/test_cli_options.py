@@ -14,7 +14,14 @@ from mudata.cli_options import ErrorMappingGroup, data_home_option, fetch_option
 from mudata.errors import ChecksumError, MudataUsageError, UnknownDatasetError, UsageError
 from tests.tiny_entry import write_tiny_entry
 
-FETCH_OPTIONS = ("--data-home", "--mirror", "--manual-dir", "--allow-unverified", "--max-expansion", "--progress")
+FETCH_OPTIONS = (
+    "--data-home",
+    "--mirror",
+    "--manual-dir",
+    "--allow-unverified",
+    "--max-expansion",
+    "--progress",
+)
 
 
 def run(*args: str, env: dict[str, str] | None = None):
@@ -49,7 +56,9 @@ def test_data_home_before_or_after_the_command(tiny_home: Path, where: str) -> N
 
 
 def test_data_home_after_the_command_wins_over_before(tiny_home: Path, tmp_path: Path) -> None:
-    result = run("--data-home", str(tmp_path / "ignored"), "fetch", "tiny", "--data-home", str(tiny_home))
+    result = run(
+        "--data-home", str(tmp_path / "ignored"), "fetch", "tiny", "--data-home", str(tiny_home)
+    )
     assert result.exit_code == 0, result.output
     assert (tiny_home / "tiny" / "tiny.parquet").is_file()
     assert not (tmp_path / "ignored").exists()
@@ -86,7 +95,9 @@ def test_verbose_after_the_command_shows_an_internal_errors_traceback() -> None:
     quiet = CliRunner().invoke(group, ["boom"])
     loud = CliRunner().invoke(group, ["boom", "-v"])
     assert quiet.exit_code == loud.exit_code == 1
-    assert "internal error in toy (ZeroDivisionError: division by zero); this is a bug" in quiet.output
+    assert (
+        "internal error in toy (ZeroDivisionError: division by zero); this is a bug" in quiet.output
+    )
     assert "run with -v for the traceback" in quiet.output and "Traceback" not in quiet.output
     assert "Traceback (most recent call last)" in loud.output
 
@@ -147,7 +158,9 @@ def test_no_command_maps_errors_itself() -> None:
     import mudata.cli
 
     source = inspect.getsource(mudata.cli)
-    assert "except Mudata" not in source and "_fail(" not in source, "commands must let the group map errors"
+    assert "except Mudata" not in source and "_fail(" not in source, (
+        "commands must let the group map errors"
+    )
 
 
 # --- shared option groups ----------------------------------------------------------
@@ -166,7 +179,9 @@ def test_fetch_options_are_the_same_wherever_they_are_used() -> None:
     mine, theirs = _options(main.commands["fetch"]), _options(other)
     for name in FETCH_OPTIONS:
         a, b = mine[name], theirs[name]
-        assert (a.name, a.is_flag, a.default, a.help) == (b.name, b.is_flag, b.default, b.help), name
+        assert (a.name, a.is_flag, a.default, a.help) == (b.name, b.is_flag, b.default, b.help), (
+            name
+        )
         assert type(a.type) is type(b.type) and vars(a.type) == vars(b.type), name
     assert mine["--manual-dir"].type.exists is True  # the check mueval lacked
 
@@ -178,7 +193,10 @@ def test_manual_dir_is_checked_by_every_user_of_the_options(tmp_path: Path) -> N
         click.echo("ran")
 
     missing = str(tmp_path / "nope")
-    for command, args in ((main, ["fetch", "tiny", "--manual-dir", missing]), (other, ["--manual-dir", missing])):
+    for command, args in (
+        (main, ["fetch", "tiny", "--manual-dir", missing]),
+        (other, ["--manual-dir", missing]),
+    ):
         result = CliRunner().invoke(command, args)
         assert result.exit_code == 2 and "does not exist" in result.output
         assert "ran" not in result.output
@@ -196,7 +214,12 @@ def test_fetch_options_pass_fetch_keyword_arguments() -> None:
     def other(**kwargs: object) -> None:
         seen.update(kwargs)
 
-    assert CliRunner().invoke(other, ["--mirror", "http://127.0.0.1:1/", "--max-expansion", "3"]).exit_code == 0
+    assert (
+        CliRunner()
+        .invoke(other, ["--mirror", "http://127.0.0.1:1/", "--max-expansion", "3"])
+        .exit_code
+        == 0
+    )
     assert set(seen) <= set(inspect.signature(mudata.fetch).parameters)
     assert seen["mirror"] == "http://127.0.0.1:1/" and seen["max_expansion"] == 3.0
     bad = CliRunner().invoke(other, ["--max-expansion", "0"])
@@ -214,5 +237,7 @@ def test_data_home_option_on_a_group_reaches_a_command(tmp_path: Path) -> None:
     def show(data_home: Path | None) -> None:
         click.echo(str(data_home))
 
-    assert CliRunner().invoke(group, ["--data-home", str(tmp_path), "show"]).output.strip() == str(tmp_path)
+    assert CliRunner().invoke(group, ["--data-home", str(tmp_path), "show"]).output.strip() == str(
+        tmp_path
+    )
     assert CliRunner().invoke(group, ["show"]).output.strip() == "None"

@@ -42,12 +42,18 @@ def test_the_cli_refuses_to_run_over_another_packages_init(tmp_path: Path) -> No
     # Both distributions installed in one environment share the folder `mudata/`:
     # scverse's __init__.py beside our submodules. Our CLI must say so, not fail later.
     package = tmp_path / "site" / "mudata"
-    shutil.copytree(Path(mudata.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        Path(mudata.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__")
+    )
     (package / "__init__.py").write_text(SCVERSE_LIKE_INIT, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
     result = subprocess.run(
         [sys.executable, "-c", "import mudata.cli"],
-        capture_output=True, text=True, env=env, cwd=tmp_path, check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        check=False,
     )
     assert result.returncode != 0
     last = result.stderr.strip().splitlines()[-1]

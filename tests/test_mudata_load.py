@@ -26,7 +26,14 @@ def test_load_returns_a_bunch_with_every_field(tiny: Path) -> None:
     bunch = mudata.load("tiny", data_home=tiny)
     assert isinstance(bunch, Bunch)
     assert set(bunch) == {
-        "data", "target", "groups", "frame", "feature_names", "target_names", "provenance", "DESCR"
+        "data",
+        "target",
+        "groups",
+        "frame",
+        "feature_names",
+        "target_names",
+        "provenance",
+        "DESCR",
     }
     rows = tiny_rows()
     assert bunch.feature_names == ["f1", "f2"]

@@ -39,7 +39,9 @@ def _statements(node: ast.AST) -> int:
     compound statements differently), so the limit holds for both.
     """
     body = getattr(node, "body", [])
-    docstring = bool(body) and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+    docstring = (
+        bool(body) and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+    )
     return sum(isinstance(child, ast.stmt) for child in ast.walk(node)) - 1 - docstring
 
 
@@ -48,7 +50,8 @@ def test_no_function_over_about_60_statements() -> None:
         f"{path.relative_to(PROJECT_ROOT)}:{node.lineno} {node.name} ({_statements(node)})"
         for path in SOURCES
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and _statements(node) > MAX_STATEMENTS
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and _statements(node) > MAX_STATEMENTS
     ]
     assert long == []
 

@@ -25,26 +25,40 @@ def test_an_spdx_id_gets_its_spdx_name_and_page() -> None:
 
 
 def test_a_table_names_custom_terms() -> None:
-    entry = parse_with({"name": "LicenseRef-own-terms", "title": "Research only", "path": "https://example.org/t"})
+    entry = parse_with(
+        {"name": "LicenseRef-own-terms", "title": "Research only", "path": "https://example.org/t"}
+    )
     assert (entry.licence, entry.licence_title, entry.licence_path) == (
         "LicenseRef-own-terms",
         "Research only",
         "https://example.org/t",
     )
     spdx = parse_with({"name": "ODbL-1.0", "title": "ODbL"})  # an SPDX id with a title of one's own
-    assert (spdx.licence_title, spdx.licence_path) == ("ODbL", "https://spdx.org/licenses/ODbL-1.0.html")
+    assert (spdx.licence_title, spdx.licence_path) == (
+        "ODbL",
+        "https://spdx.org/licenses/ODbL-1.0.html",
+    )
 
 
 @pytest.mark.parametrize(
     ("licence", "expected"),
     [
-        ("CC BY 4.0", "field 'licence': 'CC BY 4.0' is not an SPDX licence id accepted here. Did you mean 'CC-BY-4.0'? "),
+        (
+            "CC BY 4.0",
+            "field 'licence': 'CC BY 4.0' is not an SPDX licence id accepted here. Did you mean 'CC-BY-4.0'? ",
+        ),
         ("cc0-1.0", "Did you mean 'CC0-1.0'? "),
         ("CC-BY-4", "Did you mean 'CC-BY-4.0', "),
         ("Research or academic use only", "LicenseRef-<short-name>"),
-        ("LicenseRef-own", "'LicenseRef-own' is not an SPDX licence id"),  # custom terms need a title
+        (
+            "LicenseRef-own",
+            "'LicenseRef-own' is not an SPDX licence id",
+        ),  # custom terms need a title
         ({"name": "LicenseRef-own"}, "field 'licence': 'title' is a required property"),
-        ({"name": "CC BY", "title": "x"}, "field 'licence.name': 'CC BY' is not an SPDX licence id"),
+        (
+            {"name": "CC BY", "title": "x"},
+            "field 'licence.name': 'CC BY' is not an SPDX licence id",
+        ),
         ({"name": "LicenseRef-a b", "title": "x"}, "field 'licence.name'"),
         ({"name": "MIT", "title": "x", "path": "file:///etc/passwd"}, "field 'licence.path'"),
         ({"name": "MIT", "title": "x", "url": "https://x"}, "'url' was unexpected"),
@@ -59,9 +73,19 @@ def test_a_bad_licence_names_the_field_and_the_fix(licence: object, expected: st
 
 def test_the_schema_list_holds_spdx_ids_with_titles() -> None:
     titles = spdx_titles()
-    assert {"CC-BY-4.0", "CC-BY-SA-4.0", "CC0-1.0", "ODbL-1.0", "PDDL-1.0", "MIT", "Apache-2.0"} <= set(titles)
+    assert {
+        "CC-BY-4.0",
+        "CC-BY-SA-4.0",
+        "CC0-1.0",
+        "ODbL-1.0",
+        "PDDL-1.0",
+        "MIT",
+        "Apache-2.0",
+    } <= set(titles)
     for spdx_id, title in titles.items():
-        assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.+-]*", spdx_id) and not spdx_id.startswith("LicenseRef-")
+        assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.+-]*", spdx_id) and not spdx_id.startswith(
+            "LicenseRef-"
+        )
         assert title and title != spdx_id
 
 

@@ -47,15 +47,27 @@ def _missing_user(table: pd.DataFrame) -> pd.DataFrame:
 BREAKERS: dict[str, tuple[Callable[[pd.DataFrame], pd.DataFrame], str]] = {
     "userid:dtype": (lambda t: t.astype({"userid": "float64"}), "dtype('int64')"),
     "userid:nullable": (_missing_user, "not_nullable"),
-    "userid:greater_than_or_equal_to": (lambda t: t.replace({"userid": {2: -2}}), "greater_than_or_equal_to(0)"),
+    "userid:greater_than_or_equal_to": (
+        lambda t: t.replace({"userid": {2: -2}}),
+        "greater_than_or_equal_to(0)",
+    ),
     "label:dtype": (lambda t: t.assign(label=t["label"].map({"walk": 0, "sit": 1})), "dtype("),
-    "label:nullable": (lambda t: t.assign(label=t["label"].where(t.index != 0, None)), "not_nullable"),
+    "label:nullable": (
+        lambda t: t.assign(label=t["label"].where(t.index != 0, None)),
+        "not_nullable",
+    ),
     "label:isin": (lambda t: t.replace({"label": {"sit": "run"}}), "isin"),
     "feature:dtype": (lambda t: t.assign(f1=np.arange(8, dtype="int64")), "dtype('float64')"),
     "feature:nullable": (lambda t: t.assign(f1=t["f1"].where(t.index != 3)), "not_nullable"),
     "feature:finite": (lambda t: t.assign(f2=t["f2"].where(t.index != 5, np.inf)), "finite"),
-    "table:at least one feature column": (lambda t: t[["userid", "label"]], "at least one feature column"),
-    "table:every user has >= 2 rows of every class": (lambda t: t.drop(index=[6]), "every user has >= 2 rows"),
+    "table:at least one feature column": (
+        lambda t: t[["userid", "label"]],
+        "at least one feature column",
+    ),
+    "table:every user has >= 2 rows of every class": (
+        lambda t: t.drop(index=[6]),
+        "every user has >= 2 rows",
+    ),
     "table:ordered": (lambda t: t[["label", "userid", "f1", "f2"]], "column_ordered"),
     "table:unique_column_names": (
         lambda t: pd.concat([t, t[["f1"]]], axis=1),
@@ -75,7 +87,11 @@ def rules_of(schema: pa.DataFrameSchema) -> set[str]:
             rules.add(f"{who}:nullable")
         rules.update(f"{who}:{check.name}" for check in column.checks)
     rules.update(f"table:{check.name}" for check in schema.checks)
-    rules.update(f"table:{flag}" for flag in ("strict", "ordered", "unique_column_names") if getattr(schema, flag))
+    rules.update(
+        f"table:{flag}"
+        for flag in ("strict", "ordered", "unique_column_names")
+        if getattr(schema, flag)
+    )
     return rules
 
 
@@ -86,7 +102,9 @@ def test_every_rule_of_the_schema_has_a_breaking_table() -> None:
 
 def test_a_good_table_passes() -> None:
     table = good_table()
-    pd.testing.assert_frame_equal(validate_table(table, CLASSES, MIN_PER_CLASS, dataset="toy"), table)
+    pd.testing.assert_frame_equal(
+        validate_table(table, CLASSES, MIN_PER_CLASS, dataset="toy"), table
+    )
 
 
 @pytest.mark.parametrize("rule", [r for r, (b, _) in BREAKERS.items() if b is not None])
@@ -114,8 +132,14 @@ def test_every_failure_is_reported_at_once() -> None:
     with pytest.raises(ValidationError) as caught:
         validate_table(table, CLASSES, MIN_PER_CLASS, dataset="toy")
     lines = str(caught.value).splitlines()
-    assert "  column 'f1', check 'values must be finite (no NaN or infinity)': 1 failing: inf (row 0)" in lines
-    assert any(line.startswith("  column 'label', check \"isin") and "'run' (row 1)" in line for line in lines)
+    assert (
+        "  column 'f1', check 'values must be finite (no NaN or infinity)': 1 failing: inf (row 0)"
+        in lines
+    )
+    assert any(
+        line.startswith("  column 'label', check \"isin") and "'run' (row 1)" in line
+        for line in lines
+    )
 
 
 def test_a_rule_failing_on_many_rows_does_not_hide_another() -> None:
@@ -125,5 +149,8 @@ def test_a_rule_failing_on_many_rows_does_not_hide_another() -> None:
     with pytest.raises(ValidationError) as caught:
         validate_table(table, CLASSES, MIN_PER_CLASS, dataset="toy")
     text = str(caught.value)
-    assert "check 'every user has >= 2 rows of every class': 400 failing" in text and "and 395 more" in text
+    assert (
+        "check 'every user has >= 2 rows of every class': 400 failing" in text
+        and "and 395 more" in text
+    )
     assert "column 'f2', check 'not_nullable': 1 failing: nan (row 399)" in text

@@ -48,6 +48,8 @@ def check_ours(module: ModuleType | None = None) -> ModuleType:
     """
     module = module if module is not None else sys.modules.get("mudata")
     if module is None or getattr(module, MARKER, None) != DISTRIBUTION:
-        message = wrong_mudata_message(module) if module is not None else "no 'mudata' module is imported"
+        message = (
+            wrong_mudata_message(module) if module is not None else "no 'mudata' module is imported"
+        )
         raise ImportError(message)
     return module

@@ -86,7 +86,11 @@ def _fetch(
     entry = get_entry(name, data_home)
     # A table that exists but is out of date or damaged is rebuilt from the
     # cached raw files without downloading (or a clear error names the missing one).
-    if not download_if_missing and manual_dir is None and not parquet_path(entry, data_home).exists():
+    if (
+        not download_if_missing
+        and manual_dir is None
+        and not parquet_path(entry, data_home).exists()
+    ):
         message = (
             f"dataset '{entry.name}' is not built in {parquet_path(entry, data_home).parent} "
             "and download_if_missing=False"

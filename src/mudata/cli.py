@@ -104,7 +104,9 @@ def info_command(name: str, data_home: Path | None, as_json: bool) -> None:
         f"filter:    users with at least {entry.min_per_class} rows of every class",
     ]
     if entry.sensors:
-        lines.append("sensors:   " + "; ".join(f"{s.name} ({', '.join(s.channels)})" for s in entry.sensors))
+        lines.append(
+            "sensors:   " + "; ".join(f"{s.name} ({', '.join(s.channels)})" for s in entry.sensors)
+        )
     for f in entry.files:
         lines.append(f"file:      {f.name}  {f.url or f.path}")
         lines.append(f"           sha256 {f.sha256 or '(not published: needs --allow-unverified)'}")

@@ -63,7 +63,9 @@ def verbose_option(func: F) -> F:
     )(func)
 
 
-def _remember_data_home(ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path | None:
+def _remember_data_home(
+    ctx: click.Context, _param: click.Parameter, value: Path | None
+) -> Path | None:
     # Given after the subcommand, it wins over one given before it.
     if value is not None:
         ctx.meta[DATA_HOME_KEY] = value

@@ -202,7 +202,11 @@ def _licence_message(value: object) -> str:
     by_upper = {k.upper(): k for k in known}
     guess = str(value).strip().replace(" ", "-").upper()
     # Only the case or the spaces wrong: that id alone; else the nearest ones.
-    close = [guess] if guess in by_upper else difflib.get_close_matches(guess, list(by_upper), n=3, cutoff=0.6)
+    close = (
+        [guess]
+        if guess in by_upper
+        else difflib.get_close_matches(guess, list(by_upper), n=3, cutoff=0.6)
+    )
     hint = f" Did you mean {', '.join(repr(by_upper[c]) for c in close)}?" if close else ""
     return (
         f"{excerpt(value, 80)} is not an SPDX licence id accepted here.{hint} Expected one of "
@@ -232,7 +236,9 @@ def _describe(error: jsonschema.ValidationError) -> str:
             return f"field '{_field_path(error)}': {_licence_message(error.instance)}"
         if error.validator not in ("oneOf", "anyOf") or not error.context:
             return f"field '{_field_path(error)}': {error.message}"
-        error = max(error.context, key=lambda e: (len(e.absolute_path), e.validator not in _BRANCHING))
+        error = max(
+            error.context, key=lambda e: (len(e.absolute_path), e.validator not in _BRANCHING)
+        )
 
 
 def _field_path(error: jsonschema.ValidationError) -> str:
@@ -263,7 +269,9 @@ def _check_integers(value: Any, source: Path | str, where: str = "") -> None:
         )
         raise RegistryError(message)
     elif isinstance(value, float) and not math.isfinite(value):
-        message = f"invalid registry entry {source}:\n  field '{where}': {value} is not a finite number"
+        message = (
+            f"invalid registry entry {source}:\n  field '{where}': {value} is not a finite number"
+        )
         raise RegistryError(message)
 
 
@@ -357,7 +365,9 @@ def read_entry_toml(path: Path | str) -> dict[str, Any]:
         message = f"invalid registry entry {path}: expected UTF-8 text (TOML), found byte {exc.object[exc.start]:#04x} at offset {exc.start}"
         raise RegistryError(message) from None
     except OSError as exc:
-        message = f"registry file {path} cannot be read ({type(exc).__name__}: {exc.strerror or exc})"
+        message = (
+            f"registry file {path} cannot be read ({type(exc).__name__}: {exc.strerror or exc})"
+        )
         raise RegistryError(message) from None
     except tomllib.TOMLDecodeError as exc:
         message = f"invalid registry entry {path}: not valid TOML ({exc})"

@@ -53,7 +53,9 @@ def _frictionless_type(dtype: Any) -> str:
     return "string"
 
 
-def datapackage(table: pd.DataFrame, parquet_name: str, provenance: dict[str, Any]) -> dict[str, Any]:
+def datapackage(
+    table: pd.DataFrame, parquet_name: str, provenance: dict[str, Any]
+) -> dict[str, Any]:
     """A Frictionless Data Package descriptor for the table.
 
     Parameters
@@ -212,11 +214,15 @@ def load_table(parquet_path: Path, *, verify: bool = True) -> tuple[pd.DataFrame
     return frame, provenance
 
 
-def _reconcile_descriptor(parquet_path: Path, frame: pd.DataFrame, provenance: dict[str, Any]) -> None:
+def _reconcile_descriptor(
+    parquet_path: Path, frame: pd.DataFrame, provenance: dict[str, Any]
+) -> None:
     """Rewrite ``datapackage.json`` from the (verified) Parquet file when they disagree."""
     path = parquet_path.parent / DESCRIPTOR
     try:
-        recorded = json.loads(read_regular(path, "datapackage")).get("mudata", {}).get("table_sha256")
+        recorded = (
+            json.loads(read_regular(path, "datapackage")).get("mudata", {}).get("table_sha256")
+        )
     except (MudataError, OSError, ValueError, AttributeError):
         recorded = None  # missing, not a regular file, or not ours: rewritten below
     if recorded == provenance["table_sha256"]:

@@ -46,7 +46,9 @@ def _every_class_per_user(classes: list[str], min_per_class: int) -> pa.Check:
     """A row-wise check: True for the rows of users with enough rows of every class."""
 
     def check(frame: pd.DataFrame) -> pd.Series:
-        counts = pd.crosstab(frame[USER_COLUMN], frame[LABEL_COLUMN]).reindex(columns=classes, fill_value=0)
+        counts = pd.crosstab(frame[USER_COLUMN], frame[LABEL_COLUMN]).reindex(
+            columns=classes, fill_value=0
+        )
         ok_users = counts.index[(counts >= min_per_class).all(axis=1)]
         return frame[USER_COLUMN].isin(ok_users)
 
@@ -87,7 +89,9 @@ def feature_table_schema(
     )
 
 
-def validate_table(table: pd.DataFrame, classes: list[str], min_per_class: int, *, dataset: str) -> pd.DataFrame:
+def validate_table(
+    table: pd.DataFrame, classes: list[str], min_per_class: int, *, dataset: str
+) -> pd.DataFrame:
     """Validate a feature table; raise :class:`ValidationError` listing every failure.
 
     Every column other than ``userid`` and ``label`` is taken as a feature.
@@ -103,8 +107,9 @@ def validate_table(table: pd.DataFrame, classes: list[str], min_per_class: int, 
     try:
         return schema.validate(table, lazy=True)
     except pa.errors.SchemaErrors as exc:
-        message = f"{dataset}: the feature table fails {len(exc.failure_cases)} check(s):\n" + _summary(
-            exc.failure_cases
+        message = (
+            f"{dataset}: the feature table fails {len(exc.failure_cases)} check(s):\n"
+            + _summary(exc.failure_cases)
         )
         raise ValidationError(message) from None
 
@@ -118,7 +123,9 @@ def _summary(cases: pd.DataFrame, examples: int = 5) -> str:
     for (column, check), group in cases.groupby(["column", "check"], sort=False, dropna=False):
         shown = ", ".join(
             excerpt(value, 60) + ("" if pd.isna(row) else f" (row {row})")
-            for value, row in zip(group["failure_case"].head(examples), group["index"].head(examples), strict=True)
+            for value, row in zip(
+                group["failure_case"].head(examples), group["index"].head(examples), strict=True
+            )
         )
         more = f", and {len(group) - examples} more" if len(group) > examples else ""
         lines.append(f"  column {column!r}, check {check!r}: {len(group)} failing: {shown}{more}")

@@ -84,7 +84,7 @@ def make_entry(*files: dict[str, Any], source: Path | str = "<memory>") -> Datas
         "title": "Toy",
         "version": "1",
         "homepage": "https://example.invalid/toy",
-        "licence": "CC0",
+        "licence": "CC0-1.0",
         "citation": "Nobody (2024). Toy.",
         "sampling_rate_hz": 20,
         "reader": "toy",

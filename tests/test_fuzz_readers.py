@@ -64,7 +64,7 @@ def _long_signals_entry() -> DatasetEntry:
 
 def _tabular(reader: str, options: dict) -> dict:
     return {
-        "name": "toy", "title": "Toy", "version": "1", "homepage": "h", "licence": "CC0",
+        "name": "toy", "title": "Toy", "version": "1", "homepage": "h", "licence": "CC0-1.0",
         "citation": "c", "sampling_rate_hz": 20, "reader": reader, "reader_options": options,
         "recipe": {"name": "precomputed"}, "min_per_class": 1,
         "classes": [{"code": "walk", "name": "walk"}, {"code": "run", "name": "run"}],

@@ -102,7 +102,7 @@ def entry_data(files: list[dict[str, Any]], **options: Any) -> dict[str, Any]:
         "title": "Toy",
         "version": "1",
         "homepage": "https://example.invalid/toy",
-        "licence": "CC0",
+        "licence": "CC0-1.0",
         "citation": "Nobody (2026). Toy.",
         "sampling_rate_hz": 20,
         "reader": "feature-table",
@@ -468,7 +468,7 @@ def test_damaged_table_without_its_raw_files_is_a_clear_error(
     path.write_bytes(path.read_bytes()[:-40] + bytes(40))
     # With the raw file still cached, the table is rebuilt offline.
     http_server.status = 500
-    rebuilt = mudata.load("toy", data_home=home, download_if_missing=False)
+    rebuilt = mudata.load("toy", data_home=home, download_if_missing=False).frame
     assert len(rebuilt) == len(pd.read_csv(io.BytesIO(GOOD)))
     path.write_bytes(path.read_bytes()[:-40] + bytes(40))
     (raw_dir("toy", home) / "toy.zip").unlink()

@@ -45,7 +45,7 @@ def test_har70_from_local_server(tmp_path: Path, http_server) -> None:
         mudata.fetch("har70", data_home=tmp_path, mirror=http_server.url, progress=False)
     assert http_server.count() == 0
 
-    frame = mudata.load("har70", data_home=tmp_path, mirror=http_server.url, allow_unverified=True, progress=False)
+    frame = mudata.load("har70", data_home=tmp_path, mirror=http_server.url, allow_unverified=True, progress=False).frame
 
     windows = {
         (user, HAR70_KEPT[code]): expected_windows(int((data["label"] == code).sum()), 150)

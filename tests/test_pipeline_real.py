@@ -36,7 +36,7 @@ WISDM_FEATURES = (
 
 
 def test_wisdm_from_manual_dir_matches_the_study(wisdm_dir: Path, tmp_path: Path) -> None:
-    frame = mudata.load("wisdm", data_home=tmp_path, manual_dir=wisdm_dir)
+    frame = mudata.load("wisdm", data_home=tmp_path, manual_dir=wisdm_dir).frame
     assert len(frame) == 2869
     assert frame["userid"].nunique() == 16
     assert list(frame.columns) == ["userid", "label", *WISDM_FEATURES]
@@ -75,7 +75,14 @@ def test_provenance_is_in_parquet_and_datapackage(gestures_zip: Path, tmp_path: 
     assert record["counts"]["rows"] == 3200
     package = json.loads((path.parent / "datapackage.json").read_text(encoding="utf-8"))
     assert package["resources"][0]["path"] == path.name
-    assert package["licenses"][0]["name"] == "Research or academic use only"
+    assert package["licenses"] == [
+        {
+            "name": "LicenseRef-Smartwatch-Gestures-research-only",
+            "title": "Research or academic use only; cite Costante et al. (2014)",
+            "path": "https://tev.fbk.eu/resources/smartwatch",
+        }
+    ]
+    assert (record["licence"], record["licence_title"]) == (package["licenses"][0]["name"], package["licenses"][0]["title"])
     fields = [f["name"] for f in package["resources"][0]["schema"]["fields"]]
     assert fields == list(pd.read_parquet(path).columns)
     assert mudata.provenance("gestures", data_home=tmp_path)["sha256"] == record["table_sha256"]
@@ -121,7 +128,7 @@ def test_wisdm_through_a_local_mirror(wisdm_dir: Path, tmp_path: Path, http_serv
     (registry / "wisdm-mirror.toml").write_text(text, encoding="utf-8")
     monkeypatch.setenv("MUDATA_REGISTRY", str(registry))
 
-    frame = mudata.load("wisdm-mirror", data_home=tmp_path / "home", mirror=http_server.url + "/", progress=False)
+    frame = mudata.load("wisdm-mirror", data_home=tmp_path / "home", mirror=http_server.url + "/", progress=False).frame
     assert len(frame) == 2869 and frame["userid"].nunique() == 16
     assert frame["label"].value_counts().to_dict() == WISDM_CLASS_COUNTS
 
@@ -135,7 +142,7 @@ def test_failed_write_leaves_no_table(tmp_path: Path) -> None:
         "title": "x",
         "dataset_version": "1",
         "homepage": "",
-        "licence": "CC0",
+        "licence": "CC0-1.0",
         "files": [],
         "citation": "",
         "classes": ["a", "b"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import textwrap
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,7 @@ name = "{name}"
 title = "A study of one's own"
 version = "1"
 homepage = "https://example.org/own"
-licence = "CC0 1.0"
+licence = "CC0-1.0"
 citation = "Someone (2026)"
 sampling_rate_hz = 50
 reader = "{reader}"
@@ -108,7 +109,7 @@ def test_long_signals_entry_registers_fetches_and_windows(tmp_path: Path) -> Non
 
     fetched = runner.invoke(main, ["fetch", "own-signals", "--data-home", str(home)])
     assert fetched.exit_code == 0, fetched.output
-    frame = mudata.load("own-signals", data_home=home)
+    frame = mudata.load("own-signals", data_home=home).frame
     # 260 samples a class: starts 1, 51, ..., 251 (6), the last dropped -> 5 windows
     assert len(frame) == 3 * 2 * 5
     assert frame.groupby(["userid", "label"], sort=False).size().tolist() == [5] * 6
@@ -270,20 +271,49 @@ def test_register_makes_a_literal_string_path_absolute(tmp_path: Path) -> None:
     toml = _feature_entry(tmp_path, "\n[[files]]\nname = 'features.csv'\npath = 'features.csv'\nsha256 = '{sha}'\n")
     result = CliRunner().invoke(main, ["register", str(toml), "--data-home", str(tmp_path / "h")])
     assert result.exit_code == 0, result.output
-    installed = (tmp_path / "h" / "registry" / "lit.toml").read_text(encoding="utf-8")
-    assert f"path = '{(tmp_path / 'own' / 'features.csv').resolve().as_posix()}'" in installed
-    frame = mudata.load("lit", data_home=tmp_path / "h")
+    installed = tomllib.loads((tmp_path / "h" / "registry" / "lit.toml").read_text(encoding="utf-8"))
+    assert installed["files"][0]["path"] == (tmp_path / "own" / "features.csv").resolve().as_posix()
+    frame = mudata.load("lit", data_home=tmp_path / "h").frame
     assert len(frame) == 24
 
 
-def test_register_refuses_a_path_it_cannot_make_absolute(tmp_path: Path) -> None:
-    # An inline table: the line-based rewrite cannot reach it, and the copy in the
-    # registry folder would look for features.csv there.
+def test_register_makes_a_path_in_an_inline_table_absolute(tmp_path: Path) -> None:
+    # The entry is parsed and written back with a TOML library, so any TOML
+    # form of the same document is handled (a line-based rewrite missed this one).
     toml = _feature_entry(tmp_path, '\nfiles = [{{name = "features.csv", path = "features.csv", sha256 = "{sha}"}}]\n')
+    original = toml.read_bytes()
     result = CliRunner().invoke(main, ["register", str(toml), "--data-home", str(tmp_path / "h")])
-    assert result.exit_code == 1, result.output
-    assert "lit.toml: field 'files.path'" in result.output and "['features.csv']" in result.output
-    assert list((tmp_path / "h" / "registry").iterdir()) == []  # no entry, no leftover temporary file
+    assert result.exit_code == 0, result.output
+    installed_file = tmp_path / "h" / "registry" / "lit.toml"
+    installed = tomllib.loads(installed_file.read_text(encoding="utf-8"))
+    assert installed["files"] == [
+        {
+            "name": "features.csv",
+            "path": (tmp_path / "own" / "features.csv").resolve().as_posix(),
+            "sha256": sha(tmp_path / "own" / "features.csv"),
+        }
+    ]
+    # Everything else is the same document; the user's file is untouched.
+    source = tomllib.loads(original.decode("utf-8"))
+    assert {k: v for k, v in installed.items() if k != "files"} == {k: v for k, v in source.items() if k != "files"}
+    assert toml.read_bytes() == original
+    assert [p.name for p in installed_file.parent.iterdir()] == ["lit.toml"]  # no temporary file left
+    assert len(mudata.load("lit", data_home=tmp_path / "h").frame) == 24
+
+
+def test_register_keeps_absolute_and_member_paths_and_multiline_strings(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    write_long_signals(tmp_path / "recordings", [1], 60, rng)
+    text = long_signals_toml(tmp_path / "recordings", [1]).replace(
+        'citation = "Someone (2026)"', 'citation = """\nSomeone, "Quoted" (2026).\nSecond line.\n"""'
+    )
+    (tmp_path / "own-signals.toml").write_text(text, encoding="utf-8")
+    result = CliRunner().invoke(main, ["register", str(tmp_path / "own-signals.toml"), "--data-home", str(tmp_path / "h")])
+    assert result.exit_code == 0, result.output
+    installed = tomllib.loads((tmp_path / "h" / "registry" / "own-signals.toml").read_text(encoding="utf-8"))
+    assert installed["files"][0]["path"] == (tmp_path / "recordings").resolve().as_posix()
+    assert installed["files"][0]["members"][0]["path"] == "s1.csv"  # inside the release: unchanged
+    assert installed["citation"] == 'Someone, "Quoted" (2026).\nSecond line.\n'
 
 
 def test_register_into_a_data_home_that_is_a_file(tmp_path: Path) -> None:
@@ -301,16 +331,16 @@ def test_unhashed_local_file_edited_after_a_build_is_rebuilt(tmp_path: Path) -> 
     toml = _feature_entry(tmp_path, '\n[[files]]\nname = "features.csv"\npath = "features.csv"\n')
     home = tmp_path / "h"
     assert CliRunner().invoke(main, ["register", str(toml), "--data-home", str(home)]).exit_code == 0
-    first = mudata.load("lit", data_home=home, allow_unverified=True)
+    first = mudata.load("lit", data_home=home, allow_unverified=True).frame
     assert first["f1"].sum() == sum(range(24))  # 0 + 1 + ... + 23 = 276
     table = tmp_path / "own" / "features.csv"
     edited = pd.read_csv(table)
     edited["f1"] = 1.0
     edited.to_csv(table, index=False)
-    second = mudata.load("lit", data_home=home, allow_unverified=True)
+    second = mudata.load("lit", data_home=home, allow_unverified=True).frame
     assert second["f1"].sum() == 24.0
     # Unchanged since: the table is returned as built (same build time).
-    third = mudata.load("lit", data_home=home, allow_unverified=True)
+    third = mudata.load("lit", data_home=home, allow_unverified=True).frame
     assert third.attrs["provenance"]["built"] == second.attrs["provenance"]["built"]
     assert third.attrs["provenance"]["files"][0]["sha256"] == sha(table)
 
@@ -325,7 +355,7 @@ def test_feature_column_with_a_stray_text_value_is_named_when_left_out(
     frame.to_csv(table, index=False)
     assert CliRunner().invoke(main, ["register", str(toml), "--data-home", str(tmp_path / "h")]).exit_code == 0
     with caplog.at_level("WARNING", logger="mudata.readers.tabular"):
-        built = mudata.load("lit", data_home=tmp_path / "h", allow_unverified=True)
+        built = mudata.load("lit", data_home=tmp_path / "h", allow_unverified=True).frame
     assert list(built.columns) == ["userid", "label", "f1"]
     assert "non-numeric column(s) ['f2'] left out" in caplog.text
 

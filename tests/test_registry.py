@@ -41,7 +41,7 @@ def _minimal() -> dict:
         "title": "Tiny",
         "version": "1",
         "homepage": "https://example.org",
-        "licence": "CC0",
+        "licence": "CC0-1.0",
         "citation": "Nobody (2026)",
         "sampling_rate_hz": 10,
         "reader": "feature-table",

@@ -33,7 +33,6 @@ def test_wheel_contains_registry_and_schemas(wheel: Path) -> None:
     for dataset in ("wisdm", "har70", "opportunity", "gestures"):
         assert f"mudata/_data/registry/{dataset}.toml" in names
     assert "mudata/_data/schemas/registry.schema.json" in names
-    assert "mudata/_data/schemas/feature_table.json" in names
     assert any(n.startswith("mueval/") for n in names)
 
 

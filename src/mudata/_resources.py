@@ -27,5 +27,5 @@ def builtin_registry_dir() -> Path:
 
 
 def schemas_dir() -> Path:
-    """Folder holding the registry JSON Schema and the feature-table schema."""
+    """Folder holding the registry JSON Schema."""
     return _locate("schemas")

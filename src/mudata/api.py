@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from mudata._identity import check_ours
 from mudata.errors import MissingFileError
 from mudata.pipeline import build_frame, parquet_path
 from mudata.registry import get_entry
 from mudata.store import read_provenance
+
+if TYPE_CHECKING:
+    from sklearn.utils import Bunch
+
+check_ours()  # `mudata` may resolve to scverse's package (same import name)
 
 
 def fetch(
@@ -80,7 +86,11 @@ def _fetch(
     entry = get_entry(name, data_home)
     # A table that exists but is out of date or damaged is rebuilt from the
     # cached raw files without downloading (or a clear error names the missing one).
-    if not download_if_missing and manual_dir is None and not parquet_path(entry, data_home).exists():
+    if (
+        not download_if_missing
+        and manual_dir is None
+        and not parquet_path(entry, data_home).exists()
+    ):
         message = (
             f"dataset '{entry.name}' is not built in {parquet_path(entry, data_home).parent} "
             "and download_if_missing=False"
@@ -107,27 +117,53 @@ def load(
     allow_unverified: bool = False,
     progress: bool | None = None,
     max_expansion: float | None = None,
-) -> Any:
+) -> Bunch | tuple[Any, Any, Any]:
     """Load a dataset's feature table, building it first if needed.
+
+    The shape of scikit-learn's dataset loaders (``fetch_openml``, ``load_iris``),
+    with ``groups`` added: the user ids, for
+    :class:`~sklearn.model_selection.LeaveOneGroupOut` and the like.
 
     Parameters
     ----------
     name, data_home, download_if_missing, mirror, manual_dir, allow_unverified, progress, max_expansion
         As for :func:`fetch`.
     return_X_y : bool
-        If True, return ``(X, y, groups)``: features, labels and user ids (the
-        ``groups`` of a :class:`~sklearn.model_selection.LeaveOneGroupOut`).
+        If True, return ``(data, target, groups)`` instead of a Bunch.
     as_frame : bool
-        With ``return_X_y``: pandas objects (True) or numpy arrays (False).
+        If True (the default, unlike scikit-learn: the table is a DataFrame
+        already), ``data`` is a DataFrame and ``target`` and ``groups`` are
+        Series. If False they are numpy arrays (``data`` of float64, shape
+        ``(n_rows, n_features)``; ``target`` and ``groups`` of shape
+        ``(n_rows,)``) and ``frame`` is None, as in scikit-learn.
 
     Returns
     -------
-    DataFrame or tuple
-        By default the whole table (``userid``, ``label``, then the features),
-        with its provenance in ``frame.attrs["provenance"]``.
+    Bunch or tuple
+        A :class:`sklearn.utils.Bunch` with
+
+        - ``data``: the features, shape ``(n_rows, n_features)``;
+        - ``target``: the class name of each row, shape ``(n_rows,)``;
+        - ``groups``: the user id of each row, shape ``(n_rows,)``;
+        - ``frame``: the whole table (``userid``, ``label``, then the
+          features), with the provenance in ``frame.attrs["provenance"]``;
+          None when ``as_frame`` is False;
+        - ``feature_names``: the feature columns, in order;
+        - ``target_names``: the kept class names, in the registry's order;
+        - ``provenance``: the table's provenance record (see :func:`provenance`);
+        - ``DESCR``: a text description: title, counts, licence, citation.
+
+        With ``return_X_y``, the tuple ``(data, target, groups)``.
+
+    Examples
+    --------
+    >>> bunch = load("wisdm")                                   # doctest: +SKIP
+    >>> bunch.frame.columns[:2].tolist()                        # doctest: +SKIP
+    ['userid', 'label']
+    >>> X, y, groups = load("wisdm", return_X_y=True)           # doctest: +SKIP
     """
     # The rows served are the rows whose hash was just checked: one read.
-    _, frame = _fetch(
+    path, frame = _fetch(
         name,
         data_home=data_home,
         download_if_missing=download_if_missing,
@@ -138,14 +174,50 @@ def load(
         force=False,
         max_expansion=max_expansion,
     )
-    if not return_X_y:
-        return frame
-    X = frame.drop(columns=["userid", "label"])
-    y = frame["label"]
-    groups = frame["userid"]
-    if as_frame:
-        return X, y, groups
-    return X.to_numpy(), y.to_numpy(), groups.to_numpy()
+    record = _public_record(frame.attrs["provenance"], path)
+    feature_names = [str(c) for c in frame.columns if c not in ("userid", "label")]
+    data: Any = frame[feature_names]
+    target: Any = frame["label"]
+    groups: Any = frame["userid"]
+    if not as_frame:
+        data, target, groups = data.to_numpy(dtype=float), target.to_numpy(), groups.to_numpy()
+    if return_X_y:
+        return data, target, groups
+    from sklearn.utils import Bunch  # scikit-learn is slow to import; only needed here
+
+    return Bunch(
+        data=data,
+        target=target,
+        groups=groups,
+        frame=frame if as_frame else None,
+        feature_names=feature_names,
+        target_names=list(record["classes"]),
+        provenance=record,
+        DESCR=describe(record),
+    )
+
+
+def describe(record: dict[str, Any]) -> str:
+    """The ``DESCR`` text of a table, from its provenance record."""
+    counts = record["counts"]
+    licence = record["licence"]
+    title = record.get("licence_title")
+    lines = [
+        f"{record['title']} ({record['dataset']}, version {record['dataset_version']})",
+        "",
+        (
+            f"{counts['rows']} rows, {counts['users']} users, {len(record['classes'])} classes, "
+            f"{counts['features']} features."
+        ),
+        f"Classes: {', '.join(record['classes'])}.",
+        f"Homepage: {record['homepage']}",
+        f"Licence: {licence}" + (f" ({title})" if title and title != licence else ""),
+        f"Table SHA-256: {record['table_sha256']}",
+        "",
+        "Citation:",
+        record["citation"],
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def provenance(name: str, *, data_home: Path | str | None = None) -> dict[str, Any]:
@@ -156,7 +228,12 @@ def provenance(name: str, *, data_home: Path | str | None = None) -> dict[str, A
     if record is None:
         message = f"dataset '{entry.name}' is not built in {path.parent}; run `mudata fetch {entry.name}` first"
         raise MissingFileError(message)
+    return _public_record(record, path)
+
+
+def _public_record(record: dict[str, Any], path: Path) -> dict[str, Any]:
+    # ``sha256`` is the name callers know for the table's content hash.
     return {**record, "sha256": record["table_sha256"], "path": str(path)}
 
 
-__all__ = ["fetch", "load", "provenance"]
+__all__ = ["describe", "fetch", "load", "provenance"]

@@ -2,7 +2,12 @@
 
 Every failure a user can cause or meet has its own class, subclassing the
 built-in exception it resembles, so callers can catch it either way. The CLI
-maps :class:`UsageError` subclasses to exit code 2 and everything else to 1.
+maps :class:`MudataUsageError` subclasses to exit code 2 and everything else to 1
+(in one place: :class:`mudata.cli_options.ErrorMappingGroup`).
+
+The names are distinct from :mod:`mueval.errors`, whose ``UsageError`` is a
+different class: code that handles both packages can import both without
+aliasing.
 """
 
 from __future__ import annotations
@@ -12,11 +17,17 @@ class MudataError(Exception):
     """Base class of every error raised on purpose by :mod:`mudata`."""
 
 
-class UsageError(MudataError, ValueError):
+class MudataUsageError(MudataError, ValueError):
     """The request itself is wrong (a name, an option); exit code 2 in the CLI."""
 
 
-class UnknownDatasetError(UsageError, KeyError):
+#: Deprecated name of :class:`MudataUsageError` (the same class), kept so that
+#: existing ``except UsageError`` clauses go on working; new code uses
+#: ``MudataUsageError``, which cannot be confused with ``mueval.errors.UsageError``.
+UsageError = MudataUsageError
+
+
+class UnknownDatasetError(MudataUsageError, KeyError):
     """No registry entry has the requested name."""
 
     def __str__(self) -> str:  # KeyError quotes its message; keep it readable

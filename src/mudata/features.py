@@ -1,6 +1,6 @@
 """Feature recipes: raw samples (a :class:`SignalTable`) to one row per example.
 
-Two recipes, named by ``entry.recipe.name`` (see ``DATASETS.md``):
+Two recipes, named by ``entry.recipe.name`` (see ``docs/datasets.md``):
 
 ``study-window`` (HAR70+, OPPORTUNITY)
     For each user (ascending) and each kept class (registry order), every sample
@@ -313,7 +313,7 @@ def _finish(
 
 
 def study_window(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
-    """The ``study-window`` recipe; see the module docstring and ``DATASETS.md``."""
+    """The ``study-window`` recipe; see the module docstring and ``docs/datasets.md``."""
     recipe = entry.recipe
     if recipe.window is None:
         message = f"dataset '{entry.name}': recipe 'study-window' needs 'window'"

@@ -312,6 +312,8 @@ def _provenance(
         "dataset_version": entry.version,
         "homepage": entry.homepage,
         "licence": entry.licence,
+        "licence_title": entry.licence_title,
+        "licence_path": entry.licence_path,
         "citation": entry.citation,
         "entry_sha256": entry_fingerprint(entry),
         "reader": entry.reader,

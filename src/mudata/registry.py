@@ -20,10 +20,18 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import tomli_w
 
+from mudata._atomic import atomic_write
 from mudata._files import read_regular
 from mudata._resources import builtin_registry_dir, schemas_dir
-from mudata.errors import RegistryError, UnknownDatasetError
+from mudata.errors import (
+    MudataUsageError,
+    RegistryError,
+    StorageError,
+    UnknownDatasetError,
+    excerpt,
+)
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +100,9 @@ class DatasetEntry:
     """A validated registry entry.
 
     Attributes mirror the TOML keys; ``source`` is the file the entry came from.
+    ``licence`` is an SPDX id (or a ``LicenseRef-`` id for custom terms),
+    ``licence_title`` its name or the terms in short, ``licence_path`` where
+    the terms are (SPDX's page for an SPDX id, unless the entry gives one).
     """
 
     name: str
@@ -110,6 +121,8 @@ class DatasetEntry:
     min_per_class: int = 5
     description: str = ""
     source: Path | None = None
+    licence_title: str = ""
+    licence_path: str | None = None
 
     @property
     def class_names(self) -> list[str]:
@@ -130,6 +143,8 @@ class DatasetEntry:
             "description": self.description,
             "homepage": self.homepage,
             "licence": self.licence,
+            "licence_title": self.licence_title,
+            "licence_path": self.licence_path,
             "citation": self.citation,
             "sampling_rate_hz": self.sampling_rate_hz,
             "reader": self.reader,
@@ -166,6 +181,66 @@ def _validator() -> jsonschema.protocols.Validator:
     return cls(schema)
 
 
+@lru_cache(maxsize=1)
+def spdx_titles() -> dict[str, str]:
+    """SPDX id -> SPDX name, for the ids the registry schema accepts."""
+    schema = _validator().schema
+    return {branch["const"]: branch["title"] for branch in schema["$defs"]["spdx_id"]["oneOf"]}
+
+
+def _licence(value: str | dict[str, str]) -> tuple[str, str, str | None]:
+    """(id, title, path) of a validated ``licence`` value."""
+    if isinstance(value, str):
+        return value, spdx_titles()[value], f"https://spdx.org/licenses/{value}.html"
+    name = value["name"]
+    default_path = f"https://spdx.org/licenses/{name}.html" if name in spdx_titles() else None
+    return name, value["title"], value.get("path", default_path)
+
+
+def _licence_message(value: object) -> str:
+    known = spdx_titles()
+    by_upper = {k.upper(): k for k in known}
+    guess = str(value).strip().replace(" ", "-").upper()
+    # Only the case or the spaces wrong: that id alone; else the nearest ones.
+    close = (
+        [guess]
+        if guess in by_upper
+        else difflib.get_close_matches(guess, list(by_upper), n=3, cutoff=0.6)
+    )
+    hint = f" Did you mean {', '.join(repr(by_upper[c]) for c in close)}?" if close else ""
+    return (
+        f"{excerpt(value, 80)} is not an SPDX licence id accepted here.{hint} Expected one of "
+        f"{', '.join(sorted(known))}; or, for other terms, a table "
+        f'{{ name = "LicenseRef-<short-name>", title = "<the terms>", path = "<address of the terms>" }}'
+    )
+
+
+# Validators that only say "no branch matched"; an error from a branch says more.
+_BRANCHING = ("oneOf", "anyOf", "const", "enum", "type")
+
+
+def _is_licence_id(error: jsonschema.ValidationError) -> bool:
+    path = list(error.absolute_path)
+    return path in (["licence"], ["licence", "name"]) and isinstance(error.instance, str)
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    """The message for one schema error, with the path of the field that fails.
+
+    For a value that matches no branch of a ``oneOf``/``anyOf``, the branch that
+    got furthest (the deepest field, then a check other than "not this type")
+    says what is wrong.
+    """
+    while True:
+        if _is_licence_id(error) and error.validator in ("oneOf", "anyOf", "pattern"):
+            return f"field '{_field_path(error)}': {_licence_message(error.instance)}"
+        if error.validator not in ("oneOf", "anyOf") or not error.context:
+            return f"field '{_field_path(error)}': {error.message}"
+        error = max(
+            error.context, key=lambda e: (len(e.absolute_path), e.validator not in _BRANCHING)
+        )
+
+
 def _field_path(error: jsonschema.ValidationError) -> str:
     parts = []
     for part in error.absolute_path:
@@ -194,7 +269,9 @@ def _check_integers(value: Any, source: Path | str, where: str = "") -> None:
         )
         raise RegistryError(message)
     elif isinstance(value, float) and not math.isfinite(value):
-        message = f"invalid registry entry {source}:\n  field '{where}': {value} is not a finite number"
+        message = (
+            f"invalid registry entry {source}:\n  field '{where}': {value} is not a finite number"
+        )
         raise RegistryError(message)
 
 
@@ -216,7 +293,7 @@ def parse_entry(data: dict[str, Any], source: Path | str = "<memory>") -> Datase
     _check_integers(data, source)
     errors = sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        lines = [f"  field '{_field_path(e)}': {e.message}" for e in errors]
+        lines = [f"  {_describe(e)}" for e in errors]
         message = f"invalid registry entry {source}:\n" + "\n".join(lines)
         raise RegistryError(message)
     recipe = Recipe(**data["recipe"])
@@ -246,12 +323,15 @@ def parse_entry(data: dict[str, Any], source: Path | str = "<memory>") -> Datase
         )
         for f in data["files"]
     )
+    licence, licence_title, licence_path = _licence(data["licence"])
     return DatasetEntry(
         name=data["name"],
         title=data["title"],
         version=data["version"],
         homepage=data["homepage"],
-        licence=data["licence"],
+        licence=licence,
+        licence_title=licence_title,
+        licence_path=licence_path,
         citation=data["citation"].strip(),
         sampling_rate_hz=float(data["sampling_rate_hz"]),
         reader=data["reader"],
@@ -266,12 +346,18 @@ def parse_entry(data: dict[str, Any], source: Path | str = "<memory>") -> Datase
     )
 
 
-def load_entry_file(path: Path | str) -> DatasetEntry:
-    """Read and validate one TOML registry file."""
+def read_entry_toml(path: Path | str) -> dict[str, Any]:
+    """The parsed TOML document of a registry file, not yet validated.
+
+    Raises
+    ------
+    RegistryError
+        The file is missing, unreadable, not a regular file, not UTF-8 or not TOML.
+    """
     path = Path(path)
     try:
         raw = read_regular(path, "registry entry", RegistryError)
-        data = tomllib.loads(raw.decode("utf-8"))
+        return tomllib.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         message = f"registry file {path} does not exist"
         raise RegistryError(message) from None
@@ -279,12 +365,100 @@ def load_entry_file(path: Path | str) -> DatasetEntry:
         message = f"invalid registry entry {path}: expected UTF-8 text (TOML), found byte {exc.object[exc.start]:#04x} at offset {exc.start}"
         raise RegistryError(message) from None
     except OSError as exc:
-        message = f"registry file {path} cannot be read ({type(exc).__name__}: {exc.strerror or exc})"
+        message = (
+            f"registry file {path} cannot be read ({type(exc).__name__}: {exc.strerror or exc})"
+        )
         raise RegistryError(message) from None
     except tomllib.TOMLDecodeError as exc:
         message = f"invalid registry entry {path}: not valid TOML ({exc})"
         raise RegistryError(message) from None
-    return parse_entry(data, source=path)
+
+
+def load_entry_file(path: Path | str) -> DatasetEntry:
+    """Read and validate one TOML registry file."""
+    return parse_entry(read_entry_toml(path), source=Path(path))
+
+
+def _absolute_file_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
+    """A copy of the document with each relative ``files[].path`` made absolute from ``base``.
+
+    Member paths (``files[].members[].path``) are paths inside a release and stay as they are.
+    """
+    files = []
+    for spec in data.get("files", []):
+        spec = dict(spec)
+        path = spec.get("path")
+        if isinstance(path, str) and not Path(path).expanduser().is_absolute():
+            spec["path"] = (base / path).resolve().as_posix()
+        files.append(spec)
+    return {**data, "files": files}
+
+
+def install_entry(
+    toml_file: Path | str, *, data_home: Path | str | None = None, replace: bool = False
+) -> tuple[DatasetEntry, Path]:
+    """Validate ``toml_file`` and install it in the user's registry folder.
+
+    The installed copy is written with a TOML library (``tomli_w``) from the
+    parsed document, with relative ``files[].path`` values made absolute from
+    ``toml_file``'s folder, so that the copy finds the same files. Comments and
+    layout of the original are not kept (the original is left as it was).
+
+    Parameters
+    ----------
+    toml_file : path-like
+        The entry to install.
+    data_home : path-like, optional
+        Data directory whose ``registry`` folder receives the entry.
+    replace : bool
+        Overwrite an installed entry of the same name.
+
+    Returns
+    -------
+    (DatasetEntry, Path)
+        The installed entry and the file written.
+
+    Raises
+    ------
+    RegistryError
+        The file fails the registry schema (naming the field).
+    MudataUsageError
+        Its reader is unknown, or the name is taken and ``replace`` is False.
+    StorageError
+        The registry folder cannot be written.
+    """
+    from mudata.paths import user_registry_dir  # local imports: paths imports pooch,
+    from mudata.readers import available_readers  # and readers import this module
+
+    toml_file = Path(toml_file)
+    data = read_entry_toml(toml_file)
+    entry = parse_entry(data, source=toml_file)
+    if entry.reader not in available_readers():
+        message = (
+            f"{toml_file}: field 'reader': unknown reader '{entry.reader}'; "
+            f"available: {', '.join(sorted(available_readers()))}"
+        )
+        raise MudataUsageError(message)
+    target = user_registry_dir(data_home) / f"{entry.name}.toml"
+    if target.exists() and not replace:
+        message = f"a dataset named '{entry.name}' is already registered at {target}; use --replace"
+        raise MudataUsageError(message)
+    installed = _absolute_file_paths(data, toml_file.resolve().parent)
+    # No path in the comment: a file name may hold characters a comment cannot.
+    header = "# Installed by `mudata register`; relative file paths made absolute.\n"
+    text = header + tomli_w.dumps(installed, multiline_strings=True)
+    parse_entry(tomllib.loads(text), source=target)  # what is written must read back as valid
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(target, text)
+    except OSError as exc:
+        message = (
+            f"cannot install '{entry.name}' in {target.parent}: expected a writable folder, "
+            f"got {type(exc).__name__}: {exc}. Choose another data directory with "
+            f"--data-home or $MUDATA_HOME."
+        )
+        raise StorageError(message) from None
+    return entry, target
 
 
 def registry_dirs(data_home: Path | str | None = None) -> list[Path]:

@@ -1,8 +1,8 @@
 """Publishing a feature table: Parquet with provenance, and a Frictionless datapackage.json.
 
-Both files are written to a temporary name in the destination folder and then
-renamed, so an interrupted run never leaves a half-written table under the
-final name. The Parquet file is renamed last: a table counts as built only
+Both files are written with :mod:`mudata._atomic` (a temporary name in the
+destination folder, then a rename), so an interrupted run never leaves a
+half-written table under the final name. The Parquet file is renamed last: a table counts as built only
 when it exists (see :func:`read_provenance`).
 
 How the two can never disagree: the Parquet file is the authority. Its
@@ -20,8 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +27,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from mudata._atomic import atomic_path, atomic_write
 from mudata._files import read_regular
 from mudata.errors import CorruptTableError, MudataError, StorageError
 
@@ -46,28 +45,6 @@ def table_fingerprint(table: pd.DataFrame) -> str:
     return digest.hexdigest()
 
 
-def _umask_mode() -> int:
-    # mkstemp creates files readable by the owner only; published tables should
-    # get the permissions any other new file would get.
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def _atomic_write_bytes(path: Path, payload: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    try:
-        os.chmod(tmp, _umask_mode())
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _frictionless_type(dtype: Any) -> str:
     if pd.api.types.is_integer_dtype(dtype):
         return "integer"
@@ -76,7 +53,9 @@ def _frictionless_type(dtype: Any) -> str:
     return "string"
 
 
-def datapackage(table: pd.DataFrame, parquet_name: str, provenance: dict[str, Any]) -> dict[str, Any]:
+def datapackage(
+    table: pd.DataFrame, parquet_name: str, provenance: dict[str, Any]
+) -> dict[str, Any]:
     """A Frictionless Data Package descriptor for the table.
 
     Parameters
@@ -96,11 +75,8 @@ def datapackage(table: pd.DataFrame, parquet_name: str, provenance: dict[str, An
         "title": provenance["title"],
         "version": provenance["dataset_version"],
         "homepage": provenance["homepage"],
-        "licenses": [{"name": provenance["licence"], "title": provenance["licence"]}],
-        "sources": [
-            {"title": f["name"], "path": f.get("url") or f.get("path") or "", "sha256": f["sha256"]}
-            for f in provenance["files"]
-        ],
+        "licenses": [_licence(provenance)],
+        "sources": [_source(f) for f in provenance["files"]],
         "citation": provenance["citation"],
         "resources": [
             {
@@ -114,6 +90,27 @@ def datapackage(table: pd.DataFrame, parquet_name: str, provenance: dict[str, An
         ],
         "mudata": provenance,
     }
+
+
+def _licence(provenance: dict[str, Any]) -> dict[str, str]:
+    """The Data Package licence: the SPDX (or LicenseRef-) id as name, with its title and path."""
+    licence = {
+        "name": provenance["licence"],
+        # Provenance written before titles were recorded: the id is the best title known.
+        "title": provenance.get("licence_title") or provenance["licence"],
+    }
+    if provenance.get("licence_path"):
+        licence["path"] = provenance["licence_path"]
+    return licence
+
+
+def _source(record: dict[str, Any]) -> dict[str, Any]:
+    """A Data Package source for one release file (no empty ``path``)."""
+    source = {"title": record["name"], "sha256": record["sha256"]}
+    where = record.get("url") or record.get("path")
+    if where:
+        source["path"] = where
+    return source
 
 
 def write_table(table: pd.DataFrame, folder: Path, name: str, provenance: dict[str, Any]) -> Path:
@@ -151,17 +148,11 @@ def _write_table(table: pd.DataFrame, folder: Path, name: str, provenance: dict[
 
     descriptor = _descriptor_bytes(table, parquet_path.name, provenance)
 
-    # Both files are complete under temporary names before either is renamed.
-    fd, tmp = tempfile.mkstemp(prefix=f".{parquet_path.name}.", suffix=".part", dir=folder)
-    os.close(fd)
-    try:
-        os.chmod(tmp, _umask_mode())
+    # Both files are complete before the Parquet file is renamed, and it is
+    # renamed last: a table counts as built only once it exists.
+    with atomic_path(parquet_path) as tmp:
         pq.write_table(arrow, tmp)
-        _atomic_write_bytes(folder / DESCRIPTOR, descriptor)
-        os.replace(tmp, parquet_path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        atomic_write(folder / DESCRIPTOR, descriptor)
     return parquet_path
 
 
@@ -225,11 +216,15 @@ def load_table(parquet_path: Path, *, verify: bool = True) -> tuple[pd.DataFrame
     return frame, provenance
 
 
-def _reconcile_descriptor(parquet_path: Path, frame: pd.DataFrame, provenance: dict[str, Any]) -> None:
+def _reconcile_descriptor(
+    parquet_path: Path, frame: pd.DataFrame, provenance: dict[str, Any]
+) -> None:
     """Rewrite ``datapackage.json`` from the (verified) Parquet file when they disagree."""
     path = parquet_path.parent / DESCRIPTOR
     try:
-        recorded = json.loads(read_regular(path, "datapackage")).get("mudata", {}).get("table_sha256")
+        recorded = (
+            json.loads(read_regular(path, "datapackage")).get("mudata", {}).get("table_sha256")
+        )
     except (MudataError, OSError, ValueError, AttributeError):
         recorded = None  # missing, not a regular file, or not ours: rewritten below
     if recorded == provenance["table_sha256"]:
@@ -240,7 +235,7 @@ def _reconcile_descriptor(parquet_path: Path, frame: pd.DataFrame, provenance: d
         parquet_path.name,
     )
     try:
-        _atomic_write_bytes(path, _descriptor_bytes(frame, parquet_path.name, provenance))
+        atomic_write(path, _descriptor_bytes(frame, parquet_path.name, provenance))
     except OSError as exc:
         log.warning("could not rewrite %s: %s", path, exc)
 

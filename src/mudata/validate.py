@@ -1,85 +1,132 @@
-"""Validation of a feature table with Pandera, from the rules in ``schemas/feature_table.json``.
+"""The feature table's rules, as a Pandera schema, and their enforcement.
 
-The declarative rules live apart from this code; here they are turned into a
-:class:`pandera.DataFrameSchema` for one dataset (its classes, its minimum per
-user and class) and applied with ``lazy=True`` so that every failure is
-reported at once.
+Every published table, whatever its reader and recipe, obeys these rules (the
+schema is built per dataset because the allowed labels and the minimum rows per
+user and class come from its registry entry):
+
+- the columns are ``userid``, ``label``, then at least one feature, in that
+  order, with no name twice and nothing else;
+- ``userid`` is an ``int64`` user id ``>= 0``, never missing;
+- ``label`` is text, one of the entry's kept class names, never missing;
+- each feature is ``float64`` and finite (no NaN, no infinity);
+- every user has at least ``min_per_class`` rows of every kept class (the
+  user filter's rule, checked again on the result).
+
+The schema is declared in :func:`feature_table_schema` and nowhere else; it is
+applied with ``lazy=True`` so that every failure is reported at once, each with
+its column, check and failing values.
 """
 
 from __future__ import annotations
-
-import json
-from functools import lru_cache
-from typing import Any
 
 import numpy as np
 import pandas as pd
 import pandera.pandas as pa
 
-from mudata._resources import schemas_dir
-from mudata.errors import ValidationError
+from mudata.errors import ValidationError, excerpt
+
+USER_COLUMN = "userid"
+LABEL_COLUMN = "label"
+FIRST_COLUMNS = (USER_COLUMN, LABEL_COLUMN)
+
+_FINITE = pa.Check(
+    lambda s: pd.Series(np.isfinite(s.to_numpy(dtype=float)), index=s.index),
+    name="finite",
+    error="values must be finite (no NaN or infinity)",
+)
+
+_HAS_FEATURES = pa.Check(
+    lambda frame: frame.shape[1] > len(FIRST_COLUMNS),
+    name="at least one feature column",
+    error=f"the table needs at least one feature column after {list(FIRST_COLUMNS)}",
+)
 
 
-@lru_cache(maxsize=1)
-def table_rules() -> dict[str, Any]:
-    """The rules of ``schemas/feature_table.json``."""
-    return json.loads((schemas_dir() / "feature_table.json").read_text(encoding="utf-8"))
+def _every_class_per_user(classes: list[str], min_per_class: int) -> pa.Check:
+    """A row-wise check: True for the rows of users with enough rows of every class."""
+
+    def check(frame: pd.DataFrame) -> pd.Series:
+        counts = pd.crosstab(frame[USER_COLUMN], frame[LABEL_COLUMN]).reindex(
+            columns=classes, fill_value=0
+        )
+        ok_users = counts.index[(counts >= min_per_class).all(axis=1)]
+        return frame[USER_COLUMN].isin(ok_users)
+
+    return pa.Check(check, name=f"every user has >= {min_per_class} rows of every class")
 
 
-def build_schema(classes: list[str], feature_columns: list[str], min_per_class: int) -> pa.DataFrameSchema:
-    """A Pandera schema for one dataset's feature table.
+def feature_table_schema(
+    classes: list[str], feature_columns: list[str], min_per_class: int
+) -> pa.DataFrameSchema:
+    """The Pandera schema of one dataset's feature table (rules in the module docstring).
 
     Parameters
     ----------
     classes : list of str
-        Allowed labels.
+        The kept class names: the allowed labels.
     feature_columns : list of str
         The feature columns, in order.
     min_per_class : int
         Minimum rows of every class for every user.
+
+    Returns
+    -------
+    pandera.DataFrameSchema
     """
-    rules = table_rules()
-    user_rule = rules["columns"]["userid"]
-    feature_rule = rules["features"]
     columns: dict[str, pa.Column] = {
-        "userid": pa.Column(
-            user_rule["dtype"], pa.Check.ge(user_rule["checks"]["ge"]), nullable=user_rule["nullable"]
-        ),
-        "label": pa.Column(str, pa.Check.isin(classes), nullable=rules["columns"]["label"]["nullable"]),
+        USER_COLUMN: pa.Column("int64", pa.Check.ge(0), nullable=False),
+        LABEL_COLUMN: pa.Column(str, pa.Check.isin(classes), nullable=False),
     }
-    finite = pa.Check(
-        lambda s: pd.Series(np.isfinite(s.to_numpy(dtype=float)), index=s.index),
-        name="finite",
-        error="values must be finite (no NaN or infinity)",
-    )
     for name in feature_columns:
-        columns[name] = pa.Column(feature_rule["dtype"], finite, nullable=feature_rule["nullable"])
-
-    def every_user_has_every_class(frame: pd.DataFrame) -> pd.Series:
-        counts = pd.crosstab(frame["userid"], frame["label"]).reindex(columns=classes, fill_value=0)
-        ok_users = counts.index[(counts >= min_per_class).all(axis=1)]
-        return frame["userid"].isin(ok_users)
-
+        columns[name] = pa.Column("float64", _FINITE, nullable=False)
     return pa.DataFrameSchema(
         columns,
-        checks=[pa.Check(every_user_has_every_class, name=f"every user has >= {min_per_class} rows of every class")],
-        strict=True,
-        ordered=True,
-        unique_column_names=rules["table"]["unique_column_names"],
+        checks=[_HAS_FEATURES, _every_class_per_user(classes, min_per_class)],
+        strict=True,  # no column beyond userid, label and the features
+        ordered=True,  # userid, label first, then the features in their order
+        unique_column_names=True,
+        name="mudata feature table",
     )
 
 
-def validate_table(table: pd.DataFrame, classes: list[str], min_per_class: int, *, dataset: str) -> pd.DataFrame:
-    """Validate a feature table; raise :class:`ValidationError` listing every failure."""
-    feature_columns = [c for c in table.columns if c not in ("userid", "label")]
-    if not feature_columns:
-        message = f"{dataset}: the feature table has no feature column (columns: {list(table.columns)})"
-        raise ValidationError(message)
-    schema = build_schema(classes, feature_columns, min_per_class)
+def validate_table(
+    table: pd.DataFrame, classes: list[str], min_per_class: int, *, dataset: str
+) -> pd.DataFrame:
+    """Validate a feature table; raise :class:`ValidationError` listing every failure.
+
+    Every column other than ``userid`` and ``label`` is taken as a feature.
+
+    Raises
+    ------
+    ValidationError
+        Naming the dataset, and for each column and check that fails the
+        number of failing cases and the first few values with their rows.
+    """
+    feature_columns = [c for c in table.columns if c not in FIRST_COLUMNS]
+    schema = feature_table_schema(classes, feature_columns, min_per_class)
     try:
         return schema.validate(table, lazy=True)
     except pa.errors.SchemaErrors as exc:
-        cases = exc.failure_cases
-        summary = cases[["column", "check", "failure_case", "index"]].head(20).to_string(index=False)
-        message = f"{dataset}: the feature table fails {len(cases)} check(s):\n{summary}"
+        message = (
+            f"{dataset}: the feature table fails {len(exc.failure_cases)} check(s):\n"
+            + _summary(exc.failure_cases)
+        )
         raise ValidationError(message) from None
+
+
+def _summary(cases: pd.DataFrame, examples: int = 5) -> str:
+    """One line per (column, check): how many cases fail, and the first few with their rows.
+
+    Grouped, so that a rule failing on thousands of rows cannot hide another rule.
+    """
+    lines = []
+    for (column, check), group in cases.groupby(["column", "check"], sort=False, dropna=False):
+        shown = ", ".join(
+            excerpt(value, 60) + ("" if pd.isna(row) else f" (row {row})")
+            for value, row in zip(
+                group["failure_case"].head(examples), group["index"].head(examples), strict=True
+            )
+        )
+        more = f", and {len(group) - examples} more" if len(group) > examples else ""
+        lines.append(f"  column {column!r}, check {check!r}: {len(group)} failing: {shown}{more}")
+    return "\n".join(lines)

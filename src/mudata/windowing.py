@@ -1,7 +1,7 @@
 """Smoothing and windowing of raw sample sequences, vectorised with numpy.
 
 These are the two steps of the study's windowing recipe that come before the
-features (see ``DATASETS.md``, "The windowing recipe"):
+features (see ``docs/datasets.md``, "The windowing recipe"):
 
 * :func:`moving_average` -- the study's edge-aware moving average;
 * :func:`window_count` -- how many windows a sequence yields once the last

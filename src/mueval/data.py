@@ -211,7 +211,7 @@ def load_registered(
     """
     import mudata
     from mudata.errors import MudataError
-    from mudata.errors import UsageError as MudataUsageError
+    from mudata.errors import MudataUsageError
 
     try:
         df = mudata.load(
@@ -220,7 +220,7 @@ def load_registered(
             manual_dir=manual_dir,
             mirror=mirror,
             allow_unverified=allow_unverified,
-        )
+        ).frame
     except MudataUsageError as exc:
         raise UsageError(str(exc)) from exc
     except MudataError as exc:

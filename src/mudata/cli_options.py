@@ -1,0 +1,206 @@
+"""Click building blocks shared by the ``mudata`` command and by other front ends.
+
+Every command that fetches a dataset takes the same options with the same
+checks: :func:`fetch_options` declares them once (``--data-home``,
+``--mirror``, ``--manual-dir``, ``--allow-unverified``, ``--max-expansion``,
+``--progress``). :class:`ErrorMappingGroup` maps a package's exception family to
+exit codes in one place (2 for usage errors, 1 for the rest, one line for a
+bug). The global options ``-v`` and ``--data-home`` are accepted both before
+and after the subcommand name (:func:`verbose_option`, :func:`data_home_option`).
+
+mueval imports these so that ``mueval evaluate`` and ``mudata fetch`` cannot
+drift apart.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+import click
+
+__all__ = [
+    "DATA_HOME_KEY",
+    "VERBOSE_KEY",
+    "ErrorMappingGroup",
+    "LoggingCommand",
+    "data_home_option",
+    "fetch_options",
+    "manual_dir_option",
+    "verbose_option",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# Keys in ``click.Context.meta``, which every context of one invocation shares:
+# that is how a value given before the subcommand reaches it.
+VERBOSE_KEY = "mudata.verbose"
+DATA_HOME_KEY = "mudata.data_home"
+
+
+def _count_verbosity(ctx: click.Context, _param: click.Parameter, value: int) -> int:
+    # -v before and after the subcommand add up: `mudata -v fetch x -v` is -vv.
+    ctx.meta[VERBOSE_KEY] = ctx.meta.get(VERBOSE_KEY, 0) + (value or 0)
+    return ctx.meta[VERBOSE_KEY]
+
+
+def verbose_option(func: F) -> F:
+    """``-v``/``--verbose`` (counted), accepted on the group and on each command.
+
+    The total is kept in ``ctx.meta[VERBOSE_KEY]``; :class:`LoggingCommand`
+    sets up logging from it once every option is parsed.
+    """
+    return click.option(
+        "-v",
+        "--verbose",
+        count=True,
+        expose_value=False,
+        callback=_count_verbosity,
+        help="Log what each stage does (-v info, -vv debug); before or after the command.",
+    )(func)
+
+
+def _remember_data_home(
+    ctx: click.Context, _param: click.Parameter, value: Path | None
+) -> Path | None:
+    # Given after the subcommand, it wins over one given before it.
+    if value is not None:
+        ctx.meta[DATA_HOME_KEY] = value
+    return ctx.meta.get(DATA_HOME_KEY)
+
+
+def data_home_option(func: F | None = None, *, expose_value: bool = True) -> Any:
+    """``--data-home DIR``; on a group use ``expose_value=False``, on a command the default.
+
+    The command receives ``data_home``: its own value, else the group's, else None.
+    """
+
+    def decorate(f: F) -> F:
+        return click.option(
+            "--data-home",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            expose_value=expose_value,
+            callback=_remember_data_home,
+            help="Data directory (default: $MUDATA_HOME, else the OS cache folder for 'mudata').",
+        )(f)
+
+    return decorate(func) if func is not None else decorate
+
+
+def manual_dir_option(func: F) -> F:
+    """``--manual-dir DIR``: an existing folder (checked by click, exit 2 otherwise)."""
+    return click.option(
+        "--manual-dir",
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        default=None,
+        help="Use files you already have: the release archive, or its extracted members, in this folder.",
+    )(func)
+
+
+def fetch_options(func: F) -> F:
+    """Every option that says where and how a dataset is fetched.
+
+    The command receives ``data_home``, ``mirror``, ``manual_dir``,
+    ``allow_unverified``, ``max_expansion`` and ``progress``, the keyword
+    arguments of :func:`mudata.fetch` and :func:`mudata.load` of the same names.
+    """
+    decorators = [
+        data_home_option,
+        click.option(
+            "--mirror",
+            metavar="URL",
+            default=None,
+            help="Fetch the same files (same names, same hashes) from this base address.",
+        ),
+        manual_dir_option,
+        click.option(
+            "--allow-unverified",
+            is_flag=True,
+            help="Accept files whose SHA-256 the registry does not record (the hash seen is kept "
+            "in the provenance).",
+        ),
+        click.option(
+            "--max-expansion",
+            type=click.FloatRange(min=0, min_open=True),
+            default=None,
+            metavar="RATIO",
+            help="How far an archive may expand, in bytes per archive byte (default: "
+            "$MUDATA_MAX_EXPANSION, else 100; archives may always reach 64 MiB). Raise it "
+            "only for archives you trust.",
+        ),
+        click.option(
+            "--progress/--no-progress",
+            default=None,
+            help="Download progress bars (default: on a terminal only).",
+        ),
+    ]
+    # Applied bottom-up so that --help lists them in the order above.
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def configure_logging(verbosity: int) -> None:
+    """WARNING by default, INFO with -v, DEBUG with -vv (for the whole process)."""
+    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    if verbosity > 0:
+        # basicConfig does nothing where handlers exist already (an embedding
+        # application, pytest): the asked-for level must hold all the same.
+        logging.getLogger().setLevel(level)
+
+
+class LoggingCommand(click.Command):
+    """A command that accepts ``-v`` after its name and sets up logging before it runs."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        verbose_option(self)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        configure_logging(ctx.meta.get(VERBOSE_KEY, 0))
+        return super().invoke(ctx)
+
+
+class ErrorMappingGroup(click.Group):
+    """A group that maps its package's exceptions to exit codes, for every command.
+
+    Subclasses name the exception families:
+
+    - ``usage_errors``: the request is wrong (exit 2, like click's own usage errors);
+    - ``runtime_errors``: the request is fine but could not be carried out (exit 1);
+    - anything else is a bug: one line saying so (exit 1), with the traceback
+      under ``-v`` only.
+
+    Commands therefore raise their package's errors and never catch them to
+    choose an exit code. Commands get ``-v`` (see :class:`LoggingCommand`).
+    """
+
+    usage_errors: ClassVar[tuple[type[BaseException], ...]] = ()
+    runtime_errors: ClassVar[tuple[type[BaseException], ...]] = ()
+    program: ClassVar[str] = "this program"
+    command_class = LoggingCommand
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except self.usage_errors as exc:
+            raise click.UsageError(str(exc)) from None
+        except self.runtime_errors as exc:
+            raise click.ClickException(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - the point of this handler
+            verbose = ctx.meta.get(VERBOSE_KEY, 0) > 0
+            if verbose:
+                traceback.print_exc()
+            message = (
+                f"internal error in {self.program} ({type(exc).__name__}: {str(exc)[:200]}); "
+                f"this is a bug, please report it"
+                + ("" if verbose else "; run with -v for the traceback")
+            )
+            raise click.ClickException(message) from None

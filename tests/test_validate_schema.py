@@ -1,0 +1,156 @@
+"""The feature-table schema: every rule is enforced, and each has a table that breaks it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+import pandera.pandas as pa
+import pytest
+
+from mudata.errors import ValidationError
+from mudata.validate import feature_table_schema, validate_table
+
+CLASSES = ["walk", "sit"]
+MIN_PER_CLASS = 2
+
+
+def good_table() -> pd.DataFrame:
+    """Two users, two rows of each class each: the smallest table that passes."""
+    return pd.DataFrame(
+        {
+            "userid": np.array([1, 1, 1, 1, 2, 2, 2, 2], dtype="int64"),
+            "label": ["walk", "walk", "sit", "sit"] * 2,
+            "f1": np.linspace(0.0, 1.0, 8),
+            "f2": np.linspace(1.0, 2.0, 8),
+        }
+    )
+
+
+def _set(column: str, row: int, value: object) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    def breaker(table: pd.DataFrame) -> pd.DataFrame:
+        table[column] = table[column].astype(object)
+        table.loc[row, column] = value
+        return table.astype({column: "float64"}) if column.startswith("f") else table
+
+    return breaker
+
+
+def _missing_user(table: pd.DataFrame) -> pd.DataFrame:
+    table = table.astype({"userid": "Int64"})
+    table.loc[0, "userid"] = pd.NA
+    return table
+
+
+# rule -> (how to break it, text the error must show)
+BREAKERS: dict[str, tuple[Callable[[pd.DataFrame], pd.DataFrame], str]] = {
+    "userid:dtype": (lambda t: t.astype({"userid": "float64"}), "dtype('int64')"),
+    "userid:nullable": (_missing_user, "not_nullable"),
+    "userid:greater_than_or_equal_to": (
+        lambda t: t.replace({"userid": {2: -2}}),
+        "greater_than_or_equal_to(0)",
+    ),
+    "label:dtype": (lambda t: t.assign(label=t["label"].map({"walk": 0, "sit": 1})), "dtype("),
+    "label:nullable": (
+        lambda t: t.assign(label=t["label"].where(t.index != 0, None)),
+        "not_nullable",
+    ),
+    "label:isin": (lambda t: t.replace({"label": {"sit": "run"}}), "isin"),
+    "feature:dtype": (lambda t: t.assign(f1=np.arange(8, dtype="int64")), "dtype('float64')"),
+    "feature:nullable": (lambda t: t.assign(f1=t["f1"].where(t.index != 3)), "not_nullable"),
+    "feature:finite": (lambda t: t.assign(f2=t["f2"].where(t.index != 5, np.inf)), "finite"),
+    "table:at least one feature column": (
+        lambda t: t[["userid", "label"]],
+        "at least one feature column",
+    ),
+    "table:every user has >= 2 rows of every class": (
+        lambda t: t.drop(index=[6]),
+        "every user has >= 2 rows",
+    ),
+    "table:ordered": (lambda t: t[["label", "userid", "f1", "f2"]], "column_ordered"),
+    "table:unique_column_names": (
+        lambda t: pd.concat([t, t[["f1"]]], axis=1),
+        "dataframe_column_labels_unique",
+    ),
+    "table:strict": (None, "column_not_in_schema"),  # tested through the schema below
+}
+
+
+def rules_of(schema: pa.DataFrameSchema) -> set[str]:
+    """Every rule the schema holds, named as in BREAKERS (features collapsed to 'feature')."""
+    rules = set()
+    for name, column in schema.columns.items():
+        who = "feature" if name not in ("userid", "label") else name
+        rules.add(f"{who}:dtype")
+        if not column.nullable:
+            rules.add(f"{who}:nullable")
+        rules.update(f"{who}:{check.name}" for check in column.checks)
+    rules.update(f"table:{check.name}" for check in schema.checks)
+    rules.update(
+        f"table:{flag}"
+        for flag in ("strict", "ordered", "unique_column_names")
+        if getattr(schema, flag)
+    )
+    return rules
+
+
+def test_every_rule_of_the_schema_has_a_breaking_table() -> None:
+    schema = feature_table_schema(CLASSES, ["f1", "f2"], MIN_PER_CLASS)
+    assert rules_of(schema) == set(BREAKERS)
+
+
+def test_a_good_table_passes() -> None:
+    table = good_table()
+    pd.testing.assert_frame_equal(
+        validate_table(table, CLASSES, MIN_PER_CLASS, dataset="toy"), table
+    )
+
+
+@pytest.mark.parametrize("rule", [r for r, (b, _) in BREAKERS.items() if b is not None])
+def test_each_rule_fails_a_table_that_breaks_it(rule: str) -> None:
+    breaker, expected = BREAKERS[rule]
+    table = breaker(good_table())
+    with pytest.raises(ValidationError) as caught:
+        validate_table(table, CLASSES, MIN_PER_CLASS, dataset="toy")
+    assert str(caught.value).startswith("toy: the feature table fails")
+    assert expected in str(caught.value)
+
+
+def test_strict_refuses_a_column_outside_the_schema() -> None:
+    schema = feature_table_schema(CLASSES, ["f1"], MIN_PER_CLASS)
+    with pytest.raises(pa.errors.SchemaErrors) as caught:
+        schema.validate(good_table(), lazy=True)
+    cases = caught.value.failure_cases
+    assert cases[["check", "failure_case"]].values.tolist() == [["column_in_schema", "f2"]]
+
+
+def test_every_failure_is_reported_at_once() -> None:
+    table = good_table()
+    table.loc[0, "f1"] = np.inf
+    table.loc[1, "label"] = "run"
+    with pytest.raises(ValidationError) as caught:
+        validate_table(table, CLASSES, MIN_PER_CLASS, dataset="toy")
+    lines = str(caught.value).splitlines()
+    assert (
+        "  column 'f1', check 'values must be finite (no NaN or infinity)': 1 failing: inf (row 0)"
+        in lines
+    )
+    assert any(
+        line.startswith("  column 'label', check \"isin") and "'run' (row 1)" in line
+        for line in lines
+    )
+
+
+def test_a_rule_failing_on_many_rows_does_not_hide_another() -> None:
+    table = pd.concat([good_table()] * 50, ignore_index=True)
+    table["label"] = "walk"  # every user lacks 'sit': 400 failing rows
+    table.loc[399, "f2"] = np.nan
+    with pytest.raises(ValidationError) as caught:
+        validate_table(table, CLASSES, MIN_PER_CLASS, dataset="toy")
+    text = str(caught.value)
+    assert (
+        "check 'every user has >= 2 rows of every class': 400 failing" in text
+        and "and 395 more" in text
+    )
+    assert "column 'f2', check 'not_nullable': 1 failing: nan (row 399)" in text

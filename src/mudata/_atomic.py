@@ -52,7 +52,7 @@ def _fsync_folder(folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_path(path: Path | str) -> Iterator[Path]:
+def atomic_path(path: Path | str, *, keep_suffix: bool = False) -> Iterator[Path]:
     """Yield a temporary path to write; on success it becomes ``path``.
 
     For writers that want a path rather than bytes (``pyarrow.parquet.write_table``,
@@ -62,6 +62,9 @@ def atomic_path(path: Path | str) -> Iterator[Path]:
     ----------
     path : path-like
         The final name. Its folder must exist.
+    keep_suffix : bool
+        End the temporary name with ``path``'s own suffix rather than ``.part``,
+        for writers that choose the format from it (matplotlib's ``savefig``).
 
     Yields
     ------
@@ -83,7 +86,8 @@ def atomic_path(path: Path | str) -> Iterator[Path]:
     'done'
     """
     path = Path(path)
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+    suffix = path.suffix if keep_suffix else TEMP_SUFFIX
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     os.close(fd)
     tmp = Path(name)
     try:

@@ -28,6 +28,7 @@ __all__ = [
     "ErrorMappingGroup",
     "LoggingCommand",
     "data_home_option",
+    "dataset_source_options",
     "fetch_options",
     "manual_dir_option",
     "verbose_option",
@@ -101,12 +102,13 @@ def manual_dir_option(func: F) -> F:
     )(func)
 
 
-def fetch_options(func: F) -> F:
-    """Every option that says where and how a dataset is fetched.
+def dataset_source_options(func: F) -> F:
+    """The options that say where a dataset's files come from and what they may do.
 
     The command receives ``data_home``, ``mirror``, ``manual_dir``,
-    ``allow_unverified``, ``max_expansion`` and ``progress``, the keyword
-    arguments of :func:`mudata.fetch` and :func:`mudata.load` of the same names.
+    ``allow_unverified`` and ``max_expansion``, keyword arguments of
+    :func:`mudata.fetch` and :func:`mudata.load` of the same names. ``mueval
+    evaluate`` uses them as they are, so the two commands check them alike.
     """
     decorators = [
         data_home_option,
@@ -132,16 +134,24 @@ def fetch_options(func: F) -> F:
             "$MUDATA_MAX_EXPANSION, else 100; archives may always reach 64 MiB). Raise it "
             "only for archives you trust.",
         ),
-        click.option(
-            "--progress/--no-progress",
-            default=None,
-            help="Download progress bars (default: on a terminal only).",
-        ),
     ]
     # Applied bottom-up so that --help lists them in the order above.
     for decorator in reversed(decorators):
         func = decorator(func)
     return func
+
+
+def fetch_options(func: F) -> F:
+    """:func:`dataset_source_options` and ``--progress/--no-progress`` (download bars).
+
+    The command receives ``progress`` as well.
+    """
+    func = click.option(
+        "--progress/--no-progress",
+        default=None,
+        help="Download progress bars (default: on a terminal only).",
+    )(func)
+    return dataset_source_options(func)
 
 
 def configure_logging(verbosity: int) -> None:

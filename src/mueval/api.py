@@ -213,6 +213,7 @@ def load_data(
     manual_dir: str | Path | None = None,
     mirror: str | None = None,
     allow_unverified: bool = False,
+    max_expansion: float | None = None,
 ) -> Table:
     """The table to evaluate, from a dataset name, a file or a DataFrame.
 
@@ -226,7 +227,8 @@ def load_data(
         return load_file(data, user_col=user_col, label_col=label_col)
     if isinstance(data, str):
         return load_registered(data, data_home=data_home, manual_dir=manual_dir,
-                               mirror=mirror, allow_unverified=allow_unverified)
+                               mirror=mirror, allow_unverified=allow_unverified,
+                               max_expansion=max_expansion)
     message = (
         f"data must be a dataset name, a .csv or .parquet path or a DataFrame; "
         f"got {type(data).__name__}"
@@ -342,6 +344,7 @@ def evaluate(
     manual_dir: str | Path | None = None,
     mirror: str | None = None,
     allow_unverified: bool = False,
+    max_expansion: float | None = None,
 ) -> Run:
     """Evaluate the four classifiers under the multi-user strategies with split
     conformal prediction. The defaults are the reference protocol
@@ -383,8 +386,8 @@ def evaluate(
         Progress on stderr (default: a bar on a terminal, log lines elsewhere).
     user_col, label_col : str
         Columns of a file or DataFrame.
-    data_home, manual_dir, mirror, allow_unverified
-        Passed to mudata for a registered dataset.
+    data_home, manual_dir, mirror, allow_unverified, max_expansion
+        Passed to mudata for a registered dataset (see ``mudata fetch``).
 
     Returns
     -------
@@ -426,7 +429,8 @@ def evaluate(
         gap=gap,
     )
     table = load_data(data, user_col=user_col, label_col=label_col, data_home=data_home,
-                      manual_dir=manual_dir, mirror=mirror, allow_unverified=allow_unverified)
+                      manual_dir=manual_dir, mirror=mirror, allow_unverified=allow_unverified,
+                      max_expansion=max_expansion)
     return evaluate_table(table, config, jobs=jobs, backend=backend, scheduler=scheduler,
                           workers=workers, progress=progress, diagnostics=diagnostics)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from mudata.cli_options import dataset_source_options
 from mueval import __version__
 from mueval.api import evaluate_table, load_data
 from mueval.clickutil import Group
@@ -150,15 +151,7 @@ _STRATEGY_HELP = (
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
               help="Write the run folder here (atomically).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing --out folder.")
-@click.option("--data-home", type=click.Path(file_okay=False, path_type=Path),
-              help="mudata's data folder (default: $MUDATA_HOME).")
-@click.option("--manual-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Folder with the official files of datasets that cannot be downloaded.")
-@click.option("--mirror", metavar="URL",
-              help="Fetch the dataset's files from this base address (same names, same hashes).")
-@click.option("--allow-unverified", is_flag=True,
-              help="Accept dataset files the registry records no SHA-256 for (e.g. har70.zip); "
-              "the hash seen is kept in the table's provenance.")
+@dataset_source_options
 @click.option("--progress/--no-progress", default=None,
               help="Progress on stderr. [default: a bar on a terminal; elsewhere (CI logs, "
               "nohup) a line every 10 %% of the tasks or every minute]")
@@ -185,6 +178,7 @@ def evaluate(
     manual_dir: Path | None,
     mirror: str | None,
     allow_unverified: bool,
+    max_expansion: float | None,
     **options: Any,
 ) -> None:
     """Evaluate classifiers under the multi-user strategies with split conformal
@@ -218,6 +212,7 @@ def evaluate(
         data_file if data_file is not None else dataset,
         user_col=user_col, label_col=label_col, data_home=data_home,
         manual_dir=manual_dir, mirror=mirror, allow_unverified=allow_unverified,
+        max_expansion=max_expansion,
     )
     result = evaluate_table(
         table, config, jobs=options["jobs"], backend=options["backend"],

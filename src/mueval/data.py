@@ -11,6 +11,7 @@ import hashlib
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -182,6 +183,25 @@ def table_from_frame(
     return Table(X, y, users, classes, [str(f) for f in features], out_info)
 
 
+def import_mudata() -> ModuleType:
+    """This project's ``mudata``, or a clear error when another one is installed.
+
+    scverse's ``mudata`` (multimodal omics data) has the same import name; only
+    ours carries ``__mudata_mueval__``.
+    """
+    import mudata
+
+    if getattr(mudata, "__mudata_mueval__", None) != "mudata-mueval":
+        where = getattr(mudata, "__file__", None) or "an unknown location"
+        message = (
+            f"the 'mudata' imported from {where} is not the one of mudata-mueval "
+            "(scverse's multimodal-data package has the same import name); install "
+            "mudata-mueval in an environment without scverse's mudata"
+        )
+        raise UsageError(message)
+    return mudata
+
+
 def load_registered(
     name: str,
     *,
@@ -189,6 +209,7 @@ def load_registered(
     manual_dir: str | Path | None = None,
     mirror: str | None = None,
     allow_unverified: bool = False,
+    max_expansion: float | None = None,
 ) -> Table:
     """A :mod:`mudata` dataset by name (built or read from its cache).
 
@@ -204,14 +225,21 @@ def load_registered(
         Base address serving the dataset's files under their registry names.
     allow_unverified : bool
         Accept files the registry records no SHA-256 for (see ``mudata fetch``).
+    max_expansion : float, optional
+        How far an archive may expand (see ``mudata fetch --max-expansion``).
 
     Returns
     -------
     Table
+
+    Raises
+    ------
+    UsageError
+        An unknown dataset, or a ``mudata`` that is not this project's (scverse's
+        multimodal-data package has the same import name).
     """
-    import mudata
-    from mudata.errors import MudataError
-    from mudata.errors import MudataUsageError
+    mudata = import_mudata()
+    from mudata.errors import MudataError, MudataUsageError
 
     try:
         df = mudata.load(
@@ -220,6 +248,7 @@ def load_registered(
             manual_dir=manual_dir,
             mirror=mirror,
             allow_unverified=allow_unverified,
+            max_expansion=max_expansion,
         ).frame
     except MudataUsageError as exc:
         raise UsageError(str(exc)) from exc

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
 import pandas as pd
 
+from mudata._atomic import atomic_path
 from mueval.errors import NotRegularFileError, OutputError
 
 __all__ = [
@@ -181,25 +181,16 @@ def write_atomic(folder: str | Path, name: str, write: Callable[[Path], None]) -
             "mueval wrote; remove it or choose another output folder"
         )
         raise OutputError(message)
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=Path(name).suffix, dir=folder)
-    os.close(fd)
     try:
-        write(Path(tmp))
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, dest)
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError) and not isinstance(exc, OutputError):
-            message = f"cannot write {dest}: {exc.strerror or exc}"
-            raise OutputError(message) from exc
+        # mudata's helper: temporary file beside, fsync, rename; removed on failure.
+        with atomic_path(dest, keep_suffix=True) as tmp:
+            write(tmp)
+    except OutputError:
         raise
+    except OSError as exc:
+        message = f"cannot write {dest}: {exc.strerror or exc}"
+        raise OutputError(message) from exc
     return dest
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def neutralise_formulas(frame: pd.DataFrame) -> pd.DataFrame:

@@ -43,7 +43,7 @@ def build_schema(classes: list[str], feature_columns: list[str], min_per_class: 
     feature_rule = rules["features"]
     columns: dict[str, pa.Column] = {
         "userid": pa.Column(
-            user_rule["dtype"], pa.Check.ge(user_rule["checks"]["ge"]), nullable=user_rule["nullable"]
+            user_rule["dtype"], pa.Check.str_length(min_value=user_rule["checks"]["min_length"]), nullable=user_rule["nullable"]
         ),
         "label": pa.Column(str, pa.Check.isin(classes), nullable=rules["columns"]["label"]["nullable"]),
     }

@@ -187,7 +187,9 @@ def _check_all_seen(
     lines = []
     for spec in absent:
         hint = ""
-        same_case = [s for s in seen_text if s.lower() == str(spec.code).lower() and s != str(spec.code)]
+        same_case = [
+            s for s in seen_text if s.lower() == str(spec.code).lower() and s != str(spec.code)
+        ]
         if same_case and not numeric:
             hint = f" (the data has {same_case[0]!r}: text codes compare exactly, and case differs)"
         elif numeric and _as_number(spec.code) is None:
@@ -208,7 +210,12 @@ def log_dropped(dataset: str, dropped: dict[str, int], total: int, what: str = "
     """One info line per label not kept: how many rows it lost."""
     for code, n in dropped.items():
         log.info(
-            "%s: %d of %d %s with label %r dropped (not a kept class)", dataset, n, total, what, code
+            "%s: %d of %d %s with label %r dropped (not a kept class)",
+            dataset,
+            n,
+            total,
+            what,
+            code,
         )
 
 
@@ -228,7 +235,9 @@ def user_names(values: pd.Series | np.ndarray) -> np.ndarray:
     """
     series = pd.Series(values)
     codes, uniques = pd.factorize(series, sort=False, use_na_sentinel=False)
-    texts = np.array([code_text(u) if not isinstance(u, str) else u.strip() for u in uniques], dtype=object)
+    texts = np.array(
+        [code_text(u) if not isinstance(u, str) else u.strip() for u in uniques], dtype=object
+    )
     return texts[codes]
 
 

@@ -54,7 +54,8 @@ class SignalTable:
 
     Rows are in recording order. ``segment`` identifies a contiguous recording
     (a file, a repetition); the windowing recipe ignores it, the segment recipe
-    makes one feature row per segment.
+    makes one feature row per segment. An optional ``recording`` column (int)
+    names recordings: the windowing recipe then never lets a window span two.
     """
 
     frame: pd.DataFrame

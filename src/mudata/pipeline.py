@@ -379,8 +379,13 @@ def _file_record(fetched: FetchedFile, spec: Any, sources: Sources) -> dict[str,
         "path": str(spec.path) if spec.path else None,
         "sha256": fetched.sha256,
         "verified": fetched.verified and not unpinned,
+        # "first-use": the hashes were taken from the user's files (mudata init);
+        # they prove the files did not change since, not that they are the published ones.
+        "hashes": spec.hashes,
         "members": fetched.members,
     }
+    if spec.glob is not None:
+        record["glob"] = spec.glob
     if unpinned:
         record["unpinned"] = unpinned
         record["listing_sha256"] = listing_sha256(

@@ -88,10 +88,10 @@ def _parse(data: bytes, member: str, fmt: str, entry: DatasetEntry) -> pd.DataFr
         raise RegistryError(
             f"invalid registry entry '{entry.name}': field 'reader_options.header': expected true or false, found {excerpt(header)}"
         )
+    encoding = text_encoding(entry)
     try:
         if fmt == "parquet":
             return pd.read_parquet(io.BytesIO(data))
-        encoding = text_encoding(entry)
         check_encoding(data, member, encoding)
         sep = r"\s+" if fmt == "text" else ","
         table = pd.read_csv(

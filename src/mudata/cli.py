@@ -180,6 +180,7 @@ def info_command(name: str, data_home: Path | None, as_json: bool) -> None:
     "only for archives you trust.",
 )
 @click.option("--progress/--no-progress", default=None, help="Download progress bars (default: on a terminal only).")
+@click.option("--min-users", type=click.IntRange(min=2), default=2, show_default=True, help="Fewest users the table must keep after the user filter.")
 def fetch_command(
     name: str,
     data_home: Path | None,
@@ -189,6 +190,7 @@ def fetch_command(
     force: bool,
     max_expansion: float | None,
     progress: bool | None,
+    min_users: int,
 ) -> None:
     """Download (or take from --manual-dir), verify and build dataset NAME.
 
@@ -205,6 +207,7 @@ def fetch_command(
             force=force,
             progress=progress,
             max_expansion=max_expansion,
+            min_users=min_users,
         )
     except MudataError as exc:
         _fail(exc)
@@ -309,3 +312,6 @@ def _absolutise_paths(toml_file: Path) -> str:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
+
+
+from mudata import cli_init  # noqa: F401 - registers `mudata init` on the group

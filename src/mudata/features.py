@@ -382,7 +382,7 @@ def study_window(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
 
     if not pieces:
         empty = _empty_frame(columns)
-        empty.attrs["samples_unused"] = unused
+        empty.attrs["samples_unused"] = int(unused)
         return empty
     samples = np.concatenate(pieces, axis=0)
     per_group = np.asarray(n_windows)
@@ -395,7 +395,7 @@ def study_window(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
         REASON_SHORT: np.concatenate(short_flags),
     }
     table = _finish(users[first], label_values[first], values, columns, reasons, entry, "windows")
-    table.attrs["samples_unused"] = unused
+    table.attrs["samples_unused"] = int(unused)
     if unused:
         log.info("%s: %d samples after the last complete window of a sequence left out", entry.name, unused)
     return table

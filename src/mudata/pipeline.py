@@ -147,25 +147,14 @@ def _to_features(
     return _name_labels(features, entry) if len(features) else features
 
 
-def build_table(
-    entry: DatasetEntry, sources: Sources, *, min_users: int = MIN_USERS
-) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Read and preprocess a release into the validated feature table.
-
-    Parameters
-    ----------
-    entry : DatasetEntry
-        The registry entry.
-    sources : Sources
-        Its verified files.
-    min_users : int
-        Fewest users the table may keep after the user filter.
+def labelled_features(entry: DatasetEntry, sources: Sources) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Every stage before the user filter: read, label, featurize, drop missing values.
 
     Returns
     -------
     (DataFrame, dict)
-        The table and a record of every row dropped on the way, by reason
-        (see :func:`row_balance`).
+        ``userid`` (text), ``label`` (class names), then float64 features;
+        and the counts of rows read and dropped so far, by reason.
     """
     raw = get_reader(entry.reader)(entry, sources)
     kept, dropped_codes = _label_raw(raw, entry)
@@ -189,6 +178,30 @@ def build_table(
     if labelled.empty:
         message = f"{entry.name}: no row of a kept class {entry.class_names} was read"
         raise EmptyResultError(message)
+    return labelled, counts
+
+
+def build_table(
+    entry: DatasetEntry, sources: Sources, *, min_users: int = MIN_USERS
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Read and preprocess a release into the validated feature table.
+
+    Parameters
+    ----------
+    entry : DatasetEntry
+        The registry entry.
+    sources : Sources
+        Its verified files.
+    min_users : int
+        Fewest users the table may keep after the user filter.
+
+    Returns
+    -------
+    (DataFrame, dict)
+        The table and a record of every row dropped on the way, by reason
+        (see :func:`row_balance`).
+    """
+    labelled, counts = labelled_features(entry, sources)
     from mudata.validate import validate_table  # pandera is slow to import; only needed to build
 
     kept_rows, report = filter_users(

@@ -318,17 +318,19 @@ def _rate(table: pd.DataFrame, time_col: str, member: str) -> tuple[float | None
     texty = not pd.api.types.is_numeric_dtype(table[time_col]) and not is_numeric_column(
         table[time_col]
     )
-    unit, scale = (
-        ("ns (date/times)", 1e9)
-        if texty
-        else ("s", 1.0)
-        if step < 1
-        else ("ms", 1e3)
-        if step < 1e4
-        else ("ns", 1e9)
-    )
-    rate = round(scale / step, 3)
-    return rate, f"sampling rate: {rate} Hz, from the median step of '{time_col}' ({step:g} {unit})"
+    # Numbers carry no unit: below 1 they are read as seconds, up to 1e4 as
+    # milliseconds, beyond as nanoseconds; the note says which was assumed.
+    if texty:
+        seconds, unit = step / 1e9, "between date/times"
+    elif step < 1:
+        seconds, unit = step, "read as seconds"
+    elif step < 1e4:
+        seconds, unit = step / 1e3, "read as milliseconds"
+    else:
+        seconds, unit = step / 1e9, "read as nanoseconds"
+    rate = round(1.0 / seconds, 3)
+    shown = f"{seconds:g} s {unit}" if texty else f"{step:g}, {unit}"
+    return rate, f"sampling rate: {rate} Hz, from the median step of '{time_col}' ({shown})"
 
 
 def propose_layout(

@@ -102,13 +102,15 @@ FEATURE_OPTIONS = {"format": "csv", "user_col": "who", "label_col": "act"}
 
 def test_table_and_provenance_keep_text_user_ids(tmp_path):
     users = ["subject101"] * 4 + ["subject102"] * 4 + ["S9"] * 4
-    _features(tmp_path / "f.csv", users, ["a", "b"] * 6)
+    _features(tmp_path / "f.csv", users, ["a", "b"] * 4 + ["a"] * 4)
     table, counts = build_table(
         entry("feature-table", FEATURE_OPTIONS, [("a", "A"), ("b", "B")], min_per_class=2),
         Sources([tmp_path]),
     )
-    assert table["userid"].tolist() == users
+    assert table["userid"].tolist() == users[:8]
     assert pd.api.types.is_string_dtype(table["userid"])
+    assert counts["users_dropped"] == {"S9": "fewer than 2 rows of B: 0"}
+    assert counts["rows_dropped_by_user_filter"] == {"S9": 4}
 
 
 # ---------------------------------------------------------------- drops, counts, floor

@@ -27,7 +27,7 @@ def section_blocks(kind: str) -> list[str]:
     text = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
     start = text.index(SECTION)
     end = min(i for i in (text.find("\n## ", start + 1), text.find("\n### ", start + 1)) if i > 0)
-    return re.findall(rf"```{kind}\n(.*?)```", text[start:end], flags=re.S)
+    return re.findall(rf"```{kind}\n(.*?)```", text[start:end], flags=re.DOTALL)
 
 
 def write_recordings(root: Path) -> None:

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import mudata
 from mudata.classes import match_classes, user_names, user_sort_key
 from mudata.errors import EmptyResultError, RegistryError
 from mudata.pipeline import build_table, row_balance
@@ -201,3 +202,44 @@ def test_signal_rows_read_kept_and_dropped_balance(tmp_path):
     assert balance["features_in"] == balance["features_out"], counts
     assert set(counts["rows_dropped_by_class_code"]) == {"jump", "<blank>"}
     assert counts["windows_dropped"]
+
+
+def test_fetch_min_users_and_the_label_log_through_the_cli(tmp_path, monkeypatch, caplog):
+    from click.testing import CliRunner
+
+    from mudata.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    users = ["u1"] * 12 + ["u2"] * 12 + ["u3"] * 12 + ["u4"] * 4
+    labels = ["a", "b", "other"] * 12 + ["a", "a", "a", "b"]
+    _features(tmp_path / "f.csv", users, labels)
+    named = pd.read_csv(tmp_path / "f.csv").rename(columns={"who": "subject", "act": "activity"})
+    named.to_csv(tmp_path / "f.csv", index=False)
+    runner = CliRunner()
+    home = str(tmp_path / "home")
+    drafted = runner.invoke(
+        main, ["init", "f.csv", "--name", "own", "--kind", "features", "--min-per-class", "2"]
+    )
+    assert drafted.exit_code == 0, drafted.output
+    text = (tmp_path / "own.toml").read_text(encoding="utf-8")
+    # the user keeps two of the three classes: delete the [[classes]] table of "other"
+    text = text.replace('[[classes]]\ncode = "other"\nname = "other"  # 12 rows\n', "")
+    (tmp_path / "own.toml").write_text(text, encoding="utf-8")
+    assert runner.invoke(main, ["register", "own.toml", "--data-home", home]).exit_code == 0
+
+    refused = runner.invoke(main, ["fetch", "own", "--data-home", home, "--min-users", "4"])
+    assert refused.exit_code == 1
+    assert "3 user(s) ['u1', 'u2', 'u3'] have at least 2 rows of every class" in refused.output
+    assert "user u4: fewer than 2 rows of b: 1" in refused.output
+    assert (
+        runner.invoke(main, ["fetch", "own", "--data-home", home, "--min-users", "1"]).exit_code
+        == 2
+    )
+
+    with caplog.at_level(logging.INFO, logger="mudata"):
+        fetched = runner.invoke(main, ["-v", "fetch", "own", "--data-home", home])
+    assert fetched.exit_code == 0, fetched.output
+    assert "12 of 40 rows read with label 'other' dropped (not a kept class)" in caplog.text
+    record = mudata.provenance("own", data_home=home)
+    assert record["counts"]["rows_dropped_by_class_code"] == {"other": 12}
+    assert record["files"][0]["hashes"] == "first-use"

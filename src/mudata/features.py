@@ -314,6 +314,30 @@ def _finish(
 # --------------------------------------------------------------------------
 
 
+def _sequences(frame: pd.DataFrame, entry: DatasetEntry) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of kept classes grouped into the recipe's sequences, and each sequence's bounds.
+
+    A sequence is one (user, class, recording): users ascending, classes in the
+    entry's order, recordings in file order, file order kept inside each.
+    Without a ``recording`` column the whole table is one recording.
+    """
+    rank = _class_rank(frame["label"], entry)
+    user_code = _user_codes(frame["userid"])
+    # A reader that knows recordings names them: a window never spans two.
+    recording = (
+        frame["recording"].to_numpy(dtype=np.int64)
+        if "recording" in frame.columns
+        else np.zeros(len(frame), dtype=np.int64)
+    )
+    kept = np.flatnonzero(rank >= 0)
+    order = kept[np.lexsort((recording[kept], rank[kept], user_code[kept]))]
+    change = np.zeros(max(order.size - 1, 0), dtype=bool)
+    for key in (user_code[order], rank[order], recording[order]):
+        change |= key[1:] != key[:-1]
+    bounds = np.concatenate([[0], np.flatnonzero(change) + 1, [order.size]])
+    return order, bounds
+
+
 def study_window(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
     """The ``study-window`` recipe; see the module docstring and ``DATASETS.md``."""
     recipe = entry.recipe
@@ -327,26 +351,10 @@ def study_window(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
     columns = feature_columns(len(channels) + (recipe.second_sensor == "diff"))
     frame = signals.frame
 
-    rank = _class_rank(frame["label"], entry)
     users = frame["userid"].to_numpy()
-    user_code = _user_codes(frame["userid"])
-    # A reader that knows recordings names them: a window never spans two.
-    recording = (
-        frame["recording"].to_numpy(dtype=np.int64)
-        if "recording" in frame.columns
-        else np.zeros(len(frame), dtype=np.int64)
-    )
-    kept = np.flatnonzero(rank >= 0)
-    if kept.size == 0:
+    order, bounds = _sequences(frame, entry)
+    if order.size == 0:
         return _empty_frame(columns)
-    # Stable sort by (user, class rank, recording): file order is kept inside each group.
-    order = kept[np.lexsort((recording[kept], rank[kept], user_code[kept]))]
-    keys = (user_code[order], rank[order], recording[order])
-    change = np.zeros(order.size - 1, dtype=bool)
-    for key in keys:
-        change |= key[1:] != key[:-1]
-    bounds = np.concatenate([[0], np.flatnonzero(change) + 1, [order.size]])
-
     raw = frame[flat_channels].to_numpy(dtype=np.float64)
     label_values = frame["label"].to_numpy()
     pieces: list[np.ndarray] = []

@@ -618,14 +618,15 @@ def draft_entry(
     finally:
         collected.sources.close()
     origin = ", ".join(str(p) for p in paths)
+    width = max(len(str(c["code"])) for c in [*classes, {"code": "(blank)"}])
     toml = to_toml(entry_data, counts, {"from": origin, "rate": rate_note})
     report = [
         f"{len(collected.members)} data file(s) in {origin}, sha256 pinned on first use",
         *layout.notes,
         *([rate_note] if rate_note not in layout.notes else []),
         "classes (rows of raw samples or feature rows):",
-        *[f"  {c['code']!s:>12}: {counts[code_text(c['code'])]}" for c in classes],
-        *([f"  {'(blank)':>12}: {counts['<blank>']} (never kept)"] if "<blank>" in counts else []),
+        *[f"  {c['code']!s:>{width}}: {counts[code_text(c['code'])]}" for c in classes],
+        *([f"  {'(blank)':>{width}}: {counts['<blank>']} (never kept)"] if "<blank>" in counts else []),
         *filter_lines,
     ]
     return Draft(toml, entry, report)

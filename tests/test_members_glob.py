@@ -94,6 +94,11 @@ def test_an_unpinned_glob_needs_allow_unverified_and_then_reads_its_files(tmp_pa
     assert file_record["verified"] is False and file_record["glob"] == "*.csv"
     assert sorted(file_record["unpinned"]) == ["csv/u1.csv", "csv/u2.csv", "csv/u3.csv"]
     assert record["counts"]["users"] == 3
+    # a file added under the unpinned glob is seen: the table is built again
+    write_users(tmp_path / "data" / "csv", ["u4"], np.random.default_rng(9))
+    assert not mudata.pipeline.is_built(entry, tmp_path / "home")
+    path = mudata.pipeline.build(entry, data_home=tmp_path / "home", allow_unverified=True)
+    assert mudata.store.read_provenance(path)["counts"]["users"] == 4
 
 
 def test_pinned_glob_is_verified_and_labelled_first_use(tmp_path):

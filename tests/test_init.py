@@ -155,3 +155,26 @@ def test_init_without_time_needs_a_sampling_rate(tmp_path, monkeypatch):
         in result.output
     )
     assert not (tmp_path / "hmp-own.toml").exists()
+
+
+def test_init_on_official_motionsense_and_mhealth_layouts(tmp_path):
+    from tests.official_formats_more import make_mhealth_zip, make_motionsense_zip
+
+    make_motionsense_zip(tmp_path / "ms.zip", (1, 2, 3), np.random.default_rng(5))
+    draft = draft_entry(
+        [tmp_path / "ms.zip"], "ms", output=tmp_path / "ms.toml", sampling_rate_hz=50
+    )
+    assert (
+        "(?P<label>[A-Za-z]+)[-_](?P<recording>\\d+)/" in draft.entry.reader_options["path_pattern"]
+    )
+    assert [c.code for c in draft.entry.classes] == ["dws", "jog", "sit", "std", "ups", "wlk"]
+    assert "user filter (at least 5 rows of every class): 3 kept, 0 dropped" in draft.report
+
+    make_mhealth_zip(tmp_path / "mh.zip", (1, 2), np.random.default_rng(6), n_samples=3000)
+    draft = draft_entry(
+        [tmp_path / "mh.zip"], "mh", output=tmp_path / "mh.toml", sampling_rate_hz=50
+    )
+    options = draft.entry.reader_options
+    assert options["label_col"] == "c24" and options["columns"]["c24"] == 24
+    assert "c24" not in options["channels"]
+    assert any(line.startswith("label: column 24 (c24), whole numbers") for line in draft.report)

@@ -92,6 +92,7 @@ class Layout:
     channels: list[str]
     sampling_rate_hz: float | None
     notes: list[str] = field(default_factory=list)
+    rate_note: str = ""
 
 
 @dataclass
@@ -273,8 +274,17 @@ def _path_pattern(
     if need_label:
         if len(set(folders)) < 2 or "" in folders:
             return None, ["no label column, and the files are not in one folder per label"]
-        label_part = r"(?P<label>[^/]+)/"
-        notes.append(f"label: the folder holding each file ({len(set(folders))} folders)")
+        if all(re.fullmatch(r"[A-Za-z]+[-_]\d+", f) for f in folders):
+            # "dws_1": the activity and the trial number, as MotionSense names its folders
+            label_part = r"(?P<label>[A-Za-z]+)[-_](?P<recording>\d+)/"
+            labels = {re.split(r"[-_]", f)[0] for f in folders}
+            notes.append(
+                f"label and recording: the folder holding each file, as <label>_<trial> "
+                f"({len(labels)} labels, {len(set(folders))} folders)"
+            )
+        else:
+            label_part = r"(?P<label>[^/]+)/"
+            notes.append(f"label: the folder holding each file ({len(set(folders))} folders)")
     user_part = r"[^/]*"
     if need_user:
         where = _user_token(stems)
@@ -333,6 +343,24 @@ def _rate(table: pd.DataFrame, time_col: str, member: str) -> tuple[float | None
     return rate, f"sampling rate: {rate} Hz, from the median step of '{time_col}' ({shown})"
 
 
+def _code_column(table: pd.DataFrame) -> tuple[str | None, str]:
+    """In a file without a header: the last (or first) column, when it looks like class codes.
+
+    Class codes are whole numbers with few distinct values; sensor values are not.
+    """
+    for column in (table.columns[-1], table.columns[0]):
+        values = pd.to_numeric(table[column], errors="coerce")
+        distinct = values.dropna().unique()
+        whole = values.notna().all() and bool(np.all(np.mod(distinct, 1) == 0))
+        if whole and 2 <= distinct.size <= 100 and table.shape[1] > 3:
+            note = (
+                f"label: column {str(column)[1:]} ({column}), whole numbers with "
+                f"{distinct.size} distinct values -- check it"
+            )
+            return str(column), note
+    return None, ""
+
+
 def propose_layout(
     first: pd.DataFrame, fmt: str, header: bool, members: list[str], suffix: str, kind: str = "auto"
 ) -> Layout:
@@ -346,6 +374,9 @@ def propose_layout(
     }
     options: dict[str, Any] = {"format": fmt, "members": f"*{suffix}"}
     notes = [f"format: {fmt}, {'with' if header else 'without'} a header line"]
+    if not header and roles["label_col"] is None:
+        roles["label_col"], note = _code_column(first)
+        notes += [note] if note else []
     pattern, path_notes = (None, [])
     if not (roles["user_col"] and roles["label_col"]):
         pattern, path_notes = _path_pattern(
@@ -381,7 +412,7 @@ def propose_layout(
     )
     if not header:
         options["header"] = False
-        options["columns"] = {c: int(c[1:]) for c in numeric}
+        options["columns"] = {c: int(c[1:]) for c in [*sorted(used), *numeric]}
     channels = numeric[: 3 * (len(numeric) // 3)] if kind == "signals" else numeric
     if kind == "signals" and not channels:
         raise UsageError(
@@ -400,9 +431,7 @@ def propose_layout(
         if kind == "signals" and roles["time_col"]
         else (None, "")
     )
-    if rate_note:
-        notes.append(rate_note)
-    return Layout(kind, fmt, header, options, channels, rate, notes)
+    return Layout(kind, fmt, header, options, channels, rate, notes, rate_note)
 
 
 # ----------------------------------------------------------------- 4. the entry
@@ -623,10 +652,14 @@ def draft_entry(
     report = [
         f"{len(collected.members)} data file(s) in {origin}, sha256 pinned on first use",
         *layout.notes,
-        *([rate_note] if rate_note not in layout.notes else []),
+        rate_note,
         "classes (rows of raw samples or feature rows):",
         *[f"  {c['code']!s:>{width}}: {counts[code_text(c['code'])]}" for c in classes],
-        *([f"  {'(blank)':>{width}}: {counts['<blank>']} (never kept)"] if "<blank>" in counts else []),
+        *(
+            [f"  {'(blank)':>{width}}: {counts['<blank>']} (never kept)"]
+            if "<blank>" in counts
+            else []
+        ),
         *filter_lines,
     ]
     return Draft(toml, entry, report)
@@ -635,14 +668,12 @@ def draft_entry(
 def _resolve_rate(layout: Layout, given: float | None) -> tuple[float, str]:
     if given is not None:
         note = f"sampling rate: {given} Hz, as given"
-        if (
-            layout.sampling_rate_hz is not None
-            and abs(layout.sampling_rate_hz - given) > 0.05 * given
-        ):
-            note += f" (the time column suggests {layout.sampling_rate_hz} Hz)"
+        if layout.sampling_rate_hz is not None:
+            agree = abs(layout.sampling_rate_hz - given) <= 0.05 * given
+            note += " (the time column agrees)" if agree else f"; but {layout.rate_note}"
         return float(given), note
     if layout.sampling_rate_hz is not None:
-        return layout.sampling_rate_hz, f"estimated from time: {layout.sampling_rate_hz} Hz"
+        return layout.sampling_rate_hz, layout.rate_note
     if layout.kind == "features":
         return 1.0, "sampling rate: not used by a feature table (1 Hz written)"
     message = (

@@ -54,7 +54,7 @@ def test_har70_from_local_server(tmp_path: Path, http_server) -> None:
     }
     passing = sorted(u for u in written if all(windows[(u, c)] >= 5 for c in HAR70_KEPT.values()))
     assert 504 not in passing and len(passing) >= 2
-    assert sorted(frame["userid"].unique()) == passing
+    assert sorted(frame["userid"].unique(), key=int) == [str(u) for u in passing]
     assert len(frame) == sum(windows[(u, c)] for u in passing for c in HAR70_KEPT.values())
     assert list(frame.columns) == ["userid", "label", *FEATURES_PER_SENSOR, *[f + "2" for f in FEATURES_PER_SENSOR]]
     # rows ordered by user, then class in the registry's order, then window
@@ -102,7 +102,7 @@ def test_opportunity_from_local_server_with_member_hashes(tmp_path: Path, http_s
     assert kept and sorted(kept + dropped) == [1, 2, 3, 4]
     per_class = frame.groupby(["userid", "label"]).size().unstack()
     assert (per_class.reindex(columns=["Stand", "Walk", "Sit", "Lie"]) >= 5).all().all()
-    assert list(frame.loc[frame["userid"] == kept[0], "label"].unique()) == ["Stand", "Walk", "Sit", "Lie"]
+    assert list(frame.loc[frame["userid"] == str(kept[0]), "label"].unique()) == ["Stand", "Walk", "Sit", "Lie"]
     assert frame.shape[1] == 2 + 32
     assert np.isfinite(frame.iloc[:, 2:].to_numpy()).all()
     assert record["files"][0]["verified"] is True

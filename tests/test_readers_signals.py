@@ -319,7 +319,7 @@ def test_feature_table_reads_named_columns(tmp_path, fmt):
     table = read_feature_table(entry, Sources([path]))
     assert isinstance(table, FeatureTable)
     assert list(table.frame.columns) == ["userid", "label", "f1", "f2"]  # 'note' is not numeric
-    assert table.frame["userid"].dtype == np.int64
+    assert table.frame["userid"].tolist() == ["3", "3", "1"]  # user ids are text
     assert table.frame["f2"].tolist() == [1.0, 2.0, 3.0]
     chosen = read_feature_table(
         tabular_entry(
@@ -348,20 +348,31 @@ def test_feature_table_missing_columns_are_named(tmp_path):
         read_feature_table(entry, Sources([path]))
 
 
-def test_feature_table_non_integer_user_is_an_error(tmp_path):
+def test_feature_table_text_user_ids_are_kept_as_written(tmp_path):
     path = tmp_path / "features.csv"
-    pd.DataFrame({"user": ["u1"], "label": ["a"], "f1": [0.1]}).to_csv(path, index=False)
-    with pytest.raises(ParseError, match="'user' must hold integers"):
+    pd.DataFrame({"user": ["S01", "f1", 7], "label": ["a"] * 3, "f1": [0.1] * 3}).to_csv(
+        path, index=False
+    )
+    table = read_feature_table(
+        tabular_entry("feature-table", user_col="user", label_col="label"), Sources([path])
+    )
+    assert table.frame["userid"].tolist() == ["S01", "f1", "7"]
+
+
+def test_feature_table_blank_user_is_an_error(tmp_path):
+    path = tmp_path / "features.csv"
+    path.write_text("user,label,f1\nu1,a,0.1\n,a,0.2\n", encoding="utf-8")
+    with pytest.raises(ParseError, match="features.csv: user column 'user' is blank at row 1"):
         read_feature_table(
             tabular_entry("feature-table", user_col="user", label_col="label"), Sources([path])
         )
 
 
-def test_long_signals_sorted_by_user_then_time(tmp_path):
+def test_long_signals_keeps_file_order_and_numbers_recordings(tmp_path):
     rows = pd.DataFrame(
         {
             "subject": [2, 1, 2, 1, 1],
-            "t": [1.0, 2.0, 0.0, 1.0, 1.0],
+            "t": [0.0, 0.0, 1.0, 1.0, 2.0],
             "activity": [1, 3, 1, 3, 1],
             "back_x": [1.0, 2.0, 3.0, 4.0, 5.0],
             "back_y": 0.0,
@@ -381,12 +392,12 @@ def test_long_signals_sorted_by_user_then_time(tmp_path):
         time_col="t",
         channels=list(HAR70_CHANNELS),
     )
-    table = read_long_signals(entry, Sources([path]))
-    assert_signal_contract(table, HAR70_CHANNELS)
-    # user 1: t=1 (row 3), t=1 (row 4, stable), t=2 (row 1); user 2: t=0, t=1
-    assert table.frame["back_x"].tolist() == [4.0, 5.0, 2.0, 3.0, 1.0]
-    assert table.frame["segment"].tolist() == [0, 0, 0, 1, 1]
-    assert np.isnan(table.frame["thigh_z"].iloc[4])
+    frame = read_long_signals(entry, Sources([path])).frame
+    assert list(frame.columns) == ["userid", "label", "segment", "recording", *HAR70_CHANNELS]
+    assert frame["back_x"].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]  # file order
+    assert frame["userid"].tolist() == ["2", "1", "2", "1", "1"]
+    assert frame["recording"].tolist() == [0, 1, 0, 1, 1]  # one recording per (file, user)
+    assert np.isnan(frame["thigh_z"].iloc[0])
 
 
 def test_long_signals_channel_checks(tmp_path):

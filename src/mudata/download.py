@@ -20,6 +20,7 @@ What the reader side gets is one root per file, in registry order:
 
 from __future__ import annotations
 
+import fnmatch
 import ftplib
 import hashlib
 import logging
@@ -125,6 +126,7 @@ def pins_for(entry: DatasetEntry, remote: RemoteFile, allow_unverified: bool, **
         members=members,
         allow_unverified=allow_unverified,
         label=_what(entry, remote),
+        glob=remote.glob,
         **extra,  # type: ignore[arg-type]
     )
 
@@ -357,13 +359,17 @@ def _check_archive_members(
     the registry does not record is removed so that the next run downloads it
     again. Anything else (user files, verified downloads) is left in place.
     """
-    if not remote.members and remote.archive is None:
+    if not remote.members and remote.archive is None and remote.glob is None:
         return {}
     discard = cached and remote.sha256 is None
     fate = "It was removed from the cache." if discard else "The file was left untouched."
     try:
+        if remote.glob is not None:
+            with ArchiveIndex(path, remote.archive, ratio=max_expansion) as index:
+                names = [n for n in index.names() if fnmatch.fnmatchcase(n, remote.glob)]
+            _check_file_set(entry, remote, f"archive {path}", names)
         observed = _hash_archive_members(entry, remote, path, max_expansion)
-    except (ParseError, LimitError) as exc:
+    except (ParseError, LimitError, ChecksumError, MissingFileError) as exc:
         _discard(path, discard)
         message = f"{exc} ({_what(entry, remote)}). {fate}"
         raise type(exc)(message) from None
@@ -386,6 +392,53 @@ def _check_archive_members(
             _discard(path, discard)
             raise ChecksumError(message)
     return observed
+
+
+def _check_file_set(entry: DatasetEntry, remote: RemoteFile, where: str, names: list[str]) -> None:
+    """The files ``remote.glob`` finds must be the pinned ones, once any is pinned.
+
+    Without a pinned member the glob alone gives the file list (read with
+    --allow-unverified, every file's hash recorded); with pins, a file added
+    or gone is an error naming both lists, so that no new file is read
+    unverified and no pinned file is silently missing.
+    """
+    if not names:
+        message = f"{where} holds no file matching the glob {remote.glob!r} of {_what(entry, remote)}"
+        raise MissingFileError(message)
+    pinned = {normalise_member(m.path, remote.name) for m in remote.members if m.sha256}
+    if not pinned:
+        return
+    added = sorted(set(names) - pinned)
+    missing = sorted(pinned - set(names))
+    if added or missing:
+        message = (
+            f"the files of {where} matching {remote.glob!r} differ from the ones "
+            f"{_what(entry, remote)} pins: added {added[:20] or 'none'}"
+            + (f" and {len(added) - 20} more" if len(added) > 20 else "")
+            + f"; missing {missing[:20] or 'none'}"
+            + (f" and {len(missing) - 20} more" if len(missing) > 20 else "")
+            + ". Restore the pinned files, or pin the new set again (mudata init) if the "
+            "change is intended."
+        )
+        raise ChecksumError(message)
+
+
+def _use_glob_in_place(
+    entry: DatasetEntry, remote: RemoteFile, folder: Path, origin: Origin, allow_unverified: bool
+) -> FetchedFile:
+    """A folder whose file list is ``remote.glob``: pinned files checked, others read unverified."""
+    names = sorted(
+        rel
+        for p in folder.rglob("*")
+        if p.is_file() and fnmatch.fnmatchcase(rel := p.relative_to(folder).as_posix(), remote.glob or "")
+    )
+    _check_file_set(entry, remote, f"folder {folder}", names)
+    verifiable = _members_verifiable(remote)
+    _require_verifiable(entry, remote, verifiable, allow_unverified, "the files its glob finds")
+    members = {m.path: _check_member_file(entry, remote, m, folder / m.path) for m in remote.members}
+    located = {name: folder / name for name in names}
+    pins = pins_for(entry, remote, allow_unverified, located=located)
+    return FetchedFile(remote.name, folder, None, verifiable, members, origin, pins=pins)
 
 
 def _discard(path: Path, discard: bool) -> None:
@@ -448,6 +501,8 @@ def _fetch_manual(
         return _use_archive_in_place(
             entry, remote, archive, "manual", allow_unverified, max_expansion
         )
+    if remote.glob is not None:
+        return _use_glob_in_place(entry, remote, manual, "manual", allow_unverified)
     if not remote.members:
         message = (
             f"{_what(entry, remote)} is not in the manual folder {manual}: expected the "
@@ -474,12 +529,19 @@ def _fetch_local(
     _refuse_special(entry, remote, path)
     if path.is_file():
         return _use_archive_in_place(entry, remote, path, "local", allow_unverified, max_expansion)
+    if path.is_dir() and remote.glob is not None:
+        return _use_glob_in_place(entry, remote, path, "local", allow_unverified)
     if path.is_dir() and remote.members:
         return _use_members_in_place(entry, remote, path, "local", allow_unverified)
     message = (
         f"{_what(entry, remote)} is registered as the local path {remote.path!r} "
         f"(in {entry.source}), but {path} "
-        + ("is a folder and the registry lists no members" if path.is_dir() else "does not exist")
+        + (
+            "is a folder and the registry lists no members; give its file list as a glob "
+            '(members = "**/*.csv"), or let `mudata init` draft the entry'
+            if path.is_dir()
+            else "does not exist"
+        )
     )
     raise MissingFileError(message)
 
@@ -518,7 +580,8 @@ def _unpinned_reads_changed(now: FetchedFile, record: dict) -> bool:
     unpinned = record.get("unpinned") or {}
     if not unpinned and "listing_sha256" not in record:
         return False
-    sources = Sources([now.root], [None])
+    glob = now.pins.glob if now.pins is not None else None
+    sources = Sources([now.root], [Pins(glob=glob, allow_unverified=True) if glob else None])
     try:
         if listing_sha256(sources.index) != record.get("listing_sha256"):
             return True

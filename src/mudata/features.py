@@ -3,7 +3,8 @@
 Two recipes, named by ``entry.recipe.name`` (see ``docs/datasets.md``):
 
 ``study-window`` (HAR70+, OPPORTUNITY)
-    For each user (ascending) and each kept class (registry order), every sample
+    For each user (ascending) and each kept class (registry order) -- and each
+    recording, when the reader names recordings (a ``recording`` column) --, every sample
     of the class in file order is one sequence; it is smoothed with
     :func:`mudata.windowing.moving_average`, cut into windows of ``window``
     samples (last start dropped, :func:`mudata.windowing.window_count`) and
@@ -38,6 +39,7 @@ import logging
 import numpy as np
 import pandas as pd
 
+from mudata.classes import match_classes, user_names, user_sort_key
 from mudata.errors import ParseError, RegistryError
 from mudata.readers.base import SignalTable
 from mudata.registry import DatasetEntry
@@ -248,18 +250,18 @@ def _sensor_channels(signals: SignalTable, entry: DatasetEntry) -> list[list[str
 
 
 def _class_rank(labels: pd.Series, entry: DatasetEntry) -> np.ndarray:
-    """Position of each row's class in ``entry.classes``; -1 for classes not kept."""
-    codes, uniques = pd.factorize(labels, sort=False)
-    wanted = {str(c.code): rank for rank, c in enumerate(entry.classes)}
-    lookup = np.array([wanted.get(_code_text(u), -1) for u in uniques] + [-1], dtype=np.int64)
-    return lookup[codes]  # code -1 (missing label) indexes the trailing -1
+    """Position of each row's class in ``entry.classes``; -1 for classes not kept.
+
+    Codes are matched by the one rule of :mod:`mudata.classes`.
+    """
+    return match_classes(labels, entry, check_seen=False).rank
 
 
-def _code_text(value: object) -> str:
-    # 1.0 read from a float column is the registry's code 1.
-    if isinstance(value, float | np.floating) and float(value).is_integer():
-        return str(int(value))
-    return str(value)
+def _user_codes(users: pd.Series | np.ndarray) -> np.ndarray:
+    """Integer codes of user ids in the order of :func:`mudata.classes.user_sort_key`."""
+    names = user_names(users)
+    order = {name: i for i, name in enumerate(user_sort_key(pd.unique(names)))}
+    return np.array([order[n] for n in names], dtype=np.int64) if len(names) else np.zeros(0, np.int64)
 
 
 def _empty_frame(columns: list[str]) -> pd.DataFrame:
@@ -312,6 +314,30 @@ def _finish(
 # --------------------------------------------------------------------------
 
 
+def _sequences(frame: pd.DataFrame, entry: DatasetEntry) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of kept classes grouped into the recipe's sequences, and each sequence's bounds.
+
+    A sequence is one (user, class, recording): users ascending, classes in the
+    entry's order, recordings in file order, file order kept inside each.
+    Without a ``recording`` column the whole table is one recording.
+    """
+    rank = _class_rank(frame["label"], entry)
+    user_code = _user_codes(frame["userid"])
+    # A reader that knows recordings names them: a window never spans two.
+    recording = (
+        frame["recording"].to_numpy(dtype=np.int64)
+        if "recording" in frame.columns
+        else np.zeros(len(frame), dtype=np.int64)
+    )
+    kept = np.flatnonzero(rank >= 0)
+    order = kept[np.lexsort((recording[kept], rank[kept], user_code[kept]))]
+    change = np.zeros(max(order.size - 1, 0), dtype=bool)
+    for key in (user_code[order], rank[order], recording[order]):
+        change |= key[1:] != key[:-1]
+    bounds = np.concatenate([[0], np.flatnonzero(change) + 1, [order.size]])
+    return order, bounds
+
+
 def study_window(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
     """The ``study-window`` recipe; see the module docstring and ``docs/datasets.md``."""
     recipe = entry.recipe
@@ -325,21 +351,10 @@ def study_window(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
     columns = feature_columns(len(channels) + (recipe.second_sensor == "diff"))
     frame = signals.frame
 
-    rank = _class_rank(frame["label"], entry)
     users = frame["userid"].to_numpy()
-    kept = np.flatnonzero(rank >= 0)
-    if kept.size == 0:
+    order, bounds = _sequences(frame, entry)
+    if order.size == 0:
         return _empty_frame(columns)
-    # Stable sort by (user, class rank): file order is kept inside each group.
-    order = kept[np.lexsort((rank[kept], users[kept]))]
-    group_user = users[order]
-    group_rank = rank[order]
-    change = (
-        np.flatnonzero((group_user[1:] != group_user[:-1]) | (group_rank[1:] != group_rank[:-1]))
-        + 1
-    )
-    bounds = np.concatenate([[0], change, [order.size]])
-
     raw = frame[flat_channels].to_numpy(dtype=np.float64)
     label_values = frame["label"].to_numpy()
     pieces: list[np.ndarray] = []
@@ -347,10 +362,12 @@ def study_window(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
     raw_nan_flags: list[np.ndarray] = []
     short_flags: list[np.ndarray] = []
     first_rows: list[int] = []
+    unused = 0
     for lo, hi in itertools.pairwise(bounds):
         rows = order[lo:hi]
         length = hi - lo
         count = window_count(length, width)
+        unused += length - count * width
         if count == 0:
             continue
         sequence = raw[rows]
@@ -372,7 +389,9 @@ def study_window(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
         short_flags.append(edge.reshape(count, width).any(axis=1))
 
     if not pieces:
-        return _empty_frame(columns)
+        empty = _empty_frame(columns)
+        empty.attrs["samples_unused"] = int(unused)
+        return empty
     samples = np.concatenate(pieces, axis=0)
     per_group = np.asarray(n_windows)
     counts = np.full(int(per_group.sum()), width, dtype=np.int64)
@@ -383,7 +402,11 @@ def study_window(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
         REASON_MISSING: np.concatenate(raw_nan_flags),
         REASON_SHORT: np.concatenate(short_flags),
     }
-    return _finish(users[first], label_values[first], values, columns, reasons, entry, "windows")
+    table = _finish(users[first], label_values[first], values, columns, reasons, entry, "windows")
+    table.attrs["samples_unused"] = int(unused)
+    if unused:
+        log.info("%s: %d samples after the last complete window of a sequence left out", entry.name, unused)
+    return table
 
 
 def study_segment(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:

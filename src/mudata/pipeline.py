@@ -17,15 +17,17 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 import mudata
+from mudata.classes import log_dropped, match_classes, user_names
 from mudata.errors import (
     ChecksumError,
     CorruptTableError,
     EmptyResultError,
     LimitError,
     ParseError,
+    UsageError,
 )
 from mudata.paths import dataset_lock, sweep_stale, table_dir
-from mudata.readers import FeatureTable, Sources, get_reader
+from mudata.readers import FeatureTable, SignalTable, Sources, get_reader
 from mudata.registry import DatasetEntry
 from mudata.store import load_table, read_provenance, table_fingerprint, write_table
 from mudata.userfilter import filter_users
@@ -37,7 +39,11 @@ log = logging.getLogger(__name__)
 
 # Bump a recipe's version whenever its output for the same input changes;
 # tables built with another version are rebuilt.
-RECIPE_VERSIONS = {"precomputed": 1, "study-window": 1, "study-segment": 1}
+RECIPE_VERSIONS = {"precomputed": 2, "study-window": 2, "study-segment": 2}
+# Version 2: user ids are text; windows never cross a recording.
+
+#: Fewest users a table may hold: a multi-user evaluation needs two at least.
+MIN_USERS = 2
 
 
 def entry_fingerprint(entry: DatasetEntry) -> str:
@@ -96,40 +102,69 @@ def current_table(entry: DatasetEntry, data_home: Path | str | None = None) -> p
     return frame
 
 
-def _label_rows(raw: pd.DataFrame, entry: DatasetEntry) -> tuple[pd.DataFrame, dict[str, int]]:
-    """Map raw class codes to names; drop (and count) rows of classes not kept."""
-    codes = raw["label"].astype(str)
-    names = codes.map(entry.class_map)
-    dropped = codes[names.isna()].value_counts().to_dict()
-    for code, n in dropped.items():
-        log.info("%s: %d rows of class code %r dropped (not a kept class)", entry.name, n, code)
-    table = raw.loc[names.notna()].copy()
-    table["label"] = names[names.notna()].astype(str)
-    return table.reset_index(drop=True), {str(k): int(v) for k, v in dropped.items()}
+def _label_raw(raw: FeatureTable | SignalTable, entry: DatasetEntry) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Keep the raw rows of kept classes (one rule: :mod:`mudata.classes`); count the others.
+
+    Rows are dropped here, before any feature is computed, so that every
+    sample of a class not kept is counted (per label) in the log and the
+    provenance, whatever the recipe.
+    """
+    frame = raw.frame
+    matched = match_classes(frame["label"], entry, where=f"reader '{entry.reader}'")
+    log_dropped(entry.name, matched.dropped, len(frame), "rows read")
+    keep = matched.rank >= 0
+    kept = frame.loc[keep].reset_index(drop=True)
+    if isinstance(raw, FeatureTable):
+        kept["label"] = matched.names[keep].astype(str)
+    return kept, matched.dropped
 
 
-def build_table(entry: DatasetEntry, sources: Sources) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Read and preprocess a release into the validated feature table.
+def _name_labels(features: pd.DataFrame, entry: DatasetEntry) -> pd.DataFrame:
+    """Feature rows of a signal recipe carry raw codes: give them their class names."""
+    matched = match_classes(features["label"], entry, check_seen=False)
+    features = features.copy()
+    features["label"] = matched.names.astype(str)
+    return features
+
+
+def _to_features(
+    raw: FeatureTable | SignalTable, kept: pd.DataFrame, entry: DatasetEntry, counts: dict[str, Any]
+) -> pd.DataFrame:
+    """Feature rows of the kept raw rows; what the recipe left out is added to ``counts``."""
+    if isinstance(raw, FeatureTable):
+        if entry.recipe.name != "precomputed":
+            message = f"{entry.name}: reader '{entry.reader}' gives features, but the recipe is '{entry.recipe.name}'"
+            raise EmptyResultError(message)
+        counts["feature_rows"] = len(kept)
+        return kept
+    from mudata.features import featurize  # numpy-heavy; only for signal readers
+
+    features = featurize(SignalTable(kept), entry)
+    counts["samples_outside_windows"] = int(features.attrs.get("samples_unused", 0))
+    counts["samples_in_features"] = len(kept) - counts["samples_outside_windows"]
+    counts["windows_dropped"] = {str(k): int(v) for k, v in features.attrs.get("dropped", {}).items()}
+    counts["feature_rows"] = len(features) + sum(counts["windows_dropped"].values())
+    return _name_labels(features, entry) if len(features) else features
+
+
+def labelled_features(entry: DatasetEntry, sources: Sources) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Every stage before the user filter: read, label, featurize, drop missing values.
 
     Returns
     -------
     (DataFrame, dict)
-        The table and a record of the drops made on the way.
+        ``userid`` (text), ``label`` (class names), then float64 features;
+        and the counts of rows read and dropped so far, by reason.
     """
     raw = get_reader(entry.reader)(entry, sources)
-    if isinstance(raw, FeatureTable):
-        features = raw.frame
-        if entry.recipe.name != "precomputed":
-            message = f"{entry.name}: reader '{entry.reader}' gives features, but the recipe is '{entry.recipe.name}'"
-            raise EmptyResultError(message)
-    else:
-        from mudata.features import featurize  # numpy-heavy; only for signal readers
-
-        features = featurize(raw, entry)
-    windows_dropped = {str(k): int(v) for k, v in features.attrs.get("dropped", {}).items()}
-    n_read = len(features)
-    labelled, dropped_codes = _label_rows(features, entry)
-    labelled["userid"] = labelled["userid"].astype("int64")
+    kept, dropped_codes = _label_raw(raw, entry)
+    counts: dict[str, Any] = {"rows_read": len(raw.frame), "rows_dropped_by_class_code": dropped_codes}
+    features = _to_features(raw, kept, entry, counts)
+    if features.empty:
+        message = f"{entry.name}: no row of a kept class {entry.class_names} was read"
+        raise EmptyResultError(message)
+    labelled = features.copy()
+    labelled["userid"] = user_names(labelled["userid"])
     feature_columns = [c for c in labelled.columns if c not in ("userid", "label")]
     labelled[feature_columns] = labelled[feature_columns].astype("float64")
     incomplete = labelled[feature_columns].isna().any(axis=1)
@@ -139,23 +174,75 @@ def build_table(entry: DatasetEntry, sources: Sources) -> tuple[pd.DataFrame, di
             "%s: %d rows with missing feature values dropped", entry.name, int(incomplete.sum())
         )
         labelled = labelled.loc[~incomplete].reset_index(drop=True)
+    counts["rows_dropped_missing_values"] = int(incomplete.sum())
     if labelled.empty:
         message = f"{entry.name}: no row of a kept class {entry.class_names} was read"
         raise EmptyResultError(message)
+    return labelled, counts
+
+
+def build_table(
+    entry: DatasetEntry, sources: Sources, *, min_users: int = MIN_USERS
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Read and preprocess a release into the validated feature table.
+
+    Parameters
+    ----------
+    entry : DatasetEntry
+        The registry entry.
+    sources : Sources
+        Its verified files.
+    min_users : int
+        Fewest users the table may keep after the user filter.
+
+    Returns
+    -------
+    (DataFrame, dict)
+        The table and a record of every row dropped on the way, by reason
+        (see :func:`row_balance`).
+    """
+    labelled, counts = labelled_features(entry, sources)
     from mudata.validate import validate_table  # pandera is slow to import; only needed to build
 
-    kept, report = filter_users(
-        labelled, entry.class_names, entry.min_per_class, dataset=entry.name
+    kept_rows, report = filter_users(
+        labelled, entry.class_names, entry.min_per_class, dataset=entry.name, min_users=min_users
     )
-    validated = validate_table(kept, entry.class_names, entry.min_per_class, dataset=entry.name)
-    drops = {
-        "rows_read": n_read,
-        "windows_dropped": windows_dropped,
-        "rows_dropped_by_class_code": dropped_codes,
-        "rows_dropped_missing_values": int(incomplete.sum()),
-        "users_dropped": {str(k): v for k, v in report.dropped.items()},
+    validated = validate_table(kept_rows, entry.class_names, entry.min_per_class, dataset=entry.name)
+    counts["users_dropped"] = dict(report.dropped)
+    counts["rows_dropped_by_user_filter"] = dict(report.rows_dropped)
+    return validated, counts
+
+
+def row_balance(counts: dict[str, Any]) -> dict[str, int]:
+    """Both sides of the two balances a table's ``counts`` must satisfy.
+
+    Raw rows: ``rows_read`` = rows dropped by class code + samples left
+    outside every window + rows (samples) that went into feature rows.
+    Feature rows: ``feature_rows`` = rows dropped for an undefined feature
+    + rows with missing values + rows of users dropped by the filter +
+    ``rows``.
+
+    Returns
+    -------
+    dict
+        ``raw_in``, ``raw_out``, ``features_in``, ``features_out``.
+    """
+    used = counts.get("samples_in_features", counts.get("feature_rows", 0))
+    return {
+        "raw_in": int(counts["rows_read"]),
+        "raw_out": int(
+            sum(counts["rows_dropped_by_class_code"].values())
+            + counts.get("samples_outside_windows", 0)
+            + used
+        ),
+        "features_in": int(counts["feature_rows"]),
+        "features_out": int(
+            sum(counts.get("windows_dropped", {}).values())
+            + counts["rows_dropped_missing_values"]
+            + sum(counts["rows_dropped_by_user_filter"].values())
+            + counts["rows"]
+        ),
     }
-    return validated, drops
 
 
 def build(
@@ -169,6 +256,7 @@ def build(
     force: bool = False,
     download: bool = True,
     max_expansion: float | None = None,
+    min_users: int = MIN_USERS,
 ) -> Path:
     """Build (or find) the published table of ``entry``; return its Parquet path.
 
@@ -186,6 +274,7 @@ def build(
         force=force,
         download=download,
         max_expansion=max_expansion,
+        min_users=min_users,
     )
     return path
 
@@ -201,6 +290,7 @@ def build_frame(
     force: bool = False,
     download: bool = True,
     max_expansion: float | None = None,
+    min_users: int = MIN_USERS,
 ) -> tuple[Path, pd.DataFrame]:
     """Build (or find) the table of ``entry``; return its path and its checked rows.
 
@@ -211,11 +301,25 @@ def build_frame(
         :class:`~mudata.errors.MissingFileError` instead of a download.
     max_expansion : float, optional
         Expansion cap of archives (see :func:`mudata.archive.max_expansion`).
+    min_users : int
+        Fewest users the table may keep after the user filter (at least 2);
+        fewer is an :class:`~mudata.errors.EmptyResultError` listing the users
+        dropped and why. A built table with fewer users is built again, so
+        that the error says why.
     Others
         As for :func:`mudata.fetch`.
     """
     target = parquet_path(entry, data_home)
+    if min_users < MIN_USERS:
+        message = f"min_users must be at least {MIN_USERS}, got {min_users}"
+        raise UsageError(message)
     if not force and (frame := current_table(entry, data_home)) is not None:
+        if frame["userid"].nunique() < min_users:
+            return build_frame(
+                entry, data_home=data_home, mirror=mirror, manual_dir=manual_dir,
+                allow_unverified=allow_unverified, progress=progress, force=True,
+                download=download, max_expansion=max_expansion, min_users=min_users,
+            )  # fmt: skip
         log.info("%s: already built at %s", entry.name, target)
         return target, frame
     from mudata.download import fetch_sources  # imports pooch's network stack
@@ -239,7 +343,7 @@ def build_frame(
             [f.root for f in fetched], [f.pins for f in fetched], max_expansion=max_expansion
         )
         try:
-            table, drops = build_table(entry, sources)
+            table, drops = build_table(entry, sources, min_users=min_users)
         except (ParseError, LimitError, ChecksumError) as exc:
             _discard_unhashed_cache(entry, fetched, exc)
             raise
@@ -288,8 +392,13 @@ def _file_record(fetched: FetchedFile, spec: Any, sources: Sources) -> dict[str,
         "path": str(spec.path) if spec.path else None,
         "sha256": fetched.sha256,
         "verified": fetched.verified and not unpinned,
+        # "first-use": the hashes were taken from the user's files (mudata init);
+        # they prove the files did not change since, not that they are the published ones.
+        "hashes": spec.hashes,
         "members": fetched.members,
     }
+    if spec.glob is not None:
+        record["glob"] = spec.glob
     if unpinned:
         record["unpinned"] = unpinned
         record["listing_sha256"] = listing_sha256(

@@ -60,6 +60,8 @@ class RemoteFile:
     size: int | None = None
     archive: str | None = None
     members: tuple[Member, ...] = ()
+    glob: str | None = None
+    hashes: str = "published"
 
 
 @dataclass(frozen=True)
@@ -164,6 +166,8 @@ class DatasetEntry:
                         "size": f.size,
                         "archive": f.archive,
                         "members": [m.__dict__ for m in f.members] or None,
+                        "glob": f.glob,
+                        "hashes": None if f.hashes == "published" else f.hashes,
                     }.items()
                     if v is not None
                 }
@@ -319,7 +323,9 @@ def parse_entry(data: dict[str, Any], source: Path | str = "<memory>") -> Datase
             sha256=f.get("sha256"),
             size=f.get("size"),
             archive=f.get("archive"),
-            members=tuple(Member(**m) for m in f.get("members", [])),
+            members=tuple(Member(**m) for m in f.get("members", []) if isinstance(m, dict)),
+            glob=f["members"] if isinstance(f.get("members"), str) else f.get("glob"),
+            hashes=f.get("hashes", "published"),
         )
         for f in data["files"]
     )

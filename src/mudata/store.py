@@ -163,7 +163,10 @@ def read_provenance(parquet_path: Path) -> dict[str, Any] | None:
     except (OSError, pa.ArrowInvalid):
         return None
     raw = metadata.get(PROVENANCE_KEY)
-    return json.loads(raw) if raw else None
+    try:
+        return json.loads(raw) if raw else None
+    except ValueError:  # a damaged byte in the metadata (JSON or UTF-8): unreadable
+        return None
 
 
 def _descriptor_bytes(table: pd.DataFrame, parquet_name: str, provenance: dict[str, Any]) -> bytes:

@@ -74,7 +74,8 @@ def feature_table_schema(
     pandera.DataFrameSchema
     """
     columns: dict[str, pa.Column] = {
-        USER_COLUMN: pa.Column("int64", pa.Check.ge(0), nullable=False),
+        # User ids are text (any string or integer id stays the user's name).
+        USER_COLUMN: pa.Column(str, pa.Check.str_length(min_value=1), nullable=False),
         LABEL_COLUMN: pa.Column(str, pa.Check.isin(classes), nullable=False),
     }
     for name in feature_columns:

@@ -54,7 +54,8 @@ class SignalTable:
 
     Rows are in recording order. ``segment`` identifies a contiguous recording
     (a file, a repetition); the windowing recipe ignores it, the segment recipe
-    makes one feature row per segment.
+    makes one feature row per segment. An optional ``recording`` column (int)
+    names recordings: the windowing recipe then never lets a window span two.
     """
 
     frame: pd.DataFrame
@@ -90,6 +91,9 @@ class Pins:
         those are always refused.
     label : str
         Names the file in messages ("file 'x.zip' of dataset 'y'").
+    glob : str or None
+        The entry's ``glob`` (``fnmatch`` rules, ``*`` crosses folders): only
+        members whose path matches it belong to the release.
     """
 
     sha256: str | None = None
@@ -97,6 +101,11 @@ class Pins:
     located: dict[str, Path] = field(default_factory=dict)
     allow_unverified: bool = False
     label: str = ""
+    glob: str | None = None
+
+    def admits(self, name: str) -> bool:
+        """Whether the member ``name`` belongs to the release (matches ``glob``)."""
+        return self.glob is None or fnmatch.fnmatchcase(name, self.glob)
 
     @property
     def pins_members(self) -> bool:
@@ -162,8 +171,10 @@ class Sources:
                 for name, path in (pins.located if pins else {}).items():
                     index.setdefault(name, (i, str(path)))
                 for p in sorted(root.rglob("*")):
-                    if p.is_file():  # FIFOs, sockets and devices are not indexed
-                        index.setdefault(p.relative_to(root).as_posix(), (i, str(p)))
+                    name = p.relative_to(root).as_posix()
+                    # FIFOs, sockets and devices are not indexed; nor files outside the glob.
+                    if p.is_file() and (pins is None or pins.admits(name)):
+                        index.setdefault(name, (i, str(p)))
                 continue
             kind = sniff_kind(root)
             if kind is None:
@@ -174,7 +185,8 @@ class Sources:
             )
             self._archives[i] = archive
             for name in archive.names():
-                index.setdefault(name, (i, name))
+                if pins is None or pins.admits(name):
+                    index.setdefault(name, (i, name))
         return index
 
     @property

@@ -12,19 +12,31 @@ from __future__ import annotations
 
 import io
 import logging
+import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from pyarrow import ArrowException
 
+from mudata.classes import user_names
 from mudata.errors import MissingFileError, ParseError, RegistryError, excerpt
-from mudata.readers._text import check_encoding, list_option, str_option, text_encoding
+from mudata.readers._text import (
+    check_encoding,
+    columns_option,
+    first_non_numeric,
+    list_option,
+    str_option,
+    text_encoding,
+)
 from mudata.readers.base import FeatureTable, SignalTable, Sources
 from mudata.registry import DatasetEntry
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("csv", "parquet")
+FORMATS = ("csv", "parquet", "text")
+# "text": whitespace-separated columns (.txt, .dat, .log...), read by pandas' C parser.
+DEFAULT_MEMBERS = {"csv": "*.csv", "parquet": "*.parquet", "text": "*.txt"}
 
 
 def _option(entry: DatasetEntry, key: str) -> object:
@@ -38,7 +50,9 @@ def _option(entry: DatasetEntry, key: str) -> object:
 RESERVED = ("userid", "label", "segment")
 
 
-def _check_roles(entry: DatasetEntry, field: str, columns: list[str], roles: dict[str, str]) -> None:
+def _check_roles(
+    entry: DatasetEntry, field: str, columns: list[str], roles: dict[str, str]
+) -> None:
     """Refuse a feature or channel list that repeats a column or reuses another role's column.
 
     A feature column equal to the user column would leak the user id into the
@@ -62,6 +76,45 @@ def _check_roles(entry: DatasetEntry, field: str, columns: list[str], roles: dic
         seen.add(column)
 
 
+def _parse(data: bytes, member: str, fmt: str, entry: DatasetEntry) -> pd.DataFrame:
+    """One member's bytes as a table: CSV, Parquet or whitespace-separated text.
+
+    Text without a header (``header = false``) gets the column names of
+    ``reader_options.columns`` (name = 1-based column number); other
+    columns are not kept.
+    """
+    header = entry.reader_options.get("header", True)
+    if not isinstance(header, bool):
+        raise RegistryError(
+            f"invalid registry entry '{entry.name}': field 'reader_options.header': expected true or false, found {excerpt(header)}"
+        )
+    encoding = text_encoding(entry)
+    try:
+        if fmt == "parquet":
+            return pd.read_parquet(io.BytesIO(data))
+        check_encoding(data, member, encoding)
+        sep = r"\s+" if fmt == "text" else ","
+        table = pd.read_csv(
+            io.BytesIO(data), sep=sep, engine="c", encoding=encoding, header=0 if header else None
+        )
+    except (ValueError, OSError, ArrowException) as exc:
+        if isinstance(exc, ParseError):
+            raise
+        message = f"{member}: cannot be read as {fmt} ({type(exc).__name__}: {str(exc)[:200]})"
+        raise ParseError(message) from None
+    if header:
+        return table
+    numbers = columns_option(entry, "columns", {})
+    if not numbers:
+        message = f"dataset '{entry.name}': files without a header (header = false) need reader_options.columns (name = column number)"
+        raise RegistryError(message)
+    beyond = {k: v for k, v in numbers.items() if v > table.shape[1]}
+    if beyond:
+        message = f"{member}: has {table.shape[1]} columns; reader_options.columns names {excerpt(beyond)}"
+        raise ParseError(message)
+    return pd.DataFrame({name: table.iloc[:, number - 1] for name, number in numbers.items()})
+
+
 def _load(
     entry: DatasetEntry, sources: Sources, required: list[str]
 ) -> list[tuple[str, pd.DataFrame]]:
@@ -71,29 +124,19 @@ def _load(
     if fmt not in FORMATS:
         message = f"dataset '{entry.name}': reader_options.format is '{fmt}'; expected one of {list(FORMATS)}"
         raise RegistryError(message)
-    pattern = str_option(entry, "members", f"*.{fmt}")
+    pattern = str_option(entry, "members", DEFAULT_MEMBERS[fmt])
     members = sources.names(pattern)
     if not members:
         message = f"dataset '{entry.name}': no file matching '{pattern}' in {', '.join(map(str, sources.roots))}"
         raise MissingFileError(message)
     tables = []
-    encoding = text_encoding(entry)
     for member in members:
-        data = sources.read_bytes(member)
-        try:
-            if fmt == "csv":
-                check_encoding(data, member, encoding)
-                table = pd.read_csv(io.BytesIO(data), engine="c", encoding=encoding)
-            else:
-                table = pd.read_parquet(io.BytesIO(data))
-        except (ValueError, OSError, ArrowException) as exc:
-            if isinstance(exc, ParseError):
-                raise
-            message = f"{member}: cannot be read as {fmt} ({type(exc).__name__}: {str(exc)[:200]})"
-            raise ParseError(message) from None
+        table = _parse(sources.read_bytes(member), member, fmt, entry)
         if table.columns.duplicated().any():
             twice = sorted({str(c) for c in table.columns[table.columns.duplicated()]})
-            message = f"{member}: column name(s) {excerpt(twice)} appear more than once in the header"
+            message = (
+                f"{member}: column name(s) {excerpt(twice)} appear more than once in the header"
+            )
             raise ParseError(message)
         missing = [c for c in required if c not in table.columns]
         if missing:
@@ -103,16 +146,14 @@ def _load(
     return tables
 
 
-def _integer_users(values: pd.Series, member: str, column: str) -> np.ndarray:
-    numeric = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
-    bad = np.flatnonzero(~np.isfinite(numeric) | (numeric != np.round(numeric)))
+def _text_users(values: pd.Series, member: str, column: str) -> np.ndarray:
+    """User ids as text (:func:`mudata.classes.user_names`); a blank id is an error."""
+    blank = values.isna().to_numpy() | values.astype(str).str.strip().eq("").to_numpy(dtype=bool)
+    bad = np.flatnonzero(blank)
     if bad.size:
-        message = (
-            f"{member}: user column '{column}' must hold integers; row {int(bad[0])} "
-            f"holds {excerpt(values.iloc[bad[0]])}"
-        )
+        message = f"{member}: user column '{column}' is blank at row {int(bad[0])}"
         raise ParseError(message)
-    return numeric.astype(np.int64)
+    return user_names(values)
 
 
 def _numeric(table: pd.DataFrame, columns: list[str], member: str) -> pd.DataFrame:
@@ -157,7 +198,9 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
     """
     user_col = str(_option(entry, "user_col"))
     label_col = str(_option(entry, "label_col"))
-    feature_cols = list_option(entry, "feature_cols", []) if "feature_cols" in entry.reader_options else None
+    feature_cols = (
+        list_option(entry, "feature_cols", []) if "feature_cols" in entry.reader_options else None
+    )
     if user_col == label_col:
         _check_roles(entry, "label_col", [label_col], {user_col: "the user column (user_col)"})
     roles = {user_col: "the user column (user_col)", label_col: "the label column (label_col)"}
@@ -196,7 +239,7 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
             chosen = list(feature_cols)
         frame = pd.DataFrame(
             {
-                "userid": _integer_users(table[user_col], member, user_col),
+                "userid": _text_users(table[user_col], member, user_col),
                 "label": table[label_col].to_numpy(),
             }
         )
@@ -214,46 +257,75 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
     return FeatureTable(pd.concat([f for _, f in frames], ignore_index=True))
 
 
-def read_long_signals(entry: DatasetEntry, sources: Sources) -> SignalTable:
-    """Read raw samples in long format (one row per sample).
+@dataclass(frozen=True)
+class _LongOptions:
+    """The checked ``reader_options`` of ``long-signals``."""
 
-    Parameters
-    ----------
-    entry : DatasetEntry
-        ``reader_options``: ``format``, ``members`` (as for
-        :func:`read_feature_table`), ``user_col``, ``label_col``, ``time_col``
-        (optional; rows are then sorted by user then time, stably),
-        ``channels`` (the channel columns; default those of ``entry.sensors``;
-        must include every sensor channel), ``segment_col`` (optional; default:
-        one segment per (file, user)).
-    sources : Sources
-        The verified files.
+    user_col: str | None
+    label_col: str | None
+    time_col: str | None
+    segment_col: str | None
+    recording_col: str | None
+    pattern: re.Pattern[str] | None
+    channels: list[str]
 
-    Returns
-    -------
-    SignalTable
-        ``userid`` (int), ``label``, ``segment`` (int), then the channels as
-        float64 (NaN kept).
+    @property
+    def columns(self) -> list[str]:
+        """Every column a member must hold."""
+        named = (self.user_col, self.label_col, self.time_col, self.segment_col, self.recording_col)
+        return [c for c in named if c] + self.channels
 
-    Raises
-    ------
-    RegistryError
-        When ``channels`` misses a channel of ``entry.sensors``.
-    ParseError
-        When a file lacks a named column (file, missing and found columns
-        named), a user id is not an integer or a channel is not numeric.
-    """
-    user_col = str(_option(entry, "user_col"))
-    label_col = str(_option(entry, "label_col"))
+
+def _path_pattern(entry: DatasetEntry) -> re.Pattern[str] | None:
+    text = str_option(entry, "path_pattern", None)
+    if text is None:
+        return None
+    where = f"invalid registry entry '{entry.name}': field 'reader_options.path_pattern'"
+    try:
+        pattern = re.compile(text)
+    except re.error as exc:
+        message = f"{where}: {excerpt(text)} is not a regular expression ({exc})"
+        raise RegistryError(message) from None
+    unknown = set(pattern.groupindex) - {"user", "label", "recording"}
+    if unknown:
+        message = (
+            f"{where}: unknown group(s) {sorted(unknown)}; the groups are user, label and recording"
+        )
+        raise RegistryError(message)
+    return pattern
+
+
+def _long_options(entry: DatasetEntry) -> _LongOptions:
+    """Read and cross-check the options: each role comes from one column or one path group."""
+    pattern = _path_pattern(entry)
+    groups = set(pattern.groupindex) if pattern else set()
+    found: dict[str, str | None] = {}
+    for role in ("user", "label"):
+        column = str_option(entry, f"{role}_col", None)
+        if (column is None) == (role not in groups):
+            how = "both" if column else "neither"
+            message = (
+                f"dataset '{entry.name}': reader 'long-signals' takes the {role} from "
+                f"reader_options.{role}_col or from a '{role}' group of path_pattern; {how} given"
+            )
+            raise RegistryError(message)
+        found[role] = column
     time_col = str_option(entry, "time_col", None)
     segment_col = str_option(entry, "segment_col", None)
+    recording_col = str_option(entry, "recording_col", None)
     sensor_channels = [c for s in entry.sensors for c in s.channels]
     channels = list_option(entry, "channels", sensor_channels)
-    if user_col == label_col:
-        _check_roles(entry, "label_col", [label_col], {user_col: "the user column (user_col)"})
-    roles = {user_col: "the user column (user_col)", label_col: "the label column (label_col)"}
-    for kind, column in (("time", time_col), ("segment", segment_col)):
+    roles = {}
+    for kind, column in (
+        ("user", found["user"]),
+        ("label", found["label"]),
+        ("time", time_col),
+        ("segment", segment_col),
+        ("recording", recording_col),
+    ):
         if column:
+            if column in roles:
+                _check_roles(entry, f"{kind}_col", [column], roles)
             roles[column] = f"the {kind} column ({kind}_col)"
     _check_roles(entry, "channels", channels, roles)
     absent = [c for c in sensor_channels if c not in channels]
@@ -263,37 +335,170 @@ def read_long_signals(entry: DatasetEntry, sources: Sources) -> SignalTable:
             f"reader_options.channels {channels}"
         )
         raise RegistryError(message)
-    required = [
-        user_col,
-        label_col,
-        *channels,
-        *([time_col] if time_col else []),
-        *([segment_col] if segment_col else []),
-    ]
-    frames = []
-    for number, (member, table) in enumerate(_load(entry, sources, required)):
-        frame = pd.DataFrame(
-            {
-                "userid": _integer_users(table[user_col], member, user_col),
-                "label": table[label_col].to_numpy(),
-                "_file": np.full(len(table), number, dtype=np.int64),
-            }
+    return _LongOptions(
+        found["user"], found["label"], time_col, segment_col, recording_col, pattern, channels
+    )
+
+
+def _path_groups(options: _LongOptions, member: str) -> dict[str, str]:
+    """The named groups of ``path_pattern`` in ``member``'s path (searched, not anchored)."""
+    if options.pattern is None:
+        return {}
+    match = options.pattern.search(member)
+    if match is None:
+        message = (
+            f"{member}: the path does not match reader_options.path_pattern "
+            f"{options.pattern.pattern!r}; narrow the members glob or widen the pattern"
         )
-        if segment_col:
-            frame["_segment"] = table[segment_col].to_numpy()
-        if time_col:
-            frame["_time"] = table[time_col].to_numpy()
-        frames.append(
-            pd.concat([frame, _numeric(table, channels, member).reset_index(drop=True)], axis=1)
+        raise ParseError(message)
+    return {k: v for k, v in match.groupdict().items() if v is not None}
+
+
+def _time_values(values: pd.Series, member: str, column: str) -> np.ndarray:
+    """Time as numbers: numeric columns as they are, text parsed as datetimes (ns)."""
+    if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+        numbers = values.to_numpy(dtype=np.float64)
+    elif first_non_numeric(values) is None:
+        numbers = pd.to_numeric(values).to_numpy(dtype=np.float64)
+    else:
+        # Text timestamps: "9:00" must come before "10:00", so compare instants, not text.
+        parsed = pd.to_datetime(values, errors="coerce", format="mixed")
+        bad = np.flatnonzero(parsed.isna().to_numpy() & values.notna().to_numpy())
+        if bad.size:
+            message = (
+                f"{member}: time column '{column}', row {int(bad[0])}: "
+                f"{excerpt(values.iloc[bad[0]])} is neither a number nor a date/time"
+            )
+            raise ParseError(message)
+        numbers = parsed.to_numpy(dtype="datetime64[ns]").astype(np.int64).astype(np.float64)
+        numbers[parsed.isna().to_numpy()] = np.nan
+    missing = np.flatnonzero(np.isnan(numbers))
+    if missing.size:
+        message = f"{member}: time column '{column}' is blank at row {int(missing[0])}"
+        raise ParseError(message)
+    return numbers
+
+
+def _check_time(
+    time: np.ndarray, recording: np.ndarray, member: str, column: str, header: int
+) -> None:
+    """Time must increase strictly inside each recording, in file order."""
+    order = np.lexsort((np.arange(time.size), recording))
+    same = recording[order][1:] == recording[order][:-1]
+    step = np.diff(time[order])
+    bad = np.flatnonzero(same & (step <= 0))
+    if bad.size:
+        row = int(order[bad[0] + 1])
+        before = int(order[bad[0]])
+        what = "repeats" if step[bad[0]] == 0 else "goes back from"
+        message = (
+            f"{member}, row {row} (line {row + 1 + header}): time column '{column}' {what} "
+            f"the time of row {before} inside one recording ({np.unique(recording).size} "
+            f"recording(s) in this file). If the file holds several recordings that each "
+            f"restart their clock, name the column that tells them apart as "
+            f"reader_options.recording_col, or a 'recording' group in path_pattern."
         )
-    frame = pd.concat(frames, ignore_index=True)
-    if time_col:
-        frame = frame.sort_values(["userid", "_time"], kind="stable", ignore_index=True)
-    key = ["_file", "_segment"] if segment_col else ["_file", "userid"]
-    # Number each contiguous run of a key, so that segments are contiguous by construction.
+        raise ParseError(message)
+
+
+def _member_frame(
+    member: str, table: pd.DataFrame, options: _LongOptions, number: int, header: int
+) -> pd.DataFrame:
+    """One member's rows: user, label, a recording key and the channels, in file order."""
+    groups = _path_groups(options, member)
+    n = len(table)
+    users = (
+        _text_users(table[options.user_col], member, options.user_col)
+        if options.user_col
+        else np.full(n, groups["user"], dtype=object)
+    )
+    labels = (
+        table[options.label_col].to_numpy()
+        if options.label_col
+        else np.full(n, groups["label"], dtype=object)
+    )
+    recording = pd.Series(users, dtype=object).astype(str)
+    if "recording" in groups:
+        recording = recording + "\x1f" + groups["recording"]
+    if options.recording_col:
+        recording = recording + "\x1f" + table[options.recording_col].astype(str).to_numpy()
+    local = pd.factorize(recording)[0]
+    if options.time_col:
+        _check_time(
+            _time_values(table[options.time_col], member, options.time_col),
+            local,
+            member,
+            options.time_col,
+            header,
+        )
+    frame = pd.DataFrame({"userid": users, "label": labels, "_file": number, "_recording": local})
+    if options.segment_col:
+        frame["_segment"] = table[options.segment_col].to_numpy()
+    return pd.concat(
+        [frame, _numeric(table, options.channels, member).reset_index(drop=True)], axis=1
+    )
+
+
+def _runs(frame: pd.DataFrame, key: list[str]) -> np.ndarray:
+    """Number each contiguous run of ``key``, so that segments are contiguous by construction."""
     change = np.zeros(len(frame), dtype=bool)
     for column in key:
         values = frame[column].to_numpy()
         change[1:] |= values[1:] != values[:-1]
-    frame.insert(2, "segment", np.cumsum(change).astype(np.int64))
-    return SignalTable(frame[["userid", "label", "segment", *channels]].reset_index(drop=True))
+    return np.cumsum(change).astype(np.int64)
+
+
+def read_long_signals(entry: DatasetEntry, sources: Sources) -> SignalTable:
+    """Read raw samples in long format (one row per sample).
+
+    Parameters
+    ----------
+    entry : DatasetEntry
+        ``reader_options``:
+
+        * ``format`` (``"csv"``, ``"parquet"`` or ``"text"``: whitespace-separated),
+          ``members`` (glob), ``header`` (default true; without a header,
+          ``columns`` maps names to 1-based column numbers), ``encoding``;
+        * ``user_col`` and ``label_col``, or the groups ``user`` and ``label``
+          of ``path_pattern``, a regular expression searched in each member's
+          path (``recording`` is a third, optional group);
+        * ``time_col`` (optional; numbers, or text parsed as date/times): it
+          must increase strictly inside each recording. Without it, samples
+          are taken in file order at ``sampling_rate_hz``;
+        * ``recording_col`` (optional): a recording is one (file, user,
+          ``recording`` group, ``recording_col`` value); windows never cross one;
+        * ``channels`` (default the sensors' channels), ``segment_col``
+          (optional; default: one segment per recording run).
+    sources : Sources
+        The verified files.
+
+    Returns
+    -------
+    SignalTable
+        ``userid`` (text), ``label``, ``segment`` (int), ``recording`` (int),
+        then the channels as float64 (NaN kept), rows in file order.
+
+    Raises
+    ------
+    RegistryError
+        When the options contradict each other or miss a sensor channel.
+    ParseError
+        When a file lacks a named column (file, missing and found columns
+        named), a path does not match ``path_pattern``, a channel is not
+        numeric, or time repeats or goes back inside a recording (file and
+        row named).
+    """
+    options = _long_options(entry)
+    header = int(entry.reader_options.get("header", True) is not False)
+    frames = [
+        _member_frame(member, table, options, number, header)
+        for number, (member, table) in enumerate(_load(entry, sources, options.columns))
+    ]
+    frame = pd.concat(frames, ignore_index=True)
+    frame["recording"] = pd.factorize(
+        frame["_file"].astype(str) + "/" + frame["_recording"].astype(str)
+    )[0].astype(np.int64)
+    key = ["_file", "_segment"] if options.segment_col else ["recording"]
+    frame.insert(2, "segment", _runs(frame, key))
+    columns = ["userid", "label", "segment", "recording", *options.channels]
+    return SignalTable(frame[columns].reset_index(drop=True))

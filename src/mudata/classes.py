@@ -1,0 +1,250 @@
+"""The one rule for class codes and user ids: how raw values meet the registry.
+
+Class codes
+    A registry entry lists each kept class as ``{code, name}``. Raw labels are
+    compared with those codes by one rule, here and nowhere else:
+
+    * in a numeric label column (every non-blank value is a number), codes
+      compare as numbers: ``"1"``, ``"1.0"``, ``"01"`` and ``1`` are one code;
+    * in a text column, codes compare exactly; a code that matches a listed
+      one only when case is ignored is named in the error, as a hint;
+    * a blank label (missing value) is never a kept class.
+
+    Every row whose label is not kept is counted per label (as the label is
+    written in the data); a listed class that never occurs is an error naming
+    it and the codes that were seen.
+
+User ids
+    Any integer or text id stays the user's name, as text; ``1.0`` read from
+    a float column is ``"1"``. Ids sort numerically when all are numbers,
+    otherwise as text.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from mudata.errors import RegistryError, excerpt
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from mudata.registry import DatasetEntry
+
+log = logging.getLogger(__name__)
+
+BLANK = "<blank>"
+
+
+def _as_number(value: object) -> float | None:
+    """``value`` as a finite float, or None when it is not a number."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(str(value).strip()) if isinstance(value, str) else float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return number if np.isfinite(number) else None
+
+
+def number_text(number: float) -> str:
+    """A number as its shortest text: ``1.0`` -> ``"1"``, ``2.5`` -> ``"2.5"``."""
+    if float(number).is_integer():
+        return str(int(number))
+    return repr(float(number))
+
+
+def code_text(value: object) -> str:
+    """How a raw code is named in messages and counts (numbers in shortest form)."""
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return BLANK
+    number = _as_number(value) if not isinstance(value, str) else None
+    return number_text(number) if number is not None else str(value)
+
+
+def _blank(values: pd.Series) -> np.ndarray:
+    blank = values.isna().to_numpy().copy()
+    if values.dtype == object or pd.api.types.is_string_dtype(values):
+        blank |= values.astype(str).str.strip().eq("").to_numpy(dtype=bool)
+    return blank
+
+
+def is_numeric_column(values: pd.Series) -> bool:
+    """True when every non-blank value of ``values`` is a number."""
+    if pd.api.types.is_bool_dtype(values):
+        return False
+    if pd.api.types.is_numeric_dtype(values):
+        return True
+    present = values[~_blank(values)]
+    uniques = pd.unique(present)
+    return len(uniques) > 0 and all(_as_number(u) is not None for u in uniques)
+
+
+@dataclass
+class Labelled:
+    """The outcome of matching one label column with the registry's classes.
+
+    Attributes
+    ----------
+    rank : ndarray of int, shape (n,)
+        Position of each row's class in ``entry.classes``; -1 when not kept.
+    names : ndarray of object, shape (n,)
+        The class name of each kept row; None elsewhere.
+    dropped : dict of str to int
+        Rows of each label that is not kept, by the label as written
+        (:func:`code_text`); blank labels under ``"<blank>"``.
+    seen : list of str
+        Every distinct label, as written.
+    """
+
+    rank: np.ndarray
+    names: np.ndarray
+    dropped: dict[str, int] = field(default_factory=dict)
+    seen: list[str] = field(default_factory=list)
+
+
+def _registry_keys(entry: DatasetEntry, numeric: bool) -> dict[object, int]:
+    """Each listed code as a lookup key (a float in a numeric column) to its rank."""
+    keys: dict[object, int] = {}
+    for rank, spec in enumerate(entry.classes):
+        key: object = _as_number(spec.code) if numeric else str(spec.code)
+        if key is None:
+            continue  # a text code cannot match a numeric column; reported as never seen
+        if key in keys:
+            other = entry.classes[keys[key]]
+            message = (
+                f"dataset '{entry.name}': class codes {other.code!r} ({other.name}) and "
+                f"{spec.code!r} ({spec.name}) are the same number, and the label column "
+                f"holds numbers; give each class a different code"
+            )
+            raise RegistryError(message)
+        keys[key] = rank
+    return keys
+
+
+def match_classes(
+    labels: pd.Series, entry: DatasetEntry, *, where: str = "", check_seen: bool = True
+) -> Labelled:
+    """Match raw labels with the entry's class codes by the module's rule.
+
+    Parameters
+    ----------
+    labels : Series, shape (n,)
+        Raw class codes, as the reader gives them.
+    entry : DatasetEntry
+        Gives the classes (codes, names, order).
+    where : str
+        Names the data in errors (e.g. the files read).
+    check_seen : bool
+        Whether a listed class that never occurs is an error.
+
+    Returns
+    -------
+    Labelled
+
+    Raises
+    ------
+    RegistryError
+        When a listed class is never seen (naming it, the codes seen, and
+        a code differing only in case), or two listed codes are one number.
+    """
+    numeric = is_numeric_column(labels)
+    blank = _blank(labels)
+    codes, uniques = pd.factorize(labels, sort=False, use_na_sentinel=True)
+    keys = _registry_keys(entry, numeric)
+    unique_keys = [_as_number(u) if numeric else str(u) for u in uniques]
+    lookup = np.array([keys.get(k, -1) for k in unique_keys] + [-1], dtype=np.int64)
+    rank = lookup[codes]  # code -1 (missing) indexes the trailing -1
+    rank[blank] = -1
+    seen_text = [number_text(k) if isinstance(k, float) else str(k) for k in unique_keys]
+    row_keys = np.array([*seen_text, BLANK], dtype=object)[codes]
+    row_keys[blank] = BLANK
+    counts = pd.Series(row_keys[rank < 0]).value_counts(sort=False)
+    dropped = {str(k): int(v) for k, v in counts.items()}
+    names = np.array([c.name for c in entry.classes] + [None], dtype=object)[rank]
+    seen = sorted(set(row_keys[~blank].tolist()))
+    if check_seen:
+        _check_all_seen(entry, rank, seen, numeric, where)
+    return Labelled(rank, names, dict(sorted(dropped.items())), seen)
+
+
+def _check_all_seen(
+    entry: DatasetEntry,
+    rank: np.ndarray,
+    seen_text: list[str],
+    numeric: bool,
+    where: str,
+) -> None:
+    present = set(np.unique(rank[rank >= 0]).tolist())
+    absent = [c for rank, c in enumerate(entry.classes) if rank not in present]
+    if not absent:
+        return
+    lines = []
+    for spec in absent:
+        hint = ""
+        same_case = [
+            s for s in seen_text if s.lower() == str(spec.code).lower() and s != str(spec.code)
+        ]
+        if same_case and not numeric:
+            hint = f" (the data has {same_case[0]!r}: text codes compare exactly, and case differs)"
+        elif numeric and _as_number(spec.code) is None:
+            hint = " (the label column holds numbers, so a text code can never match)"
+        lines.append(f"class '{spec.name}' (code {spec.code!r}){hint}")
+    shown = seen_text[:30]
+    more = f" and {len(seen_text) - 30} more" if len(seen_text) > 30 else ""
+    message = (
+        f"dataset '{entry.name}': {'; '.join(lines)} listed in [[classes]] "
+        f"{'is' if len(absent) == 1 else 'are'} never seen in the data{where and ' (' + where + ')'}; "
+        f"codes seen: {excerpt(shown)}{more}. Fix the code in the registry entry "
+        f"(or remove the class)."
+    )
+    raise RegistryError(message)
+
+
+def log_dropped(dataset: str, dropped: dict[str, int], total: int, what: str = "rows") -> None:
+    """One info line per label not kept: how many rows it lost."""
+    for code, n in dropped.items():
+        log.info(
+            "%s: %d of %d %s with label %r dropped (not a kept class)",
+            dataset,
+            n,
+            total,
+            what,
+            code,
+        )
+
+
+# ----------------------------------------------------------------- user ids
+
+
+def user_names(values: pd.Series | np.ndarray) -> np.ndarray:
+    """User ids as text: integers and integral floats without a decimal part.
+
+    Parameters
+    ----------
+    values : Series or ndarray, shape (n,)
+
+    Returns
+    -------
+    ndarray of object (str), shape (n,)
+    """
+    series = pd.Series(values)
+    codes, uniques = pd.factorize(series, sort=False, use_na_sentinel=False)
+    texts = np.array(
+        [code_text(u) if not isinstance(u, str) else u.strip() for u in uniques], dtype=object
+    )
+    return texts[codes]
+
+
+def user_sort_key(names: Iterable[str]) -> list[str]:
+    """``names`` sorted: numerically when every one is a number, else as text."""
+    names = list(dict.fromkeys(names))
+    numbers = [_as_number(n) for n in names]
+    if names and all(n is not None for n in numbers):
+        return [n for _, n in sorted(zip(numbers, names, strict=True), key=lambda p: (p[0], p[1]))]
+    return sorted(names)

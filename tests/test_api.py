@@ -131,3 +131,27 @@ def test_the_readme_python_section_runs_as_written(tmp_path: Path, monkeypatch) 
     again = namespace["again"]
     assert set(again.summary.strategy) == {"mm", "ucm"}
     assert again.provenance["name"] == "gestures"
+
+
+def test_text_user_ids_stay_names_through_run_folder_report_and_compare(tmp_path: Path) -> None:
+    frame = _frame()
+    frame["userid"] = frame["userid"].map({1: "S10", 2: "S2", 3: "subject1"})
+    run = mueval.evaluate(frame, strategies="udm,ucm", classifiers="nb", iterations=2,
+                          alpha=0.1, progress=False)
+    udm = run.splits[run.splits.strategy == "udm"]
+    # natural order: S2 before S10
+    assert udm.user.tolist()[:3] == ["S2", "S10", "subject1"]
+    assert set(run.predictions.userid) == {"S10", "S2", "subject1"}
+    loaded = mueval.Run.load(run.save(tmp_path / "run"))
+    assert set(loaded.splits.user.dropna()) == {"S10", "S2", "subject1"}
+    assert loaded.report(tmp_path / "report", n_boot=20).is_file()
+    table = mueval.compare([loaded])
+    assert not table.empty
+
+
+def test_numeric_ids_given_as_text_sort_as_numbers() -> None:
+    frame = _frame()
+    frame["userid"] = frame["userid"].map({1: "10", 2: "2", 3: "33"})
+    run = mueval.evaluate(frame, strategies="udm", classifiers="nb", iterations=1,
+                          alpha=0.1, diagnostics="none", progress=False)
+    assert run.splits.user.tolist() == [2, 10, 33]

@@ -225,7 +225,7 @@ def test_log_lines_instead_of_a_bar_when_stderr_is_not_a_terminal(tmp_path) -> N
     assert quiet.exit_code == 0 and "tasks" not in quiet.stderr
 
 
-def test_string_user_ids_are_numbered_in_sorted_order(tmp_path) -> None:
+def test_string_user_ids_stay_the_users_names(tmp_path) -> None:
     frame = make_frame(n_users=3)
     frame["userid"] = frame["userid"].map({10: "carol", 11: "alice", 12: "bob"})
     out = tmp_path / "run"
@@ -233,9 +233,10 @@ def test_string_user_ids_are_numbered_in_sorted_order(tmp_path) -> None:
                      "--label-col", "activity", "-c", "nb", "-s", "ucm", "--iterations", "1",
                      "--out", str(out))
     assert result.exit_code == 0, result.output
-    info = json.loads((out / "run.json").read_text())
-    assert info["dataset"]["user_ids"] == {"0": "alice", "1": "bob", "2": "carol"}
-    assert sorted(pd.read_parquet(out / "splits.parquet")["user"].tolist()) == [0, 1, 2]
+    splits = pd.read_parquet(out / "splits.parquet")
+    assert splits["user"].tolist() == ["alice", "bob", "carol"]
+    predictions = pd.read_parquet(out / "predictions.parquet")
+    assert set(predictions["userid"]) == {"alice", "bob", "carol"}
 
 
 def test_out_that_cannot_be_written_fails_before_any_work(tmp_path) -> None:

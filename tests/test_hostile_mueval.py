@@ -657,7 +657,8 @@ def test_summary_diagnostics_are_recomputed_from_diagnostics_parquet(tmp_path: P
         ("p_values", [0.5], (r"row 0 \(mm/nb, iteration 1\): p_values holds 1 values; "
                             r"expected one per class of run.json \(3\)")),
         ("pred_set", ["sit", "sit"], r"row 0 \(mm/nb, iteration 1\): pred_set names 'sit' twice"),
-        ("userid", "eleven", "column userid is of type (large_)?string; expected whole numbers"),
+        ("userid", "eleven", r"row \d+ \(\w+/nb, iteration 1\): userid 'eleven' is not the target "
+                             "user"),
         ("y_true", "jump", (r"row 0 \(mm/nb, iteration 1\): y_true 'jump' is not a class of "
                            "run.json")),
     ],
@@ -668,9 +669,12 @@ def test_malformed_prediction_columns_are_named(tmp_path: Path, real_run, column
 
     def change(frame):
         frame = frame.copy()
+        row = 0
         if column == "userid":
+            # text ids are valid; a row of a per-user strategy must be its target's
             frame[column] = frame[column].astype(str)
-        frame.at[0, column] = value
+            row = int(np.flatnonzero(frame["target_user"].notna().to_numpy())[0])
+        frame.at[row, column] = value
         return frame
 
     _tamper(run, "predictions.parquet", change)

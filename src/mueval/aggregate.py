@@ -15,7 +15,7 @@ they join the summary after the study's metrics, aggregated the same way.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -29,6 +29,12 @@ from mueval.strategies import STRATEGIES
 _KEYS = ["strategy", "classifier", "iteration", "seed", "user", "n_train", "n_test", "n_cal"]
 
 
+def user_dtype(users: Iterable[int | str | None]) -> str:
+    """``Int64`` when every user id is a whole number, else ``string`` (both keep
+    <NA> for the mixed model's rows, which have no target user)."""
+    return "Int64" if all(u is None or isinstance(u, int) for u in users) else "string"
+
+
 def splits_frame(results: Sequence[EvalResult]) -> pd.DataFrame:
     """One row per (strategy, classifier, iteration, user) with every metric.
 
@@ -39,7 +45,8 @@ def splits_frame(results: Sequence[EvalResult]) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        Columns ``strategy, classifier, iteration, seed, user (Int64, <NA> for mm),
+        Columns ``strategy, classifier, iteration, seed, user (Int64 for numeric
+        ids, else string; <NA> for mm),
         n_train, n_test, n_cal`` and one float column per name of :data:`METRICS`.
     """
     records = []
@@ -63,7 +70,7 @@ def splits_frame(results: Sequence[EvalResult]) -> pd.DataFrame:
             "classifier": str,
             "iteration": "int64",
             "seed": "int64",
-            "user": "Int64",
+            "user": user_dtype(r.user for r in results),
             "n_train": "int64",
             "n_test": "int64",
             "n_cal": "int64",

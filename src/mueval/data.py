@@ -8,6 +8,7 @@ as in the protocol), one user id per row, and a description for ``run.json``.
 from __future__ import annotations
 
 import hashlib
+import re
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +33,8 @@ class Table:
     X : ndarray of float, shape (n_rows, n_features)
     y : ndarray of int, shape (n_rows,)
         Index into ``classes``.
-    users : ndarray of int, shape (n_rows,)
+    users : ndarray of int64 or of str, shape (n_rows,)
+        Each row's user id, as the user's own name (:func:`user_ids`).
     classes : list of str
         Sorted unique labels.
     features : list of str
@@ -55,6 +57,52 @@ def frame_sha256(df: pd.DataFrame) -> str:
     digest.update("\x1f".join(map(str, df.columns)).encode())
     digest.update(pd.util.hash_pandas_object(df, index=True).to_numpy().tobytes())
     return digest.hexdigest()
+
+
+def natural_key(value: object) -> tuple:
+    """Sort key putting ``"S2"`` before ``"S10"``: digit runs compare as numbers.
+
+    Examples
+    --------
+    >>> sorted(["n10", "n2", "n1"], key=natural_key)
+    ['n1', 'n2', 'n10']
+    """
+    parts = re.split(r"(\d+)", str(value))
+    return tuple((0, int(p), p) if p.isdigit() else (1, 0, p) for p in parts)
+
+
+def user_ids(raw: pd.Series) -> np.ndarray:
+    """Each row's user id as the user's own name.
+
+    Ids that are all whole numbers (integers, whole floats, or digit strings
+    that stay distinct as numbers) become an int64 array, so they sort
+    numerically; any other ids ("f1", "S006", "subject101") stay text, in an
+    object array of str.
+
+    Examples
+    --------
+    >>> user_ids(pd.Series(["10", "2", "2"])).tolist()
+    [10, 2, 2]
+    >>> user_ids(pd.Series(["S2", "S10"])).tolist()
+    ['S2', 'S10']
+    >>> user_ids(pd.Series(["007", "7"])).tolist()  # distinct as text, not as numbers
+    ['007', '7']
+    """
+    if pd.api.types.is_bool_dtype(raw):
+        return raw.astype(str).to_numpy(dtype=object)
+    if pd.api.types.is_integer_dtype(raw):
+        return raw.to_numpy(dtype=np.int64)
+    if pd.api.types.is_float_dtype(raw):
+        values = raw.to_numpy(dtype=float)
+        if np.all(np.mod(values, 1) == 0):
+            return values.astype(np.int64)
+        return raw.astype(str).to_numpy(dtype=object)
+    text = raw.astype(str).str.strip()
+    if text.str.fullmatch(r"[+-]?\d{1,18}").all():
+        numbers = text.astype(np.int64)
+        if numbers.nunique() == text.nunique():
+            return numbers.to_numpy()
+    return text.to_numpy(dtype=object)
 
 
 def table_from_frame(
@@ -158,19 +206,7 @@ def table_from_frame(
     index = {name: i for i, name in enumerate(classes)}
     y = np.fromiter((index[v] for v in label_str), dtype=int, count=len(label_str))
 
-    extra: dict[str, Any] = {}
-    if pd.api.types.is_integer_dtype(raw_users) or (
-        pd.api.types.is_float_dtype(raw_users)
-        and np.all(np.mod(raw_users.to_numpy(dtype=float), 1) == 0)
-    ):
-        users = raw_users.to_numpy(dtype=np.int64)
-    else:
-        # Non-integer ids ("S1", "alice"): number them in sorted order, keep the map.
-        names = sorted(raw_users.astype(str).unique().tolist())
-        users = np.searchsorted(np.asarray(names), raw_users.astype(str).to_numpy())
-        users = users.astype(np.int64)
-        extra["user_ids"] = {str(i): name for i, name in enumerate(names)}
-
+    users = user_ids(raw_users)
     out_info = dict(info or {})
     out_info.update(
         n_rows=len(df),
@@ -178,7 +214,6 @@ def table_from_frame(
         n_features=len(features),
         user_col=user_col,
         label_col=label_col,
-        **extra,
     )
     return Table(X, y, users, classes, [str(f) for f in features], out_info)
 

@@ -21,6 +21,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from mueval.conformal import SCORES, conformalize, full_sets
+from mueval.data import natural_key
 from mueval.errors import EvaluationError, SmallCalibrationError, UsageError
 from mueval.metrics.classic import classification_metrics
 from mueval.metrics.conformal import (
@@ -119,7 +120,7 @@ class EvalResult:
     ----------
     strategy, classifier : str
     iteration, seed : int
-    user : int or None
+    user : int, str or None
     n_train, n_test, n_cal : int
         Sizes of the training, test and calibration sets (the corrected
         resampled t-test of the report needs n_test / n_train).
@@ -145,7 +146,7 @@ class EvalResult:
     classifier: str
     iteration: int
     seed: int
-    user: int | None
+    user: int | str | None
     n_train: int
     n_test: int
     n_cal: int
@@ -160,13 +161,13 @@ class EvalResult:
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
-    def key(self) -> tuple[int, int, int, int]:
-        """(strategy order, classifier order, iteration, user or -1)."""
+    def key(self) -> tuple:
+        """(strategy order, classifier order, iteration, user in natural order)."""
         return (
             STRATEGIES.index(self.strategy),
             CLASSIFIERS.index(self.classifier),
             self.iteration,
-            -1 if self.user is None else self.user,
+            () if self.user is None else natural_key(self.user),
         )
 
 
@@ -182,7 +183,7 @@ class RunOutput:
     stages: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
-def _where(strategy: str, user: int | None, seed: int, classifier: str) -> str:
+def _where(strategy: str, user: int | str | None, seed: int, classifier: str) -> str:
     who = "all users" if user is None else f"user {user}"
     return f"strategy {strategy}, {who}, seed {seed}, classifier {classifier}"
 

@@ -44,8 +44,8 @@ class Split:
         1-based iteration number.
     seed : int
         Seed of the iteration (splits and models).
-    user : int or None
-        Target user; None for the mixed model.
+    user : int, str or None
+        Target user (its own id); None for the mixed model.
     train : ndarray of shape (n_train,)
         Row positions of the training set.
     test : ndarray of shape (n_test,)
@@ -56,7 +56,7 @@ class Split:
 
     iteration: int
     seed: int
-    user: int | None
+    user: int | str | None
     train: np.ndarray
     test: np.ndarray
     calibrations: dict[str, np.ndarray] = field(default_factory=dict)
@@ -95,6 +95,11 @@ def parse_strategies(values: Sequence[str]) -> list[str]:
         message = f"no strategy given; valid: {valid}"
         raise UsageError(message)
     return [s for s in STRATEGIES if s in wanted]
+
+
+def _plain(user: object) -> int | str:
+    """A user id as a plain Python int or str (numpy scalars do not pickle small)."""
+    return user.item() if isinstance(user, np.generic) else user
 
 
 def _describe(y: np.ndarray, classes: Sequence[str] | None) -> str:
@@ -286,7 +291,7 @@ def user_dependent_splits(
         else:
             train, rest = _split(idx, y, 0.6, seed, what=what, classes=classes)
             cal, test = _split(rest, y, 0.5, seed, what=what, classes=classes)
-        out.append(Split(iteration, seed, int(user), train, test, {"udm": cal}))
+        out.append(Split(iteration, seed, _plain(user), train, test, {"udm": cal}))
     return out
 
 
@@ -331,7 +336,7 @@ def user_independent_splits(
             cals["uim"] = cal_others
         if "ucm" in serve:
             cals["ucm"] = cal_own
-        out.append(Split(iteration, seed, int(user), train, test, cals))
+        out.append(Split(iteration, seed, _plain(user), train, test, cals))
     return out
 
 
@@ -379,7 +384,7 @@ def user_adaptive_splits(
         if len(np.unique(y[train])) < 2:
             message = f"{what}: the training rows hold only one class"
             raise SplitError(message)
-        out.append(Split(iteration, seed, int(user), train, test, {"uam": cal}))
+        out.append(Split(iteration, seed, _plain(user), train, test, {"uam": cal}))
     return out
 
 

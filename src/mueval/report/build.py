@@ -303,7 +303,7 @@ def _per_user_section(run: RunFolder, figs: _Figures, strategies: list[str],
                 continue
             pooled = float(preds[(preds.strategy == s) & (preds.classifier == c)]["covered"].mean())
             below = sub[sub.value < target].sort_values("value")
-            listed = ", ".join(f"{int(u)} ({v:.3f})" for u, v in zip(below.user, below.value))
+            listed = ", ".join(f"{u} ({v:.3f})" for u, v in zip(below.user, below.value))
             rows.append([_sname(s), pooled, len(sub), len(below), float(sub.value.min()),
                          listed or "none"])
             if pooled >= target and len(below):

@@ -302,7 +302,8 @@ def per_user_values(
         .agg(value="mean", sd="std", n="count")
         .reset_index()
     )
-    out["user"] = out["user"].astype("int64")
+    if pd.api.types.is_numeric_dtype(out["user"]):
+        out["user"] = out["user"].astype("int64")
     return out
 
 

@@ -117,15 +117,19 @@ def _check_types(run: RunFolder, preds: pa.Table) -> None:
             and _is_text(kind.value_type)):
         msg = f"{path}: column pred_set is of type {kind}; expected lists of class names"
         raise _error(msg)
-    for column in ("userid", "seed"):
-        kind = preds.schema.field(column).type
-        if not pa.types.is_integer(kind):
-            msg = f"{path}: column {column} is of type {kind}; expected whole numbers"
-            raise _error(msg)
+    kind = preds.schema.field("seed").type
+    if not pa.types.is_integer(kind):
+        msg = f"{path}: column seed is of type {kind}; expected whole numbers"
+        raise _error(msg)
+    # User ids are whole numbers, or text when a dataset names its users ("S006").
+    kind = preds.schema.field("userid").type
+    if not (pa.types.is_integer(kind) or _is_text(kind)):
+        msg = f"{path}: column userid is of type {kind}; expected whole numbers or text"
+        raise _error(msg)
     kind = preds.schema.field("target_user").type
-    if not (pa.types.is_integer(kind) or pa.types.is_null(kind)
+    if not (pa.types.is_integer(kind) or pa.types.is_null(kind) or _is_text(kind)
             or (pa.types.is_floating(kind) and _whole_or_null(preds.column("target_user")))):
-        msg = f"{path}: column target_user is of type {kind}; expected whole numbers"
+        msg = f"{path}: column target_user is of type {kind}; expected whole numbers or text"
         raise _error(msg)
     for column in ("p_values", "proba"):
         kind = preds.schema.field(column).type
@@ -193,11 +197,26 @@ def _set_members(run: RunFolder, preds: pa.Table) -> tuple[np.ndarray, np.ndarra
     return parents, index
 
 
+def _check_target_users(run: RunFolder) -> None:
+    """A per-user strategy tests on its target user's own rows: ``userid`` is
+    ``target_user`` wherever a target user is named."""
+    path = run.path / "predictions.parquet"
+    target = _user_key(run.predictions["target_user"])
+    user = _user_key(run.predictions["userid"])
+    wrong = np.flatnonzero(((target != "") & (target != user)).to_numpy())
+    if wrong.size:
+        i = int(wrong[0])
+        msg = (f"{path}: {_row(run, i)}: userid {_show(user.iloc[i])} is not the target "
+               f"user {_show(target.iloc[i])}")
+        raise _error(msg)
+
+
 def _check_rows(run: RunFolder, preds: pa.Table) -> None:
     """Labels are classes; ``set_size`` and ``covered`` agree with ``pred_set``."""
     path = run.path / "predictions.parquet"
     _check_types(run, preds)
     _check_labels(run, preds)
+    _check_target_users(run)
     parents, index = _set_members(run, preds)
     n = preds.num_rows
     lengths = np.bincount(parents, minlength=n)
@@ -263,7 +282,7 @@ def _close(a: float, b: float) -> bool:
 def _check_splits(run: RunFolder) -> None:
     """Per split: coverage, setsize and n_test are what the prediction rows give."""
     path = run.path / "splits.parquet"
-    _numeric(path, run.splits, ["iteration", "seed", "user", "n_test", "n_cal", "coverage",
+    _numeric(path, run.splits, ["iteration", "seed", "n_test", "n_cal", "coverage",
                                 "setsize"])
     preds = run.predictions
     grouped = (

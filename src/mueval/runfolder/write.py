@@ -42,6 +42,7 @@ from mueval.runfolder.format import (
     RUN_FILES,
     RUN_FORMAT,
 )
+from mueval.aggregate import user_dtype
 from mueval.runner import EvalResult
 from mueval.safeio import check_inside, describe_mode, neutralise_formulas
 
@@ -62,8 +63,9 @@ def predictions_table(
     ----------
     results : sequence of EvalResult
     classes : sequence of str
-    table_users : ndarray of int, shape (n_rows,)
-        User of every row of the dataset table.
+    table_users : ndarray of int64 or of str, shape (n_rows,)
+        User of every row of the dataset table (numeric ids are written as
+        whole numbers, any other ids as text).
     y : ndarray of int, shape (n_rows,)
         True class index of every row.
 
@@ -94,6 +96,7 @@ def predictions_table(
     set_names = names[np.nonzero(sets)[1]] if n else np.zeros(0, dtype=object)
     set_offsets = np.concatenate([[0], np.cumsum(set_size)]).astype(np.int32)
     k_offsets = (np.arange(n + 1) * K).astype(np.int32)
+    numeric_users = np.issubdtype(np.asarray(table_users).dtype, np.integer)
     # Scalars through pandas, so that readers get target_user back as Int64 (the
     # pandas metadata of the file says so) rather than float64 with NaN.
     scalars = pd.DataFrame(
@@ -102,8 +105,9 @@ def predictions_table(
             "classifier": pd.Series(repeat("classifier"), dtype=str),
             "iteration": np.asarray(repeat("iteration"), dtype=np.int64),
             "seed": np.asarray(repeat("seed"), dtype=np.int64),
-            "target_user": pd.array(target, dtype="Int64"),
-            "userid": table_users[rows].astype(np.int64),
+            "target_user": pd.array(target, dtype=user_dtype(target)),
+            "userid": pd.array(table_users[rows].tolist(),
+                               dtype="int64" if numeric_users else "string"),
             "row_id": rows,
             "y_true": pd.Series(names[y_true], dtype=str),
             "y_pred": pd.Series(names[y_pred], dtype=str),

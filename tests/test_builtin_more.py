@@ -35,7 +35,7 @@ def fetch(name: str, tmp_path: Path, http_server) -> tuple[pd.DataFrame, dict]:
         mudata.fetch(name, data_home=tmp_path, mirror=http_server.url, progress=False)
     frame = mudata.load(
         name, data_home=tmp_path, mirror=http_server.url, allow_unverified=True, progress=False
-    )
+    ).frame
     record = mudata.provenance(name, data_home=tmp_path)
     balance = row_balance(record["counts"])
     assert balance["raw_in"] == balance["raw_out"], record["counts"]

@@ -180,3 +180,24 @@ def test_broken_entry_in_registry_path_is_a_warning_and_only_that_dataset_fails(
     failed = CliRunner().invoke(main, ["info", "bad"])
     assert failed.exit_code == 1 and "bad.toml" in failed.output and "UTF-8" in failed.output
     assert CliRunner().invoke(main, ["info", "wisdm"]).exit_code == 0
+
+
+def test_a_reader_option_typo_is_an_error_naming_the_key() -> None:
+    data = _minimal()
+    data["reader_options"] = {"format": "csv", "user_column": "subject"}
+    with pytest.raises(RegistryError) as info:
+        parse_entry(data, source="tiny.toml")
+    message = str(info.value)
+    assert "field 'reader_options.user_column' is not an option of reader 'feature-table'" in message
+    assert "did you mean 'user_col'?" in message and "tiny.toml" in message
+    data["reader_options"] = {"format": "csv", "user_col": "subject"}
+    assert parse_entry(data).reader_options["user_col"] == "subject"
+
+
+@pytest.mark.parametrize("name", sorted(available_readers()))
+def test_every_builtin_entry_uses_only_its_readers_options(name: str) -> None:
+    from mudata.readers import READER_OPTIONS
+
+    for entry in load_registry().values():
+        if entry.reader == name:
+            assert set(entry.reader_options) <= READER_OPTIONS[name], entry.name

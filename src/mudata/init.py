@@ -468,6 +468,7 @@ def _table(
 def to_toml(data: dict[str, Any], counts: dict[str, int], notes: dict[str, str]) -> str:
     """The entry as TOML, with comments carrying the evidence for each choice."""
     top = {k: v for k, v in data.items() if not isinstance(v, dict | list)}
+    licence = data["licence"]
     lines = [
         f"# Drafted by `mudata init` from {notes['from']}. Check every value, edit, then:",
         f"#   mudata register {data['name']}.toml",
@@ -476,10 +477,11 @@ def to_toml(data: dict[str, Any], counts: dict[str, int], notes: dict[str, str])
             top,
             {
                 "sampling_rate_hz": notes["rate"],
-                "licence": "an SPDX id, e.g. CC-BY-4.0",
                 "min_per_class": "the user filter keeps users with this many rows of every class",
             },
         ),
+        'licence = {{ name = "{}", title = "{}" }}'.format(licence["name"], licence["title"])
+        + '  # an SPDX id such as "CC-BY-4.0", or the terms as a LicenseRef table',
         "",
         *_table("[reader_options]", data["reader_options"]),
         "",
@@ -522,7 +524,9 @@ def _skeleton(
         "title": name,
         "version": "1",
         "homepage": "https://example.org/TODO",
-        "licence": "TODO",
+        # The registry accepts SPDX ids or LicenseRef terms; the draft cannot know
+        # which, so it names the terms as unchecked for the user to replace.
+        "licence": {"name": "LicenseRef-unchecked", "title": "TODO: the dataset's terms"},
         "citation": "TODO: how the dataset's authors ask to be cited",
         "sampling_rate_hz": rate,
         "reader": "long-signals" if layout.kind == "signals" else "feature-table",

@@ -330,6 +330,10 @@ def parse_entry(data: dict[str, Any], source: Path | str = "<memory>") -> Datase
         for f in data["files"]
     )
     licence, licence_title, licence_path = _licence(data["licence"])
+    from mudata.readers import check_reader_options  # readers import this module
+
+    where = f"invalid registry entry '{data['name']}' ({source})"
+    check_reader_options(data["reader"], dict(data.get("reader_options", {})), where)
     return DatasetEntry(
         name=data["name"],
         title=data["title"],

@@ -32,6 +32,61 @@ BUILTIN_READERS: dict[str, str] = {
 }
 
 
+_TABULAR_OPTIONS = frozenset({
+    "channels", "columns", "encoding", "feature_cols", "format", "header", "label_col",
+    "members", "path_pattern", "recording_col", "segment_col", "time_col", "user_col",
+})
+
+#: The ``reader_options`` keys each built-in reader reads. A key outside its
+#: reader's set is a typo that would otherwise fall back to a default silently.
+#: A plug-in reader may declare its own as a ``reader_options`` attribute (a set).
+READER_OPTIONS: dict[str, frozenset[str]] = {
+    "wisdm-arff": frozenset({"drop_columns", "encoding", "label_column", "member",
+                             "user_column"}),
+    "har70-csv": frozenset({"channels", "encoding", "label_column", "members"}),
+    "opportunity-dat": frozenset({"columns", "encoding", "label_column", "member_pattern",
+                                  "members", "n_columns", "runs", "subjects"}),
+    "gestures-txt": frozenset({"columns", "encoding", "members", "n_columns", "repetitions",
+                               "root"}),
+    "feature-table": _TABULAR_OPTIONS,
+    "long-signals": _TABULAR_OPTIONS,
+}
+
+
+def check_reader_options(reader: str, options: dict, where: str) -> None:
+    """Refuse an option key the reader does not read, naming it and the valid keys.
+
+    Parameters
+    ----------
+    reader : str
+        The entry's reader name.
+    options : dict
+        The entry's ``reader_options``.
+    where : str
+        Names the entry in the message (e.g. "invalid registry entry 'x' (file.toml)").
+
+    Raises
+    ------
+    RegistryError
+        An unknown key, with the closest valid ones.
+    """
+    allowed = READER_OPTIONS.get(reader)
+    if allowed is None and reader in available_readers() and reader not in BUILTIN_READERS:
+        declared = getattr(get_reader(reader), "reader_options", None)
+        allowed = frozenset(declared) if declared is not None else None
+    if allowed is None:
+        return  # an unknown reader is reported by get_reader; a plug-in may declare none
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], allowed, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        message = (
+            f"{where}: field 'reader_options.{unknown[0]}' is not an option of reader "
+            f"'{reader}'{hint}; its options: {', '.join(sorted(allowed))}"
+        )
+        raise RegistryError(message)
+
+
 def available_readers() -> dict[str, str]:
     """Reader names mapped to their ``module:function`` target (built-ins and plug-ins)."""
     readers = dict(BUILTIN_READERS)
@@ -52,4 +107,13 @@ def get_reader(name: str) -> Reader:
     return getattr(importlib.import_module(module_name), attr)
 
 
-__all__ = ["FeatureTable", "Reader", "SignalTable", "Sources", "available_readers", "get_reader"]
+__all__ = [
+    "READER_OPTIONS",
+    "FeatureTable",
+    "Reader",
+    "SignalTable",
+    "Sources",
+    "available_readers",
+    "check_reader_options",
+    "get_reader",
+]

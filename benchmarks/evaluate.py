@@ -59,18 +59,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--iterations", type=int, default=20)
-    parser.add_argument("--manual-dir", default=str(Path(__file__).resolve().parents[2] / "shared/data/wisdm"))
+    parser.add_argument(
+        "--manual-dir", default=str(Path(__file__).resolve().parents[2] / "shared/data/wisdm")
+    )
     parser.add_argument("--data-home", default=None)
     parser.add_argument("--repeats", type=int, default=1, help="alternating runs of each")
-    parser.add_argument("--with-output", action="store_true", help="also time writing the run folder")
+    parser.add_argument(
+        "--with-output", action="store_true", help="also time writing the run folder"
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
         data_home = args.data_home or tmp
         table = load_registered("wisdm", data_home=data_home, manual_dir=args.manual_dir)
-        config = EvalConfig(
-            strategies=("mm", "udm", "uim", "ucm"), iterations=args.iterations
-        )
+        config = EvalConfig(strategies=("mm", "udm", "uim", "ucm"), iterations=args.iterations)
         # Alternate the two measurements and keep each one's best, so that load
         # from other processes on a shared machine hurts neither side alone.
         mueval_runs, floor_runs = [], []

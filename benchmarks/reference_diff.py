@@ -27,8 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mueval.data import load_registered  # noqa: E402
 from tests.reference import differential, sidevenv  # noqa: E402
+
+from mueval.data import load_registered  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 SOURCES = {"wisdm": SHARED / "wisdm", "gestures": SHARED / "gestures"}
@@ -70,23 +71,34 @@ def main() -> None:
             npz = differential.export_table(table, folder / "table.npz")
             t0 = time.perf_counter()
             ref = differential.run_reference(
-                python, npz, folder / "ref.npz", iterations=args.iterations,
-                strategies=STRATEGIES, classifiers=CLASSIFIERS, timeout=24 * 3600,
+                python,
+                npz,
+                folder / "ref.npz",
+                iterations=args.iterations,
+                strategies=STRATEGIES,
+                classifiers=CLASSIFIERS,
+                timeout=24 * 3600,
             )
             t_ref = time.perf_counter() - t0
             summaries, diffs, times = {}, {}, {}
             for rule in ("study", "mapie"):
                 t0 = time.perf_counter()
                 results, splits, summary = differential.run_ours(
-                    table, iterations=args.iterations, strategies=STRATEGIES,
-                    classifiers=CLASSIFIERS, threshold=rule, jobs=args.jobs,
+                    table,
+                    iterations=args.iterations,
+                    strategies=STRATEGIES,
+                    classifiers=CLASSIFIERS,
+                    threshold=rule,
+                    jobs=args.jobs,
                 )
                 times[rule] = time.perf_counter() - t0
                 summaries[rule] = summary
                 diffs[rule] = differential.compare(table, ref, results, splits, summary)
         print(f"\n== {name}: {args.iterations} iterations, reference {ref.versions} ==")
-        print(f"time: reference {t_ref:.0f} s, mueval study {times['study']:.0f} s, "
-              f"mueval mapie {times['mapie']:.0f} s")
+        print(
+            f"time: reference {t_ref:.0f} s, mueval study {times['study']:.0f} s, "
+            f"mueval mapie {times['mapie']:.0f} s"
+        )
         for rule in ("study", "mapie"):
             d = diffs[rule]
             counts = ", ".join(

@@ -46,7 +46,9 @@ def synthetic(rows: int, features: int = 32, users: int = 18) -> pd.DataFrame:
         }
     )
     values = rng.normal(size=(rows, features))
-    return pd.concat([frame, pd.DataFrame(values, columns=[f"f{i}" for i in range(features)])], axis=1)
+    return pd.concat(
+        [frame, pd.DataFrame(values, columns=[f"f{i}" for i in range(features)])], axis=1
+    )
 
 
 def publish(frame: pd.DataFrame, folder: Path, name: str) -> Path:
@@ -86,7 +88,9 @@ def main() -> None:
         paths = official(home)
         paths["har70-sized"] = publish(synthetic(15_000), home, "har70sized")
         paths["1M rows"] = publish(synthetic(1_000_000), home, "million")
-        print(f"{'table':<12} {'rows':>9} {'cols':>5} {'MB':>6} {'read ms':>14} {'read+check ms':>14} {'check':>7}")
+        print(
+            f"{'table':<12} {'rows':>9} {'cols':>5} {'MB':>6} {'read ms':>14} {'read+check ms':>14} {'check':>7}"
+        )
         for name, path in paths.items():
             frame, _ = load_table(path)
             plain = timed(path, False, options.repeat)

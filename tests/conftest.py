@@ -23,7 +23,9 @@ GESTURES_ZIP = SHARED_DATA / "gestures" / "gestures-dataset.zip"
 
 
 @pytest.fixture(autouse=True)
-def _isolated_mudata_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_mudata_env(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Never read or write the user's real data folder or registry from a test."""
     home = tmp_path_factory.mktemp("mudata_home")
     monkeypatch.setenv("MUDATA_HOME", str(home))

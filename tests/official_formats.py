@@ -143,8 +143,12 @@ def opportunity_dat_bytes(table: np.ndarray) -> bytes:
         return buffer.getvalue().replace(b"nan", b"NaN")
     lines = []
     for row in table:
-        lines.append(" ".join("NaN" if np.isnan(v) else (str(int(v)) if float(v).is_integer() else repr(float(v)))
-                              for v in row))
+        lines.append(
+            " ".join(
+                "NaN" if np.isnan(v) else (str(int(v)) if float(v).is_integer() else repr(float(v)))
+                for v in row
+            )
+        )
     return ("\n".join(lines) + "\n").encode("ascii")
 
 

@@ -33,8 +33,9 @@ def _frame(seed: int = 0) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def run() -> mueval.Run:
-    return mueval.evaluate(_frame(), strategies="mm,ucm", classifiers=["nb", "knn"],
-                           iterations=2, progress=False)
+    return mueval.evaluate(
+        _frame(), strategies="mm,ucm", classifiers=["nb", "knn"], iterations=2, progress=False
+    )
 
 
 def test_evaluate_returns_a_run_with_every_part(run) -> None:
@@ -54,18 +55,33 @@ def test_save_then_load_gives_the_same_run(run, tmp_path: Path) -> None:
     again = mueval.Run.load(path)
     pd.testing.assert_frame_equal(again.summary, run.summary, check_dtype=False)
     pd.testing.assert_frame_equal(again.splits, run.splits)
-    assert again.predictions["pred_set"].map(list).tolist() == \
-        run.predictions["pred_set"].map(list).tolist()
+    assert (
+        again.predictions["pred_set"].map(list).tolist()
+        == run.predictions["pred_set"].map(list).tolist()
+    )
     assert again.config == run.config and again.classes == run.classes
 
 
 def test_the_cli_writes_what_the_api_saves(run, tmp_path: Path) -> None:
     csv = tmp_path / "data.csv"
     _frame().to_csv(csv, index=False)
-    result = CliRunner().invoke(main, [
-        "evaluate", "--data", str(csv), "-s", "mm,ucm", "-c", "nb,knn", "--iterations", "2",
-        "--out", str(tmp_path / "cli"), "--no-progress",
-    ])
+    result = CliRunner().invoke(
+        main,
+        [
+            "evaluate",
+            "--data",
+            str(csv),
+            "-s",
+            "mm,ucm",
+            "-c",
+            "nb,knn",
+            "--iterations",
+            "2",
+            "--out",
+            str(tmp_path / "cli"),
+            "--no-progress",
+        ],
+    )
     assert result.exit_code == 0, result.output
     cli = mueval.Run.load(tmp_path / "cli")
     pd.testing.assert_frame_equal(cli.splits, run.splits)
@@ -76,8 +92,14 @@ def test_a_path_string_or_path_is_a_file_and_a_bad_type_is_refused(tmp_path: Pat
     csv = tmp_path / "data.csv"
     _frame().to_csv(csv, index=False)
     for data in (csv, str(csv)):
-        out = mueval.evaluate(data, strategies="mm", classifiers="nb", iterations=1,
-                              diagnostics="none", progress=False)
+        out = mueval.evaluate(
+            data,
+            strategies="mm",
+            classifiers="nb",
+            iterations=1,
+            diagnostics="none",
+            progress=False,
+        )
         assert out.provenance["source"] == "file"
     with pytest.raises(UsageError, match="got int"):
         mueval.evaluate(3, strategies="mm", classifiers="nb", iterations=1)
@@ -87,16 +109,18 @@ def test_report_from_memory_and_from_a_folder(run, tmp_path: Path) -> None:
     html = run.report(tmp_path / "mem", strategies=["mm"], classifiers=["nb"], n_boot=20)
     assert html.is_file() and "<html" in html.read_text()[:500].lower()
     saved = mueval.Run.load(run.save(tmp_path / "run"))
-    assert saved.report(tmp_path / "disk", strategies=["ucm"], classifiers=["knn"],
-                        n_boot=20).is_file()
+    assert saved.report(
+        tmp_path / "disk", strategies=["ucm"], classifiers=["knn"], n_boot=20
+    ).is_file()
 
 
 def test_compare_runs_in_memory_and_on_disk(run, tmp_path: Path) -> None:
     table = mueval.compare([run])
     assert {"strategy_a", "strategy_b", "test", "p_value"} <= set(table.columns)
     assert set(table.classifier) == {"nb", "knn"}
-    other = mueval.evaluate(_frame(), strategies="uim", classifiers=["nb", "knn"],
-                            iterations=2, progress=False)
+    other = mueval.evaluate(
+        _frame(), strategies="uim", classifiers=["nb", "knn"], iterations=2, progress=False
+    )
     both = mueval.compare([run, other.save(tmp_path / "uim")])
     assert {"mm", "ucm", "uim"} <= set(both.strategy_a) | set(both.strategy_b)
 
@@ -126,7 +150,7 @@ def test_the_readme_python_section_runs_as_written(tmp_path: Path, monkeypatch) 
     mudata.fetch("gestures", manual_dir=GESTURES_ZIP.parent)
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
-    exec(compile(_readme_python_block(), "README.md", "exec"), namespace)  # noqa: S102
+    exec(compile(_readme_python_block(), "README.md", "exec"), namespace)
     assert (tmp_path / "runs/gestures/report/report.html").is_file()
     again = namespace["again"]
     assert set(again.summary.strategy) == {"mm", "ucm"}
@@ -136,8 +160,9 @@ def test_the_readme_python_section_runs_as_written(tmp_path: Path, monkeypatch) 
 def test_text_user_ids_stay_names_through_run_folder_report_and_compare(tmp_path: Path) -> None:
     frame = _frame()
     frame["userid"] = frame["userid"].map({1: "S10", 2: "S2", 3: "subject1"})
-    run = mueval.evaluate(frame, strategies="udm,ucm", classifiers="nb", iterations=2,
-                          alpha=0.1, progress=False)
+    run = mueval.evaluate(
+        frame, strategies="udm,ucm", classifiers="nb", iterations=2, alpha=0.1, progress=False
+    )
     udm = run.splits[run.splits.strategy == "udm"]
     # natural order: S2 before S10
     assert udm.user.tolist()[:3] == ["S2", "S10", "subject1"]
@@ -152,6 +177,13 @@ def test_text_user_ids_stay_names_through_run_folder_report_and_compare(tmp_path
 def test_numeric_ids_given_as_text_sort_as_numbers() -> None:
     frame = _frame()
     frame["userid"] = frame["userid"].map({1: "10", 2: "2", 3: "33"})
-    run = mueval.evaluate(frame, strategies="udm", classifiers="nb", iterations=1,
-                          alpha=0.1, diagnostics="none", progress=False)
+    run = mueval.evaluate(
+        frame,
+        strategies="udm",
+        classifiers="nb",
+        iterations=1,
+        alpha=0.1,
+        diagnostics="none",
+        progress=False,
+    )
     assert run.splits.user.tolist() == [2, 10, 33]

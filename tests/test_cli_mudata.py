@@ -43,7 +43,9 @@ def test_unknown_dataset_is_a_usage_error_with_suggestion() -> None:
 
 
 def test_fetch_manual_dir_prints_the_table_path(gestures_zip: Path, tmp_path: Path) -> None:
-    result = run("fetch", "gestures", "--manual-dir", str(gestures_zip.parent), "--data-home", str(tmp_path))
+    result = run(
+        "fetch", "gestures", "--manual-dir", str(gestures_zip.parent), "--data-home", str(tmp_path)
+    )
     assert result.exit_code == 0, result.output
     path = Path(result.stdout.strip().splitlines()[-1])
     assert path == tmp_path / "gestures" / "gestures.parquet" and path.is_file()
@@ -57,7 +59,9 @@ def test_fetch_with_wrong_archive_is_a_runtime_error(tmp_path: Path) -> None:
     with zipfile.ZipFile(fake, "w") as zf:
         zf.writestr("gestures-dataset/U01/01/01.txt", "1 2 3 0.1 0.2 0.3\n")
     before = fake.read_bytes()
-    result = run("fetch", "gestures", "--manual-dir", str(manual), "--data-home", str(tmp_path / "home"))
+    result = run(
+        "fetch", "gestures", "--manual-dir", str(manual), "--data-home", str(tmp_path / "home")
+    )
     assert result.exit_code == 1
     assert "4a6c5ac1d408f8405d456e0404b424b905ea49425c663fb08f0c3ab341efd32d" in result.output
     assert fake.read_bytes() == before  # the user's file is left alone
@@ -69,7 +73,9 @@ def test_fetch_unverified_file_needs_the_flag(tmp_path: Path) -> None:
     manual = tmp_path / "manual"
     manual.mkdir()
     (manual / "har70.zip").write_bytes(b"PK\x05\x06" + bytes(18))  # an empty zip
-    result = run("fetch", "har70", "--manual-dir", str(manual), "--data-home", str(tmp_path / "home"))
+    result = run(
+        "fetch", "har70", "--manual-dir", str(manual), "--data-home", str(tmp_path / "home")
+    )
     assert result.exit_code == 2, result.output
     assert "file 'har70.zip' of dataset 'har70' cannot be verified" in result.output
     assert "--allow-unverified" in result.output
@@ -88,15 +94,21 @@ def test_help_explains_every_command() -> None:
     assert "--manual-dir" in run("fetch", "--help").output
 
 
-def test_copy_of_official_archive_works_under_another_folder(gestures_zip: Path, tmp_path: Path) -> None:
+def test_copy_of_official_archive_works_under_another_folder(
+    gestures_zip: Path, tmp_path: Path
+) -> None:
     manual = tmp_path / "downloads"
     manual.mkdir()
     shutil.copy(gestures_zip, manual / gestures_zip.name)
-    result = run("fetch", "gestures", "--manual-dir", str(manual), "--data-home", str(tmp_path / "h"))
+    result = run(
+        "fetch", "gestures", "--manual-dir", str(manual), "--data-home", str(tmp_path / "h")
+    )
     assert result.exit_code == 0, result.output
 
 
-def test_fetch_into_a_data_home_that_is_a_file_is_a_clean_error(gestures_zip: Path, tmp_path: Path) -> None:
+def test_fetch_into_a_data_home_that_is_a_file_is_a_clean_error(
+    gestures_zip: Path, tmp_path: Path
+) -> None:
     home = tmp_path / "home"
     home.write_text("not a folder")
     # --data-home is checked by click; $MUDATA_HOME reaches the writer as it is.
@@ -105,6 +117,8 @@ def test_fetch_into_a_data_home_that_is_a_file_is_a_clean_error(gestures_zip: Pa
     )
     assert result.exit_code == 1, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
-    assert "Error: cannot write the table of 'gestures' to " + str(home / "gestures") in result.output
+    assert (
+        "Error: cannot write the table of 'gestures' to " + str(home / "gestures") in result.output
+    )
     assert "--data-home" in result.output
     assert home.read_text() == "not a folder"

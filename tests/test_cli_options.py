@@ -49,7 +49,7 @@ def tiny_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.mark.parametrize("where", ["before", "after"])
 def test_data_home_before_or_after_the_command(tiny_home: Path, where: str) -> None:
     args = ["--data-home", str(tiny_home)]
-    result = run(*(args + ["fetch", "tiny"] if where == "before" else ["fetch", "tiny", *args]))
+    result = run(*([*args, "fetch", "tiny"] if where == "before" else ["fetch", "tiny", *args]))
     assert result.exit_code == 0, result.output
     assert Path(result.stdout.strip()) == tiny_home / "tiny" / "tiny.parquet"
     assert (tiny_home / "tiny" / "tiny.parquet").is_file()

@@ -382,7 +382,9 @@ def test_truncated_declared_archive_without_members_is_a_parse_error(
     assert files_in(raw_dir("toy", home)) == []  # unverifiable and unreadable: not kept
 
 
-def test_truncated_declared_archive_in_manual_dir_is_left_untouched(tmp_path: Path, home: Path) -> None:
+def test_truncated_declared_archive_in_manual_dir_is_left_untouched(
+    tmp_path: Path, home: Path
+) -> None:
     manual = tmp_path / "manual"
     manual.mkdir()
     (manual / "toy.zip").write_bytes(TOY_ZIP[:100])

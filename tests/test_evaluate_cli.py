@@ -32,16 +32,34 @@ def test_own_csv_end_to_end_writes_the_run_folder(tmp_path: Path) -> None:
     path = _csv(tmp_path)
     out = tmp_path / "run"
     result = _invoke(
-        "--data", str(path), "--user-col", "subject", "--label-col", "activity",
-        "-s", "mm,ucm", "-s", "ui", "-c", "nb,knn", "--iterations", "2", "--out", str(out),
+        "--data",
+        str(path),
+        "--user-col",
+        "subject",
+        "--label-col",
+        "activity",
+        "-s",
+        "mm,ucm",
+        "-s",
+        "ui",
+        "-c",
+        "nb,knn",
+        "--iterations",
+        "2",
+        "--out",
+        str(out),
     )
     assert result.exit_code == 0, result.output
     assert "MM (mixed): mean±SD over 2 iterations" in result.output
     assert "UCM (user-calibrated)" in result.output and "UIM (user-independent)" in result.output
     assert "Naive Bayes" in result.output and "KNN" in result.output
     assert sorted(p.name for p in out.iterdir()) == [
-        "diagnostics.parquet", "predictions.parquet", "run.json", "size_coverage.csv",
-        "splits.parquet", "summary.csv",
+        "diagnostics.parquet",
+        "predictions.parquet",
+        "run.json",
+        "size_coverage.csv",
+        "splits.parquet",
+        "summary.csv",
     ]
     info = json.loads((out / "run.json").read_text())
     assert info["format_version"] == 1
@@ -77,9 +95,20 @@ def test_own_csv_end_to_end_writes_the_run_folder(tmp_path: Path) -> None:
 
 def test_real_gestures_two_iterations(tmp_path: Path, gestures_zip: Path) -> None:
     result = _invoke(
-        "--dataset", "gestures", "--manual-dir", str(gestures_zip.parent),
-        "--data-home", str(tmp_path / "home"), "-s", "mm,udm", "-c", "nb,knn",
-        "--iterations", "2", "--out", str(tmp_path / "run"),
+        "--dataset",
+        "gestures",
+        "--manual-dir",
+        str(gestures_zip.parent),
+        "--data-home",
+        str(tmp_path / "home"),
+        "-s",
+        "mm,udm",
+        "-c",
+        "nb,knn",
+        "--iterations",
+        "2",
+        "--out",
+        str(tmp_path / "run"),
     )
     assert result.exit_code == 0, result.output
     assert "gestures: 3200 rows, 8 users, 20 classes" in result.output
@@ -99,8 +128,16 @@ def test_real_gestures_two_iterations(tmp_path: Path, gestures_zip: Path) -> Non
     ],
 )
 def test_unknown_choice_exits_2_and_lists_valid_ones(tmp_path, option, value, valid) -> None:
-    result = _invoke("--data", str(_csv(tmp_path)), "--user-col", "subject",
-                     "--label-col", "activity", option, value)
+    result = _invoke(
+        "--data",
+        str(_csv(tmp_path)),
+        "--user-col",
+        "subject",
+        "--label-col",
+        "activity",
+        option,
+        value,
+    )
     assert result.exit_code == 2
     assert value in result.output and valid in result.output
 
@@ -121,8 +158,22 @@ def test_user_with_one_class_is_a_clear_error_for_udm(tmp_path) -> None:
     frame.loc[frame.userid == 11, "label"] = "sit"
     path = _csv(tmp_path, frame)
     out = tmp_path / "run"
-    result = _invoke("--data", str(path), "--user-col", "subject", "--label-col", "activity",
-                     "-s", "udm", "-c", "nb", "--iterations", "1", "--out", str(out))
+    result = _invoke(
+        "--data",
+        str(path),
+        "--user-col",
+        "subject",
+        "--label-col",
+        "activity",
+        "-s",
+        "udm",
+        "-c",
+        "nb",
+        "--iterations",
+        "1",
+        "--out",
+        str(out),
+    )
     assert result.exit_code == 1
     assert "udm, user 11: the user has only one class (sit: 105)" in result.output
     assert not out.exists()
@@ -132,8 +183,9 @@ def test_user_with_one_class_is_a_clear_error_for_udm(tmp_path) -> None:
 def test_nan_label_is_a_clear_error_with_the_count(tmp_path) -> None:
     frame = make_frame(n_users=3)
     frame.loc[[4, 9, 200], "label"] = np.nan
-    result = _invoke("--data", str(_csv(tmp_path, frame)), "--user-col", "subject",
-                     "--label-col", "activity")
+    result = _invoke(
+        "--data", str(_csv(tmp_path, frame)), "--user-col", "subject", "--label-col", "activity"
+    )
     assert result.exit_code == 1
     assert "label column 'activity' has 3 missing value(s) of 315 rows" in result.output
 
@@ -141,15 +193,28 @@ def test_nan_label_is_a_clear_error_with_the_count(tmp_path) -> None:
 def test_non_numeric_feature_columns_are_named(tmp_path) -> None:
     frame = make_frame(n_users=3)
     frame["phone"] = "android"
-    result = _invoke("--data", str(_csv(tmp_path, frame)), "--user-col", "subject",
-                     "--label-col", "activity")
+    result = _invoke(
+        "--data", str(_csv(tmp_path, frame)), "--user-col", "subject", "--label-col", "activity"
+    )
     assert result.exit_code == 1 and "not numeric: phone" in result.output
 
 
 def test_dataset_too_small_for_a_split(tmp_path) -> None:
     frame = make_frame(n_users=2, per_class=2)  # 6 rows per user, 2 per class
-    result = _invoke("--data", str(_csv(tmp_path, frame)), "--user-col", "subject",
-                     "--label-col", "activity", "-s", "udm", "-c", "nb", "--iterations", "1")
+    result = _invoke(
+        "--data",
+        str(_csv(tmp_path, frame)),
+        "--user-col",
+        "subject",
+        "--label-col",
+        "activity",
+        "-s",
+        "udm",
+        "-c",
+        "nb",
+        "--iterations",
+        "1",
+    )
     assert result.exit_code == 1
     # 6 rows: 3 train (ceil(0.4 * 6) = 3 go to the rest), then 3 rows of 3 classes
     # cannot be halved with stratification.
@@ -162,28 +227,83 @@ def test_dataset_too_small_for_a_split(tmp_path) -> None:
 def test_failed_run_leaves_no_folder_and_existing_folder_is_kept(tmp_path) -> None:
     small = _csv(tmp_path, make_frame(n_users=3, per_class=10))  # UDM cal of 6 rows
     out = tmp_path / "run"
-    result = _invoke("--data", str(small), "--user-col", "subject", "--label-col", "activity",
-                     "-s", "udm", "-c", "nb", "--iterations", "1", "--out", str(out))
+    result = _invoke(
+        "--data",
+        str(small),
+        "--user-col",
+        "subject",
+        "--label-col",
+        "activity",
+        "-s",
+        "udm",
+        "-c",
+        "nb",
+        "--iterations",
+        "1",
+        "--out",
+        str(out),
+    )
     assert result.exit_code == 1 and "--small-cal skip" in result.output
     assert list(tmp_path.iterdir()) == [small]
     # With skip it completes, recording NaN conformal metrics and a note.
-    result = _invoke("--data", str(small), "--user-col", "subject", "--label-col", "activity",
-                     "-s", "udm", "-c", "nb", "--iterations", "1", "--out", str(out),
-                     "--small-cal", "skip")
+    result = _invoke(
+        "--data",
+        str(small),
+        "--user-col",
+        "subject",
+        "--label-col",
+        "activity",
+        "-s",
+        "udm",
+        "-c",
+        "nb",
+        "--iterations",
+        "1",
+        "--out",
+        str(out),
+        "--small-cal",
+        "skip",
+    )
     assert result.exit_code == 0, result.output
     info = json.loads((out / "run.json").read_text())
     assert len(info["skipped"]) == 3
     # An existing non-empty folder is not overwritten without --overwrite.
-    again = _invoke("--data", str(small), "--user-col", "subject", "--label-col", "activity",
-                    "-s", "udm", "-c", "nb", "--iterations", "1", "--out", str(out))
+    again = _invoke(
+        "--data",
+        str(small),
+        "--user-col",
+        "subject",
+        "--label-col",
+        "activity",
+        "-s",
+        "udm",
+        "-c",
+        "nb",
+        "--iterations",
+        "1",
+        "--out",
+        str(out),
+    )
     assert again.exit_code == 1 and "already exists" in again.output
 
 
 def test_help_lists_options() -> None:
     result = CliRunner().invoke(main, ["evaluate", "--help"])
     assert result.exit_code == 0
-    for option in ("--dataset", "--data", "--strategy", "--classifier", "--alpha", "--mondrian",
-                   "--adapt-frac", "--jobs", "--backend", "--scheduler", "--out", "--score"):
+    for option in (
+        "--dataset",
+        "--data",
+        "--strategy",
+        "--classifier",
+        "--alpha",
+        "--mondrian",
+        "--adapt-frac",
+        "--jobs",
+        "--backend",
+        "--scheduler",
+        "--out",
+        "--score",
+    ):
         assert option in result.output
 
 
@@ -191,9 +311,29 @@ def test_mondrian_aps_uam_and_progress_bar(tmp_path) -> None:
     path = _csv(tmp_path)
     result = CliRunner().invoke(
         main,
-        ["evaluate", "--data", str(path), "--user-col", "subject", "--label-col", "activity",
-         "-s", "uam,mm", "-c", "nb", "--iterations", "2", "--mondrian", "--score", "aps",
-         "--threshold", "mapie", "--progress", "--out", str(tmp_path / "run")],
+        [
+            "evaluate",
+            "--data",
+            str(path),
+            "--user-col",
+            "subject",
+            "--label-col",
+            "activity",
+            "-s",
+            "uam,mm",
+            "-c",
+            "nb",
+            "--iterations",
+            "2",
+            "--mondrian",
+            "--score",
+            "aps",
+            "--threshold",
+            "mapie",
+            "--progress",
+            "--out",
+            str(tmp_path / "run"),
+        ],
     )
     assert result.exit_code == 0, result.output
     assert "UAM (user-adaptive)" in result.output and "mondrian" in result.output
@@ -209,14 +349,38 @@ def test_mondrian_aps_uam_and_progress_bar(tmp_path) -> None:
 
 
 def test_jobs_zero_is_a_usage_error(tmp_path) -> None:
-    result = _invoke("--data", str(_csv(tmp_path)), "--user-col", "subject",
-                     "--label-col", "activity", "--jobs", "0", "-c", "nb", "-s", "mm")
+    result = _invoke(
+        "--data",
+        str(_csv(tmp_path)),
+        "--user-col",
+        "subject",
+        "--label-col",
+        "activity",
+        "--jobs",
+        "0",
+        "-c",
+        "nb",
+        "-s",
+        "mm",
+    )
     assert result.exit_code == 2 and "jobs must be" in result.output
 
 
 def test_log_lines_instead_of_a_bar_when_stderr_is_not_a_terminal(tmp_path) -> None:
-    args = ("--data", str(_csv(tmp_path)), "--user-col", "subject",
-            "--label-col", "activity", "-c", "nb", "-s", "mm", "--iterations", "1")
+    args = (
+        "--data",
+        str(_csv(tmp_path)),
+        "--user-col",
+        "subject",
+        "--label-col",
+        "activity",
+        "-c",
+        "nb",
+        "-s",
+        "mm",
+        "--iterations",
+        "1",
+    )
     result = _invoke(*args)
     assert result.exit_code == 0
     # one plain line (no bar's carriage returns) at 100 % of the single task
@@ -229,9 +393,22 @@ def test_string_user_ids_stay_the_users_names(tmp_path) -> None:
     frame = make_frame(n_users=3)
     frame["userid"] = frame["userid"].map({10: "carol", 11: "alice", 12: "bob"})
     out = tmp_path / "run"
-    result = _invoke("--data", str(_csv(tmp_path, frame)), "--user-col", "subject",
-                     "--label-col", "activity", "-c", "nb", "-s", "ucm", "--iterations", "1",
-                     "--out", str(out))
+    result = _invoke(
+        "--data",
+        str(_csv(tmp_path, frame)),
+        "--user-col",
+        "subject",
+        "--label-col",
+        "activity",
+        "-c",
+        "nb",
+        "-s",
+        "ucm",
+        "--iterations",
+        "1",
+        "--out",
+        str(out),
+    )
     assert result.exit_code == 0, result.output
     splits = pd.read_parquet(out / "splits.parquet")
     assert splits["user"].tolist() == ["alice", "bob", "carol"]
@@ -246,8 +423,23 @@ def test_out_that_cannot_be_written_fails_before_any_work(tmp_path) -> None:
     out = path / "run"
     result = CliRunner().invoke(
         main,
-        ["evaluate", "--data", str(path), "--user-col", "subject", "--label-col", "activity",
-         "-s", "mm", "-c", "nb", "--iterations", "1", "--out", str(out)],
+        [
+            "evaluate",
+            "--data",
+            str(path),
+            "--user-col",
+            "subject",
+            "--label-col",
+            "activity",
+            "-s",
+            "mm",
+            "-c",
+            "nb",
+            "--iterations",
+            "1",
+            "--out",
+            str(out),
+        ],
     )
     assert result.exit_code == 1, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
@@ -265,6 +457,9 @@ def test_write_run_turns_an_unusable_parent_into_an_output_error(tmp_path) -> No
     blocker.write_text("not a folder")
     with pytest.raises(OutputError, match=r"cannot write the run folder .*file/deeper/run"):
         write_run(
-            blocker / "deeper" / "run", run_info={}, summary=pd.DataFrame(),
-            splits=pd.DataFrame(), predictions=None,
+            blocker / "deeper" / "run",
+            run_info={},
+            summary=pd.DataFrame(),
+            splits=pd.DataFrame(),
+            predictions=None,
         )

@@ -9,7 +9,9 @@ from mueval.data import table_from_frame
 
 
 def test_numeric_labels_are_ordered_by_value() -> None:
-    frame = pd.DataFrame({"userid": [1, 1, 2, 2, 2], "label": [10, 2, 1, 10, 2], "f": np.arange(5.0)})
+    frame = pd.DataFrame(
+        {"userid": [1, 1, 2, 2, 2], "label": [10, 2, 1, 10, 2], "f": np.arange(5.0)}
+    )
     table = table_from_frame(frame)
     # LabelEncoder on integers sorts 1 < 2 < 10; as text "10" would come before "2"
     assert table.classes == ["1", "2", "10"]
@@ -17,7 +19,9 @@ def test_numeric_labels_are_ordered_by_value() -> None:
 
 
 def test_text_labels_are_ordered_alphabetically() -> None:
-    frame = pd.DataFrame({"userid": [1, 1, 2], "label": ["walk", "Sit", "lie"], "f": [0.0, 1.0, 2.0]})
+    frame = pd.DataFrame(
+        {"userid": [1, 1, 2], "label": ["walk", "Sit", "lie"], "f": [0.0, 1.0, 2.0]}
+    )
     table = table_from_frame(frame)
     assert table.classes == ["Sit", "lie", "walk"]
     assert table.y.tolist() == [2, 0, 1]

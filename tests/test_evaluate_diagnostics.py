@@ -41,10 +41,21 @@ def _evaluate(*args: str):
 def gestures_runs(tmp_path_factory: pytest.TempPathFactory, gestures_zip: Path) -> dict:
     """One real gestures run per level: full (2 workers), basic (default), none."""
     root = tmp_path_factory.mktemp("diag")
-    common = ["--dataset", "gestures", "--manual-dir", str(gestures_zip.parent),
-              "--data-home", str(root / "home"), "-c", "nb", "--iterations", "2"]
-    full = _evaluate(*common, "-s", "all", "--diagnostics", "full", "--jobs", "2",
-                     "--out", str(root / "full"))
+    common = [
+        "--dataset",
+        "gestures",
+        "--manual-dir",
+        str(gestures_zip.parent),
+        "--data-home",
+        str(root / "home"),
+        "-c",
+        "nb",
+        "--iterations",
+        "2",
+    ]
+    full = _evaluate(
+        *common, "-s", "all", "--diagnostics", "full", "--jobs", "2", "--out", str(root / "full")
+    )
     assert full.exit_code == 0, full.output
     basic = _evaluate(*common, "-s", "mm,ucm", "--out", str(root / "basic"))
     assert basic.exit_code == 0, basic.output
@@ -77,10 +88,12 @@ def test_full_diagnostics_equal_the_functions_on_predictions(gestures_runs) -> N
             "covgap_class": coverage_gap(covered, rows["y_true"].to_numpy(), alpha),
             "wcovgap_class": weighted_coverage_gap(covered, rows["y_true"].to_numpy(), alpha),
             "hsic_size_coverage": hsic(sizes, covered),
-            "wsc": worst_slab_coverage(X_rows, covered, delta=0.1, n_directions=200,
-                                       random_state=seed),
-            "ert": excess_risk_target_coverage(X_rows, covered, alpha, random_state=seed,
-                                               loss="brier"),
+            "wsc": worst_slab_coverage(
+                X_rows, covered, delta=0.1, n_directions=200, random_state=seed
+            ),
+            "ert": excess_risk_target_coverage(
+                X_rows, covered, alpha, random_state=seed, loss="brier"
+            ),
         }
         for name, value in expected.items():
             assert got[name] == pytest.approx(value, rel=1e-9, abs=1e-12), (key, name)
@@ -150,8 +163,14 @@ def test_cli_prints_the_diagnostics_below_a_rule(gestures_runs) -> None:
 def test_basic_is_the_default_and_none_writes_no_diagnostics(gestures_runs) -> None:
     root = gestures_runs["root"]
     basic = pd.read_parquet(root / "basic" / "diagnostics.parquet")
-    assert list(basic.columns) == ["strategy", "classifier", "iteration", "seed", "n_rows",
-                                   *BASIC_DIAGNOSTICS]
+    assert list(basic.columns) == [
+        "strategy",
+        "classifier",
+        "iteration",
+        "seed",
+        "n_rows",
+        *BASIC_DIAGNOSTICS,
+    ]
     assert json.loads((root / "basic" / "run.json").read_text())["config"]["diagnostics"] == "basic"
     none = root / "none"
     assert not (none / "diagnostics.parquet").exists()
@@ -186,8 +205,14 @@ def test_pool_by_hand() -> None:
     # -> 1 (gap 1/4).
     covered = np.array([True, True, False, True])
     values, ssc = diagnose_pool(
-        covered, np.array([1, 2, 2, 1]), np.array([0, 0, 0, 1]), np.array([0, 1, 0, 1]),
-        None, alpha=0.25, seed=0, level="basic",
+        covered,
+        np.array([1, 2, 2, 1]),
+        np.array([0, 0, 0, 1]),
+        np.array([0, 1, 0, 1]),
+        None,
+        alpha=0.25,
+        seed=0,
+        level="basic",
     )
     assert values["covgap_user"] == pytest.approx((1 / 12 + 1 / 4) / 2)
     assert values["wcovgap_user"] == pytest.approx(3 / 4 * 1 / 12 + 1 / 4 * 1 / 4)
@@ -200,9 +225,19 @@ def test_pool_by_hand() -> None:
 def _result(user: int, rows: list[int], sets: np.ndarray | None) -> EvalResult:
     n = len(rows)
     return EvalResult(
-        strategy="ucm", classifier="nb", iteration=1, seed=101, user=user, n_train=10,
-        n_test=n, n_cal=5, metrics={}, rows=np.array(rows), y_pred=np.zeros(n, dtype=int),
-        sets=sets, pvalues=None if sets is None else np.zeros(sets.shape),
+        strategy="ucm",
+        classifier="nb",
+        iteration=1,
+        seed=101,
+        user=user,
+        n_train=10,
+        n_test=n,
+        n_cal=5,
+        metrics={},
+        rows=np.array(rows),
+        y_pred=np.zeros(n, dtype=int),
+        sets=sets,
+        pvalues=None if sets is None else np.zeros(sets.shape),
         proba=np.zeros((n, 2)),
     )
 
@@ -220,7 +255,8 @@ def test_skipped_users_leave_the_pool_and_an_empty_pool_is_nan() -> None:
     assert row["covgap_user"] == pytest.approx(0.0)  # user 0 covers 1/2 = 1 - alpha
     assert row["covgap_class"] == pytest.approx(0.5)  # classes: 0 and 1, gaps 0.5 each
     assert out.size_coverage[["set_size", "coverage", "count"]].values.tolist() == [
-        [1, 0.0, 1], [2, 1.0, 1],
+        [1, 0.0, 1],
+        [2, 1.0, 1],
     ]
     empty = diagnose([_result(1, [2, 3], None)], X, y, users, alpha=0.5, level="full")
     assert empty.frame[list(FULL_DIAGNOSTICS)].isna().all(axis=None)

@@ -73,14 +73,26 @@ def test_results_identical_for_jobs_1_and_2(table) -> None:
 def test_results_identical_on_a_dask_cluster(table) -> None:
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(
-        n_workers=1, threads_per_worker=2, processes=False, protocol="tcp",
-        host="127.0.0.1", dashboard_address=None,
+        n_workers=1,
+        threads_per_worker=2,
+        processes=False,
+        protocol="tcp",
+        host="127.0.0.1",
+        dashboard_address=None,
     ) as cluster:
-        config = EvalConfig(strategies=("mm", "uim", "ucm"), classifiers=("nb", "knn"), iterations=2)
+        config = EvalConfig(
+            strategies=("mm", "uim", "ucm"), classifiers=("nb", "knn"), iterations=2
+        )
         local = run(table.X, table.y, table.users, table.classes, config, progress=False)
         remote = run(
-            table.X, table.y, table.users, table.classes, config,
-            backend="dask", scheduler=cluster.scheduler_address, progress=False,
+            table.X,
+            table.y,
+            table.users,
+            table.classes,
+            config,
+            backend="dask",
+            scheduler=cluster.scheduler_address,
+            progress=False,
         )
     pd.testing.assert_frame_equal(_as_frame(local), _as_frame(remote))
     for a, b in zip(local.results, remote.results):
@@ -122,8 +134,15 @@ def test_aggregation_means_users_first_then_iterations_with_sample_sd() -> None:
     # iteration 1: users 1, 2 -> accuracy 0.5, 0.7 (mean 0.6); user 3 NaN is skipped.
     # iteration 2: users 1, 2 -> 0.9, 0.9 (mean 0.9).
     for it, user, acc in [(1, 1, 0.5), (1, 2, 0.7), (1, 3, np.nan), (2, 1, 0.9), (2, 2, 0.9)]:
-        row = {"strategy": "udm", "classifier": "nb", "iteration": it, "seed": 100 + it,
-               "user": user, "n_test": 5, "n_cal": 20}
+        row = {
+            "strategy": "udm",
+            "classifier": "nb",
+            "iteration": it,
+            "seed": 100 + it,
+            "user": user,
+            "n_test": 5,
+            "n_cal": 20,
+        }
         row.update(dict.fromkeys(METRICS, 1.0))
         row["accuracy"] = acc
         rows.append(row)
@@ -141,8 +160,15 @@ def test_an_undefined_iteration_makes_the_study_metric_undefined() -> None:
     # na.rm, so the mean and SD are NaN while n counts the one defined iteration.
     rows = []
     for it, user, mc in [(1, 1, np.nan), (1, 2, np.nan), (2, 1, 0.2), (2, 2, 0.4)]:
-        row = {"strategy": "udm", "classifier": "nb", "iteration": it, "seed": 100 + it,
-               "user": user, "n_test": 5, "n_cal": 20}
+        row = {
+            "strategy": "udm",
+            "classifier": "nb",
+            "iteration": it,
+            "seed": 100 + it,
+            "user": user,
+            "n_test": 5,
+            "n_cal": 20,
+        }
         row.update(dict.fromkeys(METRICS, 1.0))
         row["MCriterion"] = mc
         rows.append(row)
@@ -203,17 +229,23 @@ def test_ties_give_the_same_predictions_for_any_jobs_and_dask(tmp_path) -> None:
     pd.testing.assert_frame_equal(serial, predictions(remote))
 
 
-@pytest.mark.parametrize(("score", "threshold", "described"), [
-    ("aps", "mapie", False), ("top_k", "mapie", False), ("lac", "mapie", True),
-    ("aps", "study", True),
-])
+@pytest.mark.parametrize(
+    ("score", "threshold", "described"),
+    [
+        ("aps", "mapie", False),
+        ("top_k", "mapie", False),
+        ("lac", "mapie", True),
+        ("aps", "study", True),
+    ],
+)
 def test_pvalue_metrics_only_where_pvalues_describe_the_sets(
     table, score: str, threshold: str, described: bool
 ) -> None:
     from mueval.names import PVALUE_METRICS
 
-    config = EvalConfig(strategies=("mm",), classifiers=("nb",), iterations=1,
-                        score=score, threshold=threshold)
+    config = EvalConfig(
+        strategies=("mm",), classifiers=("nb",), iterations=1, score=score, threshold=threshold
+    )
     out = run(table.X, table.y, table.users, table.classes, config, progress=False)
     (result,) = out.results
     assert np.isnan(result.pvalues).all() != described

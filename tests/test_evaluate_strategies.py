@@ -158,7 +158,9 @@ def test_blocked_ucm_calibrates_on_the_earlier_half_and_shares_test_with_uim() -
 
 def test_blocked_split_too_few_rows_names_user_and_class() -> None:
     y, users = _blocked_table(per_class=4)
-    with pytest.raises(SplitError, match=r"udm, user 1: class 'a' has 4 rows, too few for 3 blocks"):
+    with pytest.raises(
+        SplitError, match=r"udm, user 1: class 'a' has 4 rows, too few for 3 blocks"
+    ):
         make_splits(y, users, ["udm"], 1, 101, split="blocked", gap=1, classes=["a", "b", "c"])
     # without the gaps four rows make three blocks
     assert len(make_splits(y, users, ["udm"], 1, 101, split="blocked", gap=0)) == 3

@@ -18,7 +18,9 @@ from mueval.data import load_registered
 from mueval.runner import EvalConfig, run
 from mueval.tables import PERCENT_METRICS, format_cell
 
-REFERENCE = Path(__file__).resolve().parents[1].parent / "shared/spec/reference/wisdm_mixed_table6.csv"
+REFERENCE = (
+    Path(__file__).resolve().parents[1].parent / "shared/spec/reference/wisdm_mixed_table6.csv"
+)
 COLUMNS = {"Naive Bayes": "nb", "RF": "rf", "SVM": "svm", "KNN": "knn"}
 
 

@@ -16,9 +16,25 @@ from tests.official_formats import make_har70_zip
 
 
 def test_mueval_evaluate_har70_ucm(tmp_path: Path, http_server) -> None:
-    make_har70_zip(http_server.root / "har70.zip", (501, 502, 503), np.random.default_rng(11), n_samples=15000, mean_run=200)
+    make_har70_zip(
+        http_server.root / "har70.zip",
+        (501, 502, 503),
+        np.random.default_rng(11),
+        n_samples=15000,
+        mean_run=200,
+    )
     home = tmp_path / "home"
-    base = ["evaluate", "--dataset", "har70", "--strategy", "ucm", "--data-home", str(home), "--mirror", http_server.url]
+    base = [
+        "evaluate",
+        "--dataset",
+        "har70",
+        "--strategy",
+        "ucm",
+        "--data-home",
+        str(home),
+        "--mirror",
+        http_server.url,
+    ]
 
     refused = CliRunner().invoke(mueval_main, [*base, "-c", "nb", "--iterations", "2"])
     assert refused.exit_code == 2
@@ -26,7 +42,8 @@ def test_mueval_evaluate_har70_ucm(tmp_path: Path, http_server) -> None:
 
     out = tmp_path / "run"
     result = CliRunner().invoke(
-        mueval_main, [*base, "--allow-unverified", "-c", "nb,knn", "--iterations", "2", "--out", str(out)]
+        mueval_main,
+        [*base, "--allow-unverified", "-c", "nb,knn", "--iterations", "2", "--out", str(out)],
     )
     assert result.exit_code == 0, result.output
     assert "UCM (user-calibrated)" in result.output and "coverage (%)" in result.output
@@ -40,7 +57,10 @@ def test_mueval_evaluate_har70_ucm(tmp_path: Path, http_server) -> None:
 
 
 def test_mudata_fetch_wisdm(wisdm_dir: Path, tmp_path: Path) -> None:
-    result = CliRunner().invoke(mudata_main, ["fetch", "wisdm", "--manual-dir", str(wisdm_dir), "--data-home", str(tmp_path)])
+    result = CliRunner().invoke(
+        mudata_main,
+        ["fetch", "wisdm", "--manual-dir", str(wisdm_dir), "--data-home", str(tmp_path)],
+    )
     assert result.exit_code == 0, result.output
     assert "2869 rows, 16 users, 6 classes, 39 features" in result.stderr
     assert pd.read_parquet(result.stdout.strip()).shape == (2869, 41)

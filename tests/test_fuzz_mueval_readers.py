@@ -10,6 +10,7 @@ either returns a table or raises a :class:`MuevalError`; anything else (a
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from pathlib import Path
 
@@ -24,8 +25,13 @@ from mueval.errors import MuevalError
 from mueval.runfolder import RunFolderError, read_run_folder
 from tests.test_evaluate_runner import make_frame
 
-RUN_FILES = ("run.json", "summary.csv", "splits.parquet", "predictions.parquet",
-             "diagnostics.parquet")
+RUN_FILES = (
+    "run.json",
+    "summary.csv",
+    "splits.parquet",
+    "predictions.parquet",
+    "diagnostics.parquet",
+)
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +41,24 @@ def sources(tmp_path_factory) -> dict[str, bytes]:
     table = base / "table.csv"
     make_frame(n_users=3, per_class=12).to_csv(table, index=False)
     run = base / "run"
-    result = CliRunner().invoke(main, ["evaluate", "--data", str(table), "-s", "mm,ucm", "-c",
-                                       "nb", "--iterations", "2", "--out", str(run),
-                                       "--small-cal", "skip"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "evaluate",
+            "--data",
+            str(table),
+            "-s",
+            "mm,ucm",
+            "-c",
+            "nb",
+            "--iterations",
+            "2",
+            "--out",
+            str(run),
+            "--small-cal",
+            "skip",
+        ],
+    )
     assert result.exit_code == 0, result.output
     out = {name: (run / name).read_bytes() for name in RUN_FILES}
     out["table.csv"] = table.read_bytes()
@@ -72,7 +93,7 @@ def _mutate(data: bytes, edits) -> bytes:
         elif kind == "insert":
             buf[pos:pos] = payload
         elif buf:
-            buf[pos:pos + len(payload)] = payload
+            buf[pos : pos + len(payload)] = payload
     return bytes(buf)
 
 
@@ -94,13 +115,12 @@ def _run_folder(root: Path, sources: dict[str, bytes], name: str, content: bytes
 
 @pytest.mark.parametrize("name", RUN_FILES)
 @given(edits=mutations())
-def test_a_mutated_run_folder_file_raises_only_run_folder_errors(folder, sources, name,
-                                                                edits) -> None:
+def test_a_mutated_run_folder_file_raises_only_run_folder_errors(
+    folder, sources, name, edits
+) -> None:
     run = _run_folder(folder, sources, name, _mutate(sources[name], edits))
-    try:
+    with contextlib.suppress(RunFolderError):
         read_run_folder(run)
-    except RunFolderError:
-        pass
 
 
 @pytest.mark.parametrize("name", ["table.csv", "table.parquet"])
@@ -108,7 +128,5 @@ def test_a_mutated_run_folder_file_raises_only_run_folder_errors(folder, sources
 def test_a_mutated_data_table_raises_only_mueval_errors(folder, sources, name, edits) -> None:
     path = folder / name
     path.write_bytes(_mutate(sources[name], edits))
-    try:
+    with contextlib.suppress(MuevalError):
         load_file(path, user_col="userid", label_col="label")
-    except MuevalError:
-        pass

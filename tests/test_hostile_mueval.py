@@ -56,8 +56,13 @@ def _mueval(*args: str):
 def _mueval_subprocess(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """The real command line in its own process, killed if it hangs."""
     return subprocess.run(
-        [sys.executable, "-m", "mueval.cli", *args], check=False, capture_output=True, text=True,
-        timeout=TIMEOUT, cwd=cwd, env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        [sys.executable, "-m", "mueval.cli", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=cwd,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )
 
 
@@ -79,8 +84,21 @@ def _csv(folder: Path, frame: pd.DataFrame | None = None) -> Path:
 
 
 def _evaluate(data: Path, out: Path, *extra: str):
-    return _mueval("evaluate", "--data", str(data), "-s", "mm,uim", "-c", "nb",
-                   "--iterations", "2", "--out", str(out), "--no-progress", *extra)
+    return _mueval(
+        "evaluate",
+        "--data",
+        str(data),
+        "-s",
+        "mm,uim",
+        "-c",
+        "nb",
+        "--iterations",
+        "2",
+        "--out",
+        str(out),
+        "--no-progress",
+        *extra,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -140,8 +158,7 @@ def test_overwrite_refuses_a_run_folder_holding_a_user_file(tmp_path: Path, real
 
 
 @needs_links
-def test_overwrite_refuses_a_symlinked_out_and_leaves_its_target(tmp_path: Path,
-                                                                 real_run) -> None:
+def test_overwrite_refuses_a_symlinked_out_and_leaves_its_target(tmp_path: Path, real_run) -> None:
     # Even a link to a genuine run folder: replacing through a link would
     # replace whatever the link names, which the user may not expect.
     target = _copy(real_run, tmp_path / "elsewhere" / "run")
@@ -155,8 +172,9 @@ def test_overwrite_refuses_a_symlinked_out_and_leaves_its_target(tmp_path: Path,
 
 
 @pytest.mark.parametrize("out", [".", "..", "./"])
-def test_out_cannot_be_the_current_folder_or_a_parent(tmp_path: Path, monkeypatch,
-                                                      out: str) -> None:
+def test_out_cannot_be_the_current_folder_or_a_parent(
+    tmp_path: Path, monkeypatch, out: str
+) -> None:
     work = tmp_path / "work"
     files = _thesis(work)
     data = _csv(tmp_path / "data")
@@ -168,8 +186,9 @@ def test_out_cannot_be_the_current_folder_or_a_parent(tmp_path: Path, monkeypatc
     assert _unchanged(work, files) and _files(tmp_path) == before
 
 
-def test_overwrite_replaces_a_real_run_folder_and_leaves_nothing_beside(tmp_path: Path,
-                                                                        real_run) -> None:
+def test_overwrite_replaces_a_real_run_folder_and_leaves_nothing_beside(
+    tmp_path: Path, real_run
+) -> None:
     run = _copy(real_run, tmp_path / "run")
     (run / "report").mkdir()  # `mueval report`'s default output belongs to the run
     (run / "report" / "report.html").write_text("<html></html>")
@@ -219,8 +238,9 @@ def _dead_pid() -> int:
     return proc.pid
 
 
-def test_a_run_killed_between_the_renames_is_restored_next_time(tmp_path: Path, real_run,
-                                                                caplog) -> None:
+def test_a_run_killed_between_the_renames_is_restored_next_time(
+    tmp_path: Path, real_run, caplog
+) -> None:
     pid = _dead_pid()
     # The state a kill leaves where no atomic exchange exists: old run aside, the
     # new one still partial, the target missing.
@@ -257,12 +277,12 @@ def _tamper(run: Path, name: str, change) -> None:
         change(pd.read_csv(path)).to_csv(path, index=False)
     else:
         table = pq.read_table(path)
-        pq.write_table(type(table).from_pandas(change(table.to_pandas()),
-                                               preserve_index=False), path)
+        pq.write_table(
+            type(table).from_pandas(change(table.to_pandas()), preserve_index=False), path
+        )
 
 
-def test_dotdot_strategy_names_write_nothing_outside_the_report(tmp_path: Path,
-                                                                real_run) -> None:
+def test_dotdot_strategy_names_write_nothing_outside_the_report(tmp_path: Path, real_run) -> None:
     # A consistent forgery: the same hostile code in all three files.
     run = _copy(real_run, tmp_path / "a" / "b" / "run")
     evil = "../../../escaped"
@@ -276,8 +296,9 @@ def test_dotdot_strategy_names_write_nothing_outside_the_report(tmp_path: Path,
     assert _files(tmp_path) == before
 
 
-def test_build_report_itself_never_names_a_file_from_run_folder_text(tmp_path: Path,
-                                                                    real_run) -> None:
+def test_build_report_itself_never_names_a_file_from_run_folder_text(
+    tmp_path: Path, real_run
+) -> None:
     # Past the reader (a RunFolder made by hand): the report's own file naming
     # still takes only mueval's codes.
     from mueval.report.build import build_report
@@ -289,8 +310,11 @@ def test_build_report_itself_never_names_a_file_from_run_folder_text(tmp_path: P
     before = _files(tmp_path)
     with pytest.raises(RunFolderError, match=r"classifier '\.\./\.\./x' is not a classifier code"):
         build_report(forged, tmp_path / "out" / "report", n_boot=10)
-    assert {f.split(":")[0] for f in _files(tmp_path) - before} <= {"out", "out/report",
-                                                                    "out/report/figures"}
+    assert {f.split(":")[0] for f in _files(tmp_path) - before} <= {
+        "out",
+        "out/report",
+        "out/report/figures",
+    }
 
 
 @needs_links
@@ -355,16 +379,19 @@ def test_device_and_socket_as_data_are_refused(tmp_path: Path) -> None:
 
 @needs_fifo
 @pytest.mark.parametrize("name", ["predictions.parquet", "run.json", "summary.csv"])
-def test_fifo_in_a_run_folder_is_refused_by_report_and_compare(tmp_path: Path, real_run,
-                                                               name: str) -> None:
+def test_fifo_in_a_run_folder_is_refused_by_report_and_compare(
+    tmp_path: Path, real_run, name: str
+) -> None:
     run = _copy(real_run, tmp_path / "run")
     (run / name).unlink()
     os.mkfifo(run / name)
     for command in ("report", "compare"):
         proc = _mueval_subprocess(command, str(run))
         assert proc.returncode == 1, proc.stderr
-        assert f"{run / name}: expected a regular file written by `mueval evaluate`, found a FIFO" \
+        assert (
+            f"{run / name}: expected a regular file written by `mueval evaluate`, found a FIFO"
             in proc.stderr
+        )
 
 
 @needs_fifo
@@ -422,8 +449,9 @@ def test_mathtext_labels_are_drawn_as_plain_text(tmp_path: Path) -> None:
         ("config", [], "expected 'config' as a JSON object, found list"),
     ],
 )
-def test_run_json_with_wrong_types_or_ranges_is_named(tmp_path: Path, real_run, field, value,
-                                                      message) -> None:
+def test_run_json_with_wrong_types_or_ranges_is_named(
+    tmp_path: Path, real_run, field, value, message
+) -> None:
     run = _copy(real_run, tmp_path / "run")
     info = json.loads((run / "run.json").read_text())
     if field == "alpha":
@@ -443,13 +471,15 @@ def test_run_json_with_wrong_types_or_ranges_is_named(tmp_path: Path, real_run, 
     ("name", "content", "found"),
     [
         ("run.json", b"\xff\xfe{}", "expected JSON, found a parse error"),
-        ("summary.csv", "stratégie,x\nmm,1\n".encode("latin-1"),
-         "expected a CSV file written by `mueval evaluate`"),
+        (
+            "summary.csv",
+            "stratégie,x\nmm,1\n".encode("latin-1"),
+            "expected a CSV file written by `mueval evaluate`",
+        ),
         ("splits.parquet", b"PAR1" + b"\0" * 64, "expected a Parquet file"),
     ],
 )
-def test_corrupt_run_folder_files_are_named(tmp_path: Path, real_run, name, content,
-                                            found) -> None:
+def test_corrupt_run_folder_files_are_named(tmp_path: Path, real_run, name, content, found) -> None:
     run = _copy(real_run, tmp_path / "run")
     (run / name).write_bytes(content)
     result = _mueval("report", str(run))
@@ -480,8 +510,9 @@ def test_an_unexpected_exception_is_one_line_and_a_traceback_only_with_v() -> No
     finally:
         main.commands.pop("explode")
     assert quiet.exit_code == 1
-    line = ("Error: internal error, please report it: KeyError: 'a bug' (run with -v for the "
-            "traceback)")
+    line = (
+        "Error: internal error, please report it: KeyError: 'a bug' (run with -v for the traceback)"
+    )
     assert quiet.output.strip().splitlines() == [line]
     assert loud.exit_code == 1 and "Traceback (most recent call last)" in loud.output
     assert "KeyError: 'a bug'" in loud.output
@@ -493,9 +524,11 @@ def test_an_unexpected_exception_is_one_line_and_a_traceback_only_with_v() -> No
 def _flip_first(column: str):
     def change(frame: pd.DataFrame) -> pd.DataFrame:
         frame = frame.copy()
-        frame.loc[3, column] = not frame.loc[3, column] if column == "covered" else (
-            frame.loc[3, column] + 1)
+        frame.loc[3, column] = (
+            not frame.loc[3, column] if column == "covered" else (frame.loc[3, column] + 1)
+        )
         return frame
+
     return change
 
 
@@ -508,8 +541,10 @@ def test_flipped_covered_is_named_with_its_row(tmp_path: Path, real_run) -> None
     for command in ("report", "compare"):
         result = _mueval(command, str(run))
         assert result.exit_code == 1, result.output
-        assert (f"row 3 (mm/nb, iteration 1): covered is {not was_in}, but y_true "
-                f"{row['y_true']!r} {'is' if was_in else 'is not'} in pred_set") in result.output
+        assert (
+            f"row 3 (mm/nb, iteration 1): covered is {not was_in}, but y_true "
+            f"{row['y_true']!r} {'is' if was_in else 'is not'} in pred_set"
+        ) in result.output
 
 
 def test_set_size_that_is_not_the_length_of_the_set_is_named(tmp_path: Path, real_run) -> None:
@@ -533,12 +568,13 @@ def test_a_prediction_set_naming_an_unknown_class_is_named(tmp_path: Path, real_
     _tamper(run, "predictions.parquet", change)
     result = _mueval("compare", str(run))
     assert result.exit_code == 1, result.output
-    assert "row 0 (mm/nb, iteration 1): pred_set holds \"=cmd|' /C calc'!A0\", not a class" \
+    assert (
+        "row 0 (mm/nb, iteration 1): pred_set holds \"=cmd|' /C calc'!A0\", not a class"
         in result.output
+    )
 
 
-def test_split_coverage_that_the_predictions_contradict_is_named(tmp_path: Path,
-                                                                 real_run) -> None:
+def test_split_coverage_that_the_predictions_contradict_is_named(tmp_path: Path, real_run) -> None:
     run = _copy(real_run, tmp_path / "run")
 
     def change(frame):
@@ -549,8 +585,10 @@ def test_split_coverage_that_the_predictions_contradict_is_named(tmp_path: Path,
     _tamper(run, "splits.parquet", change)
     result = _mueval("report", str(run))
     assert result.exit_code == 1, result.output
-    assert f"{run / 'splits.parquet'}: coverage of uim/nb iteration 1 user 11 is 1, but its" \
+    assert (
+        f"{run / 'splits.parquet'}: coverage of uim/nb iteration 1 user 11 is 1, but its"
         in result.output
+    )
 
 
 def test_summary_that_cannot_be_recomputed_is_named(tmp_path: Path, real_run) -> None:
@@ -562,8 +600,10 @@ def test_summary_that_cannot_be_recomputed_is_named(tmp_path: Path, real_run) ->
     summary.to_csv(run / "summary.csv", index=False)
     result = _mueval("report", str(run))
     assert result.exit_code == 1, result.output
-    assert (f"{run / 'summary.csv'}: setsize of uim/nb has mean {true_mean * 0.5:.6g}, but "
-            f"splits.parquet gives {true_mean:.6g}") in result.output
+    assert (
+        f"{run / 'summary.csv'}: setsize of uim/nb has mean {true_mean * 0.5:.6g}, but "
+        f"splits.parquet gives {true_mean:.6g}"
+    ) in result.output
 
 
 def test_summary_text_where_numbers_belong_is_named(tmp_path: Path, real_run) -> None:
@@ -582,8 +622,7 @@ def test_an_untampered_real_run_passes_every_check(real_run: Path) -> None:
     assert set(run.predictions["strategy"]) == {"mm", "uim"}
 
 
-def test_compare_keeps_apart_two_runs_with_the_same_folder_name(tmp_path: Path,
-                                                                real_run) -> None:
+def test_compare_keeps_apart_two_runs_with_the_same_folder_name(tmp_path: Path, real_run) -> None:
     a = _copy(real_run, tmp_path / "a" / "run")
     b = tmp_path / "b" / "run"
     # The same data (compare wants one dataset), other seeds: other values.
@@ -597,14 +636,15 @@ def test_compare_keeps_apart_two_runs_with_the_same_folder_name(tmp_path: Path,
     assert labels == {"a/run/mm", "a/run/uim", "b/run/mm", "b/run/uim"}
     # Each run keeps its own values: merged, the two MM rows would be one.
     welch = table[table.test.str.startswith("Welch")].set_index(["strategy_a", "strategy_b"])
-    assert welch.loc[("a/run/mm", "b/run/mm"), "mean_a"] != welch.loc[("a/run/mm", "b/run/mm"),
-                                                                      "mean_b"]
+    assert (
+        welch.loc[("a/run/mm", "b/run/mm"), "mean_a"]
+        != welch.loc[("a/run/mm", "b/run/mm"), "mean_b"]
+    )
     twice = _mueval("compare", str(a), str(tmp_path / "a" / ".." / "a" / "run"))
     assert twice.exit_code == 2 and "is given twice" in twice.output
 
 
-def test_compare_csv_neutralises_formula_labels_but_not_numbers(tmp_path: Path,
-                                                                real_run) -> None:
+def test_compare_csv_neutralises_formula_labels_but_not_numbers(tmp_path: Path, real_run) -> None:
     evil = '=HYPERLINK("evil.example","open me")'
     a = _copy(real_run, tmp_path / evil)
     b = _copy(real_run, tmp_path / "@SUM(1+1)")
@@ -621,9 +661,13 @@ def test_compare_csv_neutralises_formula_labels_but_not_numbers(tmp_path: Path,
 
 
 def test_neutralise_formulas_touches_text_cells_only() -> None:
-    frame = pd.DataFrame({"text": ["=1+1", "+x", "-y", "@z", "\tt", "\rr", "ok", None],
-                          "number": [-1.5, 2.0, -3.0, 0.0, 1.0, -0.0, np.nan, 4.0],
-                          "count": [-1, 2, 3, 4, 5, 6, 7, 8]})
+    frame = pd.DataFrame(
+        {
+            "text": ["=1+1", "+x", "-y", "@z", "\tt", "\rr", "ok", None],
+            "number": [-1.5, 2.0, -3.0, 0.0, 1.0, -0.0, np.nan, 4.0],
+            "count": [-1, 2, 3, 4, 5, 6, 7, 8],
+        }
+    )
     out = neutralise_formulas(frame)
     assert out["text"].tolist()[:7] == ["'=1+1", "'+x", "'-y", "'@z", "'\tt", "'\rr", "ok"]
     assert out["text"].isna().iloc[7]
@@ -632,8 +676,9 @@ def test_neutralise_formulas_touches_text_cells_only() -> None:
     assert neutralise_formulas(clean) is clean
 
 
-def test_summary_diagnostics_are_recomputed_from_diagnostics_parquet(tmp_path: Path,
-                                                                    real_run) -> None:
+def test_summary_diagnostics_are_recomputed_from_diagnostics_parquet(
+    tmp_path: Path, real_run
+) -> None:
     run = _copy(real_run, tmp_path / "run")
 
     def change(frame):
@@ -654,17 +699,34 @@ def test_summary_diagnostics_are_recomputed_from_diagnostics_parquet(tmp_path: P
 @pytest.mark.parametrize(
     ("column", "value", "message"),
     [
-        ("p_values", [0.5], (r"row 0 \(mm/nb, iteration 1\): p_values holds 1 values; "
-                            r"expected one per class of run.json \(3\)")),
+        (
+            "p_values",
+            [0.5],
+            (
+                r"row 0 \(mm/nb, iteration 1\): p_values holds 1 values; "
+                r"expected one per class of run.json \(3\)"
+            ),
+        ),
         ("pred_set", ["sit", "sit"], r"row 0 \(mm/nb, iteration 1\): pred_set names 'sit' twice"),
-        ("userid", "eleven", r"row \d+ \(\w+/nb, iteration 1\): userid 'eleven' is not the target "
-                             "user"),
-        ("y_true", "jump", (r"row 0 \(mm/nb, iteration 1\): y_true 'jump' is not a class of "
-                           "run.json")),
+        (
+            "userid",
+            "eleven",
+            r"row \d+ \(\w+/nb, iteration 1\): userid 'eleven' is not the target "
+            "user",
+        ),
+        (
+            "y_true",
+            "jump",
+            (
+                r"row 0 \(mm/nb, iteration 1\): y_true 'jump' is not a class of "
+                "run.json"
+            ),
+        ),
     ],
 )
-def test_malformed_prediction_columns_are_named(tmp_path: Path, real_run, column, value,
-                                                message) -> None:
+def test_malformed_prediction_columns_are_named(
+    tmp_path: Path, real_run, column, value, message
+) -> None:
     run = _copy(real_run, tmp_path / "run")
 
     def change(frame):
@@ -691,20 +753,24 @@ def test_malformed_prediction_columns_are_named(tmp_path: Path, real_run, column
         (b'"index_columns": []', b'"index_columns": ["gone"]', "KeyError"),
     ],
 )
-def test_damaged_pandas_metadata_in_a_parquet_file_is_named(tmp_path: Path, real_run, old,
-                                                            new, kind) -> None:
+def test_damaged_pandas_metadata_in_a_parquet_file_is_named(
+    tmp_path: Path, real_run, old, new, kind
+) -> None:
     # Found by fuzzing: the Parquet stays valid, but the JSON that tells pandas the
     # dtypes is damaged, and the conversion fails deep inside pyarrow or pandas.
     run = _copy(real_run, tmp_path / "run")
     table = pq.read_table(run / "splits.parquet")
     meta = table.schema.metadata[b"pandas"]
     assert meta.count(old) == 1
-    pq.write_table(table.replace_schema_metadata({b"pandas": meta.replace(old, new)}),
-                   run / "splits.parquet")
+    pq.write_table(
+        table.replace_schema_metadata({b"pandas": meta.replace(old, new)}), run / "splits.parquet"
+    )
     result = _mueval("report", str(run))
     assert result.exit_code == 1, result.output
-    assert (f"{run / 'splits.parquet'}: expected a Parquet file written by `mueval evaluate`, "
-            f"found pandas metadata that cannot be used: {kind}") in result.output
+    assert (
+        f"{run / 'splits.parquet'}: expected a Parquet file written by `mueval evaluate`, "
+        f"found pandas metadata that cannot be used: {kind}"
+    ) in result.output
 
 
 def test_a_cut_short_summary_leaving_no_count_is_named(tmp_path: Path, real_run) -> None:
@@ -718,8 +784,9 @@ def test_a_cut_short_summary_leaving_no_count_is_named(tmp_path: Path, real_run)
     assert ": n is nan; expected a whole number >= 0" in result.output
 
 
-def test_a_skipped_split_is_consistent_under_the_writers_aggregation(tmp_path: Path,
-                                                                     real_run) -> None:
+def test_a_skipped_split_is_consistent_under_the_writers_aggregation(
+    tmp_path: Path, real_run
+) -> None:
     # `--small-cal skip` leaves a split without sets: NaN conformal metrics, no
     # prediction rows. The summary is aggregated by the writer's own function.
     from mueval.aggregate import summary_frame
@@ -727,12 +794,25 @@ def test_a_skipped_split_is_consistent_under_the_writers_aggregation(tmp_path: P
     run = _copy(real_run, tmp_path / "run")
     splits = pd.read_parquet(run / "splits.parquet")
     skipped = (splits.strategy == "mm") & (splits.iteration == 2)
-    conformal = ["coverage", "jaccard", "setsize", "pctempty", "MCriterion", "FCriterion",
-                 "OM", "OF", "OU", "OE"]
+    conformal = [
+        "coverage",
+        "jaccard",
+        "setsize",
+        "pctempty",
+        "MCriterion",
+        "FCriterion",
+        "OM",
+        "OF",
+        "OU",
+        "OE",
+    ]
     splits.loc[skipped, conformal] = np.nan
     splits.to_parquet(run / "splits.parquet", index=False)
-    _tamper(run, "predictions.parquet",
-            lambda f: f[~((f.strategy == "mm") & (f.iteration == 2))].reset_index(drop=True))
+    _tamper(
+        run,
+        "predictions.parquet",
+        lambda f: f[~((f.strategy == "mm") & (f.iteration == 2))].reset_index(drop=True),
+    )
     summary = summary_frame(splits, pd.read_parquet(run / "diagnostics.parquet"))
     summary.to_csv(run / "summary.csv", index=False)
     cov = summary.query("strategy == 'mm' and metric == 'coverage'").iloc[0]
@@ -772,9 +852,12 @@ def test_what_counts_as_a_run_folder_for_overwrite(tmp_path: Path, real_run) -> 
         "summary.csv": lambda run: (run / "summary.csv").unlink() or _thesis(run / "summary.csv"),
         "report/figures/poster.pdf": lambda run: (
             (run / "report" / "figures").mkdir(parents=True),
-            (run / "report" / "figures" / "poster.pdf").write_text("mine")),
-        "splits.parquet": lambda run: ((run / "splits.parquet").unlink(),
-                                       (run / "splits.parquet").symlink_to(tmp_path / "x")),
+            (run / "report" / "figures" / "poster.pdf").write_text("mine"),
+        ),
+        "splits.parquet": lambda run: (
+            (run / "splits.parquet").unlink(),
+            (run / "splits.parquet").symlink_to(tmp_path / "x"),
+        ),
     }
     for i, (entry, plant) in enumerate(cases.items()):
         run = _copy(real_run, tmp_path / f"run{i}")

@@ -36,7 +36,9 @@ def _caret_available() -> bool:
         return False
     probe = subprocess.run(
         ["Rscript", "-e", "suppressMessages(library(caret))"],
-        capture_output=True, timeout=120, check=False,
+        capture_output=True,
+        timeout=120,
+        check=False,
     )
     return probe.returncode == 0
 
@@ -58,8 +60,12 @@ def test_classic_metrics_equal_caret_on_random_subsets() -> None:
         for truth, pred in cases
     )
     proc = subprocess.run(
-        ["Rscript", "-e", _SCRIPT], input=stdin + "\n", capture_output=True, text=True,
-        timeout=300, check=True,
+        ["Rscript", "-e", _SCRIPT],
+        input=stdin + "\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
     )
     lines = [line.split() for line in proc.stdout.strip().splitlines()]
     assert len(lines) == len(cases)

@@ -29,10 +29,17 @@ WISDM_CLASS_COUNTS = {
     "Upstairs": 329,
     "Walking": 990,
 }
-WISDM_FEATURES = (
-    [f"{axis}{i}" for axis in "XYZ" for i in range(10)]
-    + ["YAVG", "ZAVG", "XABSOLDEV", "YABSOLDEV", "ZABSOLDEV", "XSTANDDEV", "YSTANDDEV", "ZSTANDDEV", "RESULTANT"]
-)
+WISDM_FEATURES = [f"{axis}{i}" for axis in "XYZ" for i in range(10)] + [
+    "YAVG",
+    "ZAVG",
+    "XABSOLDEV",
+    "YABSOLDEV",
+    "ZABSOLDEV",
+    "XSTANDDEV",
+    "YSTANDDEV",
+    "ZSTANDDEV",
+    "RESULTANT",
+]
 
 
 def test_wisdm_from_manual_dir_matches_the_study(wisdm_dir: Path, tmp_path: Path) -> None:
@@ -47,7 +54,10 @@ def test_wisdm_from_manual_dir_matches_the_study(wisdm_dir: Path, tmp_path: Path
     assert frame["userid"].iloc[0] == "33"  # user ids are text
 
     record = frame.attrs["provenance"]
-    assert record["files"][0]["members"]["WISDM_ar_v1.1/WISDM_ar_v1.1_transformed.arff"] == WISDM_ARFF_SHA256
+    assert (
+        record["files"][0]["members"]["WISDM_ar_v1.1/WISDM_ar_v1.1_transformed.arff"]
+        == WISDM_ARFF_SHA256
+    )
     assert record["counts"]["rows_read"] == 5418
     assert record["counts"]["users_dropped"]["24"].startswith("fewer than 5 rows")
     assert record["recipe"]["name"] == "precomputed"
@@ -55,9 +65,13 @@ def test_wisdm_from_manual_dir_matches_the_study(wisdm_dir: Path, tmp_path: Path
 
 
 def test_gestures_from_manual_dir_matches_the_study(gestures_zip: Path, tmp_path: Path) -> None:
-    X, y, groups = mudata.load("gestures", data_home=tmp_path, manual_dir=gestures_zip.parent, return_X_y=True)
+    X, y, groups = mudata.load(
+        "gestures", data_home=tmp_path, manual_dir=gestures_zip.parent, return_X_y=True
+    )
     assert X.shape == (3200, 32)
-    assert groups.nunique() == 8 and sorted(groups.unique(), key=int) == [str(u) for u in range(1, 9)]
+    assert groups.nunique() == 8 and sorted(groups.unique(), key=int) == [
+        str(u) for u in range(1, 9)
+    ]
     assert sorted(y.unique(), key=lambda s: int(s[1:])) == [f"n{i}" for i in range(1, 21)]
     assert (y.value_counts() == 160).all()
     # ordered by user, gesture, repetition
@@ -82,7 +96,10 @@ def test_provenance_is_in_parquet_and_datapackage(gestures_zip: Path, tmp_path: 
             "path": "https://tev.fbk.eu/resources/smartwatch",
         }
     ]
-    assert (record["licence"], record["licence_title"]) == (package["licenses"][0]["name"], package["licenses"][0]["title"])
+    assert (record["licence"], record["licence_title"]) == (
+        package["licenses"][0]["name"],
+        package["licenses"][0]["title"],
+    )
     fields = [f["name"] for f in package["resources"][0]["schema"]["fields"]]
     assert fields == list(pd.read_parquet(path).columns)
     assert mudata.provenance("gestures", data_home=tmp_path)["sha256"] == record["table_sha256"]
@@ -110,13 +127,18 @@ def test_gestures_through_a_local_mirror(gestures_zip: Path, tmp_path: Path, htt
     assert record["files"][0]["sha256"] == GESTURES_SHA256
 
 
-def test_wisdm_through_a_local_mirror(wisdm_dir: Path, tmp_path: Path, http_server, monkeypatch) -> None:
+def test_wisdm_through_a_local_mirror(
+    wisdm_dir: Path, tmp_path: Path, http_server, monkeypatch
+) -> None:
     """The official archive is not kept here: serve a tarball holding the official
     member, and register an entry whose archive hash is that tarball's while the
     member keeps its official hash."""
     tarball = http_server.root / "WISDM_ar_v1.1.tar.gz"
     with tarfile.open(tarball, "w:gz") as tf:
-        tf.add(wisdm_dir / "WISDM_ar_v1.1_transformed.arff", arcname="WISDM_ar_v1.1/WISDM_ar_v1.1_transformed.arff")
+        tf.add(
+            wisdm_dir / "WISDM_ar_v1.1_transformed.arff",
+            arcname="WISDM_ar_v1.1/WISDM_ar_v1.1_transformed.arff",
+        )
     archive_hash = hashlib.sha256(tarball.read_bytes()).hexdigest()
     official = (builtin_registry_dir() / "wisdm.toml").read_text(encoding="utf-8")
     assert WISDM_ARFF_SHA256 in official
@@ -128,7 +150,9 @@ def test_wisdm_through_a_local_mirror(wisdm_dir: Path, tmp_path: Path, http_serv
     (registry / "wisdm-mirror.toml").write_text(text, encoding="utf-8")
     monkeypatch.setenv("MUDATA_REGISTRY", str(registry))
 
-    frame = mudata.load("wisdm-mirror", data_home=tmp_path / "home", mirror=http_server.url + "/", progress=False).frame
+    frame = mudata.load(
+        "wisdm-mirror", data_home=tmp_path / "home", mirror=http_server.url + "/", progress=False
+    ).frame
     assert len(frame) == 2869 and frame["userid"].nunique() == 16
     assert frame["label"].value_counts().to_dict() == WISDM_CLASS_COUNTS
 

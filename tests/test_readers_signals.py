@@ -234,7 +234,9 @@ def test_opportunity_column_options_are_checked(tmp_path):
     path = tmp_path / "opportunity.zip"
     make_opportunity_zip(path, users=(1,), runs=(1,), n_rows=10)
     # a wrong option is a fault of the registry entry, named as such
-    with pytest.raises(RegistryError, match=r"reader_options\.columns\.a': column 251 is outside 1\.\.250"):
+    with pytest.raises(
+        RegistryError, match=r"reader_options\.columns\.a': column 251 is outside 1\.\.250"
+    ):
         read_opportunity(with_options(opportunity_entry(), columns={"a": 251}), Sources([path]))
 
 

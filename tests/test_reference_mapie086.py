@@ -51,12 +51,20 @@ def _table(name: str, tmp_path_factory: pytest.TempPathFactory) -> Table:
 def _compare(table, python, folder, iterations, strategies, threshold="study"):
     npz = differential.export_table(table, folder / "table.npz")
     ref = differential.run_reference(
-        python, npz, folder / "reference.npz",
-        iterations=iterations, strategies=strategies, classifiers=CLASSIFIERS,
+        python,
+        npz,
+        folder / "reference.npz",
+        iterations=iterations,
+        strategies=strategies,
+        classifiers=CLASSIFIERS,
     )
     results, splits, summary = differential.run_ours(
-        table, iterations=iterations, strategies=strategies, classifiers=CLASSIFIERS,
-        threshold=threshold, jobs=2,
+        table,
+        iterations=iterations,
+        strategies=strategies,
+        classifiers=CLASSIFIERS,
+        threshold=threshold,
+        jobs=2,
     )
     return ref, differential.compare(table, ref, results, splits, summary), (results, splits)
 
@@ -82,8 +90,12 @@ def test_one_iteration_equals_mapie_086_reference(
 
     # The same reference, against MAPIE 1.x's rule: the comparison must see it.
     results, splits, summary = differential.run_ours(
-        table, iterations=1, strategies=STRATEGIES, classifiers=CLASSIFIERS,
-        threshold="mapie", jobs=2,
+        table,
+        iterations=1,
+        strategies=STRATEGIES,
+        classifiers=CLASSIFIERS,
+        threshold="mapie",
+        jobs=2,
     )
     mapie = differential.compare(table, ref, results, splits, summary)
     assert mapie.set_rows_by_strategy["mm"] == 0  # the two rules agree on MM
@@ -108,8 +120,11 @@ def _table_with_a_missing_class() -> Table:
             rows_u += [user] * per_class
     X = np.vstack(rows_X)
     return Table(
-        X=X, y=np.asarray(rows_y), users=np.asarray(rows_u),
-        classes=["a", "b", "c", "d"], features=[f"f{i}" for i in range(6)],
+        X=X,
+        y=np.asarray(rows_y),
+        users=np.asarray(rows_u),
+        classes=["a", "b", "c", "d"],
+        features=[f"f{i}" for i in range(6)],
         info={"name": "synthetic"},
     )
 
@@ -122,8 +137,7 @@ def test_absent_class_handling_equals_the_reference(reference_python: Path, tmp_
     _, diff, (results, _) = _compare(table, reference_python, tmp_path, 2, strategies)
     _assert_agree(diff, strategies)
     absent = [
-        r for r in results
-        if r.user == 5 and r.strategy in ("uim", "ucm") and (r.y_pred == 3).any()
+        r for r in results if r.user == 5 and r.strategy in ("uim", "ucm") and (r.y_pred == 3).any()
     ]
     assert absent, "no prediction of the absent class: the case was not exercised"
 

@@ -34,7 +34,9 @@ def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def write_long_signals(folder: Path, users: list[int], n_per_class: int, rng: np.random.Generator) -> None:
+def write_long_signals(
+    folder: Path, users: list[int], n_per_class: int, rng: np.random.Generator
+) -> None:
     folder.mkdir(parents=True)
     for user in users:
         parts = []
@@ -57,7 +59,8 @@ def write_long_signals(folder: Path, users: list[int], n_per_class: int, rng: np
 
 def long_signals_toml(folder: Path, users: list[int], name: str = "own-signals") -> str:
     members = "".join(
-        f'\n[[files.members]]\npath = "s{u}.csv"\nsha256 = "{sha(folder / f"s{u}.csv")}"\n' for u in users
+        f'\n[[files.members]]\npath = "s{u}.csv"\nsha256 = "{sha(folder / f"s{u}.csv")}"\n'
+        for u in users
     )
     return HEADER.format(name=name, reader="long-signals") + textwrap.dedent(
         f"""
@@ -118,7 +121,9 @@ def test_long_signals_entry_registers_fetches_and_windows(tmp_path: Path) -> Non
     # the first window's mean of x is the mean of the smoothed first 50 samples
     raw = pd.read_csv(tmp_path / "recordings" / "s1.csv")
     x = raw["ax"].to_numpy()[:260]
-    smooth = np.array([x[i - 9 : i + 1].mean() if i >= 9 else x[i : i + 10].mean() for i in range(260)])
+    smooth = np.array(
+        [x[i - 9 : i + 1].mean() if i >= 9 else x[i : i + 10].mean() for i in range(260)]
+    )
     assert frame["meanX"].iloc[0] == pytest.approx(smooth[:50].mean(), abs=1e-12)
 
 
@@ -171,12 +176,16 @@ def test_feature_table_entry(tmp_path: Path) -> None:
         """
     )
     (tmp_path / "own-features.toml").write_text(text, encoding="utf-8")
-    result = CliRunner().invoke(main, ["register", str(tmp_path / "own-features.toml"), "--data-home", str(tmp_path / "h")])
+    result = CliRunner().invoke(
+        main, ["register", str(tmp_path / "own-features.toml"), "--data-home", str(tmp_path / "h")]
+    )
     assert result.exit_code == 0, result.output
     X, y, groups = mudata.load("own-features", data_home=tmp_path / "h", return_X_y=True)
     assert list(X.columns) == ["f1", "f2"]
     np.testing.assert_array_equal(X.to_numpy(), rows[["f1", "f2"]].to_numpy())
-    assert y.tolist() == rows["what"].tolist() and groups.tolist() == rows["who"].astype(str).tolist()
+    assert (
+        y.tolist() == rows["what"].tolist() and groups.tolist() == rows["who"].astype(str).tolist()
+    )
 
 
 def test_register_rejects_unknown_reader(tmp_path: Path) -> None:
@@ -199,7 +208,9 @@ def test_register_rejects_unknown_reader(tmp_path: Path) -> None:
         """
     )
     (tmp_path / "odd.toml").write_text(text, encoding="utf-8")
-    result = CliRunner().invoke(main, ["register", str(tmp_path / "odd.toml"), "--data-home", str(tmp_path / "h")])
+    result = CliRunner().invoke(
+        main, ["register", str(tmp_path / "odd.toml"), "--data-home", str(tmp_path / "h")]
+    )
     assert result.exit_code == 2
     assert "unknown reader 'no-such-reader'" in result.output
     assert not (tmp_path / "h" / "registry" / "odd.toml").exists()
@@ -207,7 +218,9 @@ def test_register_rejects_unknown_reader(tmp_path: Path) -> None:
 
 def test_register_reports_schema_errors_with_field(tmp_path: Path) -> None:
     (tmp_path / "bad.toml").write_text('name = "bad"\ntitle = "x"\n', encoding="utf-8")
-    result = CliRunner().invoke(main, ["register", str(tmp_path / "bad.toml"), "--data-home", str(tmp_path / "h")])
+    result = CliRunner().invoke(
+        main, ["register", str(tmp_path / "bad.toml"), "--data-home", str(tmp_path / "h")]
+    )
     assert result.exit_code == 1
     assert "bad.toml" in result.output and "'licence' is a required property" in result.output
 
@@ -216,7 +229,9 @@ def test_plugin_reader_through_entry_point(tmp_path: Path, monkeypatch: pytest.M
     """A reader from another installed distribution, found by its entry point."""
     site = tmp_path / "site"
     (site / "myplug-0.1.dist-info").mkdir(parents=True)
-    (site / "myplug-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: myplug\nVersion: 0.1\n")
+    (site / "myplug-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: myplug\nVersion: 0.1\n"
+    )
     (site / "myplug-0.1.dist-info" / "entry_points.txt").write_text(
         "[mudata.readers]\nmy-format = myplug:read_my_format\n"
     )
@@ -244,8 +259,11 @@ def _feature_entry(tmp_path: Path, files_block: str) -> Path:
     table = tmp_path / "own" / "features.csv"
     table.parent.mkdir()
     rows.to_csv(table, index=False)
-    text = HEADER.format(name="lit", reader="feature-table") + files_block.format(sha=sha(table)) + textwrap.dedent(
-        """
+    text = (
+        HEADER.format(name="lit", reader="feature-table")
+        + files_block.format(sha=sha(table))
+        + textwrap.dedent(
+            """
         [reader_options]
         user_col = "who"
         label_col = "what"
@@ -261,6 +279,7 @@ def _feature_entry(tmp_path: Path, files_block: str) -> Path:
         code = "up"
         name = "up"
         """
+        )
     )
     path = tmp_path / "own" / "lit.toml"
     path.write_text(text, encoding="utf-8")
@@ -268,10 +287,14 @@ def _feature_entry(tmp_path: Path, files_block: str) -> Path:
 
 
 def test_register_makes_a_literal_string_path_absolute(tmp_path: Path) -> None:
-    toml = _feature_entry(tmp_path, "\n[[files]]\nname = 'features.csv'\npath = 'features.csv'\nsha256 = '{sha}'\n")
+    toml = _feature_entry(
+        tmp_path, "\n[[files]]\nname = 'features.csv'\npath = 'features.csv'\nsha256 = '{sha}'\n"
+    )
     result = CliRunner().invoke(main, ["register", str(toml), "--data-home", str(tmp_path / "h")])
     assert result.exit_code == 0, result.output
-    installed = tomllib.loads((tmp_path / "h" / "registry" / "lit.toml").read_text(encoding="utf-8"))
+    installed = tomllib.loads(
+        (tmp_path / "h" / "registry" / "lit.toml").read_text(encoding="utf-8")
+    )
     assert installed["files"][0]["path"] == (tmp_path / "own" / "features.csv").resolve().as_posix()
     frame = mudata.load("lit", data_home=tmp_path / "h").frame
     assert len(frame) == 24
@@ -280,7 +303,9 @@ def test_register_makes_a_literal_string_path_absolute(tmp_path: Path) -> None:
 def test_register_makes_a_path_in_an_inline_table_absolute(tmp_path: Path) -> None:
     # The entry is parsed and written back with a TOML library, so any TOML
     # form of the same document is handled (a line-based rewrite missed this one).
-    toml = _feature_entry(tmp_path, '\nfiles = [{{name = "features.csv", path = "features.csv", sha256 = "{sha}"}}]\n')
+    toml = _feature_entry(
+        tmp_path, '\nfiles = [{{name = "features.csv", path = "features.csv", sha256 = "{sha}"}}]\n'
+    )
     original = toml.read_bytes()
     result = CliRunner().invoke(main, ["register", str(toml), "--data-home", str(tmp_path / "h")])
     assert result.exit_code == 0, result.output
@@ -295,9 +320,13 @@ def test_register_makes_a_path_in_an_inline_table_absolute(tmp_path: Path) -> No
     ]
     # Everything else is the same document; the user's file is untouched.
     source = tomllib.loads(original.decode("utf-8"))
-    assert {k: v for k, v in installed.items() if k != "files"} == {k: v for k, v in source.items() if k != "files"}
+    assert {k: v for k, v in installed.items() if k != "files"} == {
+        k: v for k, v in source.items() if k != "files"
+    }
     assert toml.read_bytes() == original
-    assert [p.name for p in installed_file.parent.iterdir()] == ["lit.toml"]  # no temporary file left
+    assert [p.name for p in installed_file.parent.iterdir()] == [
+        "lit.toml"
+    ]  # no temporary file left
     assert len(mudata.load("lit", data_home=tmp_path / "h").frame) == 24
 
 
@@ -305,24 +334,34 @@ def test_register_keeps_absolute_and_member_paths_and_multiline_strings(tmp_path
     rng = np.random.default_rng(3)
     write_long_signals(tmp_path / "recordings", [1], 60, rng)
     text = long_signals_toml(tmp_path / "recordings", [1]).replace(
-        'citation = "Someone (2026)"', 'citation = """\nSomeone, "Quoted" (2026).\nSecond line.\n"""'
+        'citation = "Someone (2026)"',
+        'citation = """\nSomeone, "Quoted" (2026).\nSecond line.\n"""',
     )
     (tmp_path / "own-signals.toml").write_text(text, encoding="utf-8")
-    result = CliRunner().invoke(main, ["register", str(tmp_path / "own-signals.toml"), "--data-home", str(tmp_path / "h")])
+    result = CliRunner().invoke(
+        main, ["register", str(tmp_path / "own-signals.toml"), "--data-home", str(tmp_path / "h")]
+    )
     assert result.exit_code == 0, result.output
-    installed = tomllib.loads((tmp_path / "h" / "registry" / "own-signals.toml").read_text(encoding="utf-8"))
+    installed = tomllib.loads(
+        (tmp_path / "h" / "registry" / "own-signals.toml").read_text(encoding="utf-8")
+    )
     assert installed["files"][0]["path"] == (tmp_path / "recordings").resolve().as_posix()
     assert installed["files"][0]["members"][0]["path"] == "s1.csv"  # inside the release: unchanged
     assert installed["citation"] == 'Someone, "Quoted" (2026).\nSecond line.\n'
 
 
 def test_register_into_a_data_home_that_is_a_file(tmp_path: Path) -> None:
-    toml = _feature_entry(tmp_path, '\n[[files]]\nname = "features.csv"\npath = "features.csv"\nsha256 = "{sha}"\n')
+    toml = _feature_entry(
+        tmp_path, '\n[[files]]\nname = "features.csv"\npath = "features.csv"\nsha256 = "{sha}"\n'
+    )
     home = tmp_path / "home"
     home.write_text("not a folder")
     result = CliRunner(env={"MUDATA_HOME": str(home)}).invoke(main, ["register", str(toml)])
     assert result.exit_code == 1, result.output
-    assert f"Error: cannot install 'lit' in {home / 'registry'}: expected a writable folder" in result.output
+    assert (
+        f"Error: cannot install 'lit' in {home / 'registry'}: expected a writable folder"
+        in result.output
+    )
 
 
 def test_unhashed_local_file_edited_after_a_build_is_rebuilt(tmp_path: Path) -> None:
@@ -330,7 +369,9 @@ def test_unhashed_local_file_edited_after_a_build_is_rebuilt(tmp_path: Path) -> 
     # so the built table must be compared with the file itself.
     toml = _feature_entry(tmp_path, '\n[[files]]\nname = "features.csv"\npath = "features.csv"\n')
     home = tmp_path / "h"
-    assert CliRunner().invoke(main, ["register", str(toml), "--data-home", str(home)]).exit_code == 0
+    assert (
+        CliRunner().invoke(main, ["register", str(toml), "--data-home", str(home)]).exit_code == 0
+    )
     first = mudata.load("lit", data_home=home, allow_unverified=True).frame
     assert first["f1"].sum() == sum(range(24))  # 0 + 1 + ... + 23 = 276
     table = tmp_path / "own" / "features.csv"
@@ -353,7 +394,12 @@ def test_feature_column_with_a_stray_text_value_is_named_when_left_out(
     frame = pd.read_csv(table)
     frame["f2"] = ["1.5"] * 23 + ["1,5"]  # one decimal comma: the column reads as text
     frame.to_csv(table, index=False)
-    assert CliRunner().invoke(main, ["register", str(toml), "--data-home", str(tmp_path / "h")]).exit_code == 0
+    assert (
+        CliRunner()
+        .invoke(main, ["register", str(toml), "--data-home", str(tmp_path / "h")])
+        .exit_code
+        == 0
+    )
     with caplog.at_level("WARNING", logger="mudata.readers.tabular"):
         built = mudata.load("lit", data_home=tmp_path / "h", allow_unverified=True).frame
     assert list(built.columns) == ["userid", "label", "f1"]
@@ -365,10 +411,18 @@ def test_registering_a_builtin_name_says_it_takes_its_place(tmp_path: Path) -> N
 
     text = (builtin_registry_dir() / "gestures.toml").read_text(encoding="utf-8")
     (tmp_path / "gestures.toml").write_text(text, encoding="utf-8")
-    result = CliRunner().invoke(main, ["register", str(tmp_path / "gestures.toml"), "--data-home", str(tmp_path / "h")])
+    result = CliRunner().invoke(
+        main, ["register", str(tmp_path / "gestures.toml"), "--data-home", str(tmp_path / "h")]
+    )
     assert result.exit_code == 0, result.output
     assert "takes the place of the built-in 'gestures'" in result.stderr
-    other = (tmp_path / "gestures.toml").read_text(encoding="utf-8").replace('name = "gestures"', 'name = "gestures-b"')
+    other = (
+        (tmp_path / "gestures.toml")
+        .read_text(encoding="utf-8")
+        .replace('name = "gestures"', 'name = "gestures-b"')
+    )
     (tmp_path / "gestures-b.toml").write_text(other, encoding="utf-8")
-    result = CliRunner().invoke(main, ["register", str(tmp_path / "gestures-b.toml"), "--data-home", str(tmp_path / "h")])
+    result = CliRunner().invoke(
+        main, ["register", str(tmp_path / "gestures-b.toml"), "--data-home", str(tmp_path / "h")]
+    )
     assert result.exit_code == 0 and "takes the place" not in result.stderr

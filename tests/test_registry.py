@@ -118,7 +118,9 @@ def test_mudata_registry_env_adds_entries(tmp_path: Path, monkeypatch: pytest.Mo
     folder = tmp_path / "extra"
     folder.mkdir()
     text = (builtin_registry_dir() / "gestures.toml").read_text(encoding="utf-8")
-    (folder / "gestures2.toml").write_text(text.replace('name = "gestures"', 'name = "gestures2"'), encoding="utf-8")
+    (folder / "gestures2.toml").write_text(
+        text.replace('name = "gestures"', 'name = "gestures2"'), encoding="utf-8"
+    )
     monkeypatch.setenv("MUDATA_REGISTRY", str(folder))
     entries = load_registry()
     assert "gestures2" in entries and "gestures" in entries
@@ -147,13 +149,17 @@ def test_builtin_entries_are_plain_toml() -> None:
 
 
 def test_readers_table_lists_builtins() -> None:
-    assert {"wisdm-arff", "har70-csv", "opportunity-dat", "gestures-txt"} <= set(available_readers())
+    assert {"wisdm-arff", "har70-csv", "opportunity-dat", "gestures-txt"} <= set(
+        available_readers()
+    )
 
 
 def test_non_utf8_entry_names_the_file(tmp_path: Path) -> None:
     bad = tmp_path / "latin.toml"
     bad.write_bytes(b'name = "caf\xe9"\n')
-    with pytest.raises(RegistryError, match=r"latin.toml: expected UTF-8 text .* byte 0xe9 at offset 11"):
+    with pytest.raises(
+        RegistryError, match=r"latin.toml: expected UTF-8 text .* byte 0xe9 at offset 11"
+    ):
         load_entry_file(bad)
 
 
@@ -188,7 +194,9 @@ def test_a_reader_option_typo_is_an_error_naming_the_key() -> None:
     with pytest.raises(RegistryError) as info:
         parse_entry(data, source="tiny.toml")
     message = str(info.value)
-    assert "field 'reader_options.user_column' is not an option of reader 'feature-table'" in message
+    assert (
+        "field 'reader_options.user_column' is not an option of reader 'feature-table'" in message
+    )
     assert "did you mean 'user_col'?" in message and "tiny.toml" in message
     data["reader_options"] = {"format": "csv", "user_col": "subject"}
     assert parse_entry(data).reader_options["user_col"] == "subject"

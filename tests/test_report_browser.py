@@ -25,9 +25,19 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 def _chromium(tmp: Path, *args: str) -> subprocess.CompletedProcess:
     cmd = [
-        str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-        "--no-first-run", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", f"--user-data-dir={tmp}", "--enable-logging=stderr", "--v=0", *args,
+        str(CHROMIUM),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp}",
+        "--enable-logging=stderr",
+        "--v=0",
+        *args,
     ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
 
@@ -37,8 +47,20 @@ def page(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("browser")
     run_dir = make_run_folder(root / "run", iterations=2, n_users=4)
     out = root / "report"
-    result = CliRunner().invoke(report_command, [str(run_dir), "--out", str(out), "--n-boot",
-                                                 "20", "--strategy", "mm", "--strategy", "ucm"])
+    result = CliRunner().invoke(
+        report_command,
+        [
+            str(run_dir),
+            "--out",
+            str(out),
+            "--n-boot",
+            "20",
+            "--strategy",
+            "mm",
+            "--strategy",
+            "ucm",
+        ],
+    )
     assert result.exit_code == 0, result.output
     return out / "report.html"
 
@@ -60,8 +82,9 @@ def test_page_loads_every_image_without_errors(page, tmp_path):
 
 def test_screenshot_is_a_valid_png(page, tmp_path):
     shot = tmp_path / "shot.png"
-    proc = _chromium(tmp_path / "profile", f"--screenshot={shot}", "--window-size=1280,2000",
-                     page.as_uri())
+    proc = _chromium(
+        tmp_path / "profile", f"--screenshot={shot}", "--window-size=1280,2000", page.as_uri()
+    )
     assert shot.exists(), proc.stderr[-2000:]
     data = shot.read_bytes()
     assert data[:8] == PNG_MAGIC

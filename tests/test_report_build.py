@@ -30,9 +30,25 @@ from mueval.report.cli import compare_command, report_command
 from mueval.runfolder import RunFolderError, read_run_folder
 
 ALPHA = 0.05
-METRICS = ["accuracy", "sensitivity", "specificity", "F1", "weighted_F1", "coverage", "jaccard",
-           "setsize", "pctempty", "MCriterion", "FCriterion", "OM", "OF", "OU", "OE",
-           "OF_textbook", "OU_textbook"]
+METRICS = [
+    "accuracy",
+    "sensitivity",
+    "specificity",
+    "F1",
+    "weighted_F1",
+    "coverage",
+    "jaccard",
+    "setsize",
+    "pctempty",
+    "MCriterion",
+    "FCriterion",
+    "OM",
+    "OF",
+    "OU",
+    "OE",
+    "OF_textbook",
+    "OU_textbook",
+]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -51,8 +67,12 @@ def _metrics(y: np.ndarray, yp: np.ndarray, sets: np.ndarray, pv: np.ndarray) ->
             spec.append(tn / (tn + fp))
         if 2 * tp + fp + fn:
             f1.append(2 * tp / (2 * tp + fp + fn))
-    out.update(sensitivity=float(np.mean(sens)), specificity=float(np.mean(spec)),
-               F1=float(np.mean(f1)), weighted_F1=float(f1_score(y, yp, average="weighted")))
+    out.update(
+        sensitivity=float(np.mean(sens)),
+        specificity=float(np.mean(spec)),
+        F1=float(np.mean(f1)),
+        weighted_F1=float(f1_score(y, yp, average="weighted")),
+    )
     n = len(y)
     size = sets.sum(axis=1)
     cov = sets[np.arange(n), y]
@@ -105,21 +125,42 @@ def make_run_folder(root: Path, *, iterations: int = 3, n_users: int = 6) -> Pat
     def run_one(strategy, it, seed, user, tr, ca, te):
         scaler = MinMaxScaler().fit(x_all[tr])
         model = GaussianNB().fit(scaler.transform(x_all[tr]), y_all[tr])
-        sets, pv, proba = _conformal(model, scaler.transform(x_all[ca]), y_all[ca],
-                                     scaler.transform(x_all[te]))
+        sets, pv, proba = _conformal(
+            model, scaler.transform(x_all[ca]), y_all[ca], scaler.transform(x_all[te])
+        )
         yp = model.predict(scaler.transform(x_all[te]))
         y = y_all[te]
-        split_rows.append({"strategy": strategy, "classifier": "nb", "iteration": it,
-                           "seed": seed, "user": user, "n_test": len(te), "n_cal": len(ca),
-                           **_metrics(y, yp, sets, pv)})
+        split_rows.append(
+            {
+                "strategy": strategy,
+                "classifier": "nb",
+                "iteration": it,
+                "seed": seed,
+                "user": user,
+                "n_test": len(te),
+                "n_cal": len(ca),
+                **_metrics(y, yp, sets, pv),
+            }
+        )
         for r, row in enumerate(te):
-            pred_rows.append({
-                "strategy": strategy, "classifier": "nb", "iteration": it, "seed": seed,
-                "target_user": user, "userid": int(users[row]), "row_id": int(row),
-                "y_true": classes[y[r]], "y_pred": classes[yp[r]],
-                "pred_set": [classes[k] for k in np.flatnonzero(sets[r])],
-                "set_size": int(sets[r].sum()), "covered": bool(sets[r, y[r]]),
-                "p_values": pv[r].tolist(), "proba": proba[r].tolist()})
+            pred_rows.append(
+                {
+                    "strategy": strategy,
+                    "classifier": "nb",
+                    "iteration": it,
+                    "seed": seed,
+                    "target_user": user,
+                    "userid": int(users[row]),
+                    "row_id": int(row),
+                    "y_true": classes[y[r]],
+                    "y_pred": classes[yp[r]],
+                    "pred_set": [classes[k] for k in np.flatnonzero(sets[r])],
+                    "set_size": int(sets[r].sum()),
+                    "covered": bool(sets[r, y[r]]),
+                    "p_values": pv[r].tolist(),
+                    "proba": proba[r].tolist(),
+                }
+            )
 
     idx = np.arange(y_all.size)
     for it in range(1, iterations + 1):
@@ -129,10 +170,12 @@ def make_run_folder(root: Path, *, iterations: int = 3, n_users: int = 6) -> Pat
         run_one("mm", it, seed, None, tr, ca, te)
         for u in range(1, n_users + 1):
             others, mine = idx[users != u], idx[users == u]
-            tr, ca_o = train_test_split(others, train_size=0.6, stratify=y_all[others],
-                                        random_state=seed)
-            te, ca_u = train_test_split(mine, train_size=0.5, stratify=y_all[mine],
-                                        random_state=seed)
+            tr, ca_o = train_test_split(
+                others, train_size=0.6, stratify=y_all[others], random_state=seed
+            )
+            te, ca_u = train_test_split(
+                mine, train_size=0.5, stratify=y_all[mine], random_state=seed
+            )
             run_one("uim", it, seed, u, tr, ca_o, te)
             run_one("ucm", it, seed, u, tr, ca_u, te)
 
@@ -140,35 +183,76 @@ def make_run_folder(root: Path, *, iterations: int = 3, n_users: int = 6) -> Pat
     splits["user"] = splits["user"].astype("Int64")
     root.mkdir(parents=True, exist_ok=True)
     splits.to_parquet(root / "splits.parquet", index=False)
-    schema = pa.schema([
-        ("strategy", pa.string()), ("classifier", pa.string()), ("iteration", pa.int64()),
-        ("seed", pa.int64()), ("target_user", pa.int64()), ("userid", pa.int64()),
-        ("row_id", pa.int64()), ("y_true", pa.string()), ("y_pred", pa.string()),
-        ("pred_set", pa.list_(pa.string())), ("set_size", pa.int64()), ("covered", pa.bool_()),
-        ("p_values", pa.list_(pa.float64())), ("proba", pa.list_(pa.float64())),
-    ])
-    table = pa.Table.from_pydict({c: [r[c] for r in pred_rows] for c in schema.names}, schema=schema)
+    schema = pa.schema(
+        [
+            ("strategy", pa.string()),
+            ("classifier", pa.string()),
+            ("iteration", pa.int64()),
+            ("seed", pa.int64()),
+            ("target_user", pa.int64()),
+            ("userid", pa.int64()),
+            ("row_id", pa.int64()),
+            ("y_true", pa.string()),
+            ("y_pred", pa.string()),
+            ("pred_set", pa.list_(pa.string())),
+            ("set_size", pa.int64()),
+            ("covered", pa.bool_()),
+            ("p_values", pa.list_(pa.float64())),
+            ("proba", pa.list_(pa.float64())),
+        ]
+    )
+    table = pa.Table.from_pydict(
+        {c: [r[c] for r in pred_rows] for c in schema.names}, schema=schema
+    )
     pq.write_table(table, root / "predictions.parquet")
 
     per_it = splits.groupby(["strategy", "classifier", "iteration"])[METRICS].mean()
     summary = []
     for (s, c), g in per_it.groupby(level=[0, 1]):
         for m in METRICS:
-            summary.append({"strategy": s, "classifier": c, "metric": m, "mean": g[m].mean(),
-                            "sd": g[m].std(ddof=1), "n": len(g)})
+            summary.append(
+                {
+                    "strategy": s,
+                    "classifier": c,
+                    "metric": m,
+                    "mean": g[m].mean(),
+                    "sd": g[m].std(ddof=1),
+                    "n": len(g),
+                }
+            )
     pd.DataFrame(summary).to_csv(root / "summary.csv", index=False)
     run = {
         "format_version": 1,
-        "dataset": {"name": "digits <script>alert(1)</script> & users", "source": "file",
-                    "provenance_sha256": "0" * 64, "n_rows": int(y_all.size),
-                    "n_users": n_users, "licence": None},
+        "dataset": {
+            "name": "digits <script>alert(1)</script> & users",
+            "source": "file",
+            "provenance_sha256": "0" * 64,
+            "n_rows": int(y_all.size),
+            "n_users": n_users,
+            "licence": None,
+        },
         "classes": classes,
-        "config": {"strategies": ["mm", "uim", "ucm"], "classifiers": ["nb"], "alpha": ALPHA,
-                   "iterations": iterations, "seed_base": 100, "score": "lac",
-                   "mondrian": False, "adapt_frac": 0.5, "jobs": 1, "backend": "loky"},
-        "versions": {"python": "3", "mueval": "0.1.0", "mudata": "0.1.0",
-                     "numpy": np.__version__, "pandas": pd.__version__,
-                     "scikit-learn": "x", "mapie": "x"},
+        "config": {
+            "strategies": ["mm", "uim", "ucm"],
+            "classifiers": ["nb"],
+            "alpha": ALPHA,
+            "iterations": iterations,
+            "seed_base": 100,
+            "score": "lac",
+            "mondrian": False,
+            "adapt_frac": 0.5,
+            "jobs": 1,
+            "backend": "loky",
+        },
+        "versions": {
+            "python": "3",
+            "mueval": "0.1.0",
+            "mudata": "0.1.0",
+            "numpy": np.__version__,
+            "pandas": pd.__version__,
+            "scikit-learn": "x",
+            "mapie": "x",
+        },
         "timings": {"total_s": 1.0},
         "created": "2025-01-01T00:00:00+00:00",
     }
@@ -184,8 +268,9 @@ def run_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def built(run_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
-    result = CliRunner().invoke(report_command, [str(run_dir), "--out", str(out),
-                                                 "--n-boot", "40", "--progress"])
+    result = CliRunner().invoke(
+        report_command, [str(run_dir), "--out", str(out), "--n-boot", "40", "--progress"]
+    )
     assert result.exit_code == 0, result.output + str(result.exception)
     return out, result
 
@@ -196,15 +281,23 @@ def test_progress_bar_counts_the_strategy_classifier_sections(built):
     assert "report: 100%" in result.stderr and "3/3" in result.stderr
 
 
-EXPECTED_PER_PAIR = ["cooccurrence_matrix", "cooccurrence_graph", "confusion",
-                     "confusion_zero_diagonal", "multiset", "inclusion", "comembership", "phi",
-                     "soft_confusion", "coverage_confusion"]
+EXPECTED_PER_PAIR = [
+    "cooccurrence_matrix",
+    "cooccurrence_graph",
+    "confusion",
+    "confusion_zero_diagonal",
+    "multiset",
+    "inclusion",
+    "comembership",
+    "phi",
+    "soft_confusion",
+    "coverage_confusion",
+]
 
 
 def test_every_expected_figure_is_a_valid_png_and_svg(built):
     out, _ = built
-    stems = ["coverage_box_nb", "setsize_lollipop", "per_user_coverage_nb",
-             "per_user_setsize_nb"]
+    stems = ["coverage_box_nb", "setsize_lollipop", "per_user_coverage_nb", "per_user_setsize_nb"]
     stems += [f"{s}_nb_{k}" for s in ("mm", "uim", "ucm") for k in EXPECTED_PER_PAIR]
     for stem in stems:
         png = out / "figures" / f"{stem}.png"
@@ -230,8 +323,12 @@ def test_page_is_self_contained_and_embeds_every_figure(built):
     for text in ("provenance_sha256", "0" * 64, "seed_base", "scikit-learn", "format_version"):
         assert text in page
     # Every test is named; the study's stars are explained.
-    for text in ("Welch t-test", "Nadeau-Bengio corrected resampled t-test",
-                 "Wilcoxon signed-rank over users", "**** &lt;= 0.0001"):
+    for text in (
+        "Welch t-test",
+        "Nadeau-Bengio corrected resampled t-test",
+        "Wilcoxon signed-rank over users",
+        "**** &lt;= 0.0001",
+    ):
         assert text in page
 
 
@@ -289,7 +386,8 @@ def test_missing_column_is_named(tmp_path, run_dir):
     bad = tmp_path / "run"
     shutil.copytree(run_dir, bad)
     pd.read_parquet(run_dir / "predictions.parquet").drop(columns=["proba"]).to_parquet(
-        bad / "predictions.parquet")
+        bad / "predictions.parquet"
+    )
     with pytest.raises(RunFolderError, match=r"predictions.parquet: missing columns \['proba'\]"):
         read_run_folder(bad)
 
@@ -321,8 +419,7 @@ def test_compare_two_runs_of_one_dataset_prefixes_repeated_strategies(run_dir, t
 
     second = tmp_path / "second"
     shutil.copytree(run_dir, second)
-    result = CliRunner().invoke(compare_command, [str(run_dir), str(second), "--metric",
-                                                  "setsize"])
+    result = CliRunner().invoke(compare_command, [str(run_dir), str(second), "--metric", "setsize"])
     assert result.exit_code == 0, result.output
     assert "second/mm" in result.output
     assert "warning" not in result.stderr
@@ -346,23 +443,44 @@ def test_compare_warns_when_runs_differ_in_alpha(run_dir, tmp_path):
 GESTURES = Path(__file__).resolve().parents[2] / "shared" / "data" / "gestures"
 
 
-@pytest.mark.skipif(not (GESTURES / "gestures-dataset.zip").exists(),
-                    reason="needs the official gestures archive")
+@pytest.mark.skipif(
+    not (GESTURES / "gestures-dataset.zip").exists(), reason="needs the official gestures archive"
+)
 def test_report_from_a_real_evaluate_run_on_gestures(tmp_path):
     """`mueval evaluate` for real (2 iterations), then report and compare on its folder."""
     from mueval.cli import main
 
     run_dir = tmp_path / "run"
-    result = CliRunner().invoke(main, [
-        "evaluate", "--dataset", "gestures", "--manual-dir", str(GESTURES), "--data-home",
-        str(tmp_path / "home"), "-s", "mm", "-s", "ucm", "-c", "nb", "--iterations", "2",
-        "--out", str(run_dir), "--no-progress"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "evaluate",
+            "--dataset",
+            "gestures",
+            "--manual-dir",
+            str(GESTURES),
+            "--data-home",
+            str(tmp_path / "home"),
+            "-s",
+            "mm",
+            "-s",
+            "ucm",
+            "-c",
+            "nb",
+            "--iterations",
+            "2",
+            "--out",
+            str(run_dir),
+            "--no-progress",
+        ],
+    )
     assert result.exit_code == 0, result.output
     run = read_run_folder(run_dir)
     assert len(run.classes) == 20
     out = tmp_path / "report"
-    result = CliRunner().invoke(report_command, [str(run_dir), "--out", str(out), "--n-boot",
-                                                 "20", "--strategy", "ucm"])
+    result = CliRunner().invoke(
+        report_command, [str(run_dir), "--out", str(out), "--n-boot", "20", "--strategy", "ucm"]
+    )
     assert result.exit_code == 0, result.output
     for key in EXPECTED_PER_PAIR:
         assert (out / "figures" / f"ucm_nb_{key}.png").read_bytes()[:8] == PNG_MAGIC
@@ -378,8 +496,11 @@ def test_report_from_a_real_evaluate_run_on_gestures(tmp_path):
 
 @pytest.mark.parametrize(
     ("name", "content", "kind"),
-    [("splits.parquet", b"garbage", "Parquet"), ("predictions.parquet", b"", "Parquet"),
-     ("summary.csv", b"", "CSV")],
+    [
+        ("splits.parquet", b"garbage", "Parquet"),
+        ("predictions.parquet", b"", "Parquet"),
+        ("summary.csv", b"", "CSV"),
+    ],
 )
 def test_corrupt_file_is_a_clear_error(tmp_path, run_dir, name, content, kind):
     import shutil
@@ -392,7 +513,8 @@ def test_corrupt_file_is_a_clear_error(tmp_path, run_dir, name, content, kind):
         assert result.exit_code == 1, result.output
         assert not isinstance(result.exception, ValueError)  # no raw traceback
         assert f"{bad / name}: expected a {kind} file written by `mueval evaluate`" in (
-            result.output)
+            result.output
+        )
 
 
 def test_compare_out_that_cannot_be_written_is_a_clear_error(run_dir, tmp_path):

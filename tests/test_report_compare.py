@@ -24,8 +24,18 @@ from mueval.report.compare import (
 
 @pytest.mark.parametrize(
     "p, stars",
-    [(0.2, "ns"), (0.0500001, "ns"), (0.05, "*"), (0.02, "*"), (0.01, "**"), (0.001, "***"),
-     (0.0009, "***"), (0.0001, "****"), (1e-9, "****"), (float("nan"), "n/a")],
+    [
+        (0.2, "ns"),
+        (0.0500001, "ns"),
+        (0.05, "*"),
+        (0.02, "*"),
+        (0.01, "**"),
+        (0.001, "***"),
+        (0.0009, "***"),
+        (0.0001, "****"),
+        (1e-9, "****"),
+        (float("nan"), "n/a"),
+    ],
 )
 def test_star_levels_are_the_studys(p, stars):
     assert star_label(p) == stars
@@ -113,11 +123,29 @@ def test_train_ratio_from_the_protocol_fractions():
 def test_compare_strategies_table():
     rows = []
     for it in (1, 2, 3, 4):
-        rows.append({"strategy": "mm", "classifier": "nb", "iteration": it, "user": pd.NA,
-                     "n_test": 20, "n_cal": 20, "coverage": 0.95 + 0.01 * (it % 2)})
+        rows.append(
+            {
+                "strategy": "mm",
+                "classifier": "nb",
+                "iteration": it,
+                "user": pd.NA,
+                "n_test": 20,
+                "n_cal": 20,
+                "coverage": 0.95 + 0.01 * (it % 2),
+            }
+        )
         for u in (1, 2, 3):
-            rows.append({"strategy": "ucm", "classifier": "nb", "iteration": it, "user": u,
-                         "n_test": 5, "n_cal": 5, "coverage": 0.9 + 0.01 * u + 0.002 * it})
+            rows.append(
+                {
+                    "strategy": "ucm",
+                    "classifier": "nb",
+                    "iteration": it,
+                    "user": u,
+                    "n_test": 5,
+                    "n_cal": 5,
+                    "coverage": 0.9 + 0.01 * u + 0.002 * it,
+                }
+            )
     splits = pd.DataFrame(rows)
     splits["user"] = splits["user"].astype("Int64")
     table = compare_strategies(splits, None, 100)
@@ -136,12 +164,34 @@ def test_compare_strategies_table():
 
 
 def _two_strategy_splits(seeds_a, seeds_b, cov_a, cov_b):
-    rows = [{"strategy": "mm", "classifier": "nb", "iteration": i + 1, "seed": s,
-             "user": pd.NA, "n_test": 20, "n_cal": 20, "n_train": 60, "coverage": c}
-            for i, (s, c) in enumerate(zip(seeds_a, cov_a))]
-    rows += [{"strategy": "ucm", "classifier": "nb", "iteration": i + 1, "seed": s,
-              "user": 1, "n_test": 20, "n_cal": 20, "n_train": 60, "coverage": c}
-             for i, (s, c) in enumerate(zip(seeds_b, cov_b))]
+    rows = [
+        {
+            "strategy": "mm",
+            "classifier": "nb",
+            "iteration": i + 1,
+            "seed": s,
+            "user": pd.NA,
+            "n_test": 20,
+            "n_cal": 20,
+            "n_train": 60,
+            "coverage": c,
+        }
+        for i, (s, c) in enumerate(zip(seeds_a, cov_a))
+    ]
+    rows += [
+        {
+            "strategy": "ucm",
+            "classifier": "nb",
+            "iteration": i + 1,
+            "seed": s,
+            "user": 1,
+            "n_test": 20,
+            "n_cal": 20,
+            "n_train": 60,
+            "coverage": c,
+        }
+        for i, (s, c) in enumerate(zip(seeds_b, cov_b))
+    ]
     splits = pd.DataFrame(rows)
     splits["user"] = splits["user"].astype("Int64")
     return splits
@@ -162,7 +212,8 @@ def test_corrected_test_pairs_iterations_by_seed_across_runs():
 
 
 def test_corrected_test_is_undefined_when_no_seed_is_shared():
-    splits = _two_strategy_splits([101, 102, 103], [201, 202, 203],
-                                  [0.90, 0.95, 0.93], [0.94, 0.90, 0.95])
+    splits = _two_strategy_splits(
+        [101, 102, 103], [201, 202, 203], [0.90, 0.95, 0.93], [0.94, 0.90, 0.95]
+    )
     row = compare_strategies(splits, None, 100).query(f"test == {CORRECTED_TEST!r}").iloc[0]
     assert row.n == 0 and row.stars == "n/a"

@@ -52,8 +52,9 @@ def test_example1_opposite_confusions_give_the_same_cooccurrence():
     np.testing.assert_array_equal(cm1, expected1)
     np.testing.assert_array_equal(cm2, expected1.T)
     # Both accuracies are zero: the zero-diagonal matrix equals the confusion matrix.
-    np.testing.assert_array_equal(S.confusion_matrix_colnorm(y, pred1, 3, zero_diagonal=True),
-                                  expected1)
+    np.testing.assert_array_equal(
+        S.confusion_matrix_colnorm(y, pred1, 3, zero_diagonal=True), expected1
+    )
     # The coverage confusion matrix, being directional, tells them apart.
     cc1, cc2 = S.coverage_confusion(sets1, y), S.coverage_confusion(sets2, y)
     np.testing.assert_array_equal(cc1, np.eye(3) + expected1.T)

@@ -28,11 +28,24 @@ from mueval.run_warnings import (
 def _summary(**overrides):
     """One coverage-summary row: 36 users, none below, pooled 0.91 [0.905, 0.915]."""
     row = {
-        "strategy": "UCM", "classifier": "RF", "n_users": 36, "n_below": 0,
-        "share_below": 0.0, "worst_user": 17, "worst_n": 300, "worst_coverage": 0.86,
-        "worst_low": 0.816, "worst_high": 0.896, "mean_coverage": 0.91, "mean_low": 0.9,
-        "mean_high": 0.92, "pooled_n": 10800, "pooled_covered": 9828,
-        "pooled_coverage": 0.91, "pooled_low": 0.905, "pooled_high": 0.915,
+        "strategy": "UCM",
+        "classifier": "RF",
+        "n_users": 36,
+        "n_below": 0,
+        "share_below": 0.0,
+        "worst_user": 17,
+        "worst_n": 300,
+        "worst_coverage": 0.86,
+        "worst_low": 0.816,
+        "worst_high": 0.896,
+        "mean_coverage": 0.91,
+        "mean_low": 0.9,
+        "mean_high": 0.92,
+        "pooled_n": 10800,
+        "pooled_covered": 9828,
+        "pooled_coverage": 0.91,
+        "pooled_low": 0.905,
+        "pooled_high": 0.915,
     }
     row.update(overrides)
     return pd.DataFrame([row])
@@ -61,8 +74,14 @@ def test_pooled_below_target_fires_just_below():
 
 
 def test_users_below_target_warning_then_error():
-    few = _summary(n_below=3, share_below=3 / 36, worst_user=17, worst_coverage=0.61,
-                   worst_low=0.552, worst_high=0.666)
+    few = _summary(
+        n_below=3,
+        share_below=3 / 36,
+        worst_user=17,
+        worst_coverage=0.61,
+        worst_low=0.552,
+        worst_high=0.666,
+    )
     (warning,) = coverage_warnings(few, alpha=0.1)
     assert (warning.kind, warning.severity) == ("users-below-target", "warning")
     for needle in ("3 of 36 users", "8.3 %", "user 17", "0.610 [0.552, 0.666]", "300 test rows"):
@@ -101,18 +120,22 @@ def test_coverage_warnings_errors():
 @pytest.mark.parametrize(
     ("mean_size", "share_full", "fires"),
     [
-        (7.0, 1.0, True),      # every set holds all 7 classes
-        (6.3, 0.0, True),      # exactly 90 % of 7
-        (6.29, 0.0, False),    # just under 90 %
-        (4.0, 0.5, False),     # half the sets full is not "most"
-        (4.0, 0.51, True),     # more than half
-        (1.4, 0.02, False),    # ordinary sets
+        (7.0, 1.0, True),  # every set holds all 7 classes
+        (6.3, 0.0, True),  # exactly 90 % of 7
+        (6.29, 0.0, False),  # just under 90 %
+        (4.0, 0.5, False),  # half the sets full is not "most"
+        (4.0, 0.51, True),  # more than half
+        (1.4, 0.02, False),  # ordinary sets
     ],
 )
 def test_degenerate_sets_thresholds(mean_size, share_full, fires):
     stats_ = pd.DataFrame(
-        {"strategy": ["UCM"], "classifier": ["KNN"], "mean_size": [mean_size],
-         "share_full": [share_full]}
+        {
+            "strategy": ["UCM"],
+            "classifier": ["KNN"],
+            "mean_size": [mean_size],
+            "share_full": [share_full],
+        }
     )
     found = degenerate_set_warnings(stats_, n_classes=7)
     assert bool(found) is fires
@@ -123,11 +146,13 @@ def test_degenerate_sets_thresholds(mean_size, share_full, fires):
 
 
 def test_set_statistics_hand_computed():
-    rows = pd.DataFrame({
-        "strategy": ["A"] * 5 + ["B"] * 3,
-        "classifier": "RF",
-        "set_size": [0, 1, 3, 3, 3, 0, 0, 2],
-    })
+    rows = pd.DataFrame(
+        {
+            "strategy": ["A"] * 5 + ["B"] * 3,
+            "classifier": "RF",
+            "set_size": [0, 1, 3, 3, 3, 0, 0, 2],
+        }
+    )
     table = set_statistics(rows, n_classes=3)
     a, b = table.iloc[0], table.iloc[1]
     assert (a["n"], a["mean_size"], a["n_full"], a["share_full"]) == (5, 2.0, 3, 0.6)
@@ -175,10 +200,14 @@ def test_empty_sets_fire_exactly_at_the_critical_count(n, alpha):
 
 
 def test_empty_sets_from_share_and_none_when_rare():
-    stats_ = pd.DataFrame({
-        "strategy": ["S", "T"], "classifier": "C", "n": [200, 200],
-        "share_empty": [0.16, 0.05],
-    })
+    stats_ = pd.DataFrame(
+        {
+            "strategy": ["S", "T"],
+            "classifier": "C",
+            "n": [200, 200],
+            "share_empty": [0.16, 0.05],
+        }
+    )
     found = empty_set_warnings(stats_, alpha=0.1)
     assert [w.strategy for w in found] == ["S"]
     assert "32 of 200" in found[0].message
@@ -189,11 +218,15 @@ def test_empty_sets_from_share_and_none_when_rare():
 
 def test_empty_sets_errors():
     with pytest.raises(DataError, match="'n'"):
-        empty_set_warnings(pd.DataFrame({"strategy": ["S"], "classifier": ["C"],
-                                         "n_empty": [1]}), alpha=0.1)
+        empty_set_warnings(
+            pd.DataFrame({"strategy": ["S"], "classifier": ["C"], "n_empty": [1]}), alpha=0.1
+        )
     with pytest.raises(UsageError, match="level"):
-        empty_set_warnings(pd.DataFrame({"strategy": ["S"], "classifier": ["C"], "n": [5],
-                                         "n_empty": [1]}), alpha=0.1, level=2)
+        empty_set_warnings(
+            pd.DataFrame({"strategy": ["S"], "classifier": ["C"], "n": [5], "n_empty": [1]}),
+            alpha=0.1,
+            level=2,
+        )
 
 
 # ---------------------------------------------------------------------------
@@ -218,10 +251,15 @@ def test_min_calibration_size_is_the_smallest_integer_above_the_bound(alpha):
 
 
 def test_calibration_warnings_fire_below_minimum_only():
-    cal = pd.DataFrame({
-        "strategy": "UCM", "classifier": "RF", "user": [1, 2, 3, 4],
-        "iteration": [0, 0, 1, 1], "n_cal": [10, 9, 40, np.nan],
-    })
+    cal = pd.DataFrame(
+        {
+            "strategy": "UCM",
+            "classifier": "RF",
+            "user": [1, 2, 3, 4],
+            "iteration": [0, 0, 1, 1],
+            "n_cal": [10, 9, 40, np.nan],
+        }
+    )
     (warning,) = calibration_warnings(cal, alpha=0.1)
     assert (warning.kind, warning.severity) == ("calibration-too-small", "error")
     assert "1 of 3 calibration sets" in warning.message  # the missing n_cal is ignored
@@ -234,12 +272,15 @@ def test_calibration_warnings_fire_below_minimum_only():
 
 
 def test_calibration_warnings_list_the_smallest_five():
-    cal = pd.DataFrame({"strategy": "S", "classifier": "C", "user": range(8),
-                        "n_cal": [9, 3, 8, 7, 6, 5, 4, 50]})
+    cal = pd.DataFrame(
+        {"strategy": "S", "classifier": "C", "user": range(8), "n_cal": [9, 3, 8, 7, 6, 5, 4, 50]}
+    )
     (warning,) = calibration_warnings(cal, alpha=0.1)
     assert "7 of 8" in warning.message
-    assert "user 1 (3 rows), user 6 (4 rows), user 5 (5 rows), user 4 (6 rows), user 3 (7 rows)" \
+    assert (
+        "user 1 (3 rows), user 6 (4 rows), user 5 (5 rows), user 4 (6 rows), user 3 (7 rows)"
         in warning.message
+    )
     assert "and 2 more" in warning.message
 
 
@@ -247,8 +288,9 @@ def test_calibration_warnings_errors():
     with pytest.raises(DataError, match="'n_cal'"):
         calibration_warnings(pd.DataFrame({"strategy": ["S"], "classifier": ["C"]}), alpha=0.1)
     with pytest.raises(DataError, match="non-negative integers"):
-        calibration_warnings(pd.DataFrame({"strategy": ["S"], "classifier": ["C"],
-                                           "n_cal": [2.5]}), alpha=0.1)
+        calibration_warnings(
+            pd.DataFrame({"strategy": ["S"], "classifier": ["C"], "n_cal": [2.5]}), alpha=0.1
+        )
 
 
 # ---------------------------------------------------------------------------
@@ -263,22 +305,33 @@ def test_collect_warnings_end_to_end():
     # 300 -> no warning (0.89 is within noise of 0.9; 18/300 < 0.1).
     frames = []
     for strategy, classifier, k, size, n_empty in [
-        ("UIM", "RF", 80, 1, 0), ("UCM", "KNN", 100, 4, 0), ("UCM", "RF", 95, 1, 20),
+        ("UIM", "RF", 80, 1, 0),
+        ("UCM", "KNN", 100, 4, 0),
+        ("UCM", "RF", 95, 1, 20),
     ]:
         for user in (1, 2, 3):
             covered = np.arange(100) < k
             set_size = np.full(100, size)
-            set_size[:n_empty // 3] = 0
-            covered[:n_empty // 3] = False
-            frames.append(pd.DataFrame({
-                "strategy": strategy, "classifier": classifier, "iteration": 0,
-                "user": user, "covered": covered, "set_size": set_size,
-            }))
+            set_size[: n_empty // 3] = 0
+            covered[: n_empty // 3] = False
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "strategy": strategy,
+                        "classifier": classifier,
+                        "iteration": 0,
+                        "user": user,
+                        "covered": covered,
+                        "set_size": set_size,
+                    }
+                )
+            )
     rows = pd.concat(frames, ignore_index=True)
     summary = coverage_summary(per_user_coverage(rows, alpha=0.1), alpha=0.1)
     set_stats = set_statistics(rows, n_classes=4)
-    cal = pd.DataFrame({"strategy": ["UCM", "UIM"], "classifier": "RF", "user": [1, 1],
-                        "n_cal": [50, 6]})
+    cal = pd.DataFrame(
+        {"strategy": ["UCM", "UIM"], "classifier": "RF", "user": [1, 1], "n_cal": [50, 6]}
+    )
     found = collect_warnings(summary, set_stats, alpha=0.1, n_classes=4, calibration=cal)
     assert [(w.strategy, w.classifier, w.kind) for w in found] == [
         ("UCM", "KNN", "degenerate-sets"),

@@ -33,8 +33,9 @@ def test_bh_hand_computed():
 @given(st.lists(st.floats(min_value=0, max_value=1), min_size=1, max_size=60))
 def test_bh_matches_scipy(pvalues):
     ours = benjamini_hochberg(pvalues)
-    np.testing.assert_allclose(ours, stats.false_discovery_control(pvalues, method="bh"),
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        ours, stats.false_discovery_control(pvalues, method="bh"), atol=1e-12
+    )
     assert (ours >= np.asarray(pvalues) - 1e-15).all() and (ours <= 1).all()
 
 
@@ -56,10 +57,15 @@ def _one_sided_ks_pvalue(d: float, n: int) -> float:
 
 def _rows(p_by_user: dict[int, list[float]], iteration: int = 0, strategy: str = "UCM"):
     users = np.repeat(list(p_by_user), [len(v) for v in p_by_user.values()])
-    return pd.DataFrame({
-        "strategy": strategy, "classifier": "RF", "iteration": iteration, "user": users,
-        "p_true": np.concatenate([np.asarray(v, dtype=float) for v in p_by_user.values()]),
-    })
+    return pd.DataFrame(
+        {
+            "strategy": strategy,
+            "classifier": "RF",
+            "iteration": iteration,
+            "user": users,
+            "p_true": np.concatenate([np.asarray(v, dtype=float) for v in p_by_user.values()]),
+        }
+    )
 
 
 def test_statistic_and_pvalue_hand_computed():
@@ -103,10 +109,17 @@ def _simulated_run(rng, n_users, shifts, n_cal=200, n_test=100, n_iter=1):
         for user in range(n_users):
             cal = rng.normal(size=n_cal)
             test = rng.normal(loc=shifts.get(user, 0.0), size=n_test)
-            parts.append(pd.DataFrame({
-                "strategy": "UCM", "classifier": "RF", "iteration": it, "user": user,
-                "p_true": _conformal_p(cal, test),
-            }))
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "strategy": "UCM",
+                        "classifier": "RF",
+                        "iteration": it,
+                        "user": user,
+                        "p_true": _conformal_p(cal, test),
+                    }
+                )
+            )
     return pd.concat(parts, ignore_index=True)
 
 
@@ -158,10 +171,13 @@ def test_iterations_pooled_or_apart():
 
 
 def test_adjustment_is_within_strategy_and_classifier():
-    rows = pd.concat([
-        _rows({1: [0.02, 0.04, 0.3], 2: [0.5, 0.7, 0.9]}, strategy="A"),
-        _rows({1: [0.5, 0.6, 0.7]}, strategy="B"),
-    ], ignore_index=True)
+    rows = pd.concat(
+        [
+            _rows({1: [0.02, 0.04, 0.3], 2: [0.5, 0.7, 0.9]}, strategy="A"),
+            _rows({1: [0.5, 0.6, 0.7]}, strategy="B"),
+        ],
+        ignore_index=True,
+    )
     table = user_validity(rows)
     a = table[table["strategy"] == "A"]
     np.testing.assert_allclose(a["pvalue_bh"], benjamini_hochberg(a["pvalue"]))
@@ -197,10 +213,18 @@ def _rank_rows(rng, n_users, n_cal, n_test, shifts=None, n_iter=1):
             cal = rng.normal(size=n_cal)
             test = rng.normal(loc=shifts.get(user, 0.0), size=n_test)
             raw[user, it] = (cal, test)
-            parts.append(pd.DataFrame({
-                "strategy": "UCM", "classifier": "RF", "iteration": it, "user": user,
-                "p_true": _conformal_p(cal, test), "n_cal": n_cal,
-            }))
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "strategy": "UCM",
+                        "classifier": "RF",
+                        "iteration": it,
+                        "user": user,
+                        "p_true": _conformal_p(cal, test),
+                        "n_cal": n_cal,
+                    }
+                )
+            )
     return pd.concat(parts, ignore_index=True), raw
 
 

@@ -20,7 +20,16 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # --no-isolation: the build backend is already installed with the test extra,
     # and CI has no time to spare for a second download of it.
     subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(PROJECT_ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            "--no-isolation",
+            "--outdir",
+            str(out),
+            str(PROJECT_ROOT),
+        ],
         check=True,
         capture_output=True,
     )
@@ -36,7 +45,9 @@ def test_wheel_contains_registry_and_schemas(wheel: Path) -> None:
     assert any(n.startswith("mueval/") for n in names)
 
 
-def test_wheel_in_fresh_venv_lists_and_fetches(wheel: Path, tmp_path: Path, gestures_zip: Path) -> None:
+def test_wheel_in_fresh_venv_lists_and_fetches(
+    wheel: Path, tmp_path: Path, gestures_zip: Path
+) -> None:
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     python = env_dir / "bin" / "python"
@@ -44,24 +55,46 @@ def test_wheel_in_fresh_venv_lists_and_fetches(wheel: Path, tmp_path: Path, gest
     # site-packages); the project itself only from the wheel, installed for real.
     site = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     (Path(site) / "deps-from-test-env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--quiet", str(wheel)], check=True)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--no-deps", "--quiet", str(wheel)], check=True
+    )
 
     mudata_cmd = env_dir / "bin" / "mudata"
-    env = {"PATH": f"{env_dir / 'bin'}:/usr/bin:/bin", "MUDATA_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
+    env = {
+        "PATH": f"{env_dir / 'bin'}:/usr/bin:/bin",
+        "MUDATA_HOME": str(tmp_path / "home"),
+        "HOME": str(tmp_path),
+    }
     where = subprocess.run(
-        [str(python), "-c", "import mudata, mudata._resources as r; print(mudata.__file__, r.builtin_registry_dir())"],
-        check=True, capture_output=True, text=True, env=env, cwd=tmp_path,
+        [
+            str(python),
+            "-c",
+            "import mudata, mudata._resources as r; print(mudata.__file__, r.builtin_registry_dir())",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
     ).stdout
     assert str(PROJECT_ROOT / "src") not in where  # the installed copy, not the checkout
     assert "_data/registry" in where
-    listed = subprocess.run([str(mudata_cmd), "list"], check=True, capture_output=True, text=True, env=env, cwd=tmp_path)
+    listed = subprocess.run(
+        [str(mudata_cmd), "list"], check=True, capture_output=True, text=True, env=env, cwd=tmp_path
+    )
     assert "gestures" in listed.stdout and "wisdm" in listed.stdout
     fetched = subprocess.run(
         [str(mudata_cmd), "fetch", "gestures", "--manual-dir", str(gestures_zip.parent)],
-        check=False, capture_output=True, text=True, env=env, cwd=tmp_path,
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
     )
     assert fetched.returncode == 0, fetched.stderr
     assert Path(fetched.stdout.strip()).is_file()

@@ -40,7 +40,25 @@ def arff_text(rows: list[str], users: list[int]) -> str:
 def row(uid: int, user: int, label: str, value: float = 0.5, peak: str = "?") -> str:
     features = [f"{value + i / 100:.2f}" for i in range(30)]
     return ",".join(
-        [str(uid), str(user), *features, "0", "8.4", "1.76", peak, "293.94", peak, "3.29", "7.21", "4", "4.05", "8.17", "4", "9.1", label]
+        [
+            str(uid),
+            str(user),
+            *features,
+            "0",
+            "8.4",
+            "1.76",
+            peak,
+            "293.94",
+            peak,
+            "3.29",
+            "7.21",
+            "4",
+            "4.05",
+            "8.17",
+            "4",
+            "9.1",
+            label,
+        ]
     )
 
 
@@ -52,11 +70,17 @@ def write(tmp_path: Path, text: str) -> Sources:
 
 
 def test_reads_crlf_quoted_header_and_question_marks(tmp_path: Path) -> None:
-    rows = [row(1, 33, "Walking", peak="?"), row(2, 33, "Jogging", peak="2075"), row(3, 7, "Sitting")]
+    rows = [
+        row(1, 33, "Walking", peak="?"),
+        row(2, 33, "Jogging", peak="2075"),
+        row(3, 7, "Sitting"),
+    ]
     raw = read_wisdm_arff(get_entry("wisdm"), write(tmp_path, arff_text(rows, [33, 7]))).frame
     assert list(raw["userid"]) == [33, 33, 7]
     assert list(raw["label"]) == ["Walking", "Jogging", "Sitting"]
-    assert "XPEAK" not in raw.columns and "XAVG" not in raw.columns and "UNIQUE_ID" not in raw.columns
+    assert (
+        "XPEAK" not in raw.columns and "XAVG" not in raw.columns and "UNIQUE_ID" not in raw.columns
+    )
     assert raw.shape[1] == 2 + 39
     assert raw["X0"].tolist() == [0.5, 0.5, 0.5]
     assert raw["RESULTANT"].tolist() == [9.1, 9.1, 9.1]
@@ -76,7 +100,9 @@ def test_non_numeric_feature_is_named(tmp_path: Path) -> None:
 
 def test_missing_data_section(tmp_path: Path) -> None:
     with pytest.raises(ParseError, match="no '@data' line"):
-        read_wisdm_arff(get_entry("wisdm"), write(tmp_path, "@relation x\r\n@attribute a numeric\r\n"))
+        read_wisdm_arff(
+            get_entry("wisdm"), write(tmp_path, "@relation x\r\n@attribute a numeric\r\n")
+        )
 
 
 def test_missing_value_in_a_kept_feature_drops_the_row(tmp_path: Path) -> None:
@@ -111,5 +137,7 @@ def test_user_missing_a_class_is_dropped_by_rule() -> None:
 
 def test_no_user_passing_is_an_error() -> None:
     frame = pd.DataFrame({"userid": [1, 2], "label": ["a", "b"], "f": [0.0, 1.0]})
-    with pytest.raises(EmptyResultError, match=r"0 user\(s\) \[\] have at least 5 rows of every class"):
+    with pytest.raises(
+        EmptyResultError, match=r"0 user\(s\) \[\] have at least 5 rows of every class"
+    ):
         filter_users(frame, ["a", "b"], 5, dataset="toy")

@@ -19,6 +19,7 @@ what would let two of them differ or would let an archive do harm:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import lzma
 import os
@@ -353,10 +354,8 @@ class ArchiveIndex:
         """Release the archive's file descriptor."""
         for handle in (self._zip, self._tar, self._fh):
             if handle is not None:
-                try:
+                with contextlib.suppress(CORRUPT_ARCHIVE_ERRORS):
                     handle.close()
-                except CORRUPT_ARCHIVE_ERRORS:
-                    pass
 
     def __enter__(self) -> Self:
         return self

@@ -189,4 +189,4 @@ if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
 
 
-from mudata import cli_init  # noqa: F401 - registers `mudata init` on the group
+from mudata import cli_init  # noqa: E402, F401 - registers `mudata init` on the group

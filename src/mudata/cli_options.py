@@ -204,7 +204,7 @@ class ErrorMappingGroup(click.Group):
             raise click.UsageError(str(exc)) from None
         except self.runtime_errors as exc:
             raise click.ClickException(str(exc)) from None
-        except Exception as exc:  # noqa: BLE001 - the point of this handler
+        except Exception as exc:
             verbose = ctx.meta.get(VERBOSE_KEY, 0) > 0
             if verbose:
                 traceback.print_exc()

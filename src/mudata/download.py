@@ -118,7 +118,9 @@ def sha256_of(path: Path | str) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
-def pins_for(entry: DatasetEntry, remote: RemoteFile, allow_unverified: bool, **extra: object) -> Pins:
+def pins_for(
+    entry: DatasetEntry, remote: RemoteFile, allow_unverified: bool, **extra: object
+) -> Pins:
     """What :class:`Sources` must check when a reader reads from ``remote``."""
     members = {normalise_member(m.path, remote.name): Pin(m.sha256, m.size) for m in remote.members}
     return Pins(
@@ -403,7 +405,9 @@ def _check_file_set(entry: DatasetEntry, remote: RemoteFile, where: str, names: 
     unverified and no pinned file is silently missing.
     """
     if not names:
-        message = f"{where} holds no file matching the glob {remote.glob!r} of {_what(entry, remote)}"
+        message = (
+            f"{where} holds no file matching the glob {remote.glob!r} of {_what(entry, remote)}"
+        )
         raise MissingFileError(message)
     pinned = {normalise_member(m.path, remote.name) for m in remote.members if m.sha256}
     if not pinned:
@@ -430,12 +434,15 @@ def _use_glob_in_place(
     names = sorted(
         rel
         for p in folder.rglob("*")
-        if p.is_file() and fnmatch.fnmatchcase(rel := p.relative_to(folder).as_posix(), remote.glob or "")
+        if p.is_file()
+        and fnmatch.fnmatchcase(rel := p.relative_to(folder).as_posix(), remote.glob or "")
     )
     _check_file_set(entry, remote, f"folder {folder}", names)
     verifiable = _members_verifiable(remote)
     _require_verifiable(entry, remote, verifiable, allow_unverified, "the files its glob finds")
-    members = {m.path: _check_member_file(entry, remote, m, folder / m.path) for m in remote.members}
+    members = {
+        m.path: _check_member_file(entry, remote, m, folder / m.path) for m in remote.members
+    }
     located = {name: folder / name for name in names}
     pins = pins_for(entry, remote, allow_unverified, located=located)
     return FetchedFile(remote.name, folder, None, verifiable, members, origin, pins=pins)
@@ -554,7 +561,7 @@ def unpinned_local_changed(entry: DatasetEntry, recorded: list[dict]) -> bool:
     table. ``recorded`` is the provenance's ``files`` list. A file that can no
     longer be found or read counts as unchanged: the table built from it stands.
     """
-    for remote, record in zip(entry.files, recorded, strict=False):
+    for remote, record in zip(entry.files, recorded, strict=True):
         if remote.path is None or record.get("verified", True):
             continue
         try:
@@ -586,7 +593,10 @@ def _unpinned_reads_changed(now: FetchedFile, record: dict) -> bool:
         if listing_sha256(sources.index) != record.get("listing_sha256"):
             return True
         for name, sha in unpinned.items():
-            if name not in sources.index or hashlib.sha256(sources.read_bytes(name)).hexdigest() != sha:
+            if (
+                name not in sources.index
+                or hashlib.sha256(sources.read_bytes(name)).hexdigest() != sha
+            ):
                 return True
     finally:
         sources.close()
@@ -713,7 +723,9 @@ class _HashingDownloader:
     without parsing that text.
     """
 
-    def __init__(self, url: str, progressbar: bool, limit: int | None = None, what: str = "") -> None:
+    def __init__(
+        self, url: str, progressbar: bool, limit: int | None = None, what: str = ""
+    ) -> None:
         self.inner = _choose_downloader(url, progressbar)
         self.limit = limit
         self.what = what or url

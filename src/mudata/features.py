@@ -261,7 +261,9 @@ def _user_codes(users: pd.Series | np.ndarray) -> np.ndarray:
     """Integer codes of user ids in the order of :func:`mudata.classes.user_sort_key`."""
     names = user_names(users)
     order = {name: i for i, name in enumerate(user_sort_key(pd.unique(names)))}
-    return np.array([order[n] for n in names], dtype=np.int64) if len(names) else np.zeros(0, np.int64)
+    return (
+        np.array([order[n] for n in names], dtype=np.int64) if len(names) else np.zeros(0, np.int64)
+    )
 
 
 def _empty_frame(columns: list[str]) -> pd.DataFrame:
@@ -405,7 +407,11 @@ def study_window(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
     table = _finish(users[first], label_values[first], values, columns, reasons, entry, "windows")
     table.attrs["samples_unused"] = int(unused)
     if unused:
-        log.info("%s: %d samples after the last complete window of a sequence left out", entry.name, unused)
+        log.info(
+            "%s: %d samples after the last complete window of a sequence left out",
+            entry.name,
+            unused,
+        )
     return table
 
 

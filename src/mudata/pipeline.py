@@ -102,7 +102,9 @@ def current_table(entry: DatasetEntry, data_home: Path | str | None = None) -> p
     return frame
 
 
-def _label_raw(raw: FeatureTable | SignalTable, entry: DatasetEntry) -> tuple[pd.DataFrame, dict[str, int]]:
+def _label_raw(
+    raw: FeatureTable | SignalTable, entry: DatasetEntry
+) -> tuple[pd.DataFrame, dict[str, int]]:
     """Keep the raw rows of kept classes (one rule: :mod:`mudata.classes`); count the others.
 
     Rows are dropped here, before any feature is computed, so that every
@@ -142,7 +144,9 @@ def _to_features(
     features = featurize(SignalTable(kept), entry)
     counts["samples_outside_windows"] = int(features.attrs.get("samples_unused", 0))
     counts["samples_in_features"] = len(kept) - counts["samples_outside_windows"]
-    counts["windows_dropped"] = {str(k): int(v) for k, v in features.attrs.get("dropped", {}).items()}
+    counts["windows_dropped"] = {
+        str(k): int(v) for k, v in features.attrs.get("dropped", {}).items()
+    }
     counts["feature_rows"] = len(features) + sum(counts["windows_dropped"].values())
     return _name_labels(features, entry) if len(features) else features
 
@@ -158,7 +162,10 @@ def labelled_features(entry: DatasetEntry, sources: Sources) -> tuple[pd.DataFra
     """
     raw = get_reader(entry.reader)(entry, sources)
     kept, dropped_codes = _label_raw(raw, entry)
-    counts: dict[str, Any] = {"rows_read": len(raw.frame), "rows_dropped_by_class_code": dropped_codes}
+    counts: dict[str, Any] = {
+        "rows_read": len(raw.frame),
+        "rows_dropped_by_class_code": dropped_codes,
+    }
     features = _to_features(raw, kept, entry, counts)
     if features.empty:
         message = f"{entry.name}: no row of a kept class {entry.class_names} was read"
@@ -207,7 +214,9 @@ def build_table(
     kept_rows, report = filter_users(
         labelled, entry.class_names, entry.min_per_class, dataset=entry.name, min_users=min_users
     )
-    validated = validate_table(kept_rows, entry.class_names, entry.min_per_class, dataset=entry.name)
+    validated = validate_table(
+        kept_rows, entry.class_names, entry.min_per_class, dataset=entry.name
+    )
     counts["users_dropped"] = dict(report.dropped)
     counts["rows_dropped_by_user_filter"] = dict(report.rows_dropped)
     return validated, counts

@@ -190,7 +190,7 @@ def load_table(parquet_path: Path, *, verify: bool = True) -> tuple[pd.DataFrame
     try:
         arrow = pq.read_table(parquet_path)
         frame = arrow.to_pandas()
-    except Exception as exc:  # noqa: BLE001 - damaged metadata raises any type
+    except Exception as exc:
         # A flipped byte in pandas' schema metadata surfaces as TypeError, KeyError,
         # JSON errors and more, depending on pandas' version: all mean "damaged".
         message = (

@@ -107,8 +107,9 @@ def as_count_column(frame: pd.DataFrame, column: str, what: str) -> np.ndarray:
         numeric = values.astype(np.float64)
     except (TypeError, ValueError):
         numeric = np.array([np.nan])
-    if numeric.size and (np.isnan(numeric).any() or (numeric < 0).any()
-                         or (numeric != np.floor(numeric)).any()):
+    if numeric.size and (
+        np.isnan(numeric).any() or (numeric < 0).any() or (numeric != np.floor(numeric)).any()
+    ):
         message = f"{what}: column {column!r} must hold non-negative integers; found {values[:5]!r}"
         raise DataError(message)
     return numeric.astype(np.int64)

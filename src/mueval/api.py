@@ -164,8 +164,15 @@ class Run:
         from mueval.report.compare import UNSAVED
 
         path = self.path if self.path is not None else UNSAVED
-        return RunFolder(path, self.info, self.classes, self.summary, self.splits,
-                         self.predictions, self.diagnostics)
+        return RunFolder(
+            path,
+            self.info,
+            self.classes,
+            self.summary,
+            self.splits,
+            self.predictions,
+            self.diagnostics,
+        )
 
     def report(self, path: str | Path, **options: Any) -> Path:
         """Build the HTML report and its figures under ``path``.
@@ -221,14 +228,23 @@ def load_data(
     a file; any other string is a registered mudata dataset.
     """
     if isinstance(data, pd.DataFrame):
-        return table_from_frame(data, user_col=user_col, label_col=label_col,
-                                info={"name": "DataFrame", "source": "DataFrame"})
+        return table_from_frame(
+            data,
+            user_col=user_col,
+            label_col=label_col,
+            info={"name": "DataFrame", "source": "DataFrame"},
+        )
     if isinstance(data, Path) or str(data).lower().endswith(_TABLE_SUFFIXES):
         return load_file(data, user_col=user_col, label_col=label_col)
     if isinstance(data, str):
-        return load_registered(data, data_home=data_home, manual_dir=manual_dir,
-                               mirror=mirror, allow_unverified=allow_unverified,
-                               max_expansion=max_expansion)
+        return load_registered(
+            data,
+            data_home=data_home,
+            manual_dir=manual_dir,
+            mirror=mirror,
+            allow_unverified=allow_unverified,
+            max_expansion=max_expansion,
+        )
     message = (
         f"data must be a dataset name, a .csv or .parquet path or a DataFrame; "
         f"got {type(data).__name__}"
@@ -271,11 +287,28 @@ def evaluate_table(
     """
     diagnostic_names(diagnostics)  # an unknown level fails before any work
     start = time.perf_counter()
-    output = run(table.X, table.y, table.users, table.classes, config, jobs=jobs,
-                 backend=backend, scheduler=scheduler, workers=workers, progress=progress)
+    output = run(
+        table.X,
+        table.y,
+        table.users,
+        table.classes,
+        config,
+        jobs=jobs,
+        backend=backend,
+        scheduler=scheduler,
+        workers=workers,
+        progress=progress,
+    )
     t0 = time.perf_counter()
-    diag = diagnose(output.results, table.X, table.y, table.users, alpha=config.alpha,
-                    level=diagnostics, jobs=jobs)
+    diag = diagnose(
+        output.results,
+        table.X,
+        table.y,
+        table.users,
+        alpha=config.alpha,
+        level=diagnostics,
+        jobs=jobs,
+    )
     output.timings["diagnostics_s"] = time.perf_counter() - t0
     splits = splits_frame(output.results)
     summary = summary_frame(splits, diag.frame if diag.names else None)
@@ -428,20 +461,33 @@ def evaluate(
         split=split,
         gap=gap,
     )
-    table = load_data(data, user_col=user_col, label_col=label_col, data_home=data_home,
-                      manual_dir=manual_dir, mirror=mirror, allow_unverified=allow_unverified,
-                      max_expansion=max_expansion)
-    return evaluate_table(table, config, jobs=jobs, backend=backend, scheduler=scheduler,
-                          workers=workers, progress=progress, diagnostics=diagnostics)
+    table = load_data(
+        data,
+        user_col=user_col,
+        label_col=label_col,
+        data_home=data_home,
+        manual_dir=manual_dir,
+        mirror=mirror,
+        allow_unverified=allow_unverified,
+        max_expansion=max_expansion,
+    )
+    return evaluate_table(
+        table,
+        config,
+        jobs=jobs,
+        backend=backend,
+        scheduler=scheduler,
+        workers=workers,
+        progress=progress,
+        diagnostics=diagnostics,
+    )
 
 
 def _as_list(value: Sequence[str] | str) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def compare(
-    runs: Sequence[Run | str | Path], *, metric: str = "coverage"
-) -> pd.DataFrame:
+def compare(runs: Sequence[Run | str | Path], *, metric: str = "coverage") -> pd.DataFrame:
     """Test the differences between strategies in one or more runs of one dataset.
 
     Every pair of strategies, per classifier, under three labelled tests: the

@@ -30,8 +30,12 @@ from mueval.strategies import ALIASES, SPLIT_METHODS, STRATEGIES, parse_strategi
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mueval")
-@click.option("-v", "--verbose", is_flag=True,
-              help="Show the traceback of an internal error (a bug to report).")
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Show the traceback of an internal error (a bug to report).",
+)
 def main(verbose: bool) -> None:
     """Multi-user evaluation of classifiers with split conformal prediction."""
 
@@ -76,7 +80,10 @@ _STRATEGY_HELP = (
     help="Miscoverage level (0.05 = 95% confidence).",
 )
 @click.option(
-    "--iterations", type=click.IntRange(min=1), default=20, show_default=True,
+    "--iterations",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
     help="Repetitions; iteration i uses seed seed-base + i.",
 )
 @click.option("--seed-base", type=int, default=100, show_default=True)
@@ -133,28 +140,57 @@ _STRATEGY_HELP = (
     "half calibrates, later half tests; uam: adapt, calibrate, test) with --gap rows "
     "left out between blocks, so neighbouring windows cannot leak.",
 )
-@click.option("--gap", type=click.IntRange(min=0), default=1, show_default=True,
-              help="--split blocked: rows left out between two blocks.")
-@click.option("--jobs", "-j", type=click.IntRange(min=-1), default=1, show_default=True,
-              help="Parallel worker processes (loky); -1 = all cores. Results do not "
-              "depend on it.")
-@click.option("--backend", type=click.Choice(BACKENDS), default="loky", show_default=True,
-              help="loky: worker processes on this machine. dask: a Dask cluster, the one "
-              "at --scheduler or else a local one of --workers processes "
-              "(pip install 'mudata-mueval[dask]').")
-@click.option("--scheduler", metavar="ADDRESS",
-              help="Address of a running dask.distributed scheduler (with --backend dask), "
-              "e.g. tcp://10.0.0.5:8786.")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="--backend dask without --scheduler: worker processes of the local "
-              "cluster. [default: --jobs if above 1, else the number of cores]")
-@click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
-              help="Write the run folder here (atomically).")
+@click.option(
+    "--gap",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="--split blocked: rows left out between two blocks.",
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=-1),
+    default=1,
+    show_default=True,
+    help="Parallel worker processes (loky); -1 = all cores. Results do not depend on it.",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(BACKENDS),
+    default="loky",
+    show_default=True,
+    help="loky: worker processes on this machine. dask: a Dask cluster, the one "
+    "at --scheduler or else a local one of --workers processes "
+    "(pip install 'mudata-mueval[dask]').",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="Address of a running dask.distributed scheduler (with --backend dask), "
+    "e.g. tcp://10.0.0.5:8786.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="--backend dask without --scheduler: worker processes of the local "
+    "cluster. [default: --jobs if above 1, else the number of cores]",
+)
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write the run folder here (atomically).",
+)
 @click.option("--overwrite", is_flag=True, help="Replace an existing --out folder.")
 @dataset_source_options
-@click.option("--progress/--no-progress", default=None,
-              help="Progress on stderr. [default: a bar on a terminal; elsewhere (CI logs, "
-              "nohup) a line every 10 %% of the tasks or every minute]")
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Progress on stderr. [default: a bar on a terminal; elsewhere (CI logs, "
+    "nohup) a line every 10 %% of the tasks or every minute]",
+)
 @click.option(
     "--diagnostics",
     type=click.Choice(DIAGNOSTIC_LEVELS),
@@ -210,14 +246,23 @@ def evaluate(
         check_target(out, overwrite)  # fail before any work
     table = load_data(
         data_file if data_file is not None else dataset,
-        user_col=user_col, label_col=label_col, data_home=data_home,
-        manual_dir=manual_dir, mirror=mirror, allow_unverified=allow_unverified,
+        user_col=user_col,
+        label_col=label_col,
+        data_home=data_home,
+        manual_dir=manual_dir,
+        mirror=mirror,
+        allow_unverified=allow_unverified,
         max_expansion=max_expansion,
     )
     result = evaluate_table(
-        table, config, jobs=options["jobs"], backend=options["backend"],
-        scheduler=options["scheduler"], workers=options["workers"],
-        progress=options["progress"], diagnostics=options["diagnostics"],
+        table,
+        config,
+        jobs=options["jobs"],
+        backend=options["backend"],
+        scheduler=options["scheduler"],
+        workers=options["workers"],
+        progress=options["progress"],
+        diagnostics=options["diagnostics"],
     )
     if out is not None:
         result.save(out, overwrite=overwrite)

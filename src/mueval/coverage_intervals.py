@@ -265,8 +265,11 @@ def per_user_coverage(
         rng = np.random.default_rng(seed)
         bounds = [
             _bootstrap_ratio(
-                g["n_covered"].to_numpy(np.float64), g["n"].to_numpy(np.float64),
-                rng, n_boot, confidence,
+                g["n_covered"].to_numpy(np.float64),
+                g["n"].to_numpy(np.float64),
+                rng,
+                n_boot,
+                confidence,
             )
             for _, g in grouped
         ]
@@ -301,8 +304,11 @@ def _summarise_group(
     # Lowest coverage; among ties, the narrowest claim against it (lowest
     # upper bound), then the largest user (more rows), then input order.
     order = np.lexsort(
-        (-group["n"].to_numpy(), group["high"].fillna(np.inf).to_numpy(),
-         group["coverage"].to_numpy())
+        (
+            -group["n"].to_numpy(),
+            group["high"].fillna(np.inf).to_numpy(),
+            group["coverage"].to_numpy(),
+        )
     )
     worst = group.iloc[order[0]]
     coverage = group["coverage"].to_numpy(np.float64)
@@ -406,7 +412,23 @@ def coverage_summary(
 
 
 _SUMMARY_COLUMNS = [
-    "strategy", "classifier", "n_users", "n_below", "share_below", "worst_user", "worst_n",
-    "worst_coverage", "worst_low", "worst_high", "mean_coverage", "mean_low", "mean_high",
-    "pooled_n", "pooled_covered", "pooled_coverage", "pooled_low", "pooled_high", "pooled_below",
+    "strategy",
+    "classifier",
+    "n_users",
+    "n_below",
+    "share_below",
+    "worst_user",
+    "worst_n",
+    "worst_coverage",
+    "worst_low",
+    "worst_high",
+    "mean_coverage",
+    "mean_low",
+    "mean_high",
+    "pooled_n",
+    "pooled_covered",
+    "pooled_coverage",
+    "pooled_low",
+    "pooled_high",
+    "pooled_below",
 ]

@@ -8,8 +8,8 @@ as in the protocol), one user id per row, and a description for ``run.json``.
 from __future__ import annotations
 
 import hashlib
-import re
 import io
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -170,8 +170,11 @@ def table_from_frame(
     if not features:
         message = f"{source}: no feature columns besides {user_col!r} and {label_col!r}"
         raise DataError(message)
-    bad = [str(c) for c in features if not pd.api.types.is_numeric_dtype(df[c])
-           or pd.api.types.is_bool_dtype(df[c])]
+    bad = [
+        str(c)
+        for c in features
+        if not pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c])
+    ]
     if bad:
         message = (
             f"{source}: feature columns must be numeric; not numeric: {', '.join(bad)} "

@@ -151,7 +151,7 @@ def diagnose_pool(
     names = diagnostic_names(level)
     n = covered.size
     if n == 0:
-        return {name: math.nan for name in names}, {}
+        return dict.fromkeys(names, math.nan), {}
     values = {
         "covgap_user": coverage_gap(covered, users, alpha),
         "wcovgap_user": weighted_coverage_gap(covered, users, alpha),
@@ -283,7 +283,7 @@ def diagnose(
         outs = [diagnose_pool(*a, alpha=alpha, seed=seed, level=level) for a, seed in calls]
 
     records, ssc_rows = [], []
-    for (key, rows, _, _), (values, ssc) in zip(pools, outs):
+    for (key, rows, _, _), (values, ssc) in zip(pools, outs, strict=True):
         strategy, classifier, iteration, seed = key
         records.append((strategy, classifier, iteration, seed, rows.size, *values.values()))
         ssc_rows += [
@@ -298,7 +298,7 @@ def diagnose(
             "iteration": "int64",
             "seed": "int64",
             "n_rows": "int64",
-            **{name: "float64" for name in names},
+            **dict.fromkeys(names, "float64"),
         }
     )
     size_coverage = pd.DataFrame.from_records(ssc_rows, columns=_SSC_COLUMNS).astype(

@@ -31,7 +31,6 @@ __all__ = [
 ]
 
 
-
 def make_classifier(code: str, seed: int) -> ClassifierMixin:
     """Build an unfitted classifier with the protocol's exact settings.
 
@@ -87,8 +86,7 @@ def parse_classifiers(values: Sequence[str]) -> list[str]:
                 wanted.add(code)
             else:
                 message = (
-                    f"unknown classifier {part.strip()!r}; valid: "
-                    f"{', '.join(CLASSIFIERS)}, all"
+                    f"unknown classifier {part.strip()!r}; valid: {', '.join(CLASSIFIERS)}, all"
                 )
                 raise UsageError(message)
     if not wanted:
@@ -125,9 +123,7 @@ def fit_scaled(
     with warnings.catch_warnings():
         # scikit-learn >= 1.9 warns that SVC(probability=True) is deprecated; the
         # protocol needs it and pyproject keeps a version range where it works.
-        warnings.filterwarnings(
-            "ignore", message=".*probability.*", category=FutureWarning
-        )
+        warnings.filterwarnings("ignore", message=".*probability.*", category=FutureWarning)
         model.fit(scaler.transform(X_train), y_train)
     return scaler, model
 

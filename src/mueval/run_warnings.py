@@ -188,11 +188,22 @@ def coverage_warnings(summary: pd.DataFrame, *, alpha: float) -> list[RunWarning
     """
     target = 1.0 - check_level("alpha", alpha)
     columns = [
-        *_KEYS, "n_users", "n_below", "worst_user", "worst_n", "worst_coverage", "worst_low",
-        "worst_high", "pooled_n", "pooled_coverage", "pooled_low", "pooled_high",
+        *_KEYS,
+        "n_users",
+        "n_below",
+        "worst_user",
+        "worst_n",
+        "worst_coverage",
+        "worst_low",
+        "worst_high",
+        "pooled_n",
+        "pooled_coverage",
+        "pooled_low",
+        "pooled_high",
     ]
-    require_columns(summary, columns, "coverage summary",
-                    may_be_missing=("worst_low", "worst_high"))
+    require_columns(
+        summary, columns, "coverage summary", may_be_missing=("worst_low", "worst_high")
+    )
     warnings: list[RunWarning] = []
     for _, row in summary.iterrows():
         for rule in (_pooled_warning, _users_warning):
@@ -233,14 +244,25 @@ def set_statistics(
     what = "test rows"
     require_columns(frame, [*_KEYS, set_size_col], what)
     size = as_count_column(frame, set_size_col, what)
-    keyed = pd.DataFrame({
-        "strategy": frame["strategy"].to_numpy(), "classifier": frame["classifier"].to_numpy(),
-        "size": size, "full": size >= n_classes, "empty": size == 0,
-    })
-    table = keyed.groupby(_KEYS, sort=True, observed=True).agg(
-        n=("size", "size"), mean_size=("size", "mean"), n_full=("full", "sum"),
-        n_empty=("empty", "sum"),
-    ).reset_index()
+    keyed = pd.DataFrame(
+        {
+            "strategy": frame["strategy"].to_numpy(),
+            "classifier": frame["classifier"].to_numpy(),
+            "size": size,
+            "full": size >= n_classes,
+            "empty": size == 0,
+        }
+    )
+    table = (
+        keyed.groupby(_KEYS, sort=True, observed=True)
+        .agg(
+            n=("size", "size"),
+            mean_size=("size", "mean"),
+            n_full=("full", "sum"),
+            n_empty=("empty", "sum"),
+        )
+        .reset_index()
+    )
     table["share_full"] = table["n_full"] / table["n"]
     table["share_empty"] = table["n_empty"] / table["n"]
     order = [*_KEYS, "n", "mean_size", "n_full", "share_full", "n_empty", "share_empty"]
@@ -400,8 +422,9 @@ def calibration_warnings(calibration: pd.DataFrame, *, alpha: float) -> list[Run
     minimum = min_calibration_size(alpha)
     require_columns(calibration, [*_KEYS], "calibration sizes")
     require_columns(calibration, ["n_cal"], "calibration sizes", may_be_missing=("n_cal",))
-    extra = [col for col in ("user", "userid", "target_user", "iteration")
-             if col in calibration.columns]
+    extra = [
+        col for col in ("user", "userid", "target_user", "iteration") if col in calibration.columns
+    ]
     present = calibration[calibration["n_cal"].notna()]
     as_count_column(present, "n_cal", "calibration sizes")
     warnings = []
@@ -419,7 +442,10 @@ def calibration_warnings(calibration: pd.DataFrame, *, alpha: float) -> list[Run
 
 
 _RULE_ORDER = [
-    "pooled-below-target", "users-below-target", "calibration-too-small", "excess-empty-sets",
+    "pooled-below-target",
+    "users-below-target",
+    "calibration-too-small",
+    "excess-empty-sets",
     "degenerate-sets",
 ]
 
@@ -461,5 +487,6 @@ def collect_warnings(
     ]
     if calibration is not None:
         found.extend(calibration_warnings(calibration, alpha=alpha))
-    return sorted(found, key=lambda w: (str(w.strategy), str(w.classifier),
-                                        _RULE_ORDER.index(w.kind)))
+    return sorted(
+        found, key=lambda w: (str(w.strategy), str(w.classifier), _RULE_ORDER.index(w.kind))
+    )

@@ -501,8 +501,7 @@ def run(
     notes = [r.note for r in results if r.note]
     if not config.pvalues_describe_sets:
         notes.insert(0, config.pvalue_note())
-    return RunOutput(results=results, notes=notes, timings=timings,
-                     stages=stage_timings(results))
+    return RunOutput(results=results, notes=notes, timings=timings, stages=stage_timings(results))
 
 
 def stage_timings(results: Sequence[EvalResult]) -> dict[str, dict[str, float]]:
@@ -537,8 +536,11 @@ def _run_dask(X, y, n_classes, tasks, config, scheduler, progress, workers):
             # One thread per worker process: the tasks are CPU-bound Python and
             # numpy, and each limits its own OpenMP threads to one.
             cluster = LocalCluster(
-                n_workers=workers, threads_per_worker=1, processes=True,
-                host="127.0.0.1", dashboard_address=None,
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address=None,
             )
             client = Client(cluster, set_as_default=False)
     except (OSError, TimeoutError) as exc:
@@ -550,8 +552,7 @@ def _run_dask(X, y, n_classes, tasks, config, scheduler, progress, workers):
     try:
         X_f, y_f = client.scatter([X, y], broadcast=True)
         futures = [
-            client.submit(run_task, X_f, y_f, n_classes, s, c, config, pure=False)
-            for s, c in tasks
+            client.submit(run_task, X_f, y_f, n_classes, s, c, config, pure=False) for s, c in tasks
         ]
         # In submission order (as_completed would need a default client); the
         # results are sorted by key afterwards anyway.

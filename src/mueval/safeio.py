@@ -136,7 +136,9 @@ def check_inside(folder: str | Path, path: str | Path) -> Path:
     root = Path(folder).resolve()
     dest = Path(path).resolve()
     if dest == root or root not in dest.parents:
-        message = f"refusing to write {path}: it resolves to {dest}, outside the output folder {root}"
+        message = (
+            f"refusing to write {path}: it resolves to {dest}, outside the output folder {root}"
+        )
         raise OutputError(message)
     return dest
 

@@ -105,7 +105,7 @@ def _plain(user: object) -> int | str:
 def _describe(y: np.ndarray, classes: Sequence[str] | None) -> str:
     values, counts = np.unique(y, return_counts=True)
     names = [classes[v] if classes is not None else str(v) for v in values]
-    return ", ".join(f"{n}: {c}" for n, c in zip(names, counts))
+    return ", ".join(f"{n}: {c}" for n, c in zip(names, counts, strict=True))
 
 
 def _split(
@@ -370,9 +370,7 @@ def user_adaptive_splits(
         own = np.flatnonzero(users == user)
         what = f"uam, user {user}"
         if split == "blocked":
-            adapt, cal, test = blocked_parts(
-                own, y, adapt_frac, 3, gap, what=what, classes=classes
-            )
+            adapt, cal, test = blocked_parts(own, y, adapt_frac, 3, gap, what=what, classes=classes)
         else:
             strat = _can_stratify(y[own], adapt_frac)
             adapt, rest = _split(
@@ -443,9 +441,7 @@ def make_splits(
     if "udm" in strategies:
         out += user_dependent_splits(y, users, iteration, seed, classes, split, gap)
     if "uim" in strategies or "ucm" in strategies:
-        out += user_independent_splits(
-            y, users, iteration, seed, strategies, classes, split, gap
-        )
+        out += user_independent_splits(y, users, iteration, seed, strategies, classes, split, gap)
     if "uam" in strategies:
         out += user_adaptive_splits(y, users, iteration, seed, adapt_frac, classes, split, gap)
     return out

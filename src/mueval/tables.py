@@ -111,7 +111,7 @@ def format_table(
         text = [
             "  ".join(
                 cell.ljust(w) if i == 0 else cell.rjust(w)
-                for i, (cell, w) in enumerate(zip(line, widths))
+                for i, (cell, w) in enumerate(zip(line, widths, strict=True))
             )
             for line in lines
         ]
@@ -125,5 +125,3 @@ def format_table(
             body += [rule, *text[n_study:]]
         blocks.append("\n".join(body))
     return "\n\n".join(blocks)
-
-

@@ -179,11 +179,15 @@ def _frame_for_tests(
     if method == "rank":
         columns.append(n_cal_col)
     require_columns(frame, columns, "test rows")
-    keyed = pd.DataFrame({
-        "strategy": frame["strategy"].to_numpy(), "classifier": frame["classifier"].to_numpy(),
-        "user": frame[user_col].to_numpy(), "iteration": frame["iteration"].to_numpy(),
-        "p": _p_values(frame, p_col),
-    })
+    keyed = pd.DataFrame(
+        {
+            "strategy": frame["strategy"].to_numpy(),
+            "classifier": frame["classifier"].to_numpy(),
+            "user": frame[user_col].to_numpy(),
+            "iteration": frame["iteration"].to_numpy(),
+            "p": _p_values(frame, p_col),
+        }
+    )
     if method == "rank":
         keyed["n_cal"] = as_count_column(frame, n_cal_col, "test rows")
     return keyed
@@ -202,7 +206,9 @@ def _bonferroni_over_iterations(tests: pd.DataFrame) -> pd.DataFrame:
     """One row per user: the smallest p-value times the number of iterations."""
     grouped = tests.groupby([*_KEYS, "user"], sort=True, observed=True)
     table = grouped.agg(
-        n_iterations=("iteration", "size"), n=("n", "sum"), statistic=("statistic", "max"),
+        n_iterations=("iteration", "size"),
+        n=("n", "sum"),
+        statistic=("statistic", "max"),
         pvalue=("pvalue", "min"),
     ).reset_index()
     table["pvalue"] = np.minimum(1.0, table["pvalue"] * table["n_iterations"])

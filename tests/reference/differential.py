@@ -197,9 +197,9 @@ def _compare_sets(
 ) -> None:
     ours, theirs = result.sets, ref.rows["sets"][picked]
     differing = np.flatnonzero((ours != theirs).any(axis=1))
-    out.set_rows_by_strategy[result.strategy] = (
-        out.set_rows_by_strategy.get(result.strategy, 0) + len(differing)
-    )
+    out.set_rows_by_strategy[result.strategy] = out.set_rows_by_strategy.get(
+        result.strategy, 0
+    ) + len(differing)
     for i in differing:
         for c in np.flatnonzero(ours[i] != theirs[i]):
             p_ours, p_ref = result.proba[i, c], ref.rows["proba"][picked][i, c]
@@ -237,9 +237,9 @@ def _compare_group(
     if not np.array_equal(ref.rows["row"][picked], result.rows):
         out.rows.append(f"{where}: test rows differ (or are in another order)")
         return
-    out.compared_rows_by_strategy[result.strategy] = (
-        out.compared_rows_by_strategy.get(result.strategy, 0) + len(picked)
-    )
+    out.compared_rows_by_strategy[result.strategy] = out.compared_rows_by_strategy.get(
+        result.strategy, 0
+    ) + len(picked)
     proba_gap = np.abs(ref.rows["proba"][picked] - result.proba).max(initial=0.0)
     allowed = SVM_PROBA_TOLERANCE if result.classifier == "svm" else 0.0
     if proba_gap > allowed:
@@ -278,8 +278,12 @@ def compare(
     if len(index) != len(results):
         out.rows.append(f"{len(results)} evaluated groups against {len(index)} in the reference")
     for result in results:
-        key = (result.strategy, result.classifier, result.iteration,
-               -1 if result.user is None else result.user)
+        key = (
+            result.strategy,
+            result.classifier,
+            result.iteration,
+            -1 if result.user is None else result.user,
+        )
         if key not in index:
             out.rows.append(f"{_where(*key)}: missing from the reference")
             continue

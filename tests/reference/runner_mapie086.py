@@ -210,7 +210,9 @@ def groups_of(strategy: str, y, users, seed: int):
 def run(X, labels, users, iterations, strategies, classifiers):
     encoder = LabelEncoder()
     y = encoder.fit_transform(labels)
-    rows_out: dict[str, list] = {k: [] for k in ("key", "row", "y_pred", "sets", "pvalues", "proba")}
+    rows_out: dict[str, list] = {
+        k: [] for k in ("key", "row", "y_pred", "sets", "pvalues", "proba")
+    }
     groups, metrics = [], []
     for iteration in range(1, iterations + 1):
         seed = SEED_BASE + iteration
@@ -244,7 +246,8 @@ def aggregate(groups, metrics):
         per_iteration = []
         for iteration in sorted({g[2] for g in groups}):
             picked = [
-                i for i, g in enumerate(groups)
+                i
+                for i, g in enumerate(groups)
                 if g[0] == strategy and g[1] == code and g[2] == iteration
             ]
             with warnings.catch_warnings():
@@ -281,8 +284,11 @@ def main() -> None:
         "groups": [list(g) for g in groups],
         "metrics": list(METRICS),
         "summary": aggregate(groups, metrics),
-        "versions": {"mapie": _mapie_version(), "scikit-learn": sklearn.__version__,
-                     "numpy": np.__version__},
+        "versions": {
+            "mapie": _mapie_version(),
+            "scikit-learn": sklearn.__version__,
+            "numpy": np.__version__,
+        },
     }
     np.savez_compressed(
         args.out,

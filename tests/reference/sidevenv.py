@@ -59,8 +59,15 @@ def ensure() -> Path:
     folder.parent.mkdir(parents=True, exist_ok=True)
     steps = [
         [sys.executable, "-m", "venv", str(folder)],
-        [str(_python(folder)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         *REQUIREMENTS],
+        [
+            str(_python(folder)),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            *REQUIREMENTS,
+        ],
     ]
     for step in steps:
         proc = subprocess.run(step, capture_output=True, text=True, check=False)

@@ -32,22 +32,45 @@ BUILTIN_READERS: dict[str, str] = {
 }
 
 
-_TABULAR_OPTIONS = frozenset({
-    "channels", "columns", "encoding", "feature_cols", "format", "header", "label_col",
-    "members", "path_pattern", "recording_col", "segment_col", "time_col", "user_col",
-})
+_TABULAR_OPTIONS = frozenset(
+    {
+        "channels",
+        "columns",
+        "encoding",
+        "feature_cols",
+        "format",
+        "header",
+        "label_col",
+        "members",
+        "path_pattern",
+        "recording_col",
+        "segment_col",
+        "time_col",
+        "user_col",
+    }
+)
 
 #: The ``reader_options`` keys each built-in reader reads. A key outside its
 #: reader's set is a typo that would otherwise fall back to a default silently.
 #: A plug-in reader may declare its own as a ``reader_options`` attribute (a set).
 READER_OPTIONS: dict[str, frozenset[str]] = {
-    "wisdm-arff": frozenset({"drop_columns", "encoding", "label_column", "member",
-                             "user_column"}),
+    "wisdm-arff": frozenset({"drop_columns", "encoding", "label_column", "member", "user_column"}),
     "har70-csv": frozenset({"channels", "encoding", "label_column", "members"}),
-    "opportunity-dat": frozenset({"columns", "encoding", "label_column", "member_pattern",
-                                  "members", "n_columns", "runs", "subjects"}),
-    "gestures-txt": frozenset({"columns", "encoding", "members", "n_columns", "repetitions",
-                               "root"}),
+    "opportunity-dat": frozenset(
+        {
+            "columns",
+            "encoding",
+            "label_column",
+            "member_pattern",
+            "members",
+            "n_columns",
+            "runs",
+            "subjects",
+        }
+    ),
+    "gestures-txt": frozenset(
+        {"columns", "encoding", "members", "n_columns", "repetitions", "root"}
+    ),
     "feature-table": _TABULAR_OPTIONS,
     "long-signals": _TABULAR_OPTIONS,
 }

@@ -22,7 +22,7 @@ def text_encoding(entry: DatasetEntry) -> str:
     encoding = entry.reader_options.get("encoding", DEFAULT_ENCODING)
     try:
         if not isinstance(encoding, str):
-            raise LookupError(encoding)  # noqa: TRY004 - one message for both cases
+            raise LookupError(encoding)
         codecs.lookup(encoding)
     except LookupError:
         where = f" ({entry.source})" if entry.source else ""

@@ -209,7 +209,9 @@ class Sources:
             return matches[0]
         message = f"file '{member}' not found in {', '.join(map(str, self.roots))}"
         if len(matches) > 1:
-            shown = ", ".join(matches[:10]) + (f" and {len(matches) - 10} more" if len(matches) > 10 else "")
+            shown = ", ".join(matches[:10]) + (
+                f" and {len(matches) - 10} more" if len(matches) > 10 else ""
+            )
             message = f"file '{member}' is ambiguous in {', '.join(map(str, self.roots))}: {excerpt(shown)}"
         raise MissingFileError(message)
 
@@ -280,7 +282,9 @@ def _read_file(path: Path, limit: int | None) -> bytes:
     with open_regular(path, "file") as fh:
         data = fh.read() if limit is None else fh.read(limit + 1)
     if limit is not None and len(data) > limit:
-        message = f"{path} holds more than {limit:,} bytes, the size the registry records; refusing it"
+        message = (
+            f"{path} holds more than {limit:,} bytes, the size the registry records; refusing it"
+        )
         raise LimitError(message)
     return data
 

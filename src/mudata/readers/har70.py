@@ -69,7 +69,7 @@ def _read_subject(
             io.BytesIO(data),
             engine="c",
             usecols=wanted,
-            dtype={c: np.float64 for c in wanted},
+            dtype=dict.fromkeys(wanted, np.float64),
             encoding=encoding,
         )
     except ValueError:

@@ -38,7 +38,9 @@ DEFAULT_COLUMNS = {
 }  # fmt: skip
 
 
-def _listed_runs(entry: DatasetEntry, options: dict, sources: Sources) -> list[tuple[int, int, str]]:
+def _listed_runs(
+    entry: DatasetEntry, options: dict, sources: Sources
+) -> list[tuple[int, int, str]]:
     """Runs named by ``member_pattern`` x ``subjects`` x ``runs``, in that order."""
     template = options["member_pattern"]
     subjects = list_option(entry, "subjects", [1, 2, 3, 4], int)

@@ -122,5 +122,11 @@ def read_wisdm_arff(entry, sources: Sources) -> FeatureTable:
         {"userid": users.astype(np.int64), "label": frame[label_column].str.strip('"')}
     )
     table = pd.concat([table, frame[feature_names].astype(np.float64)], axis=1)
-    log.info("%s: %d rows, %d users, %d features", member, len(table), table["userid"].nunique(), len(feature_names))
+    log.info(
+        "%s: %d rows, %d users, %d features",
+        member,
+        len(table),
+        table["userid"].nunique(),
+        len(feature_names),
+    )
     return FeatureTable(table)

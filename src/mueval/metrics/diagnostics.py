@@ -67,7 +67,7 @@ def size_stratified_coverage(
     check_same_rows(covered=covered, set_size=sizes)
     values, inverse, counts = np.unique(sizes, return_inverse=True, return_counts=True)
     hits = np.bincount(inverse, weights=covered, minlength=values.size)
-    return {int(v): (float(h / c), int(c)) for v, h, c in zip(values, hits, counts)}
+    return {int(v): (float(h / c), int(c)) for v, h, c in zip(values, hits, counts, strict=True)}
 
 
 def _group_codes(groups: ArrayLike, n: int) -> tuple[NDArray[np.int64], int]:

@@ -82,7 +82,9 @@ def as_sets(name: str, values: ArrayLike) -> NDArray[np.bool_]:
     return as_bool_array(name, values, 2, "2-D boolean array of shape (n, K)")
 
 
-def as_finite_floats(name: str, values: ArrayLike, ndim: int, shape_text: str) -> NDArray[np.float64]:
+def as_finite_floats(
+    name: str, values: ArrayLike, ndim: int, shape_text: str
+) -> NDArray[np.float64]:
     """Return ``values`` as a finite float64 array of ``ndim`` dimensions."""
     arr = np.asarray(values)
     if arr.ndim != ndim or not (
@@ -141,5 +143,3 @@ def mean(values: np.ndarray) -> float:
 # ---------------------------------------------------------------------------
 # Metrics
 # ---------------------------------------------------------------------------
-
-

@@ -52,11 +52,29 @@ STRATEGY_NAMES = {
     "uam": "UAM (user-adaptive)",
 }
 CLASSIFIER_NAMES = {"nb": "Naive Bayes", "rf": "RF", "svm": "SVM", "knn": "KNN"}
-_SUMMARY_METRICS = ("accuracy", "coverage", "setsize", "pctempty", "jaccard", "MCriterion",
-                    "FCriterion", "OM", "OF", "OU", "OE")
+_SUMMARY_METRICS = (
+    "accuracy",
+    "coverage",
+    "setsize",
+    "pctempty",
+    "jaccard",
+    "MCriterion",
+    "FCriterion",
+    "OM",
+    "OF",
+    "OU",
+    "OE",
+)
 # Conditional-coverage diagnostics a run adds to summary.csv (--diagnostics basic/full).
-_DIAGNOSTIC_METRICS = ("covgap_user", "wcovgap_user", "covgap_class", "wcovgap_class",
-                       "hsic_size_coverage", "wsc", "ert")
+_DIAGNOSTIC_METRICS = (
+    "covgap_user",
+    "wcovgap_user",
+    "covgap_class",
+    "wcovgap_class",
+    "hsic_size_coverage",
+    "wsc",
+    "ert",
+)
 # Per-user matrices on a handful of rows are noise; such users are left out of the
 # pooling check (and the page says how many were).
 _MIN_USER_ROWS = 20
@@ -121,8 +139,10 @@ def _real_folder(path: Path) -> Path:
     """
     if path.is_symlink() or (path.exists() and not path.is_dir()):
         kind = "a symbolic link" if path.is_symlink() else "not a folder"
-        msg = (f"cannot write the report into {path}: it is {kind}; mueval writes reports "
-               "only into real folders (choose another --out)")
+        msg = (
+            f"cannot write the report into {path}: it is {kind}; mueval writes reports "
+            "only into real folders (choose another --out)"
+        )
         raise OutputError(msg)
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -140,10 +160,13 @@ def _fmt_ci(value: float, lo: float, hi: float) -> str:
     return f"{value:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
-def _matrix_ci_table(m: np.ndarray, lo: np.ndarray, hi: np.ndarray, classes: Sequence[str],
-                     row_label: str) -> str:
-    rows = [[classes[i]] + [_fmt_ci(m[i, j], lo[i, j], hi[i, j]) for j in range(len(classes))]
-            for i in range(len(classes))]
+def _matrix_ci_table(
+    m: np.ndarray, lo: np.ndarray, hi: np.ndarray, classes: Sequence[str], row_label: str
+) -> str:
+    rows = [
+        [classes[i]] + [_fmt_ci(m[i, j], lo[i, j], hi[i, j]) for j in range(len(classes))]
+        for i in range(len(classes))
+    ]
     return table_html([row_label, *classes], rows)
 
 
@@ -153,24 +176,39 @@ def _run_section(run: RunFolder) -> Section:
         "<h3>Dataset and provenance</h3>",
         table_html(["field", "value"], [[k, v] for k, v in ds.items()]),
         "<h3>Configuration</h3>",
-        table_html(["setting", "value"], [[k, ", ".join(map(str, v)) if isinstance(v, list) else v]
-                                          for k, v in run.config.items()]),
+        table_html(
+            ["setting", "value"],
+            [
+                [k, ", ".join(map(str, v)) if isinstance(v, list) else v]
+                for k, v in run.config.items()
+            ],
+        ),
         "<h3>Package versions</h3>",
-        table_html(["package", "version"], [[k, v] for k, v in run.run.get("versions", {}).items()]),
+        table_html(
+            ["package", "version"], [[k, v] for k, v in run.run.get("versions", {}).items()]
+        ),
         "<h3>Run</h3>",
-        table_html(["field", "value"], [
-            ["run folder", str(run.path)],
-            ["format_version", run.run.get("format_version")],
-            ["created", run.run.get("created", "")],
-            ["classes (index order)", ", ".join(run.classes)],
-            *[[f"timing {k}", v] for k, v in run.run.get("timings", {}).items()],
-        ]),
+        table_html(
+            ["field", "value"],
+            [
+                ["run folder", str(run.path)],
+                ["format_version", run.run.get("format_version")],
+                ["created", run.run.get("created", "")],
+                ["classes (index order)", ", ".join(run.classes)],
+                *[[f"timing {k}", v] for k, v in run.run.get("timings", {}).items()],
+            ],
+        ),
     ]
     return Section("The run", "run", body)
 
 
-def _metric_table(sm: pd.DataFrame, names: tuple[str, ...], strategies: list[str],
-                  classifiers: list[str], fmt: str = ".3f") -> tuple[list[str], list[list[object]]]:
+def _metric_table(
+    sm: pd.DataFrame,
+    names: tuple[str, ...],
+    strategies: list[str],
+    classifiers: list[str],
+    fmt: str = ".3f",
+) -> tuple[list[str], list[list[object]]]:
     """Rows of mean ± SD per (strategy, classifier) for the ``names`` present in summary.csv."""
     metrics = [m for m in names if m in set(sm["metric"])]
     rows = []
@@ -179,8 +217,10 @@ def _metric_table(sm: pd.DataFrame, names: tuple[str, ...], strategies: list[str
             sub = sm[(sm.strategy == s) & (sm.classifier == c)].set_index("metric")
             if sub.empty:
                 continue
-            cells = [f"{sub.loc[m, 'mean']:{fmt}} ± {sub.loc[m, 'sd']:{fmt}}" if m in sub.index else ""
-                     for m in metrics]
+            cells = [
+                f"{sub.loc[m, 'mean']:{fmt}} ± {sub.loc[m, 'sd']:{fmt}}" if m in sub.index else ""
+                for m in metrics
+            ]
             rows.append([_sname(s), _cname(c), int(sub["n"].iloc[0]), *cells])
     return metrics, rows
 
@@ -188,42 +228,58 @@ def _metric_table(sm: pd.DataFrame, names: tuple[str, ...], strategies: list[str
 def _summary_section(run: RunFolder, strategies: list[str], classifiers: list[str]) -> Section:
     metrics, rows = _metric_table(run.summary, _SUMMARY_METRICS, strategies, classifiers)
     body = [
-        note_html("Mean ± sample SD over iterations (summary.csv), fractions not percent. "
-                  "Per-user strategies average users within each iteration first."),
+        note_html(
+            "Mean ± sample SD over iterations (summary.csv), fractions not percent. "
+            "Per-user strategies average users within each iteration first."
+        ),
         table_html(["strategy", "classifier", "n", *metrics], rows),
     ]
     # HSIC and ERT are of the order of 1e-3: significant digits, not decimals.
-    diagnostics, diag_rows = _metric_table(run.summary, _DIAGNOSTIC_METRICS, strategies, classifiers,
-                                           fmt=".3g")
+    diagnostics, diag_rows = _metric_table(
+        run.summary, _DIAGNOSTIC_METRICS, strategies, classifiers, fmt=".3g"
+    )
     if diagnostics:
         body += [
-            note_html("Conditional-coverage diagnostics, computed on the test rows of each "
-                      "iteration pooled over users, then mean ± SD over iterations: coverage gap "
-                      "and weighted coverage gap with users and with classes as the groups, HSIC "
-                      "between set size and coverage" + (", worst-slab coverage (compare it with "
-                      "the pooled coverage) and ERT" if "wsc" in diagnostics else "") + "."),
+            note_html(
+                "Conditional-coverage diagnostics, computed on the test rows of each "
+                "iteration pooled over users, then mean ± SD over iterations: coverage gap "
+                "and weighted coverage gap with users and with classes as the groups, HSIC "
+                "between set size and coverage"
+                + (
+                    ", worst-slab coverage (compare it with the pooled coverage) and ERT"
+                    if "wsc" in diagnostics
+                    else ""
+                )
+                + "."
+            ),
             table_html(["strategy", "classifier", "n", *diagnostics], diag_rows),
         ]
     return Section("Summary", "summary", body)
 
 
-def _comparison_section(run: RunFolder, figs: _Figures, strategies: list[str],
-                        classifiers: list[str], target: float) -> tuple[Section, pd.DataFrame]:
-    splits = run.splits[run.splits.strategy.isin(strategies) & run.splits.classifier.isin(classifiers)]
-    preds = run.predictions[run.predictions.strategy.isin(strategies)
-                            & run.predictions.classifier.isin(classifiers)]
+def _comparison_section(
+    run: RunFolder, figs: _Figures, strategies: list[str], classifiers: list[str], target: float
+) -> tuple[Section, pd.DataFrame]:
+    splits = run.splits[
+        run.splits.strategy.isin(strategies) & run.splits.classifier.isin(classifiers)
+    ]
+    preds = run.predictions[
+        run.predictions.strategy.isin(strategies) & run.predictions.classifier.isin(classifiers)
+    ]
     table = compare_strategies(splits, preds, run.n_rows, metric="coverage", strategies=strategies)
     per_it = per_iteration_values(splits, "coverage")
-    body = [note_html(
-        "Three tests per pair, each named in the table. The study's own test (Welch's "
-        "t-test over the per-iteration coverages, stars as in the study: ns p > 0.05, * <= 0.05, "
-        "** <= 0.01, *** <= 0.001, **** <= 0.0001) treats the iterations as independent, "
-        "although they reuse overlapping data, so it overstates significance; the box plots "
-        "carry its stars only to reproduce the study's figure. The corrected resampled t-test "
-        "(Nadeau and Bengio: variance inflated by 1/J + n_test/n_train, paired by iteration) and "
-        "the Wilcoxon signed-rank test over users (paired by user, on each user's mean coverage) "
-        "are the ones to read. No correction for multiple comparisons."
-    )]
+    body = [
+        note_html(
+            "Three tests per pair, each named in the table. The study's own test (Welch's "
+            "t-test over the per-iteration coverages, stars as in the study: ns p > 0.05, * <= 0.05, "
+            "** <= 0.01, *** <= 0.001, **** <= 0.0001) treats the iterations as independent, "
+            "although they reuse overlapping data, so it overstates significance; the box plots "
+            "carry its stars only to reproduce the study's figure. The corrected resampled t-test "
+            "(Nadeau and Bengio: variance inflated by 1/J + n_test/n_train, paired by iteration) and "
+            "the Wilcoxon signed-rank test over users (paired by user, on each user's mean coverage) "
+            "are the ones to read. No correction for multiple comparisons."
+        )
+    ]
     for c in classifiers:
         values = {}
         for s in strategies:
@@ -235,24 +291,64 @@ def _comparison_section(run: RunFolder, figs: _Figures, strategies: list[str],
         sub = table[(table.classifier == c) & (table.test == STUDY_TEST)]
         comps = [(_sname(r.strategy_a), _sname(r.strategy_b), r.stars) for r in sub.itertuples()]
         fig = F.coverage_boxplot_figure(
-            values, target=target, comparisons=comps,
+            values,
+            target=target,
+            comparisons=comps,
             title=f"Coverage per iteration, {_cname(c)}\n(stars: the study's Welch t-test)",
         )
-        body.append(figs.add(fig, f"coverage_box_{_ctoken(c)}",
-                             f"Coverage across strategies, {_cname(c)}; dashed: target {target:.2f}"))
-        rows = [[_sname(r.strategy_a), _sname(r.strategy_b), r.mean_a, r.mean_b, r.test,
-                 r.statistic, r.df, r.p_value, r.stars, r.n, r.note]
-                for r in table[table.classifier == c].itertuples()]
-        body.append(table_html(
-            ["strategy A", "strategy B", "mean A", "mean B", "test", "statistic", "df",
-             "p", "level", "n", "note"], rows, caption=f"Coverage, {_cname(c)}"))
+        body.append(
+            figs.add(
+                fig,
+                f"coverage_box_{_ctoken(c)}",
+                f"Coverage across strategies, {_cname(c)}; dashed: target {target:.2f}",
+            )
+        )
+        rows = [
+            [
+                _sname(r.strategy_a),
+                _sname(r.strategy_b),
+                r.mean_a,
+                r.mean_b,
+                r.test,
+                r.statistic,
+                r.df,
+                r.p_value,
+                r.stars,
+                r.n,
+                r.note,
+            ]
+            for r in table[table.classifier == c].itertuples()
+        ]
+        body.append(
+            table_html(
+                [
+                    "strategy A",
+                    "strategy B",
+                    "mean A",
+                    "mean B",
+                    "test",
+                    "statistic",
+                    "df",
+                    "p",
+                    "level",
+                    "n",
+                    "note",
+                ],
+                rows,
+                caption=f"Coverage, {_cname(c)}",
+            )
+        )
     return Section("Comparing strategies (coverage)", "compare", body), table
 
 
-def _setsize_section(run: RunFolder, figs: _Figures, strategies: list[str],
-                     classifiers: list[str]) -> Section:
-    sm = run.summary[(run.summary.metric == "setsize") & run.summary.strategy.isin(strategies)
-                     & run.summary.classifier.isin(classifiers)].copy()
+def _setsize_section(
+    run: RunFolder, figs: _Figures, strategies: list[str], classifiers: list[str]
+) -> Section:
+    sm = run.summary[
+        (run.summary.metric == "setsize")
+        & run.summary.strategy.isin(strategies)
+        & run.summary.classifier.isin(classifiers)
+    ].copy()
     body: list[str] = []
     if sm.empty:
         body.append(warning_html("summary.csv has no setsize rows for these strategies."))
@@ -260,24 +356,33 @@ def _setsize_section(run: RunFolder, figs: _Figures, strategies: list[str],
         sm["strategy_label"] = sm.strategy.map(_sname)
         sm["classifier_label"] = sm.classifier.map(_cname)
         fig = F.setsize_lollipop_figure(sm, title="Set size across classifiers and strategies")
-        body.append(figs.add(fig, "setsize_lollipop",
-                             "Mean set size ± SD over iterations, per classifier and strategy"))
+        body.append(
+            figs.add(
+                fig,
+                "setsize_lollipop",
+                "Mean set size ± SD over iterations, per classifier and strategy",
+            )
+        )
     return Section("Set size across classifiers", "setsize", body)
 
 
-def _per_user_section(run: RunFolder, figs: _Figures, strategies: list[str],
-                      classifiers: list[str], target: float) -> tuple[Section, list[str]]:
-    preds = run.predictions[run.predictions.strategy.isin(strategies)
-                            & run.predictions.classifier.isin(classifiers)]
+def _per_user_section(
+    run: RunFolder, figs: _Figures, strategies: list[str], classifiers: list[str], target: float
+) -> tuple[Section, list[str]]:
+    preds = run.predictions[
+        run.predictions.strategy.isin(strategies) & run.predictions.classifier.isin(classifiers)
+    ]
     cov = per_user_values(run.splits, preds, "coverage")
     size = per_user_values(run.splits, preds, "setsize")
     warnings: list[str] = []
-    body = [note_html(
-        "Split conformal coverage is marginal: it holds on average over the rows a strategy "
-        "pools, not for each user. Each point is one user's coverage (rows of that user, mean "
-        "over iterations, bars ± SD); circled points fall below the target. For MM the user is "
-        "each test row's own user."
-    )]
+    body = [
+        note_html(
+            "Split conformal coverage is marginal: it holds on average over the rows a strategy "
+            "pools, not for each user. Each point is one user's coverage (rows of that user, mean "
+            "over iterations, bars ± SD); circled points fall below the target. For MM the user is "
+            "each test row's own user."
+        )
+    ]
     for c in classifiers:
         cu = cov[cov.classifier == c].copy()
         if cu.empty:
@@ -286,16 +391,31 @@ def _per_user_section(run: RunFolder, figs: _Figures, strategies: list[str],
         cu = cu.sort_values("strategy", key=lambda col: col.map(order), kind="stable")
         size = size.sort_values("strategy", key=lambda col: col.map(order), kind="stable")
         cu["strategy_label"] = cu.strategy.map(_sname)
-        fig = F.per_user_figure(cu, target=target, ylabel="coverage (mean over iterations)",
-                                title=f"Coverage per user, {_cname(c)}")
-        body.append(figs.add(fig, f"per_user_coverage_{_ctoken(c)}",
-                             f"Coverage per user and strategy, {_cname(c)}"))
+        fig = F.per_user_figure(
+            cu,
+            target=target,
+            ylabel="coverage (mean over iterations)",
+            title=f"Coverage per user, {_cname(c)}",
+        )
+        body.append(
+            figs.add(
+                fig,
+                f"per_user_coverage_{_ctoken(c)}",
+                f"Coverage per user and strategy, {_cname(c)}",
+            )
+        )
         su = size[size.classifier == c].copy()
         su["strategy_label"] = su.strategy.map(_sname)
-        fig = F.per_user_figure(su, ylabel="set size (mean over iterations)",
-                                title=f"Set size per user, {_cname(c)}")
-        body.append(figs.add(fig, f"per_user_setsize_{_ctoken(c)}",
-                             f"Prediction set size per user and strategy, {_cname(c)}"))
+        fig = F.per_user_figure(
+            su, ylabel="set size (mean over iterations)", title=f"Set size per user, {_cname(c)}"
+        )
+        body.append(
+            figs.add(
+                fig,
+                f"per_user_setsize_{_ctoken(c)}",
+                f"Prediction set size per user and strategy, {_cname(c)}",
+            )
+        )
         rows = []
         for s in strategies:
             sub = cu[cu.strategy == s]
@@ -303,24 +423,57 @@ def _per_user_section(run: RunFolder, figs: _Figures, strategies: list[str],
                 continue
             pooled = float(preds[(preds.strategy == s) & (preds.classifier == c)]["covered"].mean())
             below = sub[sub.value < target].sort_values("value")
-            listed = ", ".join(f"{u} ({v:.3f})" for u, v in zip(below.user, below.value))
-            rows.append([_sname(s), pooled, len(sub), len(below), float(sub.value.min()),
-                         listed or "none"])
+            listed = ", ".join(
+                f"{u} ({v:.3f})" for u, v in zip(below.user, below.value, strict=True)
+            )
+            rows.append(
+                [_sname(s), pooled, len(sub), len(below), float(sub.value.min()), listed or "none"]
+            )
             if pooled >= target and len(below):
-                text = (f"{_sname(s)}, {_cname(c)}: pooled coverage {pooled:.3f} meets the target "
-                        f"{target:.2f}, but {len(below)} of {len(sub)} users fall below it "
-                        f"(lowest {float(below.value.min()):.3f}).")
+                text = (
+                    f"{_sname(s)}, {_cname(c)}: pooled coverage {pooled:.3f} meets the target "
+                    f"{target:.2f}, but {len(below)} of {len(sub)} users fall below it "
+                    f"(lowest {float(below.value.min()):.3f})."
+                )
                 warnings.append(text)
                 body.append(warning_html(text))
-        body.append(table_html(
-            ["strategy", "pooled coverage (all rows)", "users", "users below target",
-             "lowest user", "users below target (coverage)"], rows,
-            caption=f"Who the marginal guarantee fails, {_cname(c)}"))
+        body.append(
+            table_html(
+                [
+                    "strategy",
+                    "pooled coverage (all rows)",
+                    "users",
+                    "users below target",
+                    "lowest user",
+                    "users below target (coverage)",
+                ],
+                rows,
+                caption=f"Who the marginal guarantee fails, {_cname(c)}",
+            )
+        )
     return Section("Per user: coverage and set size", "per-user", body), warnings
 
 
-def _pair_section(run: RunFolder, figs: _Figures, s: str, c: str, *, n_boot: int, seed: int,
-                  top_sets: int, min_count: int) -> tuple[Section, list[str]]:
+@dataclass
+class _Pair:
+    """What every part of one (strategy, classifier) section draws from."""
+
+    label: str
+    stem: str
+    classes: list[str]
+    sets: np.ndarray
+    y: np.ndarray
+    yp: np.ndarray
+    proba: np.ndarray
+    users: np.ndarray
+    groups: np.ndarray | None
+    n_boot: int
+    seed: int
+    #: Matrices with their bootstrap intervals, for the details table.
+    intervals: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+
+def _pair_data(run: RunFolder, s: str, c: str, n_boot: int, seed: int) -> tuple[_Pair, str]:
     sub = run.predictions[(run.predictions.strategy == s) & (run.predictions.classifier == c)]
     classes = run.classes
     k = len(classes)
@@ -331,86 +484,178 @@ def _pair_section(run: RunFolder, figs: _Figures, s: str, c: str, *, n_boot: int
     yp = run.class_indices(sub["y_pred"])
     proba = run.vector_matrix(sub["proba"])
     if proba.shape != (len(sub), k):
-        msg = (f"{run.path / 'predictions.parquet'}: proba of {s}/{c}: expected vectors of length "
-               f"{k} (the classes of run.json), found shape {proba.shape}")
+        msg = (
+            f"{run.path / 'predictions.parquet'}: proba of {s}/{c}: expected vectors of length "
+            f"{k} (the classes of run.json), found shape {proba.shape}"
+        )
         raise RunFolderError(msg)
     users = sub["userid"].to_numpy()
     n_users = len(np.unique(users))
     groups = users if n_users >= 2 else None
-    body: list[str] = [note_html(
+    intro = note_html(
         f"{len(sub)} test rows pooled over {sub['iteration'].nunique()} iterations and "
         f"{n_users} users. Intervals: percentile bootstrap, {n_boot} resamples"
-        + (", resampling whole users (so they carry the between-user variation)." if groups
-           is not None else ", resampling rows.")
-    )]
-    warnings: list[str] = []
+        + (
+            ", resampling whole users (so they carry the between-user variation)."
+            if groups is not None
+            else ", resampling rows."
+        )
+    )
+    pair = _Pair(label, stem, classes, sets, y, yp, proba, users, groups, n_boot, seed)
+    return pair, intro
 
+
+def _study_pictures(figs: _Figures, p: _Pair, top_sets: int, min_count: int) -> list[str]:
+    """The study's co-occurrence, confusion and multiset pictures."""
+    sets, y, yp, classes, label, stem = p.sets, p.y, p.yp, p.classes, p.label, p.stem
+    k = len(classes)
+    body: list[str] = []
     # The study's pictures.
     body.append("<h4>The study's pictures</h4>")
     counts = S.cooccurrence_matrix(sets)
-    body.append(figs.add(F.cooccurrence_matrix_figure(
-        S.column_normalise(counts), classes, title=f"Co-occurrence matrix, {label}"),
-        f"{stem}_cooccurrence_matrix",
-        f"Co-occurrence matrix, {label}: pairs counted within sets, diagonal zero, columns sum "
-        "to 1 (blank: the class never shares a set)."))
-    body.append(figs.add(F.cooccurrence_graph_figure(
-        counts, classes, title=f"Co-occurrence graph, {label}"),
-        f"{stem}_cooccurrence_graph", f"Co-occurrence graph, {label}"))
-    body.append(figs.add(F.confusion_figure(
-        S.confusion_matrix_colnorm(y, yp, k), classes, title=f"Confusion matrix, {label}"),
-        f"{stem}_confusion", f"Confusion matrix, {label}: column-normalised, rows predicted, "
-        "columns true"))
-    body.append(figs.add(F.confusion_figure(
-        S.confusion_matrix_colnorm(y, yp, k, zero_diagonal=True), classes,
-        title=f"Zero-diagonal confusion matrix, {label}", zero_diagonal=True),
-        f"{stem}_confusion_zero_diagonal",
-        f"Zero-diagonal confusion matrix (ZDCM), {label}: diagonal set to 0 before normalising"))
-    body.append(figs.add(F.multiset_figure(
-        sets, classes, title=f"Most frequent prediction sets, {label}", top=top_sets,
-        min_count=min_count),
-        f"{stem}_multiset", f"Multiset-enumerating chart, {label}"))
+    body.append(
+        figs.add(
+            F.cooccurrence_matrix_figure(
+                S.column_normalise(counts), classes, title=f"Co-occurrence matrix, {label}"
+            ),
+            f"{stem}_cooccurrence_matrix",
+            f"Co-occurrence matrix, {label}: pairs counted within sets, diagonal zero, columns sum "
+            "to 1 (blank: the class never shares a set).",
+        )
+    )
+    body.append(
+        figs.add(
+            F.cooccurrence_graph_figure(counts, classes, title=f"Co-occurrence graph, {label}"),
+            f"{stem}_cooccurrence_graph",
+            f"Co-occurrence graph, {label}",
+        )
+    )
+    body.append(
+        figs.add(
+            F.confusion_figure(
+                S.confusion_matrix_colnorm(y, yp, k), classes, title=f"Confusion matrix, {label}"
+            ),
+            f"{stem}_confusion",
+            f"Confusion matrix, {label}: column-normalised, rows predicted, columns true",
+        )
+    )
+    body.append(
+        figs.add(
+            F.confusion_figure(
+                S.confusion_matrix_colnorm(y, yp, k, zero_diagonal=True),
+                classes,
+                title=f"Zero-diagonal confusion matrix, {label}",
+                zero_diagonal=True,
+            ),
+            f"{stem}_confusion_zero_diagonal",
+            f"Zero-diagonal confusion matrix (ZDCM), {label}: diagonal set to 0 before normalising",
+        )
+    )
+    body.append(
+        figs.add(
+            F.multiset_figure(
+                sets,
+                classes,
+                title=f"Most frequent prediction sets, {label}",
+                top=top_sets,
+                min_count=min_count,
+            ),
+            f"{stem}_multiset",
+            f"Multiset-enumerating chart, {label}",
+        )
+    )
 
+    return body
+
+
+def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object]:
+    """Inclusion rates, co-membership and phi, with the phi floor explained."""
+    sets, classes, label, stem = p.sets, p.classes, p.label, p.stem
+    n_boot, seed, groups = p.n_boot, p.seed, p.groups
+    k = len(classes)
+    body: list[str] = []
     # The review's diagnostics.
     body.append("<h4>Set diagnostics</h4>")
-    body.append(note_html(
-        "The coverage guarantee covers the true class and nothing about the neighbours: "
-        "none of these matrices is certified. Co-occurrence and phi ignore the true label "
-        "and the ranking, so they cannot show directional confusion; read phi only beside "
-        "the inclusion rates. The soft confusion matrix E[p_b | y = a] (from the classifier's "
-        "probabilities) and the coverage confusion matrix P(b in S | y = a) are directional."))
+    body.append(
+        note_html(
+            "The coverage guarantee covers the true class and nothing about the neighbours: "
+            "none of these matrices is certified. Co-occurrence and phi ignore the true label "
+            "and the ranking, so they cannot show directional confusion; read phi only beside "
+            "the inclusion rates. The soft confusion matrix E[p_b | y = a] (from the classifier's "
+            "probabilities) and the coverage confusion matrix P(b in S | y = a) are directional."
+        )
+    )
     incl = S.inclusion_rate(sets)
     ilo, ihi = S.bootstrap_ci(S.inclusion_rate, sets, n_boot=n_boot, seed=seed, groups=groups)
-    body.append(figs.add(F.inclusion_figure(incl, ilo, ihi, classes,
-                                            title=f"Inclusion rate per class, {label}"),
-                         f"{stem}_inclusion", f"Share of sets containing each class, {label}"))
+    body.append(
+        figs.add(
+            F.inclusion_figure(incl, ilo, ihi, classes, title=f"Inclusion rate per class, {label}"),
+            f"{stem}_inclusion",
+            f"Share of sets containing each class, {label}",
+        )
+    )
 
     com = S.comembership_rate(sets)
     clo, chi = S.bootstrap_ci(S.comembership_rate, sets, n_boot=n_boot, seed=seed, groups=groups)
     top = float(np.nanmax(com - np.diag(np.diag(com)))) if k > 1 else 1.0
-    body.append(figs.add(F.heatmap_figure(
-        com, classes, title=f"Co-membership rate E[z_i z_j], {label}", xlabel="class j",
-        ylabel="class i", cbar_label="share of sets holding both (diagonal: inclusion rate)",
-        cmap="viridis", vmin=0.0, vmax=max(top, 1e-9)),
-        f"{stem}_comembership", f"Co-membership rate, {label} (colour scale capped at the "
-        "largest off-diagonal rate; the diagonal is the inclusion rate)"))
+    body.append(
+        figs.add(
+            F.heatmap_figure(
+                com,
+                classes,
+                title=f"Co-membership rate E[z_i z_j], {label}",
+                xlabel="class j",
+                ylabel="class i",
+                cbar_label="share of sets holding both (diagonal: inclusion rate)",
+                cmap="viridis",
+                vmin=0.0,
+                vmax=max(top, 1e-9),
+            ),
+            f"{stem}_comembership",
+            f"Co-membership rate, {label} (colour scale capped at the "
+            "largest off-diagonal rate; the diagonal is the inclusion rate)",
+        )
+    )
 
     phi = S.phi_matrix(sets)
-    plo, phi_hi = S.bootstrap_ci(lambda z: S.phi_matrix(z).phi, sets, n_boot=n_boot, seed=seed,
-                                 groups=groups)
+    plo, phi_hi = S.bootstrap_ci(
+        lambda z: S.phi_matrix(z).phi, sets, n_boot=n_boot, seed=seed, groups=groups
+    )
     never = (com == 0) & np.isfinite(phi.phi)
     np.fill_diagonal(never, False)
-    fig = F.heatmap_figure(phi.phi, classes, title=f"Phi coefficient of set membership, {label}",
-                           xlabel="class j", ylabel="class i", cbar_label="phi", cmap="RdBu_r",
-                           vmin=-1.0, vmax=1.0,
-                           nan_label="undefined: class in every set or in none")
+    fig = F.heatmap_figure(
+        phi.phi,
+        classes,
+        title=f"Phi coefficient of set membership, {label}",
+        xlabel="class j",
+        ylabel="class i",
+        cbar_label="phi",
+        cmap="RdBu_r",
+        vmin=-1.0,
+        vmax=1.0,
+        nan_label="undefined: class in every set or in none",
+    )
     ax = fig.axes[0]
     rr, cc = np.nonzero(never)
     if rr.size:
-        ax.scatter(cc, rr, marker="x", s=14, color="black", linewidths=0.8,
-                   label="never share a set: value is the floor")
+        ax.scatter(
+            cc,
+            rr,
+            marker="x",
+            s=14,
+            color="black",
+            linewidths=0.8,
+            label="never share a set: value is the floor",
+        )
         ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.06), fontsize=8, frameon=False)
-    body.append(figs.add(fig, f"{stem}_phi", f"Phi coefficient, {label}; x: pairs that never "
-                         "share a set, whose value is fixed by the inclusion rates alone"))
+    body.append(
+        figs.add(
+            fig,
+            f"{stem}_phi",
+            f"Phi coefficient, {label}; x: pairs that never "
+            "share a set, whose value is fixed by the inclusion rates alone",
+        )
+    )
     undefined = [classes[i] for i in np.flatnonzero(phi.undefined)]
     floors = phi.floor[never]
     floor_text = (
@@ -418,31 +663,79 @@ def _pair_section(run: RunFolder, figs: _Figures, s: str, c: str, *, n_boot: int
         "r the inclusion rates; such a pair's phi equals its floor whatever the classifier does. "
         f"{int(never.sum() // 2)} of {int(np.isfinite(phi.phi).sum() - (~phi.undefined).sum()) // 2}"
         " defined pairs never share a set"
-        + (f"; their floors range from {floors.min():.3f} to {floors.max():.3f}." if floors.size
-           else ".")
+        + (
+            f"; their floors range from {floors.min():.3f} to {floors.max():.3f}."
+            if floors.size
+            else "."
+        )
         + (f" Undefined (always or never in a set): {', '.join(undefined)}." if undefined else "")
     )
     body.append(note_html(floor_text))
 
+    p.intervals["inclusion"] = (incl, ilo, ihi)
+    p.intervals["co-membership"] = (com, clo, chi)
+    p.intervals["phi"] = (phi.phi, plo, phi_hi)
+    return body, com, phi
+
+
+def _directional(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray]:
+    """The soft confusion and coverage confusion matrices."""
+    sets, y, proba, classes, label, stem = p.sets, p.y, p.proba, p.classes, p.label, p.stem
+    n_boot, seed, groups = p.n_boot, p.seed, p.groups
+    body: list[str] = []
     soft = S.soft_confusion(proba, y)
     slo, shi = S.bootstrap_ci(S.soft_confusion, proba, y, n_boot=n_boot, seed=seed, groups=groups)
-    body.append(figs.add(F.heatmap_figure(
-        soft, classes, title=f"Soft confusion E[p_b | y = a], {label}", xlabel="class b",
-        ylabel="true class a", cbar_label="mean predicted probability of b", cmap="Blues",
-        nan_label="no row of this true class"),
-        f"{stem}_soft_confusion", f"Soft confusion matrix, {label}: rows true class a, "
-        "columns class b, from the classifier's probabilities"))
+    body.append(
+        figs.add(
+            F.heatmap_figure(
+                soft,
+                classes,
+                title=f"Soft confusion E[p_b | y = a], {label}",
+                xlabel="class b",
+                ylabel="true class a",
+                cbar_label="mean predicted probability of b",
+                cmap="Blues",
+                nan_label="no row of this true class",
+            ),
+            f"{stem}_soft_confusion",
+            f"Soft confusion matrix, {label}: rows true class a, "
+            "columns class b, from the classifier's probabilities",
+        )
+    )
 
     covc = S.coverage_confusion(sets, y)
-    vlo, vhi = S.bootstrap_ci(S.coverage_confusion, sets, y, n_boot=n_boot, seed=seed,
-                              groups=groups)
-    body.append(figs.add(F.heatmap_figure(
-        covc, classes, title=f"Coverage confusion P(b in S | y = a), {label}", xlabel="class b",
-        ylabel="true class a", cbar_label="share of sets containing b", cmap="Purples",
-        nan_label="no row of this true class"),
-        f"{stem}_coverage_confusion", f"Coverage confusion matrix, {label}: diagonal is the "
-        "class-wise coverage"))
+    vlo, vhi = S.bootstrap_ci(
+        S.coverage_confusion, sets, y, n_boot=n_boot, seed=seed, groups=groups
+    )
+    body.append(
+        figs.add(
+            F.heatmap_figure(
+                covc,
+                classes,
+                title=f"Coverage confusion P(b in S | y = a), {label}",
+                xlabel="class b",
+                ylabel="true class a",
+                cbar_label="share of sets containing b",
+                cmap="Purples",
+                nan_label="no row of this true class",
+            ),
+            f"{stem}_coverage_confusion",
+            f"Coverage confusion matrix, {label}: diagonal is the class-wise coverage",
+        )
+    )
 
+    p.intervals["soft"] = (soft, slo, shi)
+    p.intervals["coverage confusion"] = (covc, vlo, vhi)
+    return body, covc
+
+
+def _pooled_against_users(
+    p: _Pair, com: np.ndarray, phi: object, covc: np.ndarray
+) -> tuple[list[str], list[str]]:
+    """Where pooling users reverses or inflates what every user shows."""
+    sets, y, users, classes, label = p.sets, p.y, p.users, p.classes, p.label
+    body: list[str] = []
+    warnings: list[str] = []
     # Pooled against per user.
     per_user: dict[object, dict[str, np.ndarray]] = {}
     skipped = 0
@@ -467,40 +760,87 @@ def _pair_section(run: RunFolder, figs: _Figures, s: str, c: str, *, n_boot: int
                 if name in symmetric and w.index[0] > w.index[1]:
                     continue  # the same pair as (j, i)
                 gap = max(w.pooled - w.user_max, w.user_min - w.pooled, 0.0)
-                flagged.append((w.kind != "reversal", -gap,
-                                f"{name} {w.kind} at {w.describe(classes)}"))
+                flagged.append(
+                    (w.kind != "reversal", -gap, f"{name} {w.kind} at {w.describe(classes)}")
+                )
         # Reversals first, then the largest departures from the users' range.
         found = [text for *_, text in sorted(flagged)]
     if found:
-        head = (f"{label}: pooling users reverses or inflates {len(found)} matrix entries "
-                "(pairs) relative to every user -- e.g. users who differ in set size make "
-                "every pair look correlated; read those entries per user, not pooled.")
+        head = (
+            f"{label}: pooling users reverses or inflates {len(found)} matrix entries "
+            "(pairs) relative to every user -- e.g. users who differ in set size make "
+            "every pair look correlated; read those entries per user, not pooled."
+        )
         warnings.append(head)
         body.append(warning_html(head))
         body.append(list_html(found[:40]))
         if len(found) > 40:
             body.append(f"<p>... and {len(found) - 40} more.</p>")
     else:
-        body.append(note_html(
-            f"No entry where the pooled value reverses or exceeds every user's "
-            f"({len(per_user)} users with at least {_MIN_USER_ROWS} rows compared)."))
+        body.append(
+            note_html(
+                f"No entry where the pooled value reverses or exceeds every user's "
+                f"({len(per_user)} users with at least {_MIN_USER_ROWS} rows compared)."
+            )
+        )
     if skipped:
-        body.append(note_html(f"{skipped} users with fewer than {_MIN_USER_ROWS} rows were "
-                              "left out of this check."))
+        body.append(
+            note_html(
+                f"{skipped} users with fewer than {_MIN_USER_ROWS} rows were "
+                "left out of this check."
+            )
+        )
 
+    return body, warnings
+
+
+def _interval_details(p: _Pair) -> list[str]:
+    """Every matrix entry with its bootstrap interval, folded away."""
+    classes = p.classes
+    k = len(classes)
+    incl, ilo, ihi = p.intervals["inclusion"]
+    com, clo, chi = p.intervals["co-membership"]
+    phi_values, plo, phi_hi = p.intervals["phi"]
+    soft, slo, shi = p.intervals["soft"]
+    covc, vlo, vhi = p.intervals["coverage confusion"]
+    body: list[str] = []
     body.append("<details><summary>Entries with bootstrap intervals</summary>")
-    body.append(table_html(["class", "inclusion rate [95% interval]"],
-                           [[classes[i], _fmt_ci(incl[i], ilo[i], ihi[i])] for i in range(k)]))
+    body.append(
+        table_html(
+            ["class", "inclusion rate [95% interval]"],
+            [[classes[i], _fmt_ci(incl[i], ilo[i], ihi[i])] for i in range(k)],
+        )
+    )
     body.append("<p>Co-membership rate E[z_i z_j]</p>")
     body.append(_matrix_ci_table(com, clo, chi, classes, "i \\ j"))
     body.append("<p>Phi coefficient</p>")
-    body.append(_matrix_ci_table(phi.phi, plo, phi_hi, classes, "i \\ j"))
+    body.append(_matrix_ci_table(phi_values, plo, phi_hi, classes, "i \\ j"))
     body.append("<p>Soft confusion E[p_b | y = a]</p>")
     body.append(_matrix_ci_table(soft, slo, shi, classes, "a \\ b"))
     body.append("<p>Coverage confusion P(b in S | y = a)</p>")
     body.append(_matrix_ci_table(covc, vlo, vhi, classes, "a \\ b"))
     body.append("</details>")
-    return Section(label, f"pair-{esc(s)}-{esc(c)}", body), warnings
+    return body
+
+
+def _pair_section(
+    run: RunFolder,
+    figs: _Figures,
+    s: str,
+    c: str,
+    *,
+    n_boot: int,
+    seed: int,
+    top_sets: int,
+    min_count: int,
+) -> tuple[Section, list[str]]:
+    pair, intro = _pair_data(run, s, c, n_boot, seed)
+    body = [intro, *_study_pictures(figs, pair, top_sets, min_count)]
+    membership, com, phi = _membership(figs, pair)
+    directional, covc = _directional(figs, pair)
+    pooled, warnings = _pooled_against_users(pair, com, phi, covc)
+    body += [*membership, *directional, *pooled, *_interval_details(pair)]
+    return Section(pair.label, f"pair-{esc(s)}-{esc(c)}", body), warnings
 
 
 def build_report(
@@ -541,18 +881,37 @@ def build_report(
         A strategy or classifier is not a code of mueval, or not in the run.
     """
     with matplotlib.rc_context({"text.parse_math": False}):
-        return _build(run, _real_folder(Path(out)), strategies=strategies,
-                      classifiers=classifiers, n_boot=n_boot, seed=seed, top_sets=top_sets,
-                      min_count=min_count, progress=progress)
+        return _build(
+            run,
+            _real_folder(Path(out)),
+            strategies=strategies,
+            classifiers=classifiers,
+            n_boot=n_boot,
+            seed=seed,
+            top_sets=top_sets,
+            min_count=min_count,
+            progress=progress,
+        )
 
 
-def _build(run: RunFolder, out: Path, *, strategies: Sequence[str] | None,
-           classifiers: Sequence[str] | None, n_boot: int, seed: int, top_sets: int,
-           min_count: int, progress: bool) -> BuildResult:
+def _build(
+    run: RunFolder,
+    out: Path,
+    *,
+    strategies: Sequence[str] | None,
+    classifiers: Sequence[str] | None,
+    n_boot: int,
+    seed: int,
+    top_sets: int,
+    min_count: int,
+    progress: bool,
+) -> BuildResult:
     present_s = [_stoken(s) for s in dict.fromkeys(run.predictions["strategy"])]
     present_c = [_ctoken(c) for c in dict.fromkeys(run.predictions["classifier"])]
-    for name, asked, present in (("strategy", strategies, present_s),
-                                 ("classifier", classifiers, present_c)):
+    for name, asked, present in (
+        ("strategy", strategies, present_s),
+        ("classifier", classifiers, present_c),
+    ):
         unknown = [a for a in (asked or []) if a not in present]
         if unknown:
             msg = f"{name} {unknown} not in run {run.path}; it has {present}"
@@ -569,21 +928,29 @@ def _build(run: RunFolder, out: Path, *, strategies: Sequence[str] | None,
     user_section, w = _per_user_section(run, figs, strategies, classifiers, target)
     sections.append(user_section)
     warnings += w
-    pairs = [(s, c) for s in strategies for c in classifiers
-             if ((run.predictions.strategy == s) & (run.predictions.classifier == c)).any()]
+    pairs = [
+        (s, c)
+        for s in strategies
+        for c in classifiers
+        if ((run.predictions.strategy == s) & (run.predictions.classifier == c)).any()
+    ]
     for s, c in tqdm(pairs, desc="report", unit="pair", disable=not progress, file=sys.stderr):
-        sec, w = _pair_section(run, figs, s, c, n_boot=n_boot, seed=seed,
-                               top_sets=top_sets, min_count=min_count)
+        sec, w = _pair_section(
+            run, figs, s, c, n_boot=n_boot, seed=seed, top_sets=top_sets, min_count=min_count
+        )
         sections.append(sec)
         warnings += w
 
     ds = run.run.get("dataset", {})
     title = f"mueval report: {ds.get('name', run.path.name)}"
-    intro = [note_html(
-        f"Dataset {ds.get('name', '?')} ({ds.get('n_rows', '?')} rows, {ds.get('n_users', '?')} "
-        f"users, {len(run.classes)} classes); alpha = {run.alpha} (target coverage "
-        f"{target:.2f}); strategies {', '.join(_sname(s) for s in strategies)}; classifiers "
-        f"{', '.join(_cname(c) for c in classifiers)}.")]
+    intro = [
+        note_html(
+            f"Dataset {ds.get('name', '?')} ({ds.get('n_rows', '?')} rows, {ds.get('n_users', '?')} "
+            f"users, {len(run.classes)} classes); alpha = {run.alpha} (target coverage "
+            f"{target:.2f}); strategies {', '.join(_sname(s) for s in strategies)}; classifiers "
+            f"{', '.join(_cname(c) for c in classifiers)}."
+        )
+    ]
     if warnings:
         intro.append("<h2>Warnings</h2>" + list_html(warnings))
     page = render_page(title, intro, sections)

@@ -20,8 +20,23 @@ from mueval.safeio import neutralise_formulas, write_atomic
 
 __all__ = ["compare_command", "report_command", "run_labels"]
 
-_METRICS = ("coverage", "setsize", "accuracy", "jaccard", "pctempty", "weighted_F1", "F1",
-            "sensitivity", "specificity", "MCriterion", "FCriterion", "OM", "OF", "OU", "OE")
+_METRICS = (
+    "coverage",
+    "setsize",
+    "accuracy",
+    "jaccard",
+    "pctempty",
+    "weighted_F1",
+    "F1",
+    "sensitivity",
+    "specificity",
+    "MCriterion",
+    "FCriterion",
+    "OM",
+    "OF",
+    "OU",
+    "OE",
+)
 
 
 def _read(path: Path) -> RunFolder:
@@ -35,41 +50,89 @@ def _printable(text: str) -> str:
 
 @click.command("report", cls=Command)
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Output folder (default: RUN_DIR/report).")
-@click.option("--strategy", "strategies", multiple=True,
-              help="Strategy code to include (repeatable; default: all in the run).")
-@click.option("--classifier", "classifiers", multiple=True,
-              help="Classifier code to include (repeatable; default: all in the run).")
-@click.option("--n-boot", type=click.IntRange(min=10), default=200, show_default=True,
-              help="Bootstrap resamples for the diagnostics' intervals.")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Output folder (default: RUN_DIR/report).",
+)
+@click.option(
+    "--strategy",
+    "strategies",
+    multiple=True,
+    help="Strategy code to include (repeatable; default: all in the run).",
+)
+@click.option(
+    "--classifier",
+    "classifiers",
+    multiple=True,
+    help="Classifier code to include (repeatable; default: all in the run).",
+)
+@click.option(
+    "--n-boot",
+    type=click.IntRange(min=10),
+    default=200,
+    show_default=True,
+    help="Bootstrap resamples for the diagnostics' intervals.",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
-@click.option("--top-sets", type=click.IntRange(min=1), default=20, show_default=True,
-              help="Most frequent prediction sets shown in the multiset chart.")
-@click.option("--min-count", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Sets seen fewer times are left out of the multiset chart.")
-@click.option("--progress/--no-progress", default=None,
-              help="Progress bar on stderr. [default: only when stderr is a terminal]")
-def report_command(run_dir: Path, out: Path | None, strategies: tuple[str, ...],
-                   classifiers: tuple[str, ...], n_boot: int, seed: int, top_sets: int,
-                   min_count: int, progress: bool | None) -> None:
+@click.option(
+    "--top-sets",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="Most frequent prediction sets shown in the multiset chart.",
+)
+@click.option(
+    "--min-count",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Sets seen fewer times are left out of the multiset chart.",
+)
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Progress bar on stderr. [default: only when stderr is a terminal]",
+)
+def report_command(
+    run_dir: Path,
+    out: Path | None,
+    strategies: tuple[str, ...],
+    classifiers: tuple[str, ...],
+    n_boot: int,
+    seed: int,
+    top_sets: int,
+    min_count: int,
+    progress: bool | None,
+) -> None:
     """Build an HTML report (report.html + figures/) from a run folder."""
     from mueval.report.build import build_report  # matplotlib only when needed
 
     run = _read(run_dir)
     present_s = set(run.predictions["strategy"])
     present_c = set(run.predictions["classifier"])
-    for opt, asked, present in (("--strategy", strategies, present_s),
-                                ("--classifier", classifiers, present_c)):
+    for opt, asked, present in (
+        ("--strategy", strategies, present_s),
+        ("--classifier", classifiers, present_c),
+    ):
         unknown = sorted(set(asked) - present)
         if unknown:
             msg = f"{unknown} not in the run; choose from {sorted(present)}"
             raise click.BadParameter(msg, param_hint=opt)
     target = out if out is not None else run_dir / "report"
-    result = build_report(run, target, strategies=strategies or None,
-                          classifiers=classifiers or None, n_boot=n_boot, seed=seed,
-                          top_sets=top_sets, min_count=min_count,
-                          progress=sys.stderr.isatty() if progress is None else progress)
+    result = build_report(
+        run,
+        target,
+        strategies=strategies or None,
+        classifiers=classifiers or None,
+        n_boot=n_boot,
+        seed=seed,
+        top_sets=top_sets,
+        min_count=min_count,
+        progress=sys.stderr.isatty() if progress is None else progress,
+    )
     n_png = sum(1 for p in result.figures if p.suffix == ".png")
     click.echo(f"wrote {result.html} ({n_png} figures as PNG and SVG in {target / 'figures'})")
     for w in result.warnings:
@@ -77,12 +140,26 @@ def report_command(run_dir: Path, out: Path | None, strategies: tuple[str, ...],
 
 
 @click.command("compare", cls=Command)
-@click.argument("run_dirs", nargs=-1, required=True,
-                type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--metric", type=click.Choice(_METRICS), default="coverage", show_default=True,
-              help="Metric compared between strategies.")
-@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write the table as CSV here.")
+@click.argument(
+    "run_dirs",
+    nargs=-1,
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+)
+@click.option(
+    "--metric",
+    type=click.Choice(_METRICS),
+    default="coverage",
+    show_default=True,
+    help="Metric compared between strategies.",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the table as CSV here.",
+)
 def compare_command(run_dirs: tuple[Path, ...], metric: str, out: Path | None) -> None:
     """Test differences between strategies in one or more run folders of one dataset.
 
@@ -100,8 +177,16 @@ def compare_command(run_dirs: tuple[Path, ...], metric: str, out: Path | None) -
     for col in ("mean_a", "mean_b", "statistic", "df"):
         shown[col] = shown[col].map(lambda v: f"{v:.4g}")
     shown["p_value"] = shown["p_value"].map(lambda v: f"{v:.3g}")
-    with pd.option_context("display.max_rows", None, "display.max_columns", None,
-                           "display.width", 250, "display.max_colwidth", 70):
+    with pd.option_context(
+        "display.max_rows",
+        None,
+        "display.max_columns",
+        None,
+        "display.width",
+        250,
+        "display.max_colwidth",
+        70,
+    ):
         click.echo(f"metric: {metric}")
         click.echo(shown.to_string(index=False))
     notes = table[table.note != ""][["classifier", "strategy_a", "strategy_b", "test", "note"]]
@@ -120,8 +205,7 @@ def _write_csv(table: pd.DataFrame, out: Path) -> None:
         msg = f"cannot write the comparison table to {out}: {folder} is not a folder"
         raise click.ClickException(msg)
     try:
-        write_atomic(folder, out.name,
-                     lambda p: neutralise_formulas(table).to_csv(p, index=False))
+        write_atomic(folder, out.name, lambda p: neutralise_formulas(table).to_csv(p, index=False))
     except OSError as exc:  # OutputError included
         msg = f"cannot write the comparison table to {out}: {exc}"
         raise click.ClickException(msg) from exc

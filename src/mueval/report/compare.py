@@ -115,8 +115,15 @@ def study_t_test(a: Sequence[float], b: Sequence[float]) -> TestResult:
     """
     x, y = _clean(a, "a"), _clean(b, "b")
     if x.size < 2 or y.size < 2:
-        return TestResult(STUDY_TEST, np.nan, np.nan, np.nan, "n/a", min(x.size, y.size),
-                          "fewer than 2 iterations")
+        return TestResult(
+            STUDY_TEST,
+            np.nan,
+            np.nan,
+            np.nan,
+            "n/a",
+            min(x.size, y.size),
+            "fewer than 2 iterations",
+        )
     if np.var(x) == 0 and np.var(y) == 0:
         note = "both samples constant"
         return TestResult(STUDY_TEST, np.nan, np.nan, np.nan, "n/a", min(x.size, y.size), note)
@@ -127,8 +134,9 @@ def study_t_test(a: Sequence[float], b: Sequence[float]) -> TestResult:
     p = float(res.pvalue)
     # scipy warns of precision loss on near-identical samples: say so in the table.
     note = "; ".join(sorted({str(w.message).split(".")[0] for w in caught}))
-    return TestResult(STUDY_TEST, float(res.statistic), df, p, star_label(p),
-                      min(x.size, y.size), note)
+    return TestResult(
+        STUDY_TEST, float(res.statistic), df, p, star_label(p), min(x.size, y.size), note
+    )
 
 
 def corrected_resampled_t_test(
@@ -150,7 +158,9 @@ def corrected_resampled_t_test(
     x = np.asarray(a, dtype=float).ravel()
     y = np.asarray(b, dtype=float).ravel()
     if x.shape != y.shape:
-        msg = f"corrected t-test: expected paired values of equal length, found {x.size} and {y.size}"
+        msg = (
+            f"corrected t-test: expected paired values of equal length, found {x.size} and {y.size}"
+        )
         raise DataError(msg)
     if not np.isfinite(test_train_ratio) or test_train_ratio < 0:
         msg = f"corrected t-test: expected n_test/n_train >= 0, found {test_train_ratio}"
@@ -159,22 +169,28 @@ def corrected_resampled_t_test(
     d = d[np.isfinite(d)]
     j = d.size
     if j < 2:
-        return TestResult(CORRECTED_TEST, np.nan, np.nan, np.nan, "n/a", j,
-                          "fewer than 2 paired iterations")
+        return TestResult(
+            CORRECTED_TEST, np.nan, np.nan, np.nan, "n/a", j, "fewer than 2 paired iterations"
+        )
     var = float(np.var(d, ddof=1))
     # Rounding leaves a tiny variance on equal differences; that is no evidence.
     if var == 0 or np.allclose(d, d[0], rtol=1e-9, atol=1e-12):
-        return TestResult(CORRECTED_TEST, np.nan, j - 1, np.nan, "n/a", j,
-                          "differences constant across iterations")
+        return TestResult(
+            CORRECTED_TEST,
+            np.nan,
+            j - 1,
+            np.nan,
+            "n/a",
+            j,
+            "differences constant across iterations",
+        )
     t = float(d.mean() / np.sqrt((1.0 / j + test_train_ratio) * var))
     p = float(2.0 * stats.t.sf(abs(t), df=j - 1))
     note = f"n_test/n_train = {test_train_ratio:.3g}"
     return TestResult(CORRECTED_TEST, t, float(j - 1), p, star_label(p), j, note)
 
 
-def wilcoxon_over_users(
-    a: Mapping[object, float], b: Mapping[object, float]
-) -> TestResult:
+def wilcoxon_over_users(a: Mapping[object, float], b: Mapping[object, float]) -> TestResult:
     """Wilcoxon signed-rank test on per-user values, paired by user.
 
     Parameters
@@ -188,20 +204,26 @@ def wilcoxon_over_users(
     y = np.array([b[u] for u in users], dtype=float)
     n = len(users)
     if n < 2:
-        return TestResult(WILCOXON_TEST, np.nan, np.nan, np.nan, "n/a", n,
-                          "fewer than 2 users in both")
+        return TestResult(
+            WILCOXON_TEST, np.nan, np.nan, np.nan, "n/a", n, "fewer than 2 users in both"
+        )
     if np.all(x == y):
-        return TestResult(WILCOXON_TEST, np.nan, np.nan, np.nan, "n/a", n,
-                          "every user has the same value under both")
+        return TestResult(
+            WILCOXON_TEST,
+            np.nan,
+            np.nan,
+            np.nan,
+            "n/a",
+            n,
+            "every user has the same value under both",
+        )
     res = stats.wilcoxon(x, y)
     p = float(res.pvalue)
     note = "exact" if n <= 50 else "normal approximation"
     return TestResult(WILCOXON_TEST, float(res.statistic), np.nan, p, star_label(p), n, note)
 
 
-def resampling_ratio(
-    strategy: str, splits: pd.DataFrame, n_rows: int
-) -> tuple[float, str]:
+def resampling_ratio(strategy: str, splits: pd.DataFrame, n_rows: int) -> tuple[float, str]:
     """n_test / n_train of one strategy's resampling, and how it was obtained.
 
     Uses a ``n_train`` column of ``splits`` if present. Otherwise n_train is
@@ -258,7 +280,9 @@ def per_iteration_values(splits: pd.DataFrame, metric: str) -> pd.DataFrame:
         mean over users (NaN skipped).
     """
     if metric not in splits.columns:
-        msg = f"splits.parquet: expected a column for metric {metric!r}, found {list(splits.columns)}"
+        msg = (
+            f"splits.parquet: expected a column for metric {metric!r}, found {list(splits.columns)}"
+        )
         raise DataError(msg)
     keys = ["strategy", "classifier", "iteration"]
     if "seed" in splits.columns:
@@ -355,13 +379,17 @@ def compare_strategies(
                     va.loc[common].to_numpy(), vb.loc[common].to_numpy(), ratio
                 ),
                 wilcoxon_over_users(
-                    dict(zip(ua.user, ua.value)), dict(zip(ub.user, ub.value))
+                    dict(zip(ua.user, ua.value, strict=True)),
+                    dict(zip(ub.user, ub.value, strict=True)),
                 ),
             ]
             how = ratios[sa][1] if ratios[sa][0] >= ratios[sb][0] else ratios[sb][1]
-            results[1] = replace(results[1], note=f"{results[1].note}; larger of the two "
-                                 f"strategies' ratios; {sa}/{sb} ratios "
-                                 f"{ratios[sa][0]:.3g}/{ratios[sb][0]:.3g}; {how}")
+            results[1] = replace(
+                results[1],
+                note=f"{results[1].note}; larger of the two "
+                f"strategies' ratios; {sa}/{sb} ratios "
+                f"{ratios[sa][0]:.3g}/{ratios[sb][0]:.3g}; {how}",
+            )
             for res in results:
                 row = {
                     "classifier": clf,
@@ -372,8 +400,20 @@ def compare_strategies(
                 }
                 row.update(res.as_dict())
                 rows.append(row)
-    columns = ["classifier", "strategy_a", "strategy_b", "mean_a", "mean_b", "test",
-               "statistic", "df", "p_value", "stars", "n", "note"]
+    columns = [
+        "classifier",
+        "strategy_a",
+        "strategy_b",
+        "mean_a",
+        "mean_b",
+        "test",
+        "statistic",
+        "df",
+        "p_value",
+        "stars",
+        "n",
+        "note",
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -406,7 +446,9 @@ def run_labels(paths: Sequence[Path]) -> list[str]:
             raise UsageError(msg)
     depth = [1] * len(real)
     while True:
-        labels = ["/".join(r.parts[-d:]).lstrip("/") or "/" for r, d in zip(real, depth)]
+        labels = [
+            "/".join(r.parts[-d:]).lstrip("/") or "/" for r, d in zip(real, depth, strict=True)
+        ]
         clashes = {label for label in labels if labels.count(label) > 1}
         if not clashes:
             return [_printable(label) for label in labels]
@@ -467,8 +509,10 @@ def merge_runs(
     """
     hashes = {r.run["dataset"].get("provenance_sha256") for r in runs}
     if len(hashes) > 1:
-        names = ", ".join(f"{label}: {r.run['dataset'].get('name')}"
-                          for label, r in zip(labels, runs))
+        names = ", ".join(
+            f"{label}: {r.run['dataset'].get('name')}"
+            for label, r in zip(labels, runs, strict=True)
+        )
         msg = f"runs evaluate different datasets ({names}); compare runs of one dataset"
         raise DataError(msg)
     # Runs at other levels or with other scores answer other questions; comparing
@@ -477,8 +521,10 @@ def merge_runs(
     for key in ("alpha", "score", "threshold", "mondrian", "split"):
         values = {str(r.run.get("config", {}).get(key)) for r in runs}
         if len(values) > 1:
-            found = ", ".join(f"{label}: {r.run.get('config', {}).get(key)}"
-                              for label, r in zip(labels, runs))
+            found = ", ".join(
+                f"{label}: {r.run.get('config', {}).get(key)}"
+                for label, r in zip(labels, runs, strict=True)
+            )
             notes.append(f"the runs differ in {key} ({found})")
     seen: dict[str, int] = {}
     for r in runs:
@@ -486,7 +532,7 @@ def merge_runs(
             seen[s] = seen.get(s, 0) + 1
     splits, preds = [], []
     columns = ["strategy", "classifier", "iteration", "userid", "covered", "set_size"]
-    for label, r in zip(labels, runs):
+    for label, r in zip(labels, runs, strict=True):
         sp, pr = r.splits.copy(), r.predictions[columns].copy()
         if len(runs) > 1:
             rename = {s: f"{label}/{s}" for s in seen if seen[s] > 1}
@@ -517,7 +563,10 @@ def compare_runs(runs: Sequence[RunFolder], *, metric: str = "coverage") -> Comp
     table = compare_strategies(splits, preds, n_rows, metric=metric)
     if table.empty:
         found = ", ".join(dict.fromkeys(splits["strategy"])) or "none"
-        where = [label if r.path == UNSAVED else str(r.path) for label, r in zip(labels, runs)]
+        where = [
+            label if r.path == UNSAVED else str(r.path)
+            for label, r in zip(labels, runs, strict=True)
+        ]
         msg = (
             f"nothing to compare: expected at least two strategies evaluated with one "
             f"classifier in {', '.join(where)}, found strategies: {found} "

@@ -96,8 +96,11 @@ def heatmap_figure(
     im = ax.imshow(masked, cmap=cmap, vmin=vmin, vmax=vmax, interpolation="nearest")
     nan_cells = np.argwhere(~np.isfinite(m))
     for r, c in nan_cells:
-        ax.add_patch(plt.Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, hatch="///",
-                                   edgecolor="#888888", linewidth=0))
+        ax.add_patch(
+            plt.Rectangle(
+                (c - 0.5, r - 0.5), 1, 1, fill=False, hatch="///", edgecolor="#888888", linewidth=0
+            )
+        )
     ax.set_xticks(range(k), labels=classes, rotation=60, ha="right", rotation_mode="anchor")
     ax.set_yticks(range(k), labels=classes)
     ax.set_xlabel(xlabel)
@@ -116,22 +119,39 @@ def heatmap_figure(
                     colour = "black" if lum[r, c] > 0.5 else "white"
                     # Out of the layout: cells cannot overflow, and measuring
                     # hundreds of texts dominates the drawing time.
-                    ax.text(c, r, f"{m[r, c]:.2f}", ha="center", va="center",
-                            fontsize=7, color=colour, in_layout=False)
+                    ax.text(
+                        c,
+                        r,
+                        f"{m[r, c]:.2f}",
+                        ha="center",
+                        va="center",
+                        fontsize=7,
+                        color=colour,
+                        in_layout=False,
+                    )
     if len(nan_cells):
-        ax.legend(handles=[Patch(facecolor="#d9d9d9", hatch="///", edgecolor="#888888",
-                                 label=nan_label)],
-                  loc="upper left", bbox_to_anchor=(0.0, -0.18 - 0.004 * k), fontsize=8,
-                  frameon=False)
+        ax.legend(
+            handles=[Patch(facecolor="#d9d9d9", hatch="///", edgecolor="#888888", label=nan_label)],
+            loc="upper left",
+            bbox_to_anchor=(0.0, -0.18 - 0.004 * k),
+            fontsize=8,
+            frameon=False,
+        )
     return fig
 
 
 @_plain_text
-def cooccurrence_matrix_figure(colnorm: np.ndarray, classes: Sequence[str], *, title: str) -> Figure:
+def cooccurrence_matrix_figure(
+    colnorm: np.ndarray, classes: Sequence[str], *, title: str
+) -> Figure:
     """The study's co-occurrence matrix: pair counts, diagonal zero, columns sum to 1."""
     return heatmap_figure(
-        colnorm, classes, title=title, xlabel="class (column sums to 1)",
-        ylabel="class in the same set", cbar_label="share of the column's co-occurrences",
+        colnorm,
+        classes,
+        title=title,
+        xlabel="class (column sums to 1)",
+        ylabel="class in the same set",
+        cbar_label="share of the column's co-occurrences",
         cmap="magma",
     )
 
@@ -143,8 +163,13 @@ def confusion_figure(
     """Column-normalised confusion matrix, rows predicted, columns true."""
     label = "share of the true class's errors" if zero_diagonal else "share of the true class"
     return heatmap_figure(
-        cm, classes, title=title, xlabel="true class", ylabel="predicted class",
-        cbar_label=label, cmap="Blues",
+        cm,
+        classes,
+        title=title,
+        xlabel="true class",
+        ylabel="predicted class",
+        cbar_label=label,
+        cmap="Blues",
         nan_label="no row (or no error) of this true class",
     )
 
@@ -165,12 +190,24 @@ def cooccurrence_graph_figure(counts: np.ndarray, classes: Sequence[str], *, tit
     for i in range(k):
         for j in range(i + 1, k):
             if c[i, j] > 0:
-                ax.plot(xy[[i, j], 0], xy[[i, j], 1], color="#4c72b0",
-                        linewidth=0.5 + 9.5 * c[i, j] / top, alpha=0.6, zorder=1)
+                ax.plot(
+                    xy[[i, j], 0],
+                    xy[[i, j], 1],
+                    color="#4c72b0",
+                    linewidth=0.5 + 9.5 * c[i, j] / top,
+                    alpha=0.6,
+                    zorder=1,
+                )
     degree = c.sum(axis=1)
     dmax = degree.max() if degree.max() > 0 else 1.0
-    ax.scatter(xy[:, 0], xy[:, 1], s=60 + 1400 * degree / dmax, color="#dd8452",
-               edgecolor="black", zorder=2)
+    ax.scatter(
+        xy[:, 0],
+        xy[:, 1],
+        s=60 + 1400 * degree / dmax,
+        color="#dd8452",
+        edgecolor="black",
+        zorder=2,
+    )
     for i, name in enumerate(classes):
         ax.annotate(name, xy[i] * 1.16, ha="center", va="center", fontsize=9, in_layout=False)
     ax.set_xlim(-1.45, 1.45)
@@ -178,8 +215,7 @@ def cooccurrence_graph_figure(counts: np.ndarray, classes: Sequence[str], *, tit
     ax.set_aspect("equal")
     ax.axis("off")
     ax.set_title(title)
-    note = (f"edge width: pair count (max {int(top)}); "
-            f"node size: weighted degree (max {int(dmax)})")
+    note = f"edge width: pair count (max {int(top)}); node size: weighted degree (max {int(dmax)})"
     ax.text(0.5, 0.0, note, transform=ax.transAxes, ha="center", fontsize=8)
     return fig
 
@@ -212,21 +248,27 @@ def multiset_figure(
     width = max(6.0, 0.38 * len(shown) + 3.0)
     height = 3.2 + 0.26 * k
     fig, (ax_bar, ax_dot) = plt.subplots(
-        2, 1, figsize=(width, height), sharex=True, layout="constrained",
+        2,
+        1,
+        figsize=(width, height),
+        sharex=True,
+        layout="constrained",
         gridspec_kw={"height_ratios": [1.2, max(1.0, 0.1 * k)]},
     )
     x = np.arange(len(shown))
     shares = np.array([f / n for _, f in shown]) if shown else np.zeros(0)
     ax_bar.bar(x, shares, color="#4c72b0")
-    for xi, (_, f) in zip(x, shown):
+    for xi, (_, f) in zip(x, shown, strict=True):
         ax_bar.text(xi, f / n, str(f), ha="center", va="bottom", fontsize=7)
     ax_bar.set_ylabel("share of sets")
     covered = sum(f for _, f in shown)
-    ax_bar.set_title(f"{title}\n{len(shown)} most frequent of {len(freq)} distinct sets "
-                     f"(count >= {min_count}), covering {covered} of {n} rows")
+    ax_bar.set_title(
+        f"{title}\n{len(shown)} most frequent of {len(freq)} distinct sets "
+        f"(count >= {min_count}), covering {covered} of {n} rows"
+    )
     ax_dot.set_yticks(range(k), labels=classes)
     ax_dot.set_ylim(k - 0.5, -0.5)
-    for xi, (members, _) in zip(x, shown):
+    for xi, (members, _) in zip(x, shown, strict=True):
         on = np.flatnonzero(np.asarray(members))
         ax_dot.scatter(np.full(k, xi), np.arange(k), s=18, color="#dddddd", zorder=1)
         if on.size:
@@ -266,8 +308,13 @@ def coverage_boxplot_figure(
     for i, d in enumerate(data, start=1):
         jitter = np.linspace(-0.12, 0.12, d.size) if d.size > 1 else np.zeros(d.size)
         ax.scatter(i + jitter, d, s=10, color=_COLOURS[(i - 1) % 10], alpha=0.7, zorder=3)
-    ax.axhline(target, color="crimson", linestyle="--", linewidth=1.2,
-               label=f"target 1 - alpha = {target:.2f}")
+    ax.axhline(
+        target,
+        color="crimson",
+        linestyle="--",
+        linewidth=1.2,
+        label=f"target 1 - alpha = {target:.2f}",
+    )
     finite = np.concatenate([d[np.isfinite(d)] for d in data] + [np.array([target])])
     lo, hi = float(finite.min()), float(finite.max())
     span = max(hi - lo, 0.02)
@@ -278,8 +325,12 @@ def coverage_boxplot_figure(
         if sa not in pos or sb not in pos:
             continue
         xa, xb = pos[sa], pos[sb]
-        ax.plot([xa, xa, xb, xb], [level - step / 3, level, level, level - step / 3],
-                color="black", linewidth=0.8)
+        ax.plot(
+            [xa, xa, xb, xb],
+            [level - step / 3, level, level, level - step / 3],
+            color="black",
+            linewidth=0.8,
+        )
         ax.text((xa + xb) / 2, level, stars, ha="center", va="bottom", fontsize=9)
         level += step
     ax.set_ylim(lo - step, level + step)
@@ -302,18 +353,26 @@ def setsize_lollipop_figure(summary: pd.DataFrame, *, title: str) -> Figure:
     """
     clfs = list(dict.fromkeys(summary["classifier_label"]))
     strats = list(dict.fromkeys(summary["strategy_label"]))
-    fig, ax = plt.subplots(figsize=(7.5, 1.0 + 0.55 * len(clfs) * max(len(strats), 1) ** 0.5 + 1.5),
-                           layout="constrained")
+    fig, ax = plt.subplots(
+        figsize=(7.5, 1.0 + 0.55 * len(clfs) * max(len(strats), 1) ** 0.5 + 1.5),
+        layout="constrained",
+    )
     band = 0.8 / max(len(strats), 1)
     for si, strat in enumerate(strats):
         sub = summary[summary["strategy_label"] == strat]
         for _, row in sub.iterrows():
             y = clfs.index(row["classifier_label"]) - 0.4 + band * (si + 0.5)
             ax.hlines(y, 0, row["mean"], color=_COLOURS[si % 10], linewidth=1.5)
-            ax.errorbar(row["mean"], y, xerr=row["sd"] if np.isfinite(row["sd"]) else None,
-                        fmt="o", color=_COLOURS[si % 10], capsize=3, markersize=6,
-                        label=strat if row["classifier_label"] == sub["classifier_label"].iloc[0]
-                        else None)
+            ax.errorbar(
+                row["mean"],
+                y,
+                xerr=row["sd"] if np.isfinite(row["sd"]) else None,
+                fmt="o",
+                color=_COLOURS[si % 10],
+                capsize=3,
+                markersize=6,
+                label=strat if row["classifier_label"] == sub["classifier_label"].iloc[0] else None,
+            )
     ax.set_yticks(range(len(clfs)), labels=clfs)
     ax.invert_yaxis()
     ax.set_xlabel("mean prediction set size (classes), +- SD over iterations")
@@ -343,23 +402,38 @@ def per_user_figure(
     """
     users = sorted(per_user["user"].unique())
     strats = list(dict.fromkeys(per_user["strategy_label"]))
-    fig, ax = plt.subplots(figsize=(max(6.5, 0.45 * len(users) * max(1, len(strats)) ** 0.5 + 3),
-                                    4.8), layout="constrained")
+    fig, ax = plt.subplots(
+        figsize=(max(6.5, 0.45 * len(users) * max(1, len(strats)) ** 0.5 + 3), 4.8),
+        layout="constrained",
+    )
     width = 0.7 / max(len(strats), 1)
     for si, strat in enumerate(strats):
         sub = per_user[per_user["strategy_label"] == strat].set_index("user").reindex(users)
         x = np.arange(len(users)) - 0.35 + width * (si + 0.5)
         colour = _COLOURS[si % 10]
         sd = sub["sd"].fillna(0).to_numpy()
-        ax.errorbar(x, sub["value"], yerr=sd, fmt="o", color=colour, capsize=2,
-                    markersize=5, label=strat)
+        ax.errorbar(
+            x, sub["value"], yerr=sd, fmt="o", color=colour, capsize=2, markersize=5, label=strat
+        )
         if target is not None:
             below = sub["value"].to_numpy() < target
-            ax.scatter(x[below], sub["value"].to_numpy()[below], s=110, facecolor="none",
-                       edgecolor="crimson", linewidth=1.5, zorder=4)
+            ax.scatter(
+                x[below],
+                sub["value"].to_numpy()[below],
+                s=110,
+                facecolor="none",
+                edgecolor="crimson",
+                linewidth=1.5,
+                zorder=4,
+            )
     if target is not None:
-        ax.axhline(target, color="crimson", linestyle="--", linewidth=1.2,
-                   label=f"target 1 - alpha = {target:.2f} (circled: below)")
+        ax.axhline(
+            target,
+            color="crimson",
+            linestyle="--",
+            linewidth=1.2,
+            label=f"target 1 - alpha = {target:.2f} (circled: below)",
+        )
     ax.set_xticks(range(len(users)), labels=[str(u) for u in users])
     ax.set_xlabel("user")
     ax.set_ylabel(ylabel)
@@ -406,15 +480,17 @@ def save_figure(fig: Figure, stem: Path, *, dpi: int = 100) -> tuple[Path, Path]
     """
     stem.parent.mkdir(parents=True, exist_ok=True)
     try:
-        png = write_atomic(stem.parent, f"{stem.name}.png",
-                           lambda path: fig.savefig(path, dpi=dpi, format="png"))
+        png = write_atomic(
+            stem.parent, f"{stem.name}.png", lambda path: fig.savefig(path, dpi=dpi, format="png")
+        )
         # The layout is settled by the first drawing; re-solving it for the SVG only
         # costs time (it is the slowest part of drawing).
         fig.set_layout_engine("none")
         # Text as SVG text, not outlines: smaller files, selectable labels, faster.
         with matplotlib.rc_context({"svg.fonttype": "none"}):
-            svg = write_atomic(stem.parent, f"{stem.name}.svg",
-                               lambda path: fig.savefig(path, format="svg"))
+            svg = write_atomic(
+                stem.parent, f"{stem.name}.svg", lambda path: fig.savefig(path, format="svg")
+            )
     finally:
         plt.close(fig)
     return png, svg

@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
-    "Section", "esc", "figure_html", "list_html", "note_html", "render_page", "table_html",
+    "Section",
+    "esc",
+    "figure_html",
+    "list_html",
+    "note_html",
+    "render_page",
+    "table_html",
     "warning_html",
 ]
 
@@ -86,7 +92,9 @@ def _cell(value: object) -> str:
     return f"<td>{esc(value)}</td>"
 
 
-def table_html(headers: Sequence[str], rows: Iterable[Sequence[object]], *, caption: str = "") -> str:
+def table_html(
+    headers: Sequence[str], rows: Iterable[Sequence[object]], *, caption: str = ""
+) -> str:
     """A table; every header and cell escaped, floats printed to 4 significant digits."""
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>" for row in rows)
@@ -139,7 +147,7 @@ def render_page(title: str, intro: Sequence[str], sections: Sequence[Section]) -
         parts.extend(s.body)
         parts.append("</section>")
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{esc(title)}</title><style>{_STYLE}</style>"
         f"<script>{_SCRIPT}</script></head><body>"
         f"<h1>{esc(title)}</h1>{''.join(intro)}<nav><h2>Contents</h2><ul>{toc}</ul></nav>"

@@ -211,7 +211,9 @@ def soft_confusion(scores: np.ndarray, y_true: np.ndarray) -> np.ndarray:
         raise DataError(msg)
     y = _as_labels(y_true, s.shape[1], "y_true")
     if y.size != s.shape[0]:
-        msg = f"scores and y_true: expected the same number of rows, found {s.shape[0]} and {y.size}"
+        msg = (
+            f"scores and y_true: expected the same number of rows, found {s.shape[0]} and {y.size}"
+        )
         raise DataError(msg)
     k = s.shape[1]
     sums = np.zeros((k, k))

@@ -68,15 +68,20 @@ def _check_codes_of(path: object, frame: pd.DataFrame) -> None:
         values = pd.unique(frame[column])
         unknown = [v for v in values if not (isinstance(v, str) and v in known)]
         if unknown:
-            msg = (f"{path}: {column} {_show(unknown[0])} is not a {column} code of mueval "
-                   f"(expected one of {', '.join(known)})")
+            msg = (
+                f"{path}: {column} {_show(unknown[0])} is not a {column} code of mueval "
+                f"(expected one of {', '.join(known)})"
+            )
             raise _error(msg)
 
 
 def _check_codes(run: RunFolder) -> None:
     """Strategy and classifier values are codes of mueval, in every file."""
-    for name, frame in (("predictions.parquet", run.predictions), ("splits.parquet", run.splits),
-                        ("summary.csv", run.summary)):
+    for name, frame in (
+        ("predictions.parquet", run.predictions),
+        ("splits.parquet", run.splits),
+        ("summary.csv", run.summary),
+    ):
         _check_codes_of(run.path / name, frame)
 
 
@@ -103,8 +108,10 @@ def _whole_or_null(column: pa.ChunkedArray) -> bool:
 def _check_types(run: RunFolder, preds: pa.Table) -> None:
     path = run.path / "predictions.parquet"
     expected = {
-        "y_true": _is_text, "y_pred": _is_text,
-        "set_size": pa.types.is_integer, "covered": pa.types.is_boolean,
+        "y_true": _is_text,
+        "y_pred": _is_text,
+        "set_size": pa.types.is_integer,
+        "covered": pa.types.is_boolean,
         "iteration": pa.types.is_integer,
     }
     for column, test in expected.items():
@@ -113,8 +120,7 @@ def _check_types(run: RunFolder, preds: pa.Table) -> None:
             msg = f"{path}: column {column} is of type {kind}, not the type mueval writes"
             raise _error(msg)
     kind = preds.schema.field("pred_set").type
-    if not ((pa.types.is_list(kind) or pa.types.is_large_list(kind))
-            and _is_text(kind.value_type)):
+    if not ((pa.types.is_list(kind) or pa.types.is_large_list(kind)) and _is_text(kind.value_type)):
         msg = f"{path}: column pred_set is of type {kind}; expected lists of class names"
         raise _error(msg)
     kind = preds.schema.field("seed").type
@@ -127,18 +133,33 @@ def _check_types(run: RunFolder, preds: pa.Table) -> None:
         msg = f"{path}: column userid is of type {kind}; expected whole numbers or text"
         raise _error(msg)
     kind = preds.schema.field("target_user").type
-    if not (pa.types.is_integer(kind) or pa.types.is_null(kind) or _is_text(kind)
-            or (pa.types.is_floating(kind) and _whole_or_null(preds.column("target_user")))):
+    if not (
+        pa.types.is_integer(kind)
+        or pa.types.is_null(kind)
+        or _is_text(kind)
+        or (pa.types.is_floating(kind) and _whole_or_null(preds.column("target_user")))
+    ):
         msg = f"{path}: column target_user is of type {kind}; expected whole numbers or text"
         raise _error(msg)
     for column in ("p_values", "proba"):
         kind = preds.schema.field(column).type
-        if not ((pa.types.is_list(kind) or pa.types.is_large_list(kind))
-                and pa.types.is_floating(kind.value_type)):
+        if not (
+            (pa.types.is_list(kind) or pa.types.is_large_list(kind))
+            and pa.types.is_floating(kind.value_type)
+        ):
             msg = f"{path}: column {column} is of type {kind}; expected lists of numbers"
             raise _error(msg)
-    for column in ("y_true", "y_pred", "pred_set", "set_size", "covered", "iteration", "userid",
-                   "p_values", "proba"):
+    for column in (
+        "y_true",
+        "y_pred",
+        "pred_set",
+        "set_size",
+        "covered",
+        "iteration",
+        "userid",
+        "p_values",
+        "proba",
+    ):
         nulls = preds.column(column).is_null().to_numpy(zero_copy_only=False)
         if nulls.any():
             msg = f"{path}: {_row(run, np.argmax(nulls))}: {column} is empty"
@@ -153,8 +174,10 @@ def _check_labels(run: RunFolder, preds: pa.Table) -> None:
         inside = pc.is_in(values, value_set=_classes(run, values)).to_numpy(zero_copy_only=False)
         if not inside.all():
             i = int(np.argmin(inside))
-            msg = (f"{path}: {_row(run, i)}: {column} {_show(values[i].as_py())} is not a class "
-                   f"of run.json")
+            msg = (
+                f"{path}: {_row(run, i)}: {column} {_show(values[i].as_py())} is not a class "
+                f"of run.json"
+            )
             raise _error(msg)
     k = len(run.classes)
     for column in ("p_values", "proba"):
@@ -163,8 +186,10 @@ def _check_labels(run: RunFolder, preds: pa.Table) -> None:
         wrong = np.flatnonzero(width != k)
         if wrong.size:
             i = int(wrong[0])
-            msg = (f"{path}: {_row(run, i)}: {column} holds {int(width[i])} values; expected "
-                   f"one per class of run.json ({k})")
+            msg = (
+                f"{path}: {_row(run, i)}: {column} holds {int(width[i])} values; expected "
+                f"one per class of run.json ({k})"
+            )
             raise _error(msg)
 
 
@@ -182,8 +207,10 @@ def _set_members(run: RunFolder, preds: pa.Table) -> tuple[np.ndarray, np.ndarra
     index = pc.index_in(flat, value_set=_classes(run, flat)).to_numpy(zero_copy_only=False)
     bad = np.flatnonzero(np.isnan(index.astype(float)))  # not a class (or empty)
     if bad.size:
-        msg = (f"{path}: {_row(run, parents[bad[0]])}: pred_set holds "
-               f"{_show(flat[int(bad[0])].as_py())}, not a class of run.json")
+        msg = (
+            f"{path}: {_row(run, parents[bad[0]])}: pred_set holds "
+            f"{_show(flat[int(bad[0])].as_py())}, not a class of run.json"
+        )
         raise _error(msg)
     index = index.astype(np.int64)
     k = len(run.classes)
@@ -191,8 +218,9 @@ def _set_members(run: RunFolder, preds: pa.Table) -> tuple[np.ndarray, np.ndarra
     twice = pd.Series(keys).duplicated().to_numpy()
     if twice.any():
         first = keys[np.argmax(twice)]
-        msg = (f"{path}: {_row(run, first // k)}: pred_set names "
-               f"{_show(run.classes[first % k])} twice")
+        msg = (
+            f"{path}: {_row(run, first // k)}: pred_set names {_show(run.classes[first % k])} twice"
+        )
         raise _error(msg)
     return parents, index
 
@@ -206,8 +234,10 @@ def _check_target_users(run: RunFolder) -> None:
     wrong = np.flatnonzero(((target != "") & (target != user)).to_numpy())
     if wrong.size:
         i = int(wrong[0])
-        msg = (f"{path}: {_row(run, i)}: userid {_show(user.iloc[i])} is not the target "
-               f"user {_show(target.iloc[i])}")
+        msg = (
+            f"{path}: {_row(run, i)}: userid {_show(user.iloc[i])} is not the target "
+            f"user {_show(target.iloc[i])}"
+        )
         raise _error(msg)
 
 
@@ -224,8 +254,10 @@ def _check_rows(run: RunFolder, preds: pa.Table) -> None:
     wrong = np.flatnonzero(size != lengths)
     if wrong.size:
         i = int(wrong[0])
-        msg = (f"{path}: {_row(run, i)}: set_size is {int(size[i])}, but pred_set holds "
-               f"{int(lengths[i])} classes")
+        msg = (
+            f"{path}: {_row(run, i)}: set_size is {int(size[i])}, but pred_set holds "
+            f"{int(lengths[i])} classes"
+        )
         raise _error(msg)
     y_true = preds.column("y_true").combine_chunks()
     y_index = pc.index_in(y_true, value_set=_classes(run, y_true))
@@ -237,13 +269,16 @@ def _check_rows(run: RunFolder, preds: pa.Table) -> None:
     if wrong.size:
         i = int(wrong[0])
         where = "is" if holds[i] else "is not"
-        msg = (f"{path}: {_row(run, i)}: covered is {bool(covered[i])}, but y_true "
-               f"{_show(run.classes[y_index[i]])} {where} in pred_set")
+        msg = (
+            f"{path}: {_row(run, i)}: covered is {bool(covered[i])}, but y_true "
+            f"{_show(run.classes[y_index[i]])} {where} in pred_set"
+        )
         raise _error(msg)
 
 
 def _user_key(values: pd.Series) -> pd.Series:
     """User ids as text, empty for MM's missing user, so that keys of both files merge."""
+
     def key(v: object) -> str:
         if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
             return ""
@@ -282,13 +317,17 @@ def _close(a: float, b: float) -> bool:
 def _check_splits(run: RunFolder) -> None:
     """Per split: coverage, setsize and n_test are what the prediction rows give."""
     path = run.path / "splits.parquet"
-    _numeric(path, run.splits, ["iteration", "seed", "n_test", "n_cal", "coverage",
-                                "setsize"])
+    _numeric(path, run.splits, ["iteration", "seed", "n_test", "n_cal", "coverage", "setsize"])
     preds = run.predictions
     grouped = (
-        pd.DataFrame({**{c: preds[c] for c in _GROUP}, "user": preds["target_user"],
-                      "covered": preds["covered"].astype(float),
-                      "size": preds["set_size"].astype(float)})
+        pd.DataFrame(
+            {
+                **{c: preds[c] for c in _GROUP},
+                "user": preds["target_user"],
+                "covered": preds["covered"].astype(float),
+                "size": preds["set_size"].astype(float),
+            }
+        )
         .groupby([*_GROUP, "user"], dropna=False, sort=False)
         .agg(p_coverage=("covered", "mean"), p_setsize=("size", "mean"), p_n=("covered", "size"))
         .reset_index()
@@ -299,13 +338,14 @@ def _check_splits(run: RunFolder) -> None:
     twice = splits.duplicated([*_GROUP, "user"])
     if twice.any():
         r = splits[twice].iloc[0]
-        msg = (f"{path}: {r['strategy']}/{r['classifier']} iteration {r['iteration']} user "
-               f"{r['user'] or '(none, MM)'} appears twice")
+        msg = (
+            f"{path}: {r['strategy']}/{r['classifier']} iteration {r['iteration']} user "
+            f"{r['user'] or '(none, MM)'} appears twice"
+        )
         raise _error(msg)
     both = splits.merge(grouped, on=[*_GROUP, "user"], how="outer", indicator="side")
     for r in both.itertuples(index=False):
-        where = (f"{r.strategy}/{r.classifier} iteration {r.iteration} user "
-                 f"{r.user or '(none, MM)'}")
+        where = f"{r.strategy}/{r.classifier} iteration {r.iteration} user {r.user or '(none, MM)'}"
         msg = _split_contradiction(r, where)
         if msg:
             raise _error(f"{path}: {msg}")
@@ -318,24 +358,32 @@ def _split_contradiction(r: object, where: str) -> str | None:
     defined = np.isfinite(r.coverage)
     if r.side == "left_only":
         if defined:
-            return (f"coverage of {where} is {r.coverage:.6g}, but predictions.parquet has no "
-                    "row of it")
+            return (
+                f"coverage of {where} is {r.coverage:.6g}, but predictions.parquet has no row of it"
+            )
         return None  # conformal step skipped: no sets, no rows
     if not defined:
-        return (f"coverage of {where} is undefined, but predictions.parquet holds "
-                f"{int(r.p_n)} rows of it")
+        return (
+            f"coverage of {where} is undefined, but predictions.parquet holds "
+            f"{int(r.p_n)} rows of it"
+        )
     if int(r.n_test) != int(r.p_n):
         return f"n_test of {where} is {r.n_test}, but predictions.parquet holds {int(r.p_n)} rows"
-    for name, stored, computed in (("coverage", r.coverage, r.p_coverage),
-                                   ("setsize", r.setsize, r.p_setsize)):
+    for name, stored, computed in (
+        ("coverage", r.coverage, r.p_coverage),
+        ("setsize", r.setsize, r.p_setsize),
+    ):
         if not _close(stored, computed):
-            return (f"{name} of {where} is {stored:.6g}, but its {int(r.p_n)} rows in "
-                    f"predictions.parquet give {computed:.6g}")
+            return (
+                f"{name} of {where} is {stored:.6g}, but its {int(r.p_n)} rows in "
+                f"predictions.parquet give {computed:.6g}"
+            )
     return None
 
 
-def _recompute_summary(splits: pd.DataFrame, metrics: list[str],
-                       diagnostics: pd.DataFrame | None, extra: list[str]) -> pd.DataFrame:
+def _recompute_summary(
+    splits: pd.DataFrame, metrics: list[str], diagnostics: pd.DataFrame | None, extra: list[str]
+) -> pd.DataFrame:
     """mean, sd, n per (strategy, classifier, metric), aggregated as summary_frame does.
 
     ``extra`` names diagnostic columns of ``diagnostics`` (one row per strategy,
@@ -358,8 +406,9 @@ def _recompute_summary(splits: pd.DataFrame, metrics: list[str],
             mean = float(defined.mean()) if n else np.nan
             sd = float(defined.std(ddof=1)) if n > 1 else np.nan
             strict = m in metrics and n < len(values)
-            rows.append((s, c, m, np.nan if strict else mean, np.nan if strict else sd,
-                         mean, sd, n))
+            rows.append(
+                (s, c, m, np.nan if strict else mean, np.nan if strict else sd, mean, sd, n)
+            )
     columns = ["strategy", "classifier", "metric", "r_mean", "r_sd", "s_mean", "s_sd", "r_n"]
     return pd.DataFrame(rows, columns=columns)
 
@@ -371,8 +420,10 @@ def _diagnostic_metrics(run: RunFolder, names: list[str]) -> list[str]:
         return []
     path = run.path / "diagnostics.parquet"
     if run.diagnostics is None:
-        msg = (f"{run.path / 'summary.csv'}: has {wanted[0]} rows, but the run folder has no "
-               "diagnostics.parquet to back them")
+        msg = (
+            f"{run.path / 'summary.csv'}: has {wanted[0]} rows, but the run folder has no "
+            "diagnostics.parquet to back them"
+        )
         raise _error(msg)
     gone = [c for c in [*_GROUP, *wanted] if c not in run.diagnostics.columns]
     if gone:
@@ -399,34 +450,41 @@ def _check_summary(run: RunFolder) -> None:
         r = summary[twice].iloc[0]
         msg = f"{path}: {r['metric']} of {r['strategy']}/{r['classifier']} appears twice"
         raise _error(msg)
-    pairs_split = set(zip(run.splits["strategy"], run.splits["classifier"]))
-    for s, c in dict.fromkeys(zip(summary["strategy"], summary["classifier"])):
+    pairs_split = set(zip(run.splits["strategy"], run.splits["classifier"], strict=True))
+    for s, c in dict.fromkeys(zip(summary["strategy"], summary["classifier"], strict=True)):
         if (s, c) not in pairs_split:
             msg = f"{path}: has rows for {s}/{c}, but splits.parquet has none"
             raise _error(msg)
-    for s, c in sorted(pairs_split - set(zip(summary["strategy"], summary["classifier"]))):
+    for s, c in sorted(
+        pairs_split - set(zip(summary["strategy"], summary["classifier"], strict=True))
+    ):
         msg = f"{path}: has no row for {s}/{c}, which splits.parquet holds"
         raise _error(msg)
     shared = set(summary["metric"]) & set(run.splits.columns)
     metrics = [m for m in dict.fromkeys(summary["metric"]) if m in shared]
     _numeric(run.path / "splits.parquet", run.splits, metrics)
-    extra = _diagnostic_metrics(run, [m for m in dict.fromkeys(summary["metric"])
-                                      if m not in shared])
+    extra = _diagnostic_metrics(
+        run, [m for m in dict.fromkeys(summary["metric"]) if m not in shared]
+    )
     recomputed = _recompute_summary(run.splits, metrics, run.diagnostics, extra)
     both = summary.merge(recomputed, on=keys, how="inner")
     for r in both.itertuples(index=False):
         where = f"{r.metric} of {r.strategy}/{r.classifier}"
         if int(r.n) != r.r_n:
-            msg = (f"{path}: {where} counts n = {r.n} iterations, but splits.parquet has "
-                   f"{r.r_n} with a defined value")
+            msg = (
+                f"{path}: {where} counts n = {r.n} iterations, but splits.parquet has "
+                f"{r.r_n} with a defined value"
+            )
             raise _error(msg)
         if _close(r.mean, r.s_mean) and _close(r.sd, r.s_sd):
             continue  # undefined iterations skipped: mueval before the study's rule
         for name, stored, computed in (("mean", r.mean, r.r_mean), ("sd", r.sd, r.r_sd)):
             if not _close(stored, computed):
-                msg = (f"{path}: {where} has {name} {stored:.6g}, but splits.parquet gives "
-                       f"{computed:.6g} (mean over users within each iteration, then over "
-                       f"{r.r_n} iterations)")
+                msg = (
+                    f"{path}: {where} has {name} {stored:.6g}, but splits.parquet gives "
+                    f"{computed:.6g} (mean over users within each iteration, then over "
+                    f"{r.r_n} iterations)"
+                )
                 raise _error(msg)
 
 

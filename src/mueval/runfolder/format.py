@@ -18,7 +18,12 @@ FORMAT_VERSION = 1
 RUN_FORMAT = "mueval-run"
 
 #: Files every run folder holds.
-REQUIRED_FILES: tuple[str, ...] = ("run.json", "summary.csv", "splits.parquet", "predictions.parquet")
+REQUIRED_FILES: tuple[str, ...] = (
+    "run.json",
+    "summary.csv",
+    "splits.parquet",
+    "predictions.parquet",
+)
 
 #: Files a run folder of format_version 1 may hold (older folders list none).
 RUN_FILES: tuple[str, ...] = (
@@ -34,12 +39,31 @@ REPORT_ENTRIES = frozenset({"report.html", "figures"})
 #: Columns each file must hold.
 SUMMARY_COLUMNS: tuple[str, ...] = ("strategy", "classifier", "metric", "mean", "sd", "n")
 SPLITS_COLUMNS: tuple[str, ...] = (
-    "strategy", "classifier", "iteration", "seed", "user", "n_test", "n_cal",
-    "coverage", "setsize",
+    "strategy",
+    "classifier",
+    "iteration",
+    "seed",
+    "user",
+    "n_test",
+    "n_cal",
+    "coverage",
+    "setsize",
 )
 PREDICTION_COLUMNS: tuple[str, ...] = (
-    "strategy", "classifier", "iteration", "seed", "target_user", "userid", "row_id",
-    "y_true", "y_pred", "pred_set", "set_size", "covered", "p_values", "proba",
+    "strategy",
+    "classifier",
+    "iteration",
+    "seed",
+    "target_user",
+    "userid",
+    "row_id",
+    "y_true",
+    "y_pred",
+    "pred_set",
+    "set_size",
+    "covered",
+    "p_values",
+    "proba",
 )
 #: Keys every ``run.json`` holds.
 RUN_KEYS: tuple[str, ...] = ("format_version", "dataset", "classes", "config", "versions")

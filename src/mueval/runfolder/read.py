@@ -117,8 +117,11 @@ class RunFolder:
     @staticmethod
     def vector_matrix(column: pd.Series) -> np.ndarray:
         """A list<double> column (p_values, proba) as an array of shape (n, K)."""
-        return np.stack([np.asarray(v, dtype=float) for v in column]) if len(column) else \
-            np.zeros((0, 0))
+        return (
+            np.stack([np.asarray(v, dtype=float) for v in column])
+            if len(column)
+            else np.zeros((0, 0))
+        )
 
 
 def _missing(columns: pd.Index, required: tuple[str, ...]) -> list[str]:
@@ -139,8 +142,10 @@ def _check_files(root: Path) -> None:
             continue
         if not stat.S_ISREG(mode):
             # A FIFO here would block the reader for ever: refuse before opening.
-            msg = (f"{root / name}: expected a regular file written by `mueval evaluate`, "
-                   f"found {describe_mode(mode)}")
+            msg = (
+                f"{root / name}: expected a regular file written by `mueval evaluate`, "
+                f"found {describe_mode(mode)}"
+            )
             raise RunFolderError(msg)
     if missing:
         msg = (
@@ -183,14 +188,15 @@ def _check_run_json(path: Path, run: dict) -> None:
         raise RunFolderError(msg)
     alpha = run["config"].get("alpha")
     if not _is_number(alpha) or not 0 < alpha < 1:
-        msg = (f"{path}: config.alpha is {_number_problem(alpha)}; expected a number in (0, 1) "
-               "(the miscoverage level)")
+        msg = (
+            f"{path}: config.alpha is {_number_problem(alpha)}; expected a number in (0, 1) "
+            "(the miscoverage level)"
+        )
         raise RunFolderError(msg)
     for where, key in (("dataset", "n_rows"), ("dataset", "n_users"), ("config", "iterations")):
         value = run[where].get(key)
         if value is not None and not (_is_number(value) and value == int(value) and value >= 0):
-            msg = (f"{path}: {where}.{key} is {_number_problem(value)}; expected a whole number "
-                   ">= 0")
+            msg = f"{path}: {where}.{key} is {_number_problem(value)}; expected a whole number >= 0"
             raise RunFolderError(msg)
     timings = run.get("timings", {})
     if not isinstance(timings, dict) or not all(_is_number(v) for v in timings.values()):
@@ -200,8 +206,10 @@ def _check_run_json(path: Path, run: dict) -> None:
     if not isinstance(stages, dict) or not all(
         isinstance(v, dict) and all(_is_number(t) for t in v.values()) for v in stages.values()
     ):
-        msg = (f"{path}: expected 'stage_timings' as an object of objects of numbers "
-               f"(seconds per stage), found {stages!r}")
+        msg = (
+            f"{path}: expected 'stage_timings' as an object of objects of numbers "
+            f"(seconds per stage), found {stages!r}"
+        )
         raise RunFolderError(msg[:300])
 
 
@@ -264,8 +272,10 @@ def _to_pandas(root: Path, name: str, table: pa.Table) -> pd.DataFrame:
         return table.to_pandas()
     except Exception as exc:  # any failure of the conversion: see the docstring
         found = " ".join(str(exc).split())[:200] or type(exc).__name__
-        msg = (f"{root / name}: expected a Parquet file written by `mueval evaluate`, found "
-               f"pandas metadata that cannot be used: {type(exc).__name__}: {found}")
+        msg = (
+            f"{root / name}: expected a Parquet file written by `mueval evaluate`, found "
+            f"pandas metadata that cannot be used: {type(exc).__name__}: {found}"
+        )
         raise RunFolderError(msg) from exc
 
 
@@ -313,10 +323,12 @@ def read_run_folder(path: str | Path) -> RunFolder:
         raise RunFolderError(msg)
     diagnostics = None
     if (root / "diagnostics.parquet").exists() or (root / "diagnostics.parquet").is_symlink():
-        diagnostics = _to_pandas(root, "diagnostics.parquet",
-                                 _read_table(root, "diagnostics.parquet"))
+        diagnostics = _to_pandas(
+            root, "diagnostics.parquet", _read_table(root, "diagnostics.parquet")
+        )
     predictions = _to_pandas(root, "predictions.parquet", arrow_predictions)
-    run_folder = RunFolder(root, run, list(run["classes"]), summary, splits, predictions,
-                           diagnostics)
+    run_folder = RunFolder(
+        root, run, list(run["classes"]), summary, splits, predictions, diagnostics
+    )
     check_consistency(run_folder, arrow_predictions)
     return run_folder

@@ -35,6 +35,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from mueval.aggregate import user_dtype
 from mueval.errors import OutputError
 from mueval.runfolder.format import (
     FORMAT_VERSION,
@@ -42,7 +43,6 @@ from mueval.runfolder.format import (
     RUN_FILES,
     RUN_FORMAT,
 )
-from mueval.aggregate import user_dtype
 from mueval.runner import EvalResult
 from mueval.safeio import check_inside, describe_mode, neutralise_formulas
 
@@ -106,8 +106,9 @@ def predictions_table(
             "iteration": np.asarray(repeat("iteration"), dtype=np.int64),
             "seed": np.asarray(repeat("seed"), dtype=np.int64),
             "target_user": pd.array(target, dtype=user_dtype(target)),
-            "userid": pd.array(table_users[rows].tolist(),
-                               dtype="int64" if numeric_users else "string"),
+            "userid": pd.array(
+                table_users[rows].tolist(), dtype="int64" if numeric_users else "string"
+            ),
             "row_id": rows,
             "y_true": pd.Series(names[y_true], dtype=str),
             "y_pred": pd.Series(names[y_pred], dtype=str),
@@ -189,8 +190,11 @@ def _foreign_entries(folder: Path, allowed: set[str]) -> list[str]:
                 if inner == "report.html" and _is_file(sub):
                     continue
                 if inner == "figures" and stat.S_ISDIR(os.lstat(sub).st_mode):
-                    foreign += [f"{entry}/{inner}/{f}" for f in sorted(os.listdir(sub))
-                                if not (f.endswith((".png", ".svg")) and _is_file(sub / f))]
+                    foreign += [
+                        f"{entry}/{inner}/{f}"
+                        for f in sorted(os.listdir(sub))
+                        if not (f.endswith((".png", ".svg")) and _is_file(sub / f))
+                    ]
                     continue
                 foreign.append(f"{entry}/{inner}")
         elif entry not in allowed or not _is_file(path):
@@ -241,7 +245,9 @@ def run_folder_problem(folder: str | Path) -> str | None:
     except OSError as exc:
         return f"cannot list what it holds ({exc.strerror or exc})"
     if foreign:
-        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        shown = ", ".join(foreign[:5]) + (
+            f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        )
         return f"it holds entries mueval did not write: {shown}"
     return None
 
@@ -355,7 +361,9 @@ def check_target(out_dir: str | Path, overwrite: bool = False) -> Path:
             raise OutputError(message)
         if any(target.iterdir()):
             if not overwrite:
-                message = f"output folder {target} already exists and is not empty (use --overwrite)"
+                message = (
+                    f"output folder {target} already exists and is not empty (use --overwrite)"
+                )
                 raise OutputError(message)
             problem = run_folder_problem(target)
             if problem is not None:
@@ -402,8 +410,13 @@ def _exchange(a: Path, b: Path) -> bool:
         renameat2 = libc.renameat2
     except (OSError, AttributeError):
         return False
-    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
-                          ctypes.c_uint]
+    renameat2.argtypes = [
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+    ]
     renameat2.restype = ctypes.c_int
     if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
         return True
@@ -428,8 +441,9 @@ def _swap_into_place(tmp: Path, target: Path, overwrite: bool) -> None:
     except FileNotFoundError:
         os.rename(tmp, target)
         return
-    if not stat.S_ISDIR(mode) or (any(target.iterdir()) and (
-            not overwrite or run_folder_problem(target) is not None)):
+    if not stat.S_ISDIR(mode) or (
+        any(target.iterdir()) and (not overwrite or run_folder_problem(target) is not None)
+    ):
         check_target(target, overwrite)  # raises the matching message
         message = f"cannot replace {target}: it changed while the run was written"
         raise OutputError(message)
@@ -480,8 +494,9 @@ def write_run(
     target = check_target(out_dir, overwrite)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-{os.getpid()}-",
-                                    dir=target.parent))
+        tmp = Path(
+            tempfile.mkdtemp(prefix=f".{target.name}.partial-{os.getpid()}-", dir=target.parent)
+        )
     except OSError as exc:
         message = f"cannot write the run folder {target}: {exc}"
         raise OutputError(message) from exc
@@ -494,18 +509,28 @@ def write_run(
             ("predictions.parquet", lambda p: pq.write_table(predictions, p)),
         ]
         if diagnostics is not None:
-            writers.append(("diagnostics.parquet",
-                            lambda p: diagnostics.to_parquet(p, index=False)))
+            writers.append(
+                ("diagnostics.parquet", lambda p: diagnostics.to_parquet(p, index=False))
+            )
         if size_coverage is not None:
-            writers.append(("size_coverage.csv",
-                            lambda p: neutralise_formulas(size_coverage).to_csv(p, index=False)))
+            writers.append(
+                (
+                    "size_coverage.csv",
+                    lambda p: neutralise_formulas(size_coverage).to_csv(p, index=False),
+                )
+            )
         for name, write in writers:
             write(check_inside(tmp, tmp / name))
-        info = {"format": RUN_FORMAT, "format_version": FORMAT_VERSION, **run_info,
-                "files": [*(name for name, _ in writers), "run.json"]}
+        info = {
+            "format": RUN_FORMAT,
+            "format_version": FORMAT_VERSION,
+            **run_info,
+            "files": [*(name for name, _ in writers), "run.json"],
+        }
         # run.json last: its presence marks the folder's content complete.
         check_inside(tmp, tmp / "run.json").write_text(
-            json.dumps(info, indent=2, default=_json_default) + "\n")
+            json.dumps(info, indent=2, default=_json_default) + "\n"
+        )
         _swap_into_place(tmp, target, overwrite)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)

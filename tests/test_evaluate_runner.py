@@ -196,10 +196,8 @@ def _tied_frame(n_users: int = 8, per_user: int = 400, n_features: int = 32) -> 
 def test_ties_give_the_same_predictions_for_any_jobs_and_dask(tmp_path) -> None:
     import os
 
-    from threadpoolctl import threadpool_limits
-
     from mueval.runfolder import predictions_table
-    from mueval.runner import _run_task, build_splits
+    from mueval.runner import build_splits, run_task
 
     table = table_from_frame(_tied_frame())
     config = EvalConfig(strategies=("uim", "ucm", "uam"), classifiers=("knn",), iterations=1)
@@ -208,10 +206,8 @@ def test_ties_give_the_same_predictions_for_any_jobs_and_dask(tmp_path) -> None:
         # search picks other tied neighbours than with one.
         changed = 0
         for split in build_splits(table.y, table.users, config, table.classes)[:8]:
-            with threadpool_limits(1, user_api="openmp"):
-                one = _run_task(table.X, table.y, 3, split, "knn", config)
-            with threadpool_limits(2, user_api="openmp"):
-                two = _run_task(table.X, table.y, 3, split, "knn", config)
+            one = run_task(table.X, table.y, 3, split, "knn", config, openmp_threads=1)
+            two = run_task(table.X, table.y, 3, split, "knn", config, openmp_threads=2)
             changed += sum(not np.array_equal(a.proba, b.proba) for a, b in zip(one, two))
         assert changed > 0, "the data no longer exercises tied neighbours"
 

@@ -216,17 +216,22 @@ def load_data(
     *,
     user_col: str = "userid",
     label_col: str = "label",
-    data_home: str | Path | None = None,
-    manual_dir: str | Path | None = None,
-    mirror: str | None = None,
-    allow_unverified: bool = False,
-    max_expansion: float | None = None,
+    **source: Any,
 ) -> Table:
     """The table to evaluate, from a dataset name, a file or a DataFrame.
 
     A :class:`~pathlib.Path`, or a string ending in ``.csv`` or ``.parquet``, is
-    a file; any other string is a registered mudata dataset.
+    a file; any other string is a registered mudata dataset, and ``source``
+    (``data_home``, ``manual_dir``, ``mirror``, ``allow_unverified``,
+    ``max_expansion``) says where its files come from
+    (:func:`mueval.data.load_registered`).
     """
+    if isinstance(data, str) and not data.lower().endswith(_TABLE_SUFFIXES):
+        return load_registered(data, **source)
+    given = sorted(k for k, v in source.items() if v not in (None, False))
+    if given:
+        message = f"{', '.join(given)} only apply to a registered dataset, not to {type(data).__name__} data"
+        raise UsageError(message)
     if isinstance(data, pd.DataFrame):
         return table_from_frame(
             data,
@@ -234,17 +239,8 @@ def load_data(
             label_col=label_col,
             info={"name": "DataFrame", "source": "DataFrame"},
         )
-    if isinstance(data, Path) or str(data).lower().endswith(_TABLE_SUFFIXES):
+    if isinstance(data, str | Path):
         return load_file(data, user_col=user_col, label_col=label_col)
-    if isinstance(data, str):
-        return load_registered(
-            data,
-            data_home=data_home,
-            manual_dir=manual_dir,
-            mirror=mirror,
-            allow_unverified=allow_unverified,
-            max_expansion=max_expansion,
-        )
     message = (
         f"data must be a dataset name, a .csv or .parquet path or a DataFrame; "
         f"got {type(data).__name__}"
@@ -373,11 +369,7 @@ def evaluate(
     progress: bool | None = None,
     user_col: str = "userid",
     label_col: str = "label",
-    data_home: str | Path | None = None,
-    manual_dir: str | Path | None = None,
-    mirror: str | None = None,
-    allow_unverified: bool = False,
-    max_expansion: float | None = None,
+    **source: Any,
 ) -> Run:
     """Evaluate the four classifiers under the multi-user strategies with split
     conformal prediction. The defaults are the reference protocol
@@ -419,8 +411,10 @@ def evaluate(
         Progress on stderr (default: a bar on a terminal, log lines elsewhere).
     user_col, label_col : str
         Columns of a file or DataFrame.
-    data_home, manual_dir, mirror, allow_unverified, max_expansion
-        Passed to mudata for a registered dataset (see ``mudata fetch``).
+    **source
+        For a registered dataset, where its files come from: ``data_home``,
+        ``manual_dir``, ``mirror``, ``allow_unverified``, ``max_expansion``
+        (see ``mudata fetch``).
 
     Returns
     -------
@@ -461,16 +455,7 @@ def evaluate(
         split=split,
         gap=gap,
     )
-    table = load_data(
-        data,
-        user_col=user_col,
-        label_col=label_col,
-        data_home=data_home,
-        manual_dir=manual_dir,
-        mirror=mirror,
-        allow_unverified=allow_unverified,
-        max_expansion=max_expansion,
-    )
+    table = load_data(data, user_col=user_col, label_col=label_col, **source)
     return evaluate_table(
         table,
         config,

@@ -244,15 +244,22 @@ def evaluate(
     )
     if out is not None:
         check_target(out, overwrite)  # fail before any work
+    source = (
+        {}
+        if data_file is not None
+        else {
+            "data_home": data_home,
+            "manual_dir": manual_dir,
+            "mirror": mirror,
+            "allow_unverified": allow_unverified,
+            "max_expansion": max_expansion,
+        }
+    )
     table = load_data(
         data_file if data_file is not None else dataset,
         user_col=user_col,
         label_col=label_col,
-        data_home=data_home,
-        manual_dir=manual_dir,
-        mirror=mirror,
-        allow_unverified=allow_unverified,
-        max_expansion=max_expansion,
+        **source,
     )
     result = evaluate_table(
         table,

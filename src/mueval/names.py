@@ -47,18 +47,16 @@ CLASSIC_METRICS: tuple[str, ...] = (
     "weighted_F1",
 )
 
+#: Vovk et al.'s efficiency criteria as the study computes them, in table order.
+CRITERIA: tuple[str, ...] = ("MCriterion", "FCriterion", "OM", "OF", "OU", "OE")
+
 #: Conformal metrics, in table order: the study's ten, then the textbook OF/OU.
 CONFORMAL_METRICS: tuple[str, ...] = (
     "coverage",
     "jaccard",
     "setsize",
     "pctempty",
-    "MCriterion",
-    "FCriterion",
-    "OM",
-    "OF",
-    "OU",
-    "OE",
+    *CRITERIA,
     "OF_textbook",
     "OU_textbook",
 )
@@ -72,4 +70,28 @@ METRICS: tuple[str, ...] = CLASSIC_METRICS + CONFORMAL_METRICS
 #: Metrics printed in percent by tables (the rest as fractions or counts).
 PERCENT_METRICS: frozenset[str] = frozenset(
     {"accuracy", "sensitivity", "specificity", "F1", "weighted_F1", "coverage", "pctempty"}
+)
+
+#: The study's metrics a report's summary table shows, in its order.
+REPORT_SUMMARY_METRICS: tuple[str, ...] = (
+    "accuracy",
+    "coverage",
+    "setsize",
+    "pctempty",
+    "jaccard",
+    *CRITERIA,
+)
+
+#: The per-split metrics ``mueval compare`` tests between strategies.
+COMPARABLE_METRICS: tuple[str, ...] = (
+    "coverage",
+    "setsize",
+    "accuracy",
+    "jaccard",
+    "pctempty",
+    "weighted_F1",
+    "F1",
+    "sensitivity",
+    "specificity",
+    *CRITERIA,
 )

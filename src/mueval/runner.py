@@ -195,6 +195,7 @@ def run_task(
     split: Split,
     classifier: str,
     config: EvalConfig,
+    openmp_threads: int | None = 1,
 ) -> list[EvalResult]:
     """Fit once, then evaluate every strategy the split serves.
 
@@ -220,43 +221,23 @@ def run_task(
     split : Split
     classifier : str
     config : EvalConfig
+    openmp_threads : int or None
+        OpenMP threads of the task (None: whatever the process has; only a
+        test of the hazard below wants that).
 
     Returns
     -------
     list of EvalResult
         One per strategy of ``split.calibrations``.
     """
-    with threadpool_limits(limits=1, user_api="openmp"):
-        return _run_task(X, y, n_classes, split, classifier, config)
+    if openmp_threads is None:
+        return _evaluate_split(X, y, n_classes, split, classifier, config)
+    with threadpool_limits(limits=openmp_threads, user_api="openmp"):
+        return _evaluate_split(X, y, n_classes, split, classifier, config)
 
 
-def _run_task(
-    X: np.ndarray,
-    y: np.ndarray,
-    n_classes: int,
-    split: Split,
-    classifier: str,
-    config: EvalConfig,
-) -> list[EvalResult]:
-    """:func:`run_task` under the caller's thread limits.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_rows, n_features)
-        Unscaled features of the whole table.
-    y : ndarray of int, shape (n_rows,)
-        Class index of every row.
-    n_classes : int
-        Number of classes K of the table (a split may not hold every class).
-    split : Split
-    classifier : str
-    config : EvalConfig
-
-    Returns
-    -------
-    list of EvalResult
-        One per strategy of ``split.calibrations``.
-    """
+def _evaluate_split(X, y, n_classes, split, classifier, config) -> list[EvalResult]:
+    """The body of :func:`run_task`."""
     clock = time.perf_counter()
     try:
         scaler, model = fit_scaled(classifier, split.seed, X[split.train], y[split.train])

@@ -19,8 +19,15 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from mueval.diagnose import FULL_DIAGNOSTICS
 from mueval.errors import OutputError
-from mueval.names import CLASSIFIERS, STRATEGIES
+from mueval.names import (
+    CLASSIFIER_NAMES,
+    CLASSIFIERS,
+    REPORT_SUMMARY_METRICS,
+    STRATEGIES,
+    STRATEGY_NAMES,
+)
 from mueval.report import figures as F
 from mueval.report import setstats as S
 from mueval.report.compare import (
@@ -44,37 +51,10 @@ from mueval.safeio import check_inside, write_atomic
 
 __all__ = ["CLASSIFIER_NAMES", "STRATEGY_NAMES", "BuildResult", "build_report"]
 
-STRATEGY_NAMES = {
-    "mm": "MM (mixed)",
-    "udm": "UDM (user-dependent)",
-    "uim": "UIM (user-independent)",
-    "ucm": "UCM (user-calibrated)",
-    "uam": "UAM (user-adaptive)",
-}
-CLASSIFIER_NAMES = {"nb": "Naive Bayes", "rf": "RF", "svm": "SVM", "knn": "KNN"}
-_SUMMARY_METRICS = (
-    "accuracy",
-    "coverage",
-    "setsize",
-    "pctempty",
-    "jaccard",
-    "MCriterion",
-    "FCriterion",
-    "OM",
-    "OF",
-    "OU",
-    "OE",
-)
-# Conditional-coverage diagnostics a run adds to summary.csv (--diagnostics basic/full).
-_DIAGNOSTIC_METRICS = (
-    "covgap_user",
-    "wcovgap_user",
-    "covgap_class",
-    "wcovgap_class",
-    "hsic_size_coverage",
-    "wsc",
-    "ert",
-)
+# The study's metrics, then the conditional-coverage diagnostics a run adds to
+# summary.csv (--diagnostics basic/full).
+_SUMMARY_METRICS = REPORT_SUMMARY_METRICS
+_DIAGNOSTIC_METRICS = FULL_DIAGNOSTICS
 # Per-user matrices on a handful of rows are noise; such users are left out of the
 # pooling check (and the page says how many were).
 _MIN_USER_ROWS = 20

@@ -14,29 +14,14 @@ import click
 import pandas as pd
 
 from mueval.clickutil import Command
+from mueval.names import COMPARABLE_METRICS
 from mueval.report.compare import compare_runs, run_labels
 from mueval.runfolder import RunFolder, read_run_folder
 from mueval.safeio import neutralise_formulas, write_atomic
 
 __all__ = ["compare_command", "report_command", "run_labels"]
 
-_METRICS = (
-    "coverage",
-    "setsize",
-    "accuracy",
-    "jaccard",
-    "pctempty",
-    "weighted_F1",
-    "F1",
-    "sensitivity",
-    "specificity",
-    "MCriterion",
-    "FCriterion",
-    "OM",
-    "OF",
-    "OU",
-    "OE",
-)
+_METRICS = COMPARABLE_METRICS
 
 
 def _read(path: Path) -> RunFolder:

@@ -187,3 +187,13 @@ def test_numeric_ids_given_as_text_sort_as_numbers() -> None:
         progress=False,
     )
     assert run.splits.user.tolist() == [2, 10, 33]
+
+
+def test_docstrings_cite_the_projects_own_docs() -> None:
+    # Files outside the repository are not there for a reader of the code.
+    for path in (PROJECT_ROOT / "src").rglob("*.py"):
+        text = path.read_text()
+        for outside in ("shared/spec", "PROTOCOL.md", "DATASETS.md"):
+            assert outside not in text, f"{path} cites {outside}"
+    for cited in ("docs/protocol.md", "docs/datasets.md"):
+        assert (PROJECT_ROOT / cited).is_file()

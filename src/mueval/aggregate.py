@@ -1,4 +1,4 @@
-"""Aggregation of per-split metrics (PROTOCOL.md, "Aggregation").
+"""Aggregation of per-split metrics (docs/protocol.md, "Aggregation").
 
 - MM: one value per (iteration, classifier), over all its test rows.
 - Per-user strategies: one value per (iteration, user, classifier); their mean

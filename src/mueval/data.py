@@ -195,7 +195,7 @@ def table_from_frame(
         raise DataError(message)
 
     # Classes in a label encoder's order: numeric labels by value (1, 2, 10),
-    # text labels alphabetically, as PROTOCOL.md says.
+    # text labels alphabetically, as docs/protocol.md says.
     if pd.api.types.is_numeric_dtype(labels) and not pd.api.types.is_bool_dtype(labels):
         ordered = sorted(pd.unique(labels).tolist())
         classes = [str(v) for v in ordered]

@@ -1,4 +1,4 @@
-"""Row splits of the multi-user evaluation strategies (PROTOCOL.md, "Splits").
+"""Row splits of the multi-user evaluation strategies (docs/protocol.md, "Splits").
 
 Every split is index-based: arrays of row positions into the dataset table, made
 with scikit-learn's ``train_test_split(..., stratify=<labels>, random_state=seed)``

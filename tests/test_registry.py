@@ -59,7 +59,7 @@ def _minimal() -> dict:
 def test_minimal_entry_parses_with_defaults() -> None:
     entry = parse_entry(_minimal())
     assert entry.min_per_class == 5
-    assert entry.class_map == {"a": "a", "b": "b"}
+    assert [(c.code, c.name) for c in entry.classes] == [("a", "a"), ("b", "b")]
 
 
 @pytest.mark.parametrize(

@@ -131,11 +131,6 @@ class DatasetEntry:
         """Names of the kept classes, in the registry's order."""
         return [c.name for c in self.classes]
 
-    @property
-    def class_map(self) -> dict[str, str]:
-        """Raw class code (as text) to class name."""
-        return {str(c.code): c.name for c in self.classes}
-
     def to_dict(self) -> dict[str, Any]:
         """The entry as plain JSON-able data (what ``mudata info --json`` prints)."""
         return {

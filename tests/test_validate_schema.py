@@ -20,7 +20,7 @@ def good_table() -> pd.DataFrame:
     """Two users, two rows of each class each: the smallest table that passes."""
     return pd.DataFrame(
         {
-            "userid": np.array([1, 1, 1, 1, 2, 2, 2, 2], dtype="int64"),
+            "userid": pd.array(["1", "1", "1", "1", "2", "2", "2", "2"], dtype=str),
             "label": ["walk", "walk", "sit", "sit"] * 2,
             "f1": np.linspace(0.0, 1.0, 8),
             "f2": np.linspace(1.0, 2.0, 8),
@@ -38,19 +38,16 @@ def _set(column: str, row: int, value: object) -> Callable[[pd.DataFrame], pd.Da
 
 
 def _missing_user(table: pd.DataFrame) -> pd.DataFrame:
-    table = table.astype({"userid": "Int64"})
-    table.loc[0, "userid"] = pd.NA
+    table.loc[0, "userid"] = None
     return table
 
 
 # rule -> (how to break it, text the error must show)
 BREAKERS: dict[str, tuple[Callable[[pd.DataFrame], pd.DataFrame], str]] = {
-    "userid:dtype": (lambda t: t.astype({"userid": "float64"}), "dtype('int64')"),
+    # User ids are text (any id stays the user's name), never empty.
+    "userid:dtype": (lambda t: t.astype({"userid": "int64"}), "dtype("),
     "userid:nullable": (_missing_user, "not_nullable"),
-    "userid:greater_than_or_equal_to": (
-        lambda t: t.replace({"userid": {2: -2}}),
-        "greater_than_or_equal_to(0)",
-    ),
+    "userid:str_length": (lambda t: t.replace({"userid": {"2": ""}}), "str_length(1, None)"),
     "label:dtype": (lambda t: t.assign(label=t["label"].map({"walk": 0, "sit": 1})), "dtype("),
     "label:nullable": (
         lambda t: t.assign(label=t["label"].where(t.index != 0, None)),

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from mudata._atomic import atomic_write
 from mudata.cli import main
 
 
@@ -74,7 +75,7 @@ def init_command(
         sampling_rate_hz=sampling_rate,
         min_per_class=min_per_class,
     )
-    target.write_text(draft.toml, encoding="utf-8")
+    atomic_write(target, draft.toml)
     click.echo("\n".join(draft.report), err=True)
     click.echo(f"draft written to {target}; edit it, then: mudata register {target}", err=True)
     click.echo(str(target))

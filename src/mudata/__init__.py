@@ -13,9 +13,34 @@ the same import name; only this one has the attribute ``__mudata_mueval__``.
 from __future__ import annotations
 
 # The marker first: the submodules imported next check it (see mudata._identity).
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from mudata._identity import DISTRIBUTION as __mudata_mueval__
-from mudata.api import fetch, load, provenance
+
+if TYPE_CHECKING:
+    from mudata.api import fetch, load, provenance
 
 __version__ = "0.1.0"
 
 __all__ = ["__mudata_mueval__", "__version__", "fetch", "load", "provenance"]
+
+#: Names served by :func:`__getattr__`: the loaders import pandas, pyarrow and
+#: Pandera, which a command such as ``mudata list`` never needs.
+_FROM_API = frozenset({"fetch", "load", "provenance"})
+
+
+def __getattr__(name: str) -> Any:
+    """Import :mod:`mudata.api` on first use of ``mudata.load`` and the like (PEP 562)."""
+    if name in _FROM_API:
+        value = getattr(importlib.import_module("mudata.api"), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    if name == "api":
+        return importlib.import_module("mudata.api")
+    message = f"module 'mudata' has no attribute {name!r}"
+    raise AttributeError(message)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_FROM_API})

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import click
 
-from mudata import api
 from mudata._identity import check_ours
 from mudata._resources import builtin_registry_dir
 from mudata.cli_options import ErrorMappingGroup, data_home_option, fetch_options, verbose_option
@@ -146,6 +145,8 @@ def fetch_command(
     Prints the path of the Parquet table. A table already built from the same
     registry entry is returned at once.
     """
+    from mudata import api  # pandas, pyarrow and Pandera: only for this command
+
     path = api.fetch(
         name,
         data_home=data_home,

@@ -7,8 +7,30 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mueval.api import Run, compare, evaluate
+
 __version__ = "0.1.0"
 
-from mueval.api import Run, compare, evaluate
-
 __all__ = ["Run", "__version__", "compare", "evaluate"]
+
+#: Names served by :func:`__getattr__`: :mod:`mueval.api` imports pandas and
+#: pyarrow, which ``mueval --help`` must not wait for.
+_FROM_API = frozenset({"Run", "compare", "evaluate"})
+
+
+def __getattr__(name: str) -> Any:
+    """Import :mod:`mueval.api` on first use of ``mueval.evaluate`` and the like (PEP 562)."""
+    if name in _FROM_API:
+        value = getattr(importlib.import_module("mueval.api"), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    message = f"module 'mueval' has no attribute {name!r}"
+    raise AttributeError(message)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_FROM_API})

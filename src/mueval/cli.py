@@ -16,19 +16,36 @@ import click
 
 from mudata.cli_options import dataset_source_options
 from mueval import __version__
-from mueval.api import evaluate_table, load_data
-from mueval.clickutil import Group
-from mueval.conformal import SCORES
-from mueval.diagnose import DIAGNOSTIC_LEVELS
-from mueval.metrics.conformal import THRESHOLD_RULES
-from mueval.models import CLASSIFIERS, parse_classifiers
-from mueval.report.cli import compare_command, report_command
-from mueval.runfolder import check_target
-from mueval.runner import BACKENDS, SMALL_CAL_POLICIES, EvalConfig
+from mueval.clickutil import LazyGroup
+from mueval.names import (
+    BACKENDS,
+    CLASSIFIERS,
+    DIAGNOSTIC_LEVELS,
+    SCORES,
+    SMALL_CAL_POLICIES,
+    THRESHOLD_RULES,
+)
 from mueval.strategies import ALIASES, SPLIT_METHODS, STRATEGIES, parse_strategies
 
+# Everything that imports pandas, scikit-learn, MAPIE or matplotlib is imported
+# by the command that needs it, so that `mueval --help` starts at once.
+_LAZY_COMMANDS = {
+    "report": (
+        "mueval.report.cli:report_command",
+        "Build an HTML report (report.html + figures/) from a run folder.",
+    ),
+    "compare": (
+        "mueval.report.cli:compare_command",
+        "Test differences between strategies in one or more run folders of one dataset.",
+    ),
+}
 
-@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+
+@click.group(
+    cls=LazyGroup,
+    lazy_commands=_LAZY_COMMANDS,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.version_option(__version__, prog_name="mueval")
 @click.option(
     "-v",
@@ -228,6 +245,11 @@ def evaluate(
     """
     if (dataset is None) == (data_file is None):
         raise click.UsageError("give exactly one of --dataset NAME or --data FILE")
+    from mueval.api import evaluate_table, load_data
+    from mueval.models import parse_classifiers
+    from mueval.runfolder import check_target
+    from mueval.runner import EvalConfig
+
     config = EvalConfig(
         strategies=tuple(parse_strategies(strategies or ("mm,udm,uim,ucm",))),
         classifiers=tuple(parse_classifiers(classifiers or ("all",))),
@@ -287,10 +309,6 @@ def evaluate(
     if result.path is not None:
         click.echo(f"\nrun folder: {result.path}")
     click.echo(f"time: {result.info['timings']['total_s']:.1f} s", err=True)
-
-
-main.add_command(report_command)
-main.add_command(compare_command)
 
 
 if __name__ == "__main__":  # pragma: no cover

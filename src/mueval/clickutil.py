@@ -10,6 +10,7 @@ on the ``mueval`` group.
 
 from __future__ import annotations
 
+import importlib
 import traceback
 from typing import Any
 
@@ -17,7 +18,7 @@ import click
 
 from mueval.errors import MuevalError, UsageError
 
-__all__ = ["Command", "Group", "map_errors"]
+__all__ = ["Command", "Group", "LazyGroup", "map_errors"]
 
 
 def map_errors(ctx: click.Context, call: Any) -> Any:
@@ -58,3 +59,51 @@ class Group(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         return map_errors(ctx, lambda: super(Group, self).invoke(ctx))
+
+
+class LazyGroup(Group):
+    """A :class:`Group` whose listed subcommands are imported when first used.
+
+    ``mueval report`` and ``compare`` need pandas; ``mueval --help`` should not
+    wait for it. Each lazy command is given as ``name -> (import path, short
+    help)``: the short help is what ``--help`` lists, so listing imports nothing
+    (a test checks it against the command's own).
+
+    Parameters
+    ----------
+    *args, **kwargs
+        As for :class:`click.Group`.
+    lazy_commands : dict of str to (str, str)
+        Command name -> (``"module:attribute"``, short help).
+    """
+
+    def __init__(
+        self, *args: Any, lazy_commands: dict[str, tuple[str, str]] | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy_commands = dict(lazy_commands or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy_commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy_commands and cmd_name not in self.commands:
+            module, attribute = self.lazy_commands[cmd_name][0].split(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max((len(n) for n in names), default=0)
+        rows = []
+        for name in names:
+            if name in self.commands:
+                command = self.commands[name]
+                if command.hidden:
+                    continue
+                rows.append((name, command.get_short_help_str(limit)))
+            else:
+                rows.append((name, self.lazy_commands[name][1]))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)

@@ -59,9 +59,7 @@ from mueval.metrics.conformal import (
     lac_sets,
     lac_threshold,
 )
-
-#: Conformity scores accepted by ``--score``.
-SCORES: tuple[str, ...] = ("lac", "aps", "raps", "top_k")
+from mueval.names import SCORES
 
 
 class _ProbaLookup(ClassifierMixin, BaseEstimator):

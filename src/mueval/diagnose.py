@@ -45,6 +45,7 @@ from mueval.metrics.diagnostics import (
     weighted_coverage_gap,
     worst_slab_coverage,
 )
+from mueval.names import DIAGNOSTIC_LEVELS
 from mueval.runner import EvalResult
 
 __all__ = [
@@ -61,8 +62,6 @@ __all__ = [
     "scale_features",
 ]
 
-#: Levels of ``--diagnostics``: nothing, the cheap ones, the cheap ones plus WSC and ERT.
-DIAGNOSTIC_LEVELS: tuple[str, ...] = ("none", "basic", "full")
 BASIC_DIAGNOSTICS: tuple[str, ...] = (
     "covgap_user",
     "wcovgap_user",

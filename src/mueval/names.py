@@ -95,3 +95,22 @@ COMPARABLE_METRICS: tuple[str, ...] = (
     "specificity",
     *CRITERIA,
 )
+
+# The option values below are declared here, not in the modules that use them,
+# so that the command line can offer them without importing scikit-learn or MAPIE.
+
+#: Conformity scores accepted by ``--score`` (MAPIE's names; :mod:`mueval.conformal`).
+SCORES: tuple[str, ...] = ("lac", "aps", "raps", "top_k")
+
+#: Threshold rules of :func:`mueval.metrics.conformal.lac_threshold`: the reference
+#: study's (MAPIE 0.8.6) and MAPIE 1.x's finite-sample rule.
+THRESHOLD_RULES: tuple[str, ...] = ("study", "mapie")
+
+#: Levels of ``--diagnostics``: nothing, the cheap ones, the cheap ones plus WSC and ERT.
+DIAGNOSTIC_LEVELS: tuple[str, ...] = ("none", "basic", "full")
+
+#: ``--small-cal`` policies for a calibration set too small for a threshold.
+SMALL_CAL_POLICIES: tuple[str, ...] = ("error", "skip", "full-set")
+
+#: ``--backend`` values: loky worker processes or a Dask cluster.
+BACKENDS: tuple[str, ...] = ("loky", "dask")

@@ -20,27 +20,30 @@ from dataclasses import dataclass, field
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from mueval.conformal import SCORES, conformalize, full_sets
-from mueval.data import natural_key
 from mueval.errors import EvaluationError, SmallCalibrationError, UsageError
-from mueval.metrics.classic import classification_metrics
-from mueval.metrics.conformal import (
-    THRESHOLD_RULES,
-    study_conformal_metrics,
-    textbook_criteria,
-)
-from mueval.models import fit_scaled, full_proba
 from mueval.names import (
+    BACKENDS,
     CLASSIC_METRICS,
     CLASSIFIERS,
     CONFORMAL_METRICS,
     PVALUE_METRICS,
+    SCORES,
+    SMALL_CAL_POLICIES,
     STRATEGIES,
+    THRESHOLD_RULES,
 )
 from mueval.strategies import SPLIT_METHODS, Split, make_splits
 
-SMALL_CAL_POLICIES: tuple[str, ...] = ("error", "skip", "full-set")
-BACKENDS: tuple[str, ...] = ("loky", "dask")
+__all__ = [
+    "BACKENDS",
+    "SMALL_CAL_POLICIES",
+    "EvalConfig",
+    "EvalResult",
+    "RunOutput",
+    "run",
+    "run_task",
+    "stage_timings",
+]
 
 
 @dataclass(frozen=True)
@@ -163,6 +166,8 @@ class EvalResult:
     @property
     def key(self) -> tuple:
         """(strategy order, classifier order, iteration, user in natural order)."""
+        from mueval.data import natural_key  # pandas: not at the command line's start
+
         return (
             STRATEGIES.index(self.strategy),
             CLASSIFIERS.index(self.classifier),
@@ -238,6 +243,13 @@ def run_task(
 
 def _evaluate_split(X, y, n_classes, split, classifier, config) -> list[EvalResult]:
     """The body of :func:`run_task`."""
+    # Imported here, not at the top: the command line imports this module for
+    # EvalConfig, and must start without scikit-learn and MAPIE.
+    from mueval.conformal import conformalize, full_sets
+    from mueval.metrics.classic import classification_metrics
+    from mueval.metrics.conformal import study_conformal_metrics, textbook_criteria
+    from mueval.models import fit_scaled, full_proba
+
     clock = time.perf_counter()
     try:
         scaler, model = fit_scaled(classifier, split.seed, X[split.train], y[split.train])

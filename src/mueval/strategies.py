@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.model_selection import train_test_split
 
 from mueval.errors import SplitError, UsageError
 from mueval.names import STRATEGIES, STRATEGY_NAMES
@@ -142,6 +141,9 @@ def _split(
     first, second : ndarray
         The ``train_size`` part and the rest.
     """
+    # Here rather than at the top: the command line imports this module.
+    from sklearn.model_selection import train_test_split
+
     labels = y[idx]
     try:
         first, second = train_test_split(

@@ -24,8 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING
 
-import pandas as pd
-
 from mudata._files import open_regular
 from mudata.archive import ArchiveIndex, sniff_kind
 from mudata.errors import (
@@ -38,6 +36,10 @@ from mudata.errors import (
 )
 
 if TYPE_CHECKING:
+    # Annotations only: `mudata list` reads the registry, which checks reader
+    # options here, and must not pay for importing pandas.
+    import pandas as pd
+
     from mudata.registry import DatasetEntry
 
 

@@ -29,6 +29,7 @@ from mueval.metrics.validation import (
     check_same_rows,
     mean,
 )
+from mueval.names import THRESHOLD_RULES
 
 __all__ = [
     "THRESHOLD_RULES",
@@ -84,10 +85,6 @@ def lac_scores(proba: ArrayLike, y: ArrayLike) -> NDArray[np.float64]:
     check_same_rows(proba=proba, y=y)
     return 1.0 - proba[np.arange(y.size), y]
 
-
-#: Threshold rules of :func:`lac_threshold`: the reference study's (MAPIE 0.8.6)
-#: and MAPIE 1.x's finite-sample rule.
-THRESHOLD_RULES: tuple[str, ...] = ("study", "mapie")
 
 #: Inclusion tolerance of each rule: MAPIE 0.8.6 compares with machine epsilon,
 #: MAPIE 1.x with 1e-8 (which adds classes whose probability is within 1e-8 of

@@ -242,120 +242,129 @@ def run_task(
 
 
 def _evaluate_split(X, y, n_classes, split, classifier, config) -> list[EvalResult]:
-    """The body of :func:`run_task`."""
+    """The body of :func:`run_task`: one fit, then every target and strategy."""
     # Imported here, not at the top: the command line imports this module for
     # EvalConfig, and must start without scikit-learn and MAPIE.
-    from mueval.conformal import conformalize, full_sets
     from mueval.metrics.classic import classification_metrics
-    from mueval.metrics.conformal import study_conformal_metrics, textbook_criteria
     from mueval.models import fit_scaled, full_proba
 
     clock = time.perf_counter()
     try:
         scaler, model = fit_scaled(classifier, split.seed, X[split.train], y[split.train])
     except ValueError as exc:
-        where = _where("/".join(split.calibrations), split.user, split.seed, classifier)
+        where = _where("/".join(split.strategies), split.user, split.seed, classifier)
         message = f"{where}: model fit failed: {exc}"
         raise EvaluationError(message) from exc
-    # One predict_proba over every row any calibration set or the test set needs.
-    cal_parts = list(split.calibrations.values())
-    eval_rows = np.concatenate([split.test, *cal_parts])
+    targets = split.served()
+    # One predict_proba over every row any target's calibration or test set needs.
+    eval_rows = np.concatenate([p for t in targets for p in (t.test, *t.calibrations.values())])
     X_eval = scaler.transform(X[eval_rows])
     fit_s = time.perf_counter() - clock
     clock = time.perf_counter()
     proba_all = full_proba(model, X_eval, n_classes)
-    n_test = len(split.test)
-    proba_test = proba_all[:n_test]
-    # The point prediction is the model's own predict() (for SVC the decision
-    # function, not argmax of predict_proba), as in the reference.
-    y_pred = np.asarray(model.predict(X_eval[:n_test]), dtype=int)
-    y_test = y[split.test]
     predict_s = time.perf_counter() - clock
-    clock = time.perf_counter()
-    classic = classification_metrics(y_test, y_pred, proba_all.shape[1])
-    # The fit and the predictions serve every strategy of the split: share them.
-    shared = {
-        "fit_s": fit_s / len(split.calibrations),
-        "predict_s": predict_s / len(split.calibrations),
-        "metrics_s": (time.perf_counter() - clock) / len(split.calibrations),
-    }
-
+    # The fit and the predictions serve every (target, strategy): share them.
+    n_results = sum(len(t.calibrations) for t in targets)
     out = []
-    start = n_test
-    for strategy, cal in split.calibrations.items():
-        proba_cal = proba_all[start : start + len(cal)]
-        start += len(cal)
-        metrics = {m: float(classic.get(m, np.nan)) for m in CLASSIC_METRICS}
-        note = None
-        sets = pvalues = None
-        q = float("nan")
-        conf = None
+    start = 0
+    for target in targets:
+        n_test = len(target.test)
         clock = time.perf_counter()
-        try:
-            conf = conformalize(
-                proba_cal,
-                y[cal],
-                proba_test,
-                alpha=config.alpha,
-                score=config.score,
-                mondrian=config.mondrian,
-                threshold=config.threshold,
-                seed=split.seed,
-            )
-        except EvaluationError as exc:
-            message = f"{_where(strategy, split.user, split.seed, classifier)}: {exc}"
-            small = isinstance(exc, SmallCalibrationError)
-            if config.small_cal == "error" or (config.small_cal == "full-set" and not small):
-                hint = (
-                    " (use --small-cal skip to record NaN for it, or --small-cal full-set "
-                    "to answer every class)"
-                )
-                raise EvaluationError(message + hint) from exc
-            if config.small_cal == "skip":
-                note = message
-                metrics.update({m: float("nan") for m in CONFORMAL_METRICS})
-            else:
-                note = f"{message}; answered with the full set (every class)"
-                conf = full_sets(proba_cal, y[cal], proba_test, score=config.score)
-        conformal_s = time.perf_counter() - clock
+        # The point prediction is the model's own predict() (for SVC the decision
+        # function, not argmax of predict_proba), as in the reference.
+        y_pred = np.asarray(model.predict(X_eval[start : start + n_test]), dtype=int)
+        predict_own = time.perf_counter() - clock
         clock = time.perf_counter()
-        if conf is not None:
-            sets, pvalues, q = conf.sets, conf.pvalues, conf.threshold
-            study = study_conformal_metrics(y_test, sets, pvalues)
-            textbook = textbook_criteria(y_test, pvalues)
-            for m in CONFORMAL_METRICS:
-                value = study.get(m, textbook.get(m, np.nan))
-                metrics[m] = float(value)
-            if not config.pvalues_describe_sets:
-                # MAPIE's own aps/raps/top_k sets: no p-value describes them.
-                metrics.update(dict.fromkeys(PVALUE_METRICS, float("nan")))
-                pvalues = np.full(pvalues.shape, np.nan)
-        out.append(
-            EvalResult(
+        classic = classification_metrics(y[target.test], y_pred, proba_all.shape[1])
+        shared = {
+            "fit_s": fit_s / n_results,
+            "predict_s": predict_s / n_results + predict_own / len(target.calibrations),
+            "metrics_s": (time.perf_counter() - clock) / len(target.calibrations),
+        }
+        proba_test = proba_all[start : start + n_test]
+        start += n_test
+        for strategy, cal in target.calibrations.items():
+            proba_cal = proba_all[start : start + len(cal)]
+            start += len(cal)
+            metrics = {m: float(classic.get(m, np.nan)) for m in CLASSIC_METRICS}
+            result = EvalResult(
                 strategy=strategy,
                 classifier=classifier,
                 iteration=split.iteration,
                 seed=split.seed,
-                user=split.user,
+                user=target.user,
                 n_train=len(split.train),
                 n_test=n_test,
                 n_cal=len(cal),
                 metrics=metrics,
-                rows=split.test,
+                rows=target.test,
                 y_pred=y_pred,
-                sets=sets,
-                pvalues=pvalues,
+                sets=None,
+                pvalues=None,
                 proba=proba_test,
-                note=note,
-                threshold=q,
-                timings={
-                    **shared,
-                    "conformal_s": conformal_s,
-                    "metrics_s": shared["metrics_s"] + time.perf_counter() - clock,
-                },
+                timings=dict(shared),
             )
-        )
+            _conformal_step(result, proba_cal, y[cal], y[target.test], config)
+            out.append(result)
     return out
+
+
+def _conformal_step(
+    result: EvalResult,
+    proba_cal: np.ndarray,
+    y_cal: np.ndarray,
+    y_test: np.ndarray,
+    config: EvalConfig,
+) -> None:
+    """Conformalize ``result``'s test rows on one calibration set and fill in its
+    sets, p-values, threshold, conformal metrics, note and timings (in place)."""
+    from mueval.conformal import conformalize, full_sets
+    from mueval.metrics.conformal import study_conformal_metrics, textbook_criteria
+
+    metrics = result.metrics
+    conf = None
+    clock = time.perf_counter()
+    try:
+        conf = conformalize(
+            proba_cal,
+            y_cal,
+            result.proba,
+            alpha=config.alpha,
+            score=config.score,
+            mondrian=config.mondrian,
+            threshold=config.threshold,
+            seed=result.seed,
+        )
+    except EvaluationError as exc:
+        where = _where(result.strategy, result.user, result.seed, result.classifier)
+        message = f"{where}: {exc}"
+        small = isinstance(exc, SmallCalibrationError)
+        if config.small_cal == "error" or (config.small_cal == "full-set" and not small):
+            hint = (
+                " (use --small-cal skip to record NaN for it, or --small-cal full-set "
+                "to answer every class)"
+            )
+            raise EvaluationError(message + hint) from exc
+        if config.small_cal == "skip":
+            result.note = message
+            metrics.update({m: float("nan") for m in CONFORMAL_METRICS})
+        else:
+            result.note = f"{message}; answered with the full set (every class)"
+            conf = full_sets(proba_cal, y_cal, result.proba, score=config.score)
+    result.timings["conformal_s"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    if conf is not None:
+        pvalues = conf.pvalues
+        study = study_conformal_metrics(y_test, conf.sets, pvalues)
+        textbook = textbook_criteria(y_test, pvalues)
+        for m in CONFORMAL_METRICS:
+            metrics[m] = float(study.get(m, textbook.get(m, np.nan)))
+        if not config.pvalues_describe_sets:
+            # MAPIE's own aps/raps/top_k sets: no p-value describes them.
+            metrics.update(dict.fromkeys(PVALUE_METRICS, float("nan")))
+            pvalues = np.full(pvalues.shape, np.nan)
+        result.sets, result.pvalues, result.threshold = conf.sets, pvalues, conf.threshold
+    result.timings["metrics_s"] += time.perf_counter() - clock
 
 
 def build_splits(

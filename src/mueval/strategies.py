@@ -7,7 +7,9 @@ and which returned part plays which role decide the numbers.
 
 A :class:`Split` holds one training set and one test set, and one calibration set
 per strategy it serves: UIM and UCM of one (user, seed) share training and test
-rows by construction, so one split (one model fit) serves both.
+rows by construction, so one split (one model fit) serves both. With grouped
+folds of users (``user_folds=K``), one split serves every user of a fold: it
+holds one :class:`Target` (test and calibration rows) per held-out user.
 """
 
 from __future__ import annotations
@@ -27,10 +29,31 @@ __all__ = [
     "STRATEGIES",
     "STRATEGY_NAMES",
     "Split",
+    "Target",
     "blocked_parts",
     "make_splits",
     "parse_strategies",
+    "user_folds",
 ]
+
+
+@dataclass(frozen=True)
+class Target:
+    """A target user's rows in a split that serves several users (grouped folds).
+
+    Attributes
+    ----------
+    user : int or str
+        The target user (its own id).
+    test : ndarray of shape (n_test,)
+        Row positions of the user's test set.
+    calibrations : dict of str to ndarray
+        Strategy code -> row positions of its calibration set for this user.
+    """
+
+    user: int | str
+    test: np.ndarray
+    calibrations: dict[str, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -51,6 +74,9 @@ class Split:
         Row positions of the test set.
     calibrations : dict of str to ndarray
         Strategy code -> row positions of its calibration set.
+    targets : tuple of Target
+        Grouped folds only: one per held-out user of the fold, served by this
+        one fit; ``user`` is then None and ``test`` and ``calibrations`` empty.
     """
 
     iteration: int
@@ -59,6 +85,20 @@ class Split:
     train: np.ndarray
     test: np.ndarray
     calibrations: dict[str, np.ndarray] = field(default_factory=dict)
+    targets: tuple[Target, ...] = ()
+
+    def served(self) -> tuple[Target | Split, ...]:
+        """What one fit predicts for: the fold's targets, or the split itself.
+
+        Each item has ``user``, ``test`` and ``calibrations``.
+        """
+        return self.targets or (self,)
+
+    @property
+    def strategies(self) -> list[str]:
+        """Strategy codes the split serves."""
+        first = self.served()[0]
+        return list(first.calibrations)
 
 
 def parse_strategies(values: Sequence[str]) -> list[str]:
@@ -342,6 +382,100 @@ def user_independent_splits(
     return out
 
 
+def user_folds(users: np.ndarray, n_folds: int, seed: int) -> list[np.ndarray]:
+    """Grouped folds of users: each user falls in exactly one of ``n_folds`` folds.
+
+    scikit-learn's ``GroupKFold(n_folds, shuffle=True, random_state=seed)`` where
+    the installed scikit-learn has ``shuffle`` (1.6 and later); with an older one,
+    a permutation of the users drawn by ``numpy.random.default_rng(seed)``, cut
+    into ``n_folds`` nearly equal groups (``numpy.array_split``).
+
+    Parameters
+    ----------
+    users : ndarray of shape (n_rows,)
+        User id of each row.
+    n_folds : int
+        Number of folds, from 2 to the number of users.
+    seed : int
+        Seed of the iteration.
+
+    Returns
+    -------
+    list of ndarray
+        The users of each fold, each sorted ascending.
+
+    Examples
+    --------
+    >>> folds = user_folds(np.repeat(np.arange(5), 3), 2, seed=1)
+    >>> sorted(u for fold in folds for u in fold.tolist())
+    [0, 1, 2, 3, 4]
+    """
+    import inspect
+
+    from sklearn.model_selection import GroupKFold
+
+    unique = np.unique(users)
+    if not 2 <= n_folds <= len(unique):
+        message = f"user_folds must be from 2 to the number of users ({len(unique)}), got {n_folds}"
+        raise UsageError(message)
+    if "shuffle" in inspect.signature(GroupKFold).parameters:
+        splitter = GroupKFold(n_splits=n_folds, shuffle=True, random_state=seed)
+        tests = splitter.split(np.zeros((len(users), 1)), groups=users)
+        return [np.unique(users[test]) for _, test in tests]
+    order = np.random.default_rng(seed).permutation(unique)
+    return [np.sort(part) for part in np.array_split(order, n_folds)]
+
+
+def user_fold_splits(
+    y: np.ndarray,
+    users: np.ndarray,
+    iteration: int,
+    seed: int,
+    strategies: Sequence[str],
+    n_folds: int,
+    classes: Sequence[str] | None = None,
+    split: str = "random",
+    gap: int = 1,
+) -> list[Split]:
+    """UIM and/or UCM on grouped folds of users: one split (one fit) per fold.
+
+    As :func:`user_independent_splits`, except that the rows of every user
+    outside the fold (not of every user but the target) are split 60/40 into
+    training and the UIM calibration set, and each user of the fold is a
+    :class:`Target` with its own test and UCM calibration halves.
+    """
+    serve = [s for s in ("uim", "ucm") if s in strategies]
+    out = []
+    for k, fold in enumerate(user_folds(users, n_folds, seed), start=1):
+        held = np.isin(users, fold)
+        others = np.flatnonzero(~held)
+        what = f"{'/'.join(serve)}, fold {k} of {n_folds}"
+        if len(np.unique(y[others])) < 2:
+            message = (
+                f"{what}: the other folds' rows hold only one class "
+                f"({_describe(y[others], classes)}); a model needs at least two"
+            )
+            raise SplitError(message)
+        train, cal_others = _split(others, y, 0.6, seed, what=what, classes=classes)
+        targets = []
+        for user in fold:
+            own = np.flatnonzero(users == user)
+            who = f"{'/'.join(serve)}, user {user}"
+            if split == "blocked":
+                cal_own, test = blocked_parts(own, y, 0.5, 2, gap, what=who, classes=classes)
+            else:
+                test, cal_own = _split(own, y, 0.5, seed, what=who, classes=classes)
+            cals = {}
+            if "uim" in serve:
+                cals["uim"] = cal_others
+            if "ucm" in serve:
+                cals["ucm"] = cal_own
+            targets.append(Target(_plain(user), test, cals))
+        empty = np.empty(0, dtype=int)
+        out.append(Split(iteration, seed, None, train, empty, {}, tuple(targets)))
+    return out
+
+
 def user_adaptive_splits(
     y: np.ndarray,
     users: np.ndarray,
@@ -399,6 +533,7 @@ def make_splits(
     classes: Sequence[str] | None = None,
     split: str = "random",
     gap: int = 1,
+    n_user_folds: int | None = None,
 ) -> list[Split]:
     """Every split of one iteration for the requested strategies.
 
@@ -423,6 +558,9 @@ def make_splits(
         MM and the other users' rows are always split at random.
     gap : int
         Rows left out between blocks (``split="blocked"``).
+    n_user_folds : int, optional
+        UIM and UCM: fit on grouped folds of users (:func:`user_fold_splits`)
+        instead of leaving one user out (None, the protocol).
 
     Returns
     -------
@@ -442,7 +580,11 @@ def make_splits(
         out += mixed_splits(y, iteration, seed, classes)
     if "udm" in strategies:
         out += user_dependent_splits(y, users, iteration, seed, classes, split, gap)
-    if "uim" in strategies or "ucm" in strategies:
+    if ("uim" in strategies or "ucm" in strategies) and n_user_folds is not None:
+        out += user_fold_splits(
+            y, users, iteration, seed, strategies, n_user_folds, classes, split, gap
+        )
+    elif "uim" in strategies or "ucm" in strategies:
         out += user_independent_splits(y, users, iteration, seed, strategies, classes, split, gap)
     if "uam" in strategies:
         out += user_adaptive_splits(y, users, iteration, seed, adapt_frac, classes, split, gap)

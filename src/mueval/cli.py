@@ -165,6 +165,17 @@ _STRATEGY_HELP = (
     help="--split blocked: rows left out between two blocks.",
 )
 @click.option(
+    "--user-folds",
+    type=click.IntRange(min=2),
+    default=None,
+    metavar="K",
+    help="uim and ucm: fit one model per group of users in K grouped folds "
+    "(GroupKFold, shuffled with each iteration's seed) instead of one per user "
+    "(leave-one-user-out, the protocol), so many users cost K fits per classifier. "
+    "Each held-out user keeps its own test and ucm calibration halves; the model "
+    "also leaves out the other users of its fold. [default: leave-one-user-out]",
+)
+@click.option(
     "--jobs",
     "-j",
     type=click.IntRange(min=-1),
@@ -263,6 +274,7 @@ def evaluate(
         small_cal=options["small_cal"],
         split=options["split_method"],
         gap=options["gap"],
+        user_folds=options["user_folds"],
     )
     if out is not None:
         check_target(out, overwrite)  # fail before any work
@@ -302,6 +314,7 @@ def evaluate(
         f"alpha={config.alpha}, score={config.score}, threshold={config.threshold}"
         f"{', mondrian' if config.mondrian else ''}"
         f"{', blocked split' if config.split == 'blocked' else ''}"
+        f"{f', {config.user_folds} user folds' if config.user_folds else ''}"
     )
     click.echo(result.table())
     for note in result.notes:

@@ -48,7 +48,13 @@ __all__ = [
 
 @dataclass(frozen=True)
 class EvalConfig:
-    """What to evaluate and how (defaults = the reference protocol)."""
+    """What to evaluate and how (defaults = the reference protocol).
+
+    ``user_folds``: None (the protocol) leaves one user out, so UIM and UCM fit
+    one model per user; an integer K from 2 to the number of users fits one per
+    grouped fold of users instead (:func:`~mueval.strategies.user_fold_splits`),
+    K fits per classifier and iteration whatever the number of users.
+    """
 
     strategies: tuple[str, ...] = STRATEGIES[:4]
     classifiers: tuple[str, ...] = CLASSIFIERS
@@ -62,6 +68,7 @@ class EvalConfig:
     small_cal: str = "error"
     split: str = "random"
     gap: int = 1
+    user_folds: int | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 < self.alpha < 1.0:
@@ -83,6 +90,13 @@ class EvalConfig:
             raise UsageError(message)
         if self.gap < 0:
             message = f"gap must be 0 or more rows, got {self.gap}"
+            raise UsageError(message)
+        if self.user_folds is not None and (
+            isinstance(self.user_folds, bool)
+            or not isinstance(self.user_folds, int)
+            or self.user_folds < 2
+        ):
+            message = f"user_folds must be None or an integer of 2 or more, got {self.user_folds!r}"
             raise UsageError(message)
         if self.small_cal not in SMALL_CAL_POLICIES:
             message = (
@@ -108,6 +122,17 @@ class EvalConfig:
             f"{self.score} with --threshold mapie: MAPIE makes those sets from its own "
             "scores, which no p-value here describes; --threshold study gives sets and "
             "p-values from the same scores"
+        )
+
+    def user_folds_note(self) -> str | None:
+        """How grouped folds differ from the protocol, or None without them."""
+        if self.user_folds is None or not {"uim", "ucm"} & set(self.strategies):
+            return None
+        return (
+            f"uim/ucm on {self.user_folds} grouped folds of users (GroupKFold, shuffled with "
+            "each iteration's seed), not leave-one-user-out: one model per fold, trained "
+            "on 60 % of the other folds' users' rows (uim calibrates on the other 40 %), "
+            "so each target user's model also leaves out the other users of its fold"
         )
 
     def seed(self, iteration: int) -> int:
@@ -383,6 +408,7 @@ def build_splits(
             classes=classes,
             split=config.split,
             gap=config.gap,
+            n_user_folds=config.user_folds,
         )
     return splits
 
@@ -503,6 +529,8 @@ def run(
     notes = [r.note for r in results if r.note]
     if not config.pvalues_describe_sets:
         notes.insert(0, config.pvalue_note())
+    if config.user_folds_note() is not None:
+        notes.insert(0, config.user_folds_note())
     return RunOutput(results=results, notes=notes, timings=timings, stages=stage_timings(results))
 
 

@@ -1,0 +1,109 @@
+"""Benchmark: UIM and UCM as the number of users grows.
+
+For each size, a synthetic table (:func:`mueval.synthetic.make_users`) is
+evaluated with UIM and UCM, one iteration, GaussianNB and the random forest, on
+a local Dask cluster (``backend="dask"``): leave-one-user-out at the smallest
+size, ``--user-folds`` at the larger ones. Each size runs in a subprocess of its
+own, so that its peak memory (``ru_maxrss``) is its own; the Dask workers are
+that subprocess's children and are counted apart.
+
+Run::
+
+    python benchmarks/scale.py [--sizes 50 200 1000] [--folds 10] [--workers 2]
+
+Printed per size: users, rows, fits per classifier, wall seconds, and peak
+resident memory of the main process and of the largest worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+ROWS_PER_USER = 60
+CLASSIFIERS = ("nb", "rf")
+
+
+def one_size(n_users: int, folds: int | None, workers: int) -> dict:
+    """Evaluate one table in this process and return its figures."""
+    from mueval.data import table_from_frame
+    from mueval.runner import EvalConfig, run
+    from mueval.synthetic import make_users
+
+    frame = make_users(n_users, n_classes=4, rows_per_user=ROWS_PER_USER, n_features=12, seed=1)
+    table = table_from_frame(frame)
+    config = EvalConfig(
+        strategies=("uim", "ucm"), classifiers=CLASSIFIERS, iterations=1, user_folds=folds
+    )
+    start = time.perf_counter()
+    output = run(
+        table.X,
+        table.y,
+        table.users,
+        table.classes,
+        config,
+        backend="dask",
+        workers=workers,
+        progress=False,
+    )
+    wall = time.perf_counter() - start
+    return {
+        "users": n_users,
+        "rows": len(frame),
+        "folds": folds,
+        "results": len(output.results),
+        "wall_s": wall,
+        "tasks_s": output.timings["tasks_s"],
+        "self_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "children_maxrss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[50, 200, 1000])
+    parser.add_argument("--folds", type=int, default=10, help="user folds above the first size")
+    parser.add_argument("--workers", type=int, default=2, help="local Dask worker processes")
+    parser.add_argument("--one", nargs=2, type=int, help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.one:
+        n_users, folds = options.one
+        print(json.dumps(one_size(n_users, folds or None, options.workers)))
+        return
+    print(
+        f"{'users':>6} {'rows':>7} {'protocol':>18} {'fits/clf':>8} {'wall s':>8} "
+        f"{'main MB':>8} {'worker MB':>9}",
+        flush=True,
+    )
+    for i, n_users in enumerate(options.sizes):
+        folds = 0 if i == 0 else options.folds
+        done = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--one",
+                str(n_users),
+                str(folds),
+                "--workers",
+                str(options.workers),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        r = json.loads(done.stdout.strip().splitlines()[-1])
+        protocol = "leave-one-user-out" if not folds else f"{folds} user folds"
+        fits = folds if folds else n_users
+        print(
+            f"{r['users']:>6} {r['rows']:>7} {protocol:>18} {fits:>8} {r['wall_s']:>8.1f} "
+            f"{r['self_maxrss_mb']:>8.0f} {r['children_maxrss_mb']:>9.0f}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -281,36 +281,35 @@ def _evaluate_split(X, y, n_classes, split, classifier, config) -> list[EvalResu
         message = f"{where}: model fit failed: {exc}"
         raise EvaluationError(message) from exc
     targets = split.served()
-    # One predict_proba over every row any target's calibration or test set needs.
-    eval_rows = np.concatenate([p for t in targets for p in (t.test, *t.calibrations.values())])
+    offsets, eval_rows = _eval_layout(targets)
     X_eval = scaler.transform(X[eval_rows])
     fit_s = time.perf_counter() - clock
     clock = time.perf_counter()
+    # One predict_proba over every row any target's calibration or test set needs.
     proba_all = full_proba(model, X_eval, n_classes)
+    # The point prediction is the model's own predict() (for SVC the decision
+    # function, not argmax of predict_proba), as in the reference; the test
+    # rows of every target come first in eval_rows.
+    n_tests = sum(len(t.test) for t in targets)
+    y_pred_all = np.asarray(model.predict(X_eval[:n_tests]), dtype=int)
     predict_s = time.perf_counter() - clock
     # The fit and the predictions serve every (target, strategy): share them.
     n_results = sum(len(t.calibrations) for t in targets)
     out = []
-    start = 0
     for target in targets:
         n_test = len(target.test)
-        clock = time.perf_counter()
-        # The point prediction is the model's own predict() (for SVC the decision
-        # function, not argmax of predict_proba), as in the reference.
-        y_pred = np.asarray(model.predict(X_eval[start : start + n_test]), dtype=int)
-        predict_own = time.perf_counter() - clock
+        start = offsets[id(target.test)]
+        y_pred = y_pred_all[start : start + n_test]
         clock = time.perf_counter()
         classic = classification_metrics(y[target.test], y_pred, proba_all.shape[1])
         shared = {
             "fit_s": fit_s / n_results,
-            "predict_s": predict_s / n_results + predict_own / len(target.calibrations),
+            "predict_s": predict_s / n_results,
             "metrics_s": (time.perf_counter() - clock) / len(target.calibrations),
         }
         proba_test = proba_all[start : start + n_test]
-        start += n_test
         for strategy, cal in target.calibrations.items():
-            proba_cal = proba_all[start : start + len(cal)]
-            start += len(cal)
+            proba_cal = proba_all[offsets[id(cal)] : offsets[id(cal)] + len(cal)]
             metrics = {m: float(classic.get(m, np.nan)) for m in CLASSIC_METRICS}
             result = EvalResult(
                 strategy=strategy,
@@ -332,6 +331,33 @@ def _evaluate_split(X, y, n_classes, split, classifier, config) -> list[EvalResu
             _conformal_step(result, proba_cal, y[cal], y[target.test], config)
             out.append(result)
     return out
+
+
+def _eval_layout(targets: Sequence) -> tuple[dict[int, int], np.ndarray]:
+    """The rows to predict once for ``targets``: every test set, then every
+    calibration set, each array once.
+
+    The users of a fold share one UIM calibration set (the same array): it is
+    predicted once, not once per user. With one target the layout is (test,
+    calibrations in order), as it always was.
+
+    Returns
+    -------
+    offsets : dict of int to int
+        ``id(array)`` -> position of its first row in ``rows``.
+    rows : ndarray of shape (n_eval,)
+        Row positions into the table.
+    """
+    offsets: dict[int, int] = {}
+    parts = []
+    size = 0
+    arrays = [t.test for t in targets] + [c for t in targets for c in t.calibrations.values()]
+    for array in arrays:
+        if id(array) not in offsets:
+            offsets[id(array)] = size
+            parts.append(array)
+            size += len(array)
+    return offsets, np.concatenate(parts)
 
 
 def _conformal_step(

@@ -163,3 +163,22 @@ def test_synthetic_users_keep_every_class():
     assert counts.std(axis=0).min() > 0
     again = make_users(40, n_classes=5, rows_per_user=60, imbalance=1.0, seed=4)
     assert frame.equals(again)
+
+
+def test_a_fold_predicts_its_shared_uim_calibration_once(table, monkeypatch):
+    seen = []
+    real = mueval.models.full_proba
+
+    def counting(model, X, n_classes):
+        seen.append(len(X))
+        return real(model, X, n_classes)
+
+    monkeypatch.setattr(mueval.models, "full_proba", counting)
+    _run(table, 3, classifiers=("nb",), iterations=1)
+    splits = make_splits(table.y, table.users, ["uim", "ucm"], 1, 101, n_user_folds=3)
+    expected = [
+        sum(len(t.test) + len(t.calibrations["ucm"]) for t in s.targets)
+        + len(s.targets[0].calibrations["uim"])
+        for s in splits
+    ]
+    assert sorted(seen) == sorted(expected)

@@ -54,12 +54,14 @@ def test_own_csv_end_to_end_writes_the_run_folder(tmp_path: Path) -> None:
     assert "UCM (user-calibrated)" in result.output and "UIM (user-independent)" in result.output
     assert "Naive Bayes" in result.output and "KNN" in result.output
     assert sorted(p.name for p in out.iterdir()) == [
+        "coverage_summary.csv",
         "diagnostics.parquet",
         "predictions.parquet",
         "run.json",
         "size_coverage.csv",
         "splits.parquet",
         "summary.csv",
+        "user_coverage.csv",
     ]
     info = json.loads((out / "run.json").read_text())
     assert info["format_version"] == 1

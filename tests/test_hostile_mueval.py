@@ -399,7 +399,7 @@ def test_fifo_planted_among_the_report_figures_is_refused(tmp_path: Path, real_r
     run = _copy(real_run, tmp_path / "run")
     (run / "report" / "figures").mkdir(parents=True)
     os.mkfifo(run / "report" / "figures" / "coverage_box_nb.png")
-    proc = _mueval_subprocess("report", str(run), "--n-boot", "10")
+    proc = _mueval_subprocess("report", str(run), "--n-boot", "10", "--figures", "all")
     assert proc.returncode == 1, proc.stderr
     assert "coverage_box_nb.png: it is a FIFO (named pipe), not a file mueval wrote" in proc.stderr
 
@@ -430,7 +430,7 @@ def test_mathtext_labels_are_drawn_as_plain_text(tmp_path: Path) -> None:
     run = tmp_path / "run"
     result = _evaluate(_csv(tmp_path / "data", frame), run)
     assert result.exit_code == 0, result.output
-    result = _mueval("report", str(run), "--n-boot", "10", "--strategy", "uim")
+    result = _mueval("report", str(run), "--n-boot", "10", "--strategy", "uim", "--figures", "all")
     assert result.exit_code == 0, result.output
     svg = (run / "report" / "figures" / "uim_nb_confusion.svg").read_text(encoding="utf-8")
     assert "$\\frac{1$" in svg and "a $ b" in svg
@@ -790,6 +790,7 @@ def test_a_skipped_split_is_consistent_under_the_writers_aggregation(
     # `--small-cal skip` leaves a split without sets: NaN conformal metrics, no
     # prediction rows. The summary is aggregated by the writer's own function.
     from mueval.aggregate import summary_frame
+    from mueval.runfolder.guarantees import compute_guarantees
 
     run = _copy(real_run, tmp_path / "run")
     splits = pd.read_parquet(run / "splits.parquet")
@@ -815,6 +816,16 @@ def test_a_skipped_split_is_consistent_under_the_writers_aggregation(
     )
     summary = summary_frame(splits, pd.read_parquet(run / "diagnostics.parquet"))
     summary.to_csv(run / "summary.csv", index=False)
+    # The per-user guarantees, likewise, by the writer's own function.
+    info = json.loads((run / "run.json").read_text())
+    found = compute_guarantees(
+        pd.read_parquet(run / "predictions.parquet"),
+        splits,
+        alpha=info["config"]["alpha"],
+        n_classes=len(info["classes"]),
+    )
+    found.user_coverage.to_csv(run / "user_coverage.csv", index=False)
+    found.coverage_summary.to_csv(run / "coverage_summary.csv", index=False)
     cov = summary.query("strategy == 'mm' and metric == 'coverage'").iloc[0]
     assert np.isnan(cov["mean"]) and cov["n"] == 1  # the study's rule
     assert read_run_folder(run).summary.equals(pd.read_csv(run / "summary.csv"))

@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import mueval
 from mueval.report.cli import report_command
 from tests.test_report_build import make_run_folder
+from tests.test_run_guarantees import _frame as relabelled_frame
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium")
@@ -59,6 +61,8 @@ def page(tmp_path_factory) -> Path:
             "mm",
             "--strategy",
             "ucm",
+            "--figures",
+            "all",
         ],
     )
     assert result.exit_code == 0, result.output
@@ -91,3 +95,43 @@ def test_screenshot_is_a_valid_png(page, tmp_path):
     # IHDR: width and height as big-endian integers at bytes 16-24.
     assert int.from_bytes(data[16:20], "big") == 1280
     assert int.from_bytes(data[20:24], "big") == 2000
+
+
+@pytest.fixture(scope="module")
+def page_one(tmp_path_factory) -> Path:
+    """The default report of a run where MM clearly misses user 3 (relabelled)."""
+    root = tmp_path_factory.mktemp("page-one")
+    run = mueval.evaluate(
+        relabelled_frame(),
+        strategies="mm,ucm",
+        classifiers="nb",
+        iterations=2,
+        alpha=0.1,
+        progress=False,
+    )
+    assert run.coverage_summary.set_index("strategy").loc["mm", "n_below"] == 1
+    run.save(root / "run")
+    result = CliRunner().invoke(report_command, [str(root / "run"), "--out", str(root / "r")])
+    assert result.exit_code == 0, result.output
+    return root / "r" / "report.html"
+
+
+def test_page_one_fits_the_first_screen_and_flags_the_missed_user(page_one, tmp_path):
+    height = 1000
+    size = f"--window-size=1280,{height}"
+    proc = _chromium(tmp_path / "dom", "--dump-dom", size, page_one.as_uri())
+    tag = re.search(r"<body[^>]*>", proc.stdout)
+    assert tag, proc.stderr[-2000:]
+    bottom = re.search(r'data-grid-bottom="(\d+)"', tag.group(0))
+    assert bottom and 0 < int(bottom.group(1)) <= height, tag.group(0)
+    assert 'data-js-errors="0"' in tag.group(0)
+    shot = tmp_path / "page-one.png"
+    proc = _chromium(tmp_path / "shot", f"--screenshot={shot}", size, page_one.as_uri())
+    assert shot.exists(), proc.stderr[-2000:]
+    import matplotlib.image as mpimg
+
+    pixels = (mpimg.imread(shot)[:, :, :3] * 255).round().astype(int)
+    # The MM cell is flagged (background #fde8e8): one user's interval lies below
+    # the target. The colour is on the first screen, so the grid is too.
+    flagged = (pixels == [0xFD, 0xE8, 0xE8]).all(axis=2)
+    assert flagged.sum() > 500

@@ -269,7 +269,8 @@ def run_dir(tmp_path_factory) -> Path:
 def built(run_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
     result = CliRunner().invoke(
-        report_command, [str(run_dir), "--out", str(out), "--n-boot", "40", "--progress"]
+        report_command,
+        [str(run_dir), "--out", str(out), "--n-boot", "40", "--progress", "--figures", "all"],
     )
     assert result.exit_code == 0, result.output + str(result.exception)
     return out, result
@@ -280,6 +281,9 @@ def test_progress_bar_counts_the_strategy_classifier_sections(built):
     # the fixture's run has three strategies and one classifier
     assert "report: 100%" in result.stderr and "3/3" in result.stderr
 
+
+# Every section's figures, not only page one's (the default).
+_ALL = ("--figures", "all")
 
 EXPECTED_PER_PAIR = [
     "cooccurrence_matrix",
@@ -315,7 +319,8 @@ def test_page_is_self_contained_and_embeds_every_figure(built):
     page = (out / "report.html").read_text(encoding="utf-8")
     n_png = len(list((out / "figures").glob("*.png")))
     srcs = re.findall(r'<img [^>]*src="([^"]+)"', page)
-    assert len(srcs) == n_png == 4 + 3 * len(EXPECTED_PER_PAIR)
+    # Page one: the pooled-coverage overview and one per-user figure per strategy.
+    assert len(srcs) == n_png == 4 + 3 * len(EXPECTED_PER_PAIR) + 1 + 3
     assert all(s.startswith("data:image/png;base64,") for s in srcs)
     assert not re.search(r'(src|href)="(https?:)?//', page)
     assert "<link" not in page
@@ -479,12 +484,18 @@ def test_report_from_a_real_evaluate_run_on_gestures(tmp_path):
     assert len(run.classes) == 20
     out = tmp_path / "report"
     result = CliRunner().invoke(
-        report_command, [str(run_dir), "--out", str(out), "--n-boot", "20", "--strategy", "ucm"]
+        report_command,
+        [str(run_dir), "--out", str(out), "--n-boot", "20", "--strategy", "ucm", *_ALL],
     )
     assert result.exit_code == 0, result.output
     for key in EXPECTED_PER_PAIR:
         assert (out / "figures" / f"ucm_nb_{key}.png").read_bytes()[:8] == PNG_MAGIC
         assert ET.parse(out / "figures" / f"ucm_nb_{key}.svg").getroot().tag.endswith("svg")
+    # run.json keeps the classes in text order (n1, n10, ..., n2); figures use natural order.
+    assert run.classes.index("n10") < run.classes.index("n2")
+    svg = (out / "figures" / "ucm_nb_confusion.svg").read_text(encoding="utf-8")
+    ticks = re.findall(r">(n\d+)<", svg)[:20]
+    assert ticks == [f"n{i}" for i in range(1, 21)]
     page = (out / "report.html").read_text(encoding="utf-8")
     assert run.run["dataset"]["provenance_sha256"] in page
     # the run's default diagnostics (--diagnostics basic) are shown beside the summary

@@ -38,6 +38,7 @@ from mueval.runfolder import (
     read_run_folder,
     write_run,
 )
+from mueval.runfolder.guarantees import compute_guarantees
 from mueval.runner import EvalConfig, run
 from mueval.strategies import parse_strategies
 from mueval.tables import format_table
@@ -66,11 +67,19 @@ class Run:
         The conditional-coverage diagnostics per (strategy, classifier, iteration).
     size_coverage : DataFrame or None
         Coverage by set size.
+    user_coverage : DataFrame or None
+        Each user's coverage over all test rows and iterations with its
+        Clopper-Pearson interval (``user_coverage.csv``; see
+        :func:`mueval.coverage_intervals.per_user_coverage`).
+    coverage_summary : DataFrame or None
+        Per (strategy, classifier): the share of users whose interval lies
+        entirely below ``1 - alpha``, the worst user and the pooled coverage,
+        with intervals (``coverage_summary.csv``).
     info : dict
         The content of ``run.json``: ``dataset``, ``classes``, ``config``,
         ``versions``, ``skipped`` (notes), ``timings`` (wall seconds per phase),
         ``stage_timings`` (task seconds per stage for each strategy/classifier),
-        ``created``.
+        ``warnings`` (see :attr:`warnings`), ``created``.
     path : Path or None
         The folder it was saved to or loaded from.
     """
@@ -80,6 +89,8 @@ class Run:
     predictions: pd.DataFrame
     diagnostics: pd.DataFrame | None = None
     size_coverage: pd.DataFrame | None = None
+    user_coverage: pd.DataFrame | None = None
+    coverage_summary: pd.DataFrame | None = None
     info: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
     _arrow: pa.Table | None = field(default=None, repr=False)
@@ -103,6 +114,12 @@ class Run:
     def notes(self) -> list[str]:
         """What the run skipped or answered conservatively, one line each."""
         return list(self.info.get("skipped", []))
+
+    @property
+    def warnings(self) -> list[dict[str, Any]]:
+        """Interval-driven warnings, one dict each (``strategy, classifier, kind,
+        message, severity``; see :mod:`mueval.run_warnings`)."""
+        return list(self.info.get("warnings", []))
 
     def table(self) -> str:
         """The study-style mean ± SD tables, one block per strategy."""
@@ -132,6 +149,8 @@ class Run:
             predictions=arrow,
             diagnostics=self.diagnostics,
             size_coverage=self.size_coverage,
+            user_coverage=self.user_coverage,
+            coverage_summary=self.coverage_summary,
             overwrite=overwrite,
         )
         return self.path
@@ -155,7 +174,9 @@ class Run:
             predictions=folder.predictions,
             diagnostics=folder.diagnostics,
             size_coverage=size_coverage,
-            info=folder.run,
+            user_coverage=folder.user_coverage,
+            coverage_summary=folder.coverage_summary,
+            info={**folder.run, "warnings": folder.warnings or []},
             path=folder.path,
         )
 
@@ -172,6 +193,9 @@ class Run:
             self.splits,
             self.predictions,
             self.diagnostics,
+            self.user_coverage,
+            self.coverage_summary,
+            self.warnings,
         )
 
     def report(self, path: str | Path, **options: Any) -> Path:
@@ -309,6 +333,10 @@ def evaluate_table(
     splits = splits_frame(output.results)
     summary = summary_frame(splits, diag.frame if diag.names else None)
     arrow = predictions_table(output.results, table.classes, table.users, table.y)
+    predictions = arrow.to_pandas()
+    found = compute_guarantees(
+        predictions, splits, alpha=config.alpha, n_classes=len(table.classes)
+    )
     info: dict[str, Any] = {
         "dataset": table.info,
         "classes": list(table.classes),
@@ -334,13 +362,16 @@ def evaluate_table(
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "timings": {**output.timings, "total_s": time.perf_counter() - start},
         "stage_timings": output.stages,
+        "warnings": found.warnings,
     }
     return Run(
         summary=summary,
         splits=splits,
-        predictions=arrow.to_pandas(),
+        predictions=predictions,
         diagnostics=diag.frame if diag.names else None,
         size_coverage=diag.size_coverage if diag.names else None,
+        user_coverage=found.user_coverage,
+        coverage_summary=found.coverage_summary,
         info=info,
         _arrow=arrow,
     )

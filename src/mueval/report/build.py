@@ -1,10 +1,15 @@
 """Build the report of one run folder: figures on disk plus one self-contained page.
 
-The page has, in order: the run (dataset provenance, configuration, versions), the
+Page one is a summary a reader takes in at once: the strategy x classifier grid
+of pooled coverage with its interval, set size and the share of users whose
+interval lies entirely below the target, then the interval-driven warnings and
+page one's figures (:mod:`mueval.report.page_one`). After it, in order: the run (dataset provenance, configuration, versions), the
 summary table, the comparison of strategies (the study's t-test and two tests
 that respect the resampling), set size across classifiers, the per-user picture
-the study lacks, then one section per (strategy, classifier) with the study's
-pictures and the set diagnostics the correlation review asks for.
+the study lacks, then one collapsible section per (strategy, classifier), linked
+from the grid, with the study's pictures and the set diagnostics the correlation
+review asks for (drawn with ``figures="all"`` only: they are most of the build
+time and of the page's size).
 """
 
 from __future__ import annotations
@@ -15,12 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from mueval.data import natural_key
 from mueval.diagnose import FULL_DIAGNOSTICS
-from mueval.errors import OutputError
+from mueval.errors import OutputError, UsageError
 from mueval.names import (
     CLASSIFIER_NAMES,
     CLASSIFIERS,
@@ -38,7 +45,6 @@ from mueval.report.compare import (
 )
 from mueval.report.html import (
     Section,
-    esc,
     figure_html,
     list_html,
     note_html,
@@ -46,7 +52,17 @@ from mueval.report.html import (
     table_html,
     warning_html,
 )
+from mueval.report.page_one import (
+    FIGURE_LEVELS,
+    grid_html,
+    overview_figure,
+    pair_anchor,
+    strategy_users_figure,
+    warnings_html,
+)
+from mueval.run_warnings import set_statistics
 from mueval.runfolder import RunFolder, RunFolderError
+from mueval.runfolder.guarantees import Guarantees, compute_guarantees
 from mueval.safeio import check_inside, write_atomic
 
 __all__ = ["CLASSIFIER_NAMES", "STRATEGY_NAMES", "BuildResult", "build_report"]
@@ -101,11 +117,17 @@ class BuildResult:
 class _Figures:
     """Saves figures under ``out/figures`` and returns their embedded HTML."""
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, *, enabled: bool = True) -> None:
         self.dir = _real_folder(out / "figures")
         self.paths: list[Path] = []
+        self.enabled = enabled
 
     def add(self, fig, name: str, caption: str) -> str:
+        if not self.enabled:
+            # Drawing is the slow part of a figure: a figure not asked for is
+            # closed undrawn and leaves no trace on the page.
+            plt.close(fig)
+            return ""
         png, svg = F.save_figure(fig, check_inside(self.dir, self.dir / name))
         self.paths.extend([png, svg])
         return figure_html(png, alt=caption, caption=caption, svg_name=svg.name)
@@ -453,10 +475,17 @@ class _Pair:
     intervals: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
+def _natural_order(classes: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``order`` (new position -> old index) and ``rank`` (old index -> new position)."""
+    order = np.array(sorted(range(len(classes)), key=lambda i: natural_key(classes[i])), int)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return order, rank
+
+
 def _pair_data(run: RunFolder, s: str, c: str, n_boot: int, seed: int) -> tuple[_Pair, str]:
     sub = run.predictions[(run.predictions.strategy == s) & (run.predictions.classifier == c)]
-    classes = run.classes
-    k = len(classes)
+    k = len(run.classes)
     label = f"{_sname(s)}, {_cname(c)}"
     stem = f"{_stoken(s)}_{_ctoken(c)}"
     sets = run.set_matrix(sub["pred_set"])
@@ -469,6 +498,11 @@ def _pair_data(run: RunFolder, s: str, c: str, n_boot: int, seed: int) -> tuple[
             f"{k} (the classes of run.json), found shape {proba.shape}"
         )
         raise RunFolderError(msg)
+    # Figures and tables show the classes in natural order (n2 before n10),
+    # whatever order run.json keeps them in: reorder columns, renumber labels.
+    order, rank = _natural_order(run.classes)
+    classes = [run.classes[i] for i in order]
+    sets, proba, y, yp = sets[:, order], proba[:, order], rank[y], rank[yp]
     users = sub["userid"].to_numpy()
     n_users = len(np.unique(users))
     groups = users if n_users >= 2 else None
@@ -820,7 +854,7 @@ def _pair_section(
     directional, covc = _directional(figs, pair)
     pooled, warnings = _pooled_against_users(pair, com, phi, covc)
     body += [*membership, *directional, *pooled, *_interval_details(pair)]
-    return Section(pair.label, f"pair-{esc(s)}-{esc(c)}", body), warnings
+    return Section(pair.label, pair_anchor(s, c), body), warnings
 
 
 def build_report(
@@ -834,6 +868,7 @@ def build_report(
     top_sets: int = 20,
     min_count: int = 2,
     progress: bool = False,
+    figures: str = "summary",
 ) -> BuildResult:
     """Write ``report.html`` and ``figures/*.png|svg`` under ``out``.
 
@@ -851,6 +886,11 @@ def build_report(
     progress : bool
         Show a progress bar on stderr over the (strategy, classifier) sections,
         which draw most of the figures.
+    figures : {"summary", "none", "all"}
+        ``summary``: page one's figures (pooled coverage, and one
+        coverage-per-user figure per strategy); ``none``: no figure; ``all``:
+        every section's figures as well (the study's pictures and the set
+        diagnostics of each (strategy, classifier), the slow part).
 
     Raises
     ------
@@ -860,6 +900,9 @@ def build_report(
     RunFolderError
         A strategy or classifier is not a code of mueval, or not in the run.
     """
+    if figures not in FIGURE_LEVELS:
+        msg = f"figures must be one of {', '.join(FIGURE_LEVELS)}, not {figures!r}"
+        raise UsageError(msg)
     with matplotlib.rc_context({"text.parse_math": False}):
         return _build(
             run,
@@ -871,6 +914,7 @@ def build_report(
             top_sets=top_sets,
             min_count=min_count,
             progress=progress,
+            figures=figures,
         )
 
 
@@ -885,6 +929,7 @@ def _build(
     top_sets: int,
     min_count: int,
     progress: bool,
+    figures: str,
 ) -> BuildResult:
     present_s = [_stoken(s) for s in dict.fromkeys(run.predictions["strategy"])]
     present_c = [_ctoken(c) for c in dict.fromkeys(run.predictions["classifier"])]
@@ -899,27 +944,36 @@ def _build(
     strategies = [_stoken(s) for s in strategies] if strategies else present_s
     classifiers = [_ctoken(c) for c in classifiers] if classifiers else present_c
     target = 1.0 - run.alpha
-    figs = _Figures(out)
-    warnings: list[str] = []
+    # Section figures only for --figures all; page one's unless --figures none.
+    figs = _Figures(out, enabled=figures == "all")
+    page_figs = _Figures(out, enabled=figures != "none")
+    guarantees = _guarantees(run)
+    page_one = _page_one(run, page_figs, guarantees, strategies, classifiers, target)
 
     sections = [_run_section(run), _summary_section(run, strategies, classifiers)]
     comp_section, _ = _comparison_section(run, figs, strategies, classifiers, target)
     sections += [comp_section, _setsize_section(run, figs, strategies, classifiers)]
-    user_section, w = _per_user_section(run, figs, strategies, classifiers, target)
+    # Its point-estimate shortfalls ("lowest 0.946") stay in the section: the
+    # warnings on page one are the interval-driven ones.
+    user_section, _ = _per_user_section(run, figs, strategies, classifiers, target)
     sections.append(user_section)
-    warnings += w
     pairs = [
         (s, c)
         for s in strategies
         for c in classifiers
         if ((run.predictions.strategy == s) & (run.predictions.classifier == c)).any()
     ]
+    section_warnings: list[str] = []
     for s, c in tqdm(pairs, desc="report", unit="pair", disable=not progress, file=sys.stderr):
-        sec, w = _pair_section(
-            run, figs, s, c, n_boot=n_boot, seed=seed, top_sets=top_sets, min_count=min_count
-        )
+        if figures == "all":
+            sec, w = _pair_section(
+                run, figs, s, c, n_boot=n_boot, seed=seed, top_sets=top_sets, min_count=min_count
+            )
+        else:
+            sec, w = _light_pair_section(run, guarantees, s, c)
+        sec.collapsible = True
         sections.append(sec)
-        warnings += w
+        section_warnings += w
 
     ds = run.run.get("dataset", {})
     title = f"mueval report: {ds.get('name', run.path.name)}"
@@ -929,10 +983,116 @@ def _build(
             f"users, {len(run.classes)} classes); alpha = {run.alpha} (target coverage "
             f"{target:.2f}); strategies {', '.join(_sname(s) for s in strategies)}; classifiers "
             f"{', '.join(_cname(c) for c in classifiers)}."
-        )
+        ),
+        *page_one,
     ]
-    if warnings:
-        intro.append("<h2>Warnings</h2>" + list_html(warnings))
+    if section_warnings:
+        intro.append("<h2>Notes from the sections</h2>" + list_html(section_warnings))
     page = render_page(title, intro, sections)
     html_path = write_atomic(out, "report.html", lambda p: p.write_text(page, encoding="utf-8"))
-    return BuildResult(html_path, figs.paths, warnings)
+    warnings = [w["message"] for w in guarantees.warnings] + section_warnings
+    return BuildResult(html_path, figs.paths + page_figs.paths, warnings)
+
+
+def _guarantees(run: RunFolder) -> Guarantees:
+    """The run's per-user guarantees; computed when the folder object lacks them."""
+    if run.user_coverage is not None and run.coverage_summary is not None:
+        return Guarantees(run.user_coverage, run.coverage_summary, list(run.warnings or []))
+    return compute_guarantees(
+        run.predictions, run.splits, alpha=run.alpha, n_classes=len(run.classes)
+    )
+
+
+def _page_one(
+    run: RunFolder,
+    figs: _Figures,
+    g: Guarantees,
+    strategies: list[str],
+    classifiers: list[str],
+    target: float,
+) -> list[str]:
+    """The grid, the warnings, then page one's figures (if asked for)."""
+    keep = g.coverage_summary.strategy.isin(strategies) & g.coverage_summary.classifier.isin(
+        classifiers
+    )
+    summary = g.coverage_summary[keep]
+    sizes = set_statistics(run.predictions, n_classes=len(run.classes))
+    warnings = [
+        w for w in g.warnings if w["strategy"] in strategies and w["classifier"] in classifiers
+    ]
+    body = [
+        '<h2 id="page-one">Summary</h2>',
+        grid_html(
+            summary,
+            sizes,
+            strategies,
+            classifiers,
+            target=target,
+            name=lambda s, c: (_sname(s), _cname(c)),
+        ),
+        note_html(
+            "Intervals are exact (Clopper-Pearson) on the test rows pooled over iterations. "
+            "Iterations reuse rows, so they are on the narrow side; see docs/per-user-guarantees.md "
+            "for the bootstrap variants. Click a cell for its section."
+        ),
+        "<h2>Warnings</h2>",
+        warnings_html(warnings),
+    ]
+    body.append(
+        figs.add(
+            overview_figure(
+                summary, strategies, classifiers, target=target, slabel=_sname, clabel=_cname
+            ),
+            "overview_coverage",
+            "Pooled coverage with its 95 % interval, per strategy and classifier",
+        )
+    )
+    users = g.user_coverage[g.user_coverage.classifier.isin(classifiers)]
+    for s in strategies:
+        sub = users[users.strategy == s]
+        if sub.empty:
+            continue
+        fig = strategy_users_figure(
+            sub,
+            classifiers,
+            target=target,
+            title=f"Coverage per user, {_sname(s)}",
+            label=_cname,
+        )
+        body.append(
+            figs.add(
+                fig,
+                f"user_coverage_{_stoken(s)}",
+                f"Each user's coverage with its 95 % interval, {_sname(s)}",
+            )
+        )
+    return body
+
+
+def _light_pair_section(run: RunFolder, g: Guarantees, s: str, c: str) -> tuple[Section, list[str]]:
+    """A (strategy, classifier) section without figures: its users and their intervals."""
+    label = f"{_sname(s)}, {_cname(c)}"
+    sub = g.user_coverage[(g.user_coverage.strategy == s) & (g.user_coverage.classifier == c)]
+    sub = sub.sort_values("user", key=lambda col: col.map(natural_key))
+    rows = [
+        [
+            str(r.user),
+            int(r.n),
+            float(r.coverage),
+            f"[{r.low:.3f}, {r.high:.3f}]",
+            "below target" if r.below else "",
+        ]
+        for r in sub.itertuples(index=False)
+    ]
+    body = [
+        note_html(
+            f"{label}: each user's coverage over all test rows and iterations. The study's "
+            "pictures and the set diagnostics of this section are drawn with --figures all."
+        ),
+        table_html(
+            ["user", "test rows", "coverage", "95 % interval", ""],
+            rows,
+            caption=f"Coverage per user, {label}",
+        ),
+    ]
+    return Section(label, pair_anchor(s, c), body), []

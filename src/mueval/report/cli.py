@@ -81,6 +81,14 @@ def _printable(text: str) -> str:
     default=None,
     help="Progress bar on stderr. [default: only when stderr is a terminal]",
 )
+@click.option(
+    "--figures",
+    type=click.Choice(["none", "summary", "all"]),
+    default="summary",
+    show_default=True,
+    help="none: no figure; summary: page one's figures and one coverage-per-user figure "
+    "per strategy; all: also every (strategy, classifier) section's figures (slow).",
+)
 def report_command(
     run_dir: Path,
     out: Path | None,
@@ -91,6 +99,7 @@ def report_command(
     top_sets: int,
     min_count: int,
     progress: bool | None,
+    figures: str,
 ) -> None:
     """Build an HTML report (report.html + figures/) from a run folder."""
     from mueval.report.build import build_report  # matplotlib only when needed
@@ -117,6 +126,7 @@ def report_command(
         top_sets=top_sets,
         min_count=min_count,
         progress=sys.stderr.isatty() if progress is None else progress,
+        figures=figures,
     )
     n_png = sum(1 for p in result.figures if p.suffix == ".png")
     click.echo(f"wrote {result.html} ({n_png} figures as PNG and SVG in {target / 'figures'})")

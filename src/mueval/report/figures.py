@@ -331,7 +331,17 @@ def coverage_boxplot_figure(
             color="black",
             linewidth=0.8,
         )
-        ax.text((xa + xb) / 2, level, stars, ha="center", va="bottom", fontsize=9)
+        # The label sits on its bracket, on a white patch, not above it: above,
+        # it ran into the legs of the bracket stacked next (one step higher).
+        ax.text(
+            (xa + xb) / 2,
+            level,
+            stars,
+            ha="center",
+            va="center",
+            fontsize=9,
+            bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0},
+        )
         level += step
     ax.set_ylim(lo - step, level + step)
     ax.set_ylabel(ylabel)

@@ -42,6 +42,10 @@ figcaption { font-size: 0.8em; color: #555; max-width: 640px; }
 .note { background: #eef4fb; border-left: 4px solid #4c72b0; padding: .4em .8em; margin: .5em 0; }
 nav ul { columns: 2; font-size: 0.9em; }
 details { margin: .4em 0; }
+details.pair > summary { cursor: pointer; font-size: 1.2em; font-weight: bold; margin: .6em 0; }
+table.grid td { min-width: 9em; }
+table.grid td.bad { background: #fde8e8; }
+ul.warnings li.error { color: #a00; }
 """
 
 _SCRIPT = """
@@ -57,12 +61,26 @@ _SCRIPT = """
     errors.push(String(e.message || (e.target && e.target.tagName) || "error"));
     if (document.body) { document.body.setAttribute("data-js-errors", String(errors.length)); }
   }, true);
+  // A link to a collapsed section opens it (the grid links to every section).
+  function openTarget() {
+    var el = location.hash ? document.getElementById(location.hash.slice(1)) : null;
+    if (el && el.tagName === "DETAILS") { el.open = true; el.scrollIntoView(); }
+  }
+  window.addEventListener("hashchange", openTarget);
+  window.addEventListener("load", openTarget);
   window.addEventListener("load", function () {
     var imgs = Array.prototype.slice.call(document.images);
     var ok = imgs.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length;
     document.body.setAttribute("data-images", ok + "/" + imgs.length);
     document.body.setAttribute("data-images-ok", ok === imgs.length ? "true" : "false");
     document.body.setAttribute("data-js-errors", String(errors.length));
+    // Where page one's grid ends, in CSS pixels from the top: a headless check
+    // that the summary fits the first screen.
+    var grid = document.querySelector("table.grid");
+    if (grid) {
+      var bottom = Math.ceil(grid.getBoundingClientRect().bottom + window.scrollY);
+      document.body.setAttribute("data-grid-bottom", String(bottom));
+    }
   });
 })();
 """
@@ -81,6 +99,8 @@ class Section:
     anchor: str
     body: list[str] = field(default_factory=list)
     level: int = 2
+    #: Rendered as a closed ``<details>`` whose id is ``anchor``.
+    collapsible: bool = False
 
 
 def _cell(value: object) -> str:
@@ -142,6 +162,13 @@ def render_page(title: str, intro: Sequence[str], sections: Sequence[Section]) -
     )
     parts = []
     for s in sections:
+        if s.collapsible:
+            parts.append(
+                f'<details class="pair" id="{esc(s.anchor)}"><summary>{esc(s.title)}</summary>'
+            )
+            parts.extend(s.body)
+            parts.append("</details>")
+            continue
         tag = f"h{s.level}"
         parts.append(f'<section id="{esc(s.anchor)}"><{tag}>{esc(s.title)}</{tag}>')
         parts.extend(s.body)

@@ -5,7 +5,10 @@ consistency checks (:mod:`.consistency`) all take them from here.
 A run folder (format_version 1) holds ``run.json``, ``summary.csv``,
 ``splits.parquet`` and ``predictions.parquet``, and, unless the run's
 diagnostics level is ``none``, ``diagnostics.parquet`` and ``size_coverage.csv``
-(additions that readers of format_version 1 may ignore).
+(additions that readers of format_version 1 may ignore). Runs written since the
+per-user guarantees also hold ``user_coverage.csv`` and ``coverage_summary.csv``
+and a ``warnings`` list in ``run.json``; a reader recomputes them from the
+predictions when an older folder lacks them.
 """
 
 from __future__ import annotations
@@ -30,7 +33,13 @@ RUN_FILES: tuple[str, ...] = (
     *REQUIRED_FILES,
     "diagnostics.parquet",
     "size_coverage.csv",
+    "user_coverage.csv",
+    "coverage_summary.csv",
 )
+
+#: The per-user guarantee files (optional: older folders lack them).
+USER_COVERAGE_FILE = "user_coverage.csv"
+COVERAGE_SUMMARY_FILE = "coverage_summary.csv"
 
 #: The default output of ``mueval report`` inside a run folder, and what it holds.
 REPORT_DIR = "report"
@@ -65,5 +74,32 @@ PREDICTION_COLUMNS: tuple[str, ...] = (
     "p_values",
     "proba",
 )
+USER_COVERAGE_COLUMNS: tuple[str, ...] = (
+    "strategy",
+    "classifier",
+    "user",
+    "n",
+    "n_covered",
+    "coverage",
+    "low",
+    "high",
+    "below",
+)
+COVERAGE_SUMMARY_COLUMNS: tuple[str, ...] = (
+    "strategy",
+    "classifier",
+    "n_users",
+    "n_below",
+    "share_below",
+    "worst_user",
+    "worst_coverage",
+    "worst_low",
+    "worst_high",
+    "pooled_coverage",
+    "pooled_low",
+    "pooled_high",
+)
+#: Fields of each entry of ``run.json``'s optional ``warnings`` list.
+WARNING_KEYS: tuple[str, ...] = ("strategy", "classifier", "kind", "message", "severity")
 #: Keys every ``run.json`` holds.
 RUN_KEYS: tuple[str, ...] = ("format_version", "dataset", "classes", "config", "versions")

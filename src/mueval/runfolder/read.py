@@ -62,6 +62,14 @@ class RunFolder:
     summary, splits, predictions : DataFrame
     diagnostics : DataFrame or None
         ``diagnostics.parquet``, when the run computed diagnostics.
+    user_coverage : DataFrame or None
+        Each user's coverage with its Clopper-Pearson interval
+        (``user_coverage.csv``, recomputed for older folders).
+    coverage_summary : DataFrame or None
+        Per (strategy, classifier): users below target, worst user, pooled
+        coverage, with intervals (``coverage_summary.csv``).
+    warnings : list of dict or None
+        The interval-driven warnings (``run.json``'s ``warnings``).
     """
 
     path: Path
@@ -71,6 +79,9 @@ class RunFolder:
     splits: pd.DataFrame
     predictions: pd.DataFrame
     diagnostics: pd.DataFrame | None = None
+    user_coverage: pd.DataFrame | None = None
+    coverage_summary: pd.DataFrame | None = None
+    warnings: list[dict] | None = None
 
     @property
     def config(self) -> dict:
@@ -302,6 +313,7 @@ def read_run_folder(path: str | Path) -> RunFolder:
         missing columns, a field of the wrong type, or the first contradiction.
     """
     from mueval.runfolder.consistency import check_consistency
+    from mueval.runfolder.guarantees import load_guarantees
 
     root = Path(path)
     _check_files(root)
@@ -331,4 +343,9 @@ def read_run_folder(path: str | Path) -> RunFolder:
         root, run, list(run["classes"]), summary, splits, predictions, diagnostics
     )
     check_consistency(run_folder, arrow_predictions)
+    # After the consistency checks: the guarantees are computed from the rows.
+    found = load_guarantees(root, run, predictions, splits)
+    run_folder.user_coverage = found.user_coverage
+    run_folder.coverage_summary = found.coverage_summary
+    run_folder.warnings = found.warnings
     return run_folder

@@ -38,10 +38,12 @@ import pyarrow.parquet as pq
 from mueval.aggregate import user_dtype
 from mueval.errors import OutputError
 from mueval.runfolder.format import (
+    COVERAGE_SUMMARY_FILE,
     FORMAT_VERSION,
     REPORT_DIR,
     RUN_FILES,
     RUN_FORMAT,
+    USER_COVERAGE_FILE,
 )
 from mueval.runner import EvalResult
 from mueval.safeio import check_inside, describe_mode, neutralise_formulas
@@ -465,6 +467,8 @@ def write_run(
     predictions: pa.Table,
     diagnostics: pd.DataFrame | None = None,
     size_coverage: pd.DataFrame | None = None,
+    user_coverage: pd.DataFrame | None = None,
+    coverage_summary: pd.DataFrame | None = None,
     overwrite: bool = False,
 ) -> Path:
     """Write the run folder atomically.
@@ -482,6 +486,9 @@ def write_run(
         Written as ``diagnostics.parquet`` when given.
     size_coverage : DataFrame, optional
         Written as ``size_coverage.csv`` when given.
+    user_coverage, coverage_summary : DataFrame, optional
+        The per-user guarantees (:mod:`mueval.runfolder.guarantees`), written as
+        ``user_coverage.csv`` and ``coverage_summary.csv`` when given.
     overwrite : bool
         Replace an existing run folder (only after the new one is complete; only a
         folder that :func:`run_folder_problem` accepts).
@@ -519,6 +526,14 @@ def write_run(
                     lambda p: neutralise_formulas(size_coverage).to_csv(p, index=False),
                 )
             )
+        for name, frame in (
+            (USER_COVERAGE_FILE, user_coverage),
+            (COVERAGE_SUMMARY_FILE, coverage_summary),
+        ):
+            if frame is not None:
+                writers.append(
+                    (name, lambda p, f=frame: neutralise_formulas(f).to_csv(p, index=False))
+                )
         for name, write in writers:
             write(check_inside(tmp, tmp / name))
         info = {

@@ -1,0 +1,83 @@
+"""Benchmark ``mueval report``: build time and page size at each ``--figures`` level.
+
+Builds (or reuses) a WISDM run folder with every strategy and classifier
+(5 x 4), then builds the report from the folder at each level, as
+``mueval report RUN_DIR --figures LEVEL`` does (reading the folder included),
+and prints the wall time, the size of ``report.html`` and of its figures.
+
+Usage::
+
+    python benchmarks/report.py --manual-dir ../shared/data/wisdm --run-dir /tmp/wisdm-run
+
+``--iterations`` (default 20, the study's) sets the run's iterations when the
+run folder has to be built; an existing run folder is reused as it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import mueval
+from mueval.report.build import build_report
+from mueval.runfolder import read_run_folder
+
+
+def _size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _ensure_run(run_dir: Path, manual_dir: Path, iterations: int, jobs: int) -> None:
+    if (run_dir / "run.json").is_file():
+        print(f"reusing run folder {run_dir}")
+        return
+    start = time.perf_counter()
+    run = mueval.evaluate(
+        "wisdm",
+        manual_dir=manual_dir,
+        strategies=("mm", "udm", "uim", "ucm", "uam"),
+        classifiers=("nb", "rf", "svm", "knn"),
+        iterations=iterations,
+        jobs=jobs,
+        progress=False,
+    )
+    run.save(run_dir)
+    print(f"evaluated WISDM, {iterations} iterations, in {time.perf_counter() - start:.1f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--manual-dir", type=Path, required=True)
+    parser.add_argument("--run-dir", type=Path, required=True)
+    parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--levels", default="none,summary,all")
+    args = parser.parse_args()
+    _ensure_run(args.run_dir, args.manual_dir, args.iterations, args.jobs)
+    info = read_run_folder(args.run_dir)
+    print(
+        f"run: {info.predictions.strategy.nunique()} strategies x "
+        f"{info.predictions.classifier.nunique()} classifiers, "
+        f"{info.run['config']['iterations']} iterations, {len(info.predictions)} prediction rows"
+    )
+    print(f"{'figures':>8} {'build s':>8} {'page MB':>8} {'figures MB':>10} {'PNGs':>5}")
+    for level in args.levels.split(","):
+        out = Path(tempfile.mkdtemp(prefix=f"report-{level}-"))
+        start = time.perf_counter()
+        result = build_report(read_run_folder(args.run_dir), out, figures=level)
+        seconds = time.perf_counter() - start
+        n_png = sum(1 for p in result.figures if p.suffix == ".png")
+        print(
+            f"{level:>8} {seconds:8.1f} {_size(result.html) / 2**20:8.2f} "
+            f"{_size(out / 'figures') / 2**20:10.2f} {n_png:5d}"
+        )
+        shutil.rmtree(out)
+
+
+if __name__ == "__main__":
+    main()

@@ -197,3 +197,18 @@ def test_docstrings_cite_the_projects_own_docs() -> None:
             assert outside not in text, f"{path} cites {outside}"
     for cited in ("docs/protocol.md", "docs/datasets.md"):
         assert (PROJECT_ROOT / cited).is_file()
+
+
+def test_user_folds_through_the_api_are_recorded(tmp_path: Path) -> None:
+    run = mueval.evaluate(
+        _frame(),
+        strategies="uim",
+        classifiers="nb",
+        iterations=1,
+        user_folds=3,
+        diagnostics="none",
+        progress=False,
+    )
+    assert run.config["user_folds"] == 3
+    assert sorted(run.splits.user.tolist()) == [1, 2, 3]
+    assert mueval.Run.load(run.save(tmp_path / "run")).config["user_folds"] == 3

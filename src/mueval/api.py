@@ -353,6 +353,7 @@ def evaluate_table(
             "small_cal": config.small_cal,
             "split": config.split,
             "gap": config.gap,
+            "user_folds": config.user_folds,
             "jobs": jobs,
             "backend": backend,
             **_diagnostics_config(diagnostics),
@@ -392,6 +393,7 @@ def evaluate(
     small_cal: str = "error",
     split: str = "random",
     gap: int = 1,
+    user_folds: int | None = None,
     diagnostics: str = "basic",
     jobs: int = 1,
     backend: str = "loky",
@@ -431,6 +433,9 @@ def evaluate(
         What a calibration set too small for ``alpha`` gets.
     split : {"random", "blocked"}
         Within-user split of UDM, UCM and UAM; ``gap`` rows between blocks.
+    user_folds : int, optional
+        UIM and UCM fit one model per group of users (``K`` grouped folds)
+        instead of one per user; None (default) is leave-one-user-out.
     diagnostics : {"none", "basic", "full"}
         Conditional-coverage diagnostics to compute.
     jobs : int
@@ -485,6 +490,7 @@ def evaluate(
         small_cal=small_cal,
         split=split,
         gap=gap,
+        user_folds=user_folds,
     )
     table = load_data(data, user_col=user_col, label_col=label_col, **source)
     return evaluate_table(

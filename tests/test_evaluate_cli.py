@@ -229,63 +229,18 @@ def test_dataset_too_small_for_a_split(tmp_path) -> None:
 def test_failed_run_leaves_no_folder_and_existing_folder_is_kept(tmp_path) -> None:
     small = _csv(tmp_path, make_frame(n_users=3, per_class=10))  # UDM cal of 6 rows
     out = tmp_path / "run"
-    result = _invoke(
-        "--data",
-        str(small),
-        "--user-col",
-        "subject",
-        "--label-col",
-        "activity",
-        "-s",
-        "udm",
-        "-c",
-        "nb",
-        "--iterations",
-        "1",
-        "--out",
-        str(out),
-    )
+    args = ("--data", str(small), "--user-col", "subject", "--label-col", "activity")
+    args += ("-s", "udm", "-c", "nb", "--iterations", "1", "--out", str(out))
+    result = _invoke(*args)
     assert result.exit_code == 1 and "--small-cal skip" in result.output
     assert list(tmp_path.iterdir()) == [small]
     # With skip it completes, recording NaN conformal metrics and a note.
-    result = _invoke(
-        "--data",
-        str(small),
-        "--user-col",
-        "subject",
-        "--label-col",
-        "activity",
-        "-s",
-        "udm",
-        "-c",
-        "nb",
-        "--iterations",
-        "1",
-        "--out",
-        str(out),
-        "--small-cal",
-        "skip",
-    )
+    result = _invoke(*args, "--small-cal", "skip")
     assert result.exit_code == 0, result.output
     info = json.loads((out / "run.json").read_text())
     assert len(info["skipped"]) == 3
     # An existing non-empty folder is not overwritten without --overwrite.
-    again = _invoke(
-        "--data",
-        str(small),
-        "--user-col",
-        "subject",
-        "--label-col",
-        "activity",
-        "-s",
-        "udm",
-        "-c",
-        "nb",
-        "--iterations",
-        "1",
-        "--out",
-        str(out),
-    )
+    again = _invoke(*args)
     assert again.exit_code == 1 and "already exists" in again.output
 
 

@@ -129,24 +129,21 @@ def test_small_calibration_full_set_answers_every_class() -> None:
         assert np.allclose(r.pvalues * 7, np.round(r.pvalues * 7))
 
 
-def test_aggregation_means_users_first_then_iterations_with_sample_sd() -> None:
+def _udm_rows(metric: str, cells: list[tuple[int, int, float]]) -> pd.DataFrame:
+    """Per-split UDM rows: every metric 1.0 except ``metric``, set per (iteration, user)."""
     rows = []
-    # iteration 1: users 1, 2 -> accuracy 0.5, 0.7 (mean 0.6); user 3 NaN is skipped.
-    # iteration 2: users 1, 2 -> 0.9, 0.9 (mean 0.9).
-    for it, user, acc in [(1, 1, 0.5), (1, 2, 0.7), (1, 3, np.nan), (2, 1, 0.9), (2, 2, 0.9)]:
-        row = {
-            "strategy": "udm",
-            "classifier": "nb",
-            "iteration": it,
-            "seed": 100 + it,
-            "user": user,
-            "n_test": 5,
-            "n_cal": 20,
-        }
+    for it, user, value in cells:
+        row = {"strategy": "udm", "classifier": "nb", "iteration": it, "seed": 100 + it}
+        row.update({"user": user, "n_test": 5, "n_cal": 20})
         row.update(dict.fromkeys(METRICS, 1.0))
-        row["accuracy"] = acc
+        row[metric] = value
         rows.append(row)
-    summary = summary_frame(pd.DataFrame(rows)).set_index("metric")
+    return pd.DataFrame(rows)
+
+
+def test_aggregation_means_users_first_then_iterations_with_sample_sd() -> None:
+    cells = [(1, 1, 0.5), (1, 2, 0.7), (1, 3, np.nan), (2, 1, 0.9), (2, 2, 0.9)]
+    summary = summary_frame(_udm_rows("accuracy", cells)).set_index("metric")
     assert summary.loc["accuracy", "mean"] == pytest.approx(0.75)
     # sample SD of (0.6, 0.9): |0.9 - 0.6| / sqrt(2)
     assert summary.loc["accuracy", "sd"] == pytest.approx(0.3 / np.sqrt(2))
@@ -158,21 +155,8 @@ def test_an_undefined_iteration_makes_the_study_metric_undefined() -> None:
     # iteration 1: both users NaN for MCriterion (every set empty) -> the iteration's
     # mean over users is NaN; the study's R code then averages iterations without
     # na.rm, so the mean and SD are NaN while n counts the one defined iteration.
-    rows = []
-    for it, user, mc in [(1, 1, np.nan), (1, 2, np.nan), (2, 1, 0.2), (2, 2, 0.4)]:
-        row = {
-            "strategy": "udm",
-            "classifier": "nb",
-            "iteration": it,
-            "seed": 100 + it,
-            "user": user,
-            "n_test": 5,
-            "n_cal": 20,
-        }
-        row.update(dict.fromkeys(METRICS, 1.0))
-        row["MCriterion"] = mc
-        rows.append(row)
-    summary = summary_frame(pd.DataFrame(rows)).set_index("metric")
+    cells = [(1, 1, np.nan), (1, 2, np.nan), (2, 1, 0.2), (2, 2, 0.4)]
+    summary = summary_frame(_udm_rows("MCriterion", cells)).set_index("metric")
     assert np.isnan(summary.loc["MCriterion", "mean"])
     assert np.isnan(summary.loc["MCriterion", "sd"])
     assert summary.loc["MCriterion", "n"] == 1

@@ -523,11 +523,11 @@ def _skeleton(
         "name": name,
         "title": name,
         "version": "1",
-        "homepage": "https://example.org/TODO",
+        "homepage": "https://example.org/replace-with-the-dataset-homepage",
         # The registry accepts SPDX ids or LicenseRef terms; the draft cannot know
         # which, so it names the terms as unchecked for the user to replace.
-        "licence": {"name": "LicenseRef-unchecked", "title": "TODO: the dataset's terms"},
-        "citation": "TODO: how the dataset's authors ask to be cited",
+        "licence": {"name": "LicenseRef-unchecked", "title": "replace with the dataset's terms"},
+        "citation": "replace with how the dataset's authors ask to be cited",
         "sampling_rate_hz": rate,
         "reader": "long-signals" if layout.kind == "signals" else "feature-table",
         "min_per_class": min_per_class,

@@ -294,31 +294,19 @@ def evaluate_table(
     table: Table,
     config: EvalConfig,
     *,
-    jobs: int = 1,
-    backend: str = "loky",
-    scheduler: str | None = None,
-    workers: int | None = None,
-    progress: bool | None = None,
     diagnostics: str = "basic",
+    **execution: Any,
 ) -> Run:
     """Evaluate a loaded :class:`~mueval.data.Table` under ``config``.
 
-    See :func:`evaluate` for the parameters.
+    ``execution`` holds where the tasks run (``jobs``, ``backend``,
+    ``scheduler``, ``workers``, ``progress``), passed to :func:`mueval.runner.run`;
+    see :func:`evaluate` for every parameter.
     """
     diagnostic_names(diagnostics)  # an unknown level fails before any work
     start = time.perf_counter()
-    output = run(
-        table.X,
-        table.y,
-        table.users,
-        table.classes,
-        config,
-        jobs=jobs,
-        backend=backend,
-        scheduler=scheduler,
-        workers=workers,
-        progress=progress,
-    )
+    output = run(table.X, table.y, table.users, table.classes, config, **execution)
+    jobs = execution.get("jobs", 1)
     t0 = time.perf_counter()
     diag = diagnose(
         output.results,
@@ -341,21 +329,9 @@ def evaluate_table(
         "dataset": table.info,
         "classes": list(table.classes),
         "config": {
-            "strategies": list(config.strategies),
-            "classifiers": list(config.classifiers),
-            "alpha": config.alpha,
-            "iterations": config.iterations,
-            "seed_base": config.seed_base,
-            "score": config.score,
-            "threshold": config.threshold,
-            "mondrian": config.mondrian,
-            "adapt_frac": config.adapt_frac,
-            "small_cal": config.small_cal,
-            "split": config.split,
-            "gap": config.gap,
-            "user_folds": config.user_folds,
+            **config.record(),
             "jobs": jobs,
-            "backend": backend,
+            "backend": execution.get("backend", "loky"),
             **_diagnostics_config(diagnostics),
         },
         "versions": _versions(),

@@ -53,6 +53,7 @@ from mueval._frame_checks import (
     require_columns,
 )
 from mueval.errors import UsageError
+from mueval.runfolder.format import COVERAGE_SUMMARY_COLUMNS
 
 __all__ = [
     "PER_USER_METHODS",
@@ -406,29 +407,6 @@ def coverage_summary(
     for (strategy, classifier), group in per_user.groupby(_KEYS, sort=True, observed=True):
         summary = _summarise_group(group, 1.0 - alpha, rng, n_boot, confidence)
         rows.append({"strategy": strategy, "classifier": classifier, **summary})
-    table = pd.DataFrame(rows, columns=_SUMMARY_COLUMNS)
+    table = pd.DataFrame(rows, columns=list(COVERAGE_SUMMARY_COLUMNS))
     table["confidence"] = confidence
     return table
-
-
-_SUMMARY_COLUMNS = [
-    "strategy",
-    "classifier",
-    "n_users",
-    "n_below",
-    "share_below",
-    "worst_user",
-    "worst_n",
-    "worst_coverage",
-    "worst_low",
-    "worst_high",
-    "mean_coverage",
-    "mean_low",
-    "mean_high",
-    "pooled_n",
-    "pooled_covered",
-    "pooled_coverage",
-    "pooled_low",
-    "pooled_high",
-    "pooled_below",
-]

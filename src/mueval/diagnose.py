@@ -37,14 +37,7 @@ import pandas as pd
 from sklearn.preprocessing import MinMaxScaler
 
 from mueval.errors import UsageError
-from mueval.metrics.diagnostics import (
-    coverage_gap,
-    excess_risk_target_coverage,
-    hsic,
-    size_stratified_coverage,
-    weighted_coverage_gap,
-    worst_slab_coverage,
-)
+from mueval.metrics import diagnostics as dx
 from mueval.names import DIAGNOSTIC_LEVELS
 from mueval.runner import EvalResult
 
@@ -152,28 +145,28 @@ def diagnose_pool(
     if n == 0:
         return dict.fromkeys(names, math.nan), {}
     values = {
-        "covgap_user": coverage_gap(covered, users, alpha),
-        "wcovgap_user": weighted_coverage_gap(covered, users, alpha),
-        "covgap_class": coverage_gap(covered, y_true, alpha),
-        "wcovgap_class": weighted_coverage_gap(covered, y_true, alpha),
-        "hsic_size_coverage": hsic(set_size, covered, random_state=seed),
+        "covgap_user": dx.coverage_gap(covered, users, alpha),
+        "wcovgap_user": dx.weighted_coverage_gap(covered, users, alpha),
+        "covgap_class": dx.coverage_gap(covered, y_true, alpha),
+        "wcovgap_class": dx.weighted_coverage_gap(covered, y_true, alpha),
+        "hsic_size_coverage": dx.hsic(set_size, covered, random_state=seed),
     }
     if level == "full":
         if X_scaled is None:
             message = "the full diagnostics level needs the scaled features of the pooled rows"
             raise UsageError(message)
-        values["wsc"] = worst_slab_coverage(
+        values["wsc"] = dx.worst_slab_coverage(
             X_scaled, covered, delta=WSC_DELTA, n_directions=WSC_DIRECTIONS, random_state=seed
         )
         # ERT's cross-validation needs at least one row per fold.
         values["ert"] = (
-            excess_risk_target_coverage(
+            dx.excess_risk_target_coverage(
                 X_scaled, covered, alpha, n_splits=ERT_FOLDS, random_state=seed, loss="brier"
             )
             if n >= ERT_FOLDS
             else math.nan
         )
-    return {name: float(values[name]) for name in names}, size_stratified_coverage(
+    return {name: float(values[name]) for name in names}, dx.size_stratified_coverage(
         covered, set_size
     )
 

@@ -11,11 +11,13 @@ which the tasks ran or on the backend.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -134,6 +136,11 @@ class EvalConfig:
             "on 60 % of the other folds' users' rows (uim calibrates on the other 40 %), "
             "so each target user's model also leaves out the other users of its fold"
         )
+
+    def record(self) -> dict[str, Any]:
+        """The configuration as ``run.json`` records it (lists, not tuples)."""
+        record = dataclasses.asdict(self)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in record.items()}
 
     def seed(self, iteration: int) -> int:
         """Seed of 1-based ``iteration``: ``seed_base + iteration``."""

@@ -361,25 +361,53 @@ def user_independent_splits(
         others = np.flatnonzero(users != user)
         own = np.flatnonzero(users == user)
         what = f"{'/'.join(serve)}, user {user}"
-        if len(np.unique(y[others])) < 2:
-            message = (
-                f"{what}: the other users' rows hold only one class "
-                f"({_describe(y[others], classes)}); a model needs at least two"
-            )
-            raise SplitError(message)
-        train, cal_others = _split(others, y, 0.6, seed, what=what, classes=classes)
-        if split == "blocked":
-            # Calibrate on the earlier half, test on the later one.
-            cal_own, test = blocked_parts(own, y, 0.5, 2, gap, what=what, classes=classes)
-        else:
-            test, cal_own = _split(own, y, 0.5, seed, what=what, classes=classes)
-        cals = {}
-        if "uim" in serve:
-            cals["uim"] = cal_others
-        if "ucm" in serve:
-            cals["ucm"] = cal_own
+        train, cal_others = _train_and_shared_cal(others, y, seed, what, "users'", classes)
+        test, cals = _target_halves(own, y, seed, (split, gap), serve, cal_others, what, classes)
         out.append(Split(iteration, seed, _plain(user), train, test, cals))
     return out
+
+
+def _train_and_shared_cal(
+    others: np.ndarray,
+    y: np.ndarray,
+    seed: int,
+    what: str,
+    whose: str,
+    classes: Sequence[str] | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The rows outside the target, split 60/40 into training and the UIM calibration set."""
+    if len(np.unique(y[others])) < 2:
+        message = (
+            f"{what}: the other {whose} rows hold only one class "
+            f"({_describe(y[others], classes)}); a model needs at least two"
+        )
+        raise SplitError(message)
+    return _split(others, y, 0.6, seed, what=what, classes=classes)
+
+
+def _target_halves(
+    own: np.ndarray,
+    y: np.ndarray,
+    seed: int,
+    split_gap: tuple[str, int],
+    serve: Sequence[str],
+    cal_others: np.ndarray,
+    what: str,
+    classes: Sequence[str] | None,
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """A target user's test half and the calibration sets of the strategies served.
+
+    UIM calibrates on ``cal_others`` (the other users' rows), UCM on the target's
+    other half: the earlier half under ``split="blocked"``, a stratified random
+    half otherwise.
+    """
+    split, gap = split_gap
+    if split == "blocked":
+        cal_own, test = blocked_parts(own, y, 0.5, 2, gap, what=what, classes=classes)
+    else:
+        test, cal_own = _split(own, y, 0.5, seed, what=what, classes=classes)
+    calibrations = {"uim": cal_others, "ucm": cal_own}
+    return test, {s: calibrations[s] for s in ("uim", "ucm") if s in serve}
 
 
 def user_folds(users: np.ndarray, n_folds: int, seed: int) -> list[np.ndarray]:
@@ -450,26 +478,13 @@ def user_fold_splits(
         held = np.isin(users, fold)
         others = np.flatnonzero(~held)
         what = f"{'/'.join(serve)}, fold {k} of {n_folds}"
-        if len(np.unique(y[others])) < 2:
-            message = (
-                f"{what}: the other folds' rows hold only one class "
-                f"({_describe(y[others], classes)}); a model needs at least two"
-            )
-            raise SplitError(message)
-        train, cal_others = _split(others, y, 0.6, seed, what=what, classes=classes)
+        train, cal_others = _train_and_shared_cal(others, y, seed, what, "folds'", classes)
         targets = []
         for user in fold:
             own = np.flatnonzero(users == user)
             who = f"{'/'.join(serve)}, user {user}"
-            if split == "blocked":
-                cal_own, test = blocked_parts(own, y, 0.5, 2, gap, what=who, classes=classes)
-            else:
-                test, cal_own = _split(own, y, 0.5, seed, what=who, classes=classes)
-            cals = {}
-            if "uim" in serve:
-                cals["uim"] = cal_others
-            if "ucm" in serve:
-                cals["ucm"] = cal_own
+            split_gap = (split, gap)
+            test, cals = _target_halves(own, y, seed, split_gap, serve, cal_others, who, classes)
             targets.append(Target(_plain(user), test, cals))
         empty = np.empty(0, dtype=int)
         out.append(Split(iteration, seed, None, train, empty, {}, tuple(targets)))

@@ -92,12 +92,19 @@ COVERAGE_SUMMARY_COLUMNS: tuple[str, ...] = (
     "n_below",
     "share_below",
     "worst_user",
+    "worst_n",
     "worst_coverage",
     "worst_low",
     "worst_high",
+    "mean_coverage",
+    "mean_low",
+    "mean_high",
+    "pooled_n",
+    "pooled_covered",
     "pooled_coverage",
     "pooled_low",
     "pooled_high",
+    "pooled_below",
 )
 #: Fields of each entry of ``run.json``'s optional ``warnings`` list.
 WARNING_KEYS: tuple[str, ...] = ("strategy", "classifier", "kind", "message", "severity")

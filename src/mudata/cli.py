@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -129,17 +130,7 @@ def info_command(name: str, data_home: Path | None, as_json: bool) -> None:
     show_default=True,
     help="Fewest users the table must keep after the user filter.",
 )
-def fetch_command(
-    name: str,
-    data_home: Path | None,
-    mirror: str | None,
-    manual_dir: Path | None,
-    allow_unverified: bool,
-    max_expansion: float | None,
-    progress: bool | None,
-    force: bool,
-    min_users: int,
-) -> None:
+def fetch_command(name: str, data_home: Path | None, **options: Any) -> None:
     """Download (or take from --manual-dir), verify and build dataset NAME.
 
     Prints the path of the Parquet table. A table already built from the same
@@ -147,17 +138,8 @@ def fetch_command(
     """
     from mudata import api  # pandas, pyarrow and Pandera: only for this command
 
-    path = api.fetch(
-        name,
-        data_home=data_home,
-        mirror=mirror,
-        manual_dir=manual_dir,
-        allow_unverified=allow_unverified,
-        force=force,
-        progress=progress,
-        max_expansion=max_expansion,
-        min_users=min_users,
-    )
+    # The options are mudata.fetch's keyword arguments, of the same names.
+    path = api.fetch(name, data_home=data_home, **options)
     record = api.provenance(name, data_home=data_home)
     counts = record["counts"]
     click.echo(

@@ -254,38 +254,14 @@ def row_balance(counts: dict[str, Any]) -> dict[str, int]:
     }
 
 
-def build(
-    entry: DatasetEntry,
-    *,
-    data_home: Path | str | None = None,
-    mirror: str | None = None,
-    manual_dir: Path | str | None = None,
-    allow_unverified: bool = False,
-    progress: bool | None = None,
-    force: bool = False,
-    download: bool = True,
-    max_expansion: float | None = None,
-    min_users: int = MIN_USERS,
-) -> Path:
+def build(entry: DatasetEntry, **options: Any) -> Path:
     """Build (or find) the published table of ``entry``; return its Parquet path.
 
     A table already built from the same entry with the same recipe version,
     whose rows still match their recorded hash, is returned without reading
-    anything else. See :func:`build_frame` for the parameters.
+    anything else. ``options`` are the keyword arguments of :func:`build_frame`.
     """
-    path, _ = build_frame(
-        entry,
-        data_home=data_home,
-        mirror=mirror,
-        manual_dir=manual_dir,
-        allow_unverified=allow_unverified,
-        progress=progress,
-        force=force,
-        download=download,
-        max_expansion=max_expansion,
-        min_users=min_users,
-    )
-    return path
+    return build_frame(entry, **options)[0]
 
 
 def build_frame(

@@ -22,7 +22,7 @@ import pandas as pd
 
 from mueval.diagnose import FULL_DIAGNOSTICS
 from mueval.models import CLASSIFIERS
-from mueval.names import METRICS
+from mueval.names import METRICS, TASK_KEY_DTYPES
 from mueval.runner import EvalResult
 from mueval.strategies import STRATEGIES
 
@@ -66,10 +66,7 @@ def splits_frame(results: Sequence[EvalResult]) -> pd.DataFrame:
     frame = pd.DataFrame.from_records(records, columns=[*_KEYS, *METRICS])
     frame = frame.astype(
         {
-            "strategy": str,
-            "classifier": str,
-            "iteration": "int64",
-            "seed": "int64",
+            **TASK_KEY_DTYPES,
             "user": user_dtype(r.user for r in results),
             "n_train": "int64",
             "n_test": "int64",

@@ -240,31 +240,17 @@ def import_mudata() -> ModuleType:
     return mudata
 
 
-def load_registered(
-    name: str,
-    *,
-    data_home: str | Path | None = None,
-    manual_dir: str | Path | None = None,
-    mirror: str | None = None,
-    allow_unverified: bool = False,
-    max_expansion: float | None = None,
-) -> Table:
+def load_registered(name: str, **source: Any) -> Table:
     """A :mod:`mudata` dataset by name (built or read from its cache).
 
     Parameters
     ----------
     name : str
         Registry name, e.g. ``"wisdm"``.
-    data_home : path, optional
-        mudata's data folder.
-    manual_dir : path, optional
-        Folder holding the official files, for datasets that cannot be downloaded.
-    mirror : str, optional
-        Base address serving the dataset's files under their registry names.
-    allow_unverified : bool
-        Accept files the registry records no SHA-256 for (see ``mudata fetch``).
-    max_expansion : float, optional
-        How far an archive may expand (see ``mudata fetch --max-expansion``).
+    **source
+        Where the dataset's files come from, passed to :func:`mudata.load`:
+        ``data_home``, ``manual_dir``, ``mirror``, ``allow_unverified``,
+        ``max_expansion``, ``progress``.
 
     Returns
     -------
@@ -280,21 +266,14 @@ def load_registered(
     from mudata.errors import MudataError, MudataUsageError
 
     try:
-        df = mudata.load(
-            name,
-            data_home=data_home,
-            manual_dir=manual_dir,
-            mirror=mirror,
-            allow_unverified=allow_unverified,
-            max_expansion=max_expansion,
-        ).frame
+        df = mudata.load(name, **source).frame
     except MudataUsageError as exc:
         raise UsageError(str(exc)) from exc
     except MudataError as exc:
         message = f"cannot load dataset {name!r}: {exc}"
         raise DataError(message) from exc
     try:
-        prov = mudata.provenance(name, data_home=data_home)
+        prov = mudata.provenance(name, data_home=source.get("data_home"))
     except (MudataError, OSError):
         prov = {}
     sha = prov.get("sha256") or frame_sha256(df)

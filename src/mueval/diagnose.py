@@ -38,7 +38,7 @@ from sklearn.preprocessing import MinMaxScaler
 
 from mueval.errors import UsageError
 from mueval.metrics import diagnostics as dx
-from mueval.names import DIAGNOSTIC_LEVELS
+from mueval.names import DIAGNOSTIC_LEVELS, TASK_KEY_DTYPES
 from mueval.runner import EvalResult
 
 __all__ = [
@@ -285,10 +285,7 @@ def diagnose(
     frame = pd.DataFrame.from_records(records, columns=[*_KEYS, *names])
     frame = frame.astype(
         {
-            "strategy": str,
-            "classifier": str,
-            "iteration": "int64",
-            "seed": "int64",
+            **TASK_KEY_DTYPES,
             "n_rows": "int64",
             **dict.fromkeys(names, "float64"),
         }

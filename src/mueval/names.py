@@ -27,6 +27,14 @@ STRATEGY_NAMES: dict[str, str] = {
     "uam": "UAM (user-adaptive)",
 }
 
+#: Column types of the keys that name an evaluation task's iteration in every table.
+TASK_KEY_DTYPES: dict[str, object] = {
+    "strategy": str,
+    "classifier": str,
+    "iteration": "int64",
+    "seed": "int64",
+}
+
 #: Classifier codes in the protocol's (and every table's) column order.
 CLASSIFIERS: tuple[str, ...] = ("nb", "rf", "svm", "knn")
 

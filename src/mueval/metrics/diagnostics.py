@@ -129,20 +129,8 @@ def coverage_gap(covered: ArrayLike, groups: ArrayLike, alpha: float) -> float:
 def weighted_coverage_gap(covered: ArrayLike, groups: ArrayLike, alpha: float) -> float:
     """WCovGap: ``sum_g (|I_g| / n) |coverage_g - (1 - alpha)|``.
 
-    Like :func:`coverage_gap` but each group weighs its share of the rows.
-
-    Parameters
-    ----------
-    covered : array of bool, shape (n,)
-        Coverage indicator.
-    groups : array, shape (n,)
-        Any hashable group label per row.
-    alpha : float
-        Target miscoverage level in (0, 1).
-
-    Returns
-    -------
-    float
+    Like :func:`coverage_gap` (same parameters, a float too) but each group
+    weighs its share of the rows.
     """
     gaps, counts = _group_gaps(covered, groups, alpha)
     return float(np.sum(counts / counts.sum() * gaps))

@@ -76,6 +76,13 @@ _DIAGNOSTIC_METRICS = FULL_DIAGNOSTICS
 _MIN_USER_ROWS = 20
 
 
+# Column headers of the comparison and per-user tables.
+_COMPARE_HEADER = ["strategy A", "strategy B", "mean A", "mean B", "test", "statistic", "df"]
+_COMPARE_HEADER += ["p", "level", "n", "note"]
+_PER_USER_HEADER = ["strategy", "pooled coverage (all rows)", "users", "users below target"]
+_PER_USER_HEADER += ["lowest user", "users below target (coverage)"]
+
+
 def _token(code: str, known: Sequence[str], kind: str) -> str:
     """The code as it is spelled in mueval's own list, for use in a file name.
 
@@ -323,19 +330,7 @@ def _comparison_section(
         ]
         body.append(
             table_html(
-                [
-                    "strategy A",
-                    "strategy B",
-                    "mean A",
-                    "mean B",
-                    "test",
-                    "statistic",
-                    "df",
-                    "p",
-                    "level",
-                    "n",
-                    "note",
-                ],
+                _COMPARE_HEADER,
                 rows,
                 caption=f"Coverage, {_cname(c)}",
             )
@@ -441,14 +436,7 @@ def _per_user_section(
                 body.append(warning_html(text))
         body.append(
             table_html(
-                [
-                    "strategy",
-                    "pooled coverage (all rows)",
-                    "users",
-                    "users below target",
-                    "lowest user",
-                    "users below target (coverage)",
-                ],
+                _PER_USER_HEADER,
                 rows,
                 caption=f"Who the marginal guarantee fails, {_cname(c)}",
             )

@@ -59,6 +59,12 @@ def _error(message: str) -> Exception:
     return RunFolderError(message)
 
 
+def _first(wrong: np.ndarray) -> int | None:
+    """Index of the first True of ``wrong`` (the row an error names), or None."""
+    rows = np.flatnonzero(wrong)
+    return int(rows[0]) if rows.size else None
+
+
 def _show(value: object) -> str:
     return repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
 
@@ -183,9 +189,8 @@ def _check_labels(run: RunFolder, preds: pa.Table) -> None:
     for column in ("p_values", "proba"):
         width = pc.list_value_length(preds.column(column).combine_chunks())
         width = width.to_numpy(zero_copy_only=False)
-        wrong = np.flatnonzero(width != k)
-        if wrong.size:
-            i = int(wrong[0])
+        i = _first(width != k)
+        if i is not None:
             msg = (
                 f"{path}: {_row(run, i)}: {column} holds {int(width[i])} values; expected "
                 f"one per class of run.json ({k})"
@@ -231,9 +236,8 @@ def _check_target_users(run: RunFolder) -> None:
     path = run.path / "predictions.parquet"
     target = _user_key(run.predictions["target_user"])
     user = _user_key(run.predictions["userid"])
-    wrong = np.flatnonzero(((target != "") & (target != user)).to_numpy())
-    if wrong.size:
-        i = int(wrong[0])
+    i = _first(((target != "") & (target != user)).to_numpy())
+    if i is not None:
         msg = (
             f"{path}: {_row(run, i)}: userid {_show(user.iloc[i])} is not the target "
             f"user {_show(target.iloc[i])}"
@@ -251,9 +255,8 @@ def _check_rows(run: RunFolder, preds: pa.Table) -> None:
     n = preds.num_rows
     lengths = np.bincount(parents, minlength=n)
     size = preds.column("set_size").to_numpy()
-    wrong = np.flatnonzero(size != lengths)
-    if wrong.size:
-        i = int(wrong[0])
+    i = _first(size != lengths)
+    if i is not None:
         msg = (
             f"{path}: {_row(run, i)}: set_size is {int(size[i])}, but pred_set holds "
             f"{int(lengths[i])} classes"
@@ -265,9 +268,8 @@ def _check_rows(run: RunFolder, preds: pa.Table) -> None:
     holds = np.zeros(n, dtype=bool)
     holds[parents[index == y_index[parents]]] = True
     covered = preds.column("covered").to_numpy()
-    wrong = np.flatnonzero(covered != holds)
-    if wrong.size:
-        i = int(wrong[0])
+    i = _first(covered != holds)
+    if i is not None:
         where = "is" if holds[i] else "is not"
         msg = (
             f"{path}: {_row(run, i)}: covered is {bool(covered[i])}, but y_true "

@@ -16,7 +16,13 @@ import click
 
 from mudata._identity import check_ours
 from mudata._resources import builtin_registry_dir
-from mudata.cli_options import ErrorMappingGroup, data_home_option, fetch_options, verbose_option
+from mudata.cli_options import (
+    ErrorMappingGroup,
+    build_options,
+    data_home_option,
+    fetch_options,
+    verbose_option,
+)
 from mudata.errors import MudataError, MudataUsageError, RegistryError
 from mudata.registry import DatasetEntry, get_entry, install_entry, load_registry
 
@@ -122,14 +128,7 @@ def info_command(name: str, data_home: Path | None, as_json: bool) -> None:
 @main.command("fetch")
 @click.argument("name")
 @fetch_options
-@click.option("--force", is_flag=True, help="Rebuild the table even if an up-to-date one exists.")
-@click.option(
-    "--min-users",
-    type=click.IntRange(min=2),
-    default=2,
-    show_default=True,
-    help="Fewest users the table must keep after the user filter.",
-)
+@build_options
 def fetch_command(name: str, data_home: Path | None, **options: Any) -> None:
     """Download (or take from --manual-dir), verify and build dataset NAME.
 

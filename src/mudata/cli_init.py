@@ -8,44 +8,12 @@ import click
 
 from mudata._atomic import atomic_write
 from mudata.cli import main
+from mudata.cli_options import init_options
 
 
 @main.command("init")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-@click.option(
-    "--name",
-    required=True,
-    help="Registry name of the dataset (lowercase letters, digits, - and _).",
-)
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Where to write the draft (default: ./NAME.toml).",
-)
-@click.option(
-    "--kind",
-    type=click.Choice(["auto", "signals", "features"]),
-    default="auto",
-    show_default=True,
-    help="Raw signals or a feature table; detected by default.",
-)
-@click.option(
-    "--sampling-rate",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    metavar="HZ",
-    help="Sampling rate, when the files have no time column to estimate it from.",
-)
-@click.option(
-    "--min-per-class",
-    type=click.IntRange(min=0),
-    default=5,
-    show_default=True,
-    help="The user filter's minimum rows per user and class.",
-)
-@click.option("--force", is_flag=True, help="Overwrite an existing draft.")
+@init_options
 def init_command(
     paths: tuple[Path, ...],
     name: str,

@@ -24,13 +24,17 @@ import click
 
 __all__ = [
     "DATA_HOME_KEY",
+    "SOURCE_OPTIONS",
     "VERBOSE_KEY",
     "ErrorMappingGroup",
     "LoggingCommand",
+    "build_options",
     "data_home_option",
     "dataset_source_options",
     "fetch_options",
+    "init_options",
     "manual_dir_option",
+    "stack",
     "verbose_option",
 ]
 
@@ -102,6 +106,31 @@ def manual_dir_option(func: F) -> F:
     )(func)
 
 
+def stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    """One decorator that applies ``decorators`` so that ``--help`` lists them in order.
+
+    Click shows a command's options in the order their decorators run, bottom
+    up; this applies the first decorator last, so the list reads as ``--help``.
+    """
+
+    def decorate(func: F) -> F:
+        for decorator in reversed(decorators):
+            func = decorator(func)
+        return func
+
+    return decorate
+
+
+#: The keyword arguments :func:`dataset_source_options` gives a command.
+SOURCE_OPTIONS: tuple[str, ...] = (
+    "data_home",
+    "mirror",
+    "manual_dir",
+    "allow_unverified",
+    "max_expansion",
+)
+
+
 def dataset_source_options(func: F) -> F:
     """The options that say where a dataset's files come from and what they may do.
 
@@ -110,7 +139,7 @@ def dataset_source_options(func: F) -> F:
     :func:`mudata.fetch` and :func:`mudata.load` of the same names. ``mueval
     evaluate`` uses them as they are, so the two commands check them alike.
     """
-    decorators = [
+    return stack(
         data_home_option,
         click.option(
             "--mirror",
@@ -134,11 +163,7 @@ def dataset_source_options(func: F) -> F:
             "$MUDATA_MAX_EXPANSION, else 100; archives may always reach 64 MiB). Raise it "
             "only for archives you trust.",
         ),
-    ]
-    # Applied bottom-up so that --help lists them in the order above.
-    for decorator in reversed(decorators):
-        func = decorator(func)
-    return func
+    )(func)
 
 
 def fetch_options(func: F) -> F:
@@ -214,3 +239,56 @@ class ErrorMappingGroup(click.Group):
                 + ("" if verbose else "; run with -v for the traceback")
             )
             raise click.ClickException(message) from None
+
+
+#: ``mudata fetch``'s options beyond :func:`fetch_options`: what to build.
+build_options = stack(
+    click.option(
+        "--force", is_flag=True, help="Rebuild the table even if an up-to-date one exists."
+    ),
+    click.option(
+        "--min-users",
+        type=click.IntRange(min=2),
+        default=2,
+        show_default=True,
+        help="Fewest users the table must keep after the user filter.",
+    ),
+)
+
+#: ``mudata init``: the draft's name and file, and what the files could not say.
+init_options = stack(
+    click.option(
+        "--name",
+        required=True,
+        help="Registry name of the dataset (lowercase letters, digits, - and _).",
+    ),
+    click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="Where to write the draft (default: ./NAME.toml).",
+    ),
+    click.option(
+        "--kind",
+        type=click.Choice(["auto", "signals", "features"]),
+        default="auto",
+        show_default=True,
+        help="Raw signals or a feature table; detected by default.",
+    ),
+    click.option(
+        "--sampling-rate",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        metavar="HZ",
+        help="Sampling rate, when the files have no time column to estimate it from.",
+    ),
+    click.option(
+        "--min-per-class",
+        type=click.IntRange(min=0),
+        default=5,
+        show_default=True,
+        help="The user filter's minimum rows per user and class.",
+    ),
+    click.option("--force", is_flag=True, help="Overwrite an existing draft."),
+)

@@ -255,6 +255,7 @@ def load_registered(name: str, **source: Any) -> Table:
     Returns
     -------
     Table
+        Made by :func:`table_from_frame`, with the table's provenance in ``info``.
 
     Raises
     ------

@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 import pandas as pd
 
+from mueval.cli_options import compare_options, report_options
 from mueval.clickutil import Command
 from mueval.names import COMPARABLE_METRICS
 from mueval.report.compare import compare_runs, run_labels
@@ -34,61 +35,7 @@ def _printable(text: str) -> str:
 
 
 @click.command("report", cls=Command)
-@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option(
-    "--out",
-    "out",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Output folder (default: RUN_DIR/report).",
-)
-@click.option(
-    "--strategy",
-    "strategies",
-    multiple=True,
-    help="Strategy code to include (repeatable; default: all in the run).",
-)
-@click.option(
-    "--classifier",
-    "classifiers",
-    multiple=True,
-    help="Classifier code to include (repeatable; default: all in the run).",
-)
-@click.option(
-    "--n-boot",
-    type=click.IntRange(min=10),
-    default=200,
-    show_default=True,
-    help="Bootstrap resamples for the diagnostics' intervals.",
-)
-@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
-@click.option(
-    "--top-sets",
-    type=click.IntRange(min=1),
-    default=20,
-    show_default=True,
-    help="Most frequent prediction sets shown in the multiset chart.",
-)
-@click.option(
-    "--min-count",
-    type=click.IntRange(min=1),
-    default=2,
-    show_default=True,
-    help="Sets seen fewer times are left out of the multiset chart.",
-)
-@click.option(
-    "--progress/--no-progress",
-    default=None,
-    help="Progress bar on stderr. [default: only when stderr is a terminal]",
-)
-@click.option(
-    "--figures",
-    type=click.Choice(["none", "summary", "all"]),
-    default="summary",
-    show_default=True,
-    help="none: no figure; summary: page one's figures and one coverage-per-user figure "
-    "per strategy; all: also every (strategy, classifier) section's figures (slow).",
-)
+@report_options
 def report_command(
     run_dir: Path,
     out: Path | None,
@@ -135,26 +82,7 @@ def report_command(
 
 
 @click.command("compare", cls=Command)
-@click.argument(
-    "run_dirs",
-    nargs=-1,
-    required=True,
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-)
-@click.option(
-    "--metric",
-    type=click.Choice(_METRICS),
-    default="coverage",
-    show_default=True,
-    help="Metric compared between strategies.",
-)
-@click.option(
-    "--out",
-    "out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Also write the table as CSV here.",
-)
+@compare_options
 def compare_command(run_dirs: tuple[Path, ...], metric: str, out: Path | None) -> None:
     """Test differences between strategies in one or more run folders of one dataset.
 

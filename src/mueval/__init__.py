@@ -11,15 +11,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mueval.api import Run, compare, evaluate
+    from mueval.api import Run, compare, compare_guarantees, evaluate
 
 __version__ = "0.1.0"
 
-__all__ = ["Run", "__version__", "compare", "evaluate"]
+__all__ = ["Run", "__version__", "compare", "compare_guarantees", "evaluate"]
 
 #: Names served by :func:`__getattr__`: :mod:`mueval.api` imports pandas and
 #: pyarrow, which ``mueval --help`` must not wait for.
-_FROM_API = frozenset({"Run", "compare", "evaluate"})
+_FROM_API = frozenset({"Run", "compare", "compare_guarantees", "evaluate"})
 
 
 def __getattr__(name: str) -> Any:

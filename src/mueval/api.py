@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pyarrow as pa
@@ -43,7 +43,10 @@ from mueval.runner import EvalConfig, run
 from mueval.strategies import parse_strategies
 from mueval.tables import format_table
 
-__all__ = ["Run", "compare", "evaluate"]
+if TYPE_CHECKING:
+    from mueval.report.compare_guarantees import GuaranteeComparison
+
+__all__ = ["Run", "compare", "compare_guarantees", "evaluate"]
 
 #: Table files a mudata table or a user's table may come as.
 _TABLE_SUFFIXES = (".csv", ".parquet")
@@ -515,3 +518,34 @@ def compare(runs: Sequence[Run | str | Path], *, metric: str = "coverage") -> pd
 
     folders = [r.folder() if isinstance(r, Run) else read_run_folder(r) for r in runs]
     return compare_runs(folders, metric=metric).table
+
+
+def compare_guarantees(runs: Sequence[Run | str | Path]) -> GuaranteeComparison:
+    """Per-user coverage guarantees of strategies in one or more runs, side by side.
+
+    For each (strategy, classifier): pooled coverage and the worst user, each
+    with a Clopper-Pearson interval, and the share of users whose interval lies
+    entirely below ``1 - alpha``. For each pair of strategies of one classifier,
+    McNemar's exact test of whether they leave different users below target.
+    Runs with the same strategies (a random and a blocked split) stay apart,
+    prefixed with their labels.
+
+    Parameters
+    ----------
+    runs : sequence of Run, str or Path
+        Runs in memory or run folders, of one dataset and one alpha.
+
+    Returns
+    -------
+    GuaranteeComparison
+        ``.summary`` and ``.tests`` (DataFrames), ``.labels``, ``.warnings``.
+
+    Raises
+    ------
+    mueval.errors.DataError
+        The runs evaluate different datasets or use different alpha.
+    """
+    from mueval.report.compare_guarantees import compare_guarantees as compare_folders
+
+    folders = [r.folder() if isinstance(r, Run) else read_run_folder(r) for r in runs]
+    return compare_folders(folders)

@@ -282,4 +282,12 @@ compare_options = stack(
         default=None,
         help="Also write the table as CSV here.",
     ),
+    click.option(
+        "--guarantees",
+        is_flag=True,
+        help="Compare per-user guarantees instead: pooled coverage and the worst user with "
+        "their intervals, the share of users whose interval lies below 1-alpha, and "
+        "McNemar's exact test of whether two strategies leave different users below "
+        "(--out: the summary, and the tests in OUT's name with .tests.csv).",
+    ),
 )

@@ -83,7 +83,9 @@ def report_command(
 
 @click.command("compare", cls=Command)
 @compare_options
-def compare_command(run_dirs: tuple[Path, ...], metric: str, out: Path | None) -> None:
+def compare_command(
+    run_dirs: tuple[Path, ...], metric: str, out: Path | None, guarantees: bool
+) -> None:
     """Test differences between strategies in one or more run folders of one dataset.
 
     Every pair of strategies, per classifier, under three labelled tests: the
@@ -92,6 +94,9 @@ def compare_command(run_dirs: tuple[Path, ...], metric: str, out: Path | None) -
     test over users (paired by user).
     """
     runs = [_read(p) for p in run_dirs]
+    if guarantees:
+        _compare_guarantees(runs, out)
+        return
     result = compare_runs(runs, metric=metric)
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
@@ -118,6 +123,31 @@ def compare_command(run_dirs: tuple[Path, ...], metric: str, out: Path | None) -
     if out is not None:
         _write_csv(table, out)
         click.echo(f"wrote {out}")
+
+
+def _compare_guarantees(runs: list[RunFolder], out: Path | None) -> None:
+    """``mueval compare --guarantees``: the summaries side by side, then the tests."""
+    from mueval.report.compare_guarantees import compare_guarantees
+
+    result = compare_guarantees(runs)
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    shown = result.summary.copy()
+    for col in shown.columns:
+        if col.endswith(("coverage", "_low", "_high", "share_below")):
+            shown[col] = shown[col].map(lambda v: f"{v:.3f}")
+    tests = result.tests.copy()
+    tests["p_value"] = tests["p_value"].map(lambda v: f"{v:.3g}")
+    with pd.option_context("display.max_columns", None, "display.width", 250):
+        click.echo(f"target coverage: {1 - result.alpha:g} (intervals: Clopper-Pearson, 95 %)")
+        click.echo(shown.to_string(index=False))
+        click.echo("")
+        click.echo(tests.to_string(index=False))
+    if out is not None:
+        tests_out = out.with_name(f"{out.stem}.tests.csv")
+        _write_csv(result.summary, out)
+        _write_csv(result.tests, tests_out)
+        click.echo(f"wrote {out} and {tests_out}")
 
 
 def _write_csv(table: pd.DataFrame, out: Path) -> None:

@@ -47,6 +47,7 @@ __all__ = [
     "compare_runs",
     "compare_strategies",
     "corrected_resampled_t_test",
+    "labels_of",
     "merge_runs",
     "per_iteration_values",
     "per_user_values",
@@ -481,7 +482,8 @@ class Comparison:
     warnings: list[str]
 
 
-def _labels_of(runs: Sequence[RunFolder]) -> list[str]:
+def labels_of(runs: Sequence[RunFolder]) -> list[str]:
+    """A short label per run: its folder's distinguishing name, or ``run N`` unsaved."""
     saved = [r for r in runs if r.path != UNSAVED]
     labels = iter(run_labels([r.path for r in saved]))
     unsaved = iter(range(1, len(runs) + 1))
@@ -555,7 +557,7 @@ def compare_runs(runs: Sequence[RunFolder], *, metric: str = "coverage") -> Comp
         The runs evaluate different datasets, or hold fewer than two strategies
         with a classifier in common.
     """
-    labels = _labels_of(runs)
+    labels = labels_of(runs)
     splits, preds, n_rows, notes = merge_runs(runs, labels)
     if metric not in splits.columns:
         msg = f"the runs have no per-split metric {metric!r}"

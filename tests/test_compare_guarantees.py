@@ -1,0 +1,155 @@
+"""Comparing per-user guarantees between strategies and runs: the summaries side by
+side, recomputed here from the prediction rows, and McNemar's exact test by hand."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from scipy import stats
+
+import mueval
+from mueval.cli import main
+from mueval.errors import DataError
+from mueval.report.compare_guarantees import users_below_test
+from mueval.synthetic import make_users
+
+
+def _two_sided_binomial(k: int, n: int) -> float:
+    """Exact two-sided p of Binomial(n, 1/2) at k, by summing the probabilities."""
+    probs = [math.comb(n, i) / 2**n for i in range(n + 1)]
+    return min(1.0, sum(p for p in probs if p <= probs[k] * (1 + 1e-12)))
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "only_a", "p"),
+    [
+        # Users 1 and 2 below under A only: 2 discordant, all one way, p = 2 * (1/2)^2.
+        ({1: True, 2: True, 3: False}, {1: False, 2: False, 3: False}, 2, 0.5),
+        # 3 one way, 1 the other: p = 2 * P(X <= 1 | n=4) = 2 * 5/16.
+        ({1: 1, 2: 1, 3: 1, 4: 0, 5: 1}, {1: 0, 2: 0, 3: 0, 4: 1, 5: 1}, 3, 0.625),
+        # 6 one way, none the other: p = 2 / 64.
+        (dict.fromkeys(range(6), True), dict.fromkeys(range(6), False), 6, 1 / 32),
+    ],
+)
+def test_mcnemar_exact_by_hand(a, b, only_a, p) -> None:
+    result = users_below_test(a, b)
+    assert result.statistic == only_a
+    assert result.p_value == pytest.approx(p)
+    assert result.n == len(a)
+
+
+def test_mcnemar_uses_only_users_of_both_and_is_undefined_without_discordance() -> None:
+    result = users_below_test({1: True, 2: False, 9: True}, {1: True, 2: False, 8: False})
+    assert result.n == 2
+    assert np.isnan(result.p_value)
+    assert "one strategy only" in result.note
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    # Strong drift: UIM (calibrated on other users) leaves some users below
+    # target, UCM (calibrated on the user) should not.
+    table = make_users(8, rows_per_user=90, drift=3.0, seed=4)
+    root = tmp_path_factory.mktemp("guarantees")
+    paths = []
+    for split in ("random", "blocked"):
+        run = mueval.evaluate(
+            table,
+            strategies="uim,ucm",
+            classifiers="nb",
+            iterations=2,
+            split=split,
+            alpha=0.1,
+            diagnostics="none",
+            progress=False,
+        )
+        paths.append(run.save(root / split))
+    return paths[0], paths[1]
+
+
+def _independent_summary(folder: Path, alpha: float) -> pd.DataFrame:
+    """Per-user Clopper-Pearson from the raw rows, with scipy's beta quantiles."""
+    preds = pd.read_parquet(folder / "predictions.parquet")
+    counts = preds.groupby(["strategy", "classifier", "userid"])["covered"].agg(["sum", "size"])
+    k, n = counts["sum"].to_numpy(), counts["size"].to_numpy()
+    high = np.where(k == n, 1.0, stats.beta.ppf(0.975, k + 1, n - k))
+    counts["below"] = high < 1 - alpha
+    counts["coverage"] = k / n
+    return counts.reset_index()
+
+
+def test_summary_matches_an_independent_computation(two_runs) -> None:
+    random_run, blocked_run = two_runs
+    result = mueval.compare_guarantees([random_run, blocked_run])
+    assert result.alpha == 0.1
+    summary = result.summary.set_index(["strategy", "classifier"])
+    # Both runs hold uim and ucm: each is prefixed with its run's label.
+    assert set(summary.index.get_level_values(0)) == {
+        "random/uim",
+        "random/ucm",
+        "blocked/uim",
+        "blocked/ucm",
+    }
+    for label, folder in (("random", random_run), ("blocked", blocked_run)):
+        mine = _independent_summary(folder, 0.1)
+        for strategy, part in mine.groupby("strategy"):
+            row = summary.loc[(f"{label}/{strategy}", "nb")]
+            assert row["n_users"] == len(part)
+            assert row["n_below"] == int(part["below"].sum())
+            assert row["worst_coverage"] == pytest.approx(part["coverage"].min())
+            pooled = part["sum"].sum() / part["size"].sum()
+            assert row["pooled_coverage"] == pytest.approx(pooled)
+
+
+def test_pair_tests_match_counts_from_the_rows(two_runs) -> None:
+    random_run, blocked_run = two_runs
+    result = mueval.compare_guarantees([random_run, blocked_run])
+    mine = pd.concat(
+        [
+            _independent_summary(folder, 0.1).assign(
+                strategy=lambda f, lb=label: lb + "/" + f.strategy
+            )
+            for label, folder in (("random", random_run), ("blocked", blocked_run))
+        ]
+    )
+    below = {
+        s: dict(zip(p["userid"], p["below"], strict=True)) for s, p in mine.groupby("strategy")
+    }
+    assert len(result.tests) == 6  # 4 strategies, one classifier: 4 choose 2
+    for row in result.tests.itertuples():
+        a, b = below[row.strategy_a], below[row.strategy_b]
+        only_a = sum(a[u] and not b[u] for u in a)
+        only_b = sum(b[u] and not a[u] for u in a)
+        assert (row.only_a, row.only_b, row.n) == (only_a, only_b, len(a))
+        if only_a + only_b:
+            assert row.p_value == pytest.approx(_two_sided_binomial(only_a, only_a + only_b))
+        else:
+            assert np.isnan(row.p_value)
+
+
+def test_runs_of_different_alpha_are_refused(tmp_path: Path, two_runs) -> None:
+    table = make_users(4, rows_per_user=90, seed=1)
+    other = mueval.evaluate(
+        table, strategies="ucm", classifiers="nb", iterations=1, alpha=0.2, diagnostics="none"
+    )
+    with pytest.raises(DataError, match="different alpha"):
+        mueval.compare_guarantees([two_runs[0], other])
+
+
+def test_cli_prints_both_tables_and_writes_them(tmp_path: Path, two_runs) -> None:
+    out = tmp_path / "guarantees.csv"
+    result = CliRunner().invoke(
+        main, ["compare", "--guarantees", str(two_runs[0]), str(two_runs[1]), "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "target coverage: 0.9" in result.output
+    assert "only_a" in result.output
+    assert "random/ucm" in result.output and "blocked/uim" in result.output
+    written = pd.read_csv(out)
+    assert len(written) == 4
+    assert len(pd.read_csv(tmp_path / "guarantees.tests.csv")) == 6

@@ -28,9 +28,10 @@ import pyarrow as pa
 
 from mueval import __version__
 from mueval.aggregate import splits_frame, summary_frame
-from mueval.data import Table, load_file, load_registered, table_from_frame
+from mueval.data import Table, load_file, load_registered, natural_key, table_from_frame
 from mueval.diagnose import ERT_FOLDS, WSC_DELTA, WSC_DIRECTIONS, diagnose, diagnostic_names
 from mueval.errors import UsageError
+from mueval.groups import RowGroups, _user_key, resolve_groups
 from mueval.models import parse_classifiers
 from mueval.runfolder import (
     RunFolder,
@@ -75,6 +76,15 @@ class Run:
         Per (strategy, classifier): the share of users whose interval lies
         entirely below ``1 - alpha``, the worst user and the pooled coverage,
         with intervals (``coverage_summary.csv``).
+    group_coverage : DataFrame or None
+        Coverage per class and, when the run had groups, per group of users,
+        with Clopper-Pearson intervals (``group_coverage.csv``).
+    user_validity : DataFrame or None
+        The one-sided KS test of each user's true-label p-values,
+        Benjamini-Hochberg adjusted (``user_validity.csv``; see
+        :mod:`mueval.validity`).
+    user_groups : DataFrame or None
+        ``user, group`` when the run had groups (``user_groups.csv``).
     info : dict
         The content of ``run.json``: ``dataset``, ``classes``, ``config``,
         ``versions``, ``skipped`` (notes), ``timings`` (wall seconds per phase),
@@ -91,6 +101,9 @@ class Run:
     size_coverage: pd.DataFrame | None = None
     user_coverage: pd.DataFrame | None = None
     coverage_summary: pd.DataFrame | None = None
+    group_coverage: pd.DataFrame | None = None
+    user_validity: pd.DataFrame | None = None
+    user_groups: pd.DataFrame | None = None
     info: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
     _arrow: pa.Table | None = field(default=None, repr=False)
@@ -152,6 +165,9 @@ class Run:
             user_coverage=self.user_coverage,
             coverage_summary=self.coverage_summary,
             overwrite=overwrite,
+            group_coverage=self.group_coverage,
+            user_validity=self.user_validity,
+            user_groups=self.user_groups,
         )
         return self.path
 
@@ -176,6 +192,9 @@ class Run:
             size_coverage=size_coverage,
             user_coverage=folder.user_coverage,
             coverage_summary=folder.coverage_summary,
+            group_coverage=folder.group_coverage,
+            user_validity=folder.user_validity,
+            user_groups=folder.user_groups,
             info={**folder.run, "warnings": folder.warnings or []},
             path=folder.path,
         )
@@ -196,6 +215,9 @@ class Run:
             self.user_coverage,
             self.coverage_summary,
             self.warnings,
+            group_coverage=self.group_coverage,
+            user_validity=self.user_validity,
+            user_groups=self.user_groups,
         )
 
     def report(self, path: str | Path, **options: Any) -> Path:
@@ -300,12 +322,15 @@ def evaluate_table(
     workers: int | None = None,
     progress: bool | None = None,
     diagnostics: str = "basic",
+    groups: str | Path | pd.DataFrame | None = None,
 ) -> Run:
     """Evaluate a loaded :class:`~mueval.data.Table` under ``config``.
 
     See :func:`evaluate` for the parameters.
     """
     diagnostic_names(diagnostics)  # an unknown level fails before any work
+    condition = config.conditioning
+    table, row_groups = resolve_groups(table, condition, groups)
     start = time.perf_counter()
     output = run(
         table.X,
@@ -318,6 +343,7 @@ def evaluate_table(
         scheduler=scheduler,
         workers=workers,
         progress=progress,
+        groups=row_groups,
     )
     t0 = time.perf_counter()
     diag = diagnose(
@@ -334,8 +360,15 @@ def evaluate_table(
     summary = summary_frame(splits, diag.frame if diag.names else None)
     arrow = predictions_table(output.results, table.classes, table.users, table.y)
     predictions = arrow.to_pandas()
+    user_groups = _user_groups_frame(table, row_groups)
     found = compute_guarantees(
-        predictions, splits, alpha=config.alpha, n_classes=len(table.classes)
+        predictions,
+        splits,
+        alpha=config.alpha,
+        n_classes=len(table.classes),
+        classes=table.classes,
+        condition=condition,
+        user_groups=user_groups,
     )
     info: dict[str, Any] = {
         "dataset": table.info,
@@ -349,6 +382,8 @@ def evaluate_table(
             "score": config.score,
             "threshold": config.threshold,
             "mondrian": config.mondrian,
+            "condition": condition.text,
+            "group_column": None if row_groups is None else row_groups.column,
             "adapt_frac": config.adapt_frac,
             "small_cal": config.small_cal,
             "split": config.split,
@@ -373,9 +408,22 @@ def evaluate_table(
         size_coverage=diag.size_coverage if diag.names else None,
         user_coverage=found.user_coverage,
         coverage_summary=found.coverage_summary,
+        group_coverage=found.group_coverage,
+        user_validity=found.user_validity,
+        user_groups=user_groups,
         info=info,
         _arrow=arrow,
     )
+
+
+def _user_groups_frame(table: Table, row_groups: RowGroups | None) -> pd.DataFrame | None:
+    """``user, group`` for the run folder, users as the table spells them."""
+    if row_groups is None:
+        return None
+    users = pd.unique(table.users)
+    groups = [row_groups.users[_user_key(u)] for u in users]
+    frame = pd.DataFrame({"user": users, "group": groups})
+    return frame.sort_values("user", key=lambda c: c.map(natural_key)).reset_index(drop=True)
 
 
 def evaluate(
@@ -394,6 +442,8 @@ def evaluate(
     split: str = "random",
     gap: int = 1,
     user_folds: int | None = None,
+    condition: str | None = None,
+    groups: str | Path | pd.DataFrame | None = None,
     diagnostics: str = "basic",
     jobs: int = 1,
     backend: str = "loky",
@@ -436,6 +486,15 @@ def evaluate(
     user_folds : int, optional
         UIM and UCM fit one model per group of users (``K`` grouped folds)
         instead of one per user; None (default) is leave-one-user-out.
+    condition : str, optional
+        What the threshold is conditioned on: None (the protocol), ``"class"``
+        (as ``mondrian=True``), ``"group:COLUMN"`` or ``"class+group:COLUMN"``
+        (one per group of users, or per group and class; see
+        ``docs/per-user-guarantees.md``).
+    groups : path or DataFrame, optional
+        Where the groups come from: a CSV or table with ``userid`` and the
+        group column. Without it the column is taken from ``data`` (and is
+        then no feature).
     diagnostics : {"none", "basic", "full"}
         Conditional-coverage diagnostics to compute.
     jobs : int
@@ -491,7 +550,12 @@ def evaluate(
         split=split,
         gap=gap,
         user_folds=user_folds,
+        condition=condition,
     )
+    if isinstance(data, pd.DataFrame) and groups is None and config.conditioning.by_group:
+        # A group column of any type (text too) is taken out before the features
+        # are checked to be numeric.
+        data, groups = _split_group_column(data, config.conditioning.column, user_col)
     table = load_data(data, user_col=user_col, label_col=label_col, **source)
     return evaluate_table(
         table,
@@ -502,7 +566,18 @@ def evaluate(
         workers=workers,
         progress=progress,
         diagnostics=diagnostics,
+        groups=groups,
     )
+
+
+def _split_group_column(
+    frame: pd.DataFrame, column: str | None, user_col: str
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """A DataFrame's group column as a groups table, and the frame without it."""
+    if column is None or column not in frame.columns:
+        return frame, None
+    groups = pd.DataFrame({"userid": frame[user_col], column: frame[column]})
+    return frame.drop(columns=[column]), groups
 
 
 def _as_list(value: Sequence[str] | str) -> list[str]:

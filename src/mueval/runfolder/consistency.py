@@ -508,3 +508,101 @@ def check_consistency(run: RunFolder, predictions: pa.Table) -> None:
     _check_rows(run, predictions)
     _check_splits(run)
     _check_summary(run)
+
+
+def check_user_groups(path: object, stored: pd.DataFrame, users: pd.Series) -> None:
+    """``user_groups.csv``: each user of the predictions once, each with a group."""
+    keys = _user_key(stored["user"])
+    twice = keys[keys.duplicated()]
+    if len(twice):
+        msg = f"{path}: user {twice.iloc[0]} is listed more than once; expected one group per user"
+        raise _error(msg[:300])
+    empty = stored["group"].isna() | (stored["group"].astype(str).str.strip() == "")
+    if empty.any():
+        msg = f"{path}: user {keys[empty].iloc[0]} has no group"
+        raise _error(msg[:300])
+    absent = sorted(set(_user_key(pd.Series(pd.unique(users)))) - set(keys))
+    if absent:
+        msg = f"{path}: users of predictions.parquet without a group: {', '.join(absent[:5])}"
+        raise _error(msg[:300])
+
+
+def check_group_coverage(path: object, stored: pd.DataFrame, fresh: pd.DataFrame) -> None:
+    """``group_coverage.csv``: the counts per (strategy, classifier, by, group) are
+    those of the predictions (and the groups of ``user_groups.csv``)."""
+    counts = ["n_users", "n", "n_covered"]
+    _numeric(path, stored, [*counts, "coverage", "low", "high"])
+    keys = ["strategy", "classifier", "by", "group"]
+    left = fresh[[*keys, *counts]].astype({"group": str})
+    right = stored[[*keys, *counts]].astype({"group": str})
+    merged = left.merge(right, on=keys, how="outer", suffixes=("", "_file"), indicator=True)
+    bad = merged[
+        (merged["_merge"] != "both")
+        | np.logical_or.reduce([merged[c] != merged[f"{c}_file"] for c in counts])
+    ]
+    if len(bad):
+        r = bad.iloc[0]
+        where = f"{r['strategy']} / {r['classifier']} {r['by']} {_show(r['group'])}"
+        if r["_merge"] != "both":
+            side = "the file lacks it" if r["_merge"] == "left_only" else "the predictions lack it"
+            msg = f"{path}: {where}: {side}"
+        else:
+            msg = (
+                f"{path}: {where} has n={r['n_file']}, n_covered={r['n_covered_file']}, "
+                f"n_users={r['n_users_file']}; predictions.parquet gives n={r['n']}, "
+                f"n_covered={r['n_covered']}, n_users={r['n_users']}"
+            )
+        raise _error(msg[:600])
+
+
+def check_user_validity(path: object, stored: pd.DataFrame, rows: pd.DataFrame) -> None:
+    """``user_validity.csv``: its row counts are the predictions', its adjusted
+    p-values the Benjamini-Hochberg adjustment of its p-values, and ``flagged``
+    says whether the adjusted value is at most 0.05."""
+    from mueval.validity import benjamini_hochberg
+
+    _numeric(path, stored, ["n", "statistic", "pvalue", "pvalue_bh"])
+    p = stored["pvalue"].to_numpy(dtype=float)
+    if np.isnan(p).any() or (p < 0).any() or (p > 1).any():
+        msg = f"{path}: pvalue must be in [0, 1]; found {p[:5].tolist()}"
+        raise _error(msg)
+    keys = ["strategy", "classifier", "user"]
+    fresh = (
+        pd.DataFrame(
+            {
+                "strategy": rows["strategy"].to_numpy(),
+                "classifier": rows["classifier"].to_numpy(),
+                "user": _user_key(rows["userid"]).to_numpy(),
+            }
+        )
+        .groupby(keys, sort=False)
+        .size()
+        .rename("n_rows")
+        .reset_index()
+    )
+    table = stored.assign(user=_user_key(stored["user"]))
+    merged = table.merge(fresh, on=keys, how="outer", indicator=True)
+    bad = merged[(merged["_merge"] != "both") | (merged["n"] != merged["n_rows"])]
+    if len(bad):
+        r = bad.iloc[0]
+        msg = (
+            f"{path}: {r['strategy']} / {r['classifier']} user {r['user']} has n={r['n']}; "
+            f"predictions.parquet gives {r['n_rows']} rows with a p-value"
+        )
+        raise _error(msg[:600])
+    for (s, c), group in table.groupby(["strategy", "classifier"], sort=False):
+        adjusted = benjamini_hochberg(group["pvalue"].to_numpy(dtype=float))
+        stored_bh = group["pvalue_bh"].to_numpy(dtype=float)
+        flagged = group["flagged"].astype(str).str.lower().isin(["true", "1"]).to_numpy()
+        wrong = np.flatnonzero(
+            ~np.isclose(adjusted, stored_bh, rtol=1e-6, atol=1e-12)
+            | (flagged != (stored_bh <= 0.05))
+        )
+        if wrong.size:
+            i = int(wrong[0])
+            msg = (
+                f"{path}: {s} / {c} user {group['user'].iloc[i]}: pvalue_bh "
+                f"{stored_bh[i]!r} and flagged {bool(flagged[i])} do not follow from the "
+                f"p-values (Benjamini-Hochberg gives {adjusted[i]!r}, flagged when <= 0.05)"
+            )
+            raise _error(msg[:600])

@@ -115,7 +115,25 @@ _STRATEGY_HELP = (
     "--mondrian/--no-mondrian",
     default=False,
     show_default=True,
-    help="Class-conditional (Mondrian) calibration: one threshold per class.",
+    help="Class-conditional (Mondrian) calibration: one threshold per class "
+    "(the same as --condition class).",
+)
+@click.option(
+    "--condition",
+    metavar="class|group[:COL]|class+group[:COL]",
+    default=None,
+    help="Conditional (Mondrian) calibration: one threshold per class, per group of "
+    "users (COL: a user-level attribute such as an age band or a device, from --groups "
+    "or a numeric column of the table, which then is no feature), or per group and "
+    "class. Coverage per class and group goes to group_coverage.csv. "
+    "[default: none, one threshold per calibration set, as the protocol]",
+)
+@click.option(
+    "--groups",
+    "groups_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="CSV of each user's group for --condition group: a userid column and the "
+    "group column (one value per user).",
 )
 @click.option(
     "--threshold",
@@ -275,6 +293,7 @@ def evaluate(
         split=options["split_method"],
         gap=options["gap"],
         user_folds=options["user_folds"],
+        condition=options["condition"],
     )
     if out is not None:
         check_target(out, overwrite)  # fail before any work
@@ -304,6 +323,7 @@ def evaluate(
         workers=options["workers"],
         progress=options["progress"],
         diagnostics=options["diagnostics"],
+        groups=options["groups_file"],
     )
     if out is not None:
         result.save(out, overwrite=overwrite)
@@ -313,6 +333,7 @@ def evaluate(
         f"{len(table.classes)} classes, {info['n_features']} features; "
         f"alpha={config.alpha}, score={config.score}, threshold={config.threshold}"
         f"{', mondrian' if config.mondrian else ''}"
+        f"{f', condition {config.condition}' if config.condition else ''}"
         f"{', blocked split' if config.split == 'blocked' else ''}"
         f"{f', {config.user_folds} user folds' if config.user_folds else ''}"
     )

@@ -20,7 +20,13 @@ predictions:
    iteration, undefined values skipped, then the mean, the sample SD and the count
    over iterations, undefined if one iteration is) and must match within float
    tolerance; the conditional-coverage diagnostics in the summary likewise
-   against ``diagnostics.parquet``.
+   against ``diagnostics.parquet``;
+5. the files of conditional coverage (read by :mod:`.guarantees`):
+   ``user_groups.csv`` gives every user of the predictions one group;
+   ``group_coverage.csv``'s counts per class and group are the predictions'
+   (:func:`check_group_coverage`); ``user_validity.csv``'s row counts are the
+   predictions', and its ``pvalue_bh`` and ``flagged`` follow from its
+   ``pvalue`` (:func:`check_user_validity`).
 
 ``alpha`` in (0, 1) and the types of ``run.json`` are checked by the reader
 (:mod:`mueval.runfolder.read`). Not checked: the p-values and probabilities
@@ -44,7 +50,13 @@ from mueval.names import CLASSIFIERS, STRATEGIES
 if TYPE_CHECKING:
     from mueval.runfolder.read import RunFolder
 
-__all__ = ["RTOL", "check_consistency"]
+__all__ = [
+    "RTOL",
+    "check_consistency",
+    "check_group_coverage",
+    "check_user_groups",
+    "check_user_validity",
+]
 
 #: Relative tolerance between a stored mean and its recomputation (float sums in
 #: another order differ in the last bits, never more).

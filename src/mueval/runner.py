@@ -347,8 +347,8 @@ def _evaluate_split(X, y, n_classes, split, classifier, config, groups=None) -> 
                 proba=proba_test,
                 timings=dict(shared),
             )
-            where = None if groups is None else (groups, cal, target.test)
-            _conformal_step(result, proba_cal, y[cal], y[target.test], config, where)
+            grouped = None if groups is None else (groups, cal, target.test)
+            _conformal_step(result, proba_cal, y[cal], y[target.test], config, grouped)
             out.append(result)
     return out
 

@@ -56,12 +56,14 @@ def test_own_csv_end_to_end_writes_the_run_folder(tmp_path: Path) -> None:
     assert sorted(p.name for p in out.iterdir()) == [
         "coverage_summary.csv",
         "diagnostics.parquet",
+        "group_coverage.csv",
         "predictions.parquet",
         "run.json",
         "size_coverage.csv",
         "splits.parquet",
         "summary.csv",
         "user_coverage.csv",
+        "user_validity.csv",
     ]
     info = json.loads((out / "run.json").read_text())
     assert info["format_version"] == 1

@@ -823,9 +823,12 @@ def test_a_skipped_split_is_consistent_under_the_writers_aggregation(
         splits,
         alpha=info["config"]["alpha"],
         n_classes=len(info["classes"]),
+        classes=info["classes"],
     )
     found.user_coverage.to_csv(run / "user_coverage.csv", index=False)
     found.coverage_summary.to_csv(run / "coverage_summary.csv", index=False)
+    found.group_coverage.to_csv(run / "group_coverage.csv", index=False)
+    found.user_validity.to_csv(run / "user_validity.csv", index=False)
     cov = summary.query("strategy == 'mm' and metric == 'coverage'").iloc[0]
     assert np.isnan(cov["mean"]) and cov["n"] == 1  # the study's rule
     assert read_run_folder(run).summary.equals(pd.read_csv(run / "summary.csv"))

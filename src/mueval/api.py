@@ -28,9 +28,10 @@ import pyarrow as pa
 
 from mueval import __version__
 from mueval.aggregate import splits_frame, summary_frame
-from mueval.data import Table, load_file, load_registered, table_from_frame
+from mueval.data import Table, load_file, load_registered, natural_key, table_from_frame
 from mueval.diagnose import ERT_FOLDS, WSC_DELTA, WSC_DIRECTIONS, diagnose, diagnostic_names
 from mueval.errors import UsageError
+from mueval.groups import RowGroups, _user_key, resolve_groups
 from mueval.models import parse_classifiers
 from mueval.runfolder import (
     RunFolder,
@@ -78,6 +79,15 @@ class Run:
         Per (strategy, classifier): the share of users whose interval lies
         entirely below ``1 - alpha``, the worst user and the pooled coverage,
         with intervals (``coverage_summary.csv``).
+    group_coverage : DataFrame or None
+        Coverage per class and, when the run had groups, per group of users,
+        with Clopper-Pearson intervals (``group_coverage.csv``).
+    user_validity : DataFrame or None
+        The one-sided KS test of each user's true-label p-values,
+        Benjamini-Hochberg adjusted (``user_validity.csv``; see
+        :mod:`mueval.validity`).
+    user_groups : DataFrame or None
+        ``user, group`` when the run had groups (``user_groups.csv``).
     info : dict
         The content of ``run.json``: ``dataset``, ``classes``, ``config``,
         ``versions``, ``skipped`` (notes), ``timings`` (wall seconds per phase),
@@ -94,6 +104,9 @@ class Run:
     size_coverage: pd.DataFrame | None = None
     user_coverage: pd.DataFrame | None = None
     coverage_summary: pd.DataFrame | None = None
+    group_coverage: pd.DataFrame | None = None
+    user_validity: pd.DataFrame | None = None
+    user_groups: pd.DataFrame | None = None
     info: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
     _arrow: pa.Table | None = field(default=None, repr=False)
@@ -155,6 +168,9 @@ class Run:
             user_coverage=self.user_coverage,
             coverage_summary=self.coverage_summary,
             overwrite=overwrite,
+            group_coverage=self.group_coverage,
+            user_validity=self.user_validity,
+            user_groups=self.user_groups,
         )
         return self.path
 
@@ -179,6 +195,9 @@ class Run:
             size_coverage=size_coverage,
             user_coverage=folder.user_coverage,
             coverage_summary=folder.coverage_summary,
+            group_coverage=folder.group_coverage,
+            user_validity=folder.user_validity,
+            user_groups=folder.user_groups,
             info={**folder.run, "warnings": folder.warnings or []},
             path=folder.path,
         )
@@ -199,6 +218,9 @@ class Run:
             self.user_coverage,
             self.coverage_summary,
             self.warnings,
+            group_coverage=self.group_coverage,
+            user_validity=self.user_validity,
+            user_groups=self.user_groups,
         )
 
     def report(self, path: str | Path, **options: Any) -> Path:
@@ -298,6 +320,7 @@ def evaluate_table(
     config: EvalConfig,
     *,
     diagnostics: str = "basic",
+    groups: str | Path | pd.DataFrame | None = None,
     **execution: Any,
 ) -> Run:
     """Evaluate a loaded :class:`~mueval.data.Table` under ``config``.
@@ -307,8 +330,12 @@ def evaluate_table(
     see :func:`evaluate` for every parameter.
     """
     diagnostic_names(diagnostics)  # an unknown level fails before any work
+    condition = config.conditioning
+    table, row_groups = resolve_groups(table, condition, groups)
     start = time.perf_counter()
-    output = run(table.X, table.y, table.users, table.classes, config, **execution)
+    output = run(
+        table.X, table.y, table.users, table.classes, config, groups=row_groups, **execution
+    )
     jobs = execution.get("jobs", 1)
     t0 = time.perf_counter()
     diag = diagnose(
@@ -325,14 +352,23 @@ def evaluate_table(
     summary = summary_frame(splits, diag.frame if diag.names else None)
     arrow = predictions_table(output.results, table.classes, table.users, table.y)
     predictions = arrow.to_pandas()
+    user_groups = _user_groups_frame(table, row_groups)
     found = compute_guarantees(
-        predictions, splits, alpha=config.alpha, n_classes=len(table.classes)
+        predictions,
+        splits,
+        alpha=config.alpha,
+        n_classes=len(table.classes),
+        classes=table.classes,
+        condition=condition,
+        user_groups=user_groups,
     )
     info: dict[str, Any] = {
         "dataset": table.info,
         "classes": list(table.classes),
         "config": {
             **config.record(),
+            "condition": condition.text,
+            "group_column": None if row_groups is None else row_groups.column,
             "jobs": jobs,
             "backend": execution.get("backend", "loky"),
             **_diagnostics_config(diagnostics),
@@ -352,9 +388,22 @@ def evaluate_table(
         size_coverage=diag.size_coverage if diag.names else None,
         user_coverage=found.user_coverage,
         coverage_summary=found.coverage_summary,
+        group_coverage=found.group_coverage,
+        user_validity=found.user_validity,
+        user_groups=user_groups,
         info=info,
         _arrow=arrow,
     )
+
+
+def _user_groups_frame(table: Table, row_groups: RowGroups | None) -> pd.DataFrame | None:
+    """``user, group`` for the run folder, users as the table spells them."""
+    if row_groups is None:
+        return None
+    users = pd.unique(table.users)
+    groups = [row_groups.users[_user_key(u)] for u in users]
+    frame = pd.DataFrame({"user": users, "group": groups})
+    return frame.sort_values("user", key=lambda c: c.map(natural_key)).reset_index(drop=True)
 
 
 def evaluate(
@@ -373,6 +422,8 @@ def evaluate(
     split: str = "random",
     gap: int = 1,
     user_folds: int | None = None,
+    condition: str | None = None,
+    groups: str | Path | pd.DataFrame | None = None,
     diagnostics: str = "basic",
     jobs: int = 1,
     backend: str = "loky",
@@ -415,6 +466,15 @@ def evaluate(
     user_folds : int, optional
         UIM and UCM fit one model per group of users (``K`` grouped folds)
         instead of one per user; None (default) is leave-one-user-out.
+    condition : str, optional
+        What the threshold is conditioned on: None (the protocol), ``"class"``
+        (as ``mondrian=True``), ``"group:COLUMN"`` or ``"class+group:COLUMN"``
+        (one per group of users, or per group and class; see
+        ``docs/per-user-guarantees.md``).
+    groups : path or DataFrame, optional
+        Where the groups come from: a CSV or table with ``userid`` and the
+        group column. Without it the column is taken from ``data`` (and is
+        then no feature).
     diagnostics : {"none", "basic", "full"}
         Conditional-coverage diagnostics to compute.
     jobs : int
@@ -470,7 +530,12 @@ def evaluate(
         split=split,
         gap=gap,
         user_folds=user_folds,
+        condition=condition,
     )
+    if isinstance(data, pd.DataFrame) and groups is None and config.conditioning.by_group:
+        # A group column of any type (text too) is taken out before the features
+        # are checked to be numeric.
+        data, groups = _split_group_column(data, config.conditioning.column, user_col)
     table = load_data(data, user_col=user_col, label_col=label_col, **source)
     return evaluate_table(
         table,
@@ -481,7 +546,18 @@ def evaluate(
         workers=workers,
         progress=progress,
         diagnostics=diagnostics,
+        groups=groups,
     )
+
+
+def _split_group_column(
+    frame: pd.DataFrame, column: str | None, user_col: str
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """A DataFrame's group column as a groups table, and the frame without it."""
+    if column is None or column not in frame.columns:
+        return frame, None
+    groups = pd.DataFrame({"userid": frame[user_col], column: frame[column]})
+    return frame.drop(columns=[column]), groups
 
 
 def _as_list(value: Sequence[str] | str) -> list[str]:

@@ -106,6 +106,7 @@ def evaluate(
         f"{len(table.classes)} classes, {info['n_features']} features; "
         f"alpha={config.alpha}, score={config.score}, threshold={config.threshold}"
         f"{', mondrian' if config.mondrian else ''}"
+        f"{f', condition {config.condition}' if config.condition else ''}"
         f"{', blocked split' if config.split == 'blocked' else ''}"
         f"{f', {config.user_folds} user folds' if config.user_folds else ''}"
     )

@@ -86,7 +86,24 @@ evaluate_options = stack(
         "--mondrian/--no-mondrian",
         default=False,
         show_default=True,
-        help="Class-conditional (Mondrian) calibration: one threshold per class.",
+        help="Class-conditional (Mondrian) calibration: one threshold per class "
+        "(the same as --condition class).",
+    ),
+    click.option(
+        "--condition",
+        metavar="class|group[:COL]|class+group[:COL]",
+        default=None,
+        help="Conditional (Mondrian) calibration: one threshold per class, per group of "
+        "users (COL: a user-level attribute such as an age band or a device, from --groups "
+        "or a numeric column of the table, which then is no feature), or per group and "
+        "class. Coverage per class and group goes to group_coverage.csv. "
+        "[default: none, one threshold per calibration set, as the protocol]",
+    ),
+    click.option(
+        "--groups",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help="CSV of each user's group for --condition group: a userid column and the "
+        "group column (one value per user).",
     ),
     click.option(
         "--threshold",

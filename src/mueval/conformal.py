@@ -39,6 +39,11 @@ so it is done here by hand for every score and either rule: class ``c`` gets its
 own threshold from the calibration rows of class ``c`` (infinite, i.e. ``c`` is
 always in the set, when the rule's rank exceeds their number), and its p-values
 count only those rows.
+
+Group-conditional calibration (:func:`conformalize_groups`) applies the same
+idea to groups of users (an age band, a device): the test rows of group ``g``
+are conformalized on the calibration rows of group ``g`` only, with the chosen
+rule, and optionally per class within the group (``class+group``).
 """
 
 from __future__ import annotations
@@ -133,13 +138,17 @@ class ConformalOutput:
     n_cal : int
     threshold : float
         The score threshold of the sets; NaN under Mondrian calibration (one
-        threshold per class) and for MAPIE's own non-LAC sets.
+        threshold per class, or per group when the test rows span several
+        groups) and for MAPIE's own non-LAC sets.
+    note : str or None
+        What was answered conservatively (a group too small to calibrate on).
     """
 
     sets: np.ndarray
     pvalues: np.ndarray
     n_cal: int
     threshold: float = float("nan")
+    note: str | None = None
 
 
 def _score_sets(test_scores: np.ndarray, q: float, rule: str) -> np.ndarray:
@@ -332,3 +341,114 @@ def full_sets(
     test_scores = class_scores(proba_test, score)
     sets = np.ones(proba_test.shape, dtype=bool)
     return ConformalOutput(sets, conformal_pvalues(cal_scores, test_scores), len(y_cal), math.inf)
+
+
+def _group_name(names: object, code: int) -> str:
+    return str(names[code]) if names is not None else str(code)  # type: ignore[index]
+
+
+def conformalize_groups(
+    proba_cal: np.ndarray,
+    y_cal: np.ndarray,
+    groups_cal: np.ndarray,
+    proba_test: np.ndarray,
+    groups_test: np.ndarray,
+    *,
+    alpha: float = 0.05,
+    score: str = "lac",
+    mondrian: bool = False,
+    threshold: str = "study",
+    seed: int | None = None,
+    small_groups: str = "error",
+    group_names: object = None,
+) -> ConformalOutput:
+    """Group-conditional (Mondrian) sets and p-values: each group of test rows is
+    conformalized on the calibration rows of its own group only.
+
+    Parameters
+    ----------
+    proba_cal : ndarray of shape (n_cal, K)
+    y_cal : ndarray of int, shape (n_cal,)
+    groups_cal : ndarray of int, shape (n_cal,)
+        Group code of every calibration row.
+    proba_test : ndarray of shape (n_test, K)
+    groups_test : ndarray of int, shape (n_test,)
+        Group code of every test row.
+    alpha, score, threshold, seed
+        As in :func:`conformalize`.
+    mondrian : bool
+        Also one threshold per class within each group (``class+group``).
+    small_groups : {"error", "full-set"}
+        A group whose calibration rows are fewer than
+        :func:`min_calibration_size`: raise :class:`SmallCalibrationError`
+        naming it, or answer its test rows with the full set and say so in
+        ``note``.
+    group_names : sequence, optional
+        Name of each group code, for messages.
+
+    Returns
+    -------
+    ConformalOutput
+        ``n_cal`` is the number of calibration rows of the groups the test rows
+        belong to (the calibration set actually used); ``threshold`` is the
+        group's when the test rows hold one group, else NaN.
+
+    Examples
+    --------
+    Group 0's calibration scores are 0.05, 0.10, ..., 1.0 and group 1's 0.025,
+    ..., 0.5. With 20 rows at alpha = 0.05 the threshold is the largest score,
+    so a test score of 0.58 is kept in group 0 (9 of its 20 scores are at
+    least 0.58: p = 10/21) and left out in group 1 (p = 1/21):
+
+    >>> cal = np.zeros((40, 2)); cal[:, 0] = 1 - np.r_[np.arange(1, 21) / 20, np.arange(1, 21) / 40]
+    >>> y = np.zeros(40, dtype=int); g = np.repeat([0, 1], 20)
+    >>> out = conformalize_groups(cal, y, g, np.array([[0.42, 0.58]] * 2), np.array([0, 1]))
+    >>> out.sets[:, 0].tolist(), out.pvalues[:, 0].round(3).tolist()
+    ([True, False], [0.476, 0.048])
+    """
+    groups_cal = np.asarray(groups_cal)
+    groups_test = np.asarray(groups_test)
+    y_cal = np.asarray(y_cal, dtype=int)
+    if len(groups_cal) != len(y_cal) or len(groups_test) != len(proba_test):
+        message = (
+            f"group codes: {len(groups_cal)} for {len(y_cal)} calibration rows and "
+            f"{len(groups_test)} for {len(proba_test)} test rows; expected one per row"
+        )
+        raise UsageError(message)
+    if small_groups not in ("error", "full-set"):
+        message = f"small_groups must be 'error' or 'full-set'; found {small_groups!r}"
+        raise UsageError(message)
+    sets = np.zeros(proba_test.shape, dtype=bool)
+    pvalues = np.zeros(proba_test.shape, dtype=float)
+    present = np.unique(groups_test)
+    thresholds, notes, used = [], [], 0
+    for code in present:
+        test = groups_test == code
+        cal = groups_cal == code
+        n_group = int(cal.sum())
+        used += n_group
+        name = _group_name(group_names, int(code))
+        if n_group < min_calibration_size(alpha):
+            message = (
+                f"group {name!r} has {n_group} calibration rows, fewer than "
+                f"{min_calibration_size(alpha)} = max(1/alpha, 1/(1-alpha)) at alpha={alpha}"
+            )
+            if small_groups == "error":
+                raise SmallCalibrationError(message)
+            out = full_sets(proba_cal[cal], y_cal[cal], proba_test[test], score=score)
+            notes.append(f"{message}; its {int(test.sum())} test rows got the full set")
+        else:
+            out = conformalize(
+                proba_cal[cal],
+                y_cal[cal],
+                proba_test[test],
+                alpha=alpha,
+                score=score,
+                mondrian=mondrian,
+                threshold=threshold,
+                seed=seed,
+            )
+        sets[test], pvalues[test] = out.sets, out.pvalues
+        thresholds.append(out.threshold)
+    q = thresholds[0] if len(thresholds) == 1 else float("nan")
+    return ConformalOutput(sets, pvalues, used, q, "; ".join(notes) or None)

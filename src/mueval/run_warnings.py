@@ -34,6 +34,13 @@ The rules, for a target coverage ``1 - alpha``:
     calibration scores the threshold is the ``ceil((n + 1)(1 - alpha))``-th
     smallest; for ``(n + 1) alpha < 1`` that rank exceeds ``n`` and only the
     full set is valid (for ``alpha > 0.5`` the mirror case empties every set).
+``users-not-exchangeable`` (warning; error when at least half the users)
+    The one-sided KS test of :mod:`mueval.validity` rejects, after the
+    Benjamini-Hochberg adjustment across the users of the strategy and
+    classifier, that a user's true-label p-values are super-uniform: that
+    user's calibration rows are not exchangeable with their test rows. The
+    message gives the count, the test method and the users with their
+    adjusted p-values.
 
 Examples
 --------
@@ -76,6 +83,7 @@ __all__ = [
     "empty_set_warnings",
     "min_calibration_size",
     "set_statistics",
+    "validity_warnings",
 ]
 
 #: Mean set size, as a share of the number of classes, from which sets are degenerate.
@@ -441,9 +449,61 @@ def calibration_warnings(calibration: pd.DataFrame, *, alpha: float) -> list[Run
     return warnings
 
 
+def validity_warnings(validity: pd.DataFrame, *, show: int = 5) -> list[RunWarning]:
+    """``users-not-exchangeable``: users the per-user KS test flags.
+
+    Parameters
+    ----------
+    validity : DataFrame
+        :func:`mueval.validity.user_validity` output: ``strategy, classifier,
+        user, pvalue_bh, flagged, method``.
+    show : int, default 5
+        Users named in the message (the smallest adjusted p-values first).
+
+    Returns
+    -------
+    list of RunWarning
+        One per (strategy, classifier) with a flagged user; an error when at
+        least half of its users are flagged.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"strategy": "UCM", "classifier": "RF", "user": [1, 2, 3, 4],
+    ...                       "pvalue_bh": [0.6, 0.001, 0.6, 0.6],
+    ...                       "flagged": [False, True, False, False], "method": "rank"})
+    >>> print(validity_warnings(table)[0].message)  # doctest: +NORMALIZE_WHITESPACE
+    UCM / RF: 1 of 4 users have true-label p-values that are not super-uniform
+    (one-sided KS, rank method, Benjamini-Hochberg adjusted at 0.05): their calibration
+    rows are not exchangeable with their test rows: user 2 (adjusted p 0.001).
+    """
+    require_columns(validity, [*_KEYS, "user", "pvalue_bh", "flagged", "method"], "validity")
+    warnings = []
+    for (strategy, classifier), group in validity.groupby(_KEYS, sort=True, observed=True):
+        flagged = group[group["flagged"].astype(bool)].sort_values("pvalue_bh", kind="stable")
+        if flagged.empty:
+            continue
+        named = ", ".join(
+            f"user {r.user} (adjusted p {r.pvalue_bh:.3g})" for r in flagged.head(show).itertuples()
+        )
+        more = f" and {len(flagged) - show} more" if len(flagged) > show else ""
+        methods = "/".join(sorted(set(group["method"])))
+        message = (
+            f"{strategy} / {classifier}: {len(flagged)} of {len(group)} users have true-label "
+            f"p-values that are not super-uniform (one-sided KS, {methods} method, "
+            "Benjamini-Hochberg adjusted at 0.05): their calibration rows are not "
+            f"exchangeable with their test rows: {named}{more}."
+        )
+        severity = "error" if 2 * len(flagged) >= len(group) else "warning"
+        warnings.append(
+            RunWarning(strategy, classifier, "users-not-exchangeable", message, severity)
+        )
+    return warnings
+
+
 _RULE_ORDER = [
     "pooled-below-target",
     "users-below-target",
+    "users-not-exchangeable",
     "calibration-too-small",
     "excess-empty-sets",
     "degenerate-sets",
@@ -458,6 +518,7 @@ def collect_warnings(
     n_classes: int,
     calibration: pd.DataFrame | None = None,
     level: float = 0.05,
+    validity: pd.DataFrame | None = None,
 ) -> list[RunWarning]:
     """Every rule, sorted by (strategy, classifier) then by rule.
 
@@ -475,6 +536,8 @@ def collect_warnings(
         Calibration sizes per task (see :func:`calibration_warnings`).
     level : float, default 0.05
         Level of the empty-set test.
+    validity : DataFrame, optional
+        Per-user validity tests (see :func:`validity_warnings`).
 
     Returns
     -------
@@ -487,6 +550,8 @@ def collect_warnings(
     ]
     if calibration is not None:
         found.extend(calibration_warnings(calibration, alpha=alpha))
+    if validity is not None:
+        found.extend(validity_warnings(validity))
     return sorted(
         found, key=lambda w: (str(w.strategy), str(w.classifier), _RULE_ORDER.index(w.kind))
     )

@@ -17,12 +17,13 @@ import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from mueval.errors import EvaluationError, SmallCalibrationError, UsageError
+from mueval.groups import Condition, parse_condition
 from mueval.names import (
     BACKENDS,
     CLASSIC_METRICS,
@@ -35,6 +36,9 @@ from mueval.names import (
     THRESHOLD_RULES,
 )
 from mueval.strategies import SPLIT_METHODS, Split, make_splits
+
+if TYPE_CHECKING:
+    from mueval.groups import RowGroups
 
 __all__ = [
     "BACKENDS",
@@ -56,6 +60,10 @@ class EvalConfig:
     one model per user; an integer K from 2 to the number of users fits one per
     grouped fold of users instead (:func:`~mueval.strategies.user_fold_splits`),
     K fits per classifier and iteration whatever the number of users.
+
+    ``condition``: None (the protocol), ``"class"``, ``"group:COLUMN"`` or
+    ``"class+group:COLUMN"`` (:mod:`mueval.groups`); ``mondrian=True`` is
+    ``"class"``.
     """
 
     strategies: tuple[str, ...] = STRATEGIES[:4]
@@ -71,8 +79,10 @@ class EvalConfig:
     split: str = "random"
     gap: int = 1
     user_folds: int | None = None
+    condition: str | None = None
 
     def __post_init__(self) -> None:
+        parse_condition(self.condition, mondrian=self.mondrian)  # fails early when unknown
         if not 0.0 < self.alpha < 1.0:
             message = f"alpha must be strictly between 0 and 1, got {self.alpha}"
             raise UsageError(message)
@@ -106,6 +116,11 @@ class EvalConfig:
                 f"{', '.join(SMALL_CAL_POLICIES)}"
             )
             raise UsageError(message)
+
+    @property
+    def conditioning(self) -> Condition:
+        """What the threshold is conditioned on (``mondrian`` folded in)."""
+        return parse_condition(self.condition, mondrian=self.mondrian)
 
     @property
     def pvalues_describe_sets(self) -> bool:
@@ -233,6 +248,7 @@ def run_task(
     classifier: str,
     config: EvalConfig,
     openmp_threads: int | None = 1,
+    groups: RowGroups | None = None,
 ) -> list[EvalResult]:
     """Fit once, then evaluate every strategy the split serves.
 
@@ -261,6 +277,8 @@ def run_task(
     openmp_threads : int or None
         OpenMP threads of the task (None: whatever the process has; only a
         test of the hazard below wants that).
+    groups : RowGroups, optional
+        The group of every row, for group-conditional calibration.
 
     Returns
     -------
@@ -268,12 +286,12 @@ def run_task(
         One per strategy of ``split.calibrations``.
     """
     if openmp_threads is None:
-        return _evaluate_split(X, y, n_classes, split, classifier, config)
+        return _evaluate_split(X, y, n_classes, split, classifier, config, groups)
     with threadpool_limits(limits=openmp_threads, user_api="openmp"):
-        return _evaluate_split(X, y, n_classes, split, classifier, config)
+        return _evaluate_split(X, y, n_classes, split, classifier, config, groups)
 
 
-def _evaluate_split(X, y, n_classes, split, classifier, config) -> list[EvalResult]:
+def _evaluate_split(X, y, n_classes, split, classifier, config, groups=None) -> list[EvalResult]:
     """The body of :func:`run_task`: one fit, then every target and strategy."""
     # Imported here, not at the top: the command line imports this module for
     # EvalConfig, and must start without scikit-learn and MAPIE.
@@ -335,7 +353,8 @@ def _evaluate_split(X, y, n_classes, split, classifier, config) -> list[EvalResu
                 proba=proba_test,
                 timings=dict(shared),
             )
-            _conformal_step(result, proba_cal, y[cal], y[target.test], config)
+            grouped = None if groups is None else (groups, cal, target.test)
+            _conformal_step(result, proba_cal, y[cal], y[target.test], config, grouped)
             out.append(result)
     return out
 
@@ -373,26 +392,21 @@ def _conformal_step(
     y_cal: np.ndarray,
     y_test: np.ndarray,
     config: EvalConfig,
+    grouped: tuple[RowGroups, np.ndarray, np.ndarray] | None = None,
 ) -> None:
     """Conformalize ``result``'s test rows on one calibration set and fill in its
-    sets, p-values, threshold, conformal metrics, note and timings (in place)."""
-    from mueval.conformal import conformalize, full_sets
+    sets, p-values, threshold, conformal metrics, note and timings (in place).
+
+    ``grouped``: the row groups and the calibration and test row positions, for
+    group-conditional calibration."""
+    from mueval.conformal import full_sets
     from mueval.metrics.conformal import study_conformal_metrics, textbook_criteria
 
     metrics = result.metrics
     conf = None
     clock = time.perf_counter()
     try:
-        conf = conformalize(
-            proba_cal,
-            y_cal,
-            result.proba,
-            alpha=config.alpha,
-            score=config.score,
-            mondrian=config.mondrian,
-            threshold=config.threshold,
-            seed=result.seed,
-        )
+        conf = _conformalize(result, proba_cal, y_cal, config, grouped)
     except EvaluationError as exc:
         where = _where(result.strategy, result.user, result.seed, result.classifier)
         message = f"{where}: {exc}"
@@ -411,6 +425,12 @@ def _conformal_step(
             conf = full_sets(proba_cal, y_cal, result.proba, score=config.score)
     result.timings["conformal_s"] = time.perf_counter() - clock
     clock = time.perf_counter()
+    if conf is not None and conf.note:
+        result.note = (
+            f"{_where(result.strategy, result.user, result.seed, result.classifier)}: {conf.note}"
+        )
+    if conf is not None and grouped is not None:
+        result.n_cal = conf.n_cal  # the calibration rows of the test rows' groups
     if conf is not None:
         pvalues = conf.pvalues
         study = study_conformal_metrics(y_test, conf.sets, pvalues)
@@ -423,6 +443,34 @@ def _conformal_step(
             pvalues = np.full(pvalues.shape, np.nan)
         result.sets, result.pvalues, result.threshold = conf.sets, pvalues, conf.threshold
     result.timings["metrics_s"] += time.perf_counter() - clock
+
+
+def _conformalize(result, proba_cal, y_cal, config, grouped):
+    """Sets and p-values of ``result``'s test rows: unconditional or per class
+    (:func:`~mueval.conformal.conformalize`), or per group of users
+    (:func:`~mueval.conformal.conformalize_groups`)."""
+    from mueval.conformal import conformalize, conformalize_groups
+
+    options = {
+        "alpha": config.alpha,
+        "score": config.score,
+        "mondrian": config.conditioning.per_class,
+        "threshold": config.threshold,
+        "seed": result.seed,
+    }
+    if grouped is None:
+        return conformalize(proba_cal, y_cal, result.proba, **options)
+    groups, cal, test = grouped
+    return conformalize_groups(
+        proba_cal,
+        y_cal,
+        groups.codes[cal],
+        result.proba,
+        groups.codes[test],
+        small_groups="full-set" if config.small_cal == "full-set" else "error",
+        group_names=groups.names,
+        **options,
+    )
 
 
 def build_splits(
@@ -491,6 +539,7 @@ def run(
     scheduler: str | None = None,
     progress: bool | None = None,
     workers: int | None = None,
+    groups: RowGroups | None = None,
 ) -> RunOutput:
     """Evaluate every (split, classifier) task and return sorted results.
 
@@ -515,6 +564,8 @@ def run(
         Dask backend without ``scheduler``: the number of worker processes of
         the local cluster started for the run (default: ``jobs`` when above 1,
         else the number of cores).
+    groups : RowGroups, optional
+        The group of every row; required when ``config.condition`` has a group.
 
     Returns
     -------
@@ -528,6 +579,13 @@ def run(
         raise UsageError(message)
     if workers is not None and workers < 1:
         message = f"workers must be at least 1, got {workers}"
+        raise UsageError(message)
+    if config.conditioning.by_group != (groups is not None):
+        message = (
+            f"condition {config.condition!r} needs the group of every row"
+            if groups is None
+            else "groups were given but the condition has no group (group:COLUMN)"
+        )
         raise UsageError(message)
     X = np.ascontiguousarray(X, dtype=float)
     y = np.asarray(y, dtype=int)
@@ -544,9 +602,9 @@ def run(
     if backend == "dask":
         if workers is None:
             workers = jobs if jobs > 1 else (os.cpu_count() or 1)
-        nested = _run_dask(X, y, n_classes, tasks, config, scheduler, progress, workers)
+        nested = _run_dask(X, y, n_classes, tasks, config, scheduler, progress, workers, groups)
     elif jobs == 1:
-        gen = (run_task(X, y, n_classes, s, c, config) for s, c in tasks)
+        gen = (run_task(X, y, n_classes, s, c, config, groups=groups) for s, c in tasks)
         nested = list(_progress(gen, len(tasks), progress))
     else:
         from joblib import Parallel, delayed
@@ -554,7 +612,9 @@ def run(
         # Ordered generator (joblib >= 1.3); the order does not matter, results are
         # sorted by key below.
         parallel = Parallel(n_jobs=jobs, backend="loky", return_as="generator")
-        gen = parallel(delayed(run_task)(X, y, n_classes, s, c, config) for s, c in tasks)
+        gen = parallel(
+            delayed(run_task)(X, y, n_classes, s, c, config, groups=groups) for s, c in tasks
+        )
         nested = list(_progress(gen, len(tasks), progress))
     timings["tasks_s"] = time.perf_counter() - t0
 
@@ -581,7 +641,7 @@ def stage_timings(results: Sequence[EvalResult]) -> dict[str, dict[str, float]]:
     return {key: {k: round(v, 6) for k, v in stages.items()} for key, stages in out.items()}
 
 
-def _run_dask(X, y, n_classes, tasks, config, scheduler, progress, workers):
+def _run_dask(X, y, n_classes, tasks, config, scheduler, progress, workers, groups=None):
     """Run the tasks on a Dask cluster: the one at ``scheduler``, or a local one.
 
     The table is scattered once to every worker (not shipped with each task).
@@ -615,7 +675,8 @@ def _run_dask(X, y, n_classes, tasks, config, scheduler, progress, workers):
     try:
         X_f, y_f = client.scatter([X, y], broadcast=True)
         futures = [
-            client.submit(run_task, X_f, y_f, n_classes, s, c, config, pure=False) for s, c in tasks
+            client.submit(run_task, X_f, y_f, n_classes, s, c, config, groups=groups, pure=False)
+            for s, c in tasks
         ]
         # In submission order (as_completed would need a default client); the
         # results are sorted by key afterwards anyway.

@@ -43,6 +43,7 @@ from mueval.report.compare import (
     per_iteration_values,
     per_user_values,
 )
+from mueval.report.conditional import conditional_coverage_section, validity_section
 from mueval.report.html import (
     Section,
     figure_html,
@@ -945,6 +946,7 @@ def _build(
     # warnings on page one are the interval-driven ones.
     user_section, _ = _per_user_section(run, figs, strategies, classifiers, target)
     sections.append(user_section)
+    sections += _conditional_sections(run, guarantees, strategies, classifiers, target)
     pairs = [
         (s, c)
         for s in strategies
@@ -982,12 +984,40 @@ def _build(
     return BuildResult(html_path, figs.paths + page_figs.paths, warnings)
 
 
+def _conditional_sections(
+    run: RunFolder, g: Guarantees, strategies: list[str], classifiers: list[str], target: float
+) -> list[Section]:
+    """Coverage per class and group, and validity per user (when present)."""
+
+    def name(s: str, c: str) -> tuple[str, str]:
+        return _sname(s), _cname(c)
+
+    found = [
+        conditional_coverage_section(
+            g.group_coverage, run.config, strategies, classifiers, target=target, name=name
+        ),
+        validity_section(g.user_validity, strategies, classifiers, name=name),
+    ]
+    return [s for s in found if s is not None]
+
+
 def _guarantees(run: RunFolder) -> Guarantees:
     """The run's per-user guarantees; computed when the folder object lacks them."""
     if run.user_coverage is not None and run.coverage_summary is not None:
-        return Guarantees(run.user_coverage, run.coverage_summary, list(run.warnings or []))
+        return Guarantees(
+            run.user_coverage,
+            run.coverage_summary,
+            list(run.warnings or []),
+            run.group_coverage,
+            run.user_validity,
+            run.user_groups,
+        )
     return compute_guarantees(
-        run.predictions, run.splits, alpha=run.alpha, n_classes=len(run.classes)
+        run.predictions,
+        run.splits,
+        alpha=run.alpha,
+        n_classes=len(run.classes),
+        classes=run.classes,
     )
 
 

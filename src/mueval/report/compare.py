@@ -520,7 +520,7 @@ def merge_runs(
     # Runs at other levels or with other scores answer other questions; comparing
     # them is allowed (that may be the point) but must not go unnoticed.
     notes = []
-    for key in ("alpha", "score", "threshold", "mondrian", "split"):
+    for key in ("alpha", "score", "threshold", "mondrian", "condition", "split"):
         values = {str(r.run.get("config", {}).get(key)) for r in runs}
         if len(values) > 1:
             found = ", ".join(

@@ -20,7 +20,13 @@ predictions:
    iteration, undefined values skipped, then the mean, the sample SD and the count
    over iterations, undefined if one iteration is) and must match within float
    tolerance; the conditional-coverage diagnostics in the summary likewise
-   against ``diagnostics.parquet``.
+   against ``diagnostics.parquet``;
+5. the files of conditional coverage (read by :mod:`.guarantees`):
+   ``user_groups.csv`` gives every user of the predictions one group;
+   ``group_coverage.csv``'s counts per class and group are the predictions'
+   (:func:`check_group_coverage`); ``user_validity.csv``'s row counts are the
+   predictions', and its ``pvalue_bh`` and ``flagged`` follow from its
+   ``pvalue`` (:func:`check_user_validity`).
 
 ``alpha`` in (0, 1) and the types of ``run.json`` are checked by the reader
 (:mod:`mueval.runfolder.read`). Not checked: the p-values and probabilities
@@ -44,7 +50,13 @@ from mueval.names import CLASSIFIERS, STRATEGIES
 if TYPE_CHECKING:
     from mueval.runfolder.read import RunFolder
 
-__all__ = ["RTOL", "check_consistency"]
+__all__ = [
+    "RTOL",
+    "check_consistency",
+    "check_group_coverage",
+    "check_user_groups",
+    "check_user_validity",
+]
 
 #: Relative tolerance between a stored mean and its recomputation (float sums in
 #: another order differ in the last bits, never more).
@@ -510,3 +522,101 @@ def check_consistency(run: RunFolder, predictions: pa.Table) -> None:
     _check_rows(run, predictions)
     _check_splits(run)
     _check_summary(run)
+
+
+def check_user_groups(path: object, stored: pd.DataFrame, users: pd.Series) -> None:
+    """``user_groups.csv``: each user of the predictions once, each with a group."""
+    keys = _user_key(stored["user"])
+    twice = keys[keys.duplicated()]
+    if len(twice):
+        msg = f"{path}: user {twice.iloc[0]} is listed more than once; expected one group per user"
+        raise _error(msg[:300])
+    empty = stored["group"].isna() | (stored["group"].astype(str).str.strip() == "")
+    if empty.any():
+        msg = f"{path}: user {keys[empty].iloc[0]} has no group"
+        raise _error(msg[:300])
+    absent = sorted(set(_user_key(pd.Series(pd.unique(users)))) - set(keys))
+    if absent:
+        msg = f"{path}: users of predictions.parquet without a group: {', '.join(absent[:5])}"
+        raise _error(msg[:300])
+
+
+def check_group_coverage(path: object, stored: pd.DataFrame, fresh: pd.DataFrame) -> None:
+    """``group_coverage.csv``: the counts per (strategy, classifier, by, group) are
+    those of the predictions (and the groups of ``user_groups.csv``)."""
+    counts = ["n_users", "n", "n_covered"]
+    _numeric(path, stored, [*counts, "coverage", "low", "high"])
+    keys = ["strategy", "classifier", "by", "group"]
+    left = fresh[[*keys, *counts]].astype({"group": str})
+    right = stored[[*keys, *counts]].astype({"group": str})
+    merged = left.merge(right, on=keys, how="outer", suffixes=("", "_file"), indicator=True)
+    bad = merged[
+        (merged["_merge"] != "both")
+        | np.logical_or.reduce([merged[c] != merged[f"{c}_file"] for c in counts])
+    ]
+    if len(bad):
+        r = bad.iloc[0]
+        where = f"{r['strategy']} / {r['classifier']} {r['by']} {_show(r['group'])}"
+        if r["_merge"] != "both":
+            side = "the file lacks it" if r["_merge"] == "left_only" else "the predictions lack it"
+            msg = f"{path}: {where}: {side}"
+        else:
+            msg = (
+                f"{path}: {where} has n={r['n_file']}, n_covered={r['n_covered_file']}, "
+                f"n_users={r['n_users_file']}; predictions.parquet gives n={r['n']}, "
+                f"n_covered={r['n_covered']}, n_users={r['n_users']}"
+            )
+        raise _error(msg[:600])
+
+
+def check_user_validity(path: object, stored: pd.DataFrame, rows: pd.DataFrame) -> None:
+    """``user_validity.csv``: its row counts are the predictions', its adjusted
+    p-values the Benjamini-Hochberg adjustment of its p-values, and ``flagged``
+    says whether the adjusted value is at most 0.05."""
+    from mueval.validity import benjamini_hochberg
+
+    _numeric(path, stored, ["n", "statistic", "pvalue", "pvalue_bh"])
+    p = stored["pvalue"].to_numpy(dtype=float)
+    if np.isnan(p).any() or (p < 0).any() or (p > 1).any():
+        msg = f"{path}: pvalue must be in [0, 1]; found {p[:5].tolist()}"
+        raise _error(msg)
+    keys = ["strategy", "classifier", "user"]
+    fresh = (
+        pd.DataFrame(
+            {
+                "strategy": rows["strategy"].to_numpy(),
+                "classifier": rows["classifier"].to_numpy(),
+                "user": _user_key(rows["userid"]).to_numpy(),
+            }
+        )
+        .groupby(keys, sort=False)
+        .size()
+        .rename("n_rows")
+        .reset_index()
+    )
+    table = stored.assign(user=_user_key(stored["user"]))
+    merged = table.merge(fresh, on=keys, how="outer", indicator=True)
+    bad = merged[(merged["_merge"] != "both") | (merged["n"] != merged["n_rows"])]
+    if len(bad):
+        r = bad.iloc[0]
+        msg = (
+            f"{path}: {r['strategy']} / {r['classifier']} user {r['user']} has n={r['n']}; "
+            f"predictions.parquet gives {r['n_rows']} rows with a p-value"
+        )
+        raise _error(msg[:600])
+    for (s, c), group in table.groupby(["strategy", "classifier"], sort=False):
+        adjusted = benjamini_hochberg(group["pvalue"].to_numpy(dtype=float))
+        stored_bh = group["pvalue_bh"].to_numpy(dtype=float)
+        flagged = group["flagged"].astype(str).str.lower().isin(["true", "1"]).to_numpy()
+        wrong = np.flatnonzero(
+            ~np.isclose(adjusted, stored_bh, rtol=1e-6, atol=1e-12)
+            | (flagged != (stored_bh <= 0.05))
+        )
+        if wrong.size:
+            i = int(wrong[0])
+            msg = (
+                f"{path}: {s} / {c} user {group['user'].iloc[i]}: pvalue_bh "
+                f"{stored_bh[i]!r} and flagged {bool(flagged[i])} do not follow from the "
+                f"p-values (Benjamini-Hochberg gives {adjusted[i]!r}, flagged when <= 0.05)"
+            )
+            raise _error(msg[:600])

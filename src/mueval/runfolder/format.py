@@ -8,7 +8,11 @@ diagnostics level is ``none``, ``diagnostics.parquet`` and ``size_coverage.csv``
 (additions that readers of format_version 1 may ignore). Runs written since the
 per-user guarantees also hold ``user_coverage.csv`` and ``coverage_summary.csv``
 and a ``warnings`` list in ``run.json``; a reader recomputes them from the
-predictions when an older folder lacks them.
+predictions when an older folder lacks them. Runs written since conditional
+calibration also hold ``group_coverage.csv`` (coverage per class, and per
+group of users when the run had groups), ``user_validity.csv`` (the per-user
+KS test of :mod:`mueval.validity`) and, when the run had groups,
+``user_groups.csv`` (each user's group).
 """
 
 from __future__ import annotations
@@ -35,11 +39,18 @@ RUN_FILES: tuple[str, ...] = (
     "size_coverage.csv",
     "user_coverage.csv",
     "coverage_summary.csv",
+    "group_coverage.csv",
+    "user_validity.csv",
+    "user_groups.csv",
 )
 
 #: The per-user guarantee files (optional: older folders lack them).
 USER_COVERAGE_FILE = "user_coverage.csv"
 COVERAGE_SUMMARY_FILE = "coverage_summary.csv"
+#: Coverage per class and group, the per-user validity test, each user's group.
+GROUP_COVERAGE_FILE = "group_coverage.csv"
+USER_VALIDITY_FILE = "user_validity.csv"
+USER_GROUPS_FILE = "user_groups.csv"
 
 #: The default output of ``mueval report`` inside a run folder, and what it holds.
 REPORT_DIR = "report"
@@ -106,6 +117,31 @@ COVERAGE_SUMMARY_COLUMNS: tuple[str, ...] = (
     "pooled_high",
     "pooled_below",
 )
+GROUP_COVERAGE_COLUMNS: tuple[str, ...] = (
+    "strategy",
+    "classifier",
+    "by",
+    "group",
+    "n_users",
+    "n",
+    "n_covered",
+    "coverage",
+    "low",
+    "high",
+    "below",
+)
+USER_VALIDITY_COLUMNS: tuple[str, ...] = (
+    "strategy",
+    "classifier",
+    "user",
+    "n",
+    "statistic",
+    "pvalue",
+    "pvalue_bh",
+    "flagged",
+    "method",
+)
+USER_GROUPS_COLUMNS: tuple[str, ...] = ("user", "group")
 #: Fields of each entry of ``run.json``'s optional ``warnings`` list.
 WARNING_KEYS: tuple[str, ...] = ("strategy", "classifier", "kind", "message", "severity")
 #: Keys every ``run.json`` holds.

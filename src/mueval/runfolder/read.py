@@ -70,6 +70,12 @@ class RunFolder:
         coverage, with intervals (``coverage_summary.csv``).
     warnings : list of dict or None
         The interval-driven warnings (``run.json``'s ``warnings``).
+    group_coverage : DataFrame or None
+        Coverage per class and per group of users (``group_coverage.csv``).
+    user_validity : DataFrame or None
+        The per-user validity tests (``user_validity.csv``).
+    user_groups : DataFrame or None
+        ``user, group`` when the run had groups (``user_groups.csv``).
     """
 
     path: Path
@@ -82,6 +88,9 @@ class RunFolder:
     user_coverage: pd.DataFrame | None = None
     coverage_summary: pd.DataFrame | None = None
     warnings: list[dict] | None = None
+    group_coverage: pd.DataFrame | None = None
+    user_validity: pd.DataFrame | None = None
+    user_groups: pd.DataFrame | None = None
 
     @property
     def config(self) -> dict:
@@ -348,4 +357,7 @@ def read_run_folder(path: str | Path) -> RunFolder:
     run_folder.user_coverage = found.user_coverage
     run_folder.coverage_summary = found.coverage_summary
     run_folder.warnings = found.warnings
+    run_folder.group_coverage = found.group_coverage
+    run_folder.user_validity = found.user_validity
+    run_folder.user_groups = found.user_groups
     return run_folder

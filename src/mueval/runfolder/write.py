@@ -40,10 +40,13 @@ from mueval.errors import OutputError
 from mueval.runfolder.format import (
     COVERAGE_SUMMARY_FILE,
     FORMAT_VERSION,
+    GROUP_COVERAGE_FILE,
     REPORT_DIR,
     RUN_FILES,
     RUN_FORMAT,
     USER_COVERAGE_FILE,
+    USER_GROUPS_FILE,
+    USER_VALIDITY_FILE,
 )
 from mueval.runner import EvalResult
 from mueval.safeio import check_inside, describe_mode, neutralise_formulas
@@ -470,6 +473,9 @@ def write_run(
     user_coverage: pd.DataFrame | None = None,
     coverage_summary: pd.DataFrame | None = None,
     overwrite: bool = False,
+    group_coverage: pd.DataFrame | None = None,
+    user_validity: pd.DataFrame | None = None,
+    user_groups: pd.DataFrame | None = None,
 ) -> Path:
     """Write the run folder atomically.
 
@@ -492,6 +498,10 @@ def write_run(
     overwrite : bool
         Replace an existing run folder (only after the new one is complete; only a
         folder that :func:`run_folder_problem` accepts).
+    group_coverage, user_validity, user_groups : DataFrame, optional
+        Coverage per class and group, the per-user validity tests and each
+        user's group, written as ``group_coverage.csv``, ``user_validity.csv``
+        and ``user_groups.csv`` when given.
 
     Returns
     -------
@@ -529,6 +539,9 @@ def write_run(
         for name, frame in (
             (USER_COVERAGE_FILE, user_coverage),
             (COVERAGE_SUMMARY_FILE, coverage_summary),
+            (GROUP_COVERAGE_FILE, group_coverage),
+            (USER_VALIDITY_FILE, user_validity),
+            (USER_GROUPS_FILE, user_groups),
         ):
             if frame is not None:
                 writers.append(

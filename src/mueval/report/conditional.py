@@ -1,0 +1,169 @@
+"""Report sections for conditional coverage: coverage per class and per group of
+users (``group_coverage.csv``), and the per-user validity test
+(``user_validity.csv``).
+
+Both are tables, no figures: a matrix of coverage with its Clopper-Pearson
+interval per (strategy, classifier) and group, and per (strategy, classifier)
+the users whose p-values the one-sided KS test rejects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from mueval.report.html import Section, note_html, table_html
+
+__all__ = ["conditional_coverage_section", "validity_section"]
+
+Namer = Callable[[str, str], tuple[str, str]]
+
+
+def _cell(row: pd.Series) -> str:
+    text = f"{row['coverage']:.3f} [{row['low']:.3f}, {row['high']:.3f}]"
+    return f"{text} below" if bool(row["below"]) else text
+
+
+def _matrix(
+    table: pd.DataFrame, strategies: Sequence[str], classifiers: Sequence[str], name: Namer
+) -> tuple[list[str], list[list[object]]]:
+    """One row per (strategy, classifier), one column per group, in the file's order."""
+    groups = list(dict.fromkeys(table["group"].astype(str)))
+    rows = []
+    for s in strategies:
+        for c in classifiers:
+            sub = table[(table["strategy"] == s) & (table["classifier"] == c)]
+            if sub.empty:
+                continue
+            cells = {str(r["group"]): _cell(r) for _, r in sub.iterrows()}
+            rows.append([*name(s, c), *(cells.get(g, "") for g in groups)])
+    return groups, rows
+
+
+def conditional_coverage_section(
+    table: pd.DataFrame | None,
+    config: dict,
+    strategies: Sequence[str],
+    classifiers: Sequence[str],
+    *,
+    target: float,
+    name: Namer,
+) -> Section | None:
+    """Coverage per class, and per group of users when the run had groups.
+
+    Parameters
+    ----------
+    table : DataFrame or None
+        ``group_coverage.csv``; None for a folder without it.
+    config : dict
+        The run's configuration (``condition``, ``group_column``).
+    strategies, classifiers : sequence of str
+    target : float
+        ``1 - alpha``.
+    name : callable
+        ``(strategy, classifier) -> (strategy label, classifier label)``.
+    """
+    if table is None or table.empty:
+        return None
+    condition = config.get("condition") or ("class" if config.get("mondrian") else "none")
+    body = [
+        note_html(
+            f"Calibration conditioned on: {condition}. Coverage of the test rows of each class "
+            "(true class) and, when the run had groups, of each group of users, pooled over "
+            "users and iterations, with its exact 95 % (Clopper-Pearson) interval; 'below' "
+            f"marks an interval entirely below the target {target:.2f}. Unconditional "
+            "calibration promises the target only on average over classes and groups; "
+            "per-class or per-group calibration promises it within each (docs/"
+            "per-user-guarantees.md, section 4)."
+        )
+    ]
+    for by, title in (("class", "Coverage per class"), ("group", "Coverage per group of users")):
+        part = table[table["by"].astype(str) == by]
+        if part.empty:
+            continue
+        groups, rows = _matrix(part, strategies, classifiers, name)
+        if by == "group":
+            column = config.get("group_column") or "group"
+            title = f"{title} ({column})"
+            users = part.groupby("group", sort=False)["n_users"].max()
+            groups_head = [f"{g} ({int(users[g])} users)" for g in groups]
+        else:
+            groups_head = groups
+        body.append(table_html(["strategy", "classifier", *groups_head], rows, caption=title))
+    return Section("Coverage per class and group", "conditional-coverage", body)
+
+
+def validity_section(
+    table: pd.DataFrame | None,
+    strategies: Sequence[str],
+    classifiers: Sequence[str],
+    *,
+    name: Namer,
+    show: int = 8,
+) -> Section | None:
+    """The per-user validity test: users tested, users flagged, and who.
+
+    Parameters
+    ----------
+    table : DataFrame or None
+        ``user_validity.csv``; None for a folder without it.
+    strategies, classifiers : sequence of str
+    name : callable
+        ``(strategy, classifier) -> (strategy label, classifier label)``.
+    show : int
+        Flagged users named per row.
+    """
+    if table is None or table.empty:
+        return None
+    rows = []
+    for s in strategies:
+        for c in classifiers:
+            sub = table[(table["strategy"] == s) & (table["classifier"] == c)]
+            if sub.empty:
+                continue
+            flagged = sub[sub["flagged"].astype(str).str.lower().isin(["true", "1"])]
+            flagged = flagged.sort_values("pvalue_bh", kind="stable")
+            shown = flagged.head(show)
+            named = ", ".join(
+                f"{u} ({p:.3g})" for u, p in zip(shown["user"], shown["pvalue_bh"], strict=True)
+            )
+            smallest = float(np.min(sub["pvalue_bh"])) if len(sub) else float("nan")
+            rows.append(
+                [
+                    *name(s, c),
+                    "/".join(sorted(set(sub["method"].astype(str)))),
+                    len(sub),
+                    len(flagged),
+                    smallest,
+                    named or "none",
+                ]
+            )
+    body = [
+        note_html(
+            "Is each user's calibration exchangeable with their test rows? A one-sided "
+            "Kolmogorov-Smirnov test of the user's true-label p-values against the uniform "
+            "distribution (H0: P(p <= t) <= t for all t). Method rank: the exact two-sample "
+            "test of the test scores against their own calibration set, per iteration, "
+            "combined over iterations by Bonferroni; method uniform (per-class calibration, "
+            "and MM under groups): the one-sample test on the pooled p-values, a screen that "
+            "flags too readily. The p-values are adjusted across the users of each strategy "
+            "and classifier by Benjamini-Hochberg; a user is flagged when the adjusted value "
+            "is at most 0.05 (docs/per-user-guarantees.md, section 3)."
+        ),
+        table_html(
+            [
+                "strategy",
+                "classifier",
+                "method",
+                "users tested",
+                "users flagged",
+                "smallest adjusted p",
+                "flagged users (adjusted p)",
+            ],
+            rows,
+            caption="Validity per user",
+        ),
+    ]
+    return Section("Validity per user", "user-validity", body)

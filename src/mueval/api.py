@@ -53,6 +53,18 @@ __all__ = ["Run", "compare", "compare_guarantees", "evaluate"]
 _TABLE_SUFFIXES = (".csv", ".parquet")
 
 
+#: The optional tables a run holds under the same names as its folder
+#: (:class:`~mueval.runfolder.RunFolder`) and :func:`~mueval.runfolder.write_run`.
+_OPTIONAL_TABLES = (
+    "diagnostics",
+    "user_coverage",
+    "coverage_summary",
+    "group_coverage",
+    "user_validity",
+    "user_groups",
+)
+
+
 @dataclass
 class Run:
     """Everything one evaluation produced: the run folder, in memory.
@@ -157,20 +169,16 @@ class Run:
         arrow = self._arrow
         if arrow is None:
             arrow = pa.Table.from_pandas(self.predictions, preserve_index=False)
+        tables = {name: getattr(self, name) for name in _OPTIONAL_TABLES}
         self.path = write_run(
             path,
             run_info={k: v for k, v in self.info.items() if k not in ("format", "files")},
             summary=self.summary,
             splits=self.splits,
             predictions=arrow,
-            diagnostics=self.diagnostics,
             size_coverage=self.size_coverage,
-            user_coverage=self.user_coverage,
-            coverage_summary=self.coverage_summary,
             overwrite=overwrite,
-            group_coverage=self.group_coverage,
-            user_validity=self.user_validity,
-            user_groups=self.user_groups,
+            **tables,
         )
         return self.path
 
@@ -191,13 +199,8 @@ class Run:
             summary=folder.summary,
             splits=folder.splits,
             predictions=folder.predictions,
-            diagnostics=folder.diagnostics,
             size_coverage=size_coverage,
-            user_coverage=folder.user_coverage,
-            coverage_summary=folder.coverage_summary,
-            group_coverage=folder.group_coverage,
-            user_validity=folder.user_validity,
-            user_groups=folder.user_groups,
+            **{name: getattr(folder, name) for name in _OPTIONAL_TABLES},
             info={**folder.run, "warnings": folder.warnings or []},
             path=folder.path,
         )

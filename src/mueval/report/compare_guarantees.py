@@ -38,23 +38,6 @@ __all__ = ["MCNEMAR_TEST", "GuaranteeComparison", "compare_guarantees", "users_b
 
 MCNEMAR_TEST = "McNemar exact test on users below target (paired by user)"
 
-#: The columns of :attr:`GuaranteeComparison.summary`, in order.
-SUMMARY_COLUMNS: tuple[str, ...] = (
-    "strategy",
-    "classifier",
-    "n_users",
-    "n_below",
-    "share_below",
-    "worst_user",
-    "worst_coverage",
-    "worst_low",
-    "worst_high",
-    "pooled_coverage",
-    "pooled_low",
-    "pooled_high",
-    "pooled_below",
-)
-
 
 @dataclass(frozen=True)
 class GuaranteeComparison:
@@ -63,7 +46,9 @@ class GuaranteeComparison:
     Attributes
     ----------
     summary : DataFrame
-        One row per (strategy, classifier): :data:`SUMMARY_COLUMNS`.
+        One row per (strategy, classifier): the columns of a run folder's
+        ``coverage_summary.csv`` (:data:`mueval.runfolder.format.COVERAGE_SUMMARY_COLUMNS`)
+        and ``confidence``.
     tests : DataFrame
         One row per (classifier, strategy_a, strategy_b): ``below_a``,
         ``below_b`` (users below target under each, among the users of both),
@@ -206,7 +191,7 @@ def compare_guarantees(runs: Sequence[RunFolder], *, seed: int = 0) -> Guarantee
         ],
     )
     return GuaranteeComparison(
-        summary=summary[list(SUMMARY_COLUMNS)].reset_index(drop=True),
+        summary=summary.reset_index(drop=True),
         tests=tests,
         labels=labels,
         warnings=notes,

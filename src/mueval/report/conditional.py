@@ -9,7 +9,7 @@ the users whose p-values the one-sided KS test rejects.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -32,14 +32,21 @@ def _matrix(
     """One row per (strategy, classifier), one column per group, in the file's order."""
     groups = list(dict.fromkeys(table["group"].astype(str)))
     rows = []
+    for s, c, sub in _per_task(table, strategies, classifiers):
+        cells = {str(r["group"]): _cell(r) for _, r in sub.iterrows()}
+        rows.append([*name(s, c), *(cells.get(g, "") for g in groups)])
+    return groups, rows
+
+
+def _per_task(
+    table: pd.DataFrame, strategies: Sequence[str], classifiers: Sequence[str]
+) -> Iterator[tuple[str, str, pd.DataFrame]]:
+    """``(strategy, classifier, rows)`` for every pair the table holds, in report order."""
     for s in strategies:
         for c in classifiers:
             sub = table[(table["strategy"] == s) & (table["classifier"] == c)]
-            if sub.empty:
-                continue
-            cells = {str(r["group"]): _cell(r) for _, r in sub.iterrows()}
-            rows.append([*name(s, c), *(cells.get(g, "") for g in groups)])
-    return groups, rows
+            if not sub.empty:
+                yield s, c, sub
 
 
 def conditional_coverage_section(
@@ -118,28 +125,24 @@ def validity_section(
     if table is None or table.empty:
         return None
     rows = []
-    for s in strategies:
-        for c in classifiers:
-            sub = table[(table["strategy"] == s) & (table["classifier"] == c)]
-            if sub.empty:
-                continue
-            flagged = sub[sub["flagged"].astype(str).str.lower().isin(["true", "1"])]
-            flagged = flagged.sort_values("pvalue_bh", kind="stable")
-            shown = flagged.head(show)
-            named = ", ".join(
-                f"{u} ({p:.3g})" for u, p in zip(shown["user"], shown["pvalue_bh"], strict=True)
-            )
-            smallest = float(np.min(sub["pvalue_bh"])) if len(sub) else float("nan")
-            rows.append(
-                [
-                    *name(s, c),
-                    "/".join(sorted(set(sub["method"].astype(str)))),
-                    len(sub),
-                    len(flagged),
-                    smallest,
-                    named or "none",
-                ]
-            )
+    for s, c, sub in _per_task(table, strategies, classifiers):
+        flagged = sub[sub["flagged"].astype(str).str.lower().isin(["true", "1"])]
+        flagged = flagged.sort_values("pvalue_bh", kind="stable")
+        shown = flagged.head(show)
+        named = ", ".join(
+            f"{u} ({p:.3g})" for u, p in zip(shown["user"], shown["pvalue_bh"], strict=True)
+        )
+        smallest = float(np.min(sub["pvalue_bh"])) if len(sub) else float("nan")
+        rows.append(
+            [
+                *name(s, c),
+                "/".join(sorted(set(sub["method"].astype(str)))),
+                len(sub),
+                len(flagged),
+                smallest,
+                named or "none",
+            ]
+        )
     body = [
         note_html(
             "Is each user's calibration exchangeable with their test rows? A one-sided "

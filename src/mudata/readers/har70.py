@@ -174,11 +174,12 @@ def _read_subject(
             )
             raise ParseError(message)
     codes = columns[label]
-    fractional = np.flatnonzero(codes != np.round(codes))
+    # An infinite code is no class either (and has no integer to cast to).
+    fractional = np.flatnonzero(~np.isfinite(codes) | (codes != np.round(codes)))
     if fractional.size:
         line = csv_line_of_row(data, int(fractional[0]))
         message = (
-            f"{member}, line {line}: label must be an integer code, found {codes[fractional[0]]!r}"
+            f"{member}, line {line}: label must be an integer code, found {float(codes[fractional[0]])!r}"
         )
         raise ParseError(message)
     columns[label] = codes.astype(np.int64)

@@ -25,9 +25,12 @@ suffix (``""`` for the first, ``"2"`` for the second, ...)::
 ``meanDif`` is the sum of the successive differences of the magnitude
 (``"net"``) or their mean (``"mean"``).
 
-Everything is computed on flat arrays with a segment id per sample
-(``np.bincount`` / ``np.maximum.reduceat``), so there is no Python loop per
-window or per segment. Rows with any undefined feature are dropped and the
+One set of formulas serves two layouts of the samples: segments of any
+length in flat arrays with a segment id per sample (``np.bincount`` /
+``np.maximum.reduceat``; ``study-segment``), and windows of one length as the
+columns of (window, n_windows) arrays (``study-window``). Both sum in sample
+order, so they give the same bits, and neither has a Python loop per window
+or per segment. Rows with any undefined feature are dropped and the
 number dropped per reason is logged and stored in ``frame.attrs["dropped"]``.
 """
 

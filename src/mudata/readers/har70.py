@@ -7,6 +7,11 @@ row with too many or too few fields, an empty field or a value that is not a
 number raises :class:`~mudata.errors.ParseError` naming the file and its line.
 Nothing is silently dropped. Blank lines (e.g. a trailing one) are skipped;
 CRLF and LF line ends are both accepted.
+
+Plain files are parsed with Arrow's CSV reader; whatever it refuses, or
+reads as NaN or infinity, is parsed again by the strict pandas path, whose
+errors name the line. The outcome, a table or an error, is the one the strict
+path alone gives (tests/test_readers_signals.py checks them against each other).
 """
 
 from __future__ import annotations
@@ -178,9 +183,7 @@ def _read_subject(
     fractional = np.flatnonzero(~np.isfinite(codes) | (codes != np.round(codes)))
     if fractional.size:
         line = csv_line_of_row(data, int(fractional[0]))
-        message = (
-            f"{member}, line {line}: label must be an integer code, found {float(codes[fractional[0]])!r}"
-        )
+        message = f"{member}, line {line}: label must be an integer code, found {float(codes[fractional[0]])!r}"
         raise ParseError(message)
     columns[label] = codes.astype(np.int64)
     return columns

@@ -389,6 +389,20 @@ def _finish(
 # --------------------------------------------------------------------------
 
 
+def _combined_key(keys: list[np.ndarray]) -> np.ndarray | None:
+    """One int64 key ordered as ``keys`` are, first key major; None if it might overflow."""
+    key = np.zeros(keys[0].size, dtype=np.int64)
+    size = 1
+    for part in keys:
+        low = int(part.min()) if part.size else 0
+        radix = int(part.max()) - low + 1 if part.size else 1
+        size *= radix
+        if size >= 2**62:
+            return None
+        key = key * radix + (part - low)
+    return key
+
+
 def _sequences(frame: pd.DataFrame, entry: DatasetEntry) -> tuple[np.ndarray, np.ndarray]:
     """Rows of kept classes grouped into the recipe's sequences, and each sequence's bounds.
 
@@ -397,18 +411,23 @@ def _sequences(frame: pd.DataFrame, entry: DatasetEntry) -> tuple[np.ndarray, np
     Without a ``recording`` column the whole table is one recording.
     """
     rank = _class_rank(frame["label"], entry)
-    user_code = _user_codes(frame["userid"])
-    # A reader that knows recordings names them: a window never spans two.
-    recording = (
-        frame["recording"].to_numpy(dtype=np.int64)
-        if "recording" in frame.columns
-        else np.zeros(len(frame), dtype=np.int64)
-    )
     kept = np.flatnonzero(rank >= 0)
-    order = kept[np.lexsort((recording[kept], rank[kept], user_code[kept]))]
+    keys = [_user_codes(frame["userid"])[kept], rank[kept]]
+    if "recording" in frame.columns:
+        # A reader that knows recordings names them: a window never spans two.
+        keys.append(frame["recording"].to_numpy(dtype=np.int64)[kept])
+    key = _combined_key(keys)
+    if key is not None:
+        # One stable sort of one key (fast on the long runs of real recordings).
+        order = np.argsort(key, kind="stable")
+        keys = [key[order]]
+    else:
+        order = np.lexsort(keys[::-1])
+        keys = [part[order] for part in keys]
+    order = kept[order]
     change = np.zeros(max(order.size - 1, 0), dtype=bool)
-    for key in (user_code[order], rank[order], recording[order]):
-        change |= key[1:] != key[:-1]
+    for part in keys:
+        change |= part[1:] != part[:-1]
     bounds = np.concatenate([[0], np.flatnonzero(change) + 1, [order.size]])
     return order, bounds
 

@@ -538,3 +538,15 @@ def test_running_means_of_sequences_laid_end_to_end_are_those_of_each_sequence()
             correction += v - mean
         assert whole[j] == mean + correction / 10
     assert running_means(values[:5], 10).shape == (0,)
+
+
+def test_recording_codes_of_any_size_give_the_same_windows():
+    # Codes too far apart for one combined sort key take the three-key sort instead.
+    frame = complicated_recording(np.random.default_rng(14))
+    frame["recording"] = (np.arange(len(frame)) // 500) % 4  # four recordings, interleaved
+    entry = har70_entry(window=7, smoothing=3)
+    compact = featurize(SignalTable(frame), entry)
+    spread = featurize(SignalTable(frame.assign(recording=frame["recording"] * 2**61)), entry)
+    whole = featurize(SignalTable(frame.drop(columns="recording")), entry)
+    assert len(compact) > 50 and len(compact) < len(whole)  # no window spans two recordings
+    assert compact.to_numpy().tobytes() == spread.to_numpy().tobytes()

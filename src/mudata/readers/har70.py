@@ -47,9 +47,15 @@ def _is_resource_fork(name: str) -> bool:
     return path.parts[0] == "__MACOSX" or path.name.startswith("._")
 
 
+def _first_line(data: bytes) -> bytes:
+    """The bytes before the first newline (without copying the rest of the file)."""
+    end = data.find(b"\n")
+    return data if end < 0 else data[:end]
+
+
 def _header_names(data: bytes, member: str, wanted: list[str], encoding: str) -> list[str]:
     """The header's column names (stripped); a missing wanted column is a ParseError."""
-    header = data.split(b"\n", 1)[0].decode(encoding).removeprefix("\ufeff").strip()
+    header = _first_line(data).decode(encoding).removeprefix("\ufeff").strip()
     names = [h.strip() for h in header.split(",")]
     missing = [c for c in wanted if c not in names]
     if missing:
@@ -67,7 +73,7 @@ def _plain(data: bytes, names: list[str], encoding: str) -> bool:
     a header whose names carry spaces or repeat, or another encoding than
     UTF-8. Such files, rare in a release, take the strict path.
     """
-    first = data.split(b"\n", 1)[0].removeprefix(b"\xef\xbb\xbf").rstrip(b"\r").decode(encoding)
+    first = _first_line(data).removeprefix(b"\xef\xbb\xbf").rstrip(b"\r").decode(encoding)
     return (
         encoding.lower().replace("_", "-") in ("utf-8", "utf8")
         and first.split(",") == names

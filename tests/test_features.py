@@ -497,8 +497,8 @@ def test_windowed_features_match_a_brute_force_loop(ddof, auc, meandif):
     np.testing.assert_allclose(got.iloc[:, 2:].to_numpy(), want[:, 2:], rtol=1e-12, atol=1e-13)
 
 
-@pytest.mark.parametrize("smoothing", [1, 4])
-def test_windowed_layout_gives_the_bits_of_the_flat_layout(smoothing):
+@pytest.mark.parametrize("smoothing,second_sensor", [(1, None), (4, None), (4, "diff")])
+def test_windowed_layout_gives_the_bits_of_the_flat_layout(smoothing, second_sensor):
     # The flat (bincount) layout of sensor_features, fed the same smoothed windows,
     # must give the same bits: the feature tables' hashes rest on it.
     rng = np.random.default_rng(12)
@@ -508,11 +508,14 @@ def test_windowed_layout_gives_the_bits_of_the_flat_layout(smoothing):
     values[100:120] = -0.0  # windows of signed zeros
     values[200, 1] = np.nan
     records = [(501, 1, list(v)) for v in values]
-    entry = tiny_entry(width, smoothing=smoothing)
+    entry = tiny_entry(width, smoothing=smoothing, second_sensor=second_sensor)
     got = featurize(signals_from(records, ["back_x", "back_y", "back_z"]), entry)
     count = window_count(n, width)
     smooth = moving_average(values, smoothing)[: count * width]
     flat = sensor_features(smooth, np.full(count, width))
+    if second_sensor == "diff":
+        steps = np.diff(smooth.reshape(count, width, 3), axis=1).reshape(-1, 3)
+        flat = np.hstack([flat, sensor_features(steps, np.full(count, width - 1))])
     kept = ~np.isnan(flat).any(axis=1)
     assert 0 < kept.sum() < count
     assert got.iloc[:, 2:].to_numpy().tobytes() == flat[kept].tobytes()

@@ -516,7 +516,7 @@ def study_window(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
 
     ordered_nan: np.ndarray | None = None
     options = {"sd_ddof": recipe.sd_ddof, "auc": recipe.auc, "meandif": recipe.meandif}
-    parts = []
+    parts, differences = [], []
     for number, group in enumerate(channels):
         axes = []
         for channel in group:
@@ -528,9 +528,8 @@ def study_window(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
         parts.append(_sensor_features(axes, _Regular(width, n_windows), **options))
         if number == 0 and recipe.second_sensor == "diff":
             diffs = [a[1:] - a[:-1] for a in axes]
-            diff_part = _sensor_features(diffs, _Regular(width - 1, n_windows), **options)
-    if recipe.second_sensor == "diff":
-        parts.append(diff_part)
+            differences.append(_sensor_features(diffs, _Regular(width - 1, n_windows), **options))
+    parts += differences  # the differences sensor comes last
 
     first = np.repeat(order[bounds[:-1]], counts)
     reasons = {

@@ -27,7 +27,7 @@ from mudata.features import (
 from mudata.readers.base import SignalTable, Sources
 from mudata.readers.gestures import read_gestures
 from mudata.readers.har70 import read_har70
-from mudata.windowing import moving_average, window_count
+from mudata.windowing import moving_average, running_means, window_count
 from tests.conftest import GESTURES_ZIP
 from tests.official_formats import gestures_entry, har70_entry, make_har70_zip
 
@@ -434,3 +434,122 @@ def test_study_segment_on_the_real_gestures_archive():
     np.testing.assert_allclose(
         table.iloc[np.sort(picks), 2:].to_numpy(), ref_segment_rows(frame), rtol=1e-12, atol=1e-12
     )
+
+
+# --------------------------------------------------------------------------
+# study-window's windowed layout against a brute-force loop and the flat layout
+# --------------------------------------------------------------------------
+
+
+def brute_force_window(x: list[float], y: list[float], z: list[float], ddof, auc, meandif):
+    """The 16 features of one window with plain Python loops, from their definitions."""
+    n = len(x)
+
+    def mean(v):
+        return sum(v) / n
+
+    def sd(v):
+        mu = mean(v)
+        return math.sqrt(sum((a - mu) ** 2 for a in v) / (n - ddof))
+
+    def cor(a, b):
+        if max(a) == min(a) or max(b) == min(b):
+            return math.nan
+        ma, mb = mean(a), mean(b)
+        num = sum((p - ma) * (q - mb) for p, q in zip(a, b, strict=True))
+        return num / math.sqrt(sum((p - ma) ** 2 for p in a) * sum((q - mb) ** 2 for q in b))
+
+    m = [math.sqrt(a * a + b * b + c * c) for a, b, c in zip(x, y, z, strict=True)]
+    steps = [m[i + 1] - m[i] for i in range(n - 1)]
+    area = sum(m) if auc == "sum" else sum((m[i] + m[i + 1]) / 2 for i in range(n - 1))
+    dif = sum(steps) if meandif == "net" else sum(steps) / len(steps)
+    return [
+        mean(x), mean(y), mean(z), sd(x), sd(y), sd(z), max(x), max(y), max(z),
+        cor(x, y), cor(x, z), cor(y, z), mean(m), sd(m), area, dif,
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "ddof,auc,meandif", [(1, "sum", "net"), (0, "trapezoid", "mean"), (1, "trapezoid", "net")]
+)
+def test_windowed_features_match_a_brute_force_loop(ddof, auc, meandif):
+    # No smoothing: window k of each (user, class) sequence is raw samples k*w .. k*w+w-1.
+    rng = np.random.default_rng(11)
+    width, records = 6, []
+    for user, code, length in [(502, 1, 40), (501, 3, 25), (501, 1, 31), (502, 8, 6)]:
+        values = rng.normal(0, 2, size=(length, 3)) + rng.normal(0, 5, size=3)
+        records += [(user, code, list(v)) for v in values]
+    signals = signals_from(records, ["back_x", "back_y", "back_z"])
+    got = featurize(signals, tiny_entry(width, sd_ddof=ddof, auc=auc, meandif=meandif))
+
+    want = []
+    frame = signals.frame
+    for user, code in [(501, 1), (501, 3), (502, 1), (502, 8)]:  # users up, classes in order
+        part = frame[(frame["userid"] == user) & (frame["label"] == code)]
+        xyz = part[["back_x", "back_y", "back_z"]].to_numpy().tolist()
+        for k in range(window_count(len(xyz), width)):
+            window = xyz[k * width : (k + 1) * width]
+            x, y, z = ([row[i] for row in window] for i in range(3))
+            want.append([user, code, *brute_force_window(x, y, z, ddof, auc, meandif)])
+    want = np.array(want)
+    assert got.shape == (len(want), 18) and len(want) == 6 + 4 + 5 + 0
+    np.testing.assert_array_equal(got[["userid", "label"]].to_numpy(), want[:, :2])
+    np.testing.assert_allclose(got.iloc[:, 2:].to_numpy(), want[:, 2:], rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("smoothing,second_sensor", [(1, None), (4, None), (4, "diff")])
+def test_windowed_layout_gives_the_bits_of_the_flat_layout(smoothing, second_sensor):
+    # The flat (bincount) layout of sensor_features, fed the same smoothed windows,
+    # must give the same bits: the feature tables' hashes rest on it.
+    rng = np.random.default_rng(12)
+    n, width = 400, 8
+    values = np.round(rng.normal(0, 1, size=(n, 3)), 2)
+    values[40:60, 0] = 0.5  # constant windows
+    values[100:120] = -0.0  # windows of signed zeros
+    values[200, 1] = np.nan
+    records = [(501, 1, list(v)) for v in values]
+    entry = tiny_entry(width, smoothing=smoothing, second_sensor=second_sensor)
+    got = featurize(signals_from(records, ["back_x", "back_y", "back_z"]), entry)
+    count = window_count(n, width)
+    smooth = moving_average(values, smoothing)[: count * width]
+    flat = sensor_features(smooth, np.full(count, width))
+    if second_sensor == "diff":
+        steps = np.diff(smooth.reshape(count, width, 3), axis=1).reshape(-1, 3)
+        flat = np.hstack([flat, sensor_features(steps, np.full(count, width - 1))])
+    kept = ~np.isnan(flat).any(axis=1)
+    assert 0 < kept.sum() < count
+    assert got.iloc[:, 2:].to_numpy().tobytes() == flat[kept].tobytes()
+
+
+def test_running_means_of_sequences_laid_end_to_end_are_those_of_each_sequence():
+    # Longer than one computing block, so block boundaries are crossed.
+    rng = np.random.default_rng(13)
+    values = rng.normal(0, 1e3, size=40_000)
+    cut = 23_456
+    whole = running_means(values, 10)
+    np.testing.assert_array_equal(whole[: cut - 9], running_means(values[:cut], 10))
+    np.testing.assert_array_equal(whole[cut:], running_means(values[cut:], 10))
+    # Each mean, with Python floats: sequential sum / span, plus the mean deviation.
+    for j in [0, 1, 16_383, 16_384, 16_385, 32_767, 32_768, len(whole) - 1]:
+        window = [float(v) for v in values[j : j + 10]]
+        total = window[0]
+        for v in window[1:]:
+            total += v
+        mean = total / 10
+        correction = window[0] - mean
+        for v in window[1:]:
+            correction += v - mean
+        assert whole[j] == mean + correction / 10
+    assert running_means(values[:5], 10).shape == (0,)
+
+
+def test_recording_codes_of_any_size_give_the_same_windows():
+    # Codes too far apart for one combined sort key take the three-key sort instead.
+    frame = complicated_recording(np.random.default_rng(14))
+    frame["recording"] = (np.arange(len(frame)) // 500) % 4  # four recordings, interleaved
+    entry = har70_entry(window=7, smoothing=3)
+    compact = featurize(SignalTable(frame), entry)
+    spread = featurize(SignalTable(frame.assign(recording=frame["recording"] * 2**61)), entry)
+    whole = featurize(SignalTable(frame.drop(columns="recording")), entry)
+    assert len(compact) > 50 and len(compact) < len(whole)  # no window spans two recordings
+    assert compact.to_numpy().tobytes() == spread.to_numpy().tobytes()

@@ -10,10 +10,12 @@ import zipfile
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mudata.errors import MissingFileError, ParseError, RegistryError
 from mudata.features import feature_columns, featurize
-from mudata.readers import get_reader
+from mudata.readers import get_reader, har70
 from mudata.readers.base import FeatureTable, SignalTable, Sources
 from mudata.readers.gestures import read_gestures
 from mudata.readers.har70 import read_har70
@@ -149,6 +151,67 @@ def broken_har70(tmp_path, edit) -> Sources:
 def test_har70_malformed_rows_name_file_and_line(tmp_path, edit, expected):
     with pytest.raises(ParseError, match=expected):
         read_har70(har70_entry(), broken_har70(tmp_path, edit))
+
+
+# Values and line ends on which two CSV parsers could disagree.
+TRICKY_VALUES = [
+    "1.5", " 1.5", "1.5\t", "-0", "+.5", "5.", "1e-320", "1e400", "-inf", "nan", "NA", "",
+    "NAN", "Infinity", "0x10", "1,5", '"2.5"', "1.0000000000000002", "7", "3.0", "\x00", "abc",
+]  # fmt: skip
+TRICKY_ENDS = ["\n", "\r\n", "\r", "\n\n", "\n   \n"]
+
+
+def outcome(data: bytes) -> tuple:
+    """What the HAR70+ subject parser makes of ``data``: its columns, or its error."""
+    try:
+        columns = har70._read_subject(data, "501.csv", list(HAR70_CHANNELS), "label")
+    except ParseError as exc:
+        return ("error", str(exc))
+    return ("table", {k: v.tobytes() for k, v in columns.items()}, sorted(columns))
+
+
+def tricky_file(cells: list[tuple[int, str]], ends: list[str], seed: int) -> bytes:
+    lines = har70_csv_bytes(make_har70_frame(np.random.default_rng(seed), 6)).decode().splitlines()
+    for field, value in cells:
+        set_field(lines, 1 + seed % 6, field, value)
+    return (lines[0] + "\n" + "".join(a + b for a, b in zip(lines[1:], ends, strict=True))).encode()
+
+
+def strict_outcome(data: bytes) -> tuple:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(har70, "_parse_arrow", lambda data, wanted: None)
+        return outcome(data)
+
+
+@pytest.mark.parametrize("value", TRICKY_VALUES)
+@pytest.mark.parametrize("field", [1, 7])
+def test_har70_arrow_parser_agrees_with_the_strict_parser_on_each_value(value, field):
+    # Arrow's reader, or the strict path it hands over to, must give exactly what
+    # the strict path alone gives: the same bits or the same error.
+    data = tricky_file([(field, value)], ["\n"] * 6, seed=3)
+    assert outcome(data) == strict_outcome(data)
+
+
+@given(
+    cells=st.lists(
+        st.tuples(st.integers(0, 7), st.sampled_from(TRICKY_VALUES)), min_size=0, max_size=3
+    ),
+    ends=st.lists(st.sampled_from(TRICKY_ENDS), min_size=6, max_size=6),
+    seed=st.integers(0, 2**16),
+)
+def test_har70_arrow_parser_agrees_with_the_strict_parser(cells, ends, seed):
+    data = tricky_file(cells, ends, seed)
+    assert outcome(data) == strict_outcome(data)
+
+
+def test_har70_plain_file_is_read_by_arrow():
+    data = har70_csv_bytes(make_har70_frame(np.random.default_rng(1), 30))
+    names = HAR70_HEADER.split(",")
+    assert har70._plain(data, names, "utf-8")
+    parsed = har70._parse_arrow(data, [*HAR70_CHANNELS, "label"])
+    assert parsed is not None and len(parsed["label"]) == 30
+    assert not har70._plain(data.replace(b"\n", b"\r", 1), names, "utf-8")
+    assert not har70._plain(data, names, "latin-1")
 
 
 def test_har70_line_numbers_count_blank_lines(tmp_path):
@@ -459,3 +522,12 @@ def test_builtin_gestures_entry_on_a_small_archive(tmp_path):
     table = get_reader(entry.reader)(entry, Sources([path]))
     assert table.frame["segment"].nunique() == 2 * 2 * 20  # repetition 21 left out
     assert featurize(table, entry).shape == (80, 34)
+
+
+def test_har70_infinite_label_is_not_an_integer_code(tmp_path):
+    with pytest.raises(
+        ParseError, match=r"501\.csv, line 4: label must be an integer code, found inf"
+    ):
+        read_har70(
+            har70_entry(), broken_har70(tmp_path, lambda lines: set_field(lines, 3, 7, "inf"))
+        )

@@ -25,15 +25,17 @@ suffix (``""`` for the first, ``"2"`` for the second, ...)::
 ``meanDif`` is the sum of the successive differences of the magnitude
 (``"net"``) or their mean (``"mean"``).
 
-Everything is computed on flat arrays with a segment id per sample
-(``np.bincount`` / ``np.maximum.reduceat``), so there is no Python loop per
-window or per segment. Rows with any undefined feature are dropped and the
+One set of formulas serves two layouts of the samples: segments of any
+length in flat arrays with a segment id per sample (``np.bincount`` /
+``np.maximum.reduceat``; ``study-segment``), and windows of one length as the
+columns of (window, n_windows) arrays (``study-window``). Both sum in sample
+order, so they give the same bits, and neither has a Python loop per window
+or per segment. Rows with any undefined feature are dropped and the
 number dropped per reason is logged and stored in ``frame.attrs["dropped"]``.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 
 import numpy as np
@@ -43,7 +45,7 @@ from mudata.classes import match_classes, user_names, user_sort_key
 from mudata.errors import ParseError, RegistryError
 from mudata.readers.base import SignalTable
 from mudata.registry import DatasetEntry
-from mudata.windowing import moving_average, window_count
+from mudata.windowing import running_means, window_count
 
 log = logging.getLogger(__name__)
 
@@ -64,39 +66,173 @@ def feature_columns(n_sensors: int) -> list[str]:
 
 
 # --------------------------------------------------------------------------
-# Per-segment statistics over flat arrays
+# Per-segment statistics: two layouts of the samples, one set of formulas
 # --------------------------------------------------------------------------
 
 
-def _segment_sum(values: np.ndarray, ids: np.ndarray, n_segments: int) -> np.ndarray:
-    """Sum of ``values`` (shape (n,)) per segment id; empty segments give 0."""
-    return np.bincount(ids, weights=values, minlength=n_segments)
+class _Ragged:
+    """Segments of any lengths, one after the other in flat arrays of shape (n,).
+
+    Sums are ``np.bincount`` (sequential, in sample order), maxima
+    ``np.maximum.reduceat``; empty segments give NaN features.
+    """
+
+    def __init__(self, counts: np.ndarray) -> None:
+        self.counts = counts
+        self.n = counts.shape[0]
+        self.ids = np.repeat(np.arange(self.n), counts)
+        self.starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        # Successive pairs (i, i+1) inside a segment: drop pairs across a boundary.
+        self._same = self.ids[1:] == self.ids[:-1]
+        self._pair_ids = self.ids[1:][self._same]
+
+    def sum(self, values: np.ndarray) -> np.ndarray:
+        return np.bincount(self.ids, weights=values, minlength=self.n)
+
+    def pair_sum(self, values: np.ndarray) -> np.ndarray:
+        return np.bincount(self._pair_ids, weights=values, minlength=self.n)
+
+    def _reduce(self, ufunc: np.ufunc, values: np.ndarray) -> np.ndarray:
+        out = np.full(self.n, np.nan)
+        nonempty = self.counts > 0
+        if values.size:
+            # reduceat needs strictly valid start indices: use the non-empty ones only.
+            out[nonempty] = ufunc.reduceat(values, self.starts[nonempty])
+        return out
+
+    def max(self, values: np.ndarray) -> np.ndarray:
+        return self._reduce(np.maximum, values)
+
+    def min(self, values: np.ndarray) -> np.ndarray:
+        return self._reduce(np.minimum, values)
+
+    def spread(self, per_segment: np.ndarray) -> np.ndarray:
+        return per_segment[self.ids]
+
+    def pairs(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return values[1:][self._same], values[:-1][self._same]
 
 
-def _segment_mean(values: np.ndarray, ids: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Mean per segment, refined by one correction pass (as R's ``mean``)."""
-    n_segments = counts.shape[0]
+class _Regular:
+    """Segments of one length ``width``: column ``k`` of (width, n) arrays is segment ``k``.
+
+    Sums add the rows one after the other, from 0: the same sequential order,
+    hence the same bits, as ``np.bincount`` over the flat samples, with one
+    vectorised step per row instead of a pass over an id per sample.
+    """
+
+    def __init__(self, width: int, n: int) -> None:
+        self.counts = np.full(n, width, dtype=np.int64)
+        self.n = n
+
+    def sum(self, values: np.ndarray) -> np.ndarray:
+        total = np.zeros(self.n)
+        for row in values:
+            total += row
+        return total
+
+    pair_sum = sum
+
+    def max(self, values: np.ndarray) -> np.ndarray:
+        return values.max(axis=0) if values.shape[0] else np.full(self.n, np.nan)
+
+    def min(self, values: np.ndarray) -> np.ndarray:
+        return values.min(axis=0) if values.shape[0] else np.full(self.n, np.nan)
+
+    def spread(self, per_segment: np.ndarray) -> np.ndarray:
+        return per_segment[np.newaxis, :]
+
+    def pairs(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return values[1:], values[:-1]
+
+
+_Layout = _Ragged | _Regular
+
+
+def _mean_max(
+    values: np.ndarray, layout: _Layout
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per segment: mean, maximum, whether constant, and the sum of squared deviations.
+
+    The mean is refined by one correction pass (as R's ``mean``); a constant
+    segment's mean is its value, exactly.
+    """
+    counts = layout.counts
+    mean = layout.sum(values) / counts
+    mean += layout.sum(values - layout.spread(mean)) / counts
+    top = layout.max(values)
+    constant = top == layout.min(values)
+    mean = np.where(constant, top, mean)
+    centred = values - layout.spread(mean)
+    return mean, top, constant, centred
+
+
+def _sensor_features(
+    axes: list[np.ndarray], layout: _Layout, *, sd_ddof: int, auc: str, meandif: str
+) -> np.ndarray:
+    """:func:`sensor_features` of the three ``axes``, laid out as ``layout`` says."""
+    counts = layout.counts
+    out = np.full((layout.n, 16), np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = _segment_sum(values, ids, n_segments) / counts
-        mean += _segment_sum(values - mean[ids], ids, n_segments) / counts
-    return mean
+        centred = []
+        sumsq = np.empty((layout.n, 3))
+        constant = np.empty((layout.n, 3), dtype=bool)
+        for axis, column in enumerate(axes):
+            mean, top, constant[:, axis], deviations = _mean_max(column, layout)
+            centred.append(deviations)
+            sumsq[:, axis] = layout.sum(deviations**2)
+            out[:, axis] = mean
+            out[:, 3 + axis] = np.sqrt(sumsq[:, axis] / (counts - sd_ddof))
+            out[:, 3 + axis][constant[:, axis] & (counts > sd_ddof)] = 0.0
+            out[:, 6 + axis] = top
+        out[:, 3:6][counts <= sd_ddof] = np.nan
 
+        # Pearson correlation from centred sums, in np.corrcoef's order of operations.
+        dof = np.maximum(counts - 1, 1)
+        for k, (a, b) in enumerate(((0, 1), (0, 2), (1, 2))):
+            cross = layout.sum(centred[a] * centred[b]) / dof
+            r = cross / np.sqrt(sumsq[:, a] / dof) / np.sqrt(sumsq[:, b] / dof)
+            r = np.clip(r, -1.0, 1.0)
+            r[constant[:, a] | constant[:, b] | (counts < 2)] = np.nan
+            out[:, 9 + k] = r
+        del centred
 
-def _segment_max(values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Maximum per segment (NaN propagates); NaN for empty segments."""
-    out = np.full(counts.shape[0], np.nan)
-    nonempty = counts > 0
-    if values.size:
-        # reduceat needs strictly valid start indices: use the non-empty ones only.
-        out[nonempty] = np.maximum.reduceat(values, starts[nonempty])
+        x, y, z = axes
+        magnitude = np.sqrt(x**2 + y**2 + z**2)
+        m_mean, _, m_constant, m_centred = _mean_max(magnitude, layout)
+        out[:, 12] = m_mean
+        out[:, 13] = np.sqrt(layout.sum(m_centred**2) / (counts - sd_ddof))
+        out[:, 13][m_constant & (counts > sd_ddof)] = 0.0
+        out[:, 13][counts <= sd_ddof] = np.nan
+        out[:, 14:] = _magnitude_path(magnitude, layout, auc=auc, meandif=meandif)
     return out
 
 
-def _segment_min(values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    out = np.full(counts.shape[0], np.nan)
-    nonempty = counts > 0
-    if values.size:
-        out[nonempty] = np.minimum.reduceat(values, starts[nonempty])
+def _magnitude_path(
+    magnitude: np.ndarray, layout: _Layout, *, auc: str, meandif: str
+) -> np.ndarray:
+    """``auc`` and ``meanDif`` per segment: shape (s, 2)."""
+    counts = layout.counts
+    out = np.empty((layout.n, 2))
+    following, preceding = layout.pairs(magnitude)
+    if auc == "sum":
+        out[:, 0] = layout.sum(magnitude)
+    elif auc == "trapezoid":
+        # np.trapezoid(m) with dx = 1: sum of (m[i+1] + m[i]) / 2.
+        out[:, 0] = layout.pair_sum((following + preceding) / 2.0)
+    else:
+        message = f"unknown auc variant '{auc}'; expected 'sum' or 'trapezoid'"
+        raise RegistryError(message)
+    out[:, 0][counts == 0] = np.nan
+    net = layout.pair_sum(following - preceding)
+    if meandif == "net":
+        out[:, 1] = np.where(counts > 0, net, np.nan)
+    elif meandif == "mean":
+        n_pairs = np.maximum(counts - 1, 0)
+        out[:, 1] = np.where(n_pairs > 0, net / n_pairs, np.nan)
+    else:
+        message = f"unknown meanDif variant '{meandif}'; expected 'net' or 'mean'"
+        raise RegistryError(message)
     return out
 
 
@@ -133,76 +269,9 @@ def sensor_features(
         from a NaN sample, an SD from fewer than ``sd_ddof + 1`` samples.
     """
     xyz = np.asarray(xyz, dtype=np.float64)
-    counts = np.asarray(counts, dtype=np.int64)
-    n_segments = counts.shape[0]
-    ids = np.repeat(np.arange(n_segments), counts)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-    out = np.full((n_segments, 16), np.nan)
-
-    with np.errstate(invalid="ignore", divide="ignore"):
-        centred = np.empty_like(xyz)
-        sumsq = np.empty((n_segments, 3))
-        constant = np.empty((n_segments, 3), dtype=bool)
-        for axis in range(3):
-            column = xyz[:, axis]
-            mean = _segment_mean(column, ids, counts)
-            top = _segment_max(column, starts, counts)
-            constant[:, axis] = top == _segment_min(column, starts, counts)
-            # A constant channel's mean is its value, exactly.
-            mean = np.where(constant[:, axis], top, mean)
-            centred[:, axis] = column - mean[ids]
-            sumsq[:, axis] = _segment_sum(centred[:, axis] ** 2, ids, n_segments)
-            out[:, axis] = mean
-            out[:, 3 + axis] = np.sqrt(sumsq[:, axis] / (counts - sd_ddof))
-            out[:, 3 + axis][constant[:, axis] & (counts > sd_ddof)] = 0.0
-            out[:, 6 + axis] = top
-        out[:, 3:6][counts <= sd_ddof] = np.nan
-
-        # Pearson correlation from centred sums, in np.corrcoef's order of operations.
-        dof = np.maximum(counts - 1, 1)
-        for k, (a, b) in enumerate(((0, 1), (0, 2), (1, 2))):
-            cross = _segment_sum(centred[:, a] * centred[:, b], ids, n_segments) / dof
-            r = cross / np.sqrt(sumsq[:, a] / dof) / np.sqrt(sumsq[:, b] / dof)
-            r = np.clip(r, -1.0, 1.0)
-            r[constant[:, a] | constant[:, b] | (counts < 2)] = np.nan
-            out[:, 9 + k] = r
-
-        magnitude = np.sqrt(xyz[:, 0] ** 2 + xyz[:, 1] ** 2 + xyz[:, 2] ** 2)
-        m_mean = _segment_mean(magnitude, ids, counts)
-        m_top = _segment_max(magnitude, starts, counts)
-        m_constant = m_top == _segment_min(magnitude, starts, counts)
-        m_mean = np.where(m_constant, m_top, m_mean)
-        m_sumsq = _segment_sum((magnitude - m_mean[ids]) ** 2, ids, n_segments)
-        out[:, 12] = m_mean
-        out[:, 13] = np.sqrt(m_sumsq / (counts - sd_ddof))
-        out[:, 13][m_constant & (counts > sd_ddof)] = 0.0
-        out[:, 13][counts <= sd_ddof] = np.nan
-
-        # Successive pairs (i, i+1) inside a segment: drop pairs across a boundary.
-        same = ids[1:] == ids[:-1]
-        pair_ids = ids[1:][same]
-        n_pairs = np.maximum(counts - 1, 0)
-        if auc == "sum":
-            out[:, 14] = _segment_sum(magnitude, ids, n_segments)
-        elif auc == "trapezoid":
-            # np.trapezoid(m) with dx = 1: sum of (m[i+1] + m[i]) / 2.
-            halves = (magnitude[1:] + magnitude[:-1])[same] / 2.0
-            out[:, 14] = _segment_sum(halves, pair_ids, n_segments)
-        else:
-            message = f"unknown auc variant '{auc}'; expected 'sum' or 'trapezoid'"
-            raise RegistryError(message)
-        out[:, 14][counts == 0] = np.nan
-
-        steps = (magnitude[1:] - magnitude[:-1])[same]
-        net = _segment_sum(steps, pair_ids, n_segments)
-        if meandif == "net":
-            out[:, 15] = np.where(counts > 0, net, np.nan)
-        elif meandif == "mean":
-            out[:, 15] = np.where(n_pairs > 0, net / n_pairs, np.nan)
-        else:
-            message = f"unknown meanDif variant '{meandif}'; expected 'net' or 'mean'"
-            raise RegistryError(message)
-    return out
+    layout = _Ragged(np.asarray(counts, dtype=np.int64))
+    axes = [xyz[:, axis] for axis in range(3)]
+    return _sensor_features(axes, layout, sd_ddof=sd_ddof, auc=auc, meandif=meandif)
 
 
 def _first_differences(values: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -252,18 +321,22 @@ def _sensor_channels(signals: SignalTable, entry: DatasetEntry) -> list[list[str
 def _class_rank(labels: pd.Series, entry: DatasetEntry) -> np.ndarray:
     """Position of each row's class in ``entry.classes``; -1 for classes not kept.
 
-    Codes are matched by the one rule of :mod:`mudata.classes`.
+    Codes are matched by the one rule of :mod:`mudata.classes`, once per
+    distinct label (of the column's own type), then spread over the rows.
     """
-    return match_classes(labels, entry, check_seen=False).rank
+    codes, uniques = pd.factorize(labels, use_na_sentinel=False)
+    distinct = pd.Series(uniques, dtype=labels.dtype)
+    return match_classes(distinct, entry, check_seen=False).rank[codes]
 
 
 def _user_codes(users: pd.Series | np.ndarray) -> np.ndarray:
     """Integer codes of user ids in the order of :func:`mudata.classes.user_sort_key`."""
-    names = user_names(users)
+    # Name and rank the distinct ids only, then spread the ranks over the rows.
+    codes, uniques = pd.factorize(pd.Series(users), use_na_sentinel=False)
+    names = user_names(uniques)
     order = {name: i for i, name in enumerate(user_sort_key(pd.unique(names)))}
-    return (
-        np.array([order[n] for n in names], dtype=np.int64) if len(names) else np.zeros(0, np.int64)
-    )
+    ranks = np.array([order[n] for n in names], dtype=np.int64)
+    return ranks[codes] if len(codes) else np.zeros(0, np.int64)
 
 
 def _empty_frame(columns: list[str]) -> pd.DataFrame:
@@ -316,6 +389,20 @@ def _finish(
 # --------------------------------------------------------------------------
 
 
+def _combined_key(keys: list[np.ndarray]) -> np.ndarray | None:
+    """One int64 key ordered as ``keys`` are, first key major; None if it might overflow."""
+    key = np.zeros(keys[0].size, dtype=np.int64)
+    size = 1
+    for part in keys:
+        low = int(part.min()) if part.size else 0
+        radix = int(part.max()) - low + 1 if part.size else 1
+        size *= radix
+        if size >= 2**62:
+            return None
+        key = key * radix + (part - low)
+    return key
+
+
 def _sequences(frame: pd.DataFrame, entry: DatasetEntry) -> tuple[np.ndarray, np.ndarray]:
     """Rows of kept classes grouped into the recipe's sequences, and each sequence's bounds.
 
@@ -324,24 +411,87 @@ def _sequences(frame: pd.DataFrame, entry: DatasetEntry) -> tuple[np.ndarray, np
     Without a ``recording`` column the whole table is one recording.
     """
     rank = _class_rank(frame["label"], entry)
-    user_code = _user_codes(frame["userid"])
-    # A reader that knows recordings names them: a window never spans two.
-    recording = (
-        frame["recording"].to_numpy(dtype=np.int64)
-        if "recording" in frame.columns
-        else np.zeros(len(frame), dtype=np.int64)
-    )
     kept = np.flatnonzero(rank >= 0)
-    order = kept[np.lexsort((recording[kept], rank[kept], user_code[kept]))]
+    keys = [_user_codes(frame["userid"])[kept], rank[kept]]
+    if "recording" in frame.columns:
+        # A reader that knows recordings names them: a window never spans two.
+        keys.append(frame["recording"].to_numpy(dtype=np.int64)[kept])
+    key = _combined_key(keys)
+    if key is not None:
+        # One stable sort of one key (fast on the long runs of real recordings).
+        order = np.argsort(key, kind="stable")
+        keys = [key[order]]
+    else:
+        order = np.lexsort(keys[::-1])
+        keys = [part[order] for part in keys]
+    order = kept[order]
     change = np.zeros(max(order.size - 1, 0), dtype=bool)
-    for key in (user_code[order], rank[order], recording[order]):
-        change |= key[1:] != key[:-1]
+    for part in keys:
+        change |= part[1:] != part[:-1]
     bounds = np.concatenate([[0], np.flatnonzero(change) + 1, [order.size]])
     return order, bounds
 
 
+def _window_index(
+    bounds: np.ndarray, counts: np.ndarray, width: int, span: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Where each windowed sample's smoothed value is among the running means.
+
+    The running means (:func:`mudata.windowing.running_means`) are taken over
+    all sequences laid end to end; position ``i`` (0-based) of the sequence
+    starting at ``b`` takes mean ``b + i - span + 1`` (backward) once
+    ``i >= span - 1``, else mean ``b + i`` (forward), which is undefined
+    (``short``) when it would run past the end of the sequence.
+
+    Returns
+    -------
+    index, short : ndarray, shape (width, n_windows)
+        Column ``k`` holds the samples of window ``k``, in sequence order.
+    """
+    lengths = np.diff(bounds)
+    used = counts * width
+    sequence = np.repeat(np.arange(lengths.size), used)
+    position = np.arange(int(used.sum())) - np.repeat(np.cumsum(used) - used, used)
+    backward = position >= span - 1
+    index = bounds[:-1][sequence] + position - np.where(backward, span - 1, 0)
+    short = ~backward & (position + span - 1 >= lengths[sequence])
+    return (
+        np.ascontiguousarray(index.reshape(-1, width).T),
+        np.ascontiguousarray(short.reshape(-1, width).T),
+    )
+
+
+def _gather(means: np.ndarray, index: np.ndarray, short: np.ndarray) -> np.ndarray:
+    """``means[index]`` with NaN where ``short``: one window per column."""
+    if means.size == 0:  # every sequence is shorter than the span
+        return np.full(index.shape, np.nan)
+    values = np.take(means, index, mode="clip")
+    values[short] = np.nan
+    return values
+
+
+def _missing_flags(
+    ordered_nan: np.ndarray | None, index: np.ndarray, short: np.ndarray, span: int
+) -> np.ndarray:
+    """Per window: whether a smoothed sample of it averages over a missing raw sample."""
+    n_windows = index.shape[1]
+    if ordered_nan is None or ordered_nan.size < span:
+        return np.zeros(n_windows, dtype=bool)
+    reached = np.concatenate([[0], np.cumsum(ordered_nan, dtype=np.int64)])
+    in_mean = reached[span:] - reached[:-span]  # missing samples in each running mean
+    touched = np.take(in_mean, index, mode="clip") > 0
+    touched[short] = False
+    return touched.any(axis=0)
+
+
 def study_window(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
-    """The ``study-window`` recipe; see the module docstring and ``docs/datasets.md``."""
+    """The ``study-window`` recipe; see the module docstring and ``docs/datasets.md``.
+
+    Each channel is gathered once into sequence order, smoothed over all
+    sequences at once and gathered once more into a (window, n_windows)
+    array, on which every feature is one vectorised pass: no Python loop per
+    window or per sequence, no copy of the whole table.
+    """
     recipe = entry.recipe
     if recipe.window is None:
         message = f"dataset '{entry.name}': recipe 'study-window' needs 'window'"
@@ -349,63 +499,47 @@ def study_window(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
     width = int(recipe.window)
     span = int(recipe.smoothing)
     channels = _sensor_channels(signals, entry)
-    flat_channels = [c for group in channels for c in group]
     columns = feature_columns(len(channels) + (recipe.second_sensor == "diff"))
     frame = signals.frame
 
-    users = frame["userid"].to_numpy()
     order, bounds = _sequences(frame, entry)
     if order.size == 0:
         return _empty_frame(columns)
-    raw = frame[flat_channels].to_numpy(dtype=np.float64)
-    label_values = frame["label"].to_numpy()
-    pieces: list[np.ndarray] = []
-    n_windows: list[int] = []
-    raw_nan_flags: list[np.ndarray] = []
-    short_flags: list[np.ndarray] = []
-    first_rows: list[int] = []
-    unused = 0
-    for lo, hi in itertools.pairwise(bounds):
-        rows = order[lo:hi]
-        length = hi - lo
-        count = window_count(length, width)
-        unused += length - count * width
-        if count == 0:
-            continue
-        sequence = raw[rows]
-        smooth = moving_average(sequence, span)
-        used = count * width
-        pieces.append(smooth[:used])
-        n_windows.append(count)
-        first_rows.append(rows[0])
-        # Reasons for undefined windows, per window.
-        missing = np.isnan(sequence).any(axis=1)
-        if missing.any():
-            spread = moving_average(missing.astype(np.float64), span)
-            touched = np.nan_to_num(spread, nan=0.0) > 0
-            raw_nan_flags.append(touched[:used].reshape(count, width).any(axis=1))
-        else:
-            raw_nan_flags.append(np.zeros(count, dtype=bool))
-        position = np.arange(used)
-        edge = (position < span - 1) & (position + span - 1 >= length)
-        short_flags.append(edge.reshape(count, width).any(axis=1))
-
-    if not pieces:
+    counts = window_count(np.diff(bounds), width)
+    unused = int((np.diff(bounds) - counts * width).sum())
+    n_windows = int(counts.sum())
+    if n_windows == 0:
         empty = _empty_frame(columns)
-        empty.attrs["samples_unused"] = int(unused)
+        empty.attrs["samples_unused"] = unused
         return empty
-    samples = np.concatenate(pieces, axis=0)
-    per_group = np.asarray(n_windows)
-    counts = np.full(int(per_group.sum()), width, dtype=np.int64)
-    blocks = [samples[:, 3 * i : 3 * i + 3] for i in range(len(channels))]
-    values = _features_table(blocks, counts, entry)
-    first = np.repeat(np.asarray(first_rows), per_group)
+    index, short = _window_index(bounds, counts, width, span)
+
+    ordered_nan: np.ndarray | None = None
+    options = {"sd_ddof": recipe.sd_ddof, "auc": recipe.auc, "meandif": recipe.meandif}
+    parts, differences = [], []
+    for number, group in enumerate(channels):
+        axes = []
+        for channel in group:
+            ordered = frame[channel].to_numpy(dtype=np.float64)[order]
+            nan = np.isnan(ordered)
+            if nan.any():
+                ordered_nan = nan if ordered_nan is None else ordered_nan | nan
+            axes.append(_gather(running_means(ordered, span), index, short))
+        parts.append(_sensor_features(axes, _Regular(width, n_windows), **options))
+        if number == 0 and recipe.second_sensor == "diff":
+            diffs = [a[1:] - a[:-1] for a in axes]
+            differences.append(_sensor_features(diffs, _Regular(width - 1, n_windows), **options))
+    parts += differences  # the differences sensor comes last
+
+    first = np.repeat(order[bounds[:-1]], counts)
     reasons = {
-        REASON_MISSING: np.concatenate(raw_nan_flags),
-        REASON_SHORT: np.concatenate(short_flags),
+        REASON_MISSING: _missing_flags(ordered_nan, index, short, span),
+        REASON_SHORT: short.any(axis=0),
     }
-    table = _finish(users[first], label_values[first], values, columns, reasons, entry, "windows")
-    table.attrs["samples_unused"] = int(unused)
+    users = frame["userid"].to_numpy()[first]
+    labels = frame["label"].to_numpy()[first]
+    table = _finish(users, labels, np.hstack(parts), columns, reasons, entry, "windows")
+    table.attrs["samples_unused"] = unused
     if unused:
         log.info(
             "%s: %d samples after the last complete window of a sequence left out",

@@ -3,7 +3,8 @@
 These are the two steps of the study's windowing recipe that come before the
 features (see ``docs/datasets.md``, "The windowing recipe"):
 
-* :func:`moving_average` -- the study's edge-aware moving average;
+* :func:`moving_average` -- the study's edge-aware moving average, built on
+  :func:`running_means` (the featurizer applies that to many sequences at once);
 * :func:`window_count` -- how many windows a sequence yields once the last
   window start is dropped.
 """
@@ -36,15 +37,30 @@ def moving_average(values: np.ndarray, span: int) -> np.ndarray:
     ndarray, same shape as ``values``, float64
     """
     values = np.asarray(values, dtype=np.float64)
-    length = values.shape[0]
     if span < 1:
         message = f"moving-average span must be >= 1, got {span}"
         raise ValueError(message)
     if span == 1:
         return values.copy()
-    n_full = length - span + 1  # number of complete backward windows
+    means = running_means(values, span)
+    n_full = means.shape[0]  # number of complete backward windows
     if n_full <= 0:
         return np.full_like(values, np.nan)
+    # means[j] is the mean of samples j..j+span-1 (0-based): it is the backward
+    # mean of position j+span-1 and the forward mean of position j.
+    head = np.full((span - 1, *values.shape[1:]), np.nan)
+    n_head = min(span - 1, n_full)
+    head[:n_head] = means[:n_head]
+    return np.concatenate([head, means], axis=0)
+
+
+# Means computed per block: a block's samples stay in the processor's cache
+# through the 2 * span passes of the sum and the correction.
+_BLOCK = 1 << 14
+
+
+def _block_means(values: np.ndarray, span: int) -> np.ndarray:
+    n_full = values.shape[0] - span + 1
     # Sum of `span` shifted slices: exact sequential sums, no cumulative-sum
     # cancellation, so long sequences keep full precision.
     total = values[0:n_full].copy()
@@ -53,16 +69,40 @@ def moving_average(values: np.ndarray, span: int) -> np.ndarray:
     means = total / span
     # One refinement pass (as R's mean() does) brings each mean within an ulp
     # or so of the exact one, independent of the summation order.
-    correction = values[0:n_full] - means
+    correction = np.subtract(values[0:n_full], means, out=total)
+    step = np.empty_like(means)
     for shift in range(1, span):
-        correction += values[shift : shift + n_full] - means
+        correction += np.subtract(values[shift : shift + n_full], means, out=step)
     means += correction / span
-    # means[j] is the mean of samples j..j+span-1 (0-based): it is the backward
-    # mean of position j+span-1 and the forward mean of position j.
-    head = np.full((span - 1, *values.shape[1:]), np.nan)
-    n_head = min(span - 1, n_full)
-    head[:n_head] = means[:n_head]
-    return np.concatenate([head, means], axis=0)
+    return means
+
+
+def running_means(values: np.ndarray, span: int) -> np.ndarray:
+    """Mean of every run of ``span`` consecutive samples along axis 0.
+
+    ``out[j]`` is the mean of ``values[j : j + span]``: the sequential sum of
+    its samples divided by ``span``, refined by one correction pass as R's
+    ``mean()`` does. Each mean depends only on its own samples, so the means
+    of sequences laid end to end equal those of each sequence, bit for bit.
+
+    Parameters
+    ----------
+    values : ndarray, shape (L,) or (L, c), float64
+    span : int
+        ``span >= 1``; 1 returns ``values`` itself (no copy).
+
+    Returns
+    -------
+    ndarray, shape (max(L - span + 1, 0), ...)
+    """
+    if span == 1:
+        return values
+    n_full = max(values.shape[0] - span + 1, 0)
+    means = np.empty((n_full, *values.shape[1:]))
+    for lo in range(0, n_full, _BLOCK):
+        hi = min(lo + _BLOCK, n_full)
+        means[lo:hi] = _block_means(values[lo : hi + span - 1], span)
+    return means
 
 
 def window_count(length: int | np.ndarray, window: int) -> int | np.ndarray:

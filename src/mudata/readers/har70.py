@@ -7,6 +7,11 @@ row with too many or too few fields, an empty field or a value that is not a
 number raises :class:`~mudata.errors.ParseError` naming the file and its line.
 Nothing is silently dropped. Blank lines (e.g. a trailing one) are skipped;
 CRLF and LF line ends are both accepted.
+
+Plain files are parsed with Arrow's CSV reader; whatever it refuses, or
+reads as NaN or infinity, is parsed again by the strict pandas path, whose
+errors name the line. The outcome, a table or an error, is the one the strict
+path alone gives (tests/test_readers_signals.py checks them against each other).
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from pathlib import PurePosixPath
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
 
 from mudata.errors import MissingFileError, ParseError, excerpt
 from mudata.readers._text import (
@@ -40,18 +47,82 @@ def _is_resource_fork(name: str) -> bool:
     return path.parts[0] == "__MACOSX" or path.name.startswith("._")
 
 
-def _read_subject(
-    data: bytes, member: str, channels: list[str], label: str, encoding: str = "utf-8"
-) -> pd.DataFrame:
-    """Parse one subject's CSV strictly; errors name ``member`` and the line."""
-    check_encoding(data, member, encoding)
-    header = data.split(b"\n", 1)[0].decode(encoding).removeprefix("\ufeff").strip()
+def _first_line(data: bytes) -> bytes:
+    """The bytes before the first newline (without copying the rest of the file)."""
+    end = data.find(b"\n")
+    return data if end < 0 else data[:end]
+
+
+def _header_names(data: bytes, member: str, wanted: list[str], encoding: str) -> list[str]:
+    """The header's column names (stripped); a missing wanted column is a ParseError."""
+    header = _first_line(data).decode(encoding).removeprefix("\ufeff").strip()
     names = [h.strip() for h in header.split(",")]
-    missing = [c for c in [*channels, label] if c not in names]
+    missing = [c for c in wanted if c not in names]
     if missing:
         message = f"{member}: header lacks columns {excerpt(missing)}; found {excerpt(names)}"
         raise ParseError(message)
+    return names
 
+
+def _plain(data: bytes, names: list[str], encoding: str) -> bool:
+    """Whether Arrow's CSV reader and the strict pandas path must agree on ``data``.
+
+    Arrow's reader (quoting off) splits lines and fields exactly as the field
+    count of the strict path does, except where a file holds quotes, NUL
+    bytes or a lone carriage return (a line end to Arrow, not to the count),
+    a header whose names carry spaces or repeat, or another encoding than
+    UTF-8. Such files, rare in a release, take the strict path.
+    """
+    first = _first_line(data).removeprefix(b"\xef\xbb\xbf").rstrip(b"\r").decode(encoding)
+    return (
+        encoding.lower().replace("_", "-") in ("utf-8", "utf8")
+        and first.split(",") == names
+        and len(set(names)) == len(names)
+        and b'"' not in data
+        and b"\0" not in data
+        and (b"\r" not in data or data.count(b"\r") == data.count(b"\r\n"))
+    )
+
+
+def _parse_arrow(data: bytes, wanted: list[str]) -> dict[str, np.ndarray] | None:
+    """The wanted columns as float64 with Arrow's CSV reader; None when it refuses the file.
+
+    Arrow checks the field count of every line and the number syntax of every
+    wanted value. It has no missing-value markers here: an empty or ``NA``
+    field is a conversion error, and a NaN or infinite value read as a
+    number sends the file to the strict path, which judges them as before.
+    """
+    try:
+        table = pacsv.read_csv(
+            pa.py_buffer(data),
+            # One block for the whole file: each column comes back as one chunk, which
+            # numpy then views without a copy.
+            read_options=pacsv.ReadOptions(
+                use_threads=False, block_size=min(max(len(data) + 1, 1 << 20), 1 << 30)
+            ),
+            parse_options=pacsv.ParseOptions(quote_char=False, ignore_empty_lines=True),
+            convert_options=pacsv.ConvertOptions(
+                include_columns=wanted,
+                column_types=dict.fromkeys(wanted, pa.float64()),
+                null_values=[],
+                strings_can_be_null=False,
+            ),
+        )
+    except pa.ArrowException:
+        return None
+    columns = {}
+    for name in wanted:
+        values = table.column(name).to_numpy()
+        if not np.isfinite(values).all():
+            return None
+        columns[name] = values
+    return columns
+
+
+def _parse_strict(
+    data: bytes, member: str, names: list[str], wanted: list[str], encoding: str
+) -> dict[str, np.ndarray]:
+    """The wanted columns with pandas' parser, every malformed line named with its number."""
     # The tokenizer fills a short row with NaN without complaint: count the
     # fields of every line first (vectorised over the bytes).
     counts = delimited_field_counts(data)
@@ -62,8 +133,6 @@ def _read_subject(
             f"fields, found {int(counts[bad[0]])} ({bad.size} such line(s) in all)"
         )
         raise ParseError(message)
-
-    wanted = [*channels, label]
     try:
         table = pd.read_csv(
             io.BytesIO(data),
@@ -90,8 +159,24 @@ def _read_subject(
                 raise ParseError(message) from None
         message = f"{member}: a value is not a number"
         raise ParseError(message) from None
+    return {column: table[column].to_numpy() for column in wanted}
+
+
+def _read_subject(
+    data: bytes, member: str, channels: list[str], label: str, encoding: str = "utf-8"
+) -> dict[str, np.ndarray]:
+    """Parse one subject's CSV strictly; errors name ``member`` and the line.
+
+    Returns the channels (float64) and ``label`` (int64 codes) by name.
+    """
+    check_encoding(data, member, encoding)
+    wanted = [*channels, label]
+    names = _header_names(data, member, wanted, encoding)
+    columns = _parse_arrow(data, wanted) if _plain(data, names, encoding) else None
+    if columns is None:
+        columns = _parse_strict(data, member, names, wanted, encoding)
     for column in wanted:
-        empty = np.flatnonzero(table[column].isna().to_numpy())
+        empty = np.flatnonzero(np.isnan(columns[column]))
         if empty.size:
             line = csv_line_of_row(data, int(empty[0]))
             message = (
@@ -99,17 +184,15 @@ def _read_subject(
                 f"the HAR70+ release has no missing values"
             )
             raise ParseError(message)
-    codes = table[label].to_numpy()
-    fractional = np.flatnonzero(codes != np.round(codes))
+    codes = columns[label]
+    # An infinite code is no class either (and has no integer to cast to).
+    fractional = np.flatnonzero(~np.isfinite(codes) | (codes != np.round(codes)))
     if fractional.size:
         line = csv_line_of_row(data, int(fractional[0]))
-        message = (
-            f"{member}, line {line}: label must be an integer code, found {codes[fractional[0]]!r}"
-        )
+        message = f"{member}, line {line}: label must be an integer code, found {float(codes[fractional[0]])!r}"
         raise ParseError(message)
-    frame = table[channels].copy()
-    frame.insert(0, "label", codes.astype(np.int64))
-    return frame
+    columns[label] = codes.astype(np.int64)
+    return columns
 
 
 def read_har70(entry: DatasetEntry, sources: Sources) -> SignalTable:
@@ -162,13 +245,20 @@ def read_har70(entry: DatasetEntry, sources: Sources) -> SignalTable:
         message = f"subjects {duplicated} appear in more than one file among {members}"
         raise ParseError(message)
 
-    frames = []
-    for segment, (user, member) in enumerate(subjects):
-        frame = _read_subject(sources.read_bytes(member), member, channels, label, encoding)
-        frame.insert(0, "userid", np.int64(user))
-        frame.insert(2, "segment", np.int64(segment))
-        frames.append(frame)
-    frame = pd.concat(frames, ignore_index=True)
-    frame["userid"] = frame["userid"].astype(np.int64)
-    frame["segment"] = frame["segment"].astype(np.int64)
-    return SignalTable(frame[["userid", "label", "segment", *channels]])
+    parsed = [
+        _read_subject(sources.read_bytes(member), member, channels, label, encoding)
+        for _, member in subjects
+    ]
+    lengths = [len(columns[label]) for columns in parsed]
+    # Each column is copied once, from the parsed files into the table; the
+    # frame is built without consolidating the columns (a second copy).
+    frame = pd.DataFrame(
+        {
+            "userid": np.repeat(np.array([u for u, _ in subjects], dtype=np.int64), lengths),
+            "label": np.concatenate([columns[label] for columns in parsed]),
+            "segment": np.repeat(np.arange(len(subjects), dtype=np.int64), lengths),
+            **{c: np.concatenate([columns[c] for columns in parsed]) for c in channels},
+        },
+        copy=False,
+    )
+    return SignalTable(frame)

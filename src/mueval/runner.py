@@ -273,6 +273,11 @@ def _evaluate_split(X, y, n_classes, split, classifier, config) -> list[EvalResu
     from mueval.metrics.classic import classification_metrics
     from mueval.models import fit_scaled, full_proba
 
+    if hasattr(split, "folds"):
+        # UXC fits one model per calibration fold (mueval.crossconformal).
+        from mueval.crossconformal import evaluate_cross_split
+
+        return evaluate_cross_split(X, y, n_classes, split, classifier, config)
     clock = time.perf_counter()
     try:
         scaler, model = fit_scaled(classifier, split.seed, X[split.train], y[split.train])
@@ -557,6 +562,10 @@ def run(
         notes.insert(0, config.pvalue_note())
     if config.user_folds_note() is not None:
         notes.insert(0, config.user_folds_note())
+    if "uxc" in config.strategies:
+        from mueval.crossconformal import cross_note
+
+        notes.insert(0, cross_note(config.user_folds))
     return RunOutput(results=results, notes=notes, timings=timings, stages=stage_timings(results))
 
 

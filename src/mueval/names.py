@@ -115,5 +115,8 @@ DIAGNOSTIC_LEVELS: tuple[str, ...] = ("none", "basic", "full")
 #: ``--small-cal`` policies for a calibration set too small for a threshold.
 SMALL_CAL_POLICIES: tuple[str, ...] = ("error", "skip", "full-set")
 
+#: What ``mueval curve`` does with the target user's k labelled windows.
+CURVE_USES: tuple[str, ...] = ("calibration", "adaptation", "both")
+
 #: ``--backend`` values: loky worker processes or a Dask cluster.
 BACKENDS: tuple[str, ...] = ("loky", "dask")

@@ -30,11 +30,15 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mueval.errors import EvaluationError, SmallCalibrationError, SplitError, UsageError
 from mueval.strategies import Split, _describe, _plain, _split, blocked_parts, user_folds
+
+if TYPE_CHECKING:  # the runner imports this module inside its functions
+    from mueval.runner import EvalConfig, EvalResult
 
 __all__ = [
     "CrossSplit",
@@ -123,7 +127,9 @@ def cross_conformal_pvalues(
     return (counts + 1.0) / (totals + 1.0)
 
 
-def _fold_users(others: np.ndarray, users: np.ndarray, n_folds: int | None, seed: int) -> list:
+def _fold_users(
+    others: np.ndarray, users: np.ndarray, n_folds: int | None, seed: int
+) -> list[np.ndarray]:
     """The users of each calibration fold among the non-target users."""
     unique = np.unique(users[others])
     if n_folds is None:
@@ -222,7 +228,9 @@ def cross_note(n_folds: int | None) -> str:
     )
 
 
-def _fold_scores(X, y, n_classes, split, classifier, score):
+def _fold_scores(
+    X: np.ndarray, y: np.ndarray, n_classes: int, split: CrossSplit, classifier: str, score: str
+) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
     """Fit each fold's model; return its calibration and test scores and labels."""
     from mueval.conformal import class_scores
     from mueval.models import fit_scaled, full_proba
@@ -250,7 +258,9 @@ def _conformal_metrics(y_test: np.ndarray, sets: np.ndarray, pvalues: np.ndarray
     return {m: float(study.get(m, textbook.get(m, np.nan))) for m in CONFORMAL_METRICS}
 
 
-def _cross_sets(pvalues: np.ndarray, n_cal: int, config, where: str) -> tuple:
+def _cross_sets(
+    pvalues: np.ndarray, n_cal: int, config: EvalConfig, where: str
+) -> tuple[np.ndarray | None, str | None]:
     """Sets from the p-values, or the ``--small-cal`` answer to too few rows."""
     from mueval.conformal import min_calibration_size
 
@@ -269,7 +279,14 @@ def _cross_sets(pvalues: np.ndarray, n_cal: int, config, where: str) -> tuple:
     return np.ones(pvalues.shape, dtype=bool), f"{message}; answered with the full set"
 
 
-def evaluate_cross_split(X, y, n_classes, split: CrossSplit, classifier: str, config) -> list:
+def evaluate_cross_split(
+    X: np.ndarray,
+    y: np.ndarray,
+    n_classes: int,
+    split: CrossSplit,
+    classifier: str,
+    config: EvalConfig,
+) -> list[EvalResult]:
     """Fit the target's model and every fold's model; conformalize the test rows.
 
     Parameters

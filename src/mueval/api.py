@@ -447,7 +447,7 @@ def evaluate(
         A registered mudata dataset (``"wisdm"``), a ``.csv``/``.parquet`` file,
         or a DataFrame with a user column, a label column and numeric features.
     strategies : sequence of str or str
-        Codes ``mm``, ``udm``, ``uim``, ``ucm``, ``uam``, aliases, comma lists or
+        Codes ``mm``, ``udm``, ``uim``, ``ucm``, ``uam``, ``uxc``, aliases, comma lists or
         ``"all"``.
     classifiers : sequence of str or str
         ``nb``, ``rf``, ``svm``, ``knn`` or ``"all"``.
@@ -468,7 +468,8 @@ def evaluate(
         Within-user split of UDM, UCM and UAM; ``gap`` rows between blocks.
     user_folds : int, optional
         UIM and UCM fit one model per group of users (``K`` grouped folds)
-        instead of one per user; None (default) is leave-one-user-out.
+        instead of one per user, and UXC calibrates on ``K`` grouped folds of
+        the non-target users; None (default) is leave-one-user-out.
     condition : str, optional
         What the threshold is conditioned on: None (the protocol), ``"class"``
         (as ``mondrian=True``), ``"group:COLUMN"`` or ``"class+group:COLUMN"``

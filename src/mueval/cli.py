@@ -32,6 +32,10 @@ _LAZY_COMMANDS = {
         "mueval.report.cli:compare_command",
         "Test differences between strategies in one or more run folders of one dataset.",
     ),
+    "curve": (
+        "mueval.labelcurve_cli:curve_command",
+        "Coverage, set size and accuracy against k labelled windows of the target user.",
+    ),
 }
 
 

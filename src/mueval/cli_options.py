@@ -37,6 +37,8 @@ _STRATEGY_HELP = (
     "on the other users, test on half of the target user). ucm: user-calibrated "
     "(train on the other users, calibrate on the target user's other half). uam: "
     "user-adaptive (train on the other users plus --adapt-frac of the target user). "
+    "uxc: user cross-conformal (the other users are the folds; every other user's "
+    "out-of-fold scores calibrate the target; sets are {y : p > alpha}). "
     "[default: mm,udm,uim,ucm]"
 )
 
@@ -160,7 +162,8 @@ evaluate_options = stack(
         "(GroupKFold, shuffled with each iteration's seed) instead of one per user "
         "(leave-one-user-out, the protocol), so many users cost K fits per classifier. "
         "Each held-out user keeps its own test and ucm calibration halves; the model "
-        "also leaves out the other users of its fold. [default: leave-one-user-out]",
+        "also leaves out the other users of its fold. uxc: K grouped calibration folds "
+        "of the non-target users instead of one per user. [default: leave-one-user-out]",
     ),
     click.option(
         "--jobs",

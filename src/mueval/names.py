@@ -6,8 +6,9 @@ and the report import them from here.
 
 from __future__ import annotations
 
-#: Strategy codes in report order (docs/protocol.md, "Splits"; ``uam`` is an addition).
-STRATEGIES: tuple[str, ...] = ("mm", "udm", "uim", "ucm", "uam")
+#: Strategy codes in report order (docs/protocol.md, "Splits"; ``uam`` and ``uxc``
+#: are additions).
+STRATEGIES: tuple[str, ...] = ("mm", "udm", "uim", "ucm", "uam", "uxc")
 
 #: Long or short names accepted for each strategy code.
 STRATEGY_ALIASES: dict[str, str] = {
@@ -16,6 +17,7 @@ STRATEGY_ALIASES: dict[str, str] = {
     "ui": "uim",
     "uc": "ucm",
     "ua": "uam",
+    "ux": "uxc",
 }
 
 #: Display names of the strategies.
@@ -25,6 +27,7 @@ STRATEGY_NAMES: dict[str, str] = {
     "uim": "UIM (user-independent)",
     "ucm": "UCM (user-calibrated)",
     "uam": "UAM (user-adaptive)",
+    "uxc": "UXC (user cross-conformal)",
 }
 
 #: Column types of the keys that name an evaluation task's iteration in every table.
@@ -119,6 +122,9 @@ DIAGNOSTIC_LEVELS: tuple[str, ...] = ("none", "basic", "full")
 
 #: ``--small-cal`` policies for a calibration set too small for a threshold.
 SMALL_CAL_POLICIES: tuple[str, ...] = ("error", "skip", "full-set")
+
+#: What ``mueval curve`` does with the target user's k labelled windows.
+CURVE_USES: tuple[str, ...] = ("calibration", "adaptation", "both")
 
 #: ``--backend`` values: loky worker processes or a Dask cluster.
 BACKENDS: tuple[str, ...] = ("loky", "dask")

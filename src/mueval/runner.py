@@ -82,7 +82,13 @@ class EvalConfig:
     condition: str | None = None
 
     def __post_init__(self) -> None:
-        parse_condition(self.condition, mondrian=self.mondrian)  # fails early when unknown
+        condition = parse_condition(self.condition, mondrian=self.mondrian)  # fails early
+        if condition.by_group and "uxc" in self.strategies:
+            message = (
+                "uxc pools out-of-fold scores over the other users and has no per-group "
+                "form: run it without --condition group (class works)"
+            )
+            raise UsageError(message)
         if not 0.0 < self.alpha < 1.0:
             message = f"alpha must be strictly between 0 and 1, got {self.alpha}"
             raise UsageError(message)
@@ -298,6 +304,11 @@ def _evaluate_split(X, y, n_classes, split, classifier, config, groups=None) -> 
     from mueval.metrics.classic import classification_metrics
     from mueval.models import fit_scaled, full_proba
 
+    if hasattr(split, "folds"):
+        # UXC fits one model per calibration fold (mueval.crossconformal).
+        from mueval.crossconformal import evaluate_cross_split
+
+        return evaluate_cross_split(X, y, n_classes, split, classifier, config)
     clock = time.perf_counter()
     try:
         scaler, model = fit_scaled(classifier, split.seed, X[split.train], y[split.train])
@@ -624,6 +635,10 @@ def run(
         notes.insert(0, config.pvalue_note())
     if config.user_folds_note() is not None:
         notes.insert(0, config.user_folds_note())
+    if "uxc" in config.strategies:
+        from mueval.crossconformal import cross_note
+
+        notes.insert(0, cross_note(config.user_folds))
     return RunOutput(results=results, notes=notes, timings=timings, stages=stage_timings(results))
 
 

@@ -575,12 +575,14 @@ def make_splits(
         Rows left out between blocks (``split="blocked"``).
     n_user_folds : int, optional
         UIM and UCM: fit on grouped folds of users (:func:`user_fold_splits`)
-        instead of leaving one user out (None, the protocol).
+        instead of leaving one user out (None, the protocol). UXC: cut the
+        non-target users into this many calibration folds instead of one per
+        user (:func:`mueval.crossconformal.cross_user_splits`).
 
     Returns
     -------
     list of Split
-        MM first, then UDM, UIM/UCM and UAM, users ascending in each.
+        MM first, then UDM, UIM/UCM, UAM and UXC, users ascending in each.
     """
     if split not in SPLIT_METHODS:
         message = f"unknown split method {split!r}; valid: {', '.join(SPLIT_METHODS)}"
@@ -603,4 +605,11 @@ def make_splits(
         out += user_independent_splits(y, users, iteration, seed, strategies, classes, split, gap)
     if "uam" in strategies:
         out += user_adaptive_splits(y, users, iteration, seed, adapt_frac, classes, split, gap)
+    if "uxc" in strategies:
+        # Here, not at the top: mueval.crossconformal builds on this module.
+        from mueval.crossconformal import cross_user_splits
+
+        out += cross_user_splits(
+            y, users, iteration, seed, n_folds=n_user_folds, classes=classes, split=split, gap=gap
+        )
     return out

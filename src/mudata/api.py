@@ -65,18 +65,8 @@ def fetch(
         the hash recorded when it was built; a damaged table is rebuilt from
         the verified raw files, with a warning.
     """
-    return _fetch(
-        name,
-        data_home=data_home,
-        download_if_missing=download_if_missing,
-        mirror=mirror,
-        manual_dir=manual_dir,
-        allow_unverified=allow_unverified,
-        force=force,
-        progress=progress,
-        max_expansion=max_expansion,
-        min_users=min_users,
-    )[0]
+    parameters = dict(locals())  # every parameter goes to the build under its name
+    return _fetch(**parameters)[0]
 
 
 def _fetch(
@@ -166,18 +156,10 @@ def load(
     ['userid', 'label']
     >>> X, y, groups = load("wisdm", return_X_y=True)           # doctest: +SKIP
     """
+    # Every parameter but the two that shape the answer goes to the build.
+    source = {k: v for k, v in locals().items() if k not in ("return_X_y", "as_frame")}
     # The rows served are the rows whose hash was just checked: one read.
-    path, frame = _fetch(
-        name,
-        data_home=data_home,
-        download_if_missing=download_if_missing,
-        mirror=mirror,
-        manual_dir=manual_dir,
-        allow_unverified=allow_unverified,
-        progress=progress,
-        force=False,
-        max_expansion=max_expansion,
-    )
+    path, frame = _fetch(**source, force=False)
     record = _public_record(frame.attrs["provenance"], path)
     feature_names = [str(c) for c in frame.columns if c not in ("userid", "label")]
     data: Any = frame[feature_names]

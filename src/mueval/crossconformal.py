@@ -35,7 +35,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mueval.errors import EvaluationError, SmallCalibrationError, SplitError, UsageError
-from mueval.strategies import Split, _describe, _plain, _split, blocked_parts, user_folds
+from mueval.strategies import (
+    Split,
+    _describe,
+    _plain,
+    _split,
+    blocked_parts,
+    each_user,
+    user_folds,
+)
 
 if TYPE_CHECKING:  # the runner imports this module inside its functions
     from mueval.runner import EvalConfig, EvalResult
@@ -184,9 +192,7 @@ def cross_user_splits(
         )
         raise SplitError(message)
     out = []
-    for user in np.unique(users):
-        others = np.flatnonzero(users != user)
-        own = np.flatnonzero(users == user)
+    for user, others, own in each_user(users):
         what = f"uxc, user {user}"
         if split == "blocked":
             # The later block, as UIM and UCM test on.
@@ -325,7 +331,9 @@ def evaluate_cross_split(
         raise EvaluationError(message) from exc
     fold_s = time.perf_counter() - clock
     clock = time.perf_counter()
-    pvalues = cross_conformal_pvalues(cal_scores, test_scores, labels if config.conditioning.per_class else None)
+    pvalues = cross_conformal_pvalues(
+        cal_scores, test_scores, labels if config.conditioning.per_class else None
+    )
     n_cal = sum(len(c) for c in cal_scores)
     sets, note = _cross_sets(pvalues, n_cal, config, where)
     conformal_s = time.perf_counter() - clock

@@ -14,7 +14,7 @@ holds one :class:`Target` (test and calibration rows) per held-out user.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -201,6 +201,12 @@ def _split(
     return np.asarray(first), np.asarray(second)
 
 
+def each_user(users: np.ndarray) -> Iterator[tuple[object, np.ndarray, np.ndarray]]:
+    """``(user, other users' rows, the user's rows)`` for every user, in sorted order."""
+    for user in np.unique(users):
+        yield user, np.flatnonzero(users != user), np.flatnonzero(users == user)
+
+
 def _can_stratify(labels: np.ndarray, train_size: float) -> bool:
     """Whether a stratified split of ``labels`` is possible (each class >= 2 rows
     and both parts at least as large as the number of classes)."""
@@ -357,9 +363,7 @@ def user_independent_splits(
     """
     serve = [s for s in ("uim", "ucm") if s in strategies]
     out = []
-    for user in np.unique(users):
-        others = np.flatnonzero(users != user)
-        own = np.flatnonzero(users == user)
+    for user, others, own in each_user(users):
         what = f"{'/'.join(serve)}, user {user}"
         train, cal_others = _train_and_shared_cal(others, y, seed, what, "users'", classes)
         test, cals = _target_halves(own, y, seed, (split, gap), serve, cal_others, what, classes)
@@ -516,9 +520,7 @@ def user_adaptive_splits(
         message = f"adapt_frac must be strictly between 0 and 1, got {adapt_frac}"
         raise UsageError(message)
     out = []
-    for user in np.unique(users):
-        others = np.flatnonzero(users != user)
-        own = np.flatnonzero(users == user)
+    for user, others, own in each_user(users):
         what = f"uam, user {user}"
         if split == "blocked":
             adapt, cal, test = blocked_parts(own, y, adapt_frac, 3, gap, what=what, classes=classes)

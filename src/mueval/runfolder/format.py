@@ -85,16 +85,13 @@ PREDICTION_COLUMNS: tuple[str, ...] = (
     "p_values",
     "proba",
 )
+#: A coverage with its Clopper-Pearson interval, as every coverage table holds it.
+COVERAGE_INTERVAL_COLUMNS: tuple[str, ...] = ("n", "n_covered", "coverage", "low", "high", "below")
 USER_COVERAGE_COLUMNS: tuple[str, ...] = (
     "strategy",
     "classifier",
     "user",
-    "n",
-    "n_covered",
-    "coverage",
-    "low",
-    "high",
-    "below",
+    *COVERAGE_INTERVAL_COLUMNS,
 )
 COVERAGE_SUMMARY_COLUMNS: tuple[str, ...] = (
     "strategy",
@@ -123,12 +120,7 @@ GROUP_COVERAGE_COLUMNS: tuple[str, ...] = (
     "by",
     "group",
     "n_users",
-    "n",
-    "n_covered",
-    "coverage",
-    "low",
-    "high",
-    "below",
+    *COVERAGE_INTERVAL_COLUMNS,
 )
 USER_VALIDITY_COLUMNS: tuple[str, ...] = (
     "strategy",

@@ -153,3 +153,28 @@ def test_cli_prints_both_tables_and_writes_them(tmp_path: Path, two_runs) -> Non
     written = pd.read_csv(out)
     assert len(written) == 4
     assert len(pd.read_csv(tmp_path / "guarantees.tests.csv")) == 6
+
+
+def test_report_shows_runs_side_by_side(tmp_path: Path, two_runs) -> None:
+    random_run, blocked_run = two_runs
+    out = tmp_path / "report"
+    args = ["report", str(random_run), "--with", str(blocked_run), "--figures", "none"]
+    result = CliRunner().invoke(main, [*args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "Runs side by side" in page
+    summary = mueval.compare_guarantees([random_run, blocked_run]).summary
+    for row in summary.itertuples():
+        # Each strategy's pooled coverage and interval as compare_guarantees gives them.
+        cell = f"{row.pooled_coverage:.3f} [{row.pooled_low:.3f}, {row.pooled_high:.3f}]"
+        assert cell in page
+        assert f"{row.n_below} of {row.n_users}" in page
+
+
+def test_report_without_others_has_no_side_by_side(tmp_path: Path, two_runs) -> None:
+    out = tmp_path / "report"
+    result = CliRunner().invoke(
+        main, ["report", str(two_runs[0]), "--figures", "none", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "Runs side by side" not in (out / "report.html").read_text(encoding="utf-8")

@@ -278,6 +278,15 @@ report_options = stack(
         help="none: no figure; summary: page one's figures and one coverage-per-user figure "
         "per strategy; all: also every (strategy, classifier) section's figures (slow).",
     ),
+    click.option(
+        "--with",
+        "others",
+        multiple=True,
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        help="Another run folder of the same dataset and alpha (repeatable), e.g. the "
+        "--split blocked run beside a random one: a 'Runs side by side' section compares "
+        "their per-user guarantees.",
+    ),
 )
 
 #: ``mueval compare RUN_DIR...``.

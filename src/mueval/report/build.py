@@ -61,6 +61,7 @@ from mueval.report.page_one import (
     strategy_users_figure,
     warnings_html,
 )
+from mueval.report.side_by_side import side_by_side_section
 from mueval.run_warnings import set_statistics
 from mueval.runfolder import RunFolder, RunFolderError
 from mueval.runfolder.guarantees import Guarantees, compute_guarantees
@@ -858,6 +859,7 @@ def build_report(
     min_count: int = 2,
     progress: bool = False,
     figures: str = "summary",
+    others: Sequence[RunFolder] = (),
 ) -> BuildResult:
     """Write ``report.html`` and ``figures/*.png|svg`` under ``out``.
 
@@ -880,6 +882,10 @@ def build_report(
         coverage-per-user figure per strategy); ``none``: no figure; ``all``:
         every section's figures as well (the study's pictures and the set
         diagnostics of each (strategy, classifier), the slow part).
+    others : sequence of RunFolder
+        Other runs of the same dataset and alpha (a blocked split beside a
+        random one, say): a "Runs side by side" section compares their per-user
+        guarantees with this run's.
 
     Raises
     ------
@@ -904,6 +910,7 @@ def build_report(
             min_count=min_count,
             progress=progress,
             figures=figures,
+            others=others,
         )
 
 
@@ -919,6 +926,7 @@ def _build(
     min_count: int,
     progress: bool,
     figures: str,
+    others: Sequence[RunFolder] = (),
 ) -> BuildResult:
     present_s = [_stoken(s) for s in dict.fromkeys(run.predictions["strategy"])]
     present_c = [_ctoken(c) for c in dict.fromkeys(run.predictions["classifier"])]
@@ -940,6 +948,9 @@ def _build(
     page_one = _page_one(run, page_figs, guarantees, strategies, classifiers, target)
 
     sections = [_run_section(run), _summary_section(run, strategies, classifiers)]
+    side = side_by_side_section(run, others)
+    if side is not None:
+        sections.insert(0, side)
     comp_section, _ = _comparison_section(run, figs, strategies, classifiers, target)
     sections += [comp_section, _setsize_section(run, figs, strategies, classifiers)]
     # Its point-estimate shortfalls ("lowest 0.946") stay in the section: the

@@ -47,6 +47,7 @@ def report_command(
     min_count: int,
     progress: bool | None,
     figures: str,
+    others: tuple[Path, ...],
 ) -> None:
     """Build an HTML report (report.html + figures/) from a run folder."""
     from mueval.report.build import build_report  # matplotlib only when needed
@@ -74,6 +75,7 @@ def report_command(
         min_count=min_count,
         progress=sys.stderr.isatty() if progress is None else progress,
         figures=figures,
+        others=[_read(p) for p in others],
     )
     n_png = sum(1 for p in result.figures if p.suffix == ".png")
     click.echo(f"wrote {result.html} ({n_png} figures as PNG and SVG in {target / 'figures'})")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import platform
+import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,23 +24,28 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from mueval import __version__
-from mueval.aggregate import splits_frame, summary_frame
+from mueval.aggregate import splits_frame, summary_frame, user_dtype
 from mueval.data import Table, load_file, load_registered, table_from_frame
 from mueval.diagnose import ERT_FOLDS, WSC_DELTA, WSC_DIRECTIONS, diagnose, diagnostic_names
 from mueval.errors import UsageError
 from mueval.models import parse_classifiers
 from mueval.runfolder import (
+    PredictionStream,
     RunFolder,
+    finish_run_folder,
+    open_run_folder,
     predictions_table,
     read_run_folder,
     write_run,
 )
 from mueval.runfolder.guarantees import compute_guarantees
-from mueval.runner import EvalConfig, run
+from mueval.runner import EvalConfig, run, stage_timings
 from mueval.strategies import parse_strategies
 from mueval.tables import format_table
 
@@ -47,6 +53,30 @@ __all__ = ["Run", "compare", "evaluate"]
 
 #: Table files a mudata table or a user's table may come as.
 _TABLE_SUFFIXES = (".csv", ".parquet")
+
+#: The prediction columns the per-user guarantees need (no per-class lists).
+_GUARANTEE_COLUMNS = ["strategy", "classifier", "iteration", "userid", "covered", "set_size"]
+
+
+class _Predictions:
+    """``Run.predictions``: the frame given, or else the run folder's
+    ``predictions.parquet``, read the first time it is asked for (a run that
+    streamed its predictions there never held them all in memory)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._slot = f"_{name}_frame"
+
+    def __get__(self, run: Run | None, owner: type | None = None) -> pd.DataFrame | None:
+        if run is None:
+            return None  # the field's default
+        frame = run.__dict__.get(self._slot)
+        if frame is None and run._predictions_file is not None:
+            frame = pq.read_table(run._predictions_file).to_pandas()
+            run.__dict__[self._slot] = frame
+        return frame
+
+    def __set__(self, run: Run, value: pd.DataFrame | None) -> None:
+        run.__dict__[self._slot] = value
 
 
 @dataclass
@@ -62,7 +92,8 @@ class Run:
         One row per (strategy, classifier, iteration, target user) with every metric.
     predictions : DataFrame
         One row per test row per split: true class, prediction, set, p-values,
-        probabilities (``predictions.parquet``).
+        probabilities (``predictions.parquet``). A run evaluated with ``out``
+        reads it from its folder when first used.
     diagnostics : DataFrame or None
         The conditional-coverage diagnostics per (strategy, classifier, iteration).
     size_coverage : DataFrame or None
@@ -86,7 +117,7 @@ class Run:
 
     summary: pd.DataFrame
     splits: pd.DataFrame
-    predictions: pd.DataFrame
+    predictions: pd.DataFrame = _Predictions()  # type: ignore[assignment]
     diagnostics: pd.DataFrame | None = None
     size_coverage: pd.DataFrame | None = None
     user_coverage: pd.DataFrame | None = None
@@ -94,6 +125,7 @@ class Run:
     info: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
     _arrow: pa.Table | None = field(default=None, repr=False)
+    _predictions_file: Path | None = field(default=None, repr=False)
 
     @property
     def config(self) -> dict[str, Any]:
@@ -139,21 +171,28 @@ class Run:
         Path
         """
         arrow = self._arrow
+        if (
+            arrow is None
+            and self.__dict__.get("_predictions_frame") is None
+            and (self._predictions_file is not None)
+        ):
+            arrow = pq.read_table(self._predictions_file)
         if arrow is None:
             arrow = pa.Table.from_pandas(self.predictions, preserve_index=False)
-        self.path = write_run(
-            path,
-            run_info={k: v for k, v in self.info.items() if k not in ("format", "files")},
-            summary=self.summary,
-            splits=self.splits,
-            predictions=arrow,
-            diagnostics=self.diagnostics,
-            size_coverage=self.size_coverage,
-            user_coverage=self.user_coverage,
-            coverage_summary=self.coverage_summary,
-            overwrite=overwrite,
-        )
+        self.path = write_run(path, predictions=arrow, overwrite=overwrite, **self._files())
         return self.path
+
+    def _files(self) -> dict[str, Any]:
+        """What a run folder holds besides the predictions (see :func:`write_run`)."""
+        return {
+            "run_info": {k: v for k, v in self.info.items() if k not in ("format", "files")},
+            "summary": self.summary,
+            "splits": self.splits,
+            "diagnostics": self.diagnostics,
+            "size_coverage": self.size_coverage,
+            "user_coverage": self.user_coverage,
+            "coverage_summary": self.coverage_summary,
+        }
 
     @classmethod
     def load(cls, path: str | Path) -> Run:
@@ -300,24 +339,63 @@ def evaluate_table(
     workers: int | None = None,
     progress: bool | None = None,
     diagnostics: str = "basic",
+    out: str | Path | None = None,
+    overwrite: bool = False,
 ) -> Run:
     """Evaluate a loaded :class:`~mueval.data.Table` under ``config``.
 
     See :func:`evaluate` for the parameters.
     """
     diagnostic_names(diagnostics)  # an unknown level fails before any work
+    options = {
+        "jobs": jobs,
+        "backend": backend,
+        "scheduler": scheduler,
+        "workers": workers,
+        "progress": progress,
+        "diagnostics": diagnostics,
+    }
+    if out is None:
+        return _evaluate(table, config, None, **options)
+    target, tmp = open_run_folder(out, overwrite)
+    stream = PredictionStream(
+        tmp, table.classes, table.users, table.y, target_dtype=_target_dtype(table, config)
+    )
+    try:
+        result = _evaluate(table, config, stream, **options)
+    except BaseException:
+        stream.abort()
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    result.path = finish_run_folder(
+        target, tmp, predictions=None, overwrite=overwrite, **result._files()
+    )
+    result._predictions_file = result.path / "predictions.parquet"
+    return result
+
+
+def _target_dtype(table: Table, config: EvalConfig) -> str:
+    """``target_user``'s type for the whole run, as :func:`predictions_table` picks it
+    from all the run's results at once."""
+    per_user = set(config.strategies) - {"mm"}
+    return user_dtype(np.unique(table.users).tolist() if per_user else [])
+
+
+def _evaluate(
+    table: Table, config: EvalConfig, stream: PredictionStream | None, **options: Any
+) -> Run:
+    """The body of :func:`evaluate_table`; with ``stream``, the predictions go
+    there as tasks finish and are never gathered here."""
     start = time.perf_counter()
+    diagnostics = options.pop("diagnostics")
     output = run(
         table.X,
         table.y,
         table.users,
         table.classes,
         config,
-        jobs=jobs,
-        backend=backend,
-        scheduler=scheduler,
-        workers=workers,
-        progress=progress,
+        on_task=None if stream is None else stream.add,
+        **options,
     )
     t0 = time.perf_counter()
     diag = diagnose(
@@ -327,16 +405,25 @@ def evaluate_table(
         table.users,
         alpha=config.alpha,
         level=diagnostics,
-        jobs=jobs,
+        jobs=options["jobs"],
     )
     output.timings["diagnostics_s"] = time.perf_counter() - t0
     splits = splits_frame(output.results)
     summary = summary_frame(splits, diag.frame if diag.names else None)
-    arrow = predictions_table(output.results, table.classes, table.users, table.y)
-    predictions = arrow.to_pandas()
-    found = compute_guarantees(
-        predictions, splits, alpha=config.alpha, n_classes=len(table.classes)
-    )
+    if stream is None:
+        arrow = predictions_table(output.results, table.classes, table.users, table.y)
+        predictions = rows = arrow.to_pandas()
+    else:
+        arrow = predictions = None
+        path = stream.close()
+        output.timings["predictions_write_s"] = stream.seconds
+        rows = pq.read_table(path, columns=_GUARANTEE_COLUMNS).to_pandas()
+    found = compute_guarantees(rows, splits, alpha=config.alpha, n_classes=len(table.classes))
+    # Per stage and strategy/classifier, with what came after the tasks (the
+    # last row group of the stream is written after the runner returned).
+    stages = stage_timings(output.results)
+    for key, seconds in diag.seconds.items():
+        stages.setdefault(key, {})["diagnostics_s"] = round(seconds, 6)
     info: dict[str, Any] = {
         "dataset": table.info,
         "classes": list(table.classes),
@@ -354,15 +441,15 @@ def evaluate_table(
             "split": config.split,
             "gap": config.gap,
             "user_folds": config.user_folds,
-            "jobs": jobs,
-            "backend": backend,
+            "jobs": options["jobs"],
+            "backend": options["backend"],
             **_diagnostics_config(diagnostics),
         },
         "versions": _versions(),
         "skipped": output.notes,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "timings": {**output.timings, "total_s": time.perf_counter() - start},
-        "stage_timings": output.stages,
+        "stage_timings": stages,
         "warnings": found.warnings,
     }
     return Run(
@@ -400,6 +487,8 @@ def evaluate(
     scheduler: str | None = None,
     workers: int | None = None,
     progress: bool | None = None,
+    out: str | Path | None = None,
+    overwrite: bool = False,
     user_col: str = "userid",
     label_col: str = "label",
     **source: Any,
@@ -445,6 +534,15 @@ def evaluate(
         processes.
     progress : bool, optional
         Progress on stderr (default: a bar on a terminal, log lines elsewhere).
+    out : str or Path, optional
+        Write the run folder there (atomically, as :meth:`Run.save`), streaming
+        the predictions to ``predictions.parquet`` in row groups as tasks finish,
+        so they are never all held in memory; ``Run.predictions`` then reads
+        them from the folder when first used. Their rows come in task order
+        (iteration first), not sorted by strategy as in memory; each split's
+        rows stay together.
+    overwrite : bool
+        Replace an existing run folder at ``out``.
     user_col, label_col : str
         Columns of a file or DataFrame.
     **source
@@ -502,6 +600,8 @@ def evaluate(
         workers=workers,
         progress=progress,
         diagnostics=diagnostics,
+        out=out,
+        overwrite=overwrite,
     )
 
 

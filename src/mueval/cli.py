@@ -304,9 +304,9 @@ def evaluate(
         workers=options["workers"],
         progress=options["progress"],
         diagnostics=options["diagnostics"],
+        out=out,
+        overwrite=overwrite,
     )
-    if out is not None:
-        result.save(out, overwrite=overwrite)
     info = table.info
     click.echo(
         f"{info.get('name')}: {info['n_rows']} rows, {info['n_users']} users, "

@@ -14,11 +14,11 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from mueval.errors import EvaluationError, SmallCalibrationError, UsageError
 from mueval.names import (
@@ -262,8 +262,25 @@ def run_task(
     """
     if openmp_threads is None:
         return _evaluate_split(X, y, n_classes, split, classifier, config)
-    with threadpool_limits(limits=openmp_threads, user_api="openmp"):
+    with _openmp_controller().limit(limits=openmp_threads, user_api="openmp"):
         return _evaluate_split(X, y, n_classes, split, classifier, config)
+
+
+_CONTROLLER: list[ThreadpoolController] = []
+
+
+def _openmp_controller() -> ThreadpoolController:
+    """The thread pools of this process, found once.
+
+    ``threadpool_limits`` searches the loaded libraries on every call (4 ms, as
+    much as fitting GaussianNB); the search is done once per process instead,
+    after scikit-learn (hence its OpenMP library) is loaded.
+    """
+    if not _CONTROLLER:
+        import mueval.models  # noqa: F401  (loads scikit-learn's OpenMP library)
+
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0]
 
 
 def _evaluate_split(X, y, n_classes, split, classifier, config) -> list[EvalResult]:
@@ -484,6 +501,7 @@ def run(
     scheduler: str | None = None,
     progress: bool | None = None,
     workers: int | None = None,
+    on_task: Callable[[list[EvalResult]], None] | None = None,
 ) -> RunOutput:
     """Evaluate every (split, classifier) task and return sorted results.
 
@@ -508,6 +526,11 @@ def run(
         Dask backend without ``scheduler``: the number of worker processes of
         the local cluster started for the run (default: ``jobs`` when above 1,
         else the number of cores).
+    on_task : callable, optional
+        Called in this process with each task's results, in the order the
+        tasks were made (not the order they finish), whatever ``jobs`` and
+        ``backend``: a stream of predictions written from it is the same file
+        for any number of workers.
 
     Returns
     -------
@@ -537,10 +560,10 @@ def run(
     if backend == "dask":
         if workers is None:
             workers = jobs if jobs > 1 else (os.cpu_count() or 1)
-        nested = _run_dask(X, y, n_classes, tasks, config, scheduler, progress, workers)
+        nested = _run_dask(X, y, n_classes, tasks, config, scheduler, progress, workers, on_task)
     elif jobs == 1:
         gen = (run_task(X, y, n_classes, s, c, config) for s, c in tasks)
-        nested = list(_progress(gen, len(tasks), progress))
+        nested = _collect(_progress(gen, len(tasks), progress), on_task)
     else:
         from joblib import Parallel, delayed
 
@@ -548,7 +571,7 @@ def run(
         # sorted by key below.
         parallel = Parallel(n_jobs=jobs, backend="loky", return_as="generator")
         gen = parallel(delayed(run_task)(X, y, n_classes, s, c, config) for s, c in tasks)
-        nested = list(_progress(gen, len(tasks), progress))
+        nested = _collect(_progress(gen, len(tasks), progress), on_task)
     timings["tasks_s"] = time.perf_counter() - t0
 
     results = sorted((r for group in nested for r in group), key=lambda r: r.key)
@@ -574,7 +597,19 @@ def stage_timings(results: Sequence[EvalResult]) -> dict[str, dict[str, float]]:
     return {key: {k: round(v, 6) for k, v in stages.items()} for key, stages in out.items()}
 
 
-def _run_dask(X, y, n_classes, tasks, config, scheduler, progress, workers):
+def _collect(
+    groups: Iterable[list[EvalResult]], on_task: Callable[[list[EvalResult]], None] | None
+) -> list[list[EvalResult]]:
+    """Every task's results, each handed to ``on_task`` as it arrives."""
+    nested = []
+    for group in groups:
+        if on_task is not None:
+            on_task(group)
+        nested.append(group)
+    return nested
+
+
+def _run_dask(X, y, n_classes, tasks, config, scheduler, progress, workers, on_task=None):
     """Run the tasks on a Dask cluster: the one at ``scheduler``, or a local one.
 
     The table is scattered once to every worker (not shipped with each task).
@@ -612,7 +647,7 @@ def _run_dask(X, y, n_classes, tasks, config, scheduler, progress, workers):
         ]
         # In submission order (as_completed would need a default client); the
         # results are sorted by key afterwards anyway.
-        nested = [f.result() for f in _progress(futures, len(futures), progress)]
+        nested = _collect((f.result() for f in _progress(futures, len(futures), progress)), on_task)
     finally:
         client.close()
         if cluster is not None:

@@ -16,6 +16,7 @@ and a run killed in that instant is restored by the next one
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import json
@@ -26,6 +27,7 @@ import shutil
 import stat
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -56,6 +58,7 @@ def predictions_table(
     classes: Sequence[str],
     table_users: np.ndarray,
     y: np.ndarray,
+    target_dtype: str | None = None,
 ) -> pa.Table:
     """One row per test row per (strategy, classifier, iteration, target user).
 
@@ -70,6 +73,9 @@ def predictions_table(
         whole numbers, any other ids as text).
     y : ndarray of int, shape (n_rows,)
         True class index of every row.
+    target_dtype : {"Int64", "string"}, optional
+        Type of ``target_user`` (default: :func:`~mueval.aggregate.user_dtype`
+        of the results' targets); a stream of batches gives the whole run's.
 
     Returns
     -------
@@ -107,7 +113,7 @@ def predictions_table(
             "classifier": pd.Series(repeat("classifier"), dtype=str),
             "iteration": np.asarray(repeat("iteration"), dtype=np.int64),
             "seed": np.asarray(repeat("seed"), dtype=np.int64),
-            "target_user": pd.array(target, dtype=user_dtype(target)),
+            "target_user": pd.array(target, dtype=target_dtype or user_dtype(target)),
             "userid": pd.array(
                 table_users[rows].tolist(), dtype="int64" if numeric_users else "string"
             ),
@@ -272,7 +278,7 @@ def _is_ours(entry: Path, kind: str) -> bool:
         return False
     if kind == "old":
         return run_folder_problem(entry) is None
-    return set(os.listdir(entry)) <= set(RUN_FILES)
+    return set(os.listdir(entry)) <= {*RUN_FILES, PREDICTIONS_PART}
 
 
 def recover_leftovers(target: str | Path) -> list[str]:
@@ -458,6 +464,49 @@ def _swap_into_place(tmp: Path, target: Path, overwrite: bool) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+#: Where a stream writes the predictions until they are complete.
+PREDICTIONS_PART = ".predictions.parquet.part"
+
+#: Rows of a streamed row group: large enough for fast reading, small enough
+#: that a batch costs a few MB whatever the size of the run.
+ROWS_PER_GROUP = 65536
+
+
+def open_run_folder(out_dir: str | Path, overwrite: bool = False) -> tuple[Path, Path]:
+    """Check ``out_dir`` and make the hidden folder a run is written into.
+
+    Parameters
+    ----------
+    out_dir : path
+    overwrite : bool
+
+    Returns
+    -------
+    target : Path
+        The run folder (see :func:`check_target`).
+    tmp : Path
+        ``.NAME.partial-PID-*`` beside it: pass it to :func:`finish_run_folder`,
+        or remove it.
+    """
+    target = check_target(out_dir, overwrite)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(
+            tempfile.mkdtemp(prefix=f".{target.name}.partial-{os.getpid()}-", dir=target.parent)
+        )
+    except OSError as exc:
+        message = f"cannot write the run folder {target}: {exc}"
+        raise OutputError(message) from exc
+    try:
+        # mkdtemp makes a private (0700) folder; give it the usual permissions.
+        os.chmod(tmp, 0o777 & ~_umask())
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        message = f"cannot write the run folder {target}: {exc}"
+        raise OutputError(message) from exc
+    return target, tmp
+
+
 def write_run(
     out_dir: str | Path,
     *,
@@ -498,22 +547,55 @@ def write_run(
     Path
         The finished folder.
     """
-    target = check_target(out_dir, overwrite)
+    target, tmp = open_run_folder(out_dir, overwrite)
+    return finish_run_folder(
+        target,
+        tmp,
+        run_info=run_info,
+        summary=summary,
+        splits=splits,
+        predictions=predictions,
+        diagnostics=diagnostics,
+        size_coverage=size_coverage,
+        user_coverage=user_coverage,
+        coverage_summary=coverage_summary,
+        overwrite=overwrite,
+    )
+
+
+def finish_run_folder(
+    target: Path,
+    tmp: Path,
+    *,
+    run_info: dict[str, Any],
+    summary: pd.DataFrame,
+    splits: pd.DataFrame,
+    predictions: pa.Table | None,
+    diagnostics: pd.DataFrame | None = None,
+    size_coverage: pd.DataFrame | None = None,
+    user_coverage: pd.DataFrame | None = None,
+    coverage_summary: pd.DataFrame | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Write the files of a run into ``tmp`` and move it to ``target``.
+
+    ``tmp`` is removed if anything fails. See :func:`write_run` for the
+    parameters; ``predictions=None`` means a :class:`PredictionStream` has
+    already written ``predictions.parquet`` into ``tmp``.
+    """
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(
-            tempfile.mkdtemp(prefix=f".{target.name}.partial-{os.getpid()}-", dir=target.parent)
-        )
-    except OSError as exc:
-        message = f"cannot write the run folder {target}: {exc}"
-        raise OutputError(message) from exc
-    try:
-        # mkdtemp makes a private (0700) folder; give it the usual permissions.
-        os.chmod(tmp, 0o777 & ~_umask())
+
+        def write_predictions(path: Path) -> None:
+            if predictions is not None:
+                pq.write_table(predictions, path)
+            elif not path.is_file():
+                message = f"{path} was not written: no predictions table and no finished stream"
+                raise OutputError(message)
+
         writers: list[tuple[str, Any]] = [
             ("summary.csv", lambda p: neutralise_formulas(summary).to_csv(p, index=False)),
             ("splits.parquet", lambda p: splits.to_parquet(p, index=False)),
-            ("predictions.parquet", lambda p: pq.write_table(predictions, p)),
+            ("predictions.parquet", write_predictions),
         ]
         if diagnostics is not None:
             writers.append(
@@ -554,6 +636,111 @@ def write_run(
             raise OutputError(message) from exc
         raise
     return target
+
+
+class PredictionStream:
+    """Prediction rows written to a run's ``predictions.parquet`` as tasks finish.
+
+    Results are buffered until they hold ``rows_per_group`` rows, then written
+    as one row group, so memory holds one batch of rows and never the whole
+    table. The file grows as a hidden part file in the run's temporary folder
+    and is renamed ``predictions.parquet`` by :meth:`close`; :meth:`abort`
+    removes it. Rows come in the order results are given (the runner gives
+    them in task order, the same for any number of workers), each result's
+    rows together and in its own order.
+
+    Parameters
+    ----------
+    folder : Path
+        The run's temporary folder (:func:`open_run_folder`).
+    classes : sequence of str
+    table_users : ndarray, shape (n_rows,)
+    y : ndarray of int, shape (n_rows,)
+        As for :func:`predictions_table`.
+    target_dtype : {"Int64", "string"}
+        Type of ``target_user`` for the whole run (each batch sees only its own).
+    rows_per_group : int, optional
+        Rows buffered before a row group is written (default
+        :data:`ROWS_PER_GROUP`).
+    """
+
+    def __init__(
+        self,
+        folder: Path,
+        classes: Sequence[str],
+        table_users: np.ndarray,
+        y: np.ndarray,
+        *,
+        target_dtype: str,
+        rows_per_group: int | None = None,
+    ) -> None:
+        if rows_per_group is None:
+            rows_per_group = ROWS_PER_GROUP
+        if rows_per_group < 1:
+            message = f"rows_per_group must be at least 1, got {rows_per_group}"
+            raise ValueError(message)
+        self.path = check_inside(folder, Path(folder) / "predictions.parquet")
+        self._part = check_inside(folder, Path(folder) / PREDICTIONS_PART)
+        self._table_args = (classes, table_users, y, target_dtype)
+        self._rows_per_group = rows_per_group
+        self._writer: pq.ParquetWriter | None = None
+        self._pending: list[EvalResult] = []
+        self._n_pending = 0
+        #: Row groups written so far, and seconds spent building and writing them.
+        self.row_groups = 0
+        self.seconds = 0.0
+
+    def add(self, results: Sequence[EvalResult]) -> None:
+        """Take one task's results; write a row group once enough rows wait."""
+        kept = [r for r in results if r.sets is not None]
+        self._pending += kept
+        self._n_pending += sum(r.n_test for r in kept)
+        if self._n_pending >= self._rows_per_group:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._n_pending:
+            return
+        clock = time.perf_counter()
+        table = predictions_table(self._pending, *self._table_args[:3], self._table_args[3])
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self._part, table.schema)
+        self._writer.write_table(table, row_group_size=table.num_rows)
+        seconds = time.perf_counter() - clock
+        # Each result's share of the batch's writing, by its rows.
+        for r in self._pending:
+            r.timings["write_s"] = (
+                r.timings.get("write_s", 0.0) + seconds * r.n_test / table.num_rows
+            )
+        self.row_groups += 1
+        self.seconds += seconds
+        self._pending, self._n_pending = [], 0
+
+    def close(self) -> Path:
+        """Write what waits, finish the file and give it its name.
+
+        Returns
+        -------
+        Path
+            ``predictions.parquet`` in the run's folder.
+        """
+        self._flush()
+        if self._writer is None:  # no rows at all: the same empty table as in memory
+            pq.write_table(predictions_table([], *self._table_args[:3]), self._part)
+        else:
+            self._writer.close()
+            self._writer = None
+        os.replace(self._part, self.path)
+        return self.path
+
+    def abort(self) -> None:
+        """Drop the part file (after an error): nothing half-written stays."""
+        if self._writer is not None:
+            # The file is removed below anyway.
+            with contextlib.suppress(OSError, ValueError):
+                self._writer.close()
+            self._writer = None
+        self._part.unlink(missing_ok=True)
 
 
 def _umask() -> int:

@@ -11,7 +11,9 @@ UIM and UCM, the four classifiers. Two wall times, measured in one invocation:
   scikit-learn's OpenMP on one thread as in mueval's tasks, and nothing else,
   with the same number of workers.
 
-Their ratio is the overhead of everything that is not model work. Then the
+Their ratio is the overhead of everything that is not model work. With
+``--jobs 1`` the CPU seconds of this process are measured too: on a machine
+shared with other work they change less than wall time does. Then the
 task seconds of each stage per strategy and classifier, from the run's
 ``stage_timings`` (a fit and its predictions serving UIM and UCM are shared
 between them), and the run's wall seconds per phase.
@@ -71,9 +73,9 @@ def _floor_chunk(X, y, n_classes, tasks):
             _floor_task(X, y, n_classes, split, classifier)
 
 
-def floor(table, config: EvalConfig, jobs: int) -> float:
-    """Wall time of the bare fits and predictions of every task."""
-    start = time.perf_counter()
+def floor(table, config: EvalConfig, jobs: int) -> tuple[float, float]:
+    """Wall and CPU seconds (of this process) of the bare fits and predictions."""
+    start, cpu = time.perf_counter(), time.process_time()
     splits = build_splits(table.y, table.users, config, table.classes)
     tasks = [(s, c) for s in splits for c in config.classifiers]
     K = len(table.classes)
@@ -85,7 +87,7 @@ def floor(table, config: EvalConfig, jobs: int) -> float:
         Parallel(n_jobs=jobs)(
             delayed(_floor_chunk)(table.X, table.y, K, tasks[i::n]) for i in range(n)
         )
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def stage_table(stages: dict[str, dict[str, float]]) -> str:
@@ -134,17 +136,21 @@ def main() -> None:
         )
         # Alternate the two measurements and keep each one's best, so that load
         # from other processes on a shared machine hurts neither side alone.
-        mueval_runs, floor_runs, best = [], [], None
+        mueval_runs, floor_runs, mueval_cpu, floor_cpu, best = [], [], [], [], None
         for i in range(args.repeats):
-            floor_runs.append(floor(table, config, args.jobs))
-            t0 = time.perf_counter()
+            wall, cpu = floor(table, config, args.jobs)
+            floor_runs.append(wall)
+            floor_cpu.append(cpu)
+            t0, c0 = time.perf_counter(), time.process_time()
             run = evaluate_table(
                 table, config, jobs=args.jobs, progress=False, out=Path(tmp) / f"run{i}"
             )
             mueval_runs.append(time.perf_counter() - t0)
+            mueval_cpu.append(time.process_time() - c0)
             if mueval_runs[-1] == min(mueval_runs):
                 best = run
     mueval_s, floor_s = min(mueval_runs), min(floor_runs)
+    cpu_ratio = min(mueval_cpu) / min(floor_cpu) if args.jobs == 1 else None
     phases = {k: round(v, 3) for k, v in best.info["timings"].items()}
     phases["after_evaluation_s"] = round(mueval_s - best.info["timings"]["total_s"], 3)
     report = {
@@ -158,6 +164,9 @@ def main() -> None:
         "ratio": round(mueval_s / floor_s, 3),
         "all_mueval_s": [round(t, 2) for t in mueval_runs],
         "all_floor_s": [round(t, 2) for t in floor_runs],
+        "mueval_cpu_s": [round(t, 2) for t in mueval_cpu],
+        "floor_cpu_s": [round(t, 2) for t in floor_cpu],
+        "cpu_ratio": None if cpu_ratio is None else round(cpu_ratio, 3),
         "phases_s": phases,
         "stage_timings": best.info["stage_timings"],
     }
@@ -166,6 +175,11 @@ def main() -> None:
         f"(wisdm, {args.iterations} iterations, {args.strategies}, {args.classifiers}, "
         f"--jobs {args.jobs})"
     )
+    if cpu_ratio is not None:
+        print(
+            f"CPU seconds of this process: mueval {min(mueval_cpu):.2f}, floor "
+            f"{min(floor_cpu):.2f}, ratio {cpu_ratio:.3f}"
+        )
     print("wall seconds per phase:", json.dumps(phases))
     print("task seconds per stage (predict = predict_proba + predict):")
     print(stage_table(best.info["stage_timings"]))

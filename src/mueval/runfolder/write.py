@@ -96,26 +96,33 @@ def predictions_table(
     pvals = np.vstack([r.pvalues for r in kept]) if kept else np.zeros((0, K))
     proba = np.vstack([r.proba for r in kept]) if kept else np.zeros((0, K))
     set_size = sets.sum(axis=1).astype(np.int64)
-    target = [r.user for r in kept for _ in range(r.n_test)]
+    # Per-result values repeated over the result's rows: one Python step per
+    # result, none per row.
+    counts = np.asarray([r.n_test for r in kept], dtype=np.int64)
 
-    def repeat(attr: str) -> list[Any]:
-        return [getattr(r, attr) for r in kept for _ in range(r.n_test)]
+    def repeat(attr: str, dtype: Any = object) -> np.ndarray:
+        values = np.empty(len(kept), dtype=dtype)
+        values[:] = [getattr(r, attr) for r in kept]
+        return np.repeat(values, counts)
 
+    target_users = [r.user for r in kept]
     set_names = names[np.nonzero(sets)[1]] if n else np.zeros(0, dtype=object)
     set_offsets = np.concatenate([[0], np.cumsum(set_size)]).astype(np.int32)
     k_offsets = (np.arange(n + 1) * K).astype(np.int32)
     numeric_users = np.issubdtype(np.asarray(table_users).dtype, np.integer)
+    users = np.asarray(table_users)[rows]
     # Scalars through pandas, so that readers get target_user back as Int64 (the
     # pandas metadata of the file says so) rather than float64 with NaN.
     scalars = pd.DataFrame(
         {
             "strategy": pd.Series(repeat("strategy"), dtype=str),
             "classifier": pd.Series(repeat("classifier"), dtype=str),
-            "iteration": np.asarray(repeat("iteration"), dtype=np.int64),
-            "seed": np.asarray(repeat("seed"), dtype=np.int64),
-            "target_user": pd.array(target, dtype=target_dtype or user_dtype(target)),
+            "iteration": repeat("iteration", np.int64),
+            "seed": repeat("seed", np.int64),
+            "target_user": pd.array(repeat("user"), dtype=target_dtype or user_dtype(target_users)),
             "userid": pd.array(
-                table_users[rows].tolist(), dtype="int64" if numeric_users else "string"
+                users.astype(np.int64) if numeric_users else users.astype(object),
+                dtype="int64" if numeric_users else "string",
             ),
             "row_id": rows,
             "y_true": pd.Series(names[y_true], dtype=str),
@@ -125,7 +132,7 @@ def predictions_table(
     table = pa.Table.from_pandas(scalars, preserve_index=False)
     table = table.append_column(
         "pred_set",
-        pa.ListArray.from_arrays(pa.array(set_offsets), pa.array(set_names.tolist(), pa.string())),
+        pa.ListArray.from_arrays(pa.array(set_offsets), pa.array(set_names, pa.string())),
     )
     table = table.append_column("set_size", pa.array(set_size, pa.int64()))
     covered = sets[np.arange(n), y_true] if n else np.zeros(0, dtype=bool)

@@ -10,6 +10,8 @@ number of workers, and a run that fails leaves nothing behind.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -18,6 +20,7 @@ import pytest
 import mueval
 from mueval.errors import EvaluationError
 from mueval.names import CLASSIFIERS, STRATEGIES
+from mueval.runfolder import recover_leftovers
 from mueval.runfolder import write as runfolder_write
 from mueval.synthetic import make_users
 
@@ -159,4 +162,17 @@ def test_a_failing_run_leaves_no_file(tmp_path, monkeypatch) -> None:
             progress=False,
         )
     assert max(written) > 1  # row groups were on disk when the run failed
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_killed_stream_is_swept_by_the_next_run(tmp_path) -> None:
+    # What a run killed while streaming leaves: its temporary folder holding the
+    # part file, named with the PID of a process that is gone.
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    partial = tmp_path / f".run.partial-{proc.pid}-abc"
+    partial.mkdir()
+    (partial / runfolder_write.PREDICTIONS_PART).write_bytes(b"PAR1")
+    notes = recover_leftovers(tmp_path / "run")
+    assert notes == [f"removed {partial}, left by an interrupted run"]
     assert list(tmp_path.iterdir()) == []

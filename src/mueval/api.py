@@ -61,7 +61,7 @@ _GUARANTEE_COLUMNS = ["strategy", "classifier", "iteration", "userid", "covered"
 class _Predictions:
     """``Run.predictions``: the frame given, or else the run folder's
     ``predictions.parquet``, read the first time it is asked for (a run that
-    streamed its predictions there never held them all in memory)."""
+    streamed its predictions there never built their whole table)."""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self._slot = f"_{name}_frame"
@@ -385,7 +385,8 @@ def _evaluate(
     table: Table, config: EvalConfig, stream: PredictionStream | None, **options: Any
 ) -> Run:
     """The body of :func:`evaluate_table`; with ``stream``, the predictions go
-    there as tasks finish and are never gathered here."""
+    there as tasks finish and their whole table is never built here (the
+    per-task arrays stay until the end: the diagnostics pool them)."""
     start = time.perf_counter()
     diagnostics = options.pop("diagnostics")
     output = run(
@@ -537,7 +538,7 @@ def evaluate(
     out : str or Path, optional
         Write the run folder there (atomically, as :meth:`Run.save`), streaming
         the predictions to ``predictions.parquet`` in row groups as tasks finish,
-        so they are never all held in memory; ``Run.predictions`` then reads
+        so their whole table is never built in memory; ``Run.predictions`` then reads
         them from the folder when first used. Their rows come in task order
         (iteration first), not sorted by strategy as in memory; each split's
         rows stay together.

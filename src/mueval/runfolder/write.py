@@ -649,7 +649,7 @@ class PredictionStream:
     """Prediction rows written to a run's ``predictions.parquet`` as tasks finish.
 
     Results are buffered until they hold ``rows_per_group`` rows, then written
-    as one row group, so memory holds one batch of rows and never the whole
+    as one row group, so memory holds the Arrow table of one batch, never the whole
     table. The file grows as a hidden part file in the run's temporary folder
     and is renamed ``predictions.parquet`` by :meth:`close`; :meth:`abort`
     removes it. Rows come in the order results are given (the runner gives

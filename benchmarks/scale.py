@@ -3,16 +3,23 @@
 For each size, a synthetic table (:func:`mueval.synthetic.make_users`) is
 evaluated with UIM and UCM, one iteration, GaussianNB and the random forest, on
 a local Dask cluster (``backend="dask"``): leave-one-user-out at the smallest
-size, ``--user-folds`` at the larger ones. Each size runs in a subprocess of its
-own, so that its peak memory (``ru_maxrss``) is its own; the Dask workers are
-that subprocess's children and are counted apart.
+size, ``--user-folds`` at the larger ones. The run folder is written to a
+temporary folder (predictions streamed in row groups), as ``mueval evaluate
+--out`` does. Each size runs in a subprocess of its own, so that its peak
+memory (``ru_maxrss``) is its own; the Dask workers are that subprocess's
+children and are counted apart.
 
 Run::
 
     python benchmarks/scale.py [--sizes 50 200 1000] [--folds 10] [--workers 2]
 
-Printed per size: users, rows, fits per classifier, wall seconds, and peak
-resident memory of the main process and of the largest worker.
+Printed per size: users, rows, fits per classifier, wall seconds (and those of
+the tasks), peak
+resident memory of the main process and of the largest worker, and the cost
+per (users x rows) in microseconds: wall seconds divided by the product of the
+number of users and the number of rows, the work leave-one-user-out grows
+with (one fit on nearly all rows per user); with a fixed number of user folds
+it falls as users are added.
 """
 
 from __future__ import annotations
@@ -22,7 +29,9 @@ import json
 import resource
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 ROWS_PER_USER = 60
 CLASSIFIERS = ("nb", "rf")
@@ -30,8 +39,9 @@ CLASSIFIERS = ("nb", "rf")
 
 def one_size(n_users: int, folds: int | None, workers: int) -> dict:
     """Evaluate one table in this process and return its figures."""
+    from mueval.api import evaluate_table
     from mueval.data import table_from_frame
-    from mueval.runner import EvalConfig, run
+    from mueval.runner import EvalConfig
     from mueval.synthetic import make_users
 
     frame = make_users(n_users, n_classes=4, rows_per_user=ROWS_PER_USER, n_features=12, seed=1)
@@ -39,25 +49,24 @@ def one_size(n_users: int, folds: int | None, workers: int) -> dict:
     config = EvalConfig(
         strategies=("uim", "ucm"), classifiers=CLASSIFIERS, iterations=1, user_folds=folds
     )
-    start = time.perf_counter()
-    output = run(
-        table.X,
-        table.y,
-        table.users,
-        table.classes,
-        config,
-        backend="dask",
-        workers=workers,
-        progress=False,
-    )
-    wall = time.perf_counter() - start
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        output = evaluate_table(
+            table,
+            config,
+            backend="dask",
+            workers=workers,
+            progress=False,
+            out=Path(tmp) / "run",
+        )
+        wall = time.perf_counter() - start
     return {
         "users": n_users,
         "rows": len(frame),
         "folds": folds,
-        "results": len(output.results),
+        "results": len(output.splits),
         "wall_s": wall,
-        "tasks_s": output.timings["tasks_s"],
+        "tasks_s": output.info["timings"]["tasks_s"],
         "self_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "children_maxrss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
     }
@@ -75,8 +84,8 @@ def main() -> None:
         print(json.dumps(one_size(n_users, folds or None, options.workers)))
         return
     print(
-        f"{'users':>6} {'rows':>7} {'protocol':>18} {'fits/clf':>8} {'wall s':>8} "
-        f"{'main MB':>8} {'worker MB':>9}",
+        f"{'users':>6} {'rows':>7} {'protocol':>18} {'fits/clf':>8} {'wall s':>8} {'tasks s':>8} "
+        f"{'main MB':>8} {'worker MB':>9} {'us/(user*row)':>13}",
         flush=True,
     )
     for i, n_users in enumerate(options.sizes):
@@ -100,7 +109,9 @@ def main() -> None:
         fits = folds if folds else n_users
         print(
             f"{r['users']:>6} {r['rows']:>7} {protocol:>18} {fits:>8} {r['wall_s']:>8.1f} "
-            f"{r['self_maxrss_mb']:>8.0f} {r['children_maxrss_mb']:>9.0f}",
+            f"{r['tasks_s']:>8.1f} "
+            f"{r['self_maxrss_mb']:>8.0f} {r['children_maxrss_mb']:>9.0f} "
+            f"{1e6 * r['wall_s'] / (r['users'] * r['rows']):>13.3f}",
             flush=True,
         )
 

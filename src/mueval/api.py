@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import platform
+import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,24 +24,29 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from mueval import __version__
-from mueval.aggregate import splits_frame, summary_frame
+from mueval.aggregate import splits_frame, summary_frame, user_dtype
 from mueval.data import Table, load_file, load_registered, natural_key, table_from_frame
 from mueval.diagnose import ERT_FOLDS, WSC_DELTA, WSC_DIRECTIONS, diagnose, diagnostic_names
 from mueval.errors import UsageError
 from mueval.groups import RowGroups, _user_key, resolve_groups
 from mueval.models import parse_classifiers
 from mueval.runfolder import (
+    PredictionStream,
     RunFolder,
+    finish_run_folder,
+    open_run_folder,
     predictions_table,
     read_run_folder,
     write_run,
 )
 from mueval.runfolder.guarantees import compute_guarantees
-from mueval.runner import EvalConfig, run
+from mueval.runner import EvalConfig, run, stage_timings
 from mueval.strategies import parse_strategies
 from mueval.tables import format_table
 
@@ -51,6 +57,41 @@ __all__ = ["Run", "compare", "compare_guarantees", "evaluate"]
 
 #: Table files a mudata table or a user's table may come as.
 _TABLE_SUFFIXES = (".csv", ".parquet")
+
+#: The prediction columns the per-user guarantees, coverage per class and group and
+#: the validity test need (not the sets nor the probabilities).
+_GUARANTEE_COLUMNS = [
+    "strategy",
+    "classifier",
+    "iteration",
+    "target_user",
+    "userid",
+    "y_true",
+    "covered",
+    "set_size",
+    "p_values",
+]
+
+
+class _Predictions:
+    """``Run.predictions``: the frame given, or else the run folder's
+    ``predictions.parquet``, read the first time it is asked for (a run that
+    streamed its predictions there never built their whole table)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._slot = f"_{name}_frame"
+
+    def __get__(self, run: Run | None, owner: type | None = None) -> pd.DataFrame | None:
+        if run is None:
+            return None  # the field's default
+        frame = run.__dict__.get(self._slot)
+        if frame is None and run._predictions_file is not None:
+            frame = pq.read_table(run._predictions_file).to_pandas()
+            run.__dict__[self._slot] = frame
+        return frame
+
+    def __set__(self, run: Run, value: pd.DataFrame | None) -> None:
+        run.__dict__[self._slot] = value
 
 
 #: The optional tables a run holds under the same names as its folder
@@ -78,7 +119,8 @@ class Run:
         One row per (strategy, classifier, iteration, target user) with every metric.
     predictions : DataFrame
         One row per test row per split: true class, prediction, set, p-values,
-        probabilities (``predictions.parquet``).
+        probabilities (``predictions.parquet``). A run evaluated with ``out``
+        reads it from its folder when first used.
     diagnostics : DataFrame or None
         The conditional-coverage diagnostics per (strategy, classifier, iteration).
     size_coverage : DataFrame or None
@@ -111,7 +153,7 @@ class Run:
 
     summary: pd.DataFrame
     splits: pd.DataFrame
-    predictions: pd.DataFrame
+    predictions: pd.DataFrame = _Predictions()  # type: ignore[assignment]
     diagnostics: pd.DataFrame | None = None
     size_coverage: pd.DataFrame | None = None
     user_coverage: pd.DataFrame | None = None
@@ -122,6 +164,7 @@ class Run:
     info: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
     _arrow: pa.Table | None = field(default=None, repr=False)
+    _predictions_file: Path | None = field(default=None, repr=False)
 
     @property
     def config(self) -> dict[str, Any]:
@@ -167,20 +210,26 @@ class Run:
         Path
         """
         arrow = self._arrow
+        if (
+            arrow is None
+            and self.__dict__.get("_predictions_frame") is None
+            and (self._predictions_file is not None)
+        ):
+            arrow = pq.read_table(self._predictions_file)
         if arrow is None:
             arrow = pa.Table.from_pandas(self.predictions, preserve_index=False)
-        tables = {name: getattr(self, name) for name in _OPTIONAL_TABLES}
-        self.path = write_run(
-            path,
-            run_info={k: v for k, v in self.info.items() if k not in ("format", "files")},
-            summary=self.summary,
-            splits=self.splits,
-            predictions=arrow,
-            size_coverage=self.size_coverage,
-            overwrite=overwrite,
-            **tables,
-        )
+        self.path = write_run(path, predictions=arrow, overwrite=overwrite, **self._files())
         return self.path
+
+    def _files(self) -> dict[str, Any]:
+        """What a run folder holds besides the predictions (see :func:`write_run`)."""
+        return {
+            "run_info": {k: v for k, v in self.info.items() if k not in ("format", "files")},
+            "summary": self.summary,
+            "splits": self.splits,
+            "size_coverage": self.size_coverage,
+            **{name: getattr(self, name) for name in _OPTIONAL_TABLES},
+        }
 
     @classmethod
     def load(cls, path: str | Path) -> Run:
@@ -324,6 +373,8 @@ def evaluate_table(
     *,
     diagnostics: str = "basic",
     groups: str | Path | pd.DataFrame | None = None,
+    out: str | Path | None = None,
+    overwrite: bool = False,
     **execution: Any,
 ) -> Run:
     """Evaluate a loaded :class:`~mueval.data.Table` under ``config``.
@@ -333,13 +384,56 @@ def evaluate_table(
     see :func:`evaluate` for every parameter.
     """
     diagnostic_names(diagnostics)  # an unknown level fails before any work
+    table, row_groups = resolve_groups(table, config.conditioning, groups)
+    if out is None:
+        return _evaluate(table, config, None, row_groups, diagnostics, execution)
+    target, tmp = open_run_folder(out, overwrite)
+    stream = PredictionStream(
+        tmp, table.classes, table.users, table.y, target_dtype=_target_dtype(table, config)
+    )
+    try:
+        result = _evaluate(table, config, stream, row_groups, diagnostics, execution)
+    except BaseException:
+        stream.abort()
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    result.path = finish_run_folder(
+        target, tmp, predictions=None, overwrite=overwrite, **result._files()
+    )
+    result._predictions_file = result.path / "predictions.parquet"
+    return result
+
+
+def _target_dtype(table: Table, config: EvalConfig) -> str:
+    """``target_user``'s type for the whole run, as :func:`predictions_table` picks it
+    from all the run's results at once."""
+    per_user = set(config.strategies) - {"mm"}
+    return user_dtype(np.unique(table.users).tolist() if per_user else [])
+
+
+def _evaluate(
+    table: Table,
+    config: EvalConfig,
+    stream: PredictionStream | None,
+    row_groups: RowGroups | None,
+    diagnostics: str,
+    execution: dict[str, Any],
+) -> Run:
+    """The body of :func:`evaluate_table`; with ``stream``, the predictions go
+    there as tasks finish and their whole table is never built here (the
+    per-task arrays stay until the end: the diagnostics pool them)."""
     condition = config.conditioning
-    table, row_groups = resolve_groups(table, condition, groups)
     start = time.perf_counter()
     output = run(
-        table.X, table.y, table.users, table.classes, config, groups=row_groups, **execution
+        table.X,
+        table.y,
+        table.users,
+        table.classes,
+        config,
+        groups=row_groups,
+        on_task=None if stream is None else stream.add,
+        **execution,
     )
-    jobs = execution.get("jobs", 1)
     t0 = time.perf_counter()
     diag = diagnose(
         output.results,
@@ -348,16 +442,22 @@ def evaluate_table(
         table.users,
         alpha=config.alpha,
         level=diagnostics,
-        jobs=jobs,
+        jobs=execution.get("jobs", 1),
     )
     output.timings["diagnostics_s"] = time.perf_counter() - t0
     splits = splits_frame(output.results)
     summary = summary_frame(splits, diag.frame if diag.names else None)
-    arrow = predictions_table(output.results, table.classes, table.users, table.y)
-    predictions = arrow.to_pandas()
+    if stream is None:
+        arrow = predictions_table(output.results, table.classes, table.users, table.y)
+        predictions = rows = arrow.to_pandas()
+    else:
+        arrow = predictions = None
+        path = stream.close()
+        output.timings["predictions_write_s"] = stream.seconds
+        rows = pq.read_table(path, columns=_GUARANTEE_COLUMNS).to_pandas()
     user_groups = _user_groups_frame(table, row_groups)
     found = compute_guarantees(
-        predictions,
+        rows,
         splits,
         alpha=config.alpha,
         n_classes=len(table.classes),
@@ -365,6 +465,11 @@ def evaluate_table(
         condition=condition,
         user_groups=user_groups,
     )
+    # Per stage and strategy/classifier, with what came after the tasks (the
+    # last row group of the stream is written after the runner returned).
+    stages = stage_timings(output.results)
+    for key, seconds in diag.seconds.items():
+        stages.setdefault(key, {})["diagnostics_s"] = round(seconds, 6)
     info: dict[str, Any] = {
         "dataset": table.info,
         "classes": list(table.classes),
@@ -372,7 +477,7 @@ def evaluate_table(
             **config.record(),
             "condition": condition.text,
             "group_column": None if row_groups is None else row_groups.column,
-            "jobs": jobs,
+            "jobs": execution.get("jobs", 1),
             "backend": execution.get("backend", "loky"),
             **_diagnostics_config(diagnostics),
         },
@@ -380,7 +485,7 @@ def evaluate_table(
         "skipped": output.notes,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "timings": {**output.timings, "total_s": time.perf_counter() - start},
-        "stage_timings": output.stages,
+        "stage_timings": stages,
         "warnings": found.warnings,
     }
     return Run(
@@ -433,6 +538,8 @@ def evaluate(
     scheduler: str | None = None,
     workers: int | None = None,
     progress: bool | None = None,
+    out: str | Path | None = None,
+    overwrite: bool = False,
     user_col: str = "userid",
     label_col: str = "label",
     **source: Any,
@@ -488,6 +595,15 @@ def evaluate(
         processes.
     progress : bool, optional
         Progress on stderr (default: a bar on a terminal, log lines elsewhere).
+    out : str or Path, optional
+        Write the run folder there (atomically, as :meth:`Run.save`), streaming
+        the predictions to ``predictions.parquet`` in row groups as tasks finish,
+        so their whole table is never built in memory; ``Run.predictions`` then reads
+        them from the folder when first used. Their rows come in task order
+        (iteration first), not sorted by strategy as in memory; each split's
+        rows stay together.
+    overwrite : bool
+        Replace an existing run folder at ``out``.
     user_col, label_col : str
         Columns of a file or DataFrame.
     **source
@@ -551,6 +667,8 @@ def evaluate(
         progress=progress,
         diagnostics=diagnostics,
         groups=groups,
+        out=out,
+        overwrite=overwrite,
     )
 
 

@@ -101,9 +101,8 @@ def evaluate(
         label_col=label_col,
         **({} if data_file is not None else source),
     )
-    result = evaluate_table(table, config, **options)
-    if out is not None:
-        result.save(out, overwrite=overwrite)
+    # With --out the predictions stream to the folder while the tasks run.
+    result = evaluate_table(table, config, out=out, overwrite=overwrite, **options)
     info = table.info
     click.echo(
         f"{info.get('name')}: {info['n_rows']} rows, {info['n_users']} users, "

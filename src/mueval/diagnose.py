@@ -28,8 +28,9 @@ are left out of the pool; a pool with no rows gives NaN.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import groupby
 
 import numpy as np
@@ -185,12 +186,22 @@ class Diagnostics:
         iteration, seed, n_rows`` (pooled test rows) and one float column per name.
     size_coverage : DataFrame
         ``strategy, classifier, iteration, set_size, coverage, count``.
+    seconds : dict of str to float
+        Seconds spent on the pools of each ``strategy/classifier``.
     """
 
     level: str
     names: tuple[str, ...]
     frame: pd.DataFrame
     size_coverage: pd.DataFrame
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def _timed_pool(*args, **kwargs) -> tuple[dict[str, float], dict, float]:
+    """:func:`diagnose_pool` and the seconds it took (in whichever process ran it)."""
+    clock = time.perf_counter()
+    values, ssc = diagnose_pool(*args, **kwargs)
+    return values, ssc, time.perf_counter() - clock
 
 
 def _pools(
@@ -269,14 +280,17 @@ def diagnose(
         from joblib import Parallel, delayed
 
         outs = Parallel(n_jobs=jobs, backend="loky")(
-            delayed(diagnose_pool)(*a, alpha=alpha, seed=seed, level=level) for a, seed in calls
+            delayed(_timed_pool)(*a, alpha=alpha, seed=seed, level=level) for a, seed in calls
         )
     else:
-        outs = [diagnose_pool(*a, alpha=alpha, seed=seed, level=level) for a, seed in calls]
+        outs = [_timed_pool(*a, alpha=alpha, seed=seed, level=level) for a, seed in calls]
 
     records, ssc_rows = [], []
-    for (key, rows, _, _), (values, ssc) in zip(pools, outs, strict=True):
+    seconds: dict[str, float] = {}
+    for (key, rows, _, _), (values, ssc, took) in zip(pools, outs, strict=True):
         strategy, classifier, iteration, seed = key
+        slot = f"{strategy}/{classifier}"
+        seconds[slot] = seconds.get(slot, 0.0) + took
         records.append((strategy, classifier, iteration, seed, rows.size, *values.values()))
         ssc_rows += [
             (strategy, classifier, iteration, size, cov, count)
@@ -300,4 +314,4 @@ def diagnose(
             "count": "int64",
         }
     )
-    return Diagnostics(level, names, frame, size_coverage)
+    return Diagnostics(level, names, frame, size_coverage, seconds)

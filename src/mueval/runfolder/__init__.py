@@ -11,7 +11,10 @@ from __future__ import annotations
 from mueval.runfolder.format import FORMAT_VERSION, REQUIRED_FILES, RUN_FILES, RUN_FORMAT
 from mueval.runfolder.read import RunFolder, RunFolderError, read_run_folder
 from mueval.runfolder.write import (
+    PredictionStream,
     check_target,
+    finish_run_folder,
+    open_run_folder,
     predictions_table,
     recover_leftovers,
     run_folder_problem,
@@ -23,9 +26,12 @@ __all__ = [
     "REQUIRED_FILES",
     "RUN_FILES",
     "RUN_FORMAT",
+    "PredictionStream",
     "RunFolder",
     "RunFolderError",
     "check_target",
+    "finish_run_folder",
+    "open_run_folder",
     "predictions_table",
     "read_run_folder",
     "recover_leftovers",

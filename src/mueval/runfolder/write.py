@@ -16,6 +16,7 @@ and a run killed in that instant is restored by the next one
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import json
@@ -26,6 +27,7 @@ import shutil
 import stat
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -59,6 +61,7 @@ def predictions_table(
     classes: Sequence[str],
     table_users: np.ndarray,
     y: np.ndarray,
+    target_dtype: str | None = None,
 ) -> pa.Table:
     """One row per test row per (strategy, classifier, iteration, target user).
 
@@ -73,6 +76,9 @@ def predictions_table(
         whole numbers, any other ids as text).
     y : ndarray of int, shape (n_rows,)
         True class index of every row.
+    target_dtype : {"Int64", "string"}, optional
+        Type of ``target_user`` (default: :func:`~mueval.aggregate.user_dtype`
+        of the results' targets); a stream of batches gives the whole run's.
 
     Returns
     -------
@@ -93,26 +99,33 @@ def predictions_table(
     pvals = np.vstack([r.pvalues for r in kept]) if kept else np.zeros((0, K))
     proba = np.vstack([r.proba for r in kept]) if kept else np.zeros((0, K))
     set_size = sets.sum(axis=1).astype(np.int64)
-    target = [r.user for r in kept for _ in range(r.n_test)]
+    # Per-result values repeated over the result's rows: one Python step per
+    # result, none per row.
+    counts = np.asarray([r.n_test for r in kept], dtype=np.int64)
 
-    def repeat(attr: str) -> list[Any]:
-        return [getattr(r, attr) for r in kept for _ in range(r.n_test)]
+    def repeat(attr: str, dtype: Any = object) -> np.ndarray:
+        values = np.empty(len(kept), dtype=dtype)
+        values[:] = [getattr(r, attr) for r in kept]
+        return np.repeat(values, counts)
 
+    target_users = [r.user for r in kept]
     set_names = names[np.nonzero(sets)[1]] if n else np.zeros(0, dtype=object)
     set_offsets = np.concatenate([[0], np.cumsum(set_size)]).astype(np.int32)
     k_offsets = (np.arange(n + 1) * K).astype(np.int32)
     numeric_users = np.issubdtype(np.asarray(table_users).dtype, np.integer)
+    users = np.asarray(table_users)[rows]
     # Scalars through pandas, so that readers get target_user back as Int64 (the
     # pandas metadata of the file says so) rather than float64 with NaN.
     scalars = pd.DataFrame(
         {
             "strategy": pd.Series(repeat("strategy"), dtype=str),
             "classifier": pd.Series(repeat("classifier"), dtype=str),
-            "iteration": np.asarray(repeat("iteration"), dtype=np.int64),
-            "seed": np.asarray(repeat("seed"), dtype=np.int64),
-            "target_user": pd.array(target, dtype=user_dtype(target)),
+            "iteration": repeat("iteration", np.int64),
+            "seed": repeat("seed", np.int64),
+            "target_user": pd.array(repeat("user"), dtype=target_dtype or user_dtype(target_users)),
             "userid": pd.array(
-                table_users[rows].tolist(), dtype="int64" if numeric_users else "string"
+                users.astype(np.int64) if numeric_users else users.astype(object),
+                dtype="int64" if numeric_users else "string",
             ),
             "row_id": rows,
             "y_true": pd.Series(names[y_true], dtype=str),
@@ -122,7 +135,7 @@ def predictions_table(
     table = pa.Table.from_pandas(scalars, preserve_index=False)
     table = table.append_column(
         "pred_set",
-        pa.ListArray.from_arrays(pa.array(set_offsets), pa.array(set_names.tolist(), pa.string())),
+        pa.ListArray.from_arrays(pa.array(set_offsets), pa.array(set_names, pa.string())),
     )
     table = table.append_column("set_size", pa.array(set_size, pa.int64()))
     covered = sets[np.arange(n), y_true] if n else np.zeros(0, dtype=bool)
@@ -275,7 +288,7 @@ def _is_ours(entry: Path, kind: str) -> bool:
         return False
     if kind == "old":
         return run_folder_problem(entry) is None
-    return set(os.listdir(entry)) <= set(RUN_FILES)
+    return set(os.listdir(entry)) <= {*RUN_FILES, PREDICTIONS_PART}
 
 
 def recover_leftovers(target: str | Path) -> list[str]:
@@ -461,52 +474,29 @@ def _swap_into_place(tmp: Path, target: Path, overwrite: bool) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def write_run(
-    out_dir: str | Path,
-    *,
-    run_info: dict[str, Any],
-    summary: pd.DataFrame,
-    splits: pd.DataFrame,
-    predictions: pa.Table,
-    diagnostics: pd.DataFrame | None = None,
-    size_coverage: pd.DataFrame | None = None,
-    user_coverage: pd.DataFrame | None = None,
-    coverage_summary: pd.DataFrame | None = None,
-    overwrite: bool = False,
-    group_coverage: pd.DataFrame | None = None,
-    user_validity: pd.DataFrame | None = None,
-    user_groups: pd.DataFrame | None = None,
-) -> Path:
-    """Write the run folder atomically.
+#: Where a stream writes the predictions until they are complete.
+PREDICTIONS_PART = ".predictions.parquet.part"
+
+#: Rows of a streamed row group: large enough for fast reading, small enough
+#: that a batch costs a few MB whatever the size of the run.
+ROWS_PER_GROUP = 65536
+
+
+def open_run_folder(out_dir: str | Path, overwrite: bool = False) -> tuple[Path, Path]:
+    """Check ``out_dir`` and make the hidden folder a run is written into.
 
     Parameters
     ----------
     out_dir : path
-        Target folder; must not exist (or be empty) unless ``overwrite``.
-    run_info : dict
-        Content of ``run.json`` (``format``, ``format_version`` and ``files`` are
-        set here).
-    summary, splits : DataFrame
-    predictions : pyarrow.Table
-    diagnostics : DataFrame, optional
-        Written as ``diagnostics.parquet`` when given.
-    size_coverage : DataFrame, optional
-        Written as ``size_coverage.csv`` when given.
-    user_coverage, coverage_summary : DataFrame, optional
-        The per-user guarantees (:mod:`mueval.runfolder.guarantees`), written as
-        ``user_coverage.csv`` and ``coverage_summary.csv`` when given.
     overwrite : bool
-        Replace an existing run folder (only after the new one is complete; only a
-        folder that :func:`run_folder_problem` accepts).
-    group_coverage, user_validity, user_groups : DataFrame, optional
-        Coverage per class and group, the per-user validity tests and each
-        user's group, written as ``group_coverage.csv``, ``user_validity.csv``
-        and ``user_groups.csv`` when given.
 
     Returns
     -------
-    Path
-        The finished folder.
+    target : Path
+        The run folder (see :func:`check_target`).
+    tmp : Path
+        ``.NAME.partial-PID-*`` beside it: pass it to :func:`finish_run_folder`,
+        or remove it.
     """
     target = check_target(out_dir, overwrite)
     try:
@@ -520,10 +510,98 @@ def write_run(
     try:
         # mkdtemp makes a private (0700) folder; give it the usual permissions.
         os.chmod(tmp, 0o777 & ~_umask())
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        message = f"cannot write the run folder {target}: {exc}"
+        raise OutputError(message) from exc
+    return target, tmp
+
+
+def write_run(out_dir: str | Path, *, overwrite: bool = False, **files: Any) -> Path:
+    """Write the run folder atomically.
+
+    Parameters
+    ----------
+    out_dir : path
+        Target folder; must not exist (or be empty) unless ``overwrite``.
+    overwrite : bool
+        Replace an existing run folder (only after the new one is complete; only a
+        folder that :func:`run_folder_problem` accepts).
+    **files
+        What the folder holds: the keyword arguments of :func:`finish_run_folder`.
+
+    Returns
+    -------
+    Path
+        The finished folder.
+    """
+    target, tmp = open_run_folder(out_dir, overwrite)
+    return finish_run_folder(target, tmp, overwrite=overwrite, **files)
+
+
+def finish_run_folder(
+    target: Path,
+    tmp: Path,
+    *,
+    run_info: dict[str, Any],
+    summary: pd.DataFrame,
+    splits: pd.DataFrame,
+    predictions: pa.Table | None,
+    diagnostics: pd.DataFrame | None = None,
+    size_coverage: pd.DataFrame | None = None,
+    user_coverage: pd.DataFrame | None = None,
+    coverage_summary: pd.DataFrame | None = None,
+    group_coverage: pd.DataFrame | None = None,
+    user_validity: pd.DataFrame | None = None,
+    user_groups: pd.DataFrame | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Write the files of a run into ``tmp`` (:func:`open_run_folder`) and move it
+    to ``target``; ``tmp`` is removed if anything fails.
+
+    Parameters
+    ----------
+    target, tmp : Path
+        The folder to create and the temporary folder beside it.
+    run_info : dict
+        Content of ``run.json`` (``format``, ``format_version`` and ``files`` are
+        set here).
+    summary, splits : DataFrame
+    predictions : pyarrow.Table or None
+        None: a :class:`PredictionStream` has already written
+        ``predictions.parquet`` into ``tmp``.
+    diagnostics : DataFrame, optional
+        Written as ``diagnostics.parquet`` when given.
+    size_coverage : DataFrame, optional
+        Written as ``size_coverage.csv`` when given.
+    user_coverage, coverage_summary : DataFrame, optional
+        The per-user guarantees (:mod:`mueval.runfolder.guarantees`), written as
+        ``user_coverage.csv`` and ``coverage_summary.csv`` when given.
+    group_coverage, user_validity, user_groups : DataFrame, optional
+        Coverage per class and group, the per-user validity tests and each
+        user's group, written as ``group_coverage.csv``, ``user_validity.csv``
+        and ``user_groups.csv`` when given.
+    overwrite : bool
+        Replace an existing run folder at ``target``.
+
+    Returns
+    -------
+    Path
+        The finished folder.
+    """
+    try:
+
+        def write_predictions(path: Path) -> None:
+            if predictions is not None:
+                pq.write_table(predictions, path)
+            elif not path.is_file():
+                message = f"{path} was not written: no predictions table and no finished stream"
+                raise OutputError(message)
+
         writers: list[tuple[str, Any]] = [
             ("summary.csv", lambda p: neutralise_formulas(summary).to_csv(p, index=False)),
             ("splits.parquet", lambda p: splits.to_parquet(p, index=False)),
-            ("predictions.parquet", lambda p: pq.write_table(predictions, p)),
+            ("predictions.parquet", write_predictions),
         ]
         if diagnostics is not None:
             writers.append(
@@ -567,6 +645,111 @@ def write_run(
             raise OutputError(message) from exc
         raise
     return target
+
+
+class PredictionStream:
+    """Prediction rows written to a run's ``predictions.parquet`` as tasks finish.
+
+    Results are buffered until they hold ``rows_per_group`` rows, then written
+    as one row group, so memory holds the Arrow table of one batch, never the whole
+    table. The file grows as a hidden part file in the run's temporary folder
+    and is renamed ``predictions.parquet`` by :meth:`close`; :meth:`abort`
+    removes it. Rows come in the order results are given (the runner gives
+    them in task order, the same for any number of workers), each result's
+    rows together and in its own order.
+
+    Parameters
+    ----------
+    folder : Path
+        The run's temporary folder (:func:`open_run_folder`).
+    classes : sequence of str
+    table_users : ndarray, shape (n_rows,)
+    y : ndarray of int, shape (n_rows,)
+        As for :func:`predictions_table`.
+    target_dtype : {"Int64", "string"}
+        Type of ``target_user`` for the whole run (each batch sees only its own).
+    rows_per_group : int, optional
+        Rows buffered before a row group is written (default
+        :data:`ROWS_PER_GROUP`).
+    """
+
+    def __init__(
+        self,
+        folder: Path,
+        classes: Sequence[str],
+        table_users: np.ndarray,
+        y: np.ndarray,
+        *,
+        target_dtype: str,
+        rows_per_group: int | None = None,
+    ) -> None:
+        if rows_per_group is None:
+            rows_per_group = ROWS_PER_GROUP
+        if rows_per_group < 1:
+            message = f"rows_per_group must be at least 1, got {rows_per_group}"
+            raise ValueError(message)
+        self.path = check_inside(folder, Path(folder) / "predictions.parquet")
+        self._part = check_inside(folder, Path(folder) / PREDICTIONS_PART)
+        self._table_args = (classes, table_users, y, target_dtype)
+        self._rows_per_group = rows_per_group
+        self._writer: pq.ParquetWriter | None = None
+        self._pending: list[EvalResult] = []
+        self._n_pending = 0
+        #: Row groups written so far, and seconds spent building and writing them.
+        self.row_groups = 0
+        self.seconds = 0.0
+
+    def add(self, results: Sequence[EvalResult]) -> None:
+        """Take one task's results; write a row group once enough rows wait."""
+        kept = [r for r in results if r.sets is not None]
+        self._pending += kept
+        self._n_pending += sum(r.n_test for r in kept)
+        if self._n_pending >= self._rows_per_group:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._n_pending:
+            return
+        clock = time.perf_counter()
+        table = predictions_table(self._pending, *self._table_args[:3], self._table_args[3])
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self._part, table.schema)
+        self._writer.write_table(table, row_group_size=table.num_rows)
+        seconds = time.perf_counter() - clock
+        # Each result's share of the batch's writing, by its rows.
+        for r in self._pending:
+            r.timings["write_s"] = (
+                r.timings.get("write_s", 0.0) + seconds * r.n_test / table.num_rows
+            )
+        self.row_groups += 1
+        self.seconds += seconds
+        self._pending, self._n_pending = [], 0
+
+    def close(self) -> Path:
+        """Write what waits, finish the file and give it its name.
+
+        Returns
+        -------
+        Path
+            ``predictions.parquet`` in the run's folder.
+        """
+        self._flush()
+        if self._writer is None:  # no rows at all: the same empty table as in memory
+            pq.write_table(predictions_table([], *self._table_args[:3]), self._part)
+        else:
+            self._writer.close()
+            self._writer = None
+        os.replace(self._part, self.path)
+        return self.path
+
+    def abort(self) -> None:
+        """Drop the part file (after an error): nothing half-written stays."""
+        if self._writer is not None:
+            # The file is removed below anyway.
+            with contextlib.suppress(OSError, ValueError):
+                self._writer.close()
+            self._writer = None
+        self._part.unlink(missing_ok=True)
 
 
 def _umask() -> int:

@@ -1,0 +1,178 @@
+"""Predictions streamed to ``predictions.parquet`` while the evaluation runs.
+
+``mueval.evaluate(..., out=...)`` writes the prediction rows in row groups as
+tasks finish (:class:`mueval.runfolder.PredictionStream`), in task order. The
+rows, once put in the in-memory order (strategy, classifier, iteration, target
+user), must be those of the in-memory path, the file must be the same for any
+number of workers, and a run that fails leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+import mueval
+from mueval.errors import EvaluationError
+from mueval.names import CLASSIFIERS, STRATEGIES
+from mueval.runfolder import recover_leftovers
+from mueval.runfolder import write as runfolder_write
+from mueval.synthetic import make_users
+
+ARGS = {
+    "strategies": ["mm", "udm", "uim", "ucm"],
+    "classifiers": ["nb", "knn"],
+    "iterations": 2,
+    "progress": False,
+}
+
+
+def _frame() -> pd.DataFrame:
+    return make_users(5, n_classes=3, rows_per_user=120, n_features=4, seed=3)
+
+
+def _in_memory_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows ordered as the in-memory path orders its results; a stable sort keeps
+    each split's rows in their own order."""
+    keys = pd.DataFrame(
+        {
+            "s": frame["strategy"].map(STRATEGIES.index),
+            "c": frame["classifier"].map(CLASSIFIERS.index),
+            "i": frame["iteration"],
+            "u": frame["target_user"],
+        }
+    )
+    order = keys.sort_values(["s", "c", "i", "u"], kind="stable").index
+    return frame.loc[order].reset_index(drop=True)
+
+
+@pytest.fixture
+def small_row_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A few hundred rows per group, so that a small run writes many of them.
+    monkeypatch.setattr(runfolder_write, "ROWS_PER_GROUP", 300)
+
+
+@pytest.mark.usefixtures("small_row_groups")
+def test_streamed_run_equals_the_in_memory_run(tmp_path) -> None:
+    frame = _frame()
+    streamed = mueval.evaluate(frame, out=tmp_path / "streamed", **ARGS)
+    memory = mueval.evaluate(frame, **ARGS)
+    memory.save(tmp_path / "memory")
+
+    path = tmp_path / "streamed" / "predictions.parquet"
+    meta = pq.ParquetFile(path).metadata
+    n_rows = len(memory.predictions)
+    # 2 iterations x (mm + 5 udm + 5 uim/ucm) x 2 classifiers; a task gives at most
+    # 120 rows (a user's 60 test rows for uim and for ucm), so a group is written
+    # once 300 rows wait and holds fewer than 300 + 120.
+    sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    assert meta.num_rows == n_rows > 3 * 300
+    assert all(size < 300 + 120 for size in sizes)
+    assert all(size >= 300 for size in sizes[:-1])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["memory", "streamed"]
+
+    on_disk = pq.read_table(path).to_pandas()
+    saved = pq.read_table(tmp_path / "memory" / "predictions.parquet").to_pandas()
+    pd.testing.assert_frame_equal(saved, memory.predictions)
+    # Task order is iteration first: not the in-memory order, the same rows.
+    assert not on_disk["strategy"].equals(saved["strategy"])
+    pd.testing.assert_frame_equal(_in_memory_order(on_disk), saved)
+    # Run.predictions reads the file when first asked for.
+    assert streamed.__dict__.get("_predictions_frame") is None
+    pd.testing.assert_frame_equal(streamed.predictions, on_disk)
+
+    pd.testing.assert_frame_equal(streamed.summary, memory.summary)
+    pd.testing.assert_frame_equal(streamed.splits, memory.splits)
+    pd.testing.assert_frame_equal(streamed.user_coverage, memory.user_coverage)
+    pd.testing.assert_frame_equal(streamed.coverage_summary, memory.coverage_summary)
+    assert streamed.warnings == memory.warnings
+    # The folder reads back with every consistency check.
+    again = mueval.Run.load(tmp_path / "streamed")
+    pd.testing.assert_frame_equal(again.predictions, on_disk)
+    # Saving the streamed run elsewhere copies its file.
+    streamed.save(tmp_path / "copy")
+    copy = pq.read_table(tmp_path / "copy" / "predictions.parquet").to_pandas()
+    pd.testing.assert_frame_equal(copy, on_disk)
+
+
+@pytest.mark.usefixtures("small_row_groups")
+def test_writing_time_is_recorded_per_strategy_and_classifier(tmp_path) -> None:
+    mueval.evaluate(_frame(), out=tmp_path / "run", **ARGS)
+    info = json.loads((tmp_path / "run" / "run.json").read_text())
+    stages = info["stage_timings"]
+    assert set(stages) == {f"{s}/{c}" for s in ARGS["strategies"] for c in ARGS["classifiers"]}
+    for key, seconds in stages.items():
+        assert set(seconds) == {
+            "fit_s",
+            "predict_s",
+            "conformal_s",
+            "metrics_s",
+            "diagnostics_s",
+            "write_s",
+        }, key
+        assert all(v >= 0 for v in seconds.values())
+    assert sum(s["write_s"] for s in stages.values()) == pytest.approx(
+        info["timings"]["predictions_write_s"], rel=1e-3, abs=1e-4
+    )
+
+
+@pytest.mark.usefixtures("small_row_groups")
+def test_the_streamed_file_does_not_depend_on_the_workers(tmp_path) -> None:
+    frame = _frame()
+    args = {**ARGS, "strategies": ["udm", "ucm"], "iterations": 1}
+    mueval.evaluate(frame, out=tmp_path / "one", jobs=1, **args)
+    mueval.evaluate(frame, out=tmp_path / "two", jobs=2, **args)
+    one = pq.read_table(tmp_path / "one" / "predictions.parquet")
+    two = pq.read_table(tmp_path / "two" / "predictions.parquet")
+    assert one.equals(two)
+    assert pq.ParquetFile(tmp_path / "one" / "predictions.parquet").metadata.num_row_groups > 1
+    pytest.importorskip("distributed")
+    mueval.evaluate(frame, out=tmp_path / "dask", backend="dask", workers=2, **args)
+    assert pq.read_table(tmp_path / "dask" / "predictions.parquet").equals(one)
+
+
+def test_a_failing_run_leaves_no_file(tmp_path, monkeypatch) -> None:
+    written = []
+
+    class Counting(runfolder_write.PredictionStream):
+        def _flush(self) -> None:
+            super()._flush()
+            written.append(self.row_groups)
+
+    monkeypatch.setattr(runfolder_write, "ROWS_PER_GROUP", 20)
+    monkeypatch.setattr(mueval.api, "PredictionStream", Counting)
+    frame = _frame()
+    # The last user keeps 20 rows of each class: its udm calibration set (a fifth,
+    # 12 rows) is too small for alpha = 0.05, after every other split was streamed.
+    last = frame["userid"].iloc[-1]
+    kept = frame[frame.userid == last].groupby("label").head(20)
+    frame = pd.concat([frame[frame.userid != last], kept])
+    with pytest.raises(EvaluationError, match="calibration"):
+        mueval.evaluate(
+            frame,
+            out=tmp_path / "run",
+            strategies=["mm", "udm"],
+            classifiers=["nb"],
+            iterations=1,
+            progress=False,
+        )
+    assert max(written) > 1  # row groups were on disk when the run failed
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_killed_stream_is_swept_by_the_next_run(tmp_path) -> None:
+    # What a run killed while streaming leaves: its temporary folder holding the
+    # part file, named with the PID of a process that is gone.
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    partial = tmp_path / f".run.partial-{proc.pid}-abc"
+    partial.mkdir()
+    (partial / runfolder_write.PREDICTIONS_PART).write_bytes(b"PAR1")
+    notes = recover_leftovers(tmp_path / "run")
+    assert notes == [f"removed {partial}, left by an interrupted run"]
+    assert list(tmp_path.iterdir()) == []

@@ -151,10 +151,12 @@ def load(
 
     Examples
     --------
-    >>> bunch = load("wisdm")                                   # doctest: +SKIP
-    >>> bunch.frame.columns[:2].tolist()                        # doctest: +SKIP
-    ['userid', 'label']
-    >>> X, y, groups = load("wisdm", return_X_y=True)           # doctest: +SKIP
+    It downloads the release the first time (the README's quick start shows
+    ``--manual-dir`` for files you have), so it is shown, not run::
+
+        bunch = load("wisdm")
+        bunch.frame.columns[:2].tolist()          # ['userid', 'label']
+        X, y, groups = load("wisdm", return_X_y=True)
     """
     # Every parameter but the two that shape the answer goes to the build.
     source = {k: v for k, v in locals().items() if k not in ("return_X_y", "as_frame")}

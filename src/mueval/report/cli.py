@@ -127,6 +127,12 @@ def compare_command(
         click.echo(f"wrote {out}")
 
 
+# The columns printed (--out writes them all).
+_GUARANTEE_SHOWN = ("strategy", "classifier", "n_users", "n_below", "share_below", "worst_user")
+_GUARANTEE_SHOWN += ("worst_coverage", "worst_low", "worst_high")
+_GUARANTEE_SHOWN += ("pooled_coverage", "pooled_low", "pooled_high")
+
+
 def _compare_guarantees(runs: list[RunFolder], out: Path | None) -> None:
     """``mueval compare --guarantees``: the summaries side by side, then the tests."""
     from mueval.report.compare_guarantees import compare_guarantees
@@ -134,7 +140,7 @@ def _compare_guarantees(runs: list[RunFolder], out: Path | None) -> None:
     result = compare_guarantees(runs)
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
-    shown = result.summary.copy()
+    shown = result.summary[list(_GUARANTEE_SHOWN)].copy()
     for col in shown.columns:
         if col.endswith(("coverage", "_low", "_high", "share_below")):
             shown[col] = shown[col].map(lambda v: f"{v:.3f}")

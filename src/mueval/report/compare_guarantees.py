@@ -30,6 +30,7 @@ from scipy import stats
 
 from mueval.coverage_intervals import coverage_summary, per_user_coverage
 from mueval.errors import DataError
+from mueval.names import CLASSIFIERS
 from mueval.report.compare import TestResult, labels_of, merge_runs, star_label
 from mueval.runfolder import RunFolder
 from mueval.runfolder.guarantees import CONFIDENCE
@@ -168,12 +169,18 @@ def compare_guarantees(runs: Sequence[RunFolder], *, seed: int = 0) -> Guarantee
         rows, alpha=alpha, confidence=CONFIDENCE, user_col="userid", seed=seed
     )
     summary = coverage_summary(per_user, alpha=alpha, confidence=CONFIDENCE, seed=seed)
-    # Keep the order the strategies were given in, not the alphabetical one.
-    order = {s: i for i, s in enumerate(dict.fromkeys(preds["strategy"]))}
-    summary = summary.sort_values(
-        ["classifier", "strategy"],
-        key=lambda col: col.map(order) if col.name == "strategy" else col,
-    )
+    # The runs' order of strategies and the protocol's of classifiers, not the
+    # alphabetical ones.
+    order = {
+        "strategy": {s: i for i, s in enumerate(dict.fromkeys(preds["strategy"]))},
+        "classifier": {c: i for i, c in enumerate(CLASSIFIERS)},
+    }
+
+    def rank(col: pd.Series) -> pd.Series:
+        return col.map(order[col.name])
+
+    summary = summary.sort_values(["classifier", "strategy"], key=rank, kind="stable")
+    per_user = per_user.sort_values(["classifier", "strategy"], key=rank, kind="stable")
     tests = pd.DataFrame(
         _pair_rows(per_user),
         columns=[

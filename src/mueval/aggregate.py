@@ -47,7 +47,9 @@ def splits_frame(results: Sequence[EvalResult]) -> pd.DataFrame:
     DataFrame
         Columns ``strategy, classifier, iteration, seed, user (Int64 for numeric
         ids, else string; <NA> for mm),
-        n_train, n_test, n_cal`` and one float column per name of :data:`METRICS`.
+        n_train, n_test, n_cal``, ``n_cal_cell`` (Int64: the smallest per-class
+        calibration cell under class-conditional calibration, <NA> otherwise) and
+        one float column per name of :data:`METRICS`.
     """
     records = []
     for r in results:
@@ -60,10 +62,11 @@ def splits_frame(results: Sequence[EvalResult]) -> pd.DataFrame:
             "n_train": r.n_train,
             "n_test": r.n_test,
             "n_cal": r.n_cal,
+            "n_cal_cell": r.n_cal_cell,
         }
         row.update({m: float(r.metrics.get(m, np.nan)) for m in METRICS})
         records.append(row)
-    frame = pd.DataFrame.from_records(records, columns=[*_KEYS, *METRICS])
+    frame = pd.DataFrame.from_records(records, columns=[*_KEYS, "n_cal_cell", *METRICS])
     frame = frame.astype(
         {
             **TASK_KEY_DTYPES,
@@ -71,6 +74,7 @@ def splits_frame(results: Sequence[EvalResult]) -> pd.DataFrame:
             "n_train": "int64",
             "n_test": "int64",
             "n_cal": "int64",
+            "n_cal_cell": "Int64",
         }
     )
     for m in METRICS:

@@ -34,6 +34,9 @@ The rules, for a target coverage ``1 - alpha``:
     calibration scores the threshold is the ``ceil((n + 1)(1 - alpha))``-th
     smallest; for ``(n + 1) alpha < 1`` that rank exceeds ``n`` and only the
     full set is valid (for ``alpha > 0.5`` the mirror case empties every set).
+    Under class-conditional calibration the same holds for each class's cell
+    (``n_cal_cell``, the smallest): a class whose cell is too small is in
+    every set, valid but uninformative (a warning, since the sets stay valid).
 ``users-not-exchangeable`` (warning; error when at least half the users)
     The one-sided KS test of :mod:`mueval.validity` rejects, after the
     Benjamini-Hochberg adjustment across the users of the strategy and
@@ -446,6 +449,28 @@ def calibration_warnings(calibration: pd.DataFrame, *, alpha: float) -> list[Run
             f"(max(1/alpha, 1/(1-alpha))): {_describe_small(small, extra)}."
         )
         warnings.append(RunWarning(strategy, classifier, "calibration-too-small", message, "error"))
+    if "n_cal_cell" in present.columns:
+        warnings += _cell_warnings(present, minimum, alpha)
+    return warnings
+
+
+def _cell_warnings(present: pd.DataFrame, minimum: int, alpha: float) -> list[RunWarning]:
+    """Class-conditional cells below the minimum: those classes are in every set."""
+    cells = present[present["n_cal_cell"].notna()]
+    warnings = []
+    for (strategy, classifier), group in cells.groupby(_KEYS, sort=True, observed=True):
+        small = group[group["n_cal_cell"].astype("int64") < minimum]
+        if small.empty:
+            continue
+        message = (
+            f"{strategy} / {classifier}: {len(small)} of {len(group)} class-conditional "
+            f"calibrations have a class with fewer than {minimum} calibration rows, the "
+            f"minimum for alpha = {alpha:g} (smallest: {int(small['n_cal_cell'].min())}); "
+            "such a class is in every set, so the sets are valid but grow towards every class"
+        )
+        warnings.append(
+            RunWarning(strategy, classifier, "calibration-too-small", message, "warning")
+        )
     return warnings
 
 

@@ -190,6 +190,11 @@ class EvalResult:
     proba : ndarray of float, shape (n_test, K)
     note : str or None
         Why the conformal metrics are NaN (``--small-cal skip``).
+    n_cal_cell : int or None
+        Under class-conditional calibration, the fewest calibration rows of one
+        threshold's cell (a class, or a group and class, among the test rows'
+        groups); None otherwise. A cell below the minimum size keeps its class
+        in every set.
     threshold : float
         The conformal threshold (NaN when skipped, per class or MAPIE's own).
     timings : dict of str to float
@@ -213,6 +218,7 @@ class EvalResult:
     pvalues: np.ndarray | None
     proba: np.ndarray
     note: str | None = None
+    n_cal_cell: int | None = None
     threshold: float = float("nan")
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -459,6 +465,8 @@ def _conformal_step(
         )
     if conf is not None and grouped is not None:
         result.n_cal = conf.n_cal  # the calibration rows of the test rows' groups
+    if conf is not None and config.conditioning.per_class:
+        result.n_cal_cell = _smallest_cell(y_cal, result.proba.shape[1], grouped)
     if conf is not None:
         pvalues = conf.pvalues
         study = study_conformal_metrics(y_test, conf.sets, pvalues)
@@ -679,6 +687,23 @@ def stage_timings(results: Sequence[EvalResult]) -> dict[str, dict[str, float]]:
         for stage, seconds in r.timings.items():
             slot[stage] = slot.get(stage, 0.0) + seconds
     return {key: {k: round(v, 6) for k, v in stages.items()} for key, stages in out.items()}
+
+
+def _smallest_cell(
+    y_cal: np.ndarray,
+    n_classes: int,
+    grouped: tuple[RowGroups, np.ndarray, np.ndarray] | None,
+) -> int:
+    """The fewest calibration rows of a class (within one of the test rows'
+    groups, under a group condition): the smallest cell a threshold came from."""
+    if grouped is None:
+        return int(np.bincount(y_cal, minlength=n_classes).min())
+    groups, cal, test = grouped
+    cal_codes = groups.codes[cal]
+    return min(
+        int(np.bincount(y_cal[cal_codes == g], minlength=n_classes).min())
+        for g in np.unique(groups.codes[test])
+    )
 
 
 def _collect(

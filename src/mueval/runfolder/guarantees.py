@@ -171,7 +171,8 @@ def _calibration(splits: pd.DataFrame) -> pd.DataFrame | None:
     """Calibration sizes per task, for the ``calibration-too-small`` rule."""
     if "n_cal" not in splits.columns:
         return None
-    cal = splits[["strategy", "classifier", "iteration", "user", "n_cal"]]
+    columns = ["strategy", "classifier", "iteration", "user", "n_cal"]
+    cal = splits[columns + (["n_cal_cell"] if "n_cal_cell" in splits.columns else [])]
     # Strategies without a calibration set leave n_cal missing; the rule skips them.
     return cal.reset_index(drop=True)
 

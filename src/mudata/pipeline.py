@@ -166,6 +166,9 @@ def labelled_features(entry: DatasetEntry, sources: Sources) -> tuple[pd.DataFra
         "rows_read": len(raw.frame),
         "rows_dropped_by_class_code": dropped_codes,
     }
+    if raw.frame.attrs.get("time_repeats"):
+        # Samples sharing the time of the previous one, by file: kept in file order.
+        counts["time_repeats"] = dict(raw.frame.attrs["time_repeats"])
     features = _to_features(raw, kept, entry, counts)
     if features.empty:
         message = f"{entry.name}: no row of a kept class {entry.class_names} was read"

@@ -37,7 +37,7 @@ USER_NAMES = re.compile(
 )
 LABEL_NAMES = re.compile(
     r"^(label|labels|activity|activity_id|activityid|activity_name|class|classe|classes|"
-    r"act|gt|target|y|activity_label|class_label)$",
+    r"act|gt|target|activity_label|class_label)$",
     re.IGNORECASE,
 )
 TIME_NAMES = re.compile(
@@ -215,7 +215,7 @@ def leak_evidence(values: pd.Series, labels: pd.Series) -> str | None:
     )
     if len(ranges) < 2 or not np.all(ranges["max"].to_numpy()[:-1] < ranges["min"].to_numpy()[1:]):
         return None
-    shown = "; ".join(f"{y}: {lo:g} to {hi:g}" for y, (lo, hi) in ranges.iloc[:6].iterrows())
+    shown = "; ".join(f"{y}: {lo:.12g} to {hi:.12g}" for y, (lo, hi) in ranges.iloc[:6].iterrows())
     return f"one value range per class, none overlapping: {shown}"
 
 
@@ -300,8 +300,15 @@ def find_roles(
         else:
             roles.left_out[column] = why
     if roles.time is None and not given.get("time"):
+        # A clock without a time-like name, or with one (raw_timestamp_part_1): epoch values.
         clock = next(
-            (c for c, why in roles.left_out.items() if why.startswith("time (epoch")), None
+            (
+                c
+                for c, why in roles.left_out.items()
+                if why.startswith("time")
+                and epoch_unit(_numbers(table[c]).dropna().to_numpy(dtype=float))
+            ),
+            None,
         )
         if clock:
             roles.time = clock

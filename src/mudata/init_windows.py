@@ -119,6 +119,44 @@ class WindowReport:
     proposed_seconds: float | None = None
 
 
+def _blocking(
+    lengths: pd.DataFrame, rate: float, classes: list[str], min_per_class: int
+) -> list[str]:
+    """Classes that give no user ``min_per_class`` windows even at 0.5 s."""
+    shortest = windows_per_user_class(lengths, max(2, round(0.5 * rate)))
+    shortest = shortest.reindex(columns=classes, fill_value=0)
+    return [c for c in classes if int(shortest[c].max()) < min_per_class]
+
+
+def _calibration_lines(
+    lengths: pd.DataFrame,
+    table: pd.DataFrame,
+    window: int,
+    rate: float,
+    min_per_class: int,
+    alpha: float,
+) -> list[str]:
+    need = needed(alpha)
+    users = kept_users(table, min_per_class)
+    lines = [
+        f"calibration sets at alpha = {alpha:g} (at least {need} windows needed), "
+        f"smallest over the {len(users)} users kept:"
+    ]
+    for name, size in calibration_sizes(table, users).items():
+        verdict = "ok" if size >= need else "too small"
+        hint = ""
+        if size < need and users:
+
+            def enough(t: pd.DataFrame, name: str = name) -> bool:
+                kept = kept_users(t, min_per_class)
+                return len(kept) >= 2 and calibration_sizes(t, kept)[name] >= need
+
+            better = longest_window(lengths, rate, enough, window)
+            hint = f"; --window {better:g} would reach it" if better else ""
+        lines.append(f"  {name}: {size} ({CALIBRATION[name][1]}) {verdict}{hint}")
+    return lines
+
+
 def window_report(
     frame: pd.DataFrame,
     window: int,
@@ -143,55 +181,50 @@ def window_report(
         The user filter's minimum windows per user and class.
     alpha : float
         Miscoverage the calibration check uses.
+
+    Returns
+    -------
+    WindowReport
+        ``proposed_seconds``: the longest window letting 2 users or more
+        pass the filter, when the given one does not.
     """
     lengths = sequence_lengths(frame)
     lengths = lengths[lengths["label"].isin(classes)]
     table = windows_per_user_class(lengths, window).reindex(columns=classes, fill_value=0)
-    users = kept_users(table, min_per_class)
-    need = needed(alpha)
-    lines = [
-        f"windows of {window} samples ({window / rate:g} s) per user and class:",
-        *[
-            "  " + f"{u}: " + ", ".join(f"{c} {int(row[c])}" for c in classes)
-            for u, row in table.iterrows()
-        ],
-        f"user filter on windows (at least {min_per_class} of every class): "
-        f"{len(users)} of {len(table)} users kept" + (f" ({', '.join(users)})" if users else ""),
+    lines = [f"windows of {window} samples ({window / rate:g} s) per user and class:"]
+    lines += [
+        f"  {u}: " + ", ".join(f"{c}={int(row[c])}" for c in classes) for u, row in table.iterrows()
     ]
     short = lengths[lengths["length"] <= window]
-    proposed = None
     if len(short):
         lines.append(
             f"{len(short)} of {len(lengths)} recordings (user, class, recording) are not longer "
             f"than one window ({window / rate:g} s): they give no window"
         )
-    if len(users) < 2:
-        proposed = longest_window(
-            lengths, rate, lambda t: len(kept_users(t, min_per_class)) >= 2, window
-        )
-        lines.append(
-            "  fewer than 2 users pass: "
-            + (
-                f"--window {proposed:g} is the longest window keeping at least {min_per_class} "
-                f"windows of every class for 2 or more users"
-                if proposed
-                else "no window of 0.5 s or more passes; lower min_per_class"
+    proposed = None
+    if len(kept_users(table, min_per_class)) < 2:
+        blocking = _blocking(lengths, rate, classes, min_per_class)
+        if blocking:
+            lines.append(
+                f"  class(es) {', '.join(blocking)} give no user {min_per_class} windows, even "
+                f"of 0.5 s: delete them from [[classes]] if they are not activities you want "
+                f"(or lower min_per_class); the counts below leave them out"
             )
-        )
-    sizes = calibration_sizes(table, users)
-    lines.append(
-        f"calibration sets at alpha = {alpha:g} (at least {need} windows needed), smallest over users:"
-    )
-    for name, size in sizes.items():
-        verdict = "ok" if size >= need else "too small"
-        hint = ""
-        if size < need and users:
-
-            def enough(t: pd.DataFrame, name: str = name) -> bool:
-                kept = kept_users(t, min_per_class)
-                return len(kept) >= 2 and calibration_sizes(t, kept)[name] >= need
-
-            better = longest_window(lengths, rate, enough, window)
-            hint = f"; --window {better:g} would reach it" if better else ""
-        lines.append(f"  {name}: {size} ({CALIBRATION[name][1]}) {verdict}{hint}")
+            classes = [c for c in classes if c not in blocking]
+            lengths = lengths[lengths["label"].isin(classes)]
+            table = table[classes]
+        if len(kept_users(table, min_per_class)) < 2:
+            proposed = longest_window(
+                lengths, rate, lambda t: len(kept_users(t, min_per_class)) >= 2, window
+            )
+            lines.append(
+                f"  fewer than 2 users have {min_per_class} windows of every class: "
+                + (
+                    f"--window {proposed:g} is the longest window (in steps of 0.5 s) that "
+                    f"keeps 2 users or more"
+                    if proposed
+                    else "no window of 0.5 s or more does; lower min_per_class"
+                )
+            )
+    lines += _calibration_lines(lengths, table, window, rate, min_per_class, alpha)
     return WindowReport(lines, proposed)

@@ -43,7 +43,11 @@ SPREADSHEET_MISSING = ("#DIV/0!", "#N/A", "#NUM!", "#VALUE!", "#REF!", "#NAME?",
 SEPARATORS = (",", ";", "\t", "|")
 _CHUNK = 1 << 20
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
-_OPENERS = {"gzip": gzip.GzipFile, "bzip2": bz2.BZ2File, "xz": lzma.LZMAFile}
+_OPENERS = {
+    "gzip": lambda fh: gzip.GzipFile(fileobj=fh, mode="rb"),
+    "bzip2": lambda fh: bz2.BZ2File(fh, mode="rb"),
+    "xz": lambda fh: lzma.LZMAFile(fh, mode="rb"),
+}
 
 
 def compression_of(name: str) -> str | None:

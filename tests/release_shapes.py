@@ -134,7 +134,9 @@ def weight_lifting_gz(path: Path, rng: np.random.Generator, per_cell: int = 100)
                 new_window = "yes" if i % 20 == 19 else "no"
                 second += i % 40 == 0
                 summary = [
-                    ("#DIV/0!" if j % 3 == 0 else f"{rng.normal():.4f}") if new_window == "yes" else ""
+                    ("#DIV/0!" if j % 3 == 0 else f"{rng.normal():.4f}")
+                    if new_window == "yes"
+                    else ""
                     for j in range(len(SUMMARY_COLUMNS))
                 ]
                 rows.append(

@@ -44,9 +44,9 @@ SEPARATORS = (",", ";", "\t", "|")
 _CHUNK = 1 << 20
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 _OPENERS = {
-    "gzip": lambda fh: gzip.GzipFile(fileobj=fh, mode="rb"),  # noqa: SIM115 - callers close it
+    "gzip": lambda fh: gzip.GzipFile(fileobj=fh, mode="rb"),
     "bzip2": lambda fh: bz2.BZ2File(fh, mode="rb"),
-    "xz": lambda fh: lzma.LZMAFile(fh, mode="rb"),
+    "xz": lambda fh: lzma.LZMAFile(fh, mode="rb"),  # noqa: SIM115 - callers close it
 }
 
 

@@ -105,6 +105,8 @@ def decompress(data: bytes, name: str, *, ratio: float | None = None) -> bytes:
                     )
                     raise LimitError(message)
                 chunks.append(chunk)
+    except LimitError:
+        raise
     except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
         message = f"{name}: not a readable {kind} stream ({type(exc).__name__}: {str(exc)[:200]}); the file is probably truncated or corrupt"
         raise ParseError(message) from None
@@ -210,6 +212,7 @@ def read_mat(data: bytes, member: str, variable: str | None = None) -> pd.DataFr
 
 
 _DECIMAL_COMMA = re.compile(r"^-?\d+,\d+$")
+_QUOTED = re.compile(r'"[^"]*"')
 
 
 def sniff_delimited(head: str) -> tuple[str | None, str]:
@@ -228,9 +231,11 @@ def sniff_delimited(head: str) -> tuple[str | None, str]:
     lines = [line for line in head.splitlines()[:20] if line.strip()]
     if len(lines) > 1:
         lines = lines[:-1]  # the last line of a head may be cut
+    # Separators inside quoted fields ("2,5") do not count.
+    bare = [_QUOTED.sub('""', line) for line in lines]
     separator = None
     for candidate in ("\t", ";", ",", "|"):
-        counts = {line.count(candidate) for line in lines}
+        counts = {line.count(candidate) for line in bare}
         if lines and len(counts) == 1 and counts.pop() > 0:
             separator = candidate
             break

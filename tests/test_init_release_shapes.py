@@ -83,8 +83,10 @@ def walk(
         times,
         "evaluate",
         mueval_main,
-        ["evaluate", "--dataset", name, "--data-home", home, "-s", strategy, "-c", "nb"]
-        + ["--iterations", "1", "--out", str(tmp_path / "run")],
+        [
+            *("evaluate", "--dataset", name, "--data-home", home, "-s", strategy, "-c", "nb"),
+            *("--iterations", "1", "--out", str(tmp_path / "run")),
+        ],
     )
     assert "coverage (%)" in evaluated.output
     print(f"\n{name}: mudata init {' '.join(init_args)}")
@@ -161,13 +163,15 @@ def test_matlab_trials_with_the_user_in_the_middle_of_the_name(tmp_path):
     pattern = "a{label}_s{user}_t{recording}_inertial.mat"
     first = CliRunner().invoke(
         mudata_main,
-        ["init", str(files), "--name", "mat-trials", "-o", str(tmp_path / "first.toml")]
-        + ["--path-pattern", pattern, "--sampling-rate", "50"],
+        [
+            *("init", str(files), "--name", "mat-trials", "-o", str(tmp_path / "first.toml")),
+            *("--path-pattern", pattern, "--sampling-rate", "50"),
+        ],
     )
     assert first.exit_code == 0, first.output
     proposed = re.search(r"--window ([\d.]+) is the longest window", first.output)
     assert proposed, first.output  # 3 s windows leave one window per trial
-    draft, report, _ = walk(
+    draft, _, _ = walk(
         tmp_path,
         files,
         "mat-trials",

@@ -214,7 +214,7 @@ def select(
             left_out[name] = f"another format ({data_suffix(name)}) than the data files ({suffix})"
     if format_of(suffix) in ("csv", "text") and len(members) > 1:
         members = _by_columns(members, read_head, left_out)
-    glob = data_glob(members, sorted(left_out), suffix, where)
+    glob = data_glob(members, sorted(left_out), suffix, where, include)
     return Selection(members, left_out, suffix, glob)
 
 
@@ -228,7 +228,7 @@ def _shared_start(texts: list[str]) -> str:
     return first[:size]
 
 
-def _glob_candidates(members: list[str], suffix: str) -> list[str]:
+def _glob_candidates(members: list[str], suffix: str, given: tuple[str, ...]) -> list[str]:
     parents = [PurePosixPath(m).parent.as_posix() for m in members]
     common = os.path.commonpath(parents) if all(p != "." for p in parents) else ""
     folder = f"{common}/" if common else ""
@@ -239,18 +239,25 @@ def _glob_candidates(members: list[str], suffix: str) -> list[str]:
         candidates.append(f"{folder}*/*{suffix}")
     if len(prefix) + len(tail) <= len(min(members, key=len)):
         candidates.append(f"{prefix}*{tail}")
-    return [glob.replace("[", "[[]") for glob in candidates]
+    if len(members) == 1:
+        candidates.append(members[0])
+    # The user's own --include globs come last: they may be written for file names only.
+    return [glob.replace("[", "[[]") for glob in candidates] + [f"*{g}" for g in given]
 
 
-def data_glob(members: list[str], others: list[str], suffix: str, where: str = "") -> str:
+def data_glob(
+    members: list[str], others: list[str], suffix: str, where: str = "", given: tuple[str, ...] = ()
+) -> str:
     """The simplest glob that matches every member and none of ``others``.
+
+    ``given``: the user's ``--include`` globs, tried last.
 
     Raises
     ------
     UsageError
         No candidate separates them; the message names the files in the way.
     """
-    for glob in _glob_candidates(members, suffix):
+    for glob in _glob_candidates(members, suffix, given):
         if all(fnmatch.fnmatchcase(m, glob) for m in members) and not any(
             fnmatch.fnmatchcase(o, glob) for o in others
         ):

@@ -268,13 +268,33 @@ def test_an_option_naming_no_column_lists_the_columns(tmp_path, option, value, s
     assert "columns: user, activity, timestamp, acc_x, acc_y, acc_z" in result.output
 
 
-def test_read_as_published_leaves_no_dtype_warning(tmp_path):
-    path = shapes.weight_lifting_gz(tmp_path / "pml.csv.gz", np.random.default_rng(10), per_cell=20)
-    from mudata.init import draft_entry
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        draft = draft_entry([path], "wl", output=tmp_path / "wl.toml")
-    assert draft.entry.reader == "feature-table"
-    frame = pd.read_csv(path, low_memory=False)
-    assert frame.shape[1] == 160
+def test_no_dtype_warning_reaches_the_terminal(tmp_path):
+    """A column that turns to text after pandas' first chunk of rows (262,144) makes
+    pandas warn when it reads in chunks; init and the readers read the file at once."""
+    rng = np.random.default_rng(10)
+    n = 300_000
+    note = np.arange(n).astype(str).astype(object)
+    note[280_000:] = "checked"
+    frame = pd.DataFrame(
+        {
+            "user": np.repeat(["u1", "u2", "u3"], n // 3),
+            "label": np.tile(["a", "b"], n // 2),
+            "f1": rng.normal(size=n).round(2),
+            "f2": rng.normal(size=n).round(2),
+            "note": note,
+        }
+    )
+    path = tmp_path / "features.csv"
+    frame.to_csv(path, index=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pd.read_csv(path)
+    assert any("mixed types" in str(w.message) for w in caught)  # pandas' own default warns
+    times: dict[str, float] = {}
+    home = str(tmp_path / "home")
+    args = ["init", str(path), "--name", "mixed", "-o", str(tmp_path / "mixed.toml")]
+    init = _step(times, "init", mudata_main, args)
+    assert "note: 20000 of its cells are text, not numbers (e.g. 'checked')" in init.output
+    toml = str(tmp_path / "mixed.toml")
+    _step(times, "register", mudata_main, ["register", toml, "--data-home", home, "--draft-ok"])
+    _step(times, "fetch", mudata_main, ["fetch", "mixed", "--data-home", home])

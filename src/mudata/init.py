@@ -424,14 +424,22 @@ def draft_entry(
     repeats = frame.attrs.get("time_repeats", {})
     origin = ", ".join(str(p) for p in paths)
     width = max(len(str(c["code"])) for c in [*classes, {"code": "(blank)"}])
+    evidence = [*collected.selection.report(), *layout.roles.report(len(first))]
     toml = to_toml(
-        entry_data, counts, {"from": origin, "rate": rate_note, "options": layout.option_notes}
+        entry_data,
+        counts,
+        {
+            "from": origin,
+            "rate": rate_note,
+            "options": layout.option_notes,
+            "evidence": evidence,
+        },
     )
     report = [
         f"{len(collected.members)} data file(s) in {origin}, sha256 pinned on first use",
         *collected.selection.report(),
         *layout.notes,
-        *layout.roles.report(len(first)),
+        *layout.roles.report(len(first)),  # also in the draft, as comments
         rate_note,
         *(
             [

@@ -172,8 +172,13 @@ def non_signal_reason(name: str, values: pd.Series, max_missing: float = MAX_MIS
         return f"{100 * empty / n:.0f} % of its cells are empty (more than {100 * max_missing:g} %; --max-missing)"
     numbers = _numbers(values)
     present = values.notna()
-    if present.any() and numbers[present].isna().mean() > 0.5:
+    texts = numbers.isna() & present
+    if texts.mean() > 0.5 * present.mean():
         return _text_reason(values)
+    if texts.any():
+        # The readers refuse a channel or feature holding text: never draft one.
+        example = str(values[texts].iloc[0])[:30]
+        return f"{int(texts.sum())} of its cells are text, not numbers (e.g. {example!r})"
     finite = numbers.dropna().to_numpy(dtype=float)
     if finite.size and np.ptp(finite) == 0:
         return f"constant ({finite[0]:g})"

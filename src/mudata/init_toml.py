@@ -43,11 +43,21 @@ def _table(
     return lines
 
 
+def _evidence(lines: list[str], most: int = 60) -> list[str]:
+    """What init left out and why, as comments (the first ``most`` lines)."""
+    # A column name may hold a line break: it must not end the comment.
+    shown = ["# " + " ".join(line.splitlines()) for line in lines[:most]]
+    if len(lines) > most:
+        shown.append(f"#   ... and {len(lines) - most} more lines: see the report of mudata init")
+    return shown
+
+
 def to_toml(data: dict[str, Any], counts: dict[str, int], notes: dict[str, Any]) -> str:
     """The entry as TOML, with comments carrying the evidence for each choice.
 
     ``notes``: ``from`` (the files), ``rate`` (the rate's evidence) and,
-    optionally, ``options`` (a comment per reader option).
+    optionally, ``options`` (a comment per reader option) and ``evidence``
+    (lines saying what was left out and why, written after the reader options).
     """
     top = {k: v for k, v in data.items() if not isinstance(v, dict | list)}
     licence = data["licence"]
@@ -66,6 +76,7 @@ def to_toml(data: dict[str, Any], counts: dict[str, int], notes: dict[str, Any])
         + '  # an SPDX id such as "CC-BY-4.0", or the terms as a LicenseRef table',
         "",
         *_table("[reader_options]", data["reader_options"], notes.get("options")),
+        *_evidence(notes.get("evidence", [])),
         "",
         *_table("[recipe]", data["recipe"]),
     ]

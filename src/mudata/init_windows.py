@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from mudata.classes import code_text
 from mudata.windowing import window_count
 
 #: The protocol's default miscoverage (docs/protocol.md, "Constants").
@@ -59,6 +60,13 @@ def needed(alpha: float = DEFAULT_ALPHA) -> int:
     return math.ceil(max(1 / alpha, 1 / (1 - alpha)) - 1e-9)
 
 
+def label_texts(labels: pd.Series) -> np.ndarray:
+    """Each raw label as the registry names codes (:func:`mudata.classes.code_text`: 1.0 is "1")."""
+    codes, uniques = pd.factorize(labels)
+    texts = np.array([code_text(u) for u in uniques] + [code_text(None)], dtype=object)
+    return texts[codes]  # code -1 (missing) picks the last text, the blank name
+
+
 def sequence_lengths(frame: pd.DataFrame) -> pd.DataFrame:
     """Samples per (user, label, recording) sequence of a reader's signal table.
 
@@ -73,8 +81,21 @@ def sequence_lengths(frame: pd.DataFrame) -> pd.DataFrame:
         ``userid``, ``label`` (as text), ``length``.
     """
     keys = ["userid", "label"] + (["recording"] if "recording" in frame.columns else [])
-    grouped = frame.assign(label=frame["label"].astype(str)).groupby(keys, sort=False).size()
+    grouped = frame.assign(label=label_texts(frame["label"])).groupby(keys, sort=False).size()
     return grouped.rename("length").reset_index()[["userid", "label", "length"]]
+
+
+def label_segments(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each run of one label inside one recording, in file order: ``label``, ``length``."""
+    labels = label_texts(frame["label"])
+    change = np.ones(len(frame), dtype=bool)
+    change[1:] = labels[1:] != labels[:-1]
+    if "recording" in frame.columns:
+        recording = frame["recording"].to_numpy()
+        change[1:] |= recording[1:] != recording[:-1]
+    starts = np.flatnonzero(change)
+    lengths = np.diff(np.append(starts, len(frame)))
+    return pd.DataFrame({"label": labels[starts], "length": lengths})
 
 
 def windows_per_user_class(lengths: pd.DataFrame, window: int) -> pd.DataFrame:
@@ -195,6 +216,15 @@ def window_report(
     lines += [
         f"  {u}: " + ", ".join(f"{c}={int(row[c])}" for c in classes) for u, row in table.iterrows()
     ]
+    segments = label_segments(frame)
+    brief = segments[segments["label"].isin(classes) & (segments["length"] < window)]
+    if len(brief):
+        lines.append(
+            f"{len(brief)} of {int(segments['label'].isin(classes).sum())} label segments "
+            f"(runs of one class in a recording) are shorter than one window "
+            f"({window / rate:g} s; median {np.median(brief['length']) / rate:.2g} s); "
+            f"windows join the segments of a class within a recording"
+        )
     short = lengths[lengths["length"] <= window]
     if len(short):
         lines.append(

@@ -298,3 +298,69 @@ def test_no_dtype_warning_reaches_the_terminal(tmp_path):
     toml = str(tmp_path / "mixed.toml")
     _step(times, "register", mudata_main, ["register", toml, "--data-home", home, "--draft-ok"])
     _step(times, "fetch", mudata_main, ["fetch", "mixed", "--data-home", home])
+
+
+def test_include_features_and_named_roles(tmp_path):
+    rng = np.random.default_rng(11)
+    release = shapes.phone_watch_executions(tmp_path / "release", rng)
+    runner = CliRunner()
+    phone = tmp_path / "phone.toml"
+    args = ["init", str(release), "--name", "phone", "-o", str(phone), "--include", "*_sp.csv"]
+    result = runner.invoke(mudata_main, args)
+    assert result.exit_code == 0, result.output
+    draft = tomllib.loads(phone.read_text(encoding="utf-8"))
+    assert draft["files"][0]["glob"] == "DATA/s0*_sp.csv"
+    assert len(draft["files"][0]["members"]) == 12
+    assert "  DATA/s01/s01_01_sw.csv: not matched by --include" in result.output
+
+    path = shapes.weight_lifting_gz(tmp_path / "pml.csv.gz", rng, per_cell=20)
+    chosen = tmp_path / "chosen.toml"
+    result = runner.invoke(
+        mudata_main,
+        [
+            "init",
+            str(path),
+            "--name",
+            "chosen",
+            "-o",
+            str(chosen),
+            "--features",
+            "roll_belt,pitch_belt,yaw_belt",
+            "--user",
+            "2",
+            "--label",
+            "classe",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    options = tomllib.loads(chosen.read_text(encoding="utf-8"))["reader_options"]
+    assert options["feature_cols"] == ["roll_belt", "pitch_belt", "yaw_belt"]
+    assert options["user_col"] == "user_name"  # column 2, by its number
+
+    mine = shapes.newcomer_csv(tmp_path / "mine" / "rec.csv", rng)
+    frame = pd.read_csv(mine)
+    frame["session"] = np.repeat(np.arange(len(frame) // 3000), 3000)
+    frame["stamp"] = frame.pop("timestamp")
+    frame.to_csv(mine, index=False)
+    named = tmp_path / "named.toml"
+    result = runner.invoke(
+        mudata_main,
+        [
+            "init",
+            str(mine),
+            "--name",
+            "named",
+            "-o",
+            str(named),
+            "--time",
+            "stamp",
+            "--recording",
+            "session",
+            "--channels",
+            "acc_x,acc_y,acc_z",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    options = tomllib.loads(named.read_text(encoding="utf-8"))["reader_options"]
+    assert (options["time_col"], options["recording_col"]) == ("stamp", "session")
+    assert options["channels"] == ["acc_x", "acc_y", "acc_z"]

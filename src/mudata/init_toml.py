@@ -69,7 +69,7 @@ def to_toml(data: dict[str, Any], counts: dict[str, int], notes: dict[str, Any])
             top,
             {
                 "sampling_rate_hz": notes["rate"],
-                "min_per_class": "the user filter keeps users with this many rows of every class",
+                "min_per_class": "the user filter keeps users with this many rows (windows) of every class",
             },
         ),
         'licence = {{ name = "{}", title = "{}" }}'.format(licence["name"], licence["title"])

@@ -1,11 +1,14 @@
 """Generic readers for user-registered datasets that need no code of their own.
 
 * ``feature-table`` (:func:`read_feature_table`): a table of computed
-  features, one row per example (CSV or Parquet, one file or several).
+  features, one row per example (one file or several).
 * ``long-signals`` (:func:`read_long_signals`): raw samples in long format,
-  one row per sample (CSV or Parquet, one file or one per user).
+  one row per sample (one file or one per user or recording).
 
-Both are configured entirely by the entry's ``reader_options``.
+Both read CSV (any of :data:`~mudata.readers.decode.SEPARATORS`, decimal
+point or comma), Parquet, whitespace-separated text and MATLAB files, plain or
+compressed (:mod:`mudata.readers.decode`), and are configured entirely by the
+entry's ``reader_options``.
 """
 
 from __future__ import annotations

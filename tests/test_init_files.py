@@ -99,3 +99,15 @@ def test_semicolon_files_with_decimal_commas_and_compressed_members_are_drafted(
     options = draft.entry.reader_options
     assert options["members"] == "*.tsv.gz" and options["separator"] == "\t"
     assert "  release/README.txt: documentation by its name (README.txt)" in draft.report
+
+
+def test_a_user_id_ends_the_name_of_a_compressed_file(tmp_path):
+    rng = np.random.default_rng(2)
+    folder = tmp_path / "gz"
+    folder.mkdir()
+    for user in ("p1", "p2"):
+        text = _frame(user, rng).drop(columns="user").to_csv(index=False).encode()
+        (folder / f"watch_{user}.csv.gz").write_bytes(gzip.compress(text))
+    draft = draft_entry([folder], "gz", output=tmp_path / "gz.toml", sampling_rate_hz=50)
+    assert "user: the id at the end of each file name (e.g. 'p1'; 2 users)" in draft.report
+    assert draft.entry.reader_options["members"] == "*.csv.gz"

@@ -41,7 +41,8 @@ def _path_pattern(
     """A ``path_pattern`` giving what the columns lack, and the evidence for it."""
     notes: list[str] = []
     ext = re.escape(suffix) + "$"
-    stems = [PurePosixPath(m).stem for m in members]
+    # the name without its data suffix (".csv.gz" whole), where a user id may end
+    stems = [PurePosixPath(m).name[: len(PurePosixPath(m).name) - len(suffix)] for m in members]
     folders = [PurePosixPath(m).parent.name for m in members]
     label_part = ""
     if need_label:

@@ -17,7 +17,7 @@ import pandas as pd
 
 from mudata.classes import is_numeric_column
 from mudata.errors import ParseError, UsageError
-from mudata.init_columns import Roles, check_leaks, find_roles, resolve
+from mudata.init_columns import EPOCH_UNITS, Roles, check_leaks, epoch_unit, find_roles, resolve
 from mudata.init_files import Selection, compile_path_pattern
 from mudata.init_records import Choices, Layout, Sniffed
 from mudata.readers.tabular import time_values
@@ -100,10 +100,14 @@ def _rate(table: pd.DataFrame, time_col: str, member: str) -> tuple[float | None
     texty = not pd.api.types.is_numeric_dtype(table[time_col]) and not is_numeric_column(
         table[time_col]
     )
-    # Numbers carry no unit: below 1 they are read as seconds, up to 1e4 as
-    # milliseconds, beyond as nanoseconds; the note says which was assumed.
+    # Numbers carry no unit: an epoch range says it (2000-2040 in seconds,
+    # milliseconds, ...); otherwise below 1 they are read as seconds, up to 1e4
+    # as milliseconds, beyond as nanoseconds. The note says which was assumed.
+    epoch = None if texty else epoch_unit(values)
     if texty:
         seconds, unit = step / 1e9, "between date/times"
+    elif epoch:
+        seconds, unit = step / EPOCH_UNITS[epoch], f"epoch {epoch}"
     elif step < 1:
         seconds, unit = step, "read as seconds"
     elif step < 1e4:

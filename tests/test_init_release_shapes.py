@@ -364,3 +364,21 @@ def test_include_features_and_named_roles(tmp_path):
     options = tomllib.loads(named.read_text(encoding="utf-8"))["reader_options"]
     assert (options["time_col"], options["recording_col"]) == ("stamp", "session")
     assert options["channels"] == ["acc_x", "acc_y", "acc_z"]
+
+
+def test_a_pinned_single_file_changed_since_init_says_so_too(tmp_path):
+    path = shapes.newcomer_csv(tmp_path / "mine" / "rec.csv", np.random.default_rng(12))
+    toml, home = tmp_path / "one.toml", str(tmp_path / "h")
+    runner = CliRunner()
+    assert (
+        runner.invoke(mudata_main, ["init", str(path), "--name", "one", "-o", str(toml)]).exit_code
+        == 0
+    )
+    registered = runner.invoke(
+        mudata_main, ["register", str(toml), "--data-home", home, "--draft-ok"]
+    )
+    assert registered.exit_code == 0
+    path.write_text(path.read_text().replace("walk", "stroll", 1))
+    failed = runner.invoke(mudata_main, ["fetch", "one", "--data-home", home])
+    assert failed.exit_code == 1
+    assert "it changed since `mudata init` pinned it" in failed.output

@@ -206,8 +206,9 @@ def window_report(
     Returns
     -------
     WindowReport
-        ``proposed_seconds``: the longest window letting 2 users or more
-        pass the filter, when the given one does not.
+        ``proposed_seconds``: when fewer than 2 users pass the filter, the
+        longest window letting as many users pass as any window does (at
+        least 2).
     """
     lengths = sequence_lengths(frame)
     lengths = lengths[lengths["label"].isin(classes)]
@@ -244,14 +245,17 @@ def window_report(
             lengths = lengths[lengths["label"].isin(classes)]
             table = table[classes]
         if len(kept_users(table, min_per_class)) < 2:
+            # As many users as the shortest window keeps (at least 2), with the longest window.
+            shortest = windows_per_user_class(lengths, max(2, round(0.5 * rate)))
+            reachable = max(2, len(kept_users(shortest, min_per_class)))
             proposed = longest_window(
-                lengths, rate, lambda t: len(kept_users(t, min_per_class)) >= 2, window
+                lengths, rate, lambda t: len(kept_users(t, min_per_class)) >= reachable, window
             )
             lines.append(
                 f"  fewer than 2 users have {min_per_class} windows of every class: "
                 + (
                     f"--window {proposed:g} is the longest window (in steps of 0.5 s) that "
-                    f"keeps 2 users or more"
+                    f"keeps {reachable} users, as many as any window keeps"
                     if proposed
                     else "no window of 0.5 s or more does; lower min_per_class"
                 )

@@ -48,7 +48,7 @@ from mudata.init_layout import propose_layout
 from mudata.init_records import Choices, Layout, Sniffed
 from mudata.init_toml import to_toml
 from mudata.init_windows import window_report
-from mudata.readers.base import Pin, Pins, Sources
+from mudata.readers.base import Pin, Pins, RawTable, Sources
 from mudata.readers.decode import (
     SPREADSHEET_MISSING,
     decompress,
@@ -306,16 +306,16 @@ def _skeleton(
 
 def _classes(
     entry_data: dict[str, Any], sources: Sources
-) -> tuple[list[dict[str, Any]], dict[str, int], pd.DataFrame]:
+) -> tuple[list[dict[str, Any]], dict[str, int], RawTable]:
     """Every label the reader sees, with its count, as ``[[classes]]`` (code = name);
-    and the reader's table."""
+    and the reader's table (the reader reads the same whatever the classes)."""
     from mudata.readers import get_reader
 
     probe = parse_entry(
         {**entry_data, "classes": [{"code": "_a", "name": "_a"}, {"code": "_b", "name": "_b"}]}
     )
-    frame = get_reader(probe.reader)(probe, sources).frame
-    labels = frame["label"]
+    raw = get_reader(probe.reader)(probe, sources)
+    labels = raw.frame["label"]
     numeric = is_numeric_column(labels)
     texts = pd.Series(
         [
@@ -326,14 +326,16 @@ def _classes(
     counts = texts.value_counts()
     order = user_sort_key([c for c in counts.index if c != "<blank>"])
     classes = [{"code": _code_value(c, numeric), "name": c} for c in order]
-    return classes, {str(k): int(v) for k, v in counts.items()}, frame
+    return classes, {str(k): int(v) for k, v in counts.items()}, raw
 
 
-def _filter_report(entry: DatasetEntry, sources: Sources) -> tuple[list[str], dict[str, Any]]:
+def _filter_report(
+    entry: DatasetEntry, sources: Sources, raw: RawTable
+) -> tuple[list[str], dict[str, Any]]:
     from mudata.pipeline import labelled_features
     from mudata.userfilter import user_report
 
-    labelled, counts = labelled_features(entry, sources)
+    labelled, counts = labelled_features(entry, sources, raw=raw)
     report = user_report(labelled, entry.class_names, entry.min_per_class, dataset=entry.name)
     lines = [
         f"user filter (at least {entry.min_per_class} {'windows' if entry.recipe.window else 'rows'} of every class): {len(report.kept)} kept, {len(report.dropped)} dropped"
@@ -406,10 +408,11 @@ def draft_entry(
         rate, rate_note = _resolve_rate(layout, sampling_rate_hz)
         window = choices.window if choices.window is not None else WINDOW_SECONDS
         entry_data = _skeleton(name, layout, collected, rate, min_per_class, window)
-        classes, counts, frame = _classes(entry_data, collected.sources)
+        classes, counts, raw = _classes(entry_data, collected.sources)
         entry_data["classes"] = classes
         entry = parse_entry(entry_data, source=output)
-        filter_lines, _ = _filter_report(entry, collected.sources)
+        filter_lines, _ = _filter_report(entry, collected.sources, raw)
+        frame = raw.frame
     finally:
         collected.sources.close()
     window_lines = []

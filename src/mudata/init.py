@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from mudata.archive import ArchiveIndex, sniff_kind
@@ -317,12 +318,13 @@ def _classes(
     raw = get_reader(probe.reader)(probe, sources)
     labels = raw.frame["label"]
     numeric = is_numeric_column(labels)
-    texts = pd.Series(
-        [
-            code_text(v) if not (numeric and isinstance(v, str)) else code_text(float(v))
-            for v in labels
-        ]
-    )
+    # Each distinct label named once (a release has millions of rows, a few labels).
+    codes, uniques = pd.factorize(labels)
+    names = [
+        code_text(v) if not (numeric and isinstance(v, str)) else code_text(float(v))
+        for v in uniques
+    ]
+    texts = pd.Series(np.array([*names, code_text(None)], dtype=object)[codes])
     counts = texts.value_counts()
     order = user_sort_key([c for c in counts.index if c != "<blank>"])
     classes = [{"code": _code_value(c, numeric), "name": c} for c in order]

@@ -197,6 +197,11 @@ def _text_users(values: pd.Series, member: str, column: str) -> np.ndarray:
 def _numeric(table: pd.DataFrame, columns: list[str], member: str) -> pd.DataFrame:
     out = {}
     for column in columns:
+        if pd.api.types.is_numeric_dtype(table[column]) and not pd.api.types.is_bool_dtype(
+            table[column]
+        ):
+            out[column] = table[column].to_numpy(dtype=np.float64)  # numbers already
+            continue
         values = pd.to_numeric(table[column], errors="coerce")
         bad = np.flatnonzero(values.isna().to_numpy() & table[column].notna().to_numpy())
         if bad.size:

@@ -52,7 +52,6 @@ from mudata.init_windows import window_report
 from mudata.readers.base import Pin, Pins, RawTable, Sources
 from mudata.readers.decode import (
     SPREADSHEET_MISSING,
-    decompress,
     head,
     read_mat,
     sniff_delimited,
@@ -395,7 +394,7 @@ def draft_entry(
     collected = collect(paths, output.parent, choices)
     try:
         first_member = collected.members[0]
-        data = decompress(collected.sources.read_bytes(first_member), first_member)
+        data = collected.sources.read_decoded(first_member)
         sniffed = sniff(data, collected.suffix)
         try:
             first = _read(data, sniffed, first_member)

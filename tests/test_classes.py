@@ -225,7 +225,8 @@ def test_fetch_min_users_and_the_label_log_through_the_cli(tmp_path, monkeypatch
     # the user keeps two of the three classes: delete the [[classes]] table of "other"
     text = text.replace('[[classes]]\ncode = "other"\nname = "other"  # 12 rows\n', "")
     (tmp_path / "own.toml").write_text(text, encoding="utf-8")
-    assert runner.invoke(main, ["register", "own.toml", "--data-home", home]).exit_code == 0
+    registered = runner.invoke(main, ["register", "own.toml", "--data-home", home, "--draft-ok"])
+    assert registered.exit_code == 0, registered.output
 
     refused = runner.invoke(main, ["fetch", "own", "--data-home", home, "--min-users", "4"])
     assert refused.exit_code == 1

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 from click.testing import CliRunner
 
 import mudata
@@ -60,7 +59,7 @@ def test_init_drafts_a_path_pattern_entry_that_registers_and_fetches(tmp_path, m
     assert "users" in result.output and "user: the id at the end of each file name" in result.output
 
     home = tmp_path / "home"
-    assert invoke("register", "hmp-own.toml", "--data-home", str(home)).exit_code == 0
+    assert invoke("register", "hmp-own.toml", "--data-home", str(home), "--draft-ok").exit_code == 0
     fetched = invoke("fetch", "hmp-own", "--data-home", str(home))
     assert fetched.exit_code == 0, fetched.output
     record = mudata.provenance("hmp-own", data_home=home)
@@ -104,7 +103,7 @@ def test_init_reads_a_long_csv_with_text_times_and_estimates_the_rate(tmp_path):
         == hashlib.sha256((tmp_path / "all.csv").read_bytes()).hexdigest()
     )
     assert any("from the median step of 'timestamp'" in line for line in draft.report)
-    assert "user filter (at least 5 rows of every class): 2 kept, 0 dropped" in draft.report
+    assert "user filter (at least 5 windows of every class): 2 kept, 0 dropped" in draft.report
 
 
 def test_init_recognises_a_feature_table_and_previews_the_user_filter(tmp_path):
@@ -130,19 +129,16 @@ def test_init_pins_an_archive_by_its_own_hash(tmp_path):
     with zipfile.ZipFile(archive, "w") as zf:
         for path in sorted((tmp_path / "src").rglob("*.txt")):
             zf.write(path, "HMP_Dataset/" + path.relative_to(tmp_path / "src").as_posix())
-        zf.writestr("HMP_Dataset/README.txt", "")  # not a recording: the pattern will say so
+        zf.writestr("HMP_Dataset/README.txt", "")  # documentation: left out, and said so
         zf.writestr("HMP_Dataset/MANUAL.pdf", "%PDF")
-    with pytest.raises(mudata.errors.UsageError, match="no user id"):
-        draft_entry([archive], "hmp-zip", output=tmp_path / "hmp-zip.toml", sampling_rate_hz=32)
-    with zipfile.ZipFile(archive, "w") as zf:
-        for path in sorted((tmp_path / "src").rglob("*.txt")):
-            zf.write(path, "HMP_Dataset/" + path.relative_to(tmp_path / "src").as_posix())
     draft = draft_entry([archive], "hmp-zip", output=tmp_path / "hmp-zip.toml", sampling_rate_hz=32)
+    assert "  HMP_Dataset/README.txt: documentation by its name (README.txt)" in draft.report
+    assert any(line.startswith("  HMP_Dataset/MANUAL.pdf: ") for line in draft.report)
     (spec,) = draft.entry.files
     assert spec.sha256 == hashlib.sha256(archive.read_bytes()).hexdigest()
     assert spec.hashes == "first-use" and spec.path == "hmp.zip"
     (tmp_path / "hmp-zip.toml").write_text(draft.toml, encoding="utf-8")
-    assert load_entry_file(tmp_path / "hmp-zip.toml").files[0].glob == "*.txt"
+    assert load_entry_file(tmp_path / "hmp-zip.toml").files[0].glob == "HMP_Dataset/*/*.txt"
 
 
 def test_init_without_time_needs_a_sampling_rate(tmp_path, monkeypatch):
@@ -168,7 +164,7 @@ def test_init_on_official_motionsense_and_mhealth_layouts(tmp_path):
         "(?P<label>[A-Za-z]+)[-_](?P<recording>\\d+)/" in draft.entry.reader_options["path_pattern"]
     )
     assert [c.code for c in draft.entry.classes] == ["dws", "jog", "sit", "std", "ups", "wlk"]
-    assert "user filter (at least 5 rows of every class): 3 kept, 0 dropped" in draft.report
+    assert "user filter (at least 5 windows of every class): 3 kept, 0 dropped" in draft.report
 
     make_mhealth_zip(tmp_path / "mh.zip", (1, 2), np.random.default_rng(6), n_samples=3000)
     draft = draft_entry(

@@ -163,8 +163,12 @@ def test_text_timestamps_are_parsed_as_datetimes(tmp_path):
             "2019-01-12 00:00:00.040",
         ],
     )
-    with pytest.raises(ParseError, match=r"row 3 .*repeats"):
-        read_long_signals(entry("long-signals", CSV_OPTIONS, WALK_SIT), Sources([tmp_path]))
+    # A repeated time is real data (two samples in one millisecond): kept, counted.
+    repeated = read_long_signals(
+        entry("long-signals", CSV_OPTIONS, WALK_SIT), Sources([tmp_path])
+    ).frame
+    assert repeated["ax"].tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert repeated.attrs["time_repeats"] == {"s.csv": 1}
     _long_csv(tmp_path / "s.csv", ["9:00", "soon", "10:00", "11:00"])
     with pytest.raises(
         ParseError,

@@ -2,9 +2,11 @@
 
 The shell blocks of README.md's "Registering your own dataset" section are
 extracted and run with bash, unchanged, in a folder holding the files the
-walkthrough describes (HMP's layout, written here). ``$EDITOR`` is ``true``: the
-user accepts the draft. The TOML excerpt the README shows must be found, line
-for line, in the draft ``mudata init`` writes.
+walkthrough describes (HMP's layout, written here). ``$EDITOR`` is a script
+that fills in the metadata the draft leaves to the user, as the README asks.
+The TOML excerpt the README shows must be found, line for line, in the draft
+``mudata init`` writes. The block of "When init needs help" runs on files in
+the shapes it names (``tests/release_shapes.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tests import release_shapes
 from tests.conftest import PROJECT_ROOT
 
 SECTION = "### Registering your own dataset"
@@ -46,29 +49,46 @@ def write_recordings(root: Path) -> None:
                 np.savetxt(root / activity / name, values.astype(int), fmt="%d")
 
 
-def test_readme_registration_walkthrough_runs_as_written(tmp_path):
-    blocks = section_blocks("bash")
-    assert len(blocks) == 1 and "mudata init" in blocks[0] and "mueval evaluate" in blocks[0]
-    write_recordings(tmp_path / "recordings")
+# The user's edit: each placeholder of the draft replaced, comments kept.
+EDITOR_SCRIPT = """
+import pathlib, re, sys
+path = pathlib.Path(sys.argv[1])
+text = path.read_text(encoding="utf-8")
+text = re.sub(r'^homepage = .*$', 'homepage = "https://example.org/hmp"', text, flags=re.M)
+text = re.sub(r'^citation = .*$', 'citation = "Bruno et al. (2014)."', text, flags=re.M)
+text = re.sub(r'^licence = .*$', 'licence = "CC-BY-4.0"', text, flags=re.M)
+path.write_text(text, encoding="utf-8")
+"""
+
+
+def run_block(block: str, cwd: Path, home: Path) -> subprocess.CompletedProcess:
+    (cwd / "edit.py").write_text(EDITOR_SCRIPT, encoding="utf-8")
     env = {
         **os.environ,
         "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
-        "EDITOR": "true",
-        "MUDATA_HOME": str(tmp_path / "home"),
+        "EDITOR": f"{sys.executable} {cwd / 'edit.py'}",
+        "MUDATA_HOME": str(home),
     }
-    done = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", blocks[0]],
-        cwd=tmp_path,
+    return subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", block],
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
         timeout=900,
         check=False,
     )
+
+
+def test_readme_registration_walkthrough_runs_as_written(tmp_path):
+    blocks = section_blocks("bash")
+    assert len(blocks) == 2 and "mudata init" in blocks[0] and "mueval evaluate" in blocks[0]
+    write_recordings(tmp_path / "recordings")
+    done = run_block(blocks[0], tmp_path, tmp_path / "home")
     assert done.returncode == 0, done.stdout + done.stderr
     # init's report: the path pattern's evidence, the classes, the filter preview
     assert "user: the id at the end of each file name (e.g. 'f1'; 5 users)" in done.stderr
-    assert "user filter (at least 5 rows of every class): 5 kept, 0 dropped" in done.stderr
+    assert "user filter (at least 5 windows of every class): 5 kept, 0 dropped" in done.stderr
     # the TOML the README shows is what init wrote
     draft = (tmp_path / "my-hmp.toml").read_text(encoding="utf-8").splitlines()
     (excerpt,) = section_blocks("toml")[:1]
@@ -82,3 +102,26 @@ def test_readme_registration_walkthrough_runs_as_written(tmp_path):
     assert "MM (mixed): mean±SD over 2 iterations" in done.stdout
     assert "UDM (user-dependent): mean±SD over 2 iterations" in done.stdout
     assert "coverage (%)" in done.stdout
+
+
+def test_readme_when_init_needs_help_runs_as_written(tmp_path):
+    block = section_blocks("bash")[1]
+    for option in ("--exclude", "--label", "--user", "--path-pattern", "--window", "--channels"):
+        assert option in block, option
+    rng = np.random.default_rng(16)
+    release_shapes.phone_watch_executions(tmp_path / "release", rng)
+    release_shapes.weight_lifting_gz(tmp_path / "pml-training.csv.gz", rng, per_cell=40)
+    release_shapes.inertial_mat_files(tmp_path / "Inertial", rng)
+    release_shapes.numbered_participants(tmp_path / "accel", rng)
+    done = run_block(block, tmp_path, tmp_path / "home")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "  .zenodo.json: --exclude *.json" in done.stderr
+    assert "  DATA/executions_info.csv: its columns" in done.stderr
+    weight = (tmp_path / "weight-lifting.toml").read_text(encoding="utf-8")
+    assert 'user_col = "user_name"' in weight and 'label_col = "classe"' in weight
+    assert "kurtosis_roll_belt" not in weight.split("feature_cols", 1)[1].split("\n", 1)[0]
+    trials = (tmp_path / "trials.toml").read_text(encoding="utf-8")
+    assert "window = 75" in trials and "# from --path-pattern" in trials
+    participants = (tmp_path / "participants.toml").read_text(encoding="utf-8")
+    assert 'channels = ["c2", "c3", "c4"]' in participants
+    assert 'label_col = "c5"' in participants

@@ -153,14 +153,24 @@ def fetch_command(name: str, data_home: Path | None, **options: Any) -> None:
 @click.argument("toml_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @data_home_option
 @click.option("--replace", is_flag=True, help="Overwrite an installed entry with the same name.")
-def register_command(toml_file: Path, data_home: Path | None, replace: bool) -> None:
+@click.option(
+    "--draft-ok",
+    is_flag=True,
+    help="Register a draft that still holds the placeholders of `mudata init` (homepage, citation, licence).",
+)
+def register_command(
+    toml_file: Path, data_home: Path | None, replace: bool, draft_ok: bool
+) -> None:
     """Validate TOML_FILE and install it in your registry folder.
 
     The entry then works with `mudata fetch` and `mueval evaluate` like a
     built-in one. Local files named by `path` keys are resolved relative to
-    TOML_FILE's folder and recorded as absolute paths.
+    TOML_FILE's folder and recorded as absolute paths. A draft still holding
+    the placeholders of `mudata init` is refused unless --draft-ok.
     """
-    entry, target = install_entry(toml_file, data_home=data_home, replace=replace)
+    entry, target = install_entry(
+        toml_file, data_home=data_home, replace=replace, draft_ok=draft_ok
+    )
     click.echo(f"registered '{entry.name}' at {target}")
     if (builtin_registry_dir() / f"{entry.name}.toml").is_file():
         # User entries are searched first: say so, since every later command changes.

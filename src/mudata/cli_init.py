@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from mudata._atomic import atomic_write
 from mudata.cli import main
-from mudata.cli_options import init_options
+from mudata.cli_options import init_help_options, init_options
 
 
 @main.command("init")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @init_options
+@init_help_options
 def init_command(
     paths: tuple[Path, ...],
     name: str,
@@ -22,6 +24,7 @@ def init_command(
     sampling_rate: float | None,
     min_per_class: int,
     force: bool,
+    **choices: Any,
 ) -> None:
     """Draft a registry entry from files you have: PATHS is one folder, one archive, or files.
 
@@ -29,8 +32,14 @@ def init_command(
     the path pattern holding them), every class with its count, the sampling
     rate, and pins the sha256 of every file (pinned on first use, not
     published hashes). Edit it, then `mudata register NAME.toml`.
+
+    Documentation and metadata files are left out (--include/--exclude
+    override); columns that are counters, times, window ids, constant or
+    mostly empty are never signals. When init cannot guess, name the columns
+    (--label, --user, --time, --recording, --channels, --features), the path
+    pattern (--path-pattern) or the window (--window).
     """
-    from mudata.init import draft_entry  # pandas-heavy; only for this command
+    from mudata.init import Choices, draft_entry  # pandas-heavy; only for this command
 
     target = output if output is not None else Path.cwd() / f"{name}.toml"
     if target.exists() and not force:
@@ -42,6 +51,7 @@ def init_command(
         kind=kind,
         sampling_rate_hz=sampling_rate,
         min_per_class=min_per_class,
+        choices=Choices(**choices),
     )
     atomic_write(target, draft.toml)
     click.echo("\n".join(draft.report), err=True)

@@ -32,6 +32,7 @@ __all__ = [
     "data_home_option",
     "dataset_source_options",
     "fetch_options",
+    "init_help_options",
     "init_options",
     "manual_dir_option",
     "stack",
@@ -291,4 +292,66 @@ init_options = stack(
         help="The user filter's minimum rows per user and class.",
     ),
     click.option("--force", is_flag=True, help="Overwrite an existing draft."),
+)
+
+
+def _comma_list(_ctx: click.Context, _param: click.Parameter, value: str | None) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    names = tuple(v.strip() for v in value.split(",") if v.strip())
+    if not names:
+        raise click.BadParameter("expected column names or numbers separated by commas")
+    return names
+
+
+#: ``mudata init``: what the files cannot say, named by the user.
+init_help_options = stack(
+    click.option("--label", metavar="COL", help="The label column (a name, or a 1-based number)."),
+    click.option("--user", metavar="COL", help="The user column."),
+    click.option("--time", metavar="COL", help="The time column."),
+    click.option("--recording", metavar="COL", help="The column telling recordings apart."),
+    click.option(
+        "--channels",
+        metavar="A,B,C",
+        callback=_comma_list,
+        help="Signal columns, in threes (names, or 1-based numbers for files without a header).",
+    ),
+    click.option(
+        "--features",
+        metavar="A,B,...",
+        callback=_comma_list,
+        help="Feature columns of a feature table.",
+    ),
+    click.option(
+        "--path-pattern",
+        metavar="PATTERN",
+        help="Where user, label and recording sit in the file paths: a regular expression "
+        "with named groups, or a template such as 'a{label}_s{user}_t{recording}_*.mat'.",
+    ),
+    click.option(
+        "--include",
+        metavar="GLOB",
+        multiple=True,
+        help="Only files matching GLOB are data (repeatable).",
+    ),
+    click.option(
+        "--exclude",
+        metavar="GLOB",
+        multiple=True,
+        help="Leave files matching GLOB out (repeatable).",
+    ),
+    click.option(
+        "--window",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        metavar="SECONDS",
+        help="Window length of the study-window recipe (default 3 s).",
+    ),
+    click.option(
+        "--max-missing",
+        type=click.FloatRange(min=0, max=1),
+        default=0.9,
+        show_default=True,
+        help="Leave out columns with a larger fraction of empty cells.",
+    ),
 )

@@ -297,6 +297,17 @@ def _size_note(expected: int | None, path: Path) -> str:
     return f" (size: expected {expected:,} bytes, found {actual:,})"
 
 
+def _how_to_fix(entry: DatasetEntry, remote: RemoteFile, official: str) -> str:
+    """What to do about a mismatch: hashes pinned on first use are the user's own, not published."""
+    if remote.hashes == "first-use":
+        return (
+            f'it changed since `mudata init` pinned it (hashes = "first-use"). If the change '
+            f"is intended, pin the files again: run `mudata init` on them and `mudata register "
+            f"--replace` the new draft of '{entry.name}'."
+        )
+    return f"replace it with {official}."
+
+
 def _check_user_file(entry: DatasetEntry, remote: RemoteFile, path: Path) -> str:
     """Hash a file the user owns and compare with the registry; never touch it."""
     observed = sha256_of(path)
@@ -304,7 +315,7 @@ def _check_user_file(entry: DatasetEntry, remote: RemoteFile, path: Path) -> str
         message = (
             f"sha256 mismatch for {path} ({_what(entry, remote)}): expected "
             f"{remote.sha256}, actual {observed}{_size_note(remote.size, path)}. "
-            f"The file was left untouched; replace it with the official release file."
+            f"The file was left untouched; {_how_to_fix(entry, remote, 'the official release file')}"
         )
         raise ChecksumError(message)
     return observed
@@ -317,7 +328,7 @@ def _check_member_file(entry: DatasetEntry, remote: RemoteFile, member: Member, 
             f"sha256 mismatch for {path}, member '{member.path}' of "
             f"{_what(entry, remote)}: expected {member.sha256}, actual "
             f"{observed}{_size_note(member.size, path)}. The file was left untouched; "
-            f"replace it with the one from the official archive."
+            f"{_how_to_fix(entry, remote, 'the one from the official archive')}"
         )
         raise ChecksumError(message)
     return observed

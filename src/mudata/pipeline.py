@@ -151,8 +151,20 @@ def _to_features(
     return _name_labels(features, entry) if len(features) else features
 
 
-def labelled_features(entry: DatasetEntry, sources: Sources) -> tuple[pd.DataFrame, dict[str, Any]]:
+def labelled_features(
+    entry: DatasetEntry, sources: Sources, *, raw: FeatureTable | SignalTable | None = None
+) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Every stage before the user filter: read, label, featurize, drop missing values.
+
+    Parameters
+    ----------
+    entry : DatasetEntry
+        The registry entry.
+    sources : Sources
+        Its verified files.
+    raw : FeatureTable or SignalTable, optional
+        What the entry's reader already gave for these sources (``mudata
+        init`` reads the files once for its counts and its preview).
 
     Returns
     -------
@@ -160,12 +172,16 @@ def labelled_features(entry: DatasetEntry, sources: Sources) -> tuple[pd.DataFra
         ``userid`` (text), ``label`` (class names), then float64 features;
         and the counts of rows read and dropped so far, by reason.
     """
-    raw = get_reader(entry.reader)(entry, sources)
+    if raw is None:
+        raw = get_reader(entry.reader)(entry, sources)
     kept, dropped_codes = _label_raw(raw, entry)
     counts: dict[str, Any] = {
         "rows_read": len(raw.frame),
         "rows_dropped_by_class_code": dropped_codes,
     }
+    if raw.frame.attrs.get("time_repeats"):
+        # Samples sharing the time of the previous one, by file: kept in file order.
+        counts["time_repeats"] = dict(raw.frame.attrs["time_repeats"])
     features = _to_features(raw, kept, entry, counts)
     if features.empty:
         message = f"{entry.name}: no row of a kept class {entry.class_names} was read"

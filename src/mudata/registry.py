@@ -40,6 +40,43 @@ REGISTRY_ENV = "MUDATA_REGISTRY"
 _INT_RANGE = (-(2**63), 2**63 - 1)
 
 
+#: The values ``mudata init`` writes where only the user can know the answer;
+#: ``mudata register`` refuses an entry still holding one (unless ``--draft-ok``).
+PLACEHOLDERS = {
+    "homepage": "https://example.org/replace-with-the-dataset-homepage",
+    "licence": "LicenseRef-unchecked",
+    "licence.title": "replace with the dataset's terms",
+    "citation": "replace with how the dataset's authors ask to be cited",
+}
+
+
+def placeholder_fields(data: dict[str, Any]) -> list[str]:
+    """The fields of a parsed entry document that still hold a placeholder of ``mudata init``.
+
+    A field counts when it equals its placeholder or, for text, still starts
+    with ``replace with`` (a partly edited citation).
+    """
+    licence = data.get("licence")
+    values = {
+        "homepage": data.get("homepage"),
+        "citation": data.get("citation"),
+        "licence": licence.get("name") if isinstance(licence, dict) else licence,
+        "licence.title": licence.get("title") if isinstance(licence, dict) else None,
+    }
+    found = []
+    for key, value in values.items():
+        if not isinstance(value, str):
+            continue
+        text = value.strip()
+        if (
+            text == PLACEHOLDERS[key]
+            or text.lower().startswith("replace with")
+            or "replace-with" in text
+        ):
+            found.append(key)
+    return found
+
+
 @dataclass(frozen=True)
 class Member:
     """A file inside an archive (or inside a manual folder), with its own hash."""
@@ -400,7 +437,11 @@ def _absolute_file_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
 
 
 def install_entry(
-    toml_file: Path | str, *, data_home: Path | str | None = None, replace: bool = False
+    toml_file: Path | str,
+    *,
+    data_home: Path | str | None = None,
+    replace: bool = False,
+    draft_ok: bool = False,
 ) -> tuple[DatasetEntry, Path]:
     """Validate ``toml_file`` and install it in the user's registry folder.
 
@@ -417,6 +458,9 @@ def install_entry(
         Data directory whose ``registry`` folder receives the entry.
     replace : bool
         Overwrite an installed entry of the same name.
+    draft_ok : bool
+        Install a draft that still holds placeholders of ``mudata init``
+        (homepage, citation, licence): a private entry, not one to share.
 
     Returns
     -------
@@ -428,7 +472,8 @@ def install_entry(
     RegistryError
         The file fails the registry schema (naming the field).
     MudataUsageError
-        Its reader is unknown, or the name is taken and ``replace`` is False.
+        Its reader is unknown, the name is taken and ``replace`` is False, or
+        a placeholder is left and ``draft_ok`` is False (each field named).
     StorageError
         The registry folder cannot be written.
     """
@@ -442,6 +487,15 @@ def install_entry(
         message = (
             f"{toml_file}: field 'reader': unknown reader '{entry.reader}'; "
             f"available: {', '.join(sorted(available_readers()))}"
+        )
+        raise MudataUsageError(message)
+    unfilled = placeholder_fields(data)
+    if unfilled and not draft_ok:
+        message = (
+            f"{toml_file}: still a draft of `mudata init`: field(s) "
+            f"{', '.join(repr(f) for f in unfilled)} hold placeholders. Fill them in "
+            f"(licence: an SPDX id such as 'CC-BY-4.0', or a LicenseRef table with the "
+            f"terms), or pass --draft-ok to register the draft as it is"
         )
         raise MudataUsageError(message)
     target = user_registry_dir(data_home) / f"{entry.name}.toml"

@@ -36,6 +36,7 @@ _TABULAR_OPTIONS = frozenset(
     {
         "channels",
         "columns",
+        "decimal",
         "encoding",
         "feature_cols",
         "format",
@@ -45,8 +46,11 @@ _TABULAR_OPTIONS = frozenset(
         "path_pattern",
         "recording_col",
         "segment_col",
+        "separator",
         "time_col",
+        "time_order",
         "user_col",
+        "variable",
     }
 )
 

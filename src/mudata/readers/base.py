@@ -34,6 +34,7 @@ from mudata.errors import (
     UsageError,
     excerpt,
 )
+from mudata.readers.decode import decompress
 
 if TYPE_CHECKING:
     # Annotations only: `mudata list` reads the registry, which checks reader
@@ -221,6 +222,16 @@ class Sources:
     def open(self, member: str) -> Iterator[IO[bytes]]:
         """Open a member for binary reading (its bytes are checked first)."""
         yield io.BytesIO(self.read_bytes(member))
+
+    def read_decoded(self, member: str) -> bytes:
+        """The content of a member, checked against its pins, then decompressed.
+
+        A gzip, bzip2 or xz member (``.csv.gz``, ...) is checked as published
+        and decompressed under the expansion cap
+        (:func:`mudata.readers.decode.decompress`); other members are returned
+        as :meth:`read_bytes` gives them.
+        """
+        return decompress(self.read_bytes(member), member, ratio=self.max_expansion)
 
     def read_bytes(self, member: str) -> bytes:
         """The whole content of a member, checked against its pins."""

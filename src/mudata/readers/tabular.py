@@ -1,11 +1,14 @@
 """Generic readers for user-registered datasets that need no code of their own.
 
 * ``feature-table`` (:func:`read_feature_table`): a table of computed
-  features, one row per example (CSV or Parquet, one file or several).
+  features, one row per example (one file or several).
 * ``long-signals`` (:func:`read_long_signals`): raw samples in long format,
-  one row per sample (CSV or Parquet, one file or one per user).
+  one row per sample (one file or one per user or recording).
 
-Both are configured entirely by the entry's ``reader_options``.
+Both read CSV (any of :data:`~mudata.readers.decode.SEPARATORS`, decimal
+point or comma), Parquet, whitespace-separated text and MATLAB files, plain or
+compressed (:mod:`mudata.readers.decode`), and are configured entirely by the
+entry's ``reader_options``.
 """
 
 from __future__ import annotations
@@ -30,13 +33,19 @@ from mudata.readers._text import (
     text_encoding,
 )
 from mudata.readers.base import FeatureTable, SignalTable, Sources
+from mudata.readers.decode import SEPARATORS, SPREADSHEET_MISSING, read_mat
 from mudata.registry import DatasetEntry
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("csv", "parquet", "text")
-# "text": whitespace-separated columns (.txt, .dat, .log...), read by pandas' C parser.
-DEFAULT_MEMBERS = {"csv": "*.csv", "parquet": "*.parquet", "text": "*.txt"}
+FORMATS = ("csv", "parquet", "text", "mat")
+# "text": whitespace-separated columns (.txt, .dat, .log...), read by pandas' C parser;
+# "mat": one numeric 2-D array of a MATLAB v4-v7.2 file (mudata.readers.decode).
+DEFAULT_MEMBERS = {"csv": "*.csv", "parquet": "*.parquet", "text": "*.txt", "mat": "*.mat"}
+#: ``reader_options.time_order``: "strict" (time must not go back inside a
+#: recording; repeated times are kept in file order) or "file" (samples are
+#: taken in file order; the time column only serves the rate estimate of init).
+TIME_ORDERS = ("strict", "file")
 
 
 def _option(entry: DatasetEntry, key: str) -> object:
@@ -76,27 +85,56 @@ def _check_roles(
         seen.add(column)
 
 
+def _delimited_options(entry: DatasetEntry) -> tuple[str | None, str]:
+    """``separator`` and ``decimal``, checked; None means the format's own separator."""
+    separator = str_option(entry, "separator", None)
+    decimal = str_option(entry, "decimal", ".")
+    where = f"invalid registry entry '{entry.name}': field 'reader_options"
+    if separator is not None and separator not in SEPARATORS:
+        message = f"{where}.separator': {excerpt(separator)} is not one of {list(SEPARATORS)}"
+        raise RegistryError(message)
+    if decimal not in (".", ","):
+        message = f"{where}.decimal': {excerpt(decimal)} is not '.' or ','"
+        raise RegistryError(message)
+    return separator, decimal
+
+
 def _parse(data: bytes, member: str, fmt: str, entry: DatasetEntry) -> pd.DataFrame:
-    """One member's bytes as a table: CSV, Parquet or whitespace-separated text.
+    """One member's (decompressed) bytes as a table: CSV, Parquet, text or MATLAB.
 
     Text without a header (``header = false``) gets the column names of
     ``reader_options.columns`` (name = 1-based column number); other
-    columns are not kept.
+    columns are not kept. A MATLAB file has no header: its array's columns
+    are numbered in the same way. Spreadsheet error cells (``#DIV/0!``, ...)
+    read as missing values.
     """
-    header = entry.reader_options.get("header", True)
+    header = entry.reader_options.get("header", True) if fmt != "mat" else False
     if not isinstance(header, bool):
         raise RegistryError(
             f"invalid registry entry '{entry.name}': field 'reader_options.header': expected true or false, found {excerpt(header)}"
         )
     encoding = text_encoding(entry)
+    separator, decimal = _delimited_options(entry)
     try:
         if fmt == "parquet":
             return pd.read_parquet(io.BytesIO(data))
-        check_encoding(data, member, encoding)
-        sep = r"\s+" if fmt == "text" else ","
-        table = pd.read_csv(
-            io.BytesIO(data), sep=sep, engine="c", encoding=encoding, header=0 if header else None
-        )
+        if fmt == "mat":
+            table = read_mat(data, member, str_option(entry, "variable", None))
+        else:
+            check_encoding(data, member, encoding)
+            sep = separator or (r"\s+" if fmt == "text" else ",")
+            # low_memory=False: the whole file is typed at once, so a column is
+            # never given mixed types (and pandas' DtypeWarning never shows).
+            table = pd.read_csv(
+                io.BytesIO(data),
+                sep=sep,
+                decimal=decimal,
+                engine="c",
+                encoding=encoding,
+                header=0 if header else None,
+                na_values=list(SPREADSHEET_MISSING),
+                low_memory=False,
+            )
     except (ValueError, OSError, ArrowException) as exc:
         if isinstance(exc, ParseError):
             raise
@@ -131,7 +169,7 @@ def _load(
         raise MissingFileError(message)
     tables = []
     for member in members:
-        table = _parse(sources.read_bytes(member), member, fmt, entry)
+        table = _parse(sources.read_decoded(member), member, fmt, entry)
         if table.columns.duplicated().any():
             twice = sorted({str(c) for c in table.columns[table.columns.duplicated()]})
             message = (
@@ -159,6 +197,11 @@ def _text_users(values: pd.Series, member: str, column: str) -> np.ndarray:
 def _numeric(table: pd.DataFrame, columns: list[str], member: str) -> pd.DataFrame:
     out = {}
     for column in columns:
+        if pd.api.types.is_numeric_dtype(table[column]) and not pd.api.types.is_bool_dtype(
+            table[column]
+        ):
+            out[column] = table[column].to_numpy(dtype=np.float64)  # numbers already
+            continue
         values = pd.to_numeric(table[column], errors="coerce")
         bad = np.flatnonzero(values.isna().to_numpy() & table[column].notna().to_numpy())
         if bad.size:
@@ -268,6 +311,7 @@ class _LongOptions:
     recording_col: str | None
     pattern: re.Pattern[str] | None
     channels: list[str]
+    time_order: str = "strict"
 
     @property
     def columns(self) -> list[str]:
@@ -335,8 +379,22 @@ def _long_options(entry: DatasetEntry) -> _LongOptions:
             f"reader_options.channels {channels}"
         )
         raise RegistryError(message)
+    time_order = str_option(entry, "time_order", "strict")
+    if time_order not in TIME_ORDERS:
+        message = (
+            f"invalid registry entry '{entry.name}': field 'reader_options.time_order': "
+            f"{excerpt(time_order)} is not one of {list(TIME_ORDERS)}"
+        )
+        raise RegistryError(message)
     return _LongOptions(
-        found["user"], found["label"], time_col, segment_col, recording_col, pattern, channels
+        found["user"],
+        found["label"],
+        time_col,
+        segment_col,
+        recording_col,
+        pattern,
+        channels,
+        time_order,
     )
 
 
@@ -354,8 +412,14 @@ def _path_groups(options: _LongOptions, member: str) -> dict[str, str]:
     return {k: v for k, v in match.groupdict().items() if v is not None}
 
 
-def _time_values(values: pd.Series, member: str, column: str) -> np.ndarray:
-    """Time as numbers: numeric columns as they are, text parsed as datetimes (ns)."""
+def time_values(values: pd.Series, member: str, column: str) -> np.ndarray:
+    """Time as numbers: numeric columns as they are, text parsed as datetimes (ns).
+
+    Raises
+    ------
+    ParseError
+        A value is neither a number nor a date/time, or is blank (row named).
+    """
     if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
         numbers = values.to_numpy(dtype=np.float64)
     elif first_non_numeric(values) is None:
@@ -379,32 +443,61 @@ def _time_values(values: pd.Series, member: str, column: str) -> np.ndarray:
     return numbers
 
 
-def _check_time(
+def check_time(
     time: np.ndarray, recording: np.ndarray, member: str, column: str, header: int
-) -> None:
-    """Time must increase strictly inside each recording, in file order."""
+) -> int:
+    """Time must not go back inside a recording; return how many times repeat.
+
+    Equal consecutive times are real data (a phone or watch clock gives two
+    samples the same millisecond): they are kept in file order and counted.
+    A time that goes back inside one recording is an error naming the file and
+    the row.
+
+    Parameters
+    ----------
+    time : ndarray of float, shape (n,)
+        The time column as numbers (:func:`time_values`).
+    recording : ndarray of int, shape (n,)
+        The recording of each row.
+    member, column : str
+        The file and the time column, for the message.
+    header : int
+        Lines before the first row (1 with a header line), for the line number.
+
+    Returns
+    -------
+    int
+        Rows whose time equals the previous row's of the same recording.
+
+    Raises
+    ------
+    ParseError
+        Time goes back inside a recording.
+    """
     order = np.lexsort((np.arange(time.size), recording))
     same = recording[order][1:] == recording[order][:-1]
     step = np.diff(time[order])
-    bad = np.flatnonzero(same & (step <= 0))
+    bad = np.flatnonzero(same & (step < 0))
     if bad.size:
         row = int(order[bad[0] + 1])
         before = int(order[bad[0]])
-        what = "repeats" if step[bad[0]] == 0 else "goes back from"
         message = (
-            f"{member}, row {row} (line {row + 1 + header}): time column '{column}' {what} "
-            f"the time of row {before} inside one recording ({np.unique(recording).size} "
-            f"recording(s) in this file). If the file holds several recordings that each "
-            f"restart their clock, name the column that tells them apart as "
-            f"reader_options.recording_col, or a 'recording' group in path_pattern."
+            f"{member}, row {row} (line {row + 1 + header}): time column '{column}' goes "
+            f"back from the time of row {before} inside one recording "
+            f"({np.unique(recording).size} recording(s) in this file). If the file holds "
+            f"several recordings that each restart their clock, name the column that tells "
+            f"them apart as reader_options.recording_col, or a 'recording' group in "
+            f'path_pattern; if the rows are in the right order already, set time_order = "file".'
         )
         raise ParseError(message)
+    return int(np.count_nonzero(same & (step == 0)))
 
 
 def _member_frame(
     member: str, table: pd.DataFrame, options: _LongOptions, number: int, header: int
-) -> pd.DataFrame:
-    """One member's rows: user, label, a recording key and the channels, in file order."""
+) -> tuple[pd.DataFrame, int]:
+    """One member's rows (user, label, a recording key and the channels, in file
+    order), and how many of its times repeat the previous one (:func:`check_time`)."""
     groups = _path_groups(options, member)
     n = len(table)
     users = (
@@ -423,9 +516,10 @@ def _member_frame(
     if options.recording_col:
         recording = recording + "\x1f" + table[options.recording_col].astype(str).to_numpy()
     local = pd.factorize(recording)[0]
-    if options.time_col:
-        _check_time(
-            _time_values(table[options.time_col], member, options.time_col),
+    repeats = 0
+    if options.time_col and options.time_order == "strict":
+        repeats = check_time(
+            time_values(table[options.time_col], member, options.time_col),
             local,
             member,
             options.time_col,
@@ -434,9 +528,10 @@ def _member_frame(
     frame = pd.DataFrame({"userid": users, "label": labels, "_file": number, "_recording": local})
     if options.segment_col:
         frame["_segment"] = table[options.segment_col].to_numpy()
-    return pd.concat(
+    frame = pd.concat(
         [frame, _numeric(table, options.channels, member).reset_index(drop=True)], axis=1
     )
+    return frame, repeats
 
 
 def _runs(frame: pd.DataFrame, key: list[str]) -> np.ndarray:
@@ -463,8 +558,13 @@ def read_long_signals(entry: DatasetEntry, sources: Sources) -> SignalTable:
           of ``path_pattern``, a regular expression searched in each member's
           path (``recording`` is a third, optional group);
         * ``time_col`` (optional; numbers, or text parsed as date/times): it
-          must increase strictly inside each recording. Without it, samples
-          are taken in file order at ``sampling_rate_hz``;
+          must not go back inside a recording; repeated times are kept in file
+          order and counted (``attrs["time_repeats"]``, by file). With
+          ``time_order = "file"`` it is not checked. Samples are always taken in
+          file order at ``sampling_rate_hz``;
+        * ``format = "mat"``: ``variable`` names the array (default: the only
+          numeric 2-D one); ``separator`` and ``decimal`` for delimited text;
+          compressed members (``.gz``, ``.bz2``, ``.xz``) are decompressed;
         * ``recording_col`` (optional): a recording is one (file, user,
           ``recording`` group, ``recording_col`` value); windows never cross one;
         * ``channels`` (default the sensors' channels), ``segment_col``
@@ -485,15 +585,14 @@ def read_long_signals(entry: DatasetEntry, sources: Sources) -> SignalTable:
     ParseError
         When a file lacks a named column (file, missing and found columns
         named), a path does not match ``path_pattern``, a channel is not
-        numeric, or time repeats or goes back inside a recording (file and
-        row named).
+        numeric, or time goes back inside a recording (file and row named).
     """
     options = _long_options(entry)
     header = int(entry.reader_options.get("header", True) is not False)
-    frames = [
-        _member_frame(member, table, options, number, header)
-        for number, (member, table) in enumerate(_load(entry, sources, options.columns))
-    ]
+    frames, repeats = [], {}
+    for number, (member, table) in enumerate(_load(entry, sources, options.columns)):
+        member_frame, repeats[member] = _member_frame(member, table, options, number, header)
+        frames.append(member_frame)
     frame = pd.concat(frames, ignore_index=True)
     frame["recording"] = pd.factorize(
         frame["_file"].astype(str) + "/" + frame["_recording"].astype(str)
@@ -501,4 +600,15 @@ def read_long_signals(entry: DatasetEntry, sources: Sources) -> SignalTable:
     key = ["_file", "_segment"] if options.segment_col else ["recording"]
     frame.insert(2, "segment", _runs(frame, key))
     columns = ["userid", "label", "segment", "recording", *options.channels]
-    return SignalTable(frame[columns].reset_index(drop=True))
+    table = frame[columns].reset_index(drop=True)
+    repeated = {m: n for m, n in repeats.items() if n}
+    if repeated:
+        log.info(
+            "%s: %d samples repeat the time of the previous one (kept in file order): %s",
+            entry.name,
+            sum(repeated.values()),
+            excerpt(repeated),
+        )
+    # Read by the pipeline into the provenance's counts (``time_repeats``).
+    table.attrs["time_repeats"] = repeated
+    return SignalTable(table)

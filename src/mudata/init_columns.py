@@ -1,0 +1,339 @@
+"""``mudata init``, step 3a: the role of every column, and the columns that are not signals.
+
+A column becomes a channel (raw signals) or a feature (a feature table) only
+when nothing says it is something else. Each column left out is reported with
+the reason:
+
+* more than ``max_missing`` of its cells empty (spreadsheet error cells such
+  as ``#DIV/0!`` read as empty, and are counted per column);
+* text: yes/no flags, date/time strings, other words;
+* constant;
+* an index or row counter: unnamed (``Unnamed: 0``), or whole numbers that
+  step by 1 through the file (``1e+05`` is such a number);
+* time: by its name, or epoch seconds, milliseconds, microseconds or
+  nanoseconds by its values;
+* a counter of windows or segments: by its name, or whole numbers that never
+  decrease and hold each value in one run.
+
+Finally, a column whose values alone tell the classes apart (one value range
+per class, no two overlapping) is a probable leak: it is left out, and the
+ranges are the evidence.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from mudata.errors import UsageError
+
+USER_NAMES = re.compile(
+    r"^(user|users|userid|user_id|user_name|username|subject|subject_id|subjectid|"
+    r"participant|participant_id|person|uid|sub|volunteer)$",
+    re.IGNORECASE,
+)
+LABEL_NAMES = re.compile(
+    r"^(label|labels|activity|activity_id|activityid|activity_name|class|classe|classes|"
+    r"act|gt|target|activity_label|class_label)$",
+    re.IGNORECASE,
+)
+TIME_NAMES = re.compile(
+    r"^(time|timestamp|ts|t|datetime|date_time|time_s|time_ms|seconds|epoch|timestamp_ms)$",
+    re.IGNORECASE,
+)
+RECORDING_NAMES = re.compile(
+    r"^(trial|session|recording|run|repetition|rep|experiment|exp_id|execution)$", re.IGNORECASE
+)
+# Names that say "time" or "index" or "window" without being the role columns above.
+TIME_WORDS = re.compile(r"(^|[_ .-])(time|timestamp|date|datetime|epoch)([_ .-]|$)", re.I)
+INDEX_NAMES = re.compile(
+    r"^(|unnamed: ?\d+|index|idx|row|row_?(id|num|number|no)|seq|sequence|counter|"
+    r"sample_?(id|no|num|number|index))$",
+    re.IGNORECASE,
+)
+WINDOW_WORDS = re.compile(r"(^|[_ .-])(window|win|segment|seg|frame|chunk)s?([_ .-]|$)", re.I)
+FLAG_VALUES = frozenset({"yes", "no", "y", "n", "true", "false", "t", "f"})
+#: Epoch ranges (2000-01-01 to 2040-01-01) in each unit: a column there is a clock.
+EPOCH_UNITS = {
+    "seconds": 1.0,
+    "milliseconds": 1e3,
+    "microseconds": 1e6,
+    "nanoseconds": 1e9,
+}
+_EPOCH_RANGE = (946684800.0, 2208988800.0)
+MAX_MISSING = 0.9
+
+
+@dataclass
+class Roles:
+    """The columns of a table by role, and why every other column was left out.
+
+    Attributes
+    ----------
+    user, label, time, recording : str or None
+        The role columns found or given.
+    signals : list of str
+        Columns to use as channels or features, in table order.
+    left_out : dict of str to str
+        Every other column, with the reason.
+    missing : dict of str to int
+        Empty cells per column (spreadsheet error cells included), where any.
+    leaks : dict of str to str
+        Columns that predict the label alone, with the evidence.
+    notes : list of str
+        How each role was found.
+    """
+
+    user: str | None = None
+    label: str | None = None
+    time: str | None = None
+    recording: str | None = None
+    signals: list[str] = field(default_factory=list)
+    left_out: dict[str, str] = field(default_factory=dict)
+    missing: dict[str, int] = field(default_factory=dict)
+    leaks: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def report(self, n_rows: int) -> list[str]:
+        """Lines for the draft's report: columns left out, missing cells, leaks."""
+        lines = []
+        if self.left_out:
+            lines.append(f"{len(self.left_out)} column(s) left out of the signals:")
+            shown = list(self.left_out.items())
+            lines += [f"  {c or '(unnamed)'}: {why}" for c, why in shown[:30]]
+            if len(shown) > 30:
+                lines.append(f"  ... and {len(shown) - 30} more")
+        kept_missing = {c: n for c, n in self.missing.items() if c not in self.left_out}
+        if self.missing:
+            lines.append(
+                f"missing cells (empty, NA, #N/A, #DIV/0!, ...) in {len(self.missing)} "
+                f"column(s) of {n_rows} rows; in kept columns: "
+                + (", ".join(f"{c}: {n}" for c, n in kept_missing.items()) or "none")
+            )
+        for column, evidence in self.leaks.items():
+            lines.append(
+                f"probable label leak: column {column!r} alone tells the classes apart ({evidence})"
+            )
+        return lines
+
+
+def _numbers(values: pd.Series) -> pd.Series:
+    if pd.api.types.is_bool_dtype(values):
+        return pd.Series(np.nan, index=values.index)
+    return pd.to_numeric(values, errors="coerce")
+
+
+def _whole(values: np.ndarray) -> bool:
+    return values.size > 0 and bool(np.all(np.mod(values, 1) == 0))
+
+
+def epoch_unit(values: np.ndarray) -> str | None:
+    """``"seconds"``, ``"milliseconds"``, ... when ``values`` lie in 2000-2040 in that unit."""
+    if values.size == 0:
+        return None
+    middle = float(np.median(values))
+    for unit, scale in EPOCH_UNITS.items():
+        low, high = _EPOCH_RANGE[0] * scale, _EPOCH_RANGE[1] * scale
+        if low <= middle <= high and low <= float(np.min(values)) and float(np.max(values)) <= high:
+            return unit
+    return None
+
+
+def _text_reason(values: pd.Series) -> str:
+    words = values.dropna().astype(str).str.strip()
+    distinct = set(words.str.lower().unique()[:50])
+    if distinct and distinct <= FLAG_VALUES:
+        return f"a text flag (values {', '.join(sorted(distinct))})"
+    sample = words.iloc[:: max(1, len(words) // 50)].iloc[:50]
+    parsed = pd.to_datetime(sample, errors="coerce", format="mixed")
+    if len(sample) and parsed.notna().all() and sample.str.contains(r"\d[-/:.]\d").all():
+        return f"date/time strings (e.g. {sample.iloc[0]!r})"
+    return f"text, not numbers (e.g. {words.iloc[0][:30]!r})" if len(words) else "empty"
+
+
+def non_signal_reason(name: str, values: pd.Series, max_missing: float = MAX_MISSING) -> str | None:
+    """Why column ``name`` is not a signal, or None when nothing says so.
+
+    Parameters
+    ----------
+    name : str
+        The column's name (``c3`` in a file without a header).
+    values : Series
+        Its values, as read (spreadsheet error cells already missing).
+    max_missing : float
+        Fraction of empty cells above which the column is left out.
+    """
+    n = len(values)
+    empty = int(values.isna().sum())
+    if n and empty / n > max_missing:
+        return f"{100 * empty / n:.0f} % of its cells are empty (more than {100 * max_missing:g} %; --max-missing)"
+    numbers = _numbers(values)
+    present = values.notna()
+    texts = numbers.isna() & present
+    if texts.mean() > 0.5 * present.mean():
+        return _text_reason(values)
+    if texts.any():
+        # The readers refuse a channel or feature holding text: never draft one.
+        example = str(values[texts].iloc[0])[:30]
+        return f"{int(texts.sum())} of its cells are text, not numbers (e.g. {example!r})"
+    finite = numbers.dropna().to_numpy(dtype=float)
+    if finite.size and np.ptp(finite) == 0:
+        return f"constant ({finite[0]:g})"
+    if INDEX_NAMES.match(str(name).strip()):
+        return f"an index column by its name ({name or 'unnamed'!r})"
+    if TIME_WORDS.search(str(name)):
+        return f"time, by its name ({name!r})"
+    if WINDOW_WORDS.search(str(name)):
+        return f"a window or segment counter, by its name ({name!r})"
+    if finite.size < 3 or not _whole(finite):
+        unit = epoch_unit(finite)
+        return f"time (epoch {unit})" if unit else None
+    steps = np.diff(finite)
+    if np.mean(steps == 1) >= 0.99:
+        return f"a row counter (whole numbers stepping by 1, {finite[0]:.0f} to {finite[-1]:.0f})"
+    if unit := epoch_unit(finite):
+        return f"time (epoch {unit})"
+    distinct = np.unique(finite).size
+    runs = 1 + int(np.count_nonzero(steps))
+    if np.all(steps >= 0) and runs == distinct and 2 <= distinct <= finite.size / 5:
+        return (
+            f"a counter of windows or segments (whole numbers that never decrease, "
+            f"each of its {distinct} values in one run)"
+        )
+    return None
+
+
+def leak_evidence(values: pd.Series, labels: pd.Series) -> str | None:
+    """The value range of each class when no two overlap (the column predicts the label), else None."""
+    numbers = _numbers(values)
+    keep = numbers.notna().to_numpy() & labels.notna().to_numpy()
+    if keep.sum() < 10:
+        return None
+    ranges = (
+        pd.DataFrame({"v": numbers[keep].to_numpy(), "y": labels[keep].astype(str).to_numpy()})
+        .groupby("y")["v"]
+        .agg(["min", "max"])
+        .sort_values("min")
+    )
+    if len(ranges) < 2 or not np.all(ranges["max"].to_numpy()[:-1] < ranges["min"].to_numpy()[1:]):
+        return None
+    shown = "; ".join(f"{y}: {lo:.12g} to {hi:.12g}" for y, (lo, hi) in ranges.iloc[:6].iterrows())
+    return f"one value range per class, none overlapping: {shown}"
+
+
+def resolve(name: str | int, columns: list[str], header: bool, what: str) -> str:
+    """The column a user named: a name, or a 1-based number (``3`` is ``c3`` without a header).
+
+    Raises
+    ------
+    UsageError
+        No such column; the message lists the columns.
+    """
+    text = str(name).strip()
+    if text in columns:
+        return text
+    if text.isdigit() and 1 <= int(text) <= len(columns):
+        return columns[int(text) - 1]
+    shown = (
+        ", ".join(columns)
+        if header
+        else f"{', '.join(columns)} (or their numbers 1 to {len(columns)})"
+    )
+    message = f"mudata init: {what} {text!r} is not a column of the data files; columns: {shown}"
+    raise UsageError(message)
+
+
+def _by_name(columns: list[str], pattern: re.Pattern[str], taken: set[str]) -> str | None:
+    return next((c for c in columns if c not in taken and pattern.match(c.strip())), None)
+
+
+def find_roles(
+    table: pd.DataFrame,
+    header: bool,
+    given: dict[str, str | None],
+    *,
+    max_missing: float = MAX_MISSING,
+) -> Roles:
+    """The role columns of ``table`` (given ones first, then by name), and the others' reasons.
+
+    Parameters
+    ----------
+    table : DataFrame
+        One data file, as read (columns ``c1 ...`` without a header).
+    header : bool
+        Whether the file has a header line.
+    given : dict
+        ``user``, ``label``, ``time``, ``recording``: columns the user named (or None).
+    max_missing : float
+        See :func:`non_signal_reason`.
+
+    Returns
+    -------
+    Roles
+        ``signals`` holds every column nothing rules out; the caller checks leaks
+        once the label is known (:func:`check_leaks`).
+    """
+    columns = [str(c) for c in table.columns]
+    roles = Roles()
+    patterns = {
+        "user": USER_NAMES,
+        "label": LABEL_NAMES,
+        "time": TIME_NAMES,
+        "recording": RECORDING_NAMES,
+    }
+    taken: set[str] = set()
+    for role, pattern in patterns.items():
+        if given.get(role):
+            column = resolve(given[role], columns, header, f"--{role}")
+            roles.notes.append(f"{role}: column {column!r}, as given")
+        else:
+            column = _by_name(columns, pattern, taken) if header else None
+            if column:
+                roles.notes.append(f"{role}: column {column!r}, by its name")
+        setattr(roles, role, column)
+        taken.add(column) if column else None
+    roles.missing = {c: int(n) for c, n in table.isna().sum().items() if n}
+    for column in columns:
+        if column in taken:
+            continue
+        why = non_signal_reason(column, table[column], max_missing)
+        if why is None:
+            roles.signals.append(column)
+        else:
+            roles.left_out[column] = why
+    if roles.time is None and not given.get("time"):
+        # A clock without a time-like name, or with one (raw_timestamp_part_1): epoch values.
+        clock = next(
+            (
+                c
+                for c, why in roles.left_out.items()
+                if why.startswith("time")
+                and epoch_unit(_numbers(table[c]).dropna().to_numpy(dtype=float))
+            ),
+            None,
+        )
+        if clock:
+            roles.time = clock
+            roles.notes.append(f"time: column {clock!r}, {roles.left_out.pop(clock)}")
+    return roles
+
+
+def check_leaks(roles: Roles, table: pd.DataFrame, labels: pd.Series) -> None:
+    """Move the signal columns that predict ``labels`` alone to ``left_out``, with the evidence.
+
+    Columns already left out (a row counter of a file sorted by class) are
+    checked too: the evidence tells the user why they must stay out.
+    """
+    for column in [*roles.signals, *roles.left_out]:
+        evidence = leak_evidence(table[column], labels)
+        if evidence is None:
+            continue
+        roles.leaks[column] = evidence
+        if column in roles.signals:
+            roles.signals.remove(column)
+            roles.left_out[column] = (
+                "a probable label leak (see below); name it in --channels/--features to keep it"
+            )

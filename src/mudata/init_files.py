@@ -1,0 +1,317 @@
+"""``mudata init``, step 1a: which of the user's files are data, and the glob that says so.
+
+Releases ship documentation and metadata beside the data (``README.txt``,
+``MANUAL.pdf``, ``.zenodo.json``, a sheet describing the executions). Such
+files are left out, each with the reason, so that a layout is proposed from
+the data alone and the entry's ``glob`` selects exactly the data files:
+
+1. ``--exclude GLOB`` leaves a file out; with ``--include GLOB``, only the
+   files it matches are data (the rules below do not apply to them);
+2. documentation by name (README, MANUAL, LICENSE, CHANGELOG, ...) or by
+   suffix (``.md``, ``.pdf``, ``.json``, ``.cff``, ...), and files in no data
+   format;
+3. data files of another format than the most common one;
+4. delimited tables whose columns differ from the majority's (a metadata sheet).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from mudata.errors import UsageError
+from mudata.readers.decode import COMPRESSIONS, data_suffix, sniff_delimited
+
+#: Data file suffixes and the reader format each is read as; each may also be
+#: compressed (``.csv.gz``, ``.txt.bz2``, ...).
+FORMATS = {
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".parquet": "parquet",
+    ".txt": "text",
+    ".dat": "text",
+    ".log": "text",
+    ".mat": "mat",
+}
+DOC_NAMES = re.compile(
+    r"^(readme|read_me|manual|licen[cs]e|copying|changelog|changes|history|news|citation|"
+    r"authors|contributors|notice|install|contributing|description|info)([._ -].*)?$",
+    re.IGNORECASE,
+)
+DOC_SUFFIXES = frozenset(
+    {
+        ".md", ".rst", ".pdf", ".json", ".cff", ".html", ".htm", ".doc", ".docx", ".odt",
+        ".rtf", ".tex", ".bib", ".yml", ".yaml", ".xml", ".png", ".jpg", ".jpeg", ".gif",
+        ".svg", ".py", ".r", ".m", ".ipynb", ".sh", ".xls", ".xlsx", ".ods", ".ini", ".cfg",
+    }
+)  # fmt: skip
+
+
+@dataclass
+class Selection:
+    """The data files among the user's files, and the others with the reason each was left out.
+
+    Attributes
+    ----------
+    members : list of str
+        The data files, sorted.
+    left_out : dict of str to str
+        Every other file, with why it is not data.
+    suffix : str
+        The data files' suffix, compression included (``".csv.gz"``).
+    glob : str
+        An ``fnmatch`` glob (``*`` crosses folders) matching every data file and no other file.
+    """
+
+    members: list[str]
+    left_out: dict[str, str] = field(default_factory=dict)
+    suffix: str = ""
+    glob: str = "*"
+
+    def report(self) -> list[str]:
+        """One line per file left out, for the draft's report."""
+        if not self.left_out:
+            return []
+        lines = [f"{len(self.left_out)} file(s) left out (not data; --include/--exclude override):"]
+        lines += [f"  {name}: {why}" for name, why in sorted(self.left_out.items())]
+        return lines
+
+
+def format_of(suffix: str) -> str | None:
+    """The reader format of a data suffix (``.csv.gz`` -> ``csv``), or None."""
+    inner = suffix
+    for ending in COMPRESSIONS:
+        if suffix.endswith(ending) and suffix != ending:
+            inner = suffix[: -len(ending)]
+    return FORMATS.get(inner)
+
+
+def _matches(name: str, globs: tuple[str, ...]) -> str | None:
+    base = PurePosixPath(name).name
+    return next(
+        (g for g in globs if fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(base, g)), None
+    )
+
+
+def _documentation(name: str) -> str | None:
+    path = PurePosixPath(name)
+    if path.name.startswith(".") and path.suffix.lower() == ".json":
+        return f"metadata ({path.name})"
+    if DOC_NAMES.match(path.name):
+        return f"documentation by its name ({path.name})"
+    if path.suffix.lower() in DOC_SUFFIXES:
+        return f"documentation or metadata ({path.suffix.lower()} file)"
+    return None
+
+
+def _by_name(
+    names: list[str], include: tuple[str, ...], exclude: tuple[str, ...]
+) -> tuple[list[str], dict[str, str]]:
+    kept, left_out = [], {}
+    for name in names:
+        if glob := _matches(name, exclude):
+            left_out[name] = f"--exclude {glob}"
+        elif include:
+            if _matches(name, include):
+                kept.append(name)
+            else:
+                left_out[name] = "not matched by --include"
+        elif why := _documentation(name):
+            left_out[name] = why
+        elif format_of(data_suffix(name)) is None:
+            left_out[name] = f"not a data format read here ({data_suffix(name) or 'no suffix'})"
+        else:
+            kept.append(name)
+    return kept, left_out
+
+
+def _signature(head: bytes) -> tuple[str, ...] | None:
+    """The header fields of a delimited table (or its field count when it has none)."""
+    text = head.decode("utf-8", "replace").lstrip("\ufeff")
+    separator, _ = sniff_delimited(text)
+    first = text.split("\n", 1)[0].strip()
+    if not first:
+        return None
+    fields = first.split(separator) if separator else first.split()
+    fields = [f.strip().strip('"') for f in fields]
+    numeric = all(re.fullmatch(r"[-+0-9.eE,]+", f) for f in fields if f)
+    return (f"{len(fields)} columns",) if numeric else tuple(fields)
+
+
+def _by_columns(
+    names: list[str], read_head: Callable[[str], bytes], left_out: dict[str, str]
+) -> list[str]:
+    """Leave out the tables whose columns differ from the majority's."""
+    signatures = {name: _signature(read_head(name)) for name in names}
+    counts = Counter(signatures.values())
+    if len(counts) < 2:
+        return names
+    (majority, n), *_ = counts.most_common(1)
+    kept = []
+    for name in names:
+        if signatures[name] == majority:
+            kept.append(name)
+        else:
+            shown = ", ".join(signatures[name] or ("(empty)",))[:120]
+            left_out[name] = (
+                f"its columns ({shown}) differ from those of {n} of the {len(names)} "
+                f"tables ({', '.join(majority)[:120]}): a metadata sheet?"
+            )
+    return kept
+
+
+def select(
+    names: list[str],
+    read_head: Callable[[str], bytes],
+    *,
+    include: tuple[str, ...] = (),
+    exclude: tuple[str, ...] = (),
+    where: str = "",
+) -> Selection:
+    """Choose the data files among ``names`` and a glob matching exactly them.
+
+    Parameters
+    ----------
+    names : list of str
+        Every file, as a path inside the folder or archive.
+    read_head : callable
+        ``name -> bytes``: the first bytes of a file, decompressed
+        (:func:`mudata.readers.decode.head`), to compare the columns of tables.
+    include, exclude : tuple of str
+        ``fnmatch`` globs, matched against the path or the file name.
+    where : str
+        The folder or archive, for messages.
+
+    Returns
+    -------
+    Selection
+
+    Raises
+    ------
+    UsageError
+        No data file is left, or no glob separates the data files from the others.
+    """
+    candidates, left_out = _by_name(sorted(names), include, exclude)
+    if not candidates:
+        message = (
+            f"{where}: no data file found (data formats: {', '.join(sorted(FORMATS))}, "
+            f"optionally .gz/.bz2/.xz); left out: "
+            + "; ".join(f"{n}: {w}" for n, w in sorted(left_out.items())[:10])
+        )
+        raise UsageError(message)
+    suffixes = Counter(data_suffix(n) for n in candidates)
+    suffix = max(suffixes.items(), key=lambda item: (item[1], item[0]))[0]
+    members = []
+    for name in candidates:
+        if data_suffix(name) == suffix:
+            members.append(name)
+        else:
+            left_out[name] = f"another format ({data_suffix(name)}) than the data files ({suffix})"
+    if format_of(suffix) in ("csv", "text") and len(members) > 1:
+        members = _by_columns(members, read_head, left_out)
+    glob = data_glob(members, sorted(left_out), suffix, where, include)
+    return Selection(members, left_out, suffix, glob)
+
+
+def _shared_start(texts: list[str]) -> str:
+    """The characters every text starts with (``min`` and ``max`` bound all the others)."""
+    first, last = min(texts), max(texts)
+    size = next(
+        (i for i, (a, b) in enumerate(zip(first, last, strict=False)) if a != b),
+        min(len(first), len(last)),
+    )
+    return first[:size]
+
+
+def _glob_candidates(members: list[str], suffix: str, given: tuple[str, ...]) -> list[str]:
+    parents = [PurePosixPath(m).parent.as_posix() for m in members]
+    common = os.path.commonpath(parents) if all(p != "." for p in parents) else ""
+    folder = f"{common}/" if common else ""
+    prefix = _shared_start(members)
+    tail = _shared_start([m[::-1] for m in members])[::-1]
+    candidates = [f"*{suffix}", f"{folder}*{suffix}"]
+    if all("/" in m[len(folder) :] for m in members):
+        candidates.append(f"{folder}*/*{suffix}")
+    if len(prefix) + len(tail) <= len(min(members, key=len)):
+        candidates.append(f"{prefix}*{tail}")
+    if len(members) == 1:
+        candidates.append(members[0])
+    # The user's own --include globs come last: they may be written for file names only.
+    return [glob.replace("[", "[[]") for glob in candidates] + [f"*{g}" for g in given]
+
+
+def data_glob(
+    members: list[str], others: list[str], suffix: str, where: str = "", given: tuple[str, ...] = ()
+) -> str:
+    """The simplest glob that matches every member and none of ``others``.
+
+    ``given``: the user's ``--include`` globs, tried last.
+
+    Raises
+    ------
+    UsageError
+        No candidate separates them; the message names the files in the way.
+    """
+    for glob in _glob_candidates(members, suffix, given):
+        if all(fnmatch.fnmatchcase(m, glob) for m in members) and not any(
+            fnmatch.fnmatchcase(o, glob) for o in others
+        ):
+            return glob
+    caught = [o for o in others if fnmatch.fnmatchcase(o, f"*{suffix}")]
+    message = (
+        f"{where}: no glob selects the data files without also selecting {caught[:5]}; "
+        f"move those files out of the folder, or pass --include GLOB naming the data files"
+    )
+    raise UsageError(message)
+
+
+PATTERN_GROUPS = ("user", "label", "recording")
+_FIELD = re.compile(r"\{(\w+)\}")
+
+
+def compile_path_pattern(text: str) -> str:
+    """A ``path_pattern`` regular expression from a regex or a template.
+
+    A template such as ``a{label}_s{user}_t{recording}_*.mat`` names its
+    fields in braces: each ``{name}`` matches one piece of a path segment
+    (``[^/]+?``), ``*`` any characters but ``/``, and the rest is literal; the
+    whole is anchored at a path segment's start and at the end of the path.
+    Text holding ``(?P<`` is taken as a regular expression as it is.
+
+    Raises
+    ------
+    UsageError
+        Not a valid regex, a group other than user, label and recording, or
+        a template without fields.
+    """
+    if "(?P<" in text:
+        pattern = text
+    else:
+        fields = _FIELD.findall(text)
+        if not fields:
+            message = f"--path-pattern {text!r}: neither a regular expression with named groups (?P<user>...) nor a template with {{user}}, {{label}} or {{recording}}"
+            raise UsageError(message)
+        parts = []
+        for piece in re.split(r"(\{\w+\}|\*)", text):
+            if piece == "*":
+                parts.append("[^/]*")
+            elif match := _FIELD.fullmatch(piece):
+                parts.append(f"(?P<{match.group(1)}>[^/]+?)")
+            else:
+                parts.append(re.escape(piece))
+        pattern = r"(?:^|/)" + "".join(parts) + "$"
+    try:
+        groups = set(re.compile(pattern).groupindex)
+    except re.error as exc:
+        message = f"--path-pattern {text!r} is not a valid regular expression ({exc})"
+        raise UsageError(message) from None
+    unknown = groups - set(PATTERN_GROUPS)
+    if unknown:
+        message = f"--path-pattern {text!r}: unknown field(s) {sorted(unknown)}; the fields are {list(PATTERN_GROUPS)}"
+        raise UsageError(message)
+    return pattern

@@ -1,0 +1,314 @@
+"""``mudata init``, step 3: feature table or raw signals, the reader options and their evidence.
+
+The columns' roles come from :mod:`mudata.init_columns`; what the columns do
+not hold (user, label, recording) from the file paths: a pattern the user
+gives (:func:`mudata.init_files.compile_path_pattern`) or one found here (a
+folder per label, a user id at the start or end of the file names).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mudata.classes import is_numeric_column
+from mudata.errors import ParseError, UsageError
+from mudata.init_columns import EPOCH_UNITS, Roles, check_leaks, epoch_unit, find_roles, resolve
+from mudata.init_files import Selection, compile_path_pattern
+from mudata.init_records import Choices, Layout, Sniffed
+from mudata.readers.tabular import time_values
+
+# A user id in a file or folder name: letters then digits ("f1", "S01", "subject101") or digits.
+USER_TOKEN = re.compile(r"^[A-Za-z]{0,12}\d+$")
+
+
+def _user_token(stems: list[str]) -> tuple[str, str] | None:
+    """Where a user id sits in file names: ``("start"|"end", example)`` or None."""
+    for side in ("end", "start"):
+        tokens = [re.split(r"[-_ ]", s)[-1 if side == "end" else 0] for s in stems]
+        if all(USER_TOKEN.match(t) for t in tokens) and len(set(tokens)) > 1:
+            return side, tokens[0]
+    return None
+
+
+def _path_pattern(
+    members: list[str], suffix: str, need_user: bool, need_label: bool
+) -> tuple[str | None, list[str]]:
+    """A ``path_pattern`` giving what the columns lack, and the evidence for it."""
+    notes: list[str] = []
+    ext = re.escape(suffix) + "$"
+    # the name without its data suffix (".csv.gz" whole), where a user id may end
+    stems = [PurePosixPath(m).name[: len(PurePosixPath(m).name) - len(suffix)] for m in members]
+    folders = [PurePosixPath(m).parent.name for m in members]
+    label_part = ""
+    if need_label:
+        if len(set(folders)) < 2 or "" in folders:
+            return None, ["no label column, and the files are not in one folder per label"]
+        if all(re.fullmatch(r"[A-Za-z]+[-_]\d+", f) for f in folders):
+            # "dws_1": the activity and the trial number, as MotionSense names its folders
+            label_part = r"(?P<label>[A-Za-z]+)[-_](?P<recording>\d+)/"
+            labels = {re.split(r"[-_]", f)[0] for f in folders}
+            notes.append(
+                f"label and recording: the folder holding each file, as <label>_<trial> "
+                f"({len(labels)} labels, {len(set(folders))} folders)"
+            )
+        else:
+            label_part = r"(?P<label>[^/]+)/"
+            notes.append(f"label: the folder holding each file ({len(set(folders))} folders)")
+    user_part = r"[^/]*"
+    if need_user:
+        where = _user_token(stems)
+        if where is None:
+            return None, [
+                *notes,
+                "no user column, and no user id (like f1, S01, subject101) at the start or end of the file names",
+            ]
+        side, example = where
+        users = {re.split(r"[-_ ]", s)[-1 if side == "end" else 0] for s in stems}
+        if side == "end":
+            user_part = r"(?:[^/]*[-_ ])?(?P<user>[A-Za-z]*\d+)"
+        else:
+            user_part = r"(?P<user>[A-Za-z]*\d+)(?:[-_ ][^/]*)?"
+        notes.append(
+            f"user: the id at the {side} of each file name (e.g. {example!r}; {len(users)} users)"
+        )
+    pattern = r"(?:^|/)" + label_part + user_part + ext
+    return pattern, notes
+
+
+def _lag1(table: pd.DataFrame, columns: list[str]) -> float:
+    values = table[columns].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)[:2000]
+    if len(values) < 3:
+        return 0.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = [np.corrcoef(v[:-1], v[1:])[0, 1] for v in values.T if np.nanstd(v) > 0]
+    r = [x for x in r if np.isfinite(x)]
+    return float(np.mean(r)) if r else 0.0
+
+
+def _rate(table: pd.DataFrame, time_col: str, member: str) -> tuple[float | None, str]:
+    values = time_values(table[time_col], member, time_col)
+    steps = np.diff(values)
+    steps = steps[steps > 0]
+    if steps.size == 0:
+        return None, f"time column '{time_col}' does not advance"
+    step = float(np.median(steps))
+    texty = not pd.api.types.is_numeric_dtype(table[time_col]) and not is_numeric_column(
+        table[time_col]
+    )
+    # Numbers carry no unit: an epoch range says it (2000-2040 in seconds,
+    # milliseconds, ...); otherwise below 1 they are read as seconds, up to 1e4
+    # as milliseconds, beyond as nanoseconds. The note says which was assumed.
+    epoch = None if texty else epoch_unit(values)
+    if texty:
+        seconds, unit = step / 1e9, "between date/times"
+    elif epoch:
+        seconds, unit = step / EPOCH_UNITS[epoch], f"epoch {epoch}"
+    elif step < 1:
+        seconds, unit = step, "read as seconds"
+    elif step < 1e4:
+        seconds, unit = step / 1e3, "read as milliseconds"
+    else:
+        seconds, unit = step / 1e9, "read as nanoseconds"
+    rate = round(1.0 / seconds, 3)
+    shown = f"{seconds:g} s {unit}" if texty else f"{step:g}, {unit}"
+    return rate, f"sampling rate: {rate} Hz, from the median step of '{time_col}' ({shown})"
+
+
+def _code_column(table: pd.DataFrame) -> tuple[str | None, str]:
+    """In a file without a header: the last (or first) column, when it looks like class codes.
+
+    Class codes are whole numbers with few distinct values; sensor values are not.
+    """
+    for column in (table.columns[-1], table.columns[0]):
+        values = pd.to_numeric(table[column], errors="coerce")
+        distinct = values.dropna().unique()
+        whole = values.notna().all() and bool(np.all(np.mod(distinct, 1) == 0))
+        if whole and 2 <= distinct.size <= 100 and table.shape[1] > 3:
+            note = (
+                f"label: column {str(column)[1:]} ({column}), whole numbers with "
+                f"{distinct.size} distinct values -- check it"
+            )
+            return str(column), note
+    return None, ""
+
+
+def _given(choices: Choices, columns: list[str], header: bool) -> tuple[list[str], list[str]]:
+    channels = [resolve(c, columns, header, "--channels") for c in choices.channels]
+    features = [resolve(c, columns, header, "--features") for c in choices.features]
+    if channels and len(channels) % 3:
+        message = f"--channels: {len(channels)} columns given ({', '.join(channels)}); sensors are tri-axial, give them in threes"
+        raise UsageError(message)
+    return channels, features
+
+
+def _repeats_most(table: pd.DataFrame, time_col: str, member: str) -> float:
+    """Fraction of rows whose time equals the previous row's."""
+    try:
+        values = time_values(table[time_col], member, time_col)
+    except ParseError:
+        return 0.0
+    return float(np.mean(np.diff(values) == 0)) if values.size > 1 else 0.0
+
+
+def _choose_kind(
+    kind: str, first: pd.DataFrame, roles: Roles, header: bool, fmt: str, member: str
+) -> tuple[str, str]:
+    if kind != "auto":
+        return kind, f"--kind {kind}"
+    if roles.time:
+        repeated = _repeats_most(first, roles.time, member)
+        if repeated > 0.5:
+            return "features", (
+                f"time column '{roles.time}' repeats on {100 * repeated:.0f} % of the rows, so it "
+                f"cannot place samples in time: one example per row"
+            )
+        return "signals", f"time column '{roles.time}'"
+    if not header:
+        return "signals", "numbers only, no header line"
+    lag = _lag1(first, roles.signals)
+    return (
+        "signals" if lag > 0.5 else "features"
+    ), f"lag-1 correlation of successive rows {lag:.2f}"
+
+
+def _label_by_codes(first: pd.DataFrame, roles: Roles, notes: list[str]) -> None:
+    """Without a header: the label is the last (or first) column holding class codes."""
+    # A sorted label column looks like a counter of segments: it stays a candidate.
+    ruled_out = [c for c, why in roles.left_out.items() if not why.startswith("a counter of")]
+    roles.label, note = _code_column(first.drop(columns=ruled_out))
+    if roles.label in roles.signals:
+        roles.signals.remove(roles.label)
+    roles.left_out.pop(roles.label or "", None)
+    notes += [note] if note else []
+
+
+def _from_paths(
+    choices: Choices, roles: Roles, members: list[str], selection: Selection, columns: list[str]
+) -> tuple[dict[str, Any], list[str], dict[str, str]]:
+    """``path_pattern`` for what the columns lack: given, or found; its notes and comment."""
+    options: dict[str, Any] = {}
+    notes: list[str] = []
+    comments: dict[str, str] = {}
+    if choices.path_pattern:
+        pattern = compile_path_pattern(choices.path_pattern)
+        groups = set(re.compile(pattern).groupindex)
+        options["path_pattern"] = pattern
+        if pattern != choices.path_pattern:
+            comments["path_pattern"] = f"from --path-pattern {choices.path_pattern!r}"
+        notes.append(f"path pattern: {pattern} (from --path-pattern {choices.path_pattern!r})")
+        for role in ("user", "label"):
+            if role not in groups and getattr(roles, role) is None:
+                message = f"mudata init: --path-pattern {choices.path_pattern!r} has no {{{role}}} field and no {role} column was found; columns: {columns}"
+                raise UsageError(message)
+    elif not (roles.user and roles.label):
+        pattern, notes = _path_pattern(members, selection.suffix, not roles.user, not roles.label)
+        if pattern is None:
+            message = (
+                "mudata init: " + "; ".join(notes) + f". Columns of {members[0]}: {columns}. "
+                "Name them with --user COL / --label COL, or --path-pattern 'a{label}_s{user}_*.csv'"
+            )
+            raise UsageError(message)
+        options["path_pattern"] = pattern
+    return options, notes, comments
+
+
+def _column_options(
+    kind: str, roles: Roles, given: list[str], header: bool, members: list[str]
+) -> tuple[dict[str, Any], list[str], list[str]]:
+    """The role, channel or feature options; the columns chosen; notes."""
+    chosen = given or [c for c in roles.signals if c != roles.recording]
+    role_cols = {"user_col": roles.user, "label_col": roles.label}
+    if kind == "signals":
+        role_cols.update({"time_col": roles.time, "recording_col": roles.recording})
+    options: dict[str, Any] = {k: v for k, v in role_cols.items() if v}
+    notes = []
+    if kind == "signals" and not given:
+        whole = chosen[: 3 * (len(chosen) // 3)]
+        for extra in chosen[len(whole) :]:
+            roles.left_out[extra] = (
+                "not part of a whole tri-axial sensor (channels come in threes); --channels chooses"
+            )
+        chosen = whole
+        if not chosen:
+            message = f"mudata init: {members[0]} has fewer than 3 signal columns to use as a sensor; left out: {roles.left_out}"
+            raise UsageError(message)
+    if not header:
+        used = list(options.values())  # the role columns, named c1, c2, ...
+        options["header"] = False
+        options["columns"] = {c: int(c[1:]) for c in [*used, *chosen]}
+    if kind == "signals":
+        options["channels"] = chosen
+        if len(members) > 1:
+            notes.append(
+                f"recordings: one per file ({len(members)} files); windows never cross one"
+            )
+    else:
+        options["feature_cols"] = chosen
+    return options, chosen, notes
+
+
+def propose_layout(
+    first: pd.DataFrame,
+    sniffed: Sniffed,
+    members: list[str],
+    selection: Selection,
+    kind: str = "auto",
+    choices: Choices | None = None,
+) -> Layout:
+    """Propose the reader options from the first file, the member paths and the user's choices.
+
+    Raises
+    ------
+    UsageError
+        An option names no column (the columns are listed), or neither the
+        columns nor the paths give a user and a label.
+    """
+    choices = choices or Choices()
+    header, fmt = sniffed.header, sniffed.fmt
+    columns = [str(c) for c in first.columns]
+    channels, features = _given(choices, columns, header)
+    given = {
+        "user": choices.user,
+        "label": choices.label,
+        "time": choices.time,
+        "recording": choices.recording,
+    }
+    roles = find_roles(first, header, given, max_missing=choices.max_missing)
+    notes = [f"format: {fmt}, {'with' if header else 'without'} a header line"]
+    if sniffed.separator not in (None, ",") or sniffed.decimal != ".":
+        notes.append(f"separator {sniffed.separator!r}, decimal mark {sniffed.decimal!r}")
+    notes += roles.notes
+    groups = set()
+    if choices.path_pattern:
+        groups = set(re.compile(compile_path_pattern(choices.path_pattern)).groupindex)
+    for role in ("user", "label"):
+        if role in groups and getattr(roles, role) and not given[role]:
+            setattr(roles, role, None)  # the pattern gives it
+    if not header and roles.label is None and "label" not in groups:
+        _label_by_codes(first, roles, notes)
+    path_options, path_notes, comments = _from_paths(choices, roles, members, selection, columns)
+    notes += path_notes
+    if roles.label:
+        check_leaks(roles, first, first[roles.label])
+    if features or channels:
+        kind, why = ("features", "--features") if features else ("signals", "--channels")
+    else:
+        kind, why = _choose_kind(kind, first, roles, header, fmt, members[0])
+    notes.append(
+        f"layout: {'raw signals' if kind == 'signals' else 'a feature table'} ({why}); --kind overrides"
+    )
+    column_options, chosen, column_notes = _column_options(
+        kind, roles, channels or features, header, members
+    )
+    options = {**sniffed.options(), "members": selection.glob, **path_options, **column_options}
+    rate, rate_note = (
+        _rate(first, roles.time, members[0]) if kind == "signals" and roles.time else (None, "")
+    )
+    return Layout(
+        kind, fmt, header, options, chosen, rate, notes + column_notes, rate_note, roles, comments
+    )

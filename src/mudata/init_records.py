@@ -1,0 +1,83 @@
+"""Record types of ``mudata init``: the user's choices, a file's format, a proposed layout.
+
+Kept apart so that the stages that fill them (:mod:`mudata.init_layout`) and
+the one that reads them (:mod:`mudata.init`) do not import each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mudata.init_columns import MAX_MISSING, Roles
+
+
+@dataclass(frozen=True)
+class Choices:
+    """What the user told ``mudata init`` (each None or empty: detect it).
+
+    Attributes
+    ----------
+    label, user, time, recording : str, optional
+        Columns of those roles (names, or 1-based numbers without a header).
+    channels : tuple of str
+        Signal columns, in threes (one tri-axial sensor each).
+    features : tuple of str
+        Feature columns of a feature table.
+    path_pattern : str, optional
+        A regular expression with named groups, or a template such as
+        ``a{label}_s{user}_t{recording}_*.mat``.
+    include, exclude : tuple of str
+        Globs overriding which files are data (:func:`mudata.init_files.select`).
+    window : float, optional
+        Window length in seconds (default 3).
+    max_missing : float
+        Columns with a larger fraction of empty cells are left out.
+    """
+
+    label: str | None = None
+    user: str | None = None
+    time: str | None = None
+    recording: str | None = None
+    channels: tuple[str, ...] = ()
+    features: tuple[str, ...] = ()
+    path_pattern: str | None = None
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    window: float | None = None
+    max_missing: float = MAX_MISSING
+
+
+@dataclass
+class Sniffed:
+    """How a data file is written: reader format, header line, separator and decimal mark."""
+
+    fmt: str
+    header: bool
+    separator: str | None = None
+    decimal: str = "."
+
+    def options(self) -> dict[str, Any]:
+        """The reader options that say so (only those differing from the defaults)."""
+        options: dict[str, Any] = {"format": self.fmt}
+        if self.fmt == "csv" and self.separator not in (None, ","):
+            options["separator"] = self.separator
+        if self.decimal != ".":
+            options["decimal"] = self.decimal
+        return options
+
+
+@dataclass
+class Layout:
+    """What :func:`propose_layout` found, with the evidence to print."""
+
+    kind: str
+    fmt: str
+    header: bool
+    options: dict[str, Any]
+    channels: list[str]
+    sampling_rate_hz: float | None
+    notes: list[str] = field(default_factory=list)
+    rate_note: str = ""
+    roles: Roles = field(default_factory=Roles)
+    option_notes: dict[str, str] = field(default_factory=dict)

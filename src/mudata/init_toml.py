@@ -1,0 +1,103 @@
+"""``mudata init``, step 5: the drafted entry as TOML, with the evidence as comments.
+
+Written by hand rather than with a TOML library, so that each choice carries
+its comment (a class's count, the sampling rate's evidence, the hashes' kind).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from mudata.classes import code_text
+
+
+def toml_value(value: Any) -> str:
+    """``value`` (bool, number, text, list or table) as an inline TOML value."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
+    raise TypeError(type(value))
+
+
+def toml_key(key: str) -> str:
+    """``key`` bare when TOML allows it, else quoted."""
+    return key if re.match(r"^[A-Za-z0-9_-]+$", key) else json.dumps(key)
+
+
+def _table(
+    header: str, values: dict[str, Any], comments: dict[str, str] | None = None
+) -> list[str]:
+    lines = [header] if header else []
+    for key, value in values.items():
+        note = f"  # {comments[key]}" if comments and key in comments else ""
+        lines.append(f"{toml_key(key)} = {toml_value(value)}{note}")
+    return lines
+
+
+def _evidence(lines: list[str], most: int = 60) -> list[str]:
+    """What init left out and why, as comments (the first ``most`` lines)."""
+    # A column name may hold a line break: it must not end the comment.
+    shown = ["# " + " ".join(line.splitlines()) for line in lines[:most]]
+    if len(lines) > most:
+        shown.append(f"#   ... and {len(lines) - most} more lines: see the report of mudata init")
+    return shown
+
+
+def to_toml(data: dict[str, Any], counts: dict[str, int], notes: dict[str, Any]) -> str:
+    """The entry as TOML, with comments carrying the evidence for each choice.
+
+    ``notes``: ``from`` (the files), ``rate`` (the rate's evidence) and,
+    optionally, ``options`` (a comment per reader option) and ``evidence``
+    (lines saying what was left out and why, written after the reader options).
+    """
+    top = {k: v for k, v in data.items() if not isinstance(v, dict | list)}
+    licence = data["licence"]
+    lines = [
+        f"# Drafted by `mudata init` from {notes['from']}. Check every value, edit, then:",
+        f"#   mudata register {data['name']}.toml",
+        *_table(
+            "",
+            top,
+            {
+                "sampling_rate_hz": notes["rate"],
+                "min_per_class": "the user filter keeps users with this many rows (windows) of every class",
+            },
+        ),
+        'licence = {{ name = "{}", title = "{}" }}'.format(licence["name"], licence["title"])
+        + '  # an SPDX id such as "CC-BY-4.0", or the terms as a LicenseRef table',
+        "",
+        *_table("[reader_options]", data["reader_options"], notes.get("options")),
+        *_evidence(notes.get("evidence", [])),
+        "",
+        *_table("[recipe]", data["recipe"]),
+    ]
+    for sensor in data.get("sensors", []):
+        lines += ["", *_table("[[sensors]]", sensor)]
+    for spec in data["classes"]:
+        lines += [
+            "",
+            *_table("[[classes]]", spec, {"name": f"{counts[code_text(spec['code'])]} rows"}),
+        ]
+    for spec in data["files"]:
+        members = spec.get("members", [])
+        plain = {k: v for k, v in spec.items() if k != "members"}
+        lines += [
+            "",
+            *_table(
+                "[[files]]",
+                plain,
+                {"hashes": "pinned on first use by mudata init, not published hashes"},
+            ),
+        ]
+        for member in members:
+            lines += ["", *_table("[[files.members]]", member)]
+    return "\n".join(lines) + "\n"

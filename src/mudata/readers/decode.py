@@ -1,0 +1,247 @@
+"""Bytes as published, made parseable: compressed streams, MATLAB files and delimited text.
+
+* :func:`decompress` -- gzip, bzip2 and xz single files (``.csv.gz``,
+  ``.txt.bz2``, ...) and such members of archives, streamed in chunks under
+  the archive expansion cap (:func:`mudata.archive.max_expansion`), so that a
+  small hostile stream cannot fill the memory;
+* :func:`read_mat` -- a MATLAB ``.mat`` file (v4 to v7.2, through
+  :func:`scipy.io.loadmat`) as a table of numbered columns; v7.3 files are
+  HDF5 and refused with a message naming the format;
+* :func:`sniff_delimited` -- the separator (comma, semicolon, tab) and the
+  decimal mark of delimited text, from its first lines.
+
+The readers call these after the bytes were checked against their pins: the
+pins are those of the files as published (compressed).
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import re
+import zlib
+from pathlib import PurePosixPath
+from typing import IO, TYPE_CHECKING
+
+from mudata.archive import expansion_budget, max_expansion
+from mudata.errors import LimitError, ParseError, excerpt
+
+if TYPE_CHECKING:
+    # Sources decompress with this module; `mudata list` imports Sources and
+    # must not pay for numpy and pandas, so they are imported where used.
+    import numpy as np
+    import pandas as pd
+
+#: File name suffix -> compression, for the single-stream formats read here.
+COMPRESSIONS = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
+#: Cells spreadsheets write for an undefined value; read as missing, as are
+#: pandas' defaults (empty, ``NA``, ``#N/A``, ``NaN``, ...).
+SPREADSHEET_MISSING = ("#DIV/0!", "#N/A", "#NUM!", "#VALUE!", "#REF!", "#NAME?", "#NULL!")
+#: The separators a delimited file may use, as ``reader_options.separator`` names them.
+SEPARATORS = (",", ";", "\t", "|")
+_CHUNK = 1 << 20
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+_OPENERS = {
+    "gzip": lambda fh: gzip.GzipFile(fileobj=fh, mode="rb"),
+    "bzip2": lambda fh: bz2.BZ2File(fh, mode="rb"),
+    "xz": lambda fh: lzma.LZMAFile(fh, mode="rb"),  # noqa: SIM115 - callers close it
+}
+
+
+def compression_of(name: str) -> str | None:
+    """``"gzip"``, ``"bzip2"``, ``"xz"`` or None, from the suffix of ``name``."""
+    return COMPRESSIONS.get(PurePosixPath(name).suffix.lower())
+
+
+def plain_name(name: str) -> str:
+    """``name`` without its compression suffix (``a/b.csv.gz`` -> ``a/b.csv``)."""
+    return name[: -len(PurePosixPath(name).suffix)] if compression_of(name) else name
+
+
+def data_suffix(name: str) -> str:
+    """The suffix that says the format, compression suffix included (``.csv.gz``)."""
+    path = PurePosixPath(name)
+    if compression_of(name):
+        inner = PurePosixPath(path.stem).suffix.lower()
+        return inner + path.suffix.lower()
+    return path.suffix.lower()
+
+
+def decompress(data: bytes, name: str, *, ratio: float | None = None) -> bytes:
+    """The decompressed content of ``data`` (named ``name``), or ``data`` if not compressed.
+
+    Parameters
+    ----------
+    data : bytes
+        The member's bytes as published (already checked against its pin).
+    name : str
+        Its path; the suffix says the compression.
+    ratio : float, optional
+        Expansion cap (bytes out per byte in); default as for archives.
+
+    Raises
+    ------
+    LimitError
+        The stream expands beyond the cap.
+    ParseError
+        The stream is corrupt or truncated.
+    """
+    kind = compression_of(name)
+    if kind is None:
+        return data
+    budget = expansion_budget(len(data), max_expansion(ratio))
+    chunks, total = [], 0
+    try:
+        with _OPENERS[kind](io.BytesIO(data)) as stream:
+            while chunk := stream.read(_CHUNK):
+                total += len(chunk)
+                if total > budget:
+                    message = (
+                        f"{name}: the {kind} stream expands to more than {budget:,.0f} bytes "
+                        f"({len(data):,} compressed); raise the cap with $MUDATA_MAX_EXPANSION "
+                        f"or --max-expansion if the file is trusted"
+                    )
+                    raise LimitError(message)
+                chunks.append(chunk)
+    except LimitError:
+        raise
+    except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
+        message = f"{name}: not a readable {kind} stream ({type(exc).__name__}: {str(exc)[:200]}); the file is probably truncated or corrupt"
+        raise ParseError(message) from None
+    return b"".join(chunks)
+
+
+def head(stream: IO[bytes], name: str, size: int = 1 << 16) -> bytes:
+    """The first ``size`` bytes of ``stream`` (a file named ``name``), decompressed.
+
+    For a look at the columns of a file, not for its data: a corrupt or
+    truncated stream gives the bytes decoded so far (possibly none).
+    """
+    kind = compression_of(name)
+    if kind is None:
+        return stream.read(size)
+    try:
+        with _OPENERS[kind](stream) as decoded:
+            return decoded.read(size)
+    except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError):
+        return b""
+
+
+def _is_hdf5(data: bytes) -> bool:
+    # MATLAB v7.3 writes a 512-byte text header, then an HDF5 file; plain HDF5 starts with it.
+    return data[:8] == _HDF5_SIGNATURE or data[512:520] == _HDF5_SIGNATURE
+
+
+def mat_arrays(data: bytes, member: str) -> dict[str, np.ndarray]:
+    """The numeric 2-D arrays of a ``.mat`` file, by variable name.
+
+    Raises
+    ------
+    ParseError
+        The file is MATLAB v7.3 (HDF5), or not a MATLAB file scipy can read.
+    """
+    if _is_hdf5(data):
+        message = (
+            f"{member}: a MATLAB v7.3 (HDF5) file; only MATLAB v4 to v7.2 files are read. "
+            f"Save it again in MATLAB with save(name, '-v7'), or export the array as CSV"
+        )
+        raise ParseError(message)
+    import numpy as np
+    from scipy.io import loadmat  # scipy.io is slow to import; only MATLAB files need it
+
+    try:
+        content = loadmat(io.BytesIO(data))
+    except (ValueError, TypeError, OSError, NotImplementedError, zlib.error) as exc:
+        message = f"{member}: cannot be read as a MATLAB .mat file ({type(exc).__name__}: {str(exc)[:200]})"
+        raise ParseError(message) from None
+    return {
+        key: value
+        for key, value in content.items()
+        if not key.startswith("__")
+        and isinstance(value, np.ndarray)
+        and value.ndim == 2
+        and np.issubdtype(value.dtype, np.number)
+    }
+
+
+def read_mat(data: bytes, member: str, variable: str | None = None) -> pd.DataFrame:
+    """One numeric 2-D array of a ``.mat`` file as a table, one row per sample.
+
+    Parameters
+    ----------
+    data : bytes
+        The file content.
+    member : str
+        Its path, for messages.
+    variable : str, optional
+        The array to read; default the file's only numeric 2-D array.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``0 .. n-1`` (as a file without a header), float64.
+
+    Raises
+    ------
+    ParseError
+        v7.3 file, unreadable file, ``variable`` absent, or no single array to choose.
+    """
+    import numpy as np
+    import pandas as pd
+
+    arrays = mat_arrays(data, member)
+    shapes = {k: "x".join(map(str, v.shape)) for k, v in arrays.items()}
+    if variable is not None:
+        if variable not in arrays:
+            message = (
+                f"{member}: no numeric 2-D variable {excerpt(variable)}; found {shapes or 'none'}"
+            )
+            raise ParseError(message)
+        chosen = variable
+    elif len(arrays) == 1:
+        (chosen,) = arrays
+    else:
+        message = (
+            f"{member}: {'no' if not arrays else len(arrays)} numeric 2-D variables "
+            f"({shapes or 'none'}); name the one to read as reader_options.variable"
+        )
+        raise ParseError(message)
+    return pd.DataFrame(np.asarray(arrays[chosen], dtype=np.float64))
+
+
+_DECIMAL_COMMA = re.compile(r"^-?\d+,\d+$")
+_QUOTED = re.compile(r'"[^"]*"')
+
+
+def sniff_delimited(head: str) -> tuple[str | None, str]:
+    """The separator and the decimal mark of delimited text, from its first lines.
+
+    A separator found the same number of times (at least once) on every one of
+    the first lines wins, tab before semicolon before comma (a semicolon file
+    with decimal commas holds commas too). Decimal commas are assumed when the
+    separator is not a comma and some field reads as ``12,5``.
+
+    Returns
+    -------
+    (str or None, str)
+        The separator (None: whitespace-separated) and ``"."`` or ``","``.
+    """
+    lines = [line for line in head.splitlines()[:20] if line.strip()]
+    if len(lines) > 1:
+        lines = lines[:-1]  # the last line of a head may be cut
+    # Separators inside quoted fields ("2,5") do not count.
+    bare = [_QUOTED.sub('""', line) for line in lines]
+    separator = None
+    for candidate in ("\t", ";", ",", "|"):
+        counts = {line.count(candidate) for line in bare}
+        if lines and len(counts) == 1 and counts.pop() > 0:
+            separator = candidate
+            break
+    decimal = "."
+    if separator not in (None, ","):
+        fields = [f.strip().strip('"') for line in lines for f in line.split(separator)]
+        if any(_DECIMAL_COMMA.match(f) for f in fields):
+            decimal = ","
+    return separator, decimal

@@ -1,0 +1,113 @@
+"""Which files are data (issue 16, point 1), the glob selecting them, and path templates."""
+
+from __future__ import annotations
+
+import gzip
+import re
+import zipfile
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mudata.errors import UsageError
+from mudata.init import draft_entry
+from mudata.init_files import compile_path_pattern, data_glob, select
+
+HEADS = {
+    "DATA/s01/s01_01_sp.csv": b"timestamp,x,y,z\n1,2,3,4\n",
+    "DATA/s02/s02_01_sp.csv": b"timestamp,x,y,z\n1,2,3,4\n",
+    "DATA/executions_info.csv": b"subject,execution,activity\ns01,1,walk\n",
+    "README.md": b"# readme",
+    ".zenodo.json": b"{}",
+    "CITATION.cff": b"cff-version: 1.2.0",
+    "docs/manual.pdf": b"%PDF",
+    "paper/figures.pdf": b"%PDF",
+}
+
+
+def test_documentation_and_metadata_sheets_are_left_out_with_the_reason():
+    selection = select(list(HEADS), HEADS.__getitem__)
+    assert selection.members == ["DATA/s01/s01_01_sp.csv", "DATA/s02/s02_01_sp.csv"]
+    assert selection.glob == "DATA/*/*.csv"
+    assert selection.left_out["README.md"] == "documentation by its name (README.md)"
+    assert selection.left_out[".zenodo.json"] == "metadata (.zenodo.json)"
+    assert selection.left_out["CITATION.cff"].startswith("documentation")
+    assert selection.left_out["paper/figures.pdf"] == "documentation or metadata (.pdf file)"
+    assert selection.left_out["docs/manual.pdf"] == "documentation by its name (manual.pdf)"
+    assert "a metadata sheet?" in selection.left_out["DATA/executions_info.csv"]
+
+
+def test_include_and_exclude_override_the_rules():
+    only_s01 = select(list(HEADS), HEADS.__getitem__, include=("*s01_*.csv",))
+    assert only_s01.members == ["DATA/s01/s01_01_sp.csv"]
+    assert only_s01.left_out["DATA/s02/s02_01_sp.csv"] == "not matched by --include"
+    without = select(list(HEADS), HEADS.__getitem__, exclude=("s02_*",))
+    assert without.left_out["DATA/s02/s02_01_sp.csv"] == "--exclude s02_*"
+    with pytest.raises(UsageError, match="no data file found"):
+        select(["README.md"], HEADS.__getitem__)
+
+
+def test_a_glob_that_cannot_separate_the_files_says_which_are_in_the_way():
+    assert data_glob(["1.csv", "2.csv"], ["README.md"], ".csv") == "*.csv"
+    with pytest.raises(UsageError, match=r"without also selecting \['1b.csv'\]"):
+        data_glob(["1.csv", "1a.csv"], ["1b.csv"], ".csv")
+
+
+def test_templates_compile_to_anchored_patterns():
+    pattern = compile_path_pattern("a{label}_s{user}_t{recording}_*.mat")
+    match = re.search(pattern, "Inertial/a10_s3_t4_inertial.mat")
+    assert match and match.groupdict() == {"label": "10", "user": "3", "recording": "4"}
+    assert compile_path_pattern(r"(?P<user>\d+)\.csv$") == r"(?P<user>\d+)\.csv$"
+    with pytest.raises(UsageError, match=r"unknown field\(s\) \['device'\]"):
+        compile_path_pattern("{user}_{device}.csv")
+    with pytest.raises(UsageError, match="neither a regular expression"):
+        compile_path_pattern("plain.csv")
+
+
+def _frame(user: str, rng: np.random.Generator) -> pd.DataFrame:
+    n = 1200
+    return pd.DataFrame(
+        {
+            "user": user,
+            "activity": np.repeat(["walk", "rest"], n // 2),
+            # random walks: successive samples alike, as raw signals are
+            "acc_x": np.cumsum(rng.normal(size=n)).round(3),
+            "acc_y": np.cumsum(rng.normal(size=n)).round(3),
+            "acc_z": np.cumsum(rng.normal(size=n)).round(3),
+        }
+    )
+
+
+def test_semicolon_files_with_decimal_commas_and_compressed_members_are_drafted(tmp_path):
+    rng = np.random.default_rng(1)
+    folder = tmp_path / "semi"
+    folder.mkdir()
+    for user in ("u1", "u2"):
+        _frame(user, rng).to_csv(folder / f"{user}.csv", sep=";", decimal=",", index=False)
+    draft = draft_entry([folder], "semi", output=tmp_path / "semi.toml", sampling_rate_hz=50)
+    options = draft.entry.reader_options
+    assert (options["separator"], options["decimal"]) == (";", ",")
+    assert options["channels"] == ["acc_x", "acc_y", "acc_z"]
+    archive = tmp_path / "release.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("release/README.txt", "about")
+        for user in ("u1", "u2"):
+            text = _frame(user, rng).to_csv(sep="\t", index=False).encode()
+            zf.writestr(f"release/{user}.tsv.gz", gzip.compress(text))
+    draft = draft_entry([archive], "tabs", output=tmp_path / "tabs.toml", sampling_rate_hz=50)
+    options = draft.entry.reader_options
+    assert options["members"] == "*.tsv.gz" and options["separator"] == "\t"
+    assert "  release/README.txt: documentation by its name (README.txt)" in draft.report
+
+
+def test_a_user_id_ends_the_name_of_a_compressed_file(tmp_path):
+    rng = np.random.default_rng(2)
+    folder = tmp_path / "gz"
+    folder.mkdir()
+    for user in ("p1", "p2"):
+        text = _frame(user, rng).drop(columns="user").to_csv(index=False).encode()
+        (folder / f"watch_{user}.csv.gz").write_bytes(gzip.compress(text))
+    draft = draft_entry([folder], "gz", output=tmp_path / "gz.toml", sampling_rate_hz=50)
+    assert "user: the id at the end of each file name (e.g. 'p1'; 2 users)" in draft.report
+    assert draft.entry.reader_options["members"] == "*.csv.gz"

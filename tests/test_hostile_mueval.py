@@ -30,6 +30,7 @@ from click.testing import CliRunner
 
 from mueval.cli import main
 from mueval.errors import OutputError
+from mueval.files import check_inside, neutralise_formulas, write_atomic
 from mueval.names import CONFORMAL_METRICS
 from mueval.runfolder import (
     RUN_FORMAT,
@@ -40,7 +41,6 @@ from mueval.runfolder import (
     recover_leftovers,
     write_run,
 )
-from mueval.safeio import check_inside, neutralise_formulas, write_atomic
 from tests.test_evaluate_runner import make_frame
 
 # Generous: a subprocess imports scikit-learn and matplotlib on a shared machine.

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from mudata._atomic import atomic_write
 from mudata.cli import main
 from mudata.cli_options import init_options
+from mudata.files import atomic_write
 
 
 @main.command("init")

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mueval.errors import DataError, UsageError
-from mueval.safeio import open_regular
+from mueval.files import open_input
 
 
 @dataclass
@@ -322,7 +322,7 @@ def load_file(path: str | Path, *, user_col: str = "userid", label_col: str = "l
         raise UsageError(message)
     # Read once, through a check that refuses FIFOs and devices (which would hang
     # or never end): the same bytes are parsed and hashed.
-    with open_regular(path, "--data") as handle:
+    with open_input(path, "--data") as handle:
         try:
             content = handle.read()
         except OSError as exc:

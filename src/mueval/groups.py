@@ -119,10 +119,10 @@ def read_groups_file(path: str | Path) -> pd.DataFrame:
     """
     import pandas as pd
 
-    from mueval.safeio import open_regular
+    from mueval.files import open_input
 
     path = Path(path)
-    with open_regular(path, "--groups") as handle:
+    with open_input(path, "--groups") as handle:
         content = handle.read()
     try:
         frame = pd.read_csv(io.BytesIO(content), encoding="utf-8", dtype=str)

@@ -371,7 +371,7 @@ class CurveResult:
         import json
 
         from mueval.errors import OutputError
-        from mueval.safeio import neutralise_formulas, write_atomic
+        from mueval.files import neutralise_formulas, write_atomic
 
         folder = Path(out)
         if folder.exists() and not folder.is_dir():

@@ -28,6 +28,7 @@ from tqdm import tqdm
 from mueval.data import natural_key
 from mueval.diagnose import FULL_DIAGNOSTICS
 from mueval.errors import OutputError, UsageError
+from mueval.files import check_inside, write_atomic
 from mueval.names import (
     CLASSIFIER_NAMES,
     CLASSIFIERS,
@@ -65,7 +66,6 @@ from mueval.report.side_by_side import side_by_side_section
 from mueval.run_warnings import set_statistics
 from mueval.runfolder import RunFolder, RunFolderError
 from mueval.runfolder.guarantees import Guarantees, compute_guarantees
-from mueval.safeio import check_inside, write_atomic
 
 __all__ = ["CLASSIFIER_NAMES", "STRATEGY_NAMES", "BuildResult", "build_report"]
 

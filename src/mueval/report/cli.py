@@ -15,10 +15,10 @@ import pandas as pd
 
 from mueval.cli_options import compare_options, report_options
 from mueval.clickutil import Command
+from mueval.files import neutralise_formulas, write_atomic
 from mueval.names import COMPARABLE_METRICS
 from mueval.report.compare import compare_runs, run_labels
 from mueval.runfolder import RunFolder, read_run_folder
-from mueval.safeio import neutralise_formulas, write_atomic
 
 __all__ = ["compare_command", "report_command", "run_labels"]
 

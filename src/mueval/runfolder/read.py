@@ -23,7 +23,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from mudata.files import describe_kind
 from mueval.errors import DataError, NotRegularFileError
+from mueval.files import open_input
 from mueval.runfolder.format import (
     FORMAT_VERSION,
     PREDICTION_COLUMNS,
@@ -32,7 +34,6 @@ from mueval.runfolder.format import (
     SPLITS_COLUMNS,
     SUMMARY_COLUMNS,
 )
-from mueval.safeio import describe_mode, open_regular
 
 __all__ = [
     "RunFolder",
@@ -164,7 +165,7 @@ def _check_files(root: Path) -> None:
             # A FIFO here would block the reader for ever: refuse before opening.
             msg = (
                 f"{root / name}: expected a regular file written by `mueval evaluate`, "
-                f"found {describe_mode(mode)}"
+                f"found {describe_kind(mode)}"
             )
             raise RunFolderError(msg)
     if missing:
@@ -177,7 +178,7 @@ def _check_files(root: Path) -> None:
 
 def _open(path: Path) -> BinaryIO:
     try:
-        return open_regular(path, path.name)
+        return open_input(path, path.name)
     except NotRegularFileError as exc:
         raise RunFolderError(str(exc)) from exc
 

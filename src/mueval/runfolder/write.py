@@ -37,8 +37,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from mudata.files import describe_kind
 from mueval.aggregate import user_dtype
 from mueval.errors import OutputError
+from mueval.files import check_inside, neutralise_formulas
 from mueval.runfolder.format import (
     COVERAGE_SUMMARY_FILE,
     FORMAT_VERSION,
@@ -51,7 +53,6 @@ from mueval.runfolder.format import (
     USER_VALIDITY_FILE,
 )
 from mueval.runner import EvalResult
-from mueval.safeio import check_inside, describe_mode, neutralise_formulas
 
 _log = logging.getLogger("mueval")
 
@@ -244,7 +245,7 @@ def run_folder_problem(folder: str | Path) -> str | None:
     except OSError as exc:
         return f"cannot inspect it ({exc.strerror or exc})"
     if not stat.S_ISDIR(mode):
-        return f"it is {describe_mode(mode)}"
+        return f"it is {describe_kind(mode)}"
     info = _read_marker(folder)
     if info is None:
         return "it holds no readable run.json"
@@ -373,7 +374,7 @@ def check_target(out_dir: str | Path, overwrite: bool = False) -> Path:
         if not stat.S_ISDIR(mode):
             message = (
                 f"cannot write the run folder {target}: it exists and is "
-                f"{describe_mode(mode)}; mueval never writes through or replaces one "
+                f"{describe_kind(mode)}; mueval never writes through or replaces one "
                 "(give a new folder)"
             )
             raise OutputError(message)

@@ -1,11 +1,9 @@
-"""File access that trusts neither the paths nor the file types it is given.
+"""mueval's file access: inputs through :mod:`mudata.files`, outputs inside their folder.
 
-Three rules, each with one owner here:
+Three rules:
 
-* **Read only regular files.** A FIFO with no writer blocks ``open`` for ever and
-  ``/dev/zero`` never ends, so the type is checked with ``stat`` before opening,
-  and again on the open descriptor (opened non-blocking, so the check itself
-  cannot hang) in case the path was swapped in between.
+* **Read only regular files.** :func:`open_input` is
+  :func:`mudata.files.open_regular` (which owns the rule) with mueval's error.
 * **Write only inside the output folder.** Every destination is resolved and
   compared with the resolved folder before anything is written; a name that
   would climb out (``../``) or a symbolic link that points elsewhere is refused.
@@ -27,15 +25,14 @@ from typing import BinaryIO
 
 import pandas as pd
 
-from mudata._atomic import atomic_path
+from mudata.files import atomic_path, describe_kind, open_regular
 from mueval.errors import NotRegularFileError, OutputError
 
 __all__ = [
     "FORMULA_LEADS",
     "check_inside",
-    "describe_mode",
     "neutralise_formulas",
-    "open_regular",
+    "open_input",
     "write_atomic",
 ]
 
@@ -43,32 +40,17 @@ __all__ = [
 FORMULA_LEADS: tuple[str, ...] = ("=", "+", "-", "@", "\t", "\r")
 
 
-def describe_mode(mode: int) -> str:
-    """Plain name of a file type from ``st_mode`` (``"a FIFO"``, ``"a socket"``, ...)."""
-    for test, name in (
-        (stat.S_ISREG, "a regular file"),
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISLNK, "a symbolic link"),
-        (stat.S_ISFIFO, "a FIFO (named pipe)"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return name
-    return "a special file"
-
-
-def _refuse(path: Path, what: str, mode: int) -> NotRegularFileError:
-    message = (
-        f"{path}: expected {what} as a regular file, found {describe_mode(mode)}; "
+def _refusal(path: Path | str, what: str, kind: str) -> str:
+    return (
+        f"{path}: expected {what} as a regular file, found {kind}; "
         "mueval reads only regular files (a pipe or device could block or never end)"
     )
-    return NotRegularFileError(message)
 
 
-def open_regular(path: str | Path, what: str) -> BinaryIO:
+def open_input(path: str | Path, what: str) -> BinaryIO:
     """Open a regular file for binary reading, refusing any other kind without blocking.
+
+    :func:`mudata.files.open_regular` with mueval's error and wording.
 
     Parameters
     ----------
@@ -86,30 +68,9 @@ def open_regular(path: str | Path, what: str) -> BinaryIO:
     NotRegularFileError
         The path does not exist, cannot be opened, or is not a regular file.
     """
-    path = Path(path)
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as exc:
-        message = f"{path}: cannot read {what}: {exc.strerror or exc}"
-        raise NotRegularFileError(message) from exc
-    if not stat.S_ISREG(mode):
-        raise _refuse(path, what, mode)
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:  # e.g. a socket swapped in after the stat (ENXIO)
-        message = f"{path}: cannot read {what}: {exc.strerror or exc}"
-        raise NotRegularFileError(message) from exc
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise _refuse(path, what, mode)
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
+    return open_regular(  # type: ignore[return-value]
+        Path(path), what, NotRegularFileError, refusal=_refusal, unreadable=NotRegularFileError
+    )
 
 
 def check_inside(folder: str | Path, path: str | Path) -> Path:
@@ -179,7 +140,7 @@ def write_atomic(folder: str | Path, name: str, write: Callable[[Path], None]) -
         mode = None
     if mode is not None and not stat.S_ISREG(mode):
         message = (
-            f"refusing to replace {dest}: it is {describe_mode(mode)}, not a file "
+            f"refusing to replace {dest}: it is {describe_kind(mode)}, not a file "
             "mueval wrote; remove it or choose another output folder"
         )
         raise OutputError(message)

@@ -13,11 +13,11 @@ from click.testing import CliRunner
 from scipy import stats
 
 import mueval
-from mueval.cli import main
-from mueval.conformal import conformalize, conformalize_groups
+from mueval.cli.main import main
+from mueval.conformal.sets import conformalize, conformalize_groups
+from mueval.data.groups import group_coverage, parse_condition, user_groups
+from mueval.data.synthetic import make_users
 from mueval.errors import DataError, SmallCalibrationError, UsageError
-from mueval.groups import group_coverage, parse_condition, user_groups
-from mueval.synthetic import make_users
 
 # Calibration scores (LAC: 1 - p of the true class, every true class 0).
 # Group 0: five scores; group 1: ten.
@@ -183,7 +183,7 @@ def test_ucm_and_udm_under_groups_equal_unconditional() -> None:
 
 
 def test_uim_calibrates_on_the_other_users_of_the_target_group() -> None:
-    from mueval.strategies import make_splits
+    from mueval.evaluation.splits import make_splits
 
     frame = _frame()
     run = mueval.evaluate(frame, strategies="uim", condition="group:band", **_FAST)

@@ -1,4 +1,4 @@
-"""UXC, the user cross-conformal strategy: p-values, folds, sets (mueval.crossconformal)."""
+"""UXC, the user cross-conformal strategy: p-values, folds, sets (mueval.evaluation.crossconformal)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ from sklearn.model_selection import train_test_split
 from sklearn.naive_bayes import GaussianNB
 from sklearn.preprocessing import MinMaxScaler
 
-from mueval.cli import main
-from mueval.crossconformal import cross_conformal_pvalues, cross_user_splits
-from mueval.data import table_from_frame
+from mueval.cli.main import main
+from mueval.data.synthetic import make_users
+from mueval.data.table import table_from_frame
 from mueval.errors import EvaluationError, SplitError, UsageError
+from mueval.evaluation.crossconformal import cross_conformal_pvalues, cross_user_splits
+from mueval.evaluation.runner import EvalConfig, run
+from mueval.evaluation.splits import make_splits
 from mueval.metrics.conformal import conformal_pvalues, lac_threshold
-from mueval.runner import EvalConfig, run
-from mueval.strategies import make_splits
-from mueval.synthetic import make_users
 
 
 def test_pvalues_by_hand() -> None:

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from mueval.cli import main
+from mueval.cli.main import main
 from tests.test_evaluate_runner import make_frame
 
 SUMMARY_COLUMNS = ["strategy", "classifier", "metric", "mean", "sd", "n"]

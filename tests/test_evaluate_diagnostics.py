@@ -17,9 +17,15 @@ import pytest
 from click.testing import CliRunner
 from sklearn.preprocessing import MinMaxScaler
 
-from mueval.cli import main
-from mueval.data import load_registered
-from mueval.diagnose import BASIC_DIAGNOSTICS, FULL_DIAGNOSTICS, diagnose, diagnose_pool
+from mueval.cli.main import main
+from mueval.data.table import load_registered
+from mueval.evaluation.runner import EvalResult
+from mueval.guarantees.diagnostics import (
+    BASIC_DIAGNOSTICS,
+    FULL_DIAGNOSTICS,
+    diagnose,
+    diagnose_pool,
+)
 from mueval.metrics.diagnostics import (
     coverage_gap,
     excess_risk_target_coverage,
@@ -28,7 +34,6 @@ from mueval.metrics.diagnostics import (
     worst_slab_coverage,
 )
 from mueval.names import METRICS
-from mueval.runner import EvalResult
 
 KEYS = ["strategy", "classifier", "iteration"]
 

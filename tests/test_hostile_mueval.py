@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from mueval.cli import main
+from mueval.cli.main import main
 from mueval.errors import OutputError
 from mueval.files import check_inside, neutralise_formulas, write_atomic
 from mueval.names import CONFORMAL_METRICS
@@ -57,7 +57,7 @@ def _mueval(*args: str):
 def _mueval_subprocess(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """The real command line in its own process, killed if it hangs."""
     return subprocess.run(
-        [sys.executable, "-m", "mueval.cli", *args],
+        [sys.executable, "-m", "mueval.cli.main", *args],
         check=False,
         capture_output=True,
         text=True,
@@ -791,7 +791,7 @@ def test_a_skipped_split_is_consistent_under_the_writers_aggregation(
 ) -> None:
     # `--small-cal skip` leaves a split without sets: NaN conformal metrics, no
     # prediction rows. The summary is aggregated by the writer's own function.
-    from mueval.aggregate import summary_frame
+    from mueval.evaluation.aggregate import summary_frame
     from mueval.runfolder.guarantees import compute_guarantees
 
     run = _copy(real_run, tmp_path / "run")

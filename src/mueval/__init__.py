@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mueval.api import Run, compare, compare_guarantees, evaluate
-    from mueval.labelcurve import curve
+    from mueval.evaluation.labelcurve import curve
 
 __version__ = "0.1.0"
 
@@ -22,14 +22,14 @@ __all__ = ["Run", "__version__", "compare", "compare_guarantees", "curve", "eval
 #: pyarrow, which ``mueval --help`` must not wait for.
 _FROM_API = frozenset({"Run", "compare", "compare_guarantees", "evaluate"})
 
-#: Served the same way from :mod:`mueval.labelcurve`.
+#: Served the same way from :mod:`mueval.evaluation.labelcurve`.
 _FROM_CURVE = frozenset({"curve"})
 
 
 def __getattr__(name: str) -> Any:
     """Import :mod:`mueval.api` on first use of ``mueval.evaluate`` and the like (PEP 562)."""
     if name in _FROM_API or name in _FROM_CURVE:
-        module = "mueval.api" if name in _FROM_API else "mueval.labelcurve"
+        module = "mueval.api" if name in _FROM_API else "mueval.evaluation.labelcurve"
         value = getattr(importlib.import_module(module), name)
         globals()[name] = value  # later look-ups skip this function
         return value

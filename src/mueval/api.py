@@ -30,12 +30,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mueval import __version__
-from mueval.aggregate import splits_frame, summary_frame, user_dtype
-from mueval.data import Table, load_file, load_registered, natural_key, table_from_frame
-from mueval.diagnose import ERT_FOLDS, WSC_DELTA, WSC_DIRECTIONS, diagnose, diagnostic_names
+from mueval.data.groups import RowGroups, _user_key, resolve_groups
+from mueval.data.table import Table, load_file, load_registered, natural_key, table_from_frame
 from mueval.errors import UsageError
-from mueval.groups import RowGroups, _user_key, resolve_groups
-from mueval.models import parse_classifiers
+from mueval.evaluation.aggregate import splits_frame, summary_frame, user_dtype
+from mueval.evaluation.models import parse_classifiers
+from mueval.evaluation.runner import EvalConfig, run, stage_timings
+from mueval.evaluation.splits import parse_strategies
+from mueval.guarantees.diagnostics import (
+    ERT_FOLDS,
+    WSC_DELTA,
+    WSC_DIRECTIONS,
+    diagnose,
+    diagnostic_names,
+)
+from mueval.report.tables import format_table
 from mueval.runfolder import (
     PredictionStream,
     RunFolder,
@@ -46,12 +55,9 @@ from mueval.runfolder import (
     write_run,
 )
 from mueval.runfolder.guarantees import compute_guarantees
-from mueval.runner import EvalConfig, run, stage_timings
-from mueval.strategies import parse_strategies
-from mueval.tables import format_table
 
 if TYPE_CHECKING:
-    from mueval.report.compare_guarantees import GuaranteeComparison
+    from mueval.compare.guarantees import GuaranteeComparison
 
 __all__ = ["Run", "compare", "compare_guarantees", "evaluate"]
 
@@ -128,7 +134,7 @@ class Run:
     user_coverage : DataFrame or None
         Each user's coverage over all test rows and iterations with its
         Clopper-Pearson interval (``user_coverage.csv``; see
-        :func:`mueval.coverage_intervals.per_user_coverage`).
+        :func:`mueval.guarantees.intervals.per_user_coverage`).
     coverage_summary : DataFrame or None
         Per (strategy, classifier): the share of users whose interval lies
         entirely below ``1 - alpha``, the worst user and the pooled coverage,
@@ -139,7 +145,7 @@ class Run:
     user_validity : DataFrame or None
         The one-sided KS test of each user's true-label p-values,
         Benjamini-Hochberg adjusted (``user_validity.csv``; see
-        :mod:`mueval.validity`).
+        :mod:`mueval.guarantees.validity`).
     user_groups : DataFrame or None
         ``user, group`` when the run had groups (``user_groups.csv``).
     info : dict
@@ -189,7 +195,7 @@ class Run:
     @property
     def warnings(self) -> list[dict[str, Any]]:
         """Interval-driven warnings, one dict each (``strategy, classifier, kind,
-        message, severity``; see :mod:`mueval.run_warnings`)."""
+        message, severity``; see :mod:`mueval.guarantees.run_warnings`)."""
         return list(self.info.get("warnings", []))
 
     def table(self) -> str:
@@ -256,7 +262,7 @@ class Run:
 
     def folder(self) -> RunFolder:
         """This run as the report reads a run folder."""
-        from mueval.report.compare import UNSAVED
+        from mueval.compare.significance import UNSAVED
 
         path = self.path if self.path is not None else UNSAVED
         return RunFolder(
@@ -325,7 +331,7 @@ def load_data(
     a file; any other string is a registered mudata dataset, and ``source``
     (``data_home``, ``manual_dir``, ``mirror``, ``allow_unverified``,
     ``max_expansion``) says where its files come from
-    (:func:`mueval.data.load_registered`).
+    (:func:`mueval.data.table.load_registered`).
     """
     if isinstance(data, str) and not data.lower().endswith(_TABLE_SUFFIXES):
         return load_registered(data, **source)
@@ -377,10 +383,10 @@ def evaluate_table(
     overwrite: bool = False,
     **execution: Any,
 ) -> Run:
-    """Evaluate a loaded :class:`~mueval.data.Table` under ``config``.
+    """Evaluate a loaded :class:`~mueval.data.table.Table` under ``config``.
 
     ``execution`` holds where the tasks run (``jobs``, ``backend``,
-    ``scheduler``, ``workers``, ``progress``), passed to :func:`mueval.runner.run`;
+    ``scheduler``, ``workers``, ``progress``), passed to :func:`mueval.evaluation.runner.run`;
     see :func:`evaluate` for every parameter.
     """
     diagnostic_names(diagnostics)  # an unknown level fails before any work
@@ -712,7 +718,7 @@ def compare(runs: Sequence[Run | str | Path], *, metric: str = "coverage") -> pd
     mueval.errors.DataError
         The runs evaluate different datasets, or hold nothing to compare.
     """
-    from mueval.report.compare import compare_runs
+    from mueval.compare.significance import compare_runs
 
     folders = [r.folder() if isinstance(r, Run) else read_run_folder(r) for r in runs]
     return compare_runs(folders, metric=metric).table
@@ -743,7 +749,7 @@ def compare_guarantees(runs: Sequence[Run | str | Path]) -> GuaranteeComparison:
     mueval.errors.DataError
         The runs evaluate different datasets or use different alpha.
     """
-    from mueval.report.compare_guarantees import compare_guarantees as compare_folders
+    from mueval.compare.guarantees import compare_guarantees as compare_folders
 
     folders = [r.folder() if isinstance(r, Run) else read_run_folder(r) for r in runs]
     return compare_folders(folders)

@@ -110,7 +110,7 @@ COMPARABLE_METRICS: tuple[str, ...] = (
 # The option values below are declared here, not in the modules that use them,
 # so that the command line can offer them without importing scikit-learn or MAPIE.
 
-#: Conformity scores accepted by ``--score`` (MAPIE's names; :mod:`mueval.conformal`).
+#: Conformity scores accepted by ``--score`` (MAPIE's names; :mod:`mueval.conformal.sets`).
 SCORES: tuple[str, ...] = ("lac", "aps", "raps", "top_k")
 
 #: Threshold rules of :func:`mueval.metrics.conformal.lac_threshold`: the reference

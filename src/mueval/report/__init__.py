@@ -4,9 +4,9 @@
 PNG and SVG files; ``mueval compare RUN_DIR...`` prints the significance tests
 between strategies. Modules: :mod:`~mueval.runfolder` (read and check),
 :mod:`~mueval.report.setstats` (matrices over prediction sets),
-:mod:`~mueval.report.compare` (tests), :mod:`~mueval.report.figures`,
+:mod:`~mueval.compare.significance` (tests), :mod:`~mueval.report.figures`,
 :mod:`~mueval.report.html`, :mod:`~mueval.report.build` and
-:mod:`~mueval.report.cli`.
+:mod:`~mueval.cli.report`.
 """
 
 from __future__ import annotations

@@ -25,10 +25,17 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from mueval.data import natural_key
-from mueval.diagnose import FULL_DIAGNOSTICS
+from mueval.compare.significance import (
+    STUDY_TEST,
+    compare_strategies,
+    per_iteration_values,
+    per_user_values,
+)
+from mueval.data.table import natural_key
 from mueval.errors import OutputError, UsageError
 from mueval.files import check_inside, write_atomic
+from mueval.guarantees.diagnostics import FULL_DIAGNOSTICS
+from mueval.guarantees.run_warnings import set_statistics
 from mueval.names import (
     CLASSIFIER_NAMES,
     CLASSIFIERS,
@@ -38,12 +45,6 @@ from mueval.names import (
 )
 from mueval.report import figures as F
 from mueval.report import setstats as S
-from mueval.report.compare import (
-    STUDY_TEST,
-    compare_strategies,
-    per_iteration_values,
-    per_user_values,
-)
 from mueval.report.conditional import conditional_coverage_section, validity_section
 from mueval.report.html import (
     Section,
@@ -63,7 +64,6 @@ from mueval.report.page_one import (
     warnings_html,
 )
 from mueval.report.side_by_side import side_by_side_section
-from mueval.run_warnings import set_statistics
 from mueval.runfolder import RunFolder, RunFolderError
 from mueval.runfolder.guarantees import Guarantees, compute_guarantees
 

@@ -16,7 +16,7 @@ predictions:
    was skipped has undefined coverage and no rows);
 4. ``summary.csv`` against ``splits.parquet``: every metric that splits.parquet
    holds is aggregated again as ``mueval evaluate`` does
-   (:func:`mueval.aggregate.summary_frame`: the mean over users within each
+   (:func:`mueval.evaluation.aggregate.summary_frame`: the mean over users within each
    iteration, undefined values skipped, then the mean, the sample SD and the count
    over iterations, undefined if one iteration is) and must match within float
    tolerance; the conditional-coverage diagnostics in the summary likewise
@@ -44,7 +44,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from mueval.diagnose import FULL_DIAGNOSTICS
+from mueval.guarantees.diagnostics import FULL_DIAGNOSTICS
 from mueval.names import CLASSIFIERS, STRATEGIES
 
 if TYPE_CHECKING:
@@ -573,7 +573,7 @@ def check_user_validity(path: object, stored: pd.DataFrame, rows: pd.DataFrame) 
     """``user_validity.csv``: its row counts are the predictions', its adjusted
     p-values the Benjamini-Hochberg adjustment of its p-values, and ``flagged``
     says whether the adjusted value is at most 0.05."""
-    from mueval.validity import benjamini_hochberg
+    from mueval.guarantees.validity import benjamini_hochberg
 
     _numeric(path, stored, ["n", "statistic", "pvalue", "pvalue_bh"])
     p = stored["pvalue"].to_numpy(dtype=float)

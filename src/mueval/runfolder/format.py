@@ -11,7 +11,7 @@ and a ``warnings`` list in ``run.json``; a reader recomputes them from the
 predictions when an older folder lacks them. Runs written since conditional
 calibration also hold ``group_coverage.csv`` (coverage per class, and per
 group of users when the run had groups), ``user_validity.csv`` (the per-user
-KS test of :mod:`mueval.validity`) and, when the run had groups,
+KS test of :mod:`mueval.guarantees.validity`) and, when the run had groups,
 ``user_groups.csv`` (each user's group).
 """
 

@@ -4,11 +4,11 @@ Computed from the prediction rows when a run is evaluated, written into the run
 folder (``user_coverage.csv``, ``coverage_summary.csv``, ``run.json``'s
 ``warnings``), and recomputed on load for folders written before these files
 existed. The intervals are exact Clopper-Pearson intervals on the rows pooled
-over iterations (see :mod:`mueval.coverage_intervals` for why they are narrow).
+over iterations (see :mod:`mueval.guarantees.intervals` for why they are narrow).
 
 Also here: coverage per class and per group of users
-(:func:`mueval.groups.group_coverage`, ``group_coverage.csv``) and the per-user
-validity test (:func:`mueval.validity.user_validity`, ``user_validity.csv``),
+(:func:`mueval.data.groups.group_coverage`, ``group_coverage.csv``) and the per-user
+validity test (:func:`mueval.guarantees.validity.user_validity`, ``user_validity.csv``),
 whose flagged users feed the ``users-not-exchangeable`` warning.
 """
 
@@ -22,9 +22,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mueval.coverage_intervals import coverage_summary, per_user_coverage
-from mueval.groups import Condition, group_coverage, parse_condition
-from mueval.run_warnings import collect_warnings, set_statistics
+from mueval.data.groups import Condition, group_coverage, parse_condition
+from mueval.guarantees.intervals import coverage_summary, per_user_coverage
+from mueval.guarantees.run_warnings import collect_warnings, set_statistics
+from mueval.guarantees.validity import user_validity
 from mueval.runfolder.format import (
     COVERAGE_SUMMARY_COLUMNS,
     COVERAGE_SUMMARY_FILE,
@@ -39,7 +40,6 @@ from mueval.runfolder.format import (
     WARNING_KEYS,
 )
 from mueval.runfolder.read import RunFolderError, _open
-from mueval.validity import user_validity
 
 __all__ = ["Guarantees", "compute_guarantees", "load_guarantees"]
 
@@ -54,11 +54,11 @@ class Guarantees:
     Attributes
     ----------
     user_coverage : DataFrame
-        :func:`~mueval.coverage_intervals.per_user_coverage` output (exact).
+        :func:`~mueval.guarantees.intervals.per_user_coverage` output (exact).
     coverage_summary : DataFrame
-        :func:`~mueval.coverage_intervals.coverage_summary` output.
+        :func:`~mueval.guarantees.intervals.coverage_summary` output.
     warnings : list of dict
-        :class:`~mueval.run_warnings.RunWarning` as dicts (``strategy,
+        :class:`~mueval.guarantees.run_warnings.RunWarning` as dicts (``strategy,
         classifier, kind, message, severity``), the form ``run.json`` holds.
     group_coverage : DataFrame or None
         Coverage per class (``by == "class"``) and per group of users
@@ -78,7 +78,7 @@ class Guarantees:
 
 
 def validity_method(strategy: str, condition: Condition) -> str:
-    """The validity test a strategy's p-values allow (:mod:`mueval.validity`).
+    """The validity test a strategy's p-values allow (:mod:`mueval.guarantees.validity`).
 
     ``"rank"`` (exact) needs each user's p-values of one iteration to come
     from one calibration set whose size ``n_cal`` splits.parquet records. Per
@@ -110,7 +110,7 @@ def true_pvalues(predictions: pd.DataFrame, classes: Sequence[str]) -> np.ndarra
 def validity_table(
     predictions: pd.DataFrame, splits: pd.DataFrame, classes: Sequence[str], condition: Condition
 ) -> pd.DataFrame:
-    """Per-user validity tests of a run (:func:`mueval.validity.user_validity`).
+    """Per-user validity tests of a run (:func:`mueval.guarantees.validity.user_validity`).
 
     Rows without p-values (MAPIE's own aps, raps and top_k sets) are left out.
     """
@@ -161,7 +161,7 @@ def _groups_series(user_groups: pd.DataFrame | None) -> pd.Series | None:
     """``user, group`` rows as a Series of groups indexed by the user as text."""
     if user_groups is None:
         return None
-    from mueval.groups import _user_key
+    from mueval.data.groups import _user_key
 
     keys = user_groups["user"].map(_user_key)
     return pd.Series(user_groups["group"].astype(str).to_numpy(), index=keys.to_numpy())

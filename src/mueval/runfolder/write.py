@@ -38,8 +38,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mudata.files import describe_kind
-from mueval.aggregate import user_dtype
 from mueval.errors import OutputError
+from mueval.evaluation.aggregate import user_dtype
+from mueval.evaluation.runner import EvalResult
 from mueval.files import check_inside, neutralise_formulas
 from mueval.runfolder.format import (
     COVERAGE_SUMMARY_FILE,
@@ -52,7 +53,6 @@ from mueval.runfolder.format import (
     USER_GROUPS_FILE,
     USER_VALIDITY_FILE,
 )
-from mueval.runner import EvalResult
 
 _log = logging.getLogger("mueval")
 
@@ -78,7 +78,7 @@ def predictions_table(
     y : ndarray of int, shape (n_rows,)
         True class index of every row.
     target_dtype : {"Int64", "string"}, optional
-        Type of ``target_user`` (default: :func:`~mueval.aggregate.user_dtype`
+        Type of ``target_user`` (default: :func:`~mueval.evaluation.aggregate.user_dtype`
         of the results' targets); a stream of batches gives the whole run's.
 
     Returns

@@ -1,7 +1,7 @@
-"""The ``mueval curve`` command: a thin layer over :mod:`mueval.labelcurve`.
+"""The ``mueval curve`` command: a thin layer over :mod:`mueval.evaluation.labelcurve`.
 
 Bad arguments exit 2; data that cannot be evaluated or output that cannot be
-written exit 1 (:mod:`mueval.clickutil`).
+written exit 1 (:mod:`mueval.cli.base`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import click
 import pandas as pd
 
 from mudata.cli_options import dataset_source_options
-from mueval.clickutil import Command
+from mueval.cli.base import Command
 from mueval.names import CLASSIFIERS, CURVE_USES, SCORES, SMALL_CAL_POLICIES, THRESHOLD_RULES
 
 __all__ = ["curve_command", "format_curve"]
@@ -44,7 +44,7 @@ def format_curve(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-#: What ``mueval --help`` lists for the command (also in ``mueval.cli``).
+#: What ``mueval --help`` lists for the command (also in ``mueval.cli.main``).
 SHORT_HELP = "Coverage, set size and accuracy against k labelled windows of the target user."
 
 
@@ -147,7 +147,7 @@ def curve_command(
     if (dataset is None) == (data_file is None):
         raise click.UsageError("give exactly one of --dataset NAME or --data FILE")
     from mueval.api import load_data
-    from mueval.labelcurve import CurveConfig, curve_run, parse_ks, parse_uses
+    from mueval.evaluation.labelcurve import CurveConfig, curve_run, parse_ks, parse_uses
 
     config = CurveConfig(ks=parse_ks(ks), uses=parse_uses(uses), **options)
     if out is not None and out.is_dir() and any(out.iterdir()) and not overwrite:

@@ -17,23 +17,23 @@ import click
 
 from mudata.cli_options import SOURCE_OPTIONS
 from mueval import __version__
-from mueval.cli_options import evaluate_options
-from mueval.clickutil import LazyGroup
-from mueval.strategies import parse_strategies
+from mueval.cli.base import LazyGroup
+from mueval.cli.options import evaluate_options
+from mueval.evaluation.splits import parse_strategies
 
 # Everything that imports pandas, scikit-learn, MAPIE or matplotlib is imported
 # by the command that needs it, so that `mueval --help` starts at once.
 _LAZY_COMMANDS = {
     "report": (
-        "mueval.report.cli:report_command",
+        "mueval.cli.report:report_command",
         "Build an HTML report (report.html + figures/) from a run folder.",
     ),
     "compare": (
-        "mueval.report.cli:compare_command",
+        "mueval.cli.report:compare_command",
         "Test differences between strategies in one or more run folders of one dataset.",
     ),
     "curve": (
-        "mueval.labelcurve_cli:curve_command",
+        "mueval.cli.curve:curve_command",
         "Coverage, set size and accuracy against k labelled windows of the target user.",
     ),
 }
@@ -80,9 +80,9 @@ def evaluate(
     if (dataset is None) == (data_file is None):
         raise click.UsageError("give exactly one of --dataset NAME or --data FILE")
     from mueval.api import evaluate_table, load_data
-    from mueval.models import parse_classifiers
+    from mueval.evaluation.models import parse_classifiers
+    from mueval.evaluation.runner import EvalConfig
     from mueval.runfolder import check_target
-    from mueval.runner import EvalConfig
 
     # Every option of the same name as an EvalConfig field is that field; the
     # dataset-source options go to mudata; the rest say where the tasks run.

@@ -38,9 +38,9 @@ import pandas as pd
 from sklearn.preprocessing import MinMaxScaler
 
 from mueval.errors import UsageError
+from mueval.evaluation.runner import EvalResult
 from mueval.metrics import diagnostics as dx
 from mueval.names import DIAGNOSTIC_LEVELS, TASK_KEY_DTYPES
-from mueval.runner import EvalResult
 
 __all__ = [
     "BASIC_DIAGNOSTICS",

@@ -28,10 +28,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from mueval.coverage_intervals import coverage_summary, per_user_coverage
+from mueval.compare.significance import TestResult, labels_of, merge_runs, star_label
 from mueval.errors import DataError
+from mueval.guarantees.intervals import coverage_summary, per_user_coverage
 from mueval.names import CLASSIFIERS
-from mueval.report.compare import TestResult, labels_of, merge_runs, star_label
 from mueval.runfolder import RunFolder
 from mueval.runfolder.guarantees import CONFIDENCE
 

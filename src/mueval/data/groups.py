@@ -30,7 +30,7 @@ from mueval.errors import DataError, UsageError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from mueval.data import Table
+    from mueval.data.table import Table
 
 __all__ = [
     "Condition",
@@ -340,7 +340,7 @@ def group_coverage(
     """
     import pandas as pd
 
-    from mueval.coverage_intervals import clopper_pearson
+    from mueval.guarantees.intervals import clopper_pearson
 
     keys = rows["userid"].map(_user_key)
     if by == "class":

@@ -579,7 +579,7 @@ def make_splits(
         UIM and UCM: fit on grouped folds of users (:func:`user_fold_splits`)
         instead of leaving one user out (None, the protocol). UXC: cut the
         non-target users into this many calibration folds instead of one per
-        user (:func:`mueval.crossconformal.cross_user_splits`).
+        user (:func:`mueval.evaluation.crossconformal.cross_user_splits`).
 
     Returns
     -------
@@ -608,8 +608,8 @@ def make_splits(
     if "uam" in strategies:
         out += user_adaptive_splits(y, users, iteration, seed, adapt_frac, classes, split, gap)
     if "uxc" in strategies:
-        # Here, not at the top: mueval.crossconformal builds on this module.
-        from mueval.crossconformal import cross_user_splits
+        # Here, not at the top: mueval.evaluation.crossconformal builds on this module.
+        from mueval.evaluation.crossconformal import cross_user_splits
 
         out += cross_user_splits(
             y, users, iteration, seed, n_folds=n_user_folds, classes=classes, split=split, gap=gap

@@ -38,7 +38,7 @@ The rules, for a target coverage ``1 - alpha``:
     (``n_cal_cell``, the smallest): a class whose cell is too small is in
     every set, valid but uninformative (a warning, since the sets stay valid).
 ``users-not-exchangeable`` (warning; error when at least half the users)
-    The one-sided KS test of :mod:`mueval.validity` rejects, after the
+    The one-sided KS test of :mod:`mueval.guarantees.validity` rejects, after the
     Benjamini-Hochberg adjustment across the users of the strategy and
     classifier, that a user's true-label p-values are super-uniform: that
     user's calibration rows are not exchangeable with their test rows. The
@@ -67,13 +67,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from mueval._frame_checks import (
+from mueval.guarantees.checks import (
     as_count_column,
     check_level,
     check_positive_int,
     require_columns,
 )
-from mueval.coverage_intervals import clopper_pearson
+from mueval.guarantees.intervals import clopper_pearson
 
 __all__ = [
     "DEGENERATE_FULL_SHARE",
@@ -125,7 +125,7 @@ def min_calibration_size(alpha: float) -> int:
     """Smallest calibration set for which a split-conformal set is not trivial.
 
     ``max(1/alpha, 1/(1-alpha))``, rounded up: the same rule as
-    ``mueval.conformal.min_calibration_size`` (duplicated here so that this
+    ``mueval.conformal.sets.min_calibration_size`` (duplicated here so that this
     module depends on no model code).
 
     Examples
@@ -177,7 +177,7 @@ def _users_warning(row: pd.Series, target: float) -> RunWarning | None:
 
 
 def coverage_warnings(summary: pd.DataFrame, *, alpha: float) -> list[RunWarning]:
-    """The two coverage rules, from a :func:`~mueval.coverage_intervals.coverage_summary`.
+    """The two coverage rules, from a :func:`~mueval.guarantees.intervals.coverage_summary`.
 
     - ``pooled-below-target`` (error): ``pooled_high < 1 - alpha``.
     - ``users-below-target``: ``n_below > 0``; an error when
@@ -480,7 +480,7 @@ def validity_warnings(validity: pd.DataFrame, *, show: int = 5) -> list[RunWarni
     Parameters
     ----------
     validity : DataFrame
-        :func:`mueval.validity.user_validity` output: ``strategy, classifier,
+        :func:`mueval.guarantees.validity.user_validity` output: ``strategy, classifier,
         user, pvalue_bh, flagged, method``.
     show : int, default 5
         Users named in the message (the smallest adjusted p-values first).
@@ -550,7 +550,7 @@ def collect_warnings(
     Parameters
     ----------
     summary : DataFrame
-        :func:`~mueval.coverage_intervals.coverage_summary` output.
+        :func:`~mueval.guarantees.intervals.coverage_summary` output.
     set_stats : DataFrame
         :func:`set_statistics` output (or the same columns).
     alpha : float

@@ -1,6 +1,6 @@
 """Run the evaluation: one model fit per (split, classifier), in parallel.
 
-A task is one :class:`~mueval.strategies.Split` (a strategy group, a seed and a
+A task is one :class:`~mueval.evaluation.splits.Split` (a strategy group, a seed and a
 target user or none) with one classifier. It fits the scaler and the model once,
 calls ``predict_proba`` once on every calibration and test row and ``predict``
 once on the test rows, then conformalizes once per strategy the split serves
@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from mueval.data.groups import Condition, parse_condition
 from mueval.errors import EvaluationError, SmallCalibrationError, UsageError
-from mueval.groups import Condition, parse_condition
+from mueval.evaluation.splits import SPLIT_METHODS, Split, make_splits
 from mueval.names import (
     BACKENDS,
     CLASSIC_METRICS,
@@ -35,10 +36,9 @@ from mueval.names import (
     STRATEGIES,
     THRESHOLD_RULES,
 )
-from mueval.strategies import SPLIT_METHODS, Split, make_splits
 
 if TYPE_CHECKING:
-    from mueval.groups import RowGroups
+    from mueval.data.groups import RowGroups
 
 __all__ = [
     "BACKENDS",
@@ -58,11 +58,11 @@ class EvalConfig:
 
     ``user_folds``: None (the protocol) leaves one user out, so UIM and UCM fit
     one model per user; an integer K from 2 to the number of users fits one per
-    grouped fold of users instead (:func:`~mueval.strategies.user_fold_splits`),
+    grouped fold of users instead (:func:`~mueval.evaluation.splits.user_fold_splits`),
     K fits per classifier and iteration whatever the number of users.
 
     ``condition``: None (the protocol), ``"class"``, ``"group:COLUMN"`` or
-    ``"class+group:COLUMN"`` (:mod:`mueval.groups`); ``mondrian=True`` is
+    ``"class+group:COLUMN"`` (:mod:`mueval.data.groups`); ``mondrian=True`` is
     ``"class"``.
     """
 
@@ -225,7 +225,7 @@ class EvalResult:
     @property
     def key(self) -> tuple:
         """(strategy order, classifier order, iteration, user in natural order)."""
-        from mueval.data import natural_key  # pandas: not at the command line's start
+        from mueval.data.table import natural_key  # pandas: not at the command line's start
 
         return (
             STRATEGIES.index(self.strategy),
@@ -314,7 +314,7 @@ def _openmp_controller() -> ThreadpoolController:
     after scikit-learn (hence its OpenMP library) is loaded.
     """
     if not _CONTROLLER:
-        import mueval.models  # noqa: F401  (loads scikit-learn's OpenMP library)
+        import mueval.evaluation.models  # noqa: F401  (loads scikit-learn's OpenMP library)
 
         _CONTROLLER.append(ThreadpoolController())
     return _CONTROLLER[0]
@@ -324,12 +324,12 @@ def _evaluate_split(X, y, n_classes, split, classifier, config, groups=None) -> 
     """The body of :func:`run_task`: one fit, then every target and strategy."""
     # Imported here, not at the top: the command line imports this module for
     # EvalConfig, and must start without scikit-learn and MAPIE.
+    from mueval.evaluation.models import fit_scaled, full_proba
     from mueval.metrics.classic import classification_metrics
-    from mueval.models import fit_scaled, full_proba
 
     if hasattr(split, "folds"):
-        # UXC fits one model per calibration fold (mueval.crossconformal).
-        from mueval.crossconformal import evaluate_cross_split
+        # UXC fits one model per calibration fold (mueval.evaluation.crossconformal).
+        from mueval.evaluation.crossconformal import evaluate_cross_split
 
         return evaluate_cross_split(X, y, n_classes, split, classifier, config)
     clock = time.perf_counter()
@@ -433,7 +433,7 @@ def _conformal_step(
 
     ``grouped``: the row groups and the calibration and test row positions, for
     group-conditional calibration."""
-    from mueval.conformal import full_sets
+    from mueval.conformal.sets import full_sets
     from mueval.metrics.conformal import study_conformal_metrics, textbook_criteria
 
     metrics = result.metrics
@@ -483,9 +483,9 @@ def _conformal_step(
 
 def _conformalize(result, proba_cal, y_cal, config, grouped):
     """Sets and p-values of ``result``'s test rows: unconditional or per class
-    (:func:`~mueval.conformal.conformalize`), or per group of users
-    (:func:`~mueval.conformal.conformalize_groups`)."""
-    from mueval.conformal import conformalize, conformalize_groups
+    (:func:`~mueval.conformal.sets.conformalize`), or per group of users
+    (:func:`~mueval.conformal.sets.conformalize_groups`)."""
+    from mueval.conformal.sets import conformalize, conformalize_groups
 
     options = {
         "alpha": config.alpha,
@@ -669,7 +669,7 @@ def run(
     if config.user_folds_note() is not None:
         notes.insert(0, config.user_folds_note())
     if "uxc" in config.strategies:
-        from mueval.crossconformal import cross_note
+        from mueval.evaluation.crossconformal import cross_note
 
         notes.insert(0, cross_note(config.user_folds))
     return RunOutput(results=results, notes=notes, timings=timings, stages=stage_timings(results))

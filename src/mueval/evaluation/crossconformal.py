@@ -2,7 +2,7 @@
 
 For a target user ``t`` the non-target users are cut into folds: one fold per
 user (leave-one-user-out over the others, the default) or ``K`` grouped folds
-(``--user-folds K``, :func:`mueval.strategies.user_folds` over the non-target
+(``--user-folds K``, :func:`mueval.evaluation.splits.user_folds` over the non-target
 users). For each fold ``k`` a model ``f_-k`` is trained on the non-target users
 outside the fold and scores the fold's rows at their true class: every
 non-target row gets one out-of-fold score, and no row of the target user ever
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mueval.errors import EvaluationError, SmallCalibrationError, SplitError, UsageError
-from mueval.strategies import (
+from mueval.evaluation.splits import (
     Split,
     _describe,
     _plain,
@@ -46,7 +46,7 @@ from mueval.strategies import (
 )
 
 if TYPE_CHECKING:  # the runner imports this module inside its functions
-    from mueval.runner import EvalConfig, EvalResult
+    from mueval.evaluation.runner import EvalConfig, EvalResult
 
 __all__ = [
     "CrossSplit",
@@ -238,8 +238,8 @@ def _fold_scores(
     X: np.ndarray, y: np.ndarray, n_classes: int, split: CrossSplit, classifier: str, score: str
 ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
     """Fit each fold's model; return its calibration and test scores and labels."""
-    from mueval.conformal import class_scores
-    from mueval.models import fit_scaled, full_proba
+    from mueval.conformal.sets import class_scores
+    from mueval.evaluation.models import fit_scaled, full_proba
 
     cal_scores, test_scores, labels = [], [], []
     for fold in split.folds:
@@ -268,7 +268,7 @@ def _cross_sets(
     pvalues: np.ndarray, n_cal: int, config: EvalConfig, where: str
 ) -> tuple[np.ndarray | None, str | None]:
     """Sets from the p-values, or the ``--small-cal`` answer to too few rows."""
-    from mueval.conformal import min_calibration_size
+    from mueval.conformal.sets import min_calibration_size
 
     if config.conditioning.per_class or n_cal >= min_calibration_size(config.alpha):
         return pvalues > config.alpha, None
@@ -302,17 +302,17 @@ def evaluate_cross_split(
     n_classes : int
     split : CrossSplit
     classifier : str
-    config : mueval.runner.EvalConfig
+    config : mueval.evaluation.runner.EvalConfig
 
     Returns
     -------
-    list of mueval.runner.EvalResult
+    list of mueval.evaluation.runner.EvalResult
         One, for ``uxc``.
     """
+    from mueval.evaluation.models import fit_scaled, full_proba
+    from mueval.evaluation.runner import EvalResult
     from mueval.metrics.classic import classification_metrics
-    from mueval.models import fit_scaled, full_proba
     from mueval.names import CLASSIC_METRICS, CONFORMAL_METRICS
-    from mueval.runner import EvalResult
 
     where = f"strategy uxc, user {split.user}, seed {split.seed}, classifier {classifier}"
     clock = time.perf_counter()

@@ -8,7 +8,7 @@
   metrics one undefined iteration makes the mean and SD undefined (its R code
   averages iterations without ``na.rm``); the diagnostics skip undefined values.
 
-The conditional-coverage diagnostics (:mod:`mueval.diagnose`) already have one
+The conditional-coverage diagnostics (:mod:`mueval.guarantees.diagnostics`) already have one
 value per (strategy, classifier, iteration), computed on the pooled test rows;
 they join the summary after the study's metrics, aggregated the same way.
 """
@@ -20,11 +20,11 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from mueval.diagnose import FULL_DIAGNOSTICS
-from mueval.models import CLASSIFIERS
+from mueval.evaluation.models import CLASSIFIERS
+from mueval.evaluation.runner import EvalResult
+from mueval.evaluation.splits import STRATEGIES
+from mueval.guarantees.diagnostics import FULL_DIAGNOSTICS
 from mueval.names import METRICS, TASK_KEY_DTYPES
-from mueval.runner import EvalResult
-from mueval.strategies import STRATEGIES
 
 _KEYS = ["strategy", "classifier", "iteration", "seed", "user", "n_train", "n_test", "n_cal"]
 
@@ -112,7 +112,7 @@ def summary_frame(splits: pd.DataFrame, diagnostics: pd.DataFrame | None = None)
         As returned by :func:`splits_frame`.
     diagnostics : DataFrame, optional
         One row per (strategy, classifier, iteration) with diagnostic columns (the
-        ``frame`` of :func:`mueval.diagnose.diagnose`); each column present becomes
+        ``frame`` of :func:`mueval.guarantees.diagnostics.diagnose`); each column present becomes
         extra metric rows after the study's metrics.
 
     Returns

@@ -1,7 +1,7 @@
 """Input checks shared by the per-user statistics modules.
 
-Used by :mod:`mueval.coverage_intervals`, :mod:`mueval.run_warnings` and
-:mod:`mueval.validity`. Arguments that are wrong in themselves (``alpha``, a
+Used by :mod:`mueval.guarantees.intervals`, :mod:`mueval.guarantees.run_warnings` and
+:mod:`mueval.guarantees.validity`. Arguments that are wrong in themselves (``alpha``, a
 method name) raise :class:`~mueval.errors.UsageError`; tables that lack a
 column or hold impossible values raise :class:`~mueval.errors.DataError`. Both
 are ``ValueError``.

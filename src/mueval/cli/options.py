@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from mudata.cli_options import dataset_source_options, stack
+from mueval.evaluation.splits import ALIASES, SPLIT_METHODS, STRATEGIES
 from mueval.names import (
     BACKENDS,
     CLASSIFIERS,
@@ -24,7 +25,6 @@ from mueval.names import (
     SMALL_CAL_POLICIES,
     THRESHOLD_RULES,
 )
-from mueval.strategies import ALIASES, SPLIT_METHODS, STRATEGIES
 
 __all__ = ["compare_options", "evaluate_options", "report_options"]
 

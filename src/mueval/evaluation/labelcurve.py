@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mueval.data import Table, natural_key
+from mueval.data.table import Table, natural_key
 from mueval.errors import DataError, EvaluationError, SmallCalibrationError, UsageError
 from mueval.names import CLASSIFIERS, CURVE_USES, SCORES, SMALL_CAL_POLICIES, THRESHOLD_RULES
 
@@ -205,7 +205,7 @@ def _parts(use: str, k: int) -> int:
 
 def _conformal(proba_cal, y_cal, proba_test, config: CurveConfig, seed: int, where: str):
     """Sets of the test rows, the small-cal flag; sets None when skipped."""
-    from mueval.conformal import conformalize, full_sets
+    from mueval.conformal.sets import conformalize, full_sets
 
     try:
         out = conformalize(
@@ -232,8 +232,8 @@ def _conformal(proba_cal, y_cal, proba_test, config: CurveConfig, seed: int, whe
 
 def _user_rows(X, y, users, n_classes, user, iteration, config: CurveConfig) -> list[dict]:
     """Every (use, k) of one target user and iteration."""
-    from mueval.models import fit_scaled, full_proba
-    from mueval.strategies import _split
+    from mueval.evaluation.models import fit_scaled, full_proba
+    from mueval.evaluation.splits import _split
 
     seed = config.seed_base + iteration
     own = np.flatnonzero(users == user)

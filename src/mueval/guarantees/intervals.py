@@ -44,7 +44,8 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from mueval._frame_checks import (
+from mueval.errors import UsageError
+from mueval.guarantees.checks import (
     as_bool_column,
     as_count_column,
     check_choice,
@@ -52,7 +53,6 @@ from mueval._frame_checks import (
     check_positive_int,
     require_columns,
 )
-from mueval.errors import UsageError
 from mueval.runfolder.format import COVERAGE_SUMMARY_COLUMNS
 
 __all__ = [

@@ -15,7 +15,6 @@ from pathlib import Path
 import click
 
 from mudata.cli_options import dataset_source_options, stack
-from mueval.evaluation.splits import ALIASES, SPLIT_METHODS, STRATEGIES
 from mueval.names import (
     BACKENDS,
     CLASSIFIERS,
@@ -23,8 +22,11 @@ from mueval.names import (
     DIAGNOSTIC_LEVELS,
     SCORES,
     SMALL_CAL_POLICIES,
+    SPLIT_METHODS,
+    STRATEGIES,
     THRESHOLD_RULES,
 )
+from mueval.names import STRATEGY_ALIASES as ALIASES
 
 __all__ = ["compare_options", "evaluate_options", "report_options"]
 

@@ -233,13 +233,13 @@ def _conformal(proba_cal, y_cal, proba_test, config: CurveConfig, seed: int, whe
 def _user_rows(X, y, users, n_classes, user, iteration, config: CurveConfig) -> list[dict]:
     """Every (use, k) of one target user and iteration."""
     from mueval.evaluation.models import fit_scaled, full_proba
-    from mueval.evaluation.splits import _split
+    from mueval.evaluation.splits import split_rows
 
     seed = config.seed_base + iteration
     own = np.flatnonzero(users == user)
     others = np.flatnonzero(users != user)
     test, pool = _test_and_pool(own, y, max(config.ks), seed)
-    train, cal_others = _split(others, y, 0.6, seed, what=f"curve, user {user}")
+    train, cal_others = split_rows(others, y, 0.6, seed, what=f"curve, user {user}")
     fits: dict[int, tuple] = {}  # the model for each number of adaptation rows
     rows = []
     for use in config.uses:
@@ -553,7 +553,7 @@ def curve(
         One row per (use, k): see :func:`summarise`. :func:`curve_run` also
         gives the per-user rows and the notes.
     """
-    from mueval.api import load_data
+    from mueval.data.table import load_data
 
     config = CurveConfig(
         classifier=classifier,

@@ -38,15 +38,17 @@ import pandas as pd
 from sklearn.preprocessing import MinMaxScaler
 
 from mueval.errors import UsageError
-from mueval.evaluation.runner import EvalResult
+from mueval.evaluation.records import EvalResult
 from mueval.metrics import diagnostics as dx
-from mueval.names import DIAGNOSTIC_LEVELS, TASK_KEY_DTYPES
+from mueval.names import (
+    BASIC_DIAGNOSTICS,
+    DIAGNOSTIC_LEVELS,
+    FULL_DIAGNOSTICS,
+    TASK_KEY_DTYPES,
+)
 
 __all__ = [
-    "BASIC_DIAGNOSTICS",
-    "DIAGNOSTIC_LEVELS",
     "ERT_FOLDS",
-    "FULL_DIAGNOSTICS",
     "WSC_DELTA",
     "WSC_DIRECTIONS",
     "Diagnostics",
@@ -55,15 +57,6 @@ __all__ = [
     "diagnostic_names",
     "scale_features",
 ]
-
-BASIC_DIAGNOSTICS: tuple[str, ...] = (
-    "covgap_user",
-    "wcovgap_user",
-    "covgap_class",
-    "wcovgap_class",
-    "hsic_size_coverage",
-)
-FULL_DIAGNOSTICS: tuple[str, ...] = (*BASIC_DIAGNOSTICS, "wsc", "ert")
 
 WSC_DIRECTIONS = 200
 WSC_DELTA = 0.1

@@ -4,7 +4,7 @@
 PNG and SVG files; ``mueval compare RUN_DIR...`` prints the significance tests
 between strategies. Modules: :mod:`~mueval.runfolder` (read and check),
 :mod:`~mueval.report.setstats` (matrices over prediction sets),
-:mod:`~mueval.compare.significance` (tests), :mod:`~mueval.report.figures`,
+:mod:`~mueval.comparison.significance` (tests), :mod:`~mueval.report.figures`,
 :mod:`~mueval.report.html`, :mod:`~mueval.report.build` and
 :mod:`~mueval.cli.report`.
 """

@@ -9,7 +9,8 @@
 from __future__ import annotations
 
 from mueval.runfolder.format import FORMAT_VERSION, REQUIRED_FILES, RUN_FILES, RUN_FORMAT
-from mueval.runfolder.read import RunFolder, RunFolderError, read_run_folder
+from mueval.runfolder.read import read_run_folder
+from mueval.runfolder.records import RunFolder, RunFolderError
 from mueval.runfolder.write import (
     PredictionStream,
     check_target,

@@ -13,6 +13,9 @@ calibration also hold ``group_coverage.csv`` (coverage per class, and per
 group of users when the run had groups), ``user_validity.csv`` (the per-user
 KS test of :mod:`mueval.guarantees.validity`) and, when the run had groups,
 ``user_groups.csv`` (each user's group).
+
+The columns of the guarantee tables are declared by the code that computes
+them, :mod:`mueval.guarantees.records`.
 """
 
 from __future__ import annotations
@@ -84,54 +87,6 @@ PREDICTION_COLUMNS: tuple[str, ...] = (
     "covered",
     "p_values",
     "proba",
-)
-#: A coverage with its Clopper-Pearson interval, as every coverage table holds it.
-COVERAGE_INTERVAL_COLUMNS: tuple[str, ...] = ("n", "n_covered", "coverage", "low", "high", "below")
-USER_COVERAGE_COLUMNS: tuple[str, ...] = (
-    "strategy",
-    "classifier",
-    "user",
-    *COVERAGE_INTERVAL_COLUMNS,
-)
-COVERAGE_SUMMARY_COLUMNS: tuple[str, ...] = (
-    "strategy",
-    "classifier",
-    "n_users",
-    "n_below",
-    "share_below",
-    "worst_user",
-    "worst_n",
-    "worst_coverage",
-    "worst_low",
-    "worst_high",
-    "mean_coverage",
-    "mean_low",
-    "mean_high",
-    "pooled_n",
-    "pooled_covered",
-    "pooled_coverage",
-    "pooled_low",
-    "pooled_high",
-    "pooled_below",
-)
-GROUP_COVERAGE_COLUMNS: tuple[str, ...] = (
-    "strategy",
-    "classifier",
-    "by",
-    "group",
-    "n_users",
-    *COVERAGE_INTERVAL_COLUMNS,
-)
-USER_VALIDITY_COLUMNS: tuple[str, ...] = (
-    "strategy",
-    "classifier",
-    "user",
-    "n",
-    "statistic",
-    "pvalue",
-    "pvalue_bh",
-    "flagged",
-    "method",
 )
 USER_GROUPS_COLUMNS: tuple[str, ...] = ("user", "group")
 #: Fields of each entry of ``run.json``'s optional ``warnings`` list.

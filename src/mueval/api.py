@@ -29,6 +29,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from mueval.comparison.guarantees import compare_guarantees as compare_folders
+from mueval.comparison.significance import UNSAVED, compare_runs
 from mueval.data.groups import RowGroups, resolve_groups
 from mueval.data.table import Table, load_data, natural_key
 from mueval.data.users import user_text
@@ -262,8 +264,6 @@ class Run:
 
     def folder(self) -> RunFolder:
         """This run as the report reads a run folder."""
-        from mueval.comparison.significance import UNSAVED
-
         path = self.path if self.path is not None else UNSAVED
         return RunFolder(
             path,
@@ -297,7 +297,8 @@ class Run:
         Path
             The ``report.html`` written.
         """
-        from mueval.report.build import build_report  # matplotlib only when needed
+        # Here, not at the top: matplotlib, only when a report is drawn.
+        from mueval.report.build import build_report
 
         return build_report(self.folder(), path, **options).html
 
@@ -686,8 +687,6 @@ def compare(runs: Sequence[Run | str | Path], *, metric: str = "coverage") -> pd
     mueval.errors.DataError
         The runs evaluate different datasets, or hold nothing to compare.
     """
-    from mueval.comparison.significance import compare_runs
-
     folders = [r.folder() if isinstance(r, Run) else read_run_folder(r) for r in runs]
     return compare_runs(folders, metric=metric).table
 
@@ -717,7 +716,5 @@ def compare_guarantees(runs: Sequence[Run | str | Path]) -> GuaranteeComparison:
     mueval.errors.DataError
         The runs evaluate different datasets or use different alpha.
     """
-    from mueval.comparison.guarantees import compare_guarantees as compare_folders
-
     folders = [r.folder() if isinstance(r, Run) else read_run_folder(r) for r in runs]
     return compare_folders(folders)

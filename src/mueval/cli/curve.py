@@ -146,6 +146,7 @@ def curve_command(
     """
     if (dataset is None) == (data_file is None):
         raise click.UsageError("give exactly one of --dataset NAME or --data FILE")
+    # Here, not at the top: pandas and scikit-learn, which `mueval --help` does without.
     from mueval.data.table import load_data
     from mueval.evaluation.labelcurve import CurveConfig, curve_run, parse_ks, parse_uses
 

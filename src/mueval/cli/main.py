@@ -79,6 +79,7 @@ def evaluate(
     """
     if (dataset is None) == (data_file is None):
         raise click.UsageError("give exactly one of --dataset NAME or --data FILE")
+    # Here, not at the top: pandas and scikit-learn, which `mueval --help` does without.
     from mueval.api import evaluate_table
     from mueval.data.table import load_data
     from mueval.evaluation.models import parse_classifiers

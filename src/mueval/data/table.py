@@ -227,6 +227,8 @@ def import_mudata() -> ModuleType:
     scverse's ``mudata`` (multimodal omics data) has the same import name; only
     ours carries ``__mudata_mueval__``.
     """
+    # Here, not at the top: mueval starts without it, and scverse's package, if
+    # that is the one installed, imports anndata and h5py.
     import mudata
 
     if getattr(mudata, "__mudata_mueval__", None) != "mudata-mueval":
@@ -264,6 +266,7 @@ def load_registered(name: str, **source: Any) -> Table:
         multimodal-data package has the same import name).
     """
     mudata = import_mudata()
+    # Here, not at the top: after the check above, which names another mudata.
     from mudata.errors import MudataError, MudataUsageError
 
     try:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from mueval.conformal.condition import Condition, parse_condition
+from mueval.data.table import natural_key
 from mueval.errors import UsageError
 from mueval.names import (
     CLASSIC_METRICS,
@@ -330,9 +331,6 @@ class EvalResult:
     @property
     def key(self) -> tuple:
         """(strategy order, classifier order, iteration, user in natural order)."""
-        # Here, not at the top: pandas, which the command line's start does without.
-        from mueval.data.table import natural_key
-
         return (
             STRATEGIES.index(self.strategy),
             CLASSIFIERS.index(self.classifier),

@@ -14,10 +14,11 @@ holds one :class:`Target` (test and calibration rows) per held-out user.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator, Sequence
 
 import numpy as np
-from sklearn.model_selection import train_test_split
+from sklearn.model_selection import GroupKFold, train_test_split
 
 from mueval.errors import SplitError, UsageError
 from mueval.evaluation.records import CrossSplit, Split, Target
@@ -331,10 +332,6 @@ def user_folds(users: np.ndarray, n_folds: int, seed: int) -> list[np.ndarray]:
     >>> sorted(u for fold in folds for u in fold.tolist())
     [0, 1, 2, 3, 4]
     """
-    import inspect
-
-    from sklearn.model_selection import GroupKFold
-
     unique = np.unique(users)
     if not 2 <= n_folds <= len(unique):
         message = f"user_folds must be from 2 to the number of users ({len(unique)}), got {n_folds}"

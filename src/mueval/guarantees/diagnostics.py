@@ -35,6 +35,7 @@ from itertools import groupby
 
 import numpy as np
 import pandas as pd
+from joblib import Parallel, delayed
 from sklearn.preprocessing import MinMaxScaler
 
 from mueval.errors import UsageError
@@ -270,8 +271,6 @@ def diagnose(
         for key, rows, covered, set_size in pools
     ]
     if level == "full" and jobs != 1 and len(calls) > 1:
-        from joblib import Parallel, delayed
-
         outs = Parallel(n_jobs=jobs, backend="loky")(
             delayed(_timed_pool)(*a, alpha=alpha, seed=seed, level=level) for a, seed in calls
         )

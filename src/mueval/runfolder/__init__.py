@@ -1,9 +1,11 @@
 """The run folder: the one owner of its format, its writing and its reading.
 
 - :mod:`.format`: the version, the marker and the names of files and columns;
+- :mod:`.records`: the checked run folder, its error, and how its files are opened;
 - :mod:`.write`: the predictions table, atomic writing and safe replacement;
 - :mod:`.read`: reading with every file checked;
-- :mod:`.consistency`: the contradictions a reader refuses.
+- :mod:`.consistency`: the contradictions a reader refuses;
+- :mod:`.guarantees`: the stored per-user guarantees, read back and checked.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Per-user guarantees of a run: coverage intervals, validity, group coverage, warnings.
+"""Per-user guarantees of a run: coverage intervals, validity, conditional coverage, warnings.
 
 Modules:
 
@@ -6,7 +6,7 @@ Modules:
   summary per (strategy, classifier);
 - :mod:`.validity`: are a user's true-label p-values as large as
   exchangeability implies (KS tests, Benjamini-Hochberg);
-- :mod:`.group_coverage`: coverage per class and per group of users;
+- :mod:`.conditional_coverage`: coverage per class and per cohort of users;
 - :mod:`.run_warnings`: the warnings those intervals and tests drive;
 - :mod:`.diagnostics`: conditional-coverage diagnostics of a run (the array
   functions are in :mod:`mueval.metrics.diagnostics`);

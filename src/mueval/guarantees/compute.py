@@ -1,8 +1,8 @@
 """Per-user guarantees of a run, computed from its prediction rows.
 
 Coverage per user with exact Clopper-Pearson intervals and their summary
-(:mod:`.intervals`), coverage per class and per group of users
-(:mod:`.group_coverage`), the per-user validity test (:mod:`.validity`) and the
+(:mod:`.intervals`), coverage per class and per cohort of users
+(:mod:`.conditional_coverage`), the per-user validity test (:mod:`.validity`) and the
 warnings they drive (:mod:`.run_warnings`). A run folder stores them
 (:mod:`mueval.runfolder.guarantees` reads them back).
 """
@@ -17,7 +17,7 @@ import pandas as pd
 
 from mueval.conformal.condition import Condition
 from mueval.data.users import user_texts
-from mueval.guarantees.group_coverage import group_coverage
+from mueval.guarantees.conditional_coverage import conditional_coverage
 from mueval.guarantees.intervals import coverage_summary, per_user_coverage
 from mueval.guarantees.records import CONFIDENCE, USER_VALIDITY_COLUMNS, Guarantees
 from mueval.guarantees.run_warnings import collect_warnings, set_statistics
@@ -25,7 +25,7 @@ from mueval.guarantees.validity import user_validity
 
 __all__ = [
     "compute_guarantees",
-    "group_tables",
+    "conditional_tables",
     "true_pvalues",
     "validity_method",
     "validity_table",
@@ -37,10 +37,10 @@ def validity_method(strategy: str, condition: Condition) -> str:
 
     ``"rank"`` (exact) needs each user's p-values of one iteration to come
     from one calibration set whose size ``n_cal`` splits.parquet records. Per
-    class calibration gives each class its own set, and MM under groups gives
-    each group its own while ``n_cal`` counts them all: ``"uniform"`` there.
+    class calibration gives each class its own set, and MM under cohorts gives
+    each cohort its own while ``n_cal`` counts them all: ``"uniform"`` there.
     """
-    if condition.per_class or (condition.by_group and strategy == "mm"):
+    if condition.per_class or (condition.by_cohort and strategy == "mm"):
         return "uniform"
     return "rank"
 
@@ -94,23 +94,23 @@ def validity_table(
     return pd.concat(parts, ignore_index=True)
 
 
-def group_tables(
-    predictions: pd.DataFrame, *, alpha: float, classes: Sequence[str], groups: pd.Series | None
+def conditional_tables(
+    predictions: pd.DataFrame, *, alpha: float, classes: Sequence[str], cohorts: pd.Series | None
 ) -> pd.DataFrame:
-    """Coverage per class, then per group of users when the run had groups."""
+    """Coverage per class, then per cohort of users when the run had cohorts."""
     rows = predictions[["strategy", "classifier", "userid", "y_true", "covered"]]
-    parts = [group_coverage(rows, "class", alpha=alpha, confidence=CONFIDENCE, order=classes)]
-    if groups is not None:
-        parts.append(group_coverage(rows, "group", alpha=alpha, user_groups=groups))
+    parts = [conditional_coverage(rows, "class", alpha=alpha, confidence=CONFIDENCE, order=classes)]
+    if cohorts is not None:
+        parts.append(conditional_coverage(rows, "cohort", alpha=alpha, user_cohorts=cohorts))
     return pd.concat(parts, ignore_index=True)
 
 
-def _groups_series(user_groups: pd.DataFrame | None) -> pd.Series | None:
-    """``user, group`` rows as a Series of groups indexed by the user as text."""
-    if user_groups is None:
+def _cohorts_series(user_cohorts: pd.DataFrame | None) -> pd.Series | None:
+    """``user, cohort`` rows as a Series of cohorts indexed by the user as text."""
+    if user_cohorts is None:
         return None
-    keys = user_texts(user_groups["user"])
-    return pd.Series(user_groups["group"].astype(str).to_numpy(), index=keys.to_numpy())
+    keys = user_texts(user_cohorts["user"])
+    return pd.Series(user_cohorts["cohort"].astype(str).to_numpy(), index=keys.to_numpy())
 
 
 def _calibration(splits: pd.DataFrame) -> pd.DataFrame | None:
@@ -133,7 +133,7 @@ def compute_guarantees(
     summarise: bool = True,
     classes: Sequence[str] | None = None,
     condition: Condition | None = None,
-    user_groups: pd.DataFrame | None = None,
+    user_cohorts: pd.DataFrame | None = None,
 ) -> Guarantees:
     """Per-user coverage with intervals, its summary and the warnings of a run.
 
@@ -156,11 +156,11 @@ def compute_guarantees(
         ones).
     classes : sequence of str, optional
         Class names in index order; with them, coverage per class (and per
-        group) and the validity tests are computed too.
+        cohort) and the validity tests are computed too.
     condition : Condition, optional
         The run's conditioning (default: none); it decides the validity test.
-    user_groups : DataFrame, optional
-        ``user, group``: each user's group, for coverage per group.
+    user_cohorts : DataFrame, optional
+        ``user, cohort``: each user's cohort, for coverage per cohort.
 
     Returns
     -------
@@ -172,13 +172,13 @@ def compute_guarantees(
     per_user = per_user_coverage(
         rows, alpha=alpha, confidence=CONFIDENCE, user_col="userid", seed=seed
     )
-    groups = None
+    conditional = None
     if classes is not None:
-        groups = group_tables(
-            predictions, alpha=alpha, classes=classes, groups=_groups_series(user_groups)
+        conditional = conditional_tables(
+            predictions, alpha=alpha, classes=classes, cohorts=_cohorts_series(user_cohorts)
         )
     if not summarise:
-        return Guarantees(per_user, pd.DataFrame(), [], groups, None, user_groups)
+        return Guarantees(per_user, pd.DataFrame(), [], conditional, None, user_cohorts)
     validity = None
     if classes is not None:
         validity = validity_table(predictions, splits, classes, condition or Condition())
@@ -192,4 +192,6 @@ def compute_guarantees(
         calibration=_calibration(splits),
         validity=validity,
     )
-    return Guarantees(per_user, summary, [asdict(w) for w in found], groups, validity, user_groups)
+    return Guarantees(
+        per_user, summary, [asdict(w) for w in found], conditional, validity, user_cohorts
+    )

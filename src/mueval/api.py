@@ -37,7 +37,7 @@ from mueval.evaluation.models import parse_classifiers
 from mueval.evaluation.records import EvalConfig
 from mueval.evaluation.runner import run, stage_timings
 from mueval.guarantees.compute import compute_guarantees
-from mueval.guarantees.diagnostics import (
+from mueval.guarantees.run_diagnostics import (
     ERT_FOLDS,
     WSC_DELTA,
     WSC_DIRECTIONS,

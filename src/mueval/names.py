@@ -125,7 +125,7 @@ THRESHOLD_RULES: tuple[str, ...] = ("study", "mapie")
 DIAGNOSTIC_LEVELS: tuple[str, ...] = ("none", "basic", "full")
 
 #: The conditional-coverage diagnostics of each level, in table order
-#: (:mod:`mueval.guarantees.diagnostics` computes them).
+#: (:mod:`mueval.guarantees.run_diagnostics` computes them).
 BASIC_DIAGNOSTICS: tuple[str, ...] = (
     "covgap_user",
     "wcovgap_user",

@@ -33,7 +33,6 @@ from mueval.data.cohorts import RowCohorts, resolve_cohorts
 from mueval.data.table import Table, load_data, natural_key
 from mueval.data.users import user_text
 from mueval.evaluation.aggregate import splits_frame, summary_frame, user_dtype
-from mueval.evaluation.models import parse_classifiers
 from mueval.evaluation.records import EvalConfig
 from mueval.evaluation.runner import run, stage_timings
 from mueval.guarantees.compute import compute_guarantees
@@ -44,7 +43,7 @@ from mueval.guarantees.run_diagnostics import (
     diagnose,
     diagnostic_names,
 )
-from mueval.names import parse_strategies
+from mueval.names import parse_classifiers, parse_strategies
 from mueval.run import Run
 from mueval.runfolder import (
     PredictionStream,

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.reference import differential, sidevenv  # noqa: E402
 
-from mueval.data import load_registered  # noqa: E402
+from mueval.data.table import load_registered  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 SOURCES = {"wisdm": SHARED / "wisdm", "gestures": SHARED / "gestures"}

@@ -1,6 +1,6 @@
 """Benchmark: UIM and UCM as the number of users grows.
 
-For each size, a synthetic table (:func:`mueval.synthetic.make_users`) is
+For each size, a synthetic table (:func:`mueval.data.synthetic.make_users`) is
 evaluated with UIM and UCM, one iteration, GaussianNB and the random forest, on
 a local Dask cluster (``backend="dask"``): leave-one-user-out at the smallest
 size, ``--user-folds`` at the larger ones. The run folder is written to a
@@ -40,9 +40,9 @@ CLASSIFIERS = ("nb", "rf")
 def one_size(n_users: int, folds: int | None, workers: int) -> dict:
     """Evaluate one table in this process and return its figures."""
     from mueval.api import evaluate_table
-    from mueval.data import table_from_frame
-    from mueval.runner import EvalConfig
-    from mueval.synthetic import make_users
+    from mueval.data.synthetic import make_users
+    from mueval.data.table import table_from_frame
+    from mueval.evaluation.records import EvalConfig
 
     frame = make_users(n_users, n_classes=4, rows_per_user=ROWS_PER_USER, n_features=12, seed=1)
     table = table_from_frame(frame)

@@ -23,10 +23,10 @@ import time
 
 COMMANDS: dict[str, list[str]] = {
     "python -c pass": ["-c", "pass"],
-    "mueval --help": ["-m", "mueval.cli", "--help"],
+    "mueval --help": ["-m", "mueval.cli.main", "--help"],
     "mudata --help": ["-m", "mudata.cli", "--help"],
     "mudata list": ["-m", "mudata.cli", "list"],
-    "mueval evaluate --help": ["-m", "mueval.cli", "evaluate", "--help"],
+    "mueval evaluate --help": ["-m", "mueval.cli.main", "evaluate", "--help"],
 }
 
 

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 import mueval
-from mueval.cli import main
+from mueval.cli.main import main
 from mueval.errors import UsageError
 from mueval.runfolder import RunFolderError
 from tests.conftest import GESTURES_ZIP, PROJECT_ROOT

@@ -1,4 +1,4 @@
-"""mudata._atomic: a file is absent, the old version, or complete; never a leftover."""
+"""mudata.files: a file is absent, the old version, or complete; never a leftover."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mudata._atomic import atomic_path, atomic_write
+from mudata.files import atomic_path, atomic_write
 from tests.conftest import PROJECT_ROOT
 
 
@@ -64,7 +64,7 @@ def test_mudata_writes_files_only_through_the_helper() -> None:
         r"mkstemp|os\.replace|shutil\.move|\.write_text\(|\.write_bytes\(|open\([^)]*[\"'][wax]"
     )
     allowed = {
-        "_atomic.py",  # the helper itself
+        "files.py",  # the helper itself
         # Pooch hands the downloader its own temporary file, which Pooch then
         # checks and renames (download.py explains it): writing it is Pooch's atomic write.
         "download.py",

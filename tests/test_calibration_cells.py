@@ -7,10 +7,11 @@ import numpy as np
 import pandas as pd
 
 import mueval
-from mueval.data import table_from_frame
-from mueval.run_warnings import calibration_warnings
-from mueval.runner import EvalConfig, build_splits, run
-from mueval.synthetic import make_users
+from mueval.data.synthetic import make_users
+from mueval.data.table import table_from_frame
+from mueval.evaluation.records import EvalConfig
+from mueval.evaluation.runner import build_splits, run
+from mueval.guarantees.run_warnings import calibration_warnings
 
 
 def test_cell_warning_by_hand() -> None:

@@ -13,10 +13,10 @@ from click.testing import CliRunner
 from scipy import stats
 
 import mueval
-from mueval.cli import main
+from mueval.cli.main import main
+from mueval.comparison.guarantees import users_below_test
+from mueval.data.synthetic import make_users
 from mueval.errors import DataError
-from mueval.report.compare_guarantees import users_below_test
-from mueval.synthetic import make_users
 
 
 def _two_sided_binomial(k: int, n: int) -> float:

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import optimize, stats
 
-from mueval.coverage_intervals import clopper_pearson, coverage_summary, per_user_coverage
 from mueval.errors import DataError, UsageError
+from mueval.guarantees.intervals import clopper_pearson, coverage_summary, per_user_coverage
 
 # ---------------------------------------------------------------------------
 # Clopper-Pearson

@@ -1,4 +1,4 @@
-"""UXC, the user cross-conformal strategy: p-values, folds, sets (mueval.crossconformal)."""
+"""UXC, the user cross-conformal strategy: p-values, folds, sets (mueval.evaluation.crossconformal)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,15 @@ from sklearn.model_selection import train_test_split
 from sklearn.naive_bayes import GaussianNB
 from sklearn.preprocessing import MinMaxScaler
 
-from mueval.cli import main
-from mueval.crossconformal import cross_conformal_pvalues, cross_user_splits
-from mueval.data import table_from_frame
+from mueval.cli.main import main
+from mueval.conformal.pvalues import conformal_pvalues, cross_conformal_pvalues
+from mueval.conformal.thresholds import lac_threshold
+from mueval.data.synthetic import make_users
+from mueval.data.table import table_from_frame
 from mueval.errors import EvaluationError, SplitError, UsageError
-from mueval.metrics.conformal import conformal_pvalues, lac_threshold
-from mueval.runner import EvalConfig, run
-from mueval.strategies import make_splits
-from mueval.synthetic import make_users
+from mueval.evaluation.records import EvalConfig
+from mueval.evaluation.runner import run
+from mueval.evaluation.splits import cross_user_splits, make_splits
 
 
 def test_pvalues_by_hand() -> None:
@@ -265,5 +266,5 @@ def test_condition_class_is_mondrian_and_groups_are_refused() -> None:
         not np.array_equal(a.pvalues, b.pvalues)
         for a, b in zip(plain.results, by_flag.results, strict=True)
     )
-    with pytest.raises(UsageError, match="uxc .* no per-group form"):
-        EvalConfig(strategies=("uxc",), condition="group:site")
+    with pytest.raises(UsageError, match="uxc .* no per-cohort form"):
+        EvalConfig(strategies=("uxc",), condition="cohort:site")

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from mueval.cli import main
+from mueval.cli.main import main
 from tests.test_evaluate_runner import make_frame
 
 SUMMARY_COLUMNS = ["strategy", "classifier", "metric", "mean", "sd", "n"]
@@ -54,9 +54,9 @@ def test_own_csv_end_to_end_writes_the_run_folder(tmp_path: Path) -> None:
     assert "UCM (user-calibrated)" in result.output and "UIM (user-independent)" in result.output
     assert "Naive Bayes" in result.output and "KNN" in result.output
     assert sorted(p.name for p in out.iterdir()) == [
+        "conditional_coverage.csv",
         "coverage_summary.csv",
         "diagnostics.parquet",
-        "group_coverage.csv",
         "predictions.parquet",
         "run.json",
         "size_coverage.csv",

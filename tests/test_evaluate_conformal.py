@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mueval.conformal import class_scores, conformalize, min_calibration_size
+from mueval.conformal.pvalues import lac_pvalues
+from mueval.conformal.scores import class_scores, lac_scores
+from mueval.conformal.sets import conformalize
+from mueval.conformal.thresholds import lac_sets, lac_threshold, min_calibration_size
 from mueval.errors import EvaluationError
-from mueval.metrics.conformal import lac_pvalues, lac_scores, lac_sets, lac_threshold
-from mueval.models import CLASSIFIERS, fit_scaled, full_proba
-from mueval.strategies import make_splits
+from mueval.evaluation.models import CLASSIFIERS, fit_scaled, full_proba
+from mueval.evaluation.splits import make_splits
 
 
 def _dirichlet(n: int, k: int, seed: int) -> np.ndarray:
@@ -28,7 +30,7 @@ def test_mapie_lac_sets_equal_hand_sets_on_random_probabilities() -> None:
 
 
 def test_mapie_sets_equal_hand_sets_on_real_models(wisdm_dir, tmp_path) -> None:
-    from mueval.data import load_registered
+    from mueval.data.table import load_registered
 
     table = load_registered("wisdm", data_home=tmp_path, manual_dir=wisdm_dir)
     (split,) = make_splits(table.y, table.users, ["mm"], 1, 101)

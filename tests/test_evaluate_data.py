@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mueval.data import table_from_frame
+from mueval.data.table import table_from_frame
 
 
 def test_numeric_labels_are_ordered_by_value() -> None:

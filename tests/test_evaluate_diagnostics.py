@@ -17,9 +17,10 @@ import pytest
 from click.testing import CliRunner
 from sklearn.preprocessing import MinMaxScaler
 
-from mueval.cli import main
-from mueval.data import load_registered
-from mueval.diagnose import BASIC_DIAGNOSTICS, FULL_DIAGNOSTICS, diagnose, diagnose_pool
+from mueval.cli.main import main
+from mueval.data.table import load_registered
+from mueval.evaluation.records import EvalResult
+from mueval.guarantees.run_diagnostics import diagnose, diagnose_pool
 from mueval.metrics.diagnostics import (
     coverage_gap,
     excess_risk_target_coverage,
@@ -27,8 +28,7 @@ from mueval.metrics.diagnostics import (
     weighted_coverage_gap,
     worst_slab_coverage,
 )
-from mueval.names import METRICS
-from mueval.runner import EvalResult
+from mueval.names import BASIC_DIAGNOSTICS, FULL_DIAGNOSTICS, METRICS
 
 KEYS = ["strategy", "classifier", "iteration"]
 

@@ -6,11 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mueval.aggregate import splits_frame, summary_frame
-from mueval.data import table_from_frame
+from mueval.data.table import table_from_frame
 from mueval.errors import EvaluationError
+from mueval.evaluation.aggregate import splits_frame, summary_frame
+from mueval.evaluation.records import EvalConfig
+from mueval.evaluation.runner import run
 from mueval.names import CLASSIC_METRICS, CONFORMAL_METRICS, METRICS
-from mueval.runner import EvalConfig, run
 
 
 def make_frame(n_users: int = 4, per_class: int = 35, seed: int = 0) -> pd.DataFrame:
@@ -180,8 +181,8 @@ def _tied_frame(n_users: int = 8, per_user: int = 400, n_features: int = 32) -> 
 def test_ties_give_the_same_predictions_for_any_jobs_and_dask(tmp_path) -> None:
     import os
 
+    from mueval.evaluation.runner import build_splits, run_task
     from mueval.runfolder import predictions_table
-    from mueval.runner import build_splits, run_task
 
     table = table_from_frame(_tied_frame())
     config = EvalConfig(strategies=("uim", "ucm", "uam"), classifiers=("knn",), iterations=1)

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from mueval.aggregate import summarize
-from mueval.data import load_registered
-from mueval.runner import EvalConfig, run
-from mueval.tables import PERCENT_METRICS, format_cell
+from mueval.data.table import load_registered
+from mueval.evaluation.aggregate import summarize
+from mueval.evaluation.records import EvalConfig
+from mueval.evaluation.runner import run
+from mueval.report.tables import PERCENT_METRICS, format_cell
 
 REFERENCE = (
     Path(__file__).resolve().parents[1].parent / "shared/spec/reference/wisdm_mixed_table6.csv"

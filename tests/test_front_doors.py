@@ -11,7 +11,7 @@ import pandas as pd
 from click.testing import CliRunner
 
 from mudata.cli import main as mudata_main
-from mueval.cli import main as mueval_main
+from mueval.cli.main import main as mueval_main
 from tests.official_formats import make_har70_zip
 
 

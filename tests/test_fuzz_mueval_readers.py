@@ -19,8 +19,8 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mueval.cli import main
-from mueval.data import load_file
+from mueval.cli.main import main
+from mueval.data.table import load_file
 from mueval.errors import MuevalError
 from mueval.runfolder import RunFolderError, read_run_folder
 from tests.test_evaluate_runner import make_frame

@@ -28,8 +28,9 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from mueval.cli import main
+from mueval.cli.main import main
 from mueval.errors import OutputError
+from mueval.files import check_inside, neutralise_formulas, write_atomic
 from mueval.names import CONFORMAL_METRICS
 from mueval.runfolder import (
     RUN_FORMAT,
@@ -40,7 +41,6 @@ from mueval.runfolder import (
     recover_leftovers,
     write_run,
 )
-from mueval.safeio import check_inside, neutralise_formulas, write_atomic
 from tests.test_evaluate_runner import make_frame
 
 # Generous: a subprocess imports scikit-learn and matplotlib on a shared machine.
@@ -57,7 +57,7 @@ def _mueval(*args: str):
 def _mueval_subprocess(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """The real command line in its own process, killed if it hangs."""
     return subprocess.run(
-        [sys.executable, "-m", "mueval.cli", *args],
+        [sys.executable, "-m", "mueval.cli.main", *args],
         check=False,
         capture_output=True,
         text=True,
@@ -791,8 +791,8 @@ def test_a_skipped_split_is_consistent_under_the_writers_aggregation(
 ) -> None:
     # `--small-cal skip` leaves a split without sets: NaN conformal metrics, no
     # prediction rows. The summary is aggregated by the writer's own function.
-    from mueval.aggregate import summary_frame
-    from mueval.runfolder.guarantees import compute_guarantees
+    from mueval.evaluation.aggregate import summary_frame
+    from mueval.guarantees.compute import compute_guarantees
 
     run = _copy(real_run, tmp_path / "run")
     splits = pd.read_parquet(run / "splits.parquet")
@@ -819,7 +819,7 @@ def test_a_skipped_split_is_consistent_under_the_writers_aggregation(
     )
     found.user_coverage.to_csv(run / "user_coverage.csv", index=False)
     found.coverage_summary.to_csv(run / "coverage_summary.csv", index=False)
-    found.group_coverage.to_csv(run / "group_coverage.csv", index=False)
+    found.conditional_coverage.to_csv(run / "conditional_coverage.csv", index=False)
     found.user_validity.to_csv(run / "user_validity.csv", index=False)
     cov = summary.query("strategy == 'mm' and metric == 'coverage'").iloc[0]
     assert np.isnan(cov["mean"]) and cov["n"] == 1  # the study's rule

@@ -14,11 +14,11 @@ from sklearn.naive_bayes import GaussianNB
 from sklearn.preprocessing import MinMaxScaler
 
 import mueval
-from mueval.cli import main
-from mueval.data import table_from_frame
+from mueval.cli.main import main
+from mueval.data.synthetic import make_users
+from mueval.data.table import table_from_frame
 from mueval.errors import DataError, EvaluationError, UsageError
-from mueval.labelcurve import CurveConfig, curve_run, parse_ks, parse_uses
-from mueval.synthetic import make_users
+from mueval.evaluation.labelcurve import CurveConfig, curve_run, parse_ks, parse_uses
 
 KS = (0, 5, 20, 30)
 ALPHA = 0.05

@@ -18,11 +18,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import mueval
+from mueval.data.synthetic import make_users
 from mueval.errors import EvaluationError
 from mueval.names import CLASSIFIERS, STRATEGIES
 from mueval.runfolder import recover_leftovers
 from mueval.runfolder import write as runfolder_write
-from mueval.synthetic import make_users
 
 ARGS = {
     "strategies": ["mm", "udm", "uim", "ucm"],

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mueval.data import Table, load_registered
+from mueval.data.table import Table, load_registered
 from tests.conftest import GESTURES_ZIP, WISDM_DIR
 from tests.reference import differential, sidevenv
 

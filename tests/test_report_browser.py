@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 import mueval
-from mueval.report.cli import report_command
+from mueval.cli.report import report_command
 from tests.test_report_build import make_run_folder
 from tests.test_run_guarantees import _frame as relabelled_frame
 

@@ -26,7 +26,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.naive_bayes import GaussianNB
 from sklearn.preprocessing import MinMaxScaler
 
-from mueval.report.cli import compare_command, report_command
+from mueval.cli.report import compare_command, report_command
 from mueval.runfolder import RunFolderError, read_run_folder
 
 ALPHA = 0.05
@@ -453,7 +453,7 @@ GESTURES = Path(__file__).resolve().parents[2] / "shared" / "data" / "gestures"
 )
 def test_report_from_a_real_evaluate_run_on_gestures(tmp_path):
     """`mueval evaluate` for real (2 iterations), then report and compare on its folder."""
-    from mueval.cli import main
+    from mueval.cli.main import main
 
     run_dir = tmp_path / "run"
     result = CliRunner().invoke(

@@ -11,16 +11,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mueval.coverage_intervals import coverage_summary, per_user_coverage
+from mueval.conformal.thresholds import min_calibration_size
 from mueval.errors import DataError, UsageError
-from mueval.run_warnings import (
+from mueval.guarantees.intervals import coverage_summary, per_user_coverage
+from mueval.guarantees.run_warnings import (
     RunWarning,
     calibration_warnings,
     collect_warnings,
     coverage_warnings,
     degenerate_set_warnings,
     empty_set_warnings,
-    min_calibration_size,
     set_statistics,
 )
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from mueval.errors import DataError, UsageError
-from mueval.validity import benjamini_hochberg, user_validity
+from mueval.guarantees.validity import benjamini_hochberg, user_validity
 
 # ---------------------------------------------------------------------------
 # Benjamini-Hochberg

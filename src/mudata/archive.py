@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Self
 
-from mudata._files import open_regular
 from mudata.errors import ChecksumError, LimitError, ParseError, UsageError, excerpt
+from mudata.files import open_regular
 
 EXPANSION_ENV = "MUDATA_MAX_EXPANSION"
 DEFAULT_MAX_EXPANSION = 100.0

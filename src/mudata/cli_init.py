@@ -7,9 +7,9 @@ from typing import Any
 
 import click
 
-from mudata._atomic import atomic_write
 from mudata.cli import main
 from mudata.cli_options import init_help_options, init_options
+from mudata.files import atomic_write
 
 
 @main.command("init")

@@ -35,7 +35,6 @@ from typing import IO, Literal
 import pooch
 import requests
 
-from mudata._files import kind_of, open_regular
 from mudata.archive import ArchiveIndex, normalise_member
 from mudata.errors import (
     ChecksumError,
@@ -47,6 +46,7 @@ from mudata.errors import (
     StorageError,
     UsageError,
 )
+from mudata.files import kind_of, open_regular
 from mudata.paths import dataset_lock, raw_dir, sweep_stale
 from mudata.readers.base import Pin, Pins
 from mudata.registry import DatasetEntry, Member, RemoteFile

@@ -22,8 +22,6 @@ from typing import Any
 import jsonschema
 import tomli_w
 
-from mudata._atomic import atomic_write
-from mudata._files import read_regular
 from mudata._resources import builtin_registry_dir, schemas_dir
 from mudata.errors import (
     MudataUsageError,
@@ -32,6 +30,7 @@ from mudata.errors import (
     UnknownDatasetError,
     excerpt,
 )
+from mudata.files import atomic_write, read_regular
 
 log = logging.getLogger(__name__)
 

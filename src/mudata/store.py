@@ -1,6 +1,6 @@
 """Publishing a feature table: Parquet with provenance, and a Frictionless datapackage.json.
 
-Both files are written with :mod:`mudata._atomic` (a temporary name in the
+Both files are written with :mod:`mudata.files` (a temporary name in the
 destination folder, then a rename), so an interrupted run never leaves a
 half-written table under the final name. The Parquet file is renamed last: a table counts as built only
 when it exists (see :func:`read_provenance`).
@@ -27,9 +27,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mudata._atomic import atomic_path, atomic_write
-from mudata._files import read_regular
 from mudata.errors import CorruptTableError, MudataError, StorageError
+from mudata.files import atomic_path, atomic_write, read_regular
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""The Python API: :func:`evaluate` a dataset into a :class:`Run`, :func:`compare` runs.
+"""The Python API: :func:`evaluate` a dataset into a :class:`~mueval.run.Run`, :func:`compare` runs.
 
 The command line is a thin layer over these functions; a notebook gets the same
 numbers::
@@ -19,46 +19,47 @@ import platform
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mueval import __version__
-from mueval.aggregate import splits_frame, summary_frame, user_dtype
-from mueval.data import Table, load_file, load_registered, natural_key, table_from_frame
-from mueval.diagnose import ERT_FOLDS, WSC_DELTA, WSC_DIRECTIONS, diagnose, diagnostic_names
-from mueval.errors import UsageError
-from mueval.groups import RowGroups, _user_key, resolve_groups
-from mueval.models import parse_classifiers
+from mueval.comparison.guarantees import compare_guarantees as compare_folders
+from mueval.comparison.significance import compare_runs
+from mueval.data.cohorts import RowCohorts, resolve_cohorts
+from mueval.data.table import Table, load_data, natural_key
+from mueval.data.users import user_text
+from mueval.evaluation.aggregate import splits_frame, summary_frame, user_dtype
+from mueval.evaluation.records import EvalConfig
+from mueval.evaluation.runner import run, stage_timings
+from mueval.guarantees.compute import compute_guarantees
+from mueval.guarantees.run_diagnostics import (
+    ERT_FOLDS,
+    WSC_DELTA,
+    WSC_DIRECTIONS,
+    diagnose,
+    diagnostic_names,
+)
+from mueval.names import parse_classifiers, parse_strategies
+from mueval.run import Run
 from mueval.runfolder import (
     PredictionStream,
-    RunFolder,
     finish_run_folder,
     open_run_folder,
     predictions_table,
     read_run_folder,
-    write_run,
 )
-from mueval.runfolder.guarantees import compute_guarantees
-from mueval.runner import EvalConfig, run, stage_timings
-from mueval.strategies import parse_strategies
-from mueval.tables import format_table
+from mueval.version import __version__
 
 if TYPE_CHECKING:
-    from mueval.report.compare_guarantees import GuaranteeComparison
+    from mueval.comparison.guarantees import GuaranteeComparison
 
-__all__ = ["Run", "compare", "compare_guarantees", "evaluate"]
+__all__ = ["compare", "compare_guarantees", "evaluate", "evaluate_table"]
 
-#: Table files a mudata table or a user's table may come as.
-_TABLE_SUFFIXES = (".csv", ".parquet")
-
-#: The prediction columns the per-user guarantees, coverage per class and group and
+#: The prediction columns the per-user guarantees, coverage per class and cohort and
 #: the validity test need (not the sets nor the probabilities).
 _GUARANTEE_COLUMNS = [
     "strategy",
@@ -71,229 +72,6 @@ _GUARANTEE_COLUMNS = [
     "set_size",
     "p_values",
 ]
-
-
-class _Predictions:
-    """``Run.predictions``: the frame given, or else the run folder's
-    ``predictions.parquet``, read the first time it is asked for (a run that
-    streamed its predictions there never built their whole table)."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self._slot = f"_{name}_frame"
-
-    def __get__(self, run: Run | None, owner: type | None = None) -> pd.DataFrame | None:
-        if run is None:
-            return None  # the field's default
-        frame = run.__dict__.get(self._slot)
-        if frame is None and run._predictions_file is not None:
-            frame = pq.read_table(run._predictions_file).to_pandas()
-            run.__dict__[self._slot] = frame
-        return frame
-
-    def __set__(self, run: Run, value: pd.DataFrame | None) -> None:
-        run.__dict__[self._slot] = value
-
-
-#: The optional tables a run holds under the same names as its folder
-#: (:class:`~mueval.runfolder.RunFolder`) and :func:`~mueval.runfolder.write_run`.
-_OPTIONAL_TABLES = (
-    "diagnostics",
-    "user_coverage",
-    "coverage_summary",
-    "group_coverage",
-    "user_validity",
-    "user_groups",
-)
-
-
-@dataclass
-class Run:
-    """Everything one evaluation produced: the run folder, in memory.
-
-    Attributes
-    ----------
-    summary : DataFrame
-        Mean and sample SD over iterations: ``strategy, classifier, metric, mean,
-        sd, n``.
-    splits : DataFrame
-        One row per (strategy, classifier, iteration, target user) with every metric.
-    predictions : DataFrame
-        One row per test row per split: true class, prediction, set, p-values,
-        probabilities (``predictions.parquet``). A run evaluated with ``out``
-        reads it from its folder when first used.
-    diagnostics : DataFrame or None
-        The conditional-coverage diagnostics per (strategy, classifier, iteration).
-    size_coverage : DataFrame or None
-        Coverage by set size.
-    user_coverage : DataFrame or None
-        Each user's coverage over all test rows and iterations with its
-        Clopper-Pearson interval (``user_coverage.csv``; see
-        :func:`mueval.coverage_intervals.per_user_coverage`).
-    coverage_summary : DataFrame or None
-        Per (strategy, classifier): the share of users whose interval lies
-        entirely below ``1 - alpha``, the worst user and the pooled coverage,
-        with intervals (``coverage_summary.csv``).
-    group_coverage : DataFrame or None
-        Coverage per class and, when the run had groups, per group of users,
-        with Clopper-Pearson intervals (``group_coverage.csv``).
-    user_validity : DataFrame or None
-        The one-sided KS test of each user's true-label p-values,
-        Benjamini-Hochberg adjusted (``user_validity.csv``; see
-        :mod:`mueval.validity`).
-    user_groups : DataFrame or None
-        ``user, group`` when the run had groups (``user_groups.csv``).
-    info : dict
-        The content of ``run.json``: ``dataset``, ``classes``, ``config``,
-        ``versions``, ``skipped`` (notes), ``timings`` (wall seconds per phase),
-        ``stage_timings`` (task seconds per stage for each strategy/classifier),
-        ``warnings`` (see :attr:`warnings`), ``created``.
-    path : Path or None
-        The folder it was saved to or loaded from.
-    """
-
-    summary: pd.DataFrame
-    splits: pd.DataFrame
-    predictions: pd.DataFrame = _Predictions()  # type: ignore[assignment]
-    diagnostics: pd.DataFrame | None = None
-    size_coverage: pd.DataFrame | None = None
-    user_coverage: pd.DataFrame | None = None
-    coverage_summary: pd.DataFrame | None = None
-    group_coverage: pd.DataFrame | None = None
-    user_validity: pd.DataFrame | None = None
-    user_groups: pd.DataFrame | None = None
-    info: dict[str, Any] = field(default_factory=dict)
-    path: Path | None = None
-    _arrow: pa.Table | None = field(default=None, repr=False)
-    _predictions_file: Path | None = field(default=None, repr=False)
-
-    @property
-    def config(self) -> dict[str, Any]:
-        """What was evaluated and how (``run.json``'s ``config``)."""
-        return self.info.get("config", {})
-
-    @property
-    def provenance(self) -> dict[str, Any]:
-        """The dataset: name, source, row and user counts, the table's hash."""
-        return self.info.get("dataset", {})
-
-    @property
-    def classes(self) -> list[str]:
-        """Class names in index order."""
-        return list(self.info.get("classes", []))
-
-    @property
-    def notes(self) -> list[str]:
-        """What the run skipped or answered conservatively, one line each."""
-        return list(self.info.get("skipped", []))
-
-    @property
-    def warnings(self) -> list[dict[str, Any]]:
-        """Interval-driven warnings, one dict each (``strategy, classifier, kind,
-        message, severity``; see :mod:`mueval.run_warnings`)."""
-        return list(self.info.get("warnings", []))
-
-    def table(self) -> str:
-        """The study-style mean ± SD tables, one block per strategy."""
-        return format_table(self.summary)
-
-    def save(self, path: str | Path, *, overwrite: bool = False) -> Path:
-        """Write the run folder atomically (see :mod:`mueval.runfolder`).
-
-        Parameters
-        ----------
-        path : str or Path
-        overwrite : bool
-            Replace an existing run folder (never anything else).
-
-        Returns
-        -------
-        Path
-        """
-        arrow = self._arrow
-        if (
-            arrow is None
-            and self.__dict__.get("_predictions_frame") is None
-            and (self._predictions_file is not None)
-        ):
-            arrow = pq.read_table(self._predictions_file)
-        if arrow is None:
-            arrow = pa.Table.from_pandas(self.predictions, preserve_index=False)
-        self.path = write_run(path, predictions=arrow, overwrite=overwrite, **self._files())
-        return self.path
-
-    def _files(self) -> dict[str, Any]:
-        """What a run folder holds besides the predictions (see :func:`write_run`)."""
-        return {
-            "run_info": {k: v for k, v in self.info.items() if k not in ("format", "files")},
-            "summary": self.summary,
-            "splits": self.splits,
-            "size_coverage": self.size_coverage,
-            **{name: getattr(self, name) for name in _OPTIONAL_TABLES},
-        }
-
-    @classmethod
-    def load(cls, path: str | Path) -> Run:
-        """Read a run folder, checking every file and their consistency.
-
-        Raises
-        ------
-        mueval.runfolder.RunFolderError
-            Naming the missing file, the malformed field or the first contradiction.
-        """
-        folder = read_run_folder(path)
-        size_coverage = None
-        if (folder.path / "size_coverage.csv").is_file():
-            size_coverage = pd.read_csv(folder.path / "size_coverage.csv")
-        return cls(
-            summary=folder.summary,
-            splits=folder.splits,
-            predictions=folder.predictions,
-            size_coverage=size_coverage,
-            **{name: getattr(folder, name) for name in _OPTIONAL_TABLES},
-            info={**folder.run, "warnings": folder.warnings or []},
-            path=folder.path,
-        )
-
-    def folder(self) -> RunFolder:
-        """This run as the report reads a run folder."""
-        from mueval.report.compare import UNSAVED
-
-        path = self.path if self.path is not None else UNSAVED
-        return RunFolder(
-            path,
-            self.info,
-            self.classes,
-            self.summary,
-            self.splits,
-            self.predictions,
-            self.diagnostics,
-            self.user_coverage,
-            self.coverage_summary,
-            self.warnings,
-            group_coverage=self.group_coverage,
-            user_validity=self.user_validity,
-            user_groups=self.user_groups,
-        )
-
-    def report(self, path: str | Path, **options: Any) -> Path:
-        """Build the HTML report and its figures under ``path``.
-
-        Parameters
-        ----------
-        path : str or Path
-            Output folder.
-        **options
-            ``strategies``, ``classifiers``, ``n_boot``, ``seed``, ``top_sets``,
-            ``min_count``, ``progress`` (see :func:`mueval.report.build.build_report`).
-
-        Returns
-        -------
-        Path
-            The ``report.html`` written.
-        """
-        from mueval.report.build import build_report  # matplotlib only when needed
-
-        return build_report(self.folder(), path, **options).html
 
 
 def _versions() -> dict[str, str | None]:
@@ -310,43 +88,6 @@ def _versions() -> dict[str, str | None]:
         except metadata.PackageNotFoundError:
             out[key] = None
     return out
-
-
-def load_data(
-    data: str | Path | pd.DataFrame,
-    *,
-    user_col: str = "userid",
-    label_col: str = "label",
-    **source: Any,
-) -> Table:
-    """The table to evaluate, from a dataset name, a file or a DataFrame.
-
-    A :class:`~pathlib.Path`, or a string ending in ``.csv`` or ``.parquet``, is
-    a file; any other string is a registered mudata dataset, and ``source``
-    (``data_home``, ``manual_dir``, ``mirror``, ``allow_unverified``,
-    ``max_expansion``) says where its files come from
-    (:func:`mueval.data.load_registered`).
-    """
-    if isinstance(data, str) and not data.lower().endswith(_TABLE_SUFFIXES):
-        return load_registered(data, **source)
-    given = sorted(k for k, v in source.items() if v not in (None, False))
-    if given:
-        message = f"{', '.join(given)} only apply to a registered dataset, not to {type(data).__name__} data"
-        raise UsageError(message)
-    if isinstance(data, pd.DataFrame):
-        return table_from_frame(
-            data,
-            user_col=user_col,
-            label_col=label_col,
-            info={"name": "DataFrame", "source": "DataFrame"},
-        )
-    if isinstance(data, str | Path):
-        return load_file(data, user_col=user_col, label_col=label_col)
-    message = (
-        f"data must be a dataset name, a .csv or .parquet path or a DataFrame; "
-        f"got {type(data).__name__}"
-    )
-    raise UsageError(message)
 
 
 def _diagnostics_config(level: str) -> dict[str, Any]:
@@ -372,27 +113,32 @@ def evaluate_table(
     config: EvalConfig,
     *,
     diagnostics: str = "basic",
-    groups: str | Path | pd.DataFrame | None = None,
+    cohorts: str | Path | pd.DataFrame | None = None,
     out: str | Path | None = None,
     overwrite: bool = False,
     **execution: Any,
 ) -> Run:
-    """Evaluate a loaded :class:`~mueval.data.Table` under ``config``.
+    """Evaluate a loaded :class:`~mueval.data.table.Table` under ``config``.
 
     ``execution`` holds where the tasks run (``jobs``, ``backend``,
-    ``scheduler``, ``workers``, ``progress``), passed to :func:`mueval.runner.run`;
+    ``scheduler``, ``workers``, ``progress``), passed to :func:`mueval.evaluation.runner.run`;
     see :func:`evaluate` for every parameter.
     """
     diagnostic_names(diagnostics)  # an unknown level fails before any work
-    table, row_groups = resolve_groups(table, config.conditioning, groups)
+    table, row_cohorts = resolve_cohorts(
+        table,
+        cohorts,
+        by_cohort=config.conditioning.by_cohort,
+        column=config.conditioning.column,
+    )
     if out is None:
-        return _evaluate(table, config, None, row_groups, diagnostics, execution)
+        return _evaluate(table, config, None, row_cohorts, diagnostics, execution)
     target, tmp = open_run_folder(out, overwrite)
     stream = PredictionStream(
         tmp, table.classes, table.users, table.y, target_dtype=_target_dtype(table, config)
     )
     try:
-        result = _evaluate(table, config, stream, row_groups, diagnostics, execution)
+        result = _evaluate(table, config, stream, row_cohorts, diagnostics, execution)
     except BaseException:
         stream.abort()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -415,7 +161,7 @@ def _evaluate(
     table: Table,
     config: EvalConfig,
     stream: PredictionStream | None,
-    row_groups: RowGroups | None,
+    row_cohorts: RowCohorts | None,
     diagnostics: str,
     execution: dict[str, Any],
 ) -> Run:
@@ -430,7 +176,7 @@ def _evaluate(
         table.users,
         table.classes,
         config,
-        groups=row_groups,
+        cohorts=row_cohorts,
         on_task=None if stream is None else stream.add,
         **execution,
     )
@@ -455,7 +201,7 @@ def _evaluate(
         path = stream.close()
         output.timings["predictions_write_s"] = stream.seconds
         rows = pq.read_table(path, columns=_GUARANTEE_COLUMNS).to_pandas()
-    user_groups = _user_groups_frame(table, row_groups)
+    user_cohorts = _user_cohorts_frame(table, row_cohorts)
     found = compute_guarantees(
         rows,
         splits,
@@ -463,7 +209,7 @@ def _evaluate(
         n_classes=len(table.classes),
         classes=table.classes,
         condition=condition,
-        user_groups=user_groups,
+        user_cohorts=user_cohorts,
     )
     # Per stage and strategy/classifier, with what came after the tasks (the
     # last row group of the stream is written after the runner returned).
@@ -476,7 +222,7 @@ def _evaluate(
         "config": {
             **config.record(),
             "condition": condition.text,
-            "group_column": None if row_groups is None else row_groups.column,
+            "cohort_column": None if row_cohorts is None else row_cohorts.column,
             "jobs": execution.get("jobs", 1),
             "backend": execution.get("backend", "loky"),
             **_diagnostics_config(diagnostics),
@@ -496,21 +242,21 @@ def _evaluate(
         size_coverage=diag.size_coverage if diag.names else None,
         user_coverage=found.user_coverage,
         coverage_summary=found.coverage_summary,
-        group_coverage=found.group_coverage,
+        conditional_coverage=found.conditional_coverage,
         user_validity=found.user_validity,
-        user_groups=user_groups,
+        user_cohorts=user_cohorts,
         info=info,
         _arrow=arrow,
     )
 
 
-def _user_groups_frame(table: Table, row_groups: RowGroups | None) -> pd.DataFrame | None:
-    """``user, group`` for the run folder, users as the table spells them."""
-    if row_groups is None:
+def _user_cohorts_frame(table: Table, row_cohorts: RowCohorts | None) -> pd.DataFrame | None:
+    """``user, cohort`` for the run folder, users as the table spells them."""
+    if row_cohorts is None:
         return None
     users = pd.unique(table.users)
-    groups = [row_groups.users[_user_key(u)] for u in users]
-    frame = pd.DataFrame({"user": users, "group": groups})
+    cohorts = [row_cohorts.users[user_text(u)] for u in users]
+    frame = pd.DataFrame({"user": users, "cohort": cohorts})
     return frame.sort_values("user", key=lambda c: c.map(natural_key)).reset_index(drop=True)
 
 
@@ -531,7 +277,7 @@ def evaluate(
     gap: int = 1,
     user_folds: int | None = None,
     condition: str | None = None,
-    groups: str | Path | pd.DataFrame | None = None,
+    cohorts: str | Path | pd.DataFrame | None = None,
     diagnostics: str = "basic",
     jobs: int = 1,
     backend: str = "loky",
@@ -574,17 +320,17 @@ def evaluate(
     split : {"random", "blocked"}
         Within-user split of UDM, UCM and UAM; ``gap`` rows between blocks.
     user_folds : int, optional
-        UIM and UCM fit one model per group of users (``K`` grouped folds)
+        UIM and UCM fit one model per fold of users (``K`` grouped folds)
         instead of one per user, and UXC calibrates on ``K`` grouped folds of
         the non-target users; None (default) is leave-one-user-out.
     condition : str, optional
         What the threshold is conditioned on: None (the protocol), ``"class"``
-        (as ``mondrian=True``), ``"group:COLUMN"`` or ``"class+group:COLUMN"``
-        (one per group of users, or per group and class; see
+        (as ``mondrian=True``), ``"cohort:COLUMN"`` or ``"class+cohort:COLUMN"``
+        (one per cohort of users, or per cohort and class; see
         ``docs/per-user-guarantees.md``).
-    groups : path or DataFrame, optional
-        Where the groups come from: a CSV or table with ``userid`` and the
-        group column. Without it the column is taken from ``data`` (and is
+    cohorts : path or DataFrame, optional
+        Where the cohorts come from: a CSV or table with ``userid`` and the
+        cohort column. Without it the column is taken from ``data`` (and is
         then no feature).
     diagnostics : {"none", "basic", "full"}
         Conditional-coverage diagnostics to compute.
@@ -652,10 +398,10 @@ def evaluate(
         user_folds=user_folds,
         condition=condition,
     )
-    if isinstance(data, pd.DataFrame) and groups is None and config.conditioning.by_group:
-        # A group column of any type (text too) is taken out before the features
+    if isinstance(data, pd.DataFrame) and cohorts is None and config.conditioning.by_cohort:
+        # A cohort column of any type (text too) is taken out before the features
         # are checked to be numeric.
-        data, groups = _split_group_column(data, config.conditioning.column, user_col)
+        data, cohorts = _split_cohort_column(data, config.conditioning.column, user_col)
     table = load_data(data, user_col=user_col, label_col=label_col, **source)
     return evaluate_table(
         table,
@@ -666,20 +412,20 @@ def evaluate(
         workers=workers,
         progress=progress,
         diagnostics=diagnostics,
-        groups=groups,
+        cohorts=cohorts,
         out=out,
         overwrite=overwrite,
     )
 
 
-def _split_group_column(
+def _split_cohort_column(
     frame: pd.DataFrame, column: str | None, user_col: str
 ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """A DataFrame's group column as a groups table, and the frame without it."""
+    """A DataFrame's cohort column as a cohorts table, and the frame without it."""
     if column is None or column not in frame.columns:
         return frame, None
-    groups = pd.DataFrame({"userid": frame[user_col], column: frame[column]})
-    return frame.drop(columns=[column]), groups
+    cohorts = pd.DataFrame({"userid": frame[user_col], column: frame[column]})
+    return frame.drop(columns=[column]), cohorts
 
 
 def _as_list(value: Sequence[str] | str) -> list[str]:
@@ -712,8 +458,6 @@ def compare(runs: Sequence[Run | str | Path], *, metric: str = "coverage") -> pd
     mueval.errors.DataError
         The runs evaluate different datasets, or hold nothing to compare.
     """
-    from mueval.report.compare import compare_runs
-
     folders = [r.folder() if isinstance(r, Run) else read_run_folder(r) for r in runs]
     return compare_runs(folders, metric=metric).table
 
@@ -743,7 +487,5 @@ def compare_guarantees(runs: Sequence[Run | str | Path]) -> GuaranteeComparison:
     mueval.errors.DataError
         The runs evaluate different datasets or use different alpha.
     """
-    from mueval.report.compare_guarantees import compare_guarantees as compare_folders
-
     folders = [r.folder() if isinstance(r, Run) else read_run_folder(r) for r in runs]
     return compare_folders(folders)

@@ -6,6 +6,10 @@ and the report import them from here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from mueval.errors import UsageError
+
 #: Strategy codes in report order (docs/protocol.md, "Splits"; ``uam`` and ``uxc``
 #: are additions).
 STRATEGIES: tuple[str, ...] = ("mm", "udm", "uim", "ucm", "uam", "uxc")
@@ -110,15 +114,30 @@ COMPARABLE_METRICS: tuple[str, ...] = (
 # The option values below are declared here, not in the modules that use them,
 # so that the command line can offer them without importing scikit-learn or MAPIE.
 
-#: Conformity scores accepted by ``--score`` (MAPIE's names; :mod:`mueval.conformal`).
+#: Conformity scores accepted by ``--score`` (MAPIE's names; :mod:`mueval.conformal.sets`).
 SCORES: tuple[str, ...] = ("lac", "aps", "raps", "top_k")
 
-#: Threshold rules of :func:`mueval.metrics.conformal.lac_threshold`: the reference
+#: Threshold rules of :func:`mueval.conformal.thresholds.lac_threshold`: the reference
 #: study's (MAPIE 0.8.6) and MAPIE 1.x's finite-sample rule.
 THRESHOLD_RULES: tuple[str, ...] = ("study", "mapie")
 
 #: Levels of ``--diagnostics``: nothing, the cheap ones, the cheap ones plus WSC and ERT.
 DIAGNOSTIC_LEVELS: tuple[str, ...] = ("none", "basic", "full")
+
+#: The conditional-coverage diagnostics of each level, in table order
+#: (:mod:`mueval.guarantees.run_diagnostics` computes them).
+BASIC_DIAGNOSTICS: tuple[str, ...] = (
+    "covgap_user",
+    "wcovgap_user",
+    "covgap_class",
+    "wcovgap_class",
+    "hsic_size_coverage",
+)
+FULL_DIAGNOSTICS: tuple[str, ...] = (*BASIC_DIAGNOSTICS, "wsc", "ert")
+
+#: Within-user split methods: the study's stratified random split, or contiguous
+#: blocks in time order with a gap (``--split``).
+SPLIT_METHODS: tuple[str, ...] = ("random", "blocked")
 
 #: ``--small-cal`` policies for a calibration set too small for a threshold.
 SMALL_CAL_POLICIES: tuple[str, ...] = ("error", "skip", "full-set")
@@ -128,3 +147,71 @@ CURVE_USES: tuple[str, ...] = ("calibration", "adaptation", "both")
 
 #: ``--backend`` values: loky worker processes or a Dask cluster.
 BACKENDS: tuple[str, ...] = ("loky", "dask")
+
+
+def _parse_codes(
+    values: Sequence[str], codes: tuple[str, ...], what: str, aliases: dict[str, str]
+) -> list[str]:
+    """Expand ``values`` (codes, aliases, ``all``, comma lists) into codes in ``codes``' order."""
+    valid = ", ".join([*codes, *aliases, "all"])
+    wanted: set[str] = set()
+    for value in values:
+        for part in str(value).split(","):
+            name = part.strip().lower()
+            if not name:
+                continue
+            if name == "all":
+                wanted.update(codes)
+            elif name in codes:
+                wanted.add(name)
+            elif name in aliases:
+                wanted.add(aliases[name])
+            else:
+                message = f"unknown {what} {part.strip()!r}; valid: {valid}"
+                raise UsageError(message)
+    if not wanted:
+        message = f"no {what} given; valid: {valid}"
+        raise UsageError(message)
+    return [c for c in codes if c in wanted]
+
+
+def parse_strategies(values: Sequence[str]) -> list[str]:
+    """Expand strategy names (codes, aliases, ``all``, comma lists) in report order.
+
+    Parameters
+    ----------
+    values : sequence of str
+        E.g. ``["mm,ucm"]``, ``["mixed", "ui"]`` or ``["all"]``.
+
+    Returns
+    -------
+    list of str
+        Unique codes ordered as :data:`STRATEGIES`.
+
+    Examples
+    --------
+    >>> parse_strategies(["ucm,mixed"])
+    ['mm', 'ucm']
+    """
+    return _parse_codes(values, STRATEGIES, "strategy", STRATEGY_ALIASES)
+
+
+def parse_classifiers(values: Sequence[str]) -> list[str]:
+    """Expand classifier codes (``all`` included, comma lists allowed), in table order.
+
+    Parameters
+    ----------
+    values : sequence of str
+        Codes as given on the command line, e.g. ``["nb,rf", "knn"]`` or ``["all"]``.
+
+    Returns
+    -------
+    list of str
+        Unique codes, ordered as :data:`CLASSIFIERS`.
+
+    Examples
+    --------
+    >>> parse_classifiers(["knn", "nb"])
+    ['nb', 'knn']
+    """
+    return _parse_codes(values, CLASSIFIERS, "classifier", {})

@@ -31,10 +31,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mueval.aggregate import splits_frame, summary_frame
-from mueval.data import Table
+from mueval.data.table import Table
+from mueval.evaluation.aggregate import splits_frame, summary_frame
+from mueval.evaluation.records import EvalConfig, EvalResult
+from mueval.evaluation.runner import run
 from mueval.names import METRICS as ALL_METRICS
-from mueval.runner import EvalConfig, EvalResult, run
 from tests.reference.sidevenv import RUNNER
 
 #: The metrics both sides compute (the study's fourteen): mueval's, less the

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING
 
-from mudata._files import open_regular
 from mudata.archive import ArchiveIndex, sniff_kind
 from mudata.errors import (
     ChecksumError,
@@ -34,6 +33,7 @@ from mudata.errors import (
     UsageError,
     excerpt,
 )
+from mudata.files import open_regular
 from mudata.readers.decode import decompress
 
 if TYPE_CHECKING:

@@ -25,24 +25,28 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from mueval.data import natural_key
-from mueval.diagnose import FULL_DIAGNOSTICS
+from mueval.comparison.significance import (
+    STUDY_TEST,
+    compare_strategies,
+    per_iteration_values,
+    per_user_values,
+)
+from mueval.data.table import natural_key
 from mueval.errors import OutputError, UsageError
+from mueval.files import check_inside, write_atomic
+from mueval.guarantees.compute import compute_guarantees
+from mueval.guarantees.records import Guarantees
+from mueval.guarantees.run_warnings import set_statistics
 from mueval.names import (
     CLASSIFIER_NAMES,
     CLASSIFIERS,
+    FULL_DIAGNOSTICS,
     REPORT_SUMMARY_METRICS,
     STRATEGIES,
     STRATEGY_NAMES,
 )
 from mueval.report import figures as F
 from mueval.report import setstats as S
-from mueval.report.compare import (
-    STUDY_TEST,
-    compare_strategies,
-    per_iteration_values,
-    per_user_values,
-)
 from mueval.report.conditional import conditional_coverage_section, validity_section
 from mueval.report.html import (
     Section,
@@ -62,10 +66,7 @@ from mueval.report.page_one import (
     warnings_html,
 )
 from mueval.report.side_by_side import side_by_side_section
-from mueval.run_warnings import set_statistics
 from mueval.runfolder import RunFolder, RunFolderError
-from mueval.runfolder.guarantees import Guarantees, compute_guarantees
-from mueval.safeio import check_inside, write_atomic
 
 __all__ = ["CLASSIFIER_NAMES", "STRATEGY_NAMES", "BuildResult", "build_report"]
 
@@ -998,14 +999,14 @@ def _build(
 def _conditional_sections(
     run: RunFolder, g: Guarantees, strategies: list[str], classifiers: list[str], target: float
 ) -> list[Section]:
-    """Coverage per class and group, and validity per user (when present)."""
+    """Coverage per class and cohort, and validity per user (when present)."""
 
     def name(s: str, c: str) -> tuple[str, str]:
         return _sname(s), _cname(c)
 
     found = [
         conditional_coverage_section(
-            g.group_coverage, run.config, strategies, classifiers, target=target, name=name
+            g.conditional_coverage, run.config, strategies, classifiers, target=target, name=name
         ),
         validity_section(g.user_validity, strategies, classifiers, name=name),
     ]
@@ -1019,9 +1020,9 @@ def _guarantees(run: RunFolder) -> Guarantees:
             run.user_coverage,
             run.coverage_summary,
             list(run.warnings or []),
-            run.group_coverage,
+            run.conditional_coverage,
             run.user_validity,
-            run.user_groups,
+            run.user_cohorts,
         )
     return compute_guarantees(
         run.predictions,

@@ -23,7 +23,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from mueval.safeio import write_atomic
+from mueval.files import write_atomic
 
 __all__ = [
     "confusion_figure",
@@ -481,7 +481,7 @@ def save_figure(fig: Figure, stem: Path, *, dpi: int = 100) -> tuple[Path, Path]
     """Write ``stem.png`` and ``stem.svg`` and close the figure.
 
     Each file is written under a temporary name and renamed into place
-    (:func:`mueval.safeio.write_atomic`): a link or FIFO planted at either name is
+    (:func:`mueval.files.write_atomic`): a link or FIFO planted at either name is
     refused, never written through.
 
     Returns

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from mueval.data import natural_key
+from mueval.data.table import natural_key
 from mueval.report.html import esc
 
 __all__ = [
@@ -65,7 +65,7 @@ def grid_html(
     Parameters
     ----------
     summary : DataFrame
-        :func:`~mueval.coverage_intervals.coverage_summary` output.
+        :func:`~mueval.guarantees.intervals.coverage_summary` output.
     set_sizes : DataFrame
         ``strategy, classifier, mean_size`` (mean set size over all test rows).
     strategies, classifiers : sequence of str

@@ -9,10 +9,13 @@ diagnostics level is ``none``, ``diagnostics.parquet`` and ``size_coverage.csv``
 per-user guarantees also hold ``user_coverage.csv`` and ``coverage_summary.csv``
 and a ``warnings`` list in ``run.json``; a reader recomputes them from the
 predictions when an older folder lacks them. Runs written since conditional
-calibration also hold ``group_coverage.csv`` (coverage per class, and per
-group of users when the run had groups), ``user_validity.csv`` (the per-user
-KS test of :mod:`mueval.validity`) and, when the run had groups,
-``user_groups.csv`` (each user's group).
+calibration also hold ``conditional_coverage.csv`` (coverage per class, and per
+cohort of users when the run had cohorts), ``user_validity.csv`` (the per-user
+KS test of :mod:`mueval.guarantees.validity`) and, when the run had cohorts,
+``user_cohorts.csv`` (each user's cohort).
+
+The columns of the guarantee tables are declared by the code that computes
+them, :mod:`mueval.guarantees.records`.
 """
 
 from __future__ import annotations
@@ -39,18 +42,18 @@ RUN_FILES: tuple[str, ...] = (
     "size_coverage.csv",
     "user_coverage.csv",
     "coverage_summary.csv",
-    "group_coverage.csv",
+    "conditional_coverage.csv",
     "user_validity.csv",
-    "user_groups.csv",
+    "user_cohorts.csv",
 )
 
 #: The per-user guarantee files (optional: older folders lack them).
 USER_COVERAGE_FILE = "user_coverage.csv"
 COVERAGE_SUMMARY_FILE = "coverage_summary.csv"
-#: Coverage per class and group, the per-user validity test, each user's group.
-GROUP_COVERAGE_FILE = "group_coverage.csv"
+#: Coverage per class and cohort, the per-user validity test, each user's cohort.
+CONDITIONAL_COVERAGE_FILE = "conditional_coverage.csv"
 USER_VALIDITY_FILE = "user_validity.csv"
-USER_GROUPS_FILE = "user_groups.csv"
+USER_COHORTS_FILE = "user_cohorts.csv"
 
 #: The default output of ``mueval report`` inside a run folder, and what it holds.
 REPORT_DIR = "report"
@@ -85,55 +88,7 @@ PREDICTION_COLUMNS: tuple[str, ...] = (
     "p_values",
     "proba",
 )
-#: A coverage with its Clopper-Pearson interval, as every coverage table holds it.
-COVERAGE_INTERVAL_COLUMNS: tuple[str, ...] = ("n", "n_covered", "coverage", "low", "high", "below")
-USER_COVERAGE_COLUMNS: tuple[str, ...] = (
-    "strategy",
-    "classifier",
-    "user",
-    *COVERAGE_INTERVAL_COLUMNS,
-)
-COVERAGE_SUMMARY_COLUMNS: tuple[str, ...] = (
-    "strategy",
-    "classifier",
-    "n_users",
-    "n_below",
-    "share_below",
-    "worst_user",
-    "worst_n",
-    "worst_coverage",
-    "worst_low",
-    "worst_high",
-    "mean_coverage",
-    "mean_low",
-    "mean_high",
-    "pooled_n",
-    "pooled_covered",
-    "pooled_coverage",
-    "pooled_low",
-    "pooled_high",
-    "pooled_below",
-)
-GROUP_COVERAGE_COLUMNS: tuple[str, ...] = (
-    "strategy",
-    "classifier",
-    "by",
-    "group",
-    "n_users",
-    *COVERAGE_INTERVAL_COLUMNS,
-)
-USER_VALIDITY_COLUMNS: tuple[str, ...] = (
-    "strategy",
-    "classifier",
-    "user",
-    "n",
-    "statistic",
-    "pvalue",
-    "pvalue_bh",
-    "flagged",
-    "method",
-)
-USER_GROUPS_COLUMNS: tuple[str, ...] = ("user", "group")
+USER_COHORTS_COLUMNS: tuple[str, ...] = ("user", "cohort")
 #: Fields of each entry of ``run.json``'s optional ``warnings`` list.
 WARNING_KEYS: tuple[str, ...] = ("strategy", "classifier", "kind", "message", "severity")
 #: Keys every ``run.json`` holds.

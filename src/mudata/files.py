@@ -1,0 +1,280 @@
+"""Safe file access for both packages: read only regular files, write atomically.
+
+Two rules, each with one owner here (:mod:`mueval` uses them too):
+
+* **Read only regular files.** ``open(path)`` on a FIFO waits for a writer for
+  ever, and a device can stream without end. Every path read goes through
+  :func:`open_regular`: the type is checked with ``stat`` before opening, the
+  file is opened without blocking and checked again with ``fstat`` on the open
+  descriptor (in case the path was swapped in between), and anything but a
+  regular file is refused with an error naming what it is.
+* **A written file is either absent, the old version, or complete.** The
+  content goes to a temporary file in the destination folder (same file
+  system, so the final rename is atomic), is flushed and ``fsync``-ed, and is
+  then renamed onto the final name with :func:`os.replace`
+  (:func:`atomic_path`, :func:`atomic_write`). On any failure, including
+  ``KeyboardInterrupt``, the temporary file is removed and the final name is
+  left as it was. Temporary names start with ``.`` and end with ``.part``, so
+  that they are hidden and never mistaken for a finished file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO
+
+from mudata.errors import MudataError, ParseError
+
+__all__ = [
+    "TEMP_SUFFIX",
+    "atomic_path",
+    "atomic_write",
+    "describe_kind",
+    "kind_of",
+    "open_regular",
+    "read_regular",
+]
+
+TEMP_SUFFIX = ".part"
+
+
+def _umask_mode() -> int:
+    # mkstemp creates files readable by the owner only; a published file should
+    # get the permissions any other new file would get.
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def _fsync_file(path: Path) -> None:
+    with open(path, "rb") as fh:
+        os.fsync(fh.fileno())
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make the rename itself durable; some file systems cannot, which is not an error."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path | str, *, keep_suffix: bool = False) -> Iterator[Path]:
+    """Yield a temporary path to write; on success it becomes ``path``.
+
+    For writers that want a path rather than bytes (``pyarrow.parquet.write_table``,
+    ``DataFrame.to_csv``). The yielded file exists and is empty.
+
+    Parameters
+    ----------
+    path : path-like
+        The final name. Its folder must exist.
+    keep_suffix : bool
+        End the temporary name with ``path``'s own suffix rather than ``.part``,
+        for writers that choose the format from it (matplotlib's ``savefig``).
+
+    Yields
+    ------
+    Path
+        A temporary file in ``path``'s folder.
+
+    Raises
+    ------
+    OSError
+        The folder cannot be written; nothing is left behind.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "out.txt"
+    >>> with atomic_path(target) as tmp:
+    ...     _ = tmp.write_text("done")
+    >>> target.read_text()
+    'done'
+    """
+    path = Path(path)
+    suffix = path.suffix if keep_suffix else TEMP_SUFFIX
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        os.chmod(tmp, _umask_mode())
+        yield tmp
+        _fsync_file(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_folder(path.parent)
+
+
+def atomic_write(path: Path | str, content: bytes | str, *, encoding: str = "utf-8") -> Path:
+    """Write ``content`` to ``path`` atomically (see the module docstring).
+
+    Parameters
+    ----------
+    path : path-like
+        The final name. Its folder must exist.
+    content : bytes or str
+        What to write; text is encoded with ``encoding``.
+    encoding : str
+        The encoding of text content.
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    OSError
+        The folder cannot be written, or the disk is full; ``path`` is unchanged
+        and no temporary file is left.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "note.txt"
+    >>> atomic_write(target, "hello\\n").read_text()
+    'hello\\n'
+    """
+    payload = content.encode(encoding) if isinstance(content, str) else content
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        fh.write(payload)
+    return Path(path)
+
+
+_KINDS = (
+    (stat.S_ISREG, "a regular file"),
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def describe_kind(mode: int) -> str:
+    """Plain name of a file type from ``st_mode`` (``"a FIFO (named pipe)"``, ``"a socket"``...).
+
+    Examples
+    --------
+    >>> describe_kind(stat.S_IFIFO)
+    'a FIFO (named pipe)'
+    """
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def kind_of(path: Path | str) -> str | None:
+    """None for a regular file (symlinks followed), else what it is; never opens it."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return None if stat.S_ISREG(mode) else describe_kind(mode)
+
+
+def _refusal(path: Path | str, what: str, kind: str) -> str:
+    return f"{what} {path} cannot be read: it is {kind}, not a regular file"
+
+
+def _unreadable(
+    exc: OSError, path: Path | str, what: str, unreadable: type[Exception] | None
+) -> None:
+    """Raise ``unreadable`` in place of ``exc`` when the caller asked for it."""
+    if unreadable is not None:
+        message = f"{path}: cannot read {what}: {exc.strerror or exc}"
+        raise unreadable(message) from exc
+
+
+def open_regular(
+    path: Path | str,
+    what: str = "file",
+    error: type[Exception] = ParseError,
+    *,
+    refusal: Callable[[Path | str, str, str], str] = _refusal,
+    unreadable: type[Exception] | None = None,
+) -> IO[bytes]:
+    """Open ``path`` for binary reading, refusing anything but a regular file.
+
+    Parameters
+    ----------
+    path : path-like
+        The file.
+    what : str
+        How to name it in the error ("registry entry", "--data"...).
+    error : type
+        The exception raised for a non-regular file (mudata's :class:`ParseError`
+        unless told otherwise; mueval passes its own).
+    refusal : callable, optional
+        ``refusal(path, what, kind)`` words that error; ``kind`` is
+        :func:`describe_kind`'s name of what was found.
+    unreadable : type, optional
+        When given, a file that cannot be opened (missing, no permission) raises
+        this with ``"{path}: cannot read {what}: {reason}"``; by default the
+        :class:`OSError` propagates and the caller words it.
+
+    Returns
+    -------
+    IO[bytes]
+        An open file; the caller closes it.
+
+    Raises
+    ------
+    error
+        ``path`` is a FIFO, socket, device or folder.
+    OSError
+        It cannot be opened and ``unreadable`` is None.
+    """
+
+    def cannot_read(exc: OSError) -> BaseException:
+        if unreadable is None:
+            return exc
+        message = f"{path}: cannot read {what}: {exc.strerror or exc}"
+        return unreadable(message)
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        _unreadable(exc, path, what, unreadable)
+        raise
+    if not stat.S_ISREG(mode):  # a socket would fail to open rather than be named
+        raise error(refusal(path, what, describe_kind(mode)))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:  # e.g. a socket swapped in after the stat (ENXIO)
+        _unreadable(exc, path, what, unreadable)
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise error(refusal(path, what, describe_kind(mode)))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(
+    path: Path | str, what: str = "file", error: type[MudataError] = ParseError
+) -> bytes:
+    """The whole content of a regular file (see :func:`open_regular`)."""
+    with open_regular(path, what, error) as fh:
+        return fh.read()

@@ -1,0 +1,184 @@
+"""The ``mueval curve`` command: a thin layer over :mod:`mueval.evaluation.labelcurve`.
+
+Bad arguments exit 2; data that cannot be evaluated or output that cannot be
+written exit 1 (:mod:`mueval.cli.base`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import pandas as pd
+
+from mudata.cli_options import dataset_source_options
+from mueval.cli.base import Command
+from mueval.names import CLASSIFIERS, CURVE_USES, SCORES, SMALL_CAL_POLICIES, THRESHOLD_RULES
+
+__all__ = ["curve_command", "format_curve"]
+
+
+def format_curve(frame: pd.DataFrame) -> str:
+    """The curve as a plain-text table, one line per (use, k), intervals in brackets.
+
+    Coverage and accuracy in percent; ``*`` marks a point where some calibration
+    set was too small and got the ``--small-cal`` answer.
+    """
+
+    def cell(row, metric: str, scale: float, digits: int) -> str:
+        mean, low, high = (row[metric], row[f"{metric}_low"], row[f"{metric}_high"])
+        return f"{scale * mean:.{digits}f} [{scale * low:.{digits}f}, {scale * high:.{digits}f}]"
+
+    header = (
+        f"{'use':<12}{'k':>5}{'users':>7}  {'coverage %':<22}{'set size':<23}"
+        f"{'accuracy %':<22}{'n_cal':>7}"
+    )
+    lines = [header, "-" * len(header)]
+    for _, row in frame.iterrows():
+        flag = " *" if row["n_small_cal"] else ""
+        lines.append(
+            f"{row['use']:<12}{int(row['k']):>5}{int(row['n_users']):>7}  "
+            f"{cell(row, 'coverage', 100, 1):<22}{cell(row, 'setsize', 1, 2):<23}"
+            f"{cell(row, 'accuracy', 100, 1):<22}{row['n_cal']:>7.0f}{flag}"
+        )
+    return "\n".join(lines)
+
+
+#: What ``mueval --help`` lists for the command (also in ``mueval.cli.main``).
+SHORT_HELP = "Coverage, set size and accuracy against k labelled windows of the target user."
+
+
+@click.command("curve", cls=Command, short_help=SHORT_HELP)
+@click.option("--dataset", "dataset", metavar="NAME", help="A mudata dataset (e.g. gestures).")
+@click.option(
+    "--data",
+    "--table",
+    "data_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Your own table, .parquet or .csv: a user column, a label column, numeric features.",
+)
+@click.option("--user-col", default="userid", show_default=True, help="User column of --data.")
+@click.option("--label-col", default="label", show_default=True, help="Label column of --data.")
+@click.option(
+    "--classifier",
+    "-c",
+    type=click.Choice(CLASSIFIERS),
+    default="rf",
+    show_default=True,
+    help="One classifier.",
+)
+@click.option(
+    "--k",
+    "ks",
+    default="0,5,10,20,50",
+    show_default=True,
+    help="Numbers of labelled windows of the target user, comma-separated.",
+)
+@click.option(
+    "--use",
+    "uses",
+    default="calibration",
+    show_default=True,
+    help=f"What the k windows do; one or a comma list of {', '.join(CURVE_USES)}. "
+    "calibration: they calibrate (k=0: the other users' 40 %% calibrate, as in uim); "
+    "adaptation: they join the training rows; both: k//2 train, the rest calibrate.",
+)
+@click.option("--iterations", type=click.IntRange(min=1), default=5, show_default=True)
+@click.option("--seed-base", type=int, default=100, show_default=True)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+)
+@click.option("--score", type=click.Choice(SCORES), default="lac", show_default=True)
+@click.option("--threshold", type=click.Choice(THRESHOLD_RULES), default="study", show_default=True)
+@click.option(
+    "--small-cal",
+    type=click.Choice(SMALL_CAL_POLICIES),
+    default="full-set",
+    show_default=True,
+    help="A calibration set below max(1/alpha, 1/(1-alpha)) rows (k < 20 at alpha "
+    "0.05): answer every class (full-set), record NaN (skip) or stop (error). "
+    "Points it touched are marked * and hollow in the figure.",
+)
+@click.option(
+    "--min-test",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="Test rows a user keeps beside the largest k; smaller users are skipped.",
+)
+@click.option("--jobs", "-j", type=click.IntRange(min=-1), default=1, show_default=True)
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write curve.csv, curve_users.csv, curve.png and run.json here.",
+)
+@click.option("--overwrite", is_flag=True, help="Replace the files of a non-empty --out.")
+@dataset_source_options
+def curve_command(
+    dataset: str | None,
+    data_file: Path | None,
+    user_col: str,
+    label_col: str,
+    ks: str,
+    uses: str,
+    out: Path | None,
+    overwrite: bool,
+    jobs: int,
+    data_home: Path | None,
+    manual_dir: Path | None,
+    mirror: str | None,
+    allow_unverified: bool,
+    max_expansion: float | None,
+    **options,
+) -> None:
+    """How many labelled windows does a new user need? Coverage, set size and
+    accuracy against k labelled windows of each target user, with 95 %
+    intervals over users.
+
+    \b
+    Example:
+      mueval curve --dataset gestures --manual-dir data/gestures --k 0,5,10,20,50 \\
+          --use calibration --iterations 3 --out runs/gestures-curve
+    """
+    if (dataset is None) == (data_file is None):
+        raise click.UsageError("give exactly one of --dataset NAME or --data FILE")
+    # Here, not at the top: pandas and scikit-learn, which `mueval --help` does without.
+    from mueval.data.table import load_data
+    from mueval.evaluation.labelcurve import CurveConfig, curve_run, parse_ks, parse_uses
+
+    config = CurveConfig(ks=parse_ks(ks), uses=parse_uses(uses), **options)
+    if out is not None and out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise click.UsageError(f"{out} is not empty; give --overwrite to replace its curve files")
+    source = (
+        {}
+        if data_file is not None
+        else {
+            "data_home": data_home,
+            "manual_dir": manual_dir,
+            "mirror": mirror,
+            "allow_unverified": allow_unverified,
+            "max_expansion": max_expansion,
+        }
+    )
+    table = load_data(
+        data_file if data_file is not None else dataset,
+        user_col=user_col,
+        label_col=label_col,
+        **source,
+    )
+    result = curve_run(table, config, jobs=jobs)
+    info = table.info
+    click.echo(
+        f"{info.get('name')}: {info['n_users']} users, {len(table.classes)} classes; "
+        f"classifier={config.classifier}, alpha={config.alpha}, "
+        f"iterations={config.iterations}, intervals: Student-t 95 % over users"
+    )
+    click.echo(format_curve(result.curve))
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
+    if out is not None:
+        click.echo(f"\ncurve folder: {result.save(out, overwrite=overwrite)}")

@@ -1,0 +1,324 @@
+"""The options of ``mueval evaluate``, ``report`` and ``compare``, declared once.
+
+Each command takes one decorator (:func:`evaluate_options`,
+:func:`report_options`, :func:`compare_options`) that applies its options in
+the order ``--help`` lists them. The values offered come from
+:mod:`mueval.names`, so that the command line, the Python API and the run
+folder speak the same names. Nothing here imports pandas, scikit-learn or MAPIE:
+``mueval --help`` starts at once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from mudata.cli_options import dataset_source_options, stack
+from mueval.names import (
+    BACKENDS,
+    CLASSIFIERS,
+    COMPARABLE_METRICS,
+    DIAGNOSTIC_LEVELS,
+    SCORES,
+    SMALL_CAL_POLICIES,
+    SPLIT_METHODS,
+    STRATEGIES,
+    THRESHOLD_RULES,
+)
+from mueval.names import STRATEGY_ALIASES as ALIASES
+
+__all__ = ["compare_options", "evaluate_options", "report_options"]
+
+_STRATEGY_HELP = (
+    "Evaluation strategy; repeat or give a comma list. "
+    f"Codes: {', '.join(STRATEGIES)}; aliases: "
+    + ", ".join(f"{a}={c}" for a, c in ALIASES.items())
+    + "; 'all'. mm: mixed model (60/20/20 over all rows). udm: user-dependent "
+    "(the same split within each user). uim: user-independent (train and calibrate "
+    "on the other users, test on half of the target user). ucm: user-calibrated "
+    "(train on the other users, calibrate on the target user's other half). uam: "
+    "user-adaptive (train on the other users plus --adapt-frac of the target user). "
+    "uxc: user cross-conformal (the other users are the folds; every other user's "
+    "out-of-fold scores calibrate the target; sets are {y : p > alpha}). "
+    "[default: mm,udm,uim,ucm]"
+)
+
+#: ``mueval evaluate``: the data, what to evaluate, how, where the tasks run, the output.
+evaluate_options = stack(
+    click.option("--dataset", "dataset", metavar="NAME", help="A mudata dataset (e.g. wisdm)."),
+    click.option(
+        "--data",
+        "data_file",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help="Your own table, .parquet or .csv: a user column, a label column, every "
+        "other column a numeric feature.",
+    ),
+    click.option("--user-col", default="userid", show_default=True, help="User column of --data."),
+    click.option("--label-col", default="label", show_default=True, help="Label column of --data."),
+    click.option("--strategy", "-s", "strategies", multiple=True, help=_STRATEGY_HELP),
+    click.option(
+        "--classifier",
+        "-c",
+        "classifiers",
+        multiple=True,
+        help=f"Classifier; repeat or comma list: {', '.join(CLASSIFIERS)} or all. [default: all]",
+    ),
+    click.option(
+        "--alpha",
+        type=click.FloatRange(0, 1, min_open=True, max_open=True),
+        default=0.05,
+        show_default=True,
+        help="Miscoverage level (0.05 = 95% confidence).",
+    ),
+    click.option(
+        "--iterations",
+        type=click.IntRange(min=1),
+        default=20,
+        show_default=True,
+        help="Repetitions; iteration i uses seed seed-base + i.",
+    ),
+    click.option("--seed-base", type=int, default=100, show_default=True),
+    click.option(
+        "--score",
+        type=click.Choice(SCORES),
+        default="lac",
+        show_default=True,
+        help="Conformity score (MAPIE's names). The protocol uses lac.",
+    ),
+    click.option(
+        "--mondrian/--no-mondrian",
+        default=False,
+        show_default=True,
+        help="Class-conditional (Mondrian) calibration: one threshold per class "
+        "(the same as --condition class).",
+    ),
+    click.option(
+        "--condition",
+        metavar="class|cohort[:COL]|class+cohort[:COL]",
+        default=None,
+        help="Conditional (Mondrian) calibration: one threshold per class, per cohort of "
+        "users (COL: a user-level attribute such as an age band or a device, from --cohorts "
+        "or a numeric column of the table, which then is no feature), or per cohort and "
+        "class. Coverage per class and cohort goes to conditional_coverage.csv. "
+        "[default: none, one threshold per calibration set, as the protocol]",
+    ),
+    click.option(
+        "--cohorts",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help="CSV of each user's cohort for --condition cohort: a userid column and the "
+        "cohort column (one value per user).",
+    ),
+    click.option(
+        "--threshold",
+        type=click.Choice(THRESHOLD_RULES),
+        default="study",
+        show_default=True,
+        help="Conformal threshold rule. study: the reference study's (MAPIE 0.8.6: "
+        "numpy.quantile(scores, (n+1)(1-alpha)/n, method='higher'), machine-epsilon "
+        "tolerance), which reproduces its tables. mapie: MAPIE 1.x's finite-sample rule "
+        "(the ceil((n+1)(1-alpha))-th smallest score, 1e-8 tolerance); one rank lower for "
+        "some calibration sizes.",
+    ),
+    click.option(
+        "--adapt-frac",
+        type=click.FloatRange(0, 1, min_open=True, max_open=True),
+        default=0.5,
+        show_default=True,
+        help="uam: share of the target user's rows added to training.",
+    ),
+    click.option(
+        "--small-cal",
+        type=click.Choice(SMALL_CAL_POLICIES),
+        default="error",
+        show_default=True,
+        help="A calibration set below max(1/alpha, 1/(1-alpha)) rows (20 at alpha 0.05; "
+        "both threshold rules refuse it): stop with an error; skip it (NaN conformal "
+        "metrics); or full-set: answer every class (an infinite threshold, the valid "
+        "conservative answer). Skipped and full-set tasks are noted in run.json.",
+    ),
+    click.option(
+        "--split",
+        type=click.Choice(SPLIT_METHODS),
+        default="random",
+        show_default=True,
+        help="How udm, ucm (and uim's test rows) and uam split a user's own rows: the "
+        "study's stratified random split, or contiguous blocks in time order per class "
+        "(udm: earliest 60 %% train, next 20 %% calibration, last 20 %% test; ucm: earlier "
+        "half calibrates, later half tests; uam: adapt, calibrate, test) with --gap rows "
+        "left out between blocks, so neighbouring windows cannot leak.",
+    ),
+    click.option(
+        "--gap",
+        type=click.IntRange(min=0),
+        default=1,
+        show_default=True,
+        help="--split blocked: rows left out between two blocks.",
+    ),
+    click.option(
+        "--user-folds",
+        type=click.IntRange(min=2),
+        default=None,
+        metavar="K",
+        help="uim and ucm: fit one model per fold of users in K grouped folds "
+        "(GroupKFold, shuffled with each iteration's seed) instead of one per user "
+        "(leave-one-user-out, the protocol), so many users cost K fits per classifier. "
+        "Each held-out user keeps its own test and ucm calibration halves; the model "
+        "also leaves out the other users of its fold. uxc: K grouped calibration folds "
+        "of the non-target users instead of one per user. [default: leave-one-user-out]",
+    ),
+    click.option(
+        "--jobs",
+        "-j",
+        type=click.IntRange(min=-1),
+        default=1,
+        show_default=True,
+        help="Parallel worker processes (loky); -1 = all cores. Results do not depend on it.",
+    ),
+    click.option(
+        "--backend",
+        type=click.Choice(BACKENDS),
+        default="loky",
+        show_default=True,
+        help="loky: worker processes on this machine. dask: a Dask cluster, the one "
+        "at --scheduler or else a local one of --workers processes "
+        "(pip install 'mudata-mueval[dask]').",
+    ),
+    click.option(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="Address of a running dask.distributed scheduler (with --backend dask), "
+        "e.g. tcp://10.0.0.5:8786.",
+    ),
+    click.option(
+        "--workers",
+        type=click.IntRange(min=1),
+        default=None,
+        help="--backend dask without --scheduler: worker processes of the local "
+        "cluster. [default: --jobs if above 1, else the number of cores]",
+    ),
+    click.option(
+        "--out",
+        "-o",
+        type=click.Path(file_okay=False, path_type=Path),
+        help="Write the run folder here (atomically).",
+    ),
+    click.option("--overwrite", is_flag=True, help="Replace an existing --out folder."),
+    dataset_source_options,
+    click.option(
+        "--progress/--no-progress",
+        default=None,
+        help="Progress on stderr. [default: a bar on a terminal; elsewhere (CI logs, "
+        "nohup) a line every 10 %% of the tasks or every minute]",
+    ),
+    click.option(
+        "--diagnostics",
+        type=click.Choice(DIAGNOSTIC_LEVELS),
+        default="basic",
+        show_default=True,
+        help="Conditional-coverage diagnostics on the pooled test rows of each strategy, "
+        "classifier and iteration. basic: coverage gap and weighted coverage gap over users "
+        "and over classes, HSIC(set size, coverage), size-stratified coverage. full: also "
+        "worst-slab coverage and ERT (slower).",
+    ),
+)
+
+#: ``mueval report RUN_DIR``.
+report_options = stack(
+    click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path)),
+    click.option(
+        "--out",
+        "out",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help="Output folder (default: RUN_DIR/report).",
+    ),
+    click.option(
+        "--strategy",
+        "strategies",
+        multiple=True,
+        help="Strategy code to include (repeatable; default: all in the run).",
+    ),
+    click.option(
+        "--classifier",
+        "classifiers",
+        multiple=True,
+        help="Classifier code to include (repeatable; default: all in the run).",
+    ),
+    click.option(
+        "--n-boot",
+        type=click.IntRange(min=10),
+        default=200,
+        show_default=True,
+        help="Bootstrap resamples for the diagnostics' intervals.",
+    ),
+    click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed."),
+    click.option(
+        "--top-sets",
+        type=click.IntRange(min=1),
+        default=20,
+        show_default=True,
+        help="Most frequent prediction sets shown in the multiset chart.",
+    ),
+    click.option(
+        "--min-count",
+        type=click.IntRange(min=1),
+        default=2,
+        show_default=True,
+        help="Sets seen fewer times are left out of the multiset chart.",
+    ),
+    click.option(
+        "--progress/--no-progress",
+        default=None,
+        help="Progress bar on stderr. [default: only when stderr is a terminal]",
+    ),
+    click.option(
+        "--figures",
+        type=click.Choice(["none", "summary", "all"]),
+        default="summary",
+        show_default=True,
+        help="none: no figure; summary: page one's figures and one coverage-per-user figure "
+        "per strategy; all: also every (strategy, classifier) section's figures (slow).",
+    ),
+    click.option(
+        "--with",
+        "others",
+        multiple=True,
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        help="Another run folder of the same dataset and alpha (repeatable), e.g. the "
+        "--split blocked run beside a random one: a 'Runs side by side' section compares "
+        "their per-user guarantees.",
+    ),
+)
+
+#: ``mueval compare RUN_DIR...``.
+compare_options = stack(
+    click.argument(
+        "run_dirs",
+        nargs=-1,
+        required=True,
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+    ),
+    click.option(
+        "--metric",
+        type=click.Choice(COMPARABLE_METRICS),
+        default="coverage",
+        show_default=True,
+        help="Metric compared between strategies.",
+    ),
+    click.option(
+        "--out",
+        "out",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="Also write the table as CSV here.",
+    ),
+    click.option(
+        "--guarantees",
+        is_flag=True,
+        help="Compare per-user guarantees instead: pooled coverage and the worst user with "
+        "their intervals, the share of users whose interval lies below 1-alpha, and "
+        "McNemar's exact test of whether two strategies leave different users below "
+        "(--out: the summary, and the tests in OUT's name with .tests.csv).",
+    ),
+)

@@ -1,0 +1,206 @@
+"""Compare the per-user guarantees of strategies: who falls below target, and is it the same users.
+
+:func:`compare_guarantees` puts the coverage summaries of one or more runs side
+by side (pooled coverage and the worst user, each with its Clopper-Pearson
+interval, and the share of users whose whole interval lies below ``1 - alpha``),
+and tests, for every pair of strategies evaluated with one classifier, whether
+one leaves more users significantly below target than the other.
+
+That test is McNemar's exact test on the users both strategies evaluated: each
+user is "below" or not under each strategy, and only the users on which the two
+disagree carry information. Under the null hypothesis a disagreeing user is
+below under A or under B with probability 1/2, so the count of one kind is
+Binomial(b + c, 1/2) (McNemar 1947; the exact form: Fay 2010, The R Journal 2/1).
+Because the flags come from intervals over iterations that reuse rows, the test
+inherits their optimism (``docs/per-user-guarantees.md``).
+
+Runs with the same strategy (a random and a blocked within-user split, say) stay
+apart: the strategy is prefixed with its run's label, as in ``mueval compare``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from mueval.comparison.significance import TestResult, labels_of, merge_runs, star_label
+from mueval.errors import DataError
+from mueval.guarantees.intervals import coverage_summary, per_user_coverage
+from mueval.guarantees.records import CONFIDENCE
+from mueval.names import CLASSIFIERS
+from mueval.runfolder import RunFolder
+
+__all__ = ["MCNEMAR_TEST", "GuaranteeComparison", "compare_guarantees", "users_below_test"]
+
+MCNEMAR_TEST = "McNemar exact test on users below target (paired by user)"
+
+
+@dataclass(frozen=True)
+class GuaranteeComparison:
+    """The outcome of :func:`compare_guarantees`.
+
+    Attributes
+    ----------
+    summary : DataFrame
+        One row per (strategy, classifier): the columns of a run folder's
+        ``coverage_summary.csv`` (:data:`mueval.guarantees.records.COVERAGE_SUMMARY_COLUMNS`)
+        and ``confidence``.
+    tests : DataFrame
+        One row per (classifier, strategy_a, strategy_b): ``below_a``,
+        ``below_b`` (users below target under each, among the users of both),
+        ``only_a``, ``only_b`` (users below under one strategy only), ``n``
+        (users of both), ``p_value``, ``stars``, ``note``.
+    labels : list of str
+        The runs' labels.
+    warnings : list of str
+        The settings in which the runs differ.
+    alpha : float
+        The miscoverage level every run shares.
+    """
+
+    summary: pd.DataFrame
+    tests: pd.DataFrame
+    labels: list[str]
+    warnings: list[str]
+    alpha: float
+
+
+def users_below_test(a: Mapping[object, bool], b: Mapping[object, bool]) -> TestResult:
+    """McNemar's exact test: do two strategies leave different users below target?
+
+    Parameters
+    ----------
+    a, b : mapping user -> bool
+        Whether each user's coverage interval lies entirely below target under
+        strategy A and under B; only users present in both are used.
+
+    Returns
+    -------
+    TestResult
+        ``statistic`` is the number of users below under A only; ``n`` the users
+        of both; the p-value is two-sided (``scipy.stats.binomtest``); NaN, with
+        a note, where no user tells the strategies apart.
+
+    Examples
+    --------
+    >>> r = users_below_test({1: True, 2: True, 3: False}, {1: False, 2: False, 3: False})
+    >>> r.statistic, r.n, round(r.p_value, 3)
+    (2.0, 3, 0.5)
+    """
+    users = [u for u in a if u in b]
+    only_a = sum(bool(a[u]) and not bool(b[u]) for u in users)
+    only_b = sum(bool(b[u]) and not bool(a[u]) for u in users)
+    if only_a + only_b == 0:
+        note = "no user is below target under one strategy only"
+        return TestResult(MCNEMAR_TEST, float(only_a), np.nan, np.nan, "n/a", len(users), note)
+    p = float(stats.binomtest(only_a, only_a + only_b, 0.5).pvalue)
+    return TestResult(MCNEMAR_TEST, float(only_a), np.nan, p, star_label(p), len(users))
+
+
+def _common_alpha(runs: Sequence[RunFolder], labels: Sequence[str]) -> float:
+    alphas = {r.alpha for r in runs}
+    if len(alphas) > 1:
+        found = ", ".join(f"{label}: {r.alpha}" for label, r in zip(labels, runs, strict=True))
+        msg = (
+            f"the runs have different alpha ({found}); users below target are judged "
+            "against 1 - alpha, so compare runs of one alpha"
+        )
+        raise DataError(msg)
+    return alphas.pop()
+
+
+def _pair_rows(per_user: pd.DataFrame) -> list[dict[str, object]]:
+    rows = []
+    for classifier, group in per_user.groupby("classifier", sort=False):
+        below = {
+            strategy: dict(zip(part["user"], part["below"], strict=True))
+            for strategy, part in group.groupby("strategy", sort=False)
+        }
+        for s_a, s_b in itertools.combinations(below, 2):
+            result = users_below_test(below[s_a], below[s_b])
+            both = [u for u in below[s_a] if u in below[s_b]]
+            rows.append(
+                {
+                    "classifier": classifier,
+                    "strategy_a": s_a,
+                    "strategy_b": s_b,
+                    "below_a": sum(bool(below[s_a][u]) for u in both),
+                    "below_b": sum(bool(below[s_b][u]) for u in both),
+                    "only_a": int(result.statistic),
+                    "only_b": sum(bool(below[s_b][u]) and not below[s_a][u] for u in both),
+                    "n": result.n,
+                    "p_value": result.p_value,
+                    "stars": result.stars,
+                    "note": result.note,
+                }
+            )
+    return rows
+
+
+def compare_guarantees(runs: Sequence[RunFolder], *, seed: int = 0) -> GuaranteeComparison:
+    """Per-user coverage guarantees of one or more runs of one dataset, side by side.
+
+    Parameters
+    ----------
+    runs : sequence of RunFolder
+        Runs of one dataset and one ``alpha``.
+    seed : int, default 0
+        Seed of the bootstrap of the mean over users (in the summary).
+
+    Returns
+    -------
+    GuaranteeComparison
+
+    Raises
+    ------
+    DataError
+        The runs evaluate different datasets or use different ``alpha``.
+    """
+    labels = labels_of(runs)
+    alpha = _common_alpha(runs, labels)
+    _, preds, _, notes = merge_runs(runs, labels)
+    rows = preds[["strategy", "classifier", "iteration", "userid", "covered"]]
+    per_user = per_user_coverage(
+        rows, alpha=alpha, confidence=CONFIDENCE, user_col="userid", seed=seed
+    )
+    summary = coverage_summary(per_user, alpha=alpha, confidence=CONFIDENCE, seed=seed)
+    # The runs' order of strategies and the protocol's of classifiers, not the
+    # alphabetical ones.
+    order = {
+        "strategy": {s: i for i, s in enumerate(dict.fromkeys(preds["strategy"]))},
+        "classifier": {c: i for i, c in enumerate(CLASSIFIERS)},
+    }
+
+    def rank(col: pd.Series) -> pd.Series:
+        return col.map(order[col.name])
+
+    summary = summary.sort_values(["classifier", "strategy"], key=rank, kind="stable")
+    per_user = per_user.sort_values(["classifier", "strategy"], key=rank, kind="stable")
+    tests = pd.DataFrame(
+        _pair_rows(per_user),
+        columns=[
+            "classifier",
+            "strategy_a",
+            "strategy_b",
+            "below_a",
+            "below_b",
+            "only_a",
+            "only_b",
+            "n",
+            "p_value",
+            "stars",
+            "note",
+        ],
+    )
+    return GuaranteeComparison(
+        summary=summary.reset_index(drop=True),
+        tests=tests,
+        labels=labels,
+        warnings=notes,
+        alpha=alpha,
+    )

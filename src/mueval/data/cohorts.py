@@ -1,0 +1,213 @@
+"""Cohorts of users: the users who share a value of a user-level attribute (age band, device).
+
+The attribute comes from a side CSV keyed by user (``userid`` and the cohort
+column) or from a column of the evaluated table; it must be constant within
+each user, and every evaluated user must have a value. Cohort-conditional
+calibration (:mod:`mueval.conformal.condition`) uses the cohort of every row.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mueval.data.table import Table
+from mueval.data.users import user_text, user_texts
+from mueval.errors import DataError, UsageError
+from mueval.files import open_input
+
+__all__ = [
+    "RowCohorts",
+    "read_cohorts_file",
+    "resolve_cohorts",
+    "user_cohorts",
+]
+
+
+def read_cohorts_file(path: str | Path) -> pd.DataFrame:
+    """A cohorts CSV (utf-8): a ``userid`` column and one or more attribute columns.
+
+    Every value is read as text, so ``"07"`` stays ``"07"``.
+    """
+    path = Path(path)
+    with open_input(path, "--cohorts") as handle:
+        content = handle.read()
+    try:
+        frame = pd.read_csv(io.BytesIO(content), encoding="utf-8", dtype=str)
+    except (ValueError, OSError) as exc:
+        found = " ".join(str(exc).split())[:200]
+        message = f"cannot read {path} as a cohorts CSV (utf-8): {found}"
+        raise DataError(message) from exc
+    if "userid" not in frame.columns or len(frame.columns) < 2:
+        message = (
+            f"{path}: a cohorts file needs a 'userid' column and a cohort column; found "
+            f"columns {list(frame.columns)}"
+        )
+        raise DataError(message)
+    return frame
+
+
+def user_cohorts(frame: pd.DataFrame, column: str | None, *, where: str) -> pd.Series:
+    """Each user's cohort from a table with one row per user or per window.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        ``userid`` and the cohort column.
+    column : str or None
+        The cohort column; None when ``frame`` has exactly one besides ``userid``.
+    where : str
+        What the table is, for messages.
+
+    Returns
+    -------
+    Series
+        Cohort (text) indexed by the user id as text, sorted by user.
+
+    Raises
+    ------
+    DataError
+        A missing column, or a user with two values or with none.
+    """
+    others = [c for c in frame.columns if c != "userid"]
+    if column is None:
+        if len(others) != 1:
+            message = (
+                f"{where}: name the cohort column (condition cohort:COLUMN); columns "
+                f"besides userid are {others}"
+            )
+            raise UsageError(message)
+        column = others[0]
+    if column not in frame.columns:
+        message = f"{where}: no cohort column {column!r}; columns are {list(frame.columns)}"
+        raise UsageError(message)
+    users = user_texts(frame["userid"])
+    values = frame[column]
+    missing = values.isna() | (values.astype(str).str.strip() == "")
+    if missing.any():
+        who = sorted(set(users[missing]))[:5]
+        message = f"{where}: user(s) {', '.join(who)} have no value of cohort column {column!r}"
+        raise DataError(message)
+    values = user_texts(values)
+    per_user = values.groupby(users.to_numpy(), sort=True).unique()
+    split = per_user[per_user.map(len) > 1]
+    if len(split):
+        user, seen = split.index[0], sorted(split.iloc[0])[:4]
+        message = (
+            f"{where}: user {user} has {len(split.iloc[0])} values of cohort column "
+            f"{column!r} ({', '.join(map(repr, seen))}); a cohort must be constant within "
+            "each user"
+        )
+        raise DataError(message)
+    out = per_user.map(lambda v: v[0])
+    out.name = column
+    return out
+
+
+@dataclass(frozen=True)
+class RowCohorts:
+    """The cohort of every row of a table, and of every user.
+
+    Attributes
+    ----------
+    codes : ndarray of int, shape (n_rows,)
+        Index into ``names``.
+    names : list of str
+        Cohort names, sorted.
+    column : str
+    users : Series
+        Cohort per user (text), indexed by the user id as text.
+    """
+
+    codes: np.ndarray
+    names: list[str]
+    column: str
+    users: pd.Series
+
+
+def _row_codes(table_users: np.ndarray, per_user: pd.Series, where: str) -> RowCohorts:
+    keys = np.array([user_text(u) for u in table_users], dtype=object)
+    unknown = sorted(set(keys) - set(per_user.index))
+    if unknown:
+        message = (
+            f"{where}: {len(unknown)} evaluated user(s) have no cohort, e.g. "
+            f"{', '.join(unknown[:5])}; every user needs one"
+        )
+        raise DataError(message)
+    wanted = per_user[sorted(set(keys))]
+    names = sorted(set(wanted))
+    index = {name: i for i, name in enumerate(names)}
+    codes = np.array([index[wanted[k]] for k in keys], dtype=int)
+    return RowCohorts(codes, names, str(per_user.name), wanted)
+
+
+def _take_column(table: Table, column: str) -> tuple[Table, pd.Series]:
+    """Remove a numeric feature column from the table: it names cohorts, it is no feature."""
+    if column not in table.features:
+        message = (
+            f"{table.info.get('name', 'the table')}: no column {column!r} to take cohorts "
+            f"from (give a cohorts CSV, --cohorts FILE, or a column of the table)"
+        )
+        raise UsageError(message)
+    i = table.features.index(column)
+    values = pd.Series(table.X[:, i])
+    keep = [j for j in range(len(table.features)) if j != i]
+    if not keep:
+        message = f"{table.info.get('name', 'the table')}: {column!r} is its only feature"
+        raise DataError(message)
+    info = {**table.info, "n_features": len(keep), "cohort_column": column}
+    features = [table.features[j] for j in keep]
+    return replace(table, X=table.X[:, keep], features=features, info=info), values
+
+
+def resolve_cohorts(
+    table: Table,
+    cohorts: str | Path | pd.DataFrame | None,
+    *,
+    by_cohort: bool,
+    column: str | None,
+) -> tuple[Table, RowCohorts | None]:
+    """The cohort of every row of ``table``.
+
+    Parameters
+    ----------
+    table : Table
+    cohorts : path, DataFrame or None
+        A cohorts CSV or table (``userid`` and cohort columns); None: the cohort
+        column is a numeric column of ``table``, which is then removed from
+        the features.
+    by_cohort : bool
+        Whether the calibration is conditioned on a cohort
+        (:attr:`mueval.conformal.condition.Condition.by_cohort`).
+    column : str or None
+        The cohort column (None: the only column of the cohorts file).
+
+    Returns
+    -------
+    table : Table
+        Without the cohort column when it came from the table.
+    row_cohorts : RowCohorts or None
+        None when the calibration has no cohort.
+    """
+    if not by_cohort:
+        if cohorts is not None:
+            message = "cohorts were given but the condition has no cohort (use cohort:COLUMN)"
+            raise UsageError(message)
+        return table, None
+    if cohorts is None:
+        if column is None:
+            message = "condition cohort needs a column: cohort:COLUMN, or a cohorts file"
+            raise UsageError(message)
+        table, values = _take_column(table, column)
+        frame = pd.DataFrame({"userid": table.users, column: values})
+        where = f"{table.info.get('name', 'the table')} column {column!r}"
+    elif isinstance(cohorts, pd.DataFrame):
+        frame, where = cohorts.astype(object), "the cohorts table"
+    else:
+        frame, where = read_cohorts_file(cohorts), str(cohorts)
+    per_user = user_cohorts(frame, column, where=where)
+    return table, _row_codes(table.users, per_user, where)

@@ -1,0 +1,396 @@
+"""The feature table to evaluate: from a :mod:`mudata` dataset or a user's file.
+
+Whatever the source, the evaluation sees a :class:`Table`: unscaled features
+``X``, class indices ``y`` into the sorted class names (a label encoder's order,
+as in the protocol), one user id per row, and a description for ``run.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from mueval.errors import DataError, UsageError
+from mueval.files import open_input
+
+
+@dataclass
+class Table:
+    """A validated feature table.
+
+    Attributes
+    ----------
+    X : ndarray of float, shape (n_rows, n_features)
+    y : ndarray of int, shape (n_rows,)
+        Index into ``classes``.
+    users : ndarray of int64 or of str, shape (n_rows,)
+        Each row's user id, as the user's own name (:func:`user_ids`).
+    classes : list of str
+        Sorted unique labels.
+    features : list of str
+    info : dict
+        ``name, source, provenance_sha256, n_rows, n_users, licence`` and more,
+        the ``dataset`` entry of ``run.json``.
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    users: np.ndarray
+    classes: list[str]
+    features: list[str]
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def frame_sha256(df: pd.DataFrame) -> str:
+    """Deterministic content hash of a DataFrame (values, index and column names)."""
+    digest = hashlib.sha256()
+    digest.update("\x1f".join(map(str, df.columns)).encode())
+    digest.update(pd.util.hash_pandas_object(df, index=True).to_numpy().tobytes())
+    return digest.hexdigest()
+
+
+def natural_key(value: object) -> tuple:
+    """Sort key putting ``"S2"`` before ``"S10"``: digit runs compare as numbers.
+
+    Examples
+    --------
+    >>> sorted(["n10", "n2", "n1"], key=natural_key)
+    ['n1', 'n2', 'n10']
+    """
+    parts = re.split(r"(\d+)", str(value))
+    return tuple((0, int(p), p) if p.isdigit() else (1, 0, p) for p in parts)
+
+
+def user_ids(raw: pd.Series) -> np.ndarray:
+    """Each row's user id as the user's own name.
+
+    Ids that are all whole numbers (integers, whole floats, or digit strings
+    that stay distinct as numbers) become an int64 array, so they sort
+    numerically; any other ids ("f1", "S006", "subject101") stay text, in an
+    object array of str.
+
+    Examples
+    --------
+    >>> user_ids(pd.Series(["10", "2", "2"])).tolist()
+    [10, 2, 2]
+    >>> user_ids(pd.Series(["S2", "S10"])).tolist()
+    ['S2', 'S10']
+    >>> user_ids(pd.Series(["007", "7"])).tolist()  # distinct as text, not as numbers
+    ['007', '7']
+    """
+    if pd.api.types.is_bool_dtype(raw):
+        return raw.astype(str).to_numpy(dtype=object)
+    if pd.api.types.is_integer_dtype(raw):
+        return raw.to_numpy(dtype=np.int64)
+    if pd.api.types.is_float_dtype(raw):
+        values = raw.to_numpy(dtype=float)
+        if np.all(np.mod(values, 1) == 0):
+            return values.astype(np.int64)
+        return raw.astype(str).to_numpy(dtype=object)
+    text = raw.astype(str).str.strip()
+    if text.str.fullmatch(r"[+-]?\d{1,18}").all():
+        numbers = text.astype(np.int64)
+        if numbers.nunique() == text.nunique():
+            return numbers.to_numpy()
+    return text.to_numpy(dtype=object)
+
+
+def table_from_frame(
+    df: pd.DataFrame,
+    *,
+    user_col: str = "userid",
+    label_col: str = "label",
+    info: dict[str, Any] | None = None,
+) -> Table:
+    """Validate a DataFrame and turn it into a :class:`Table`.
+
+    Parameters
+    ----------
+    df : DataFrame
+        One row per sample: a user column, a label column, every other column a
+        numeric feature.
+    user_col, label_col : str
+        Names of the user and label columns.
+    info : dict, optional
+        Description merged into ``Table.info``.
+
+    Returns
+    -------
+    Table
+
+    Raises
+    ------
+    UsageError
+        A named column does not exist.
+    DataError
+        Missing labels or users, non-numeric or missing features, fewer than two
+        classes.
+    """
+    source = (info or {}).get("name", "the table")
+    for option, col in (("user", user_col), ("label", label_col)):
+        if col not in df.columns:
+            message = (
+                f"{source}: no {option} column {col!r}; columns are: "
+                f"{', '.join(map(str, df.columns))}"
+            )
+            raise UsageError(message)
+    if user_col == label_col:
+        message = f"the user and label columns must differ; both are {user_col!r}"
+        raise UsageError(message)
+    if len(df) == 0:
+        message = f"{source}: the table has no rows"
+        raise DataError(message)
+
+    labels = df[label_col]
+    n_missing = int(labels.isna().sum())
+    if n_missing:
+        rows = np.flatnonzero(labels.isna().to_numpy())[:5].tolist()
+        message = (
+            f"{source}: label column {label_col!r} has {n_missing} missing value(s) "
+            f"of {len(df)} rows (first at row positions {rows}); drop or fill them"
+        )
+        raise DataError(message)
+    raw_users = df[user_col]
+    n_missing = int(raw_users.isna().sum())
+    if n_missing:
+        message = f"{source}: user column {user_col!r} has {n_missing} missing value(s)"
+        raise DataError(message)
+
+    features = [c for c in df.columns if c not in (user_col, label_col)]
+    if not features:
+        message = f"{source}: no feature columns besides {user_col!r} and {label_col!r}"
+        raise DataError(message)
+    bad = [
+        str(c)
+        for c in features
+        if not pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c])
+    ]
+    if bad:
+        message = (
+            f"{source}: feature columns must be numeric; not numeric: {', '.join(bad)} "
+            f"(name the user and label columns with --user-col/--label-col, or drop "
+            "these columns)"
+        )
+        raise DataError(message)
+    X = df[features].to_numpy(dtype=float)
+    missing = ~np.isfinite(X)
+    if missing.any():
+        per_col = missing.sum(axis=0)
+        worst = [f"{features[i]}: {per_col[i]}" for i in np.flatnonzero(per_col)[:5]]
+        message = (
+            f"{source}: {int(missing.any(axis=1).sum())} row(s) have missing or "
+            f"infinite feature values ({', '.join(worst)}); the classifiers need "
+            "complete rows"
+        )
+        raise DataError(message)
+
+    # Classes in a label encoder's order: numeric labels by value (1, 2, 10),
+    # text labels alphabetically, as docs/protocol.md says.
+    if pd.api.types.is_numeric_dtype(labels) and not pd.api.types.is_bool_dtype(labels):
+        ordered = sorted(pd.unique(labels).tolist())
+        classes = [str(v) for v in ordered]
+        label_str = labels.astype(str).to_numpy()
+    else:
+        label_str = labels.astype(str).to_numpy()
+        classes = sorted(np.unique(label_str).tolist())
+    if len(classes) < 2:
+        message = f"{source}: label column {label_col!r} has one class only ({classes[0]!r})"
+        raise DataError(message)
+    index = {name: i for i, name in enumerate(classes)}
+    y = np.fromiter((index[v] for v in label_str), dtype=int, count=len(label_str))
+
+    users = user_ids(raw_users)
+    out_info = dict(info or {})
+    out_info.update(
+        n_rows=len(df),
+        n_users=len(np.unique(users)),
+        n_features=len(features),
+        user_col=user_col,
+        label_col=label_col,
+    )
+    return Table(X, y, users, classes, [str(f) for f in features], out_info)
+
+
+def import_mudata() -> ModuleType:
+    """This project's ``mudata``, or a clear error when another one is installed.
+
+    scverse's ``mudata`` (multimodal omics data) has the same import name; only
+    ours carries ``__mudata_mueval__``.
+    """
+    # Here, not at the top: mueval starts without it, and scverse's package, if
+    # that is the one installed, imports anndata and h5py.
+    import mudata
+
+    if getattr(mudata, "__mudata_mueval__", None) != "mudata-mueval":
+        where = getattr(mudata, "__file__", None) or "an unknown location"
+        message = (
+            f"the 'mudata' imported from {where} is not the one of mudata-mueval "
+            "(scverse's multimodal-data package has the same import name); install "
+            "mudata-mueval in an environment without scverse's mudata"
+        )
+        raise UsageError(message)
+    return mudata
+
+
+def load_registered(name: str, **source: Any) -> Table:
+    """A :mod:`mudata` dataset by name (built or read from its cache).
+
+    Parameters
+    ----------
+    name : str
+        Registry name, e.g. ``"wisdm"``.
+    **source
+        Where the dataset's files come from, passed to :func:`mudata.load`:
+        ``data_home``, ``manual_dir``, ``mirror``, ``allow_unverified``,
+        ``max_expansion``, ``progress``.
+
+    Returns
+    -------
+    Table
+        Made by :func:`table_from_frame`, with the table's provenance in ``info``.
+
+    Raises
+    ------
+    UsageError
+        An unknown dataset, or a ``mudata`` that is not this project's (scverse's
+        multimodal-data package has the same import name).
+    """
+    mudata = import_mudata()
+    # Here, not at the top: after the check above, which names another mudata.
+    from mudata.errors import MudataError, MudataUsageError
+
+    try:
+        df = mudata.load(name, **source).frame
+    except MudataUsageError as exc:
+        raise UsageError(str(exc)) from exc
+    except MudataError as exc:
+        message = f"cannot load dataset {name!r}: {exc}"
+        raise DataError(message) from exc
+    try:
+        prov = mudata.provenance(name, data_home=source.get("data_home"))
+    except (MudataError, OSError):
+        prov = {}
+    sha = prov.get("sha256") or frame_sha256(df)
+    info = {
+        "name": name,
+        "source": "registry",
+        "provenance_sha256": sha,
+        "licence": prov.get("licence"),
+        "title": prov.get("title"),
+        "citation": prov.get("citation"),
+    }
+    return table_from_frame(df, user_col="userid", label_col="label", info=info)
+
+
+class _PandasMetadataError(Exception):
+    """The pandas metadata inside a Parquet file could not be applied."""
+
+
+def _parquet_frame(content: bytes) -> pd.DataFrame:
+    table = pq.read_table(io.BytesIO(content))
+    try:
+        return table.to_pandas()
+    except Exception as exc:  # damaged metadata fails with whatever pandas raises
+        raise _PandasMetadataError from exc
+
+
+def load_file(path: str | Path, *, user_col: str = "userid", label_col: str = "label") -> Table:
+    """A user's own table from a Parquet or CSV file.
+
+    Parameters
+    ----------
+    path : path
+        ``.parquet``/``.pq`` or ``.csv`` file.
+    user_col, label_col : str
+        Names of the user and label columns; every other column is a feature.
+
+    Returns
+    -------
+    Table
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".parquet", ".pq", ".csv"):
+        message = f"{path}: unsupported file type {suffix!r}; expected .parquet or .csv"
+        raise UsageError(message)
+    # Read once, through a check that refuses FIFOs and devices (which would hang
+    # or never end): the same bytes are parsed and hashed.
+    with open_input(path, "--data") as handle:
+        try:
+            content = handle.read()
+        except OSError as exc:
+            message = f"cannot read {path}: {exc.strerror or exc}"
+            raise DataError(message) from exc
+    kind = "CSV (utf-8)" if suffix == ".csv" else "Parquet"
+    try:
+        if suffix == ".csv":
+            df = pd.read_csv(io.BytesIO(content), encoding="utf-8")
+        else:
+            df = _parquet_frame(content)
+    except (OSError, ValueError, pa.ArrowException, _PandasMetadataError) as exc:
+        # UnicodeDecodeError, pandas' ParserError and pyarrow's ArrowInvalid are
+        # ValueErrors; their text can quote the file, so it is cut short.
+        cause = exc.__cause__ if isinstance(exc, _PandasMetadataError) else exc
+        found = " ".join(str(cause).split())[:200] or type(cause).__name__
+        message = f"cannot read {path} as {kind}: {type(cause).__name__}: {found}"
+        raise DataError(message) from exc
+    sha = hashlib.sha256(content).hexdigest()
+    info = {
+        "name": path.name,
+        "source": "file",
+        "path": str(path.resolve()),
+        "provenance_sha256": sha,
+        "licence": None,
+    }
+    return table_from_frame(df, user_col=user_col, label_col=label_col, info=info)
+
+
+#: Suffixes that make a string name a file rather than a registered dataset.
+_TABLE_SUFFIXES = (".csv", ".parquet")
+
+
+def load_data(
+    data: str | Path | pd.DataFrame,
+    *,
+    user_col: str = "userid",
+    label_col: str = "label",
+    **source: Any,
+) -> Table:
+    """The table to evaluate, from a dataset name, a file or a DataFrame.
+
+    A :class:`~pathlib.Path`, or a string ending in ``.csv`` or ``.parquet``, is
+    a file; any other string is a registered mudata dataset, and ``source``
+    (``data_home``, ``manual_dir``, ``mirror``, ``allow_unverified``,
+    ``max_expansion``) says where its files come from
+    (:func:`mueval.data.table.load_registered`).
+    """
+    if isinstance(data, str) and not data.lower().endswith(_TABLE_SUFFIXES):
+        return load_registered(data, **source)
+    given = sorted(k for k, v in source.items() if v not in (None, False))
+    if given:
+        message = f"{', '.join(given)} only apply to a registered dataset, not to {type(data).__name__} data"
+        raise UsageError(message)
+    if isinstance(data, pd.DataFrame):
+        return table_from_frame(
+            data,
+            user_col=user_col,
+            label_col=label_col,
+            info={"name": "DataFrame", "source": "DataFrame"},
+        )
+    if isinstance(data, str | Path):
+        return load_file(data, user_col=user_col, label_col=label_col)
+    message = (
+        f"data must be a dataset name, a .csv or .parquet path or a DataFrame; "
+        f"got {type(data).__name__}"
+    )
+    raise UsageError(message)

@@ -1,0 +1,530 @@
+"""Run the evaluation: one model fit per (split, classifier), in parallel.
+
+A task is one :class:`~mueval.evaluation.splits.Split` (a strategy group, a seed and a
+target user or none) with one classifier. It fits the scaler and the model once,
+calls ``predict_proba`` once on every calibration and test row and ``predict``
+once on the test rows, then conformalizes once per strategy the split serves
+(UIM and UCM of one user and seed share a task). Results are sorted by
+(strategy, classifier, iteration, user), so they do not depend on the order in
+which the tasks ran or on the backend.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+from joblib import Parallel, delayed
+from threadpoolctl import ThreadpoolController
+from tqdm import tqdm
+
+from mueval.conformal.sets import ConformalOutput, conformalize, full_sets
+from mueval.data.cohorts import RowCohorts
+from mueval.errors import EvaluationError, SmallCalibrationError, UsageError
+from mueval.evaluation.crossconformal import cross_note, evaluate_cross_split
+from mueval.evaluation.models import fit_scaled, full_proba
+from mueval.evaluation.records import EvalConfig, EvalResult, RunOutput, Split
+from mueval.evaluation.splits import make_splits
+from mueval.metrics.classic import classification_metrics
+from mueval.metrics.conformal import conformal_metrics
+from mueval.names import BACKENDS, CONFORMAL_METRICS, PVALUE_METRICS
+
+__all__ = ["build_splits", "run", "run_task", "stage_timings"]
+
+
+def _where(strategy: str, user: int | str | None, seed: int, classifier: str) -> str:
+    who = "all users" if user is None else f"user {user}"
+    return f"strategy {strategy}, {who}, seed {seed}, classifier {classifier}"
+
+
+def run_task(
+    X: np.ndarray,
+    y: np.ndarray,
+    n_classes: int,
+    split: Split,
+    classifier: str,
+    config: EvalConfig,
+    openmp_threads: int | None = 1,
+    cohorts: RowCohorts | None = None,
+) -> list[EvalResult]:
+    """Fit once, then evaluate every strategy the split serves.
+
+    Every task runs scikit-learn's OpenMP code on one thread, whatever the
+    backend. KNN's neighbour search (scikit-learn's chunked pairwise
+    reductions) splits the training rows between OpenMP threads and merges
+    their candidates, so among training rows at exactly the same distance the
+    thread count decides which ones are the neighbours. A loky worker runs one
+    OpenMP thread and the main process as many as there are cores, so
+    ``--jobs`` changed KNN's probabilities, hence the p-values, on data with
+    duplicated feature rows. The limit is set per thread (OpenMP's is a
+    per-thread setting), so tasks running side by side on Dask threads do not
+    interfere; BLAS thread counts were measured not to change the results.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features)
+        Unscaled features of the whole table.
+    y : ndarray of int, shape (n_rows,)
+        Class index of every row.
+    n_classes : int
+        Number of classes K of the table (a split may not hold every class).
+    split : Split
+    classifier : str
+    config : EvalConfig
+    openmp_threads : int or None
+        OpenMP threads of the task (None: whatever the process has; only a
+        test of the hazard below wants that).
+    cohorts : RowCohorts, optional
+        The cohort of every row, for cohort-conditional calibration.
+
+    Returns
+    -------
+    list of EvalResult
+        One per strategy of ``split.calibrations``.
+    """
+    if openmp_threads is None:
+        return _evaluate_split(X, y, n_classes, split, classifier, config, cohorts)
+    with _openmp_controller().limit(limits=openmp_threads, user_api="openmp"):
+        return _evaluate_split(X, y, n_classes, split, classifier, config, cohorts)
+
+
+_CONTROLLER: list[ThreadpoolController] = []
+
+
+def _openmp_controller() -> ThreadpoolController:
+    """The thread pools of this process, found once.
+
+    ``threadpool_limits`` searches the loaded libraries on every call (4 ms, as
+    much as fitting GaussianNB); the search is done once per process instead,
+    after scikit-learn (hence its OpenMP library) is loaded.
+    """
+    if not _CONTROLLER:
+        # scikit-learn, hence its OpenMP library, is loaded by the imports above.
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0]
+
+
+def _evaluate_split(X, y, n_classes, split, classifier, config, cohorts=None) -> list[EvalResult]:
+    """The body of :func:`run_task`: one fit, then every target and strategy."""
+    if hasattr(split, "folds"):
+        # UXC fits one model per calibration fold (mueval.evaluation.crossconformal).
+        return evaluate_cross_split(X, y, n_classes, split, classifier, config)
+    clock = time.perf_counter()
+    try:
+        scaler, model = fit_scaled(classifier, split.seed, X[split.train], y[split.train])
+    except ValueError as exc:
+        where = _where("/".join(split.strategies), split.user, split.seed, classifier)
+        message = f"{where}: model fit failed: {exc}"
+        raise EvaluationError(message) from exc
+    targets = split.served()
+    offsets, eval_rows = _eval_layout(targets)
+    X_eval = scaler.transform(X[eval_rows])
+    fit_s = time.perf_counter() - clock
+    clock = time.perf_counter()
+    # One predict_proba over every row any target's calibration or test set needs.
+    proba_all = full_proba(model, X_eval, n_classes)
+    # The point prediction is the model's own predict() (for SVC the decision
+    # function, not argmax of predict_proba), as in the reference; the test
+    # rows of every target come first in eval_rows.
+    n_tests = sum(len(t.test) for t in targets)
+    y_pred_all = np.asarray(model.predict(X_eval[:n_tests]), dtype=int)
+    predict_s = time.perf_counter() - clock
+    # The fit and the predictions serve every (target, strategy): share them.
+    n_results = sum(len(t.calibrations) for t in targets)
+    out = []
+    for target in targets:
+        n_test = len(target.test)
+        start = offsets[id(target.test)]
+        y_pred = y_pred_all[start : start + n_test]
+        clock = time.perf_counter()
+        classic = classification_metrics(y[target.test], y_pred, proba_all.shape[1])
+        shared = {
+            "fit_s": fit_s / n_results,
+            "predict_s": predict_s / n_results,
+            "metrics_s": (time.perf_counter() - clock) / len(target.calibrations),
+        }
+        proba_test = proba_all[start : start + n_test]
+        for strategy, cal in target.calibrations.items():
+            proba_cal = proba_all[offsets[id(cal)] : offsets[id(cal)] + len(cal)]
+            result = EvalResult.of_rows(
+                split,
+                strategy=strategy,
+                classifier=classifier,
+                user=target.user,
+                rows=target.test,
+                n_cal=len(cal),
+                classic=classic,
+                y_pred=y_pred,
+                proba=proba_test,
+                timings=dict(shared),
+            )
+            by_cohort = None if cohorts is None else (cohorts, cal, target.test)
+            _conformal_step(result, proba_cal, y[cal], y[target.test], config, by_cohort)
+            out.append(result)
+    return out
+
+
+def _eval_layout(targets: Sequence) -> tuple[dict[int, int], np.ndarray]:
+    """The rows to predict once for ``targets``: every test set, then every
+    calibration set, each array once.
+
+    The users of a fold share one UIM calibration set (the same array): it is
+    predicted once, not once per user. With one target the layout is (test,
+    calibrations in order), as it always was.
+
+    Returns
+    -------
+    offsets : dict of int to int
+        ``id(array)`` -> position of its first row in ``rows``.
+    rows : ndarray of shape (n_eval,)
+        Row positions into the table.
+    """
+    offsets: dict[int, int] = {}
+    parts = []
+    size = 0
+    arrays = [t.test for t in targets] + [c for t in targets for c in t.calibrations.values()]
+    for array in arrays:
+        if id(array) not in offsets:
+            offsets[id(array)] = size
+            parts.append(array)
+            size += len(array)
+    return offsets, np.concatenate(parts)
+
+
+def _conformal_step(
+    result: EvalResult,
+    proba_cal: np.ndarray,
+    y_cal: np.ndarray,
+    y_test: np.ndarray,
+    config: EvalConfig,
+    by_cohort: tuple[RowCohorts, np.ndarray, np.ndarray] | None = None,
+) -> None:
+    """Conformalize ``result``'s test rows on one calibration set and fill in its
+    sets, p-values, threshold, conformal metrics, note and timings (in place).
+
+    ``by_cohort``: the rows' cohorts and the calibration and test row positions, for
+    cohort-conditional calibration."""
+    metrics = result.metrics
+    conf = None
+    clock = time.perf_counter()
+    try:
+        conf = _conformalize(result, proba_cal, y_cal, config, by_cohort)
+    except EvaluationError as exc:
+        where = _where(result.strategy, result.user, result.seed, result.classifier)
+        message = f"{where}: {exc}"
+        small = isinstance(exc, SmallCalibrationError)
+        if config.small_cal == "error" or (config.small_cal == "full-set" and not small):
+            hint = (
+                " (use --small-cal skip to record NaN for it, or --small-cal full-set "
+                "to answer every class)"
+            )
+            raise EvaluationError(message + hint) from exc
+        if config.small_cal == "skip":
+            result.note = message
+            metrics.update({m: float("nan") for m in CONFORMAL_METRICS})
+        else:
+            result.note = f"{message}; answered with the full set (every class)"
+            conf = full_sets(proba_cal, y_cal, result.proba, score=config.score)
+    result.timings["conformal_s"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    if conf is not None and conf.note:
+        result.note = (
+            f"{_where(result.strategy, result.user, result.seed, result.classifier)}: {conf.note}"
+        )
+    if conf is not None and by_cohort is not None:
+        result.n_cal = conf.n_cal  # the calibration rows of the test rows' cohorts
+    if conf is not None and config.conditioning.per_class:
+        result.n_cal_cell = _smallest_cell(y_cal, result.proba.shape[1], by_cohort)
+    if conf is not None:
+        pvalues = conf.pvalues
+        metrics.update(conformal_metrics(y_test, conf.sets, pvalues))
+        if not config.pvalues_describe_sets:
+            # MAPIE's own aps/raps/top_k sets: no p-value describes them.
+            metrics.update(dict.fromkeys(PVALUE_METRICS, float("nan")))
+            pvalues = np.full(pvalues.shape, np.nan)
+        result.sets, result.pvalues, result.threshold = conf.sets, pvalues, conf.threshold
+    result.timings["metrics_s"] += time.perf_counter() - clock
+
+
+def _conformalize(
+    result: EvalResult,
+    proba_cal: np.ndarray,
+    y_cal: np.ndarray,
+    config: EvalConfig,
+    by_cohort: tuple[RowCohorts, np.ndarray, np.ndarray] | None,
+) -> ConformalOutput:
+    """Sets and p-values of ``result``'s test rows (:func:`~mueval.conformal.sets.conformalize`):
+    the cohorts of users are its bins, the class its ``mondrian``."""
+    bins = None
+    if by_cohort is not None:
+        cohorts, cal, test = by_cohort
+        bins = (cohorts.codes[cal], cohorts.codes[test])
+    return conformalize(
+        proba_cal,
+        y_cal,
+        result.proba,
+        alpha=config.alpha,
+        score=config.score,
+        mondrian=config.conditioning.per_class,
+        threshold=config.threshold,
+        seed=result.seed,
+        bins=bins,
+        small_bins="full-set" if config.small_cal == "full-set" else "error",
+        bin_names=None if by_cohort is None else by_cohort[0].names,
+    )
+
+
+def build_splits(
+    y: np.ndarray, users: np.ndarray, config: EvalConfig, classes: Sequence[str]
+) -> list[Split]:
+    """Every split of every iteration, in (iteration, strategy, user) order."""
+    splits: list[Split] = []
+    for iteration in range(1, config.iterations + 1):
+        splits += make_splits(
+            y,
+            users,
+            config.strategies,
+            iteration,
+            config.seed(iteration),
+            adapt_frac=config.adapt_frac,
+            classes=classes,
+            split=config.split,
+            gap=config.gap,
+            n_user_folds=config.user_folds,
+        )
+    return splits
+
+
+def _progress(iterable: Iterable, total: int, enabled: bool | None) -> Iterator:
+    """Yield from ``iterable`` while reporting progress on stderr.
+
+    ``True``: a tqdm bar. ``None`` (the default): a bar on a terminal, and away
+    from one (CI logs, ``nohup``) one plain line every 10 % of the tasks or
+    every minute, whichever comes first. ``False``: silence.
+    """
+    if enabled is None:
+        enabled = True if sys.stderr.isatty() else None
+    if enabled is False:
+        yield from iterable
+        return
+    if enabled:
+        yield from tqdm(iterable, total=total, desc="mueval", unit="task", file=sys.stderr)
+        return
+    start = last_time = time.monotonic()
+    last_tenth = 0
+    for done, item in enumerate(iterable, start=1):
+        yield item
+        now = time.monotonic()
+        tenth = (10 * done) // max(total, 1)
+        if tenth > last_tenth or now - last_time >= 60 or done == total:
+            last_tenth, last_time = tenth, now
+            print(
+                f"mueval: {done}/{total} tasks ({100 * done / max(total, 1):.0f} %), "
+                f"{now - start:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+def run(
+    X: np.ndarray,
+    y: np.ndarray,
+    users: np.ndarray,
+    classes: Sequence[str],
+    config: EvalConfig,
+    *,
+    jobs: int = 1,
+    backend: str = "loky",
+    scheduler: str | None = None,
+    progress: bool | None = None,
+    workers: int | None = None,
+    cohorts: RowCohorts | None = None,
+    on_task: Callable[[list[EvalResult]], None] | None = None,
+) -> RunOutput:
+    """Evaluate every (split, classifier) task and return sorted results.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features)
+    y : ndarray of int, shape (n_rows,)
+        Class index of every row (into ``classes``).
+    users : ndarray of shape (n_rows,)
+    classes : sequence of str
+        Class names, sorted.
+    config : EvalConfig
+    jobs : int
+        Parallel workers for the loky backend (1 = in this process).
+    backend : {"loky", "dask"}
+    scheduler : str, optional
+        Address of a dask.distributed scheduler (dask backend only).
+    progress : bool, optional
+        True: a progress bar on stderr; False: nothing; None (default): a bar
+        on a terminal, else a line every 10 % of the tasks or every minute.
+    workers : int, optional
+        Dask backend without ``scheduler``: the number of worker processes of
+        the local cluster started for the run (default: ``jobs`` when above 1,
+        else the number of cores).
+    cohorts : RowCohorts, optional
+        The cohort of every row; required when ``config.condition`` has a cohort.
+    on_task : callable, optional
+        Called in this process with each task's results, in the order the
+        tasks were made (not the order they finish), whatever ``jobs`` and
+        ``backend``: a stream of predictions written from it is the same file
+        for any number of workers.
+
+    Returns
+    -------
+    RunOutput
+    """
+    if backend not in BACKENDS:
+        message = f"unknown backend {backend!r}; valid: {', '.join(BACKENDS)}"
+        raise UsageError(message)
+    if jobs == 0 or jobs < -1:
+        message = f"jobs must be a positive number of workers or -1 (all cores), got {jobs}"
+        raise UsageError(message)
+    if workers is not None and workers < 1:
+        message = f"workers must be at least 1, got {workers}"
+        raise UsageError(message)
+    if config.conditioning.by_cohort != (cohorts is not None):
+        message = (
+            f"condition {config.condition!r} needs the cohort of every row"
+            if cohorts is None
+            else "cohorts were given but the condition has no cohort (cohort:COLUMN)"
+        )
+        raise UsageError(message)
+    X = np.ascontiguousarray(X, dtype=float)
+    y = np.asarray(y, dtype=int)
+    users = np.asarray(users)
+    n_classes = len(classes)
+    timings: dict[str, float] = {}
+
+    t0 = time.perf_counter()
+    splits = build_splits(y, users, config, classes)
+    tasks = [(s, c) for s in splits for c in config.classifiers]
+    timings["splits_s"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    if backend == "dask":
+        if workers is None:
+            workers = jobs if jobs > 1 else (os.cpu_count() or 1)
+        nested = _run_dask(
+            X, y, n_classes, tasks, config, scheduler, progress, workers, cohorts, on_task
+        )
+    elif jobs == 1:
+        gen = (run_task(X, y, n_classes, s, c, config, cohorts=cohorts) for s, c in tasks)
+        nested = _collect(_progress(gen, len(tasks), progress), on_task)
+    else:
+        # Ordered generator (joblib >= 1.3); the order does not matter, results are
+        # sorted by key below.
+        parallel = Parallel(n_jobs=jobs, backend="loky", return_as="generator")
+        gen = parallel(
+            delayed(run_task)(X, y, n_classes, s, c, config, cohorts=cohorts) for s, c in tasks
+        )
+        nested = _collect(_progress(gen, len(tasks), progress), on_task)
+    timings["tasks_s"] = time.perf_counter() - t0
+
+    results = sorted((r for group in nested for r in group), key=lambda r: r.key)
+    notes = [r.note for r in results if r.note]
+    if not config.pvalues_describe_sets:
+        notes.insert(0, config.pvalue_note())
+    if config.user_folds_note() is not None:
+        notes.insert(0, config.user_folds_note())
+    if "uxc" in config.strategies:
+        notes.insert(0, cross_note(config.user_folds))
+    return RunOutput(results=results, notes=notes, timings=timings, stages=stage_timings(results))
+
+
+def stage_timings(results: Sequence[EvalResult]) -> dict[str, dict[str, float]]:
+    """Seconds per stage summed over tasks, for each ``strategy/classifier``.
+
+    Task time is CPU time in the workers: with several workers the sums exceed
+    the wall time of the run.
+    """
+    out: dict[str, dict[str, float]] = {}
+    for r in results:
+        slot = out.setdefault(f"{r.strategy}/{r.classifier}", {})
+        for stage, seconds in r.timings.items():
+            slot[stage] = slot.get(stage, 0.0) + seconds
+    return {key: {k: round(v, 6) for k, v in stages.items()} for key, stages in out.items()}
+
+
+def _smallest_cell(
+    y_cal: np.ndarray,
+    n_classes: int,
+    by_cohort: tuple[RowCohorts, np.ndarray, np.ndarray] | None,
+) -> int:
+    """The fewest calibration rows of a class (within one of the test rows'
+    cohorts, under a cohort condition): the smallest cell a threshold came from."""
+    if by_cohort is None:
+        return int(np.bincount(y_cal, minlength=n_classes).min())
+    cohorts, cal, test = by_cohort
+    cal_codes = cohorts.codes[cal]
+    return min(
+        int(np.bincount(y_cal[cal_codes == g], minlength=n_classes).min())
+        for g in np.unique(cohorts.codes[test])
+    )
+
+
+def _collect(
+    results: Iterable[list[EvalResult]], on_task: Callable[[list[EvalResult]], None] | None
+) -> list[list[EvalResult]]:
+    """Every task's results, each handed to ``on_task`` as it arrives."""
+    nested = []
+    for group in results:
+        if on_task is not None:
+            on_task(group)
+        nested.append(group)
+    return nested
+
+
+def _run_dask(
+    X, y, n_classes, tasks, config, scheduler, progress, workers, cohorts=None, on_task=None
+):
+    """Run the tasks on a Dask cluster: the one at ``scheduler``, or a local one.
+
+    The table is scattered once to every worker (not shipped with each task).
+    """
+    try:
+        # Here, not at the top: an optional dependency, and a heavy one.
+        from distributed import Client, LocalCluster
+    except ImportError as exc:  # optional dependency
+        message = "the dask backend needs dask.distributed: pip install 'dask[distributed]'"
+        raise UsageError(message) from exc
+    cluster = None
+    try:
+        if scheduler:
+            client = Client(scheduler, timeout=30, set_as_default=False)
+        else:
+            # One thread per worker process: the tasks are CPU-bound Python and
+            # numpy, and each limits its own OpenMP threads to one.
+            cluster = LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address=None,
+            )
+            client = Client(cluster, set_as_default=False)
+    except (OSError, TimeoutError) as exc:
+        where = f"the dask scheduler at {scheduler!r}" if scheduler else "a local dask cluster"
+        message = f"cannot reach {where}: {exc}"
+        if cluster is not None:
+            cluster.close()
+        raise EvaluationError(message) from exc
+    try:
+        X_f, y_f = client.scatter([X, y], broadcast=True)
+        futures = [
+            client.submit(run_task, X_f, y_f, n_classes, s, c, config, cohorts=cohorts, pure=False)
+            for s, c in tasks
+        ]
+        # In submission order (as_completed would need a default client); the
+        # results are sorted by key afterwards anyway.
+        nested = _collect((f.result() for f in _progress(futures, len(futures), progress)), on_task)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    return nested

@@ -1,0 +1,584 @@
+"""Row splits of the multi-user evaluation strategies (docs/protocol.md, "Splits").
+
+Every split is index-based: arrays of row positions into the dataset table, made
+with scikit-learn's ``train_test_split(..., stratify=<labels>, random_state=seed)``
+in exactly the order the reference code made them, since the order of the calls
+and which returned part plays which role decide the numbers.
+
+A :class:`Split` holds one training set and one test set, and one calibration set
+per strategy it serves: UIM and UCM of one (user, seed) share training and test
+rows by construction, so one split (one model fit) serves both. With grouped
+folds of users (``user_folds=K``), one split serves every user of a fold: it
+holds one :class:`Target` (test and calibration rows) per held-out user.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+from sklearn.model_selection import GroupKFold, train_test_split
+
+from mueval.errors import SplitError, UsageError
+from mueval.evaluation.records import CrossSplit, Split, Target
+from mueval.names import SPLIT_METHODS
+
+__all__ = [
+    "blocked_parts",
+    "cross_user_splits",
+    "each_user",
+    "make_splits",
+    "split_rows",
+    "user_folds",
+]
+
+
+def _plain(user: object) -> int | str:
+    """A user id as a plain Python int or str (numpy scalars do not pickle small)."""
+    return user.item() if isinstance(user, np.generic) else user
+
+
+def _describe(y: np.ndarray, classes: Sequence[str] | None) -> str:
+    values, counts = np.unique(y, return_counts=True)
+    names = [classes[v] if classes is not None else str(v) for v in values]
+    return ", ".join(f"{n}: {c}" for n, c in zip(names, counts, strict=True))
+
+
+def split_rows(
+    idx: np.ndarray,
+    y: np.ndarray,
+    train_size: float,
+    seed: int,
+    *,
+    what: str,
+    classes: Sequence[str] | None = None,
+    stratify: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``train_test_split`` of row positions, stratified on their labels.
+
+    Parameters
+    ----------
+    idx : ndarray of shape (m,)
+        Row positions to split, in the order the reference code had them.
+    y : ndarray of shape (n_rows,)
+        Integer labels of the whole table.
+    train_size : float
+        Fraction given to the first returned part.
+    seed : int
+        ``random_state`` of the split.
+    what : str
+        Names the strategy and user in error messages.
+    classes : sequence of str, optional
+        Class names for error messages.
+    stratify : bool
+        Stratify on the labels (the protocol always does).
+
+    Returns
+    -------
+    first, second : ndarray
+        The ``train_size`` part and the rest.
+    """
+    labels = y[idx]
+    try:
+        first, second = train_test_split(
+            idx,
+            train_size=train_size,
+            stratify=labels if stratify else None,
+            random_state=seed,
+        )
+    except ValueError as exc:
+        message = (
+            f"{what}: cannot split {len(idx)} rows with train_size={train_size} "
+            f"(class counts {_describe(labels, classes)}): {exc}"
+        )
+        raise SplitError(message) from exc
+    return np.asarray(first), np.asarray(second)
+
+
+def each_user(users: np.ndarray) -> Iterator[tuple[object, np.ndarray, np.ndarray]]:
+    """``(user, other users' rows, the user's rows)`` for every user, in sorted order."""
+    for user in np.unique(users):
+        yield user, np.flatnonzero(users != user), np.flatnonzero(users == user)
+
+
+def _can_stratify(labels: np.ndarray, train_size: float) -> bool:
+    """Whether a stratified split of ``labels`` is possible (each class >= 2 rows
+    and both parts at least as large as the number of classes)."""
+    _, counts = np.unique(labels, return_counts=True)
+    n = len(labels)
+    n_first = int(np.floor(train_size * n))
+    n_second = n - n_first
+    return bool(counts.min() >= 2 and min(n_first, n_second) >= len(counts))
+
+
+def blocked_parts(
+    idx: np.ndarray,
+    y: np.ndarray,
+    first_frac: float,
+    n_parts: int,
+    gap: int,
+    *,
+    what: str,
+    classes: Sequence[str] | None = None,
+) -> list[np.ndarray]:
+    """Contiguous blocks of each class's rows in time (row) order, ``gap`` rows apart.
+
+    Windows next to each other in time share signal (and overlap, for
+    overlapping windows), so a random within-user split lets a test window's
+    neighbour sit in the training or calibration set. Blocks do not: per class,
+    the earliest ``first_frac`` of the rows (after the gaps are set aside) form
+    the first part, the rest is halved between the next parts in order, and
+    ``gap`` rows are dropped between two parts. Splitting per class keeps every
+    class in every part, as the stratified random split does.
+
+    Parameters
+    ----------
+    idx : ndarray of shape (m,)
+        Row positions of one user (the table's order is time order within a
+        user and class).
+    y : ndarray of shape (n_rows,)
+        Integer labels of the whole table.
+    first_frac : float
+        Share of each class's rows in the first part.
+    n_parts : {2, 3}
+        Number of parts: (first, second) or (first, second, third), the
+        rest after the first halved between the second and the third.
+    gap : int
+        Rows left out between two parts (>= 0).
+    what : str
+        Names the strategy and user in error messages.
+    classes : sequence of str, optional
+        Class names for error messages.
+
+    Returns
+    -------
+    list of ndarray
+        ``n_parts`` arrays of row positions, each sorted.
+
+    Examples
+    --------
+    >>> y = np.zeros(12, dtype=int)
+    >>> [p.tolist() for p in blocked_parts(np.arange(12), y, 0.6, 3, 1, what="udm")]
+    [[0, 1, 2, 3, 4, 5], [7, 8], [10, 11]]
+    """
+    parts: list[list[np.ndarray]] = [[] for _ in range(n_parts)]
+    for c in np.unique(y[idx]):
+        rows = np.sort(idx[y[idx] == c])
+        usable = len(rows) - gap * (n_parts - 1)
+        if usable < n_parts:
+            name = classes[c] if classes is not None else str(c)
+            message = (
+                f"{what}: class {name!r} has {len(rows)} rows, too few for {n_parts} "
+                f"blocks with a gap of {gap}; lower --gap or use --split random"
+            )
+            raise SplitError(message)
+        sizes = [max(1, int(np.floor(first_frac * usable)))]
+        rest = usable - sizes[0]
+        if n_parts == 3:
+            sizes.append(max(1, rest // 2))
+        sizes.append(usable - sum(sizes))
+        if min(sizes) < 1:
+            message = f"{what}: too few rows for {n_parts} blocks with a gap of {gap}"
+            raise SplitError(message)
+        start = 0
+        for k, size in enumerate(sizes):
+            parts[k].append(rows[start : start + size])
+            start += size + gap
+    return [np.sort(np.concatenate(p)) for p in parts]
+
+
+def mixed_splits(
+    y: np.ndarray, iteration: int, seed: int, classes: Sequence[str] | None = None
+) -> list[Split]:
+    """MM: 60% train, then the rest halved into calibration (first) and test."""
+    idx = np.arange(len(y))
+    train, rest = split_rows(idx, y, 0.6, seed, what="mm", classes=classes)
+    cal, test = split_rows(rest, y, 0.5, seed, what="mm", classes=classes)
+    return [Split(iteration, seed, None, train, test, {"mm": cal})]
+
+
+def user_dependent_splits(
+    y: np.ndarray,
+    users: np.ndarray,
+    iteration: int,
+    seed: int,
+    classes: Sequence[str] | None = None,
+    split: str = "random",
+    gap: int = 1,
+) -> list[Split]:
+    """UDM: the MM splits on each user's own rows (users ascending).
+
+    ``split="blocked"``: per class, the earliest 60 % train, the next 20 %
+    calibrate and the last 20 % test, ``gap`` rows apart (:func:`blocked_parts`).
+    """
+    out = []
+    for user in np.unique(users):
+        idx = np.flatnonzero(users == user)
+        what = f"udm, user {user}"
+        n_classes = len(np.unique(y[idx]))
+        if n_classes < 2:
+            message = (
+                f"{what}: the user has only one class "
+                f"({_describe(y[idx], classes)}); udm trains a model on each user's "
+                "own rows and needs at least two classes per user"
+            )
+            raise SplitError(message)
+        if split == "blocked":
+            train, cal, test = blocked_parts(idx, y, 0.6, 3, gap, what=what, classes=classes)
+        else:
+            train, rest = split_rows(idx, y, 0.6, seed, what=what, classes=classes)
+            cal, test = split_rows(rest, y, 0.5, seed, what=what, classes=classes)
+        out.append(Split(iteration, seed, _plain(user), train, test, {"udm": cal}))
+    return out
+
+
+def user_independent_splits(
+    y: np.ndarray,
+    users: np.ndarray,
+    iteration: int,
+    seed: int,
+    strategies: Sequence[str],
+    classes: Sequence[str] | None = None,
+    split: str = "random",
+    gap: int = 1,
+) -> list[Split]:
+    """UIM and/or UCM, one split per target user serving both.
+
+    Other users' rows, ``train_size=0.6``: train (first) and the UIM calibration
+    set (second; discarded by UCM). Target user's rows, ``train_size=0.5``: test
+    (first) and the UCM calibration set (second; discarded by UIM).
+    ``split="blocked"``: the target's earlier half calibrates UCM and the later
+    half is the test set of both, ``gap`` rows apart (:func:`blocked_parts`).
+    """
+    serve = [s for s in ("uim", "ucm") if s in strategies]
+    out = []
+    for user, others, own in each_user(users):
+        what = f"{'/'.join(serve)}, user {user}"
+        train, cal_others = _train_and_shared_cal(others, y, seed, what, "users'", classes)
+        test, cals = _target_halves(own, y, seed, (split, gap), serve, cal_others, what, classes)
+        out.append(Split(iteration, seed, _plain(user), train, test, cals))
+    return out
+
+
+def _train_and_shared_cal(
+    others: np.ndarray,
+    y: np.ndarray,
+    seed: int,
+    what: str,
+    whose: str,
+    classes: Sequence[str] | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The rows outside the target, split 60/40 into training and the UIM calibration set."""
+    if len(np.unique(y[others])) < 2:
+        message = (
+            f"{what}: the other {whose} rows hold only one class "
+            f"({_describe(y[others], classes)}); a model needs at least two"
+        )
+        raise SplitError(message)
+    return split_rows(others, y, 0.6, seed, what=what, classes=classes)
+
+
+def _target_halves(
+    own: np.ndarray,
+    y: np.ndarray,
+    seed: int,
+    split_gap: tuple[str, int],
+    serve: Sequence[str],
+    cal_others: np.ndarray,
+    what: str,
+    classes: Sequence[str] | None,
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """A target user's test half and the calibration sets of the strategies served.
+
+    UIM calibrates on ``cal_others`` (the other users' rows), UCM on the target's
+    other half: the earlier half under ``split="blocked"``, a stratified random
+    half otherwise.
+    """
+    split, gap = split_gap
+    if split == "blocked":
+        cal_own, test = blocked_parts(own, y, 0.5, 2, gap, what=what, classes=classes)
+    else:
+        test, cal_own = split_rows(own, y, 0.5, seed, what=what, classes=classes)
+    calibrations = {"uim": cal_others, "ucm": cal_own}
+    return test, {s: calibrations[s] for s in ("uim", "ucm") if s in serve}
+
+
+def user_folds(users: np.ndarray, n_folds: int, seed: int) -> list[np.ndarray]:
+    """Grouped folds of users: each user falls in exactly one of ``n_folds`` folds.
+
+    scikit-learn's ``GroupKFold(n_folds, shuffle=True, random_state=seed)`` where
+    the installed scikit-learn has ``shuffle`` (1.6 and later); with an older one,
+    a permutation of the users drawn by ``numpy.random.default_rng(seed)``, cut
+    into ``n_folds`` nearly equal groups (``numpy.array_split``).
+
+    Parameters
+    ----------
+    users : ndarray of shape (n_rows,)
+        User id of each row.
+    n_folds : int
+        Number of folds, from 2 to the number of users.
+    seed : int
+        Seed of the iteration.
+
+    Returns
+    -------
+    list of ndarray
+        The users of each fold, each sorted ascending.
+
+    Examples
+    --------
+    >>> folds = user_folds(np.repeat(np.arange(5), 3), 2, seed=1)
+    >>> sorted(u for fold in folds for u in fold.tolist())
+    [0, 1, 2, 3, 4]
+    """
+    unique = np.unique(users)
+    if not 2 <= n_folds <= len(unique):
+        message = f"user_folds must be from 2 to the number of users ({len(unique)}), got {n_folds}"
+        raise UsageError(message)
+    if "shuffle" in inspect.signature(GroupKFold).parameters:
+        splitter = GroupKFold(n_splits=n_folds, shuffle=True, random_state=seed)
+        tests = splitter.split(np.zeros((len(users), 1)), groups=users)
+        return [np.unique(users[test]) for _, test in tests]
+    order = np.random.default_rng(seed).permutation(unique)
+    return [np.sort(part) for part in np.array_split(order, n_folds)]
+
+
+def user_fold_splits(
+    y: np.ndarray,
+    users: np.ndarray,
+    iteration: int,
+    seed: int,
+    strategies: Sequence[str],
+    n_folds: int,
+    classes: Sequence[str] | None = None,
+    split: str = "random",
+    gap: int = 1,
+) -> list[Split]:
+    """UIM and/or UCM on grouped folds of users: one split (one fit) per fold.
+
+    As :func:`user_independent_splits`, except that the rows of every user
+    outside the fold (not of every user but the target) are split 60/40 into
+    training and the UIM calibration set, and each user of the fold is a
+    :class:`Target` with its own test and UCM calibration halves.
+    """
+    serve = [s for s in ("uim", "ucm") if s in strategies]
+    out = []
+    for k, fold in enumerate(user_folds(users, n_folds, seed), start=1):
+        held = np.isin(users, fold)
+        others = np.flatnonzero(~held)
+        what = f"{'/'.join(serve)}, fold {k} of {n_folds}"
+        train, cal_others = _train_and_shared_cal(others, y, seed, what, "folds'", classes)
+        targets = []
+        for user in fold:
+            own = np.flatnonzero(users == user)
+            who = f"{'/'.join(serve)}, user {user}"
+            split_gap = (split, gap)
+            test, cals = _target_halves(own, y, seed, split_gap, serve, cal_others, who, classes)
+            targets.append(Target(_plain(user), test, cals))
+        empty = np.empty(0, dtype=int)
+        out.append(Split(iteration, seed, None, train, empty, {}, tuple(targets)))
+    return out
+
+
+def user_adaptive_splits(
+    y: np.ndarray,
+    users: np.ndarray,
+    iteration: int,
+    seed: int,
+    adapt_frac: float = 0.5,
+    classes: Sequence[str] | None = None,
+    split: str = "random",
+    gap: int = 1,
+) -> list[Split]:
+    """UAM (an addition to the protocol): train on the other users plus a part of
+    the target user's rows, calibrate and test on the rest of the target's rows.
+
+    The target user's rows are split with ``train_size=adapt_frac`` into the
+    adaptation part (first, added to training) and the rest, which is halved into
+    calibration (first) and test (second). Every split is stratified when each
+    class has at least two rows and both parts can hold every class; otherwise it
+    is a plain random split with the same seed. ``split="blocked"``: per class
+    the earliest ``adapt_frac`` adapts, the next half of the rest calibrates and
+    the last half tests, ``gap`` rows apart (:func:`blocked_parts`).
+    """
+    if not 0.0 < adapt_frac < 1.0:
+        message = f"adapt_frac must be strictly between 0 and 1, got {adapt_frac}"
+        raise UsageError(message)
+    out = []
+    for user, others, own in each_user(users):
+        what = f"uam, user {user}"
+        if split == "blocked":
+            adapt, cal, test = blocked_parts(own, y, adapt_frac, 3, gap, what=what, classes=classes)
+        else:
+            strat = _can_stratify(y[own], adapt_frac)
+            adapt, rest = split_rows(
+                own, y, adapt_frac, seed, what=what, classes=classes, stratify=strat
+            )
+            strat = _can_stratify(y[rest], 0.5)
+            cal, test = split_rows(rest, y, 0.5, seed, what=what, classes=classes, stratify=strat)
+        train = np.concatenate([others, adapt])
+        if len(np.unique(y[train])) < 2:
+            message = f"{what}: the training rows hold only one class"
+            raise SplitError(message)
+        out.append(Split(iteration, seed, _plain(user), train, test, {"uam": cal}))
+    return out
+
+
+def make_splits(
+    y: np.ndarray,
+    users: np.ndarray,
+    strategies: Sequence[str],
+    iteration: int,
+    seed: int,
+    *,
+    adapt_frac: float = 0.5,
+    classes: Sequence[str] | None = None,
+    split: str = "random",
+    gap: int = 1,
+    n_user_folds: int | None = None,
+) -> list[Split]:
+    """Every split of one iteration for the requested strategies.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_rows,)
+        Integer labels (index into ``classes``).
+    users : ndarray of shape (n_rows,)
+        User id of each row.
+    strategies : sequence of str
+        Strategy codes (already parsed).
+    iteration : int
+        1-based iteration number.
+    seed : int
+        Seed of the iteration.
+    adapt_frac : float
+        Fraction of the target user's rows added to training by UAM.
+    classes : sequence of str, optional
+        Class names, for error messages.
+    split : {"random", "blocked"}
+        How UDM, UCM (and UIM's test rows) and UAM split a user's own rows;
+        MM and the other users' rows are always split at random.
+    gap : int
+        Rows left out between blocks (``split="blocked"``).
+    n_user_folds : int, optional
+        UIM and UCM: fit on grouped folds of users (:func:`user_fold_splits`)
+        instead of leaving one user out (None, the protocol). UXC: cut the
+        non-target users into this many calibration folds instead of one per
+        user (:func:`cross_user_splits`).
+
+    Returns
+    -------
+    list of Split
+        MM first, then UDM, UIM/UCM, UAM and UXC, users ascending in each.
+    """
+    if split not in SPLIT_METHODS:
+        message = f"unknown split method {split!r}; valid: {', '.join(SPLIT_METHODS)}"
+        raise UsageError(message)
+    if gap < 0:
+        message = f"gap must be 0 or more rows, got {gap}"
+        raise UsageError(message)
+    y = np.asarray(y)
+    users = np.asarray(users)
+    out: list[Split] = []
+    if "mm" in strategies:
+        out += mixed_splits(y, iteration, seed, classes)
+    if "udm" in strategies:
+        out += user_dependent_splits(y, users, iteration, seed, classes, split, gap)
+    if ("uim" in strategies or "ucm" in strategies) and n_user_folds is not None:
+        out += user_fold_splits(
+            y, users, iteration, seed, strategies, n_user_folds, classes, split, gap
+        )
+    elif "uim" in strategies or "ucm" in strategies:
+        out += user_independent_splits(y, users, iteration, seed, strategies, classes, split, gap)
+    if "uam" in strategies:
+        out += user_adaptive_splits(y, users, iteration, seed, adapt_frac, classes, split, gap)
+    if "uxc" in strategies:
+        out += cross_user_splits(
+            y, users, iteration, seed, n_folds=n_user_folds, classes=classes, split=split, gap=gap
+        )
+    return out
+
+
+def _fold_users(
+    others: np.ndarray, users: np.ndarray, n_folds: int | None, seed: int
+) -> list[np.ndarray]:
+    """The users of each calibration fold among the non-target users."""
+    unique = np.unique(users[others])
+    if n_folds is None:
+        return [np.array([u]) for u in unique]
+    if n_folds > len(unique):
+        message = (
+            f"uxc: --user-folds {n_folds} exceeds the {len(unique)} non-target users "
+            "(uxc cuts the users other than the target into the folds)"
+        )
+        raise UsageError(message)
+    return user_folds(users[others], n_folds, seed)
+
+
+def cross_user_splits(
+    y: np.ndarray,
+    users: np.ndarray,
+    iteration: int,
+    seed: int,
+    *,
+    n_folds: int | None = None,
+    classes: Sequence[str] | None = None,
+    split: str = "random",
+    gap: int = 1,
+) -> list[CrossSplit]:
+    """One :class:`CrossSplit` per target user, users ascending.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_rows,)
+        Integer labels.
+    users : ndarray of shape (n_rows,)
+        User id of each row.
+    iteration, seed : int
+        1-based iteration and its seed (the target's test half, the folds).
+    n_folds : int, optional
+        Grouped folds over the non-target users; None: one fold per user.
+    classes : sequence of str, optional
+        Class names for error messages.
+    split : {"random", "blocked"}
+        How the target's test rows are chosen, as for UIM and UCM.
+    gap : int
+        Rows between blocks (``split="blocked"``).
+
+    Returns
+    -------
+    list of CrossSplit
+    """
+    if len(np.unique(users)) < 3:
+        message = (
+            f"uxc needs at least 3 users (2 calibration folds besides the target), "
+            f"got {len(np.unique(users))}"
+        )
+        raise SplitError(message)
+    out = []
+    for user, others, own in each_user(users):
+        what = f"uxc, user {user}"
+        if split == "blocked":
+            # The later block, as UIM and UCM test on.
+            _, test = blocked_parts(own, y, 0.5, 2, gap, what=what, classes=classes)
+        else:
+            # The same call as UIM/UCM's, so the test rows are theirs.
+            test, _ = split_rows(own, y, 0.5, seed, what=what, classes=classes)
+        folds = tuple(
+            others[np.isin(users[others], fold)]
+            for fold in _fold_users(others, users, n_folds, seed)
+        )
+        for k, fold in enumerate(folds):
+            rest = np.setdiff1d(others, fold)
+            if len(np.unique(y[rest])) < 2:
+                message = (
+                    f"{what}: without fold {k + 1} ({_describe(y[fold], classes)}) the "
+                    f"training rows hold only one class ({_describe(y[rest], classes)})"
+                )
+                raise SplitError(message)
+        cal = np.concatenate(folds)
+        out.append(
+            CrossSplit(iteration, seed, _plain(user), others, test, {"uxc": cal}, folds=folds)
+        )
+    return out

@@ -1,0 +1,17 @@
+"""Per-user guarantees of a run: coverage intervals, validity, conditional coverage, warnings.
+
+Modules:
+
+- :mod:`.intervals`: per-user coverage with Clopper-Pearson intervals, and its
+  summary per (strategy, classifier);
+- :mod:`.validity`: are a user's true-label p-values as large as
+  exchangeability implies (KS tests, Benjamini-Hochberg);
+- :mod:`.conditional_coverage`: coverage per class and per cohort of users;
+- :mod:`.run_warnings`: the warnings those intervals and tests drive;
+- :mod:`.run_diagnostics`: conditional-coverage diagnostics of a run (the array
+  functions are in :mod:`mueval.metrics.diagnostics`);
+- :mod:`.compute`: all of the above from a run's prediction rows;
+- :mod:`.records`: the :class:`~mueval.guarantees.records.Guarantees` record and
+  the columns of its tables;
+- :mod:`.frame_checks`: the input checks of the tables these modules take.
+"""

@@ -1,0 +1,197 @@
+"""Per-user guarantees of a run, computed from its prediction rows.
+
+Coverage per user with exact Clopper-Pearson intervals and their summary
+(:mod:`.intervals`), coverage per class and per cohort of users
+(:mod:`.conditional_coverage`), the per-user validity test (:mod:`.validity`) and the
+warnings they drive (:mod:`.run_warnings`). A run folder stores them
+(:mod:`mueval.runfolder.guarantees` reads them back).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+
+import numpy as np
+import pandas as pd
+
+from mueval.conformal.condition import Condition
+from mueval.data.users import user_texts
+from mueval.guarantees.conditional_coverage import conditional_coverage
+from mueval.guarantees.intervals import coverage_summary, per_user_coverage
+from mueval.guarantees.records import CONFIDENCE, USER_VALIDITY_COLUMNS, Guarantees
+from mueval.guarantees.run_warnings import collect_warnings, set_statistics
+from mueval.guarantees.validity import user_validity
+
+__all__ = [
+    "compute_guarantees",
+    "conditional_tables",
+    "true_pvalues",
+    "validity_method",
+    "validity_table",
+]
+
+
+def validity_method(strategy: str, condition: Condition) -> str:
+    """The validity test a strategy's p-values allow (:mod:`mueval.guarantees.validity`).
+
+    ``"rank"`` (exact) needs each user's p-values of one iteration to come
+    from one calibration set whose size ``n_cal`` splits.parquet records. Per
+    class calibration gives each class its own set, and MM under cohorts gives
+    each cohort its own while ``n_cal`` counts them all: ``"uniform"`` there.
+    """
+    if condition.per_class or (condition.by_cohort and strategy == "mm"):
+        return "uniform"
+    return "rank"
+
+
+def true_pvalues(predictions: pd.DataFrame, classes: Sequence[str]) -> np.ndarray:
+    """The conformal p-value of each row's true class, shape (n,)."""
+    if not len(predictions):
+        return np.zeros(0)
+    index = {c: i for i, c in enumerate(classes)}
+    y = predictions["y_true"].map(index).to_numpy(dtype=np.int64)
+    p = np.concatenate(predictions["p_values"].to_numpy()).reshape(len(predictions), -1)
+    return p[np.arange(len(y)), y]
+
+
+def validity_table(
+    predictions: pd.DataFrame, splits: pd.DataFrame, classes: Sequence[str], condition: Condition
+) -> pd.DataFrame:
+    """Per-user validity tests of a run (:func:`mueval.guarantees.validity.user_validity`).
+
+    Rows without p-values (MAPIE's own aps, raps and top_k sets) are left out.
+    """
+    rows = pd.DataFrame(
+        {
+            "strategy": predictions["strategy"].to_numpy(),
+            "classifier": predictions["classifier"].to_numpy(),
+            "iteration": predictions["iteration"].to_numpy(),
+            "user": predictions["userid"].to_numpy(),
+            "p_true": true_pvalues(predictions, classes),
+            "target": user_texts(predictions["target_user"]).to_numpy(),
+        }
+    )
+    rows = rows[rows["p_true"].notna()]
+    cal = pd.DataFrame(
+        {
+            "strategy": splits["strategy"].to_numpy(),
+            "classifier": splits["classifier"].to_numpy(),
+            "iteration": splits["iteration"].to_numpy(),
+            "target": user_texts(splits["user"]).to_numpy(),
+            "n_cal": splits["n_cal"].to_numpy(),
+        }
+    )
+    rows = rows.merge(cal, on=["strategy", "classifier", "iteration", "target"], how="left")
+    parts = []
+    for method in ("rank", "uniform"):
+        wanted = [validity_method(s, condition) == method for s in rows["strategy"]]
+        part = rows[np.asarray(wanted, dtype=bool)]
+        if len(part):
+            parts.append(user_validity(part, method=method))
+    if not parts:
+        return pd.DataFrame(columns=list(USER_VALIDITY_COLUMNS))
+    return pd.concat(parts, ignore_index=True)
+
+
+def conditional_tables(
+    predictions: pd.DataFrame, *, alpha: float, classes: Sequence[str], cohorts: pd.Series | None
+) -> pd.DataFrame:
+    """Coverage per class, then per cohort of users when the run had cohorts."""
+    rows = predictions[["strategy", "classifier", "userid", "y_true", "covered"]]
+    parts = [conditional_coverage(rows, "class", alpha=alpha, confidence=CONFIDENCE, order=classes)]
+    if cohorts is not None:
+        parts.append(conditional_coverage(rows, "cohort", alpha=alpha, user_cohorts=cohorts))
+    return pd.concat(parts, ignore_index=True)
+
+
+def _cohorts_series(user_cohorts: pd.DataFrame | None) -> pd.Series | None:
+    """``user, cohort`` rows as a Series of cohorts indexed by the user as text."""
+    if user_cohorts is None:
+        return None
+    keys = user_texts(user_cohorts["user"])
+    return pd.Series(user_cohorts["cohort"].astype(str).to_numpy(), index=keys.to_numpy())
+
+
+def _calibration(splits: pd.DataFrame) -> pd.DataFrame | None:
+    """Calibration sizes per task, for the ``calibration-too-small`` rule."""
+    if "n_cal" not in splits.columns:
+        return None
+    columns = ["strategy", "classifier", "iteration", "user", "n_cal"]
+    cal = splits[columns + (["n_cal_cell"] if "n_cal_cell" in splits.columns else [])]
+    # Strategies without a calibration set leave n_cal missing; the rule skips them.
+    return cal.reset_index(drop=True)
+
+
+def compute_guarantees(
+    predictions: pd.DataFrame,
+    splits: pd.DataFrame,
+    *,
+    alpha: float,
+    n_classes: int,
+    seed: int = 0,
+    summarise: bool = True,
+    classes: Sequence[str] | None = None,
+    condition: Condition | None = None,
+    user_cohorts: pd.DataFrame | None = None,
+) -> Guarantees:
+    """Per-user coverage with intervals, its summary and the warnings of a run.
+
+    Parameters
+    ----------
+    predictions : DataFrame
+        A run folder's prediction rows (``strategy, classifier, iteration,
+        userid, covered, set_size``).
+    splits : DataFrame
+        A run folder's splits (``n_cal`` per task).
+    alpha : float
+        The run's miscoverage level.
+    n_classes : int
+        Number of classes (a set this large holds every class).
+    seed : int, default 0
+        Seed of the bootstrap of the mean over users.
+    summarise : bool, default True
+        Also compute the summary, the validity tests and the warnings (a
+        reader that holds them needs only the counts, to check the stored
+        ones).
+    classes : sequence of str, optional
+        Class names in index order; with them, coverage per class (and per
+        cohort) and the validity tests are computed too.
+    condition : Condition, optional
+        The run's conditioning (default: none); it decides the validity test.
+    user_cohorts : DataFrame, optional
+        ``user, cohort``: each user's cohort, for coverage per cohort.
+
+    Returns
+    -------
+    Guarantees
+    """
+    # Each test row belongs to one user (its own: for MM, the pooled strategy,
+    # that is the row's user; for the per-user strategies it is the target).
+    rows = predictions[["strategy", "classifier", "iteration", "userid", "covered"]]
+    per_user = per_user_coverage(
+        rows, alpha=alpha, confidence=CONFIDENCE, user_col="userid", seed=seed
+    )
+    conditional = None
+    if classes is not None:
+        conditional = conditional_tables(
+            predictions, alpha=alpha, classes=classes, cohorts=_cohorts_series(user_cohorts)
+        )
+    if not summarise:
+        return Guarantees(per_user, pd.DataFrame(), [], conditional, None, user_cohorts)
+    validity = None
+    if classes is not None:
+        validity = validity_table(predictions, splits, classes, condition or Condition())
+    summary = coverage_summary(per_user, alpha=alpha, confidence=CONFIDENCE, seed=seed)
+    sets = set_statistics(predictions, n_classes=n_classes)
+    found = collect_warnings(
+        summary,
+        sets,
+        alpha=alpha,
+        n_classes=n_classes,
+        calibration=_calibration(splits),
+        validity=validity,
+    )
+    return Guarantees(
+        per_user, summary, [asdict(w) for w in found], conditional, validity, user_cohorts
+    )

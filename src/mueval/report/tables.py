@@ -1,0 +1,127 @@
+"""The study-style terminal tables: metrics as rows, classifiers as columns,
+mean ± SD over iterations, one block per strategy."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from mueval.names import (
+    CLASSIFIER_NAMES,
+    CLASSIFIERS,
+    FULL_DIAGNOSTICS,
+    METRICS,
+    PERCENT_METRICS,
+    STRATEGIES,
+    STRATEGY_NAMES,
+)
+
+__all__ = ["PERCENT_METRICS", "format_cell", "format_diagnostic_cell", "format_table"]
+
+
+def format_cell(mean: float, sd: float, percent: bool) -> str:
+    """``mean±sd`` with two decimals, both times 100 when ``percent``.
+
+    Parameters
+    ----------
+    mean, sd : float
+        Fractions (NaN prints as ``nan``).
+    percent : bool
+
+    Returns
+    -------
+    str
+        E.g. ``"78.65±1.10"``.
+    """
+    factor = 100.0 if percent else 1.0
+    return f"{mean * factor:.2f}±{sd * factor:.2f}"
+
+
+#: Diagnostics whose values are of the order of 1e-3 (HSIC of a 0/1 indicator,
+#: a Brier excess risk): two decimals would print them all as 0.00.
+SCIENTIFIC_METRICS: frozenset[str] = frozenset({"hsic_size_coverage", "ert"})
+
+
+def format_diagnostic_cell(metric: str, mean: float, sd: float) -> str:
+    """``mean±sd`` of a diagnostic: two decimals, or ``1.2e-03±4.0e-04`` for tiny ones.
+
+    Parameters
+    ----------
+    metric : str
+        Diagnostic name (see :data:`SCIENTIFIC_METRICS`).
+    mean, sd : float
+        Fractions (NaN prints as ``nan``).
+
+    Returns
+    -------
+    str
+    """
+    if metric in SCIENTIFIC_METRICS:
+        return f"{mean:.1e}±{sd:.1e}"
+    return format_cell(mean, sd, percent=False)
+
+
+def format_table(
+    summary: pd.DataFrame,
+    metrics: Sequence[str] = METRICS,
+    diagnostics: Sequence[str] | None = None,
+) -> str:
+    """Terminal table: one block per strategy, metrics as rows, classifiers as columns.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        ``strategy, classifier, metric, mean, sd, n`` (see ``summary.csv``).
+    metrics : sequence of str
+        Rows to print, in order.
+    diagnostics : sequence of str, optional
+        Diagnostic rows printed below a rule at the bottom of each block.
+        Default: every diagnostic of :data:`mueval.names.FULL_DIAGNOSTICS`
+        present in ``summary``.
+
+    Returns
+    -------
+    str
+    """
+    if diagnostics is None:
+        present = set(summary["metric"])
+        diagnostics = [d for d in FULL_DIAGNOSTICS if d in present]
+    blocks = []
+    for strategy in [s for s in STRATEGIES if s in set(summary["strategy"])]:
+        part = summary[summary["strategy"] == strategy]
+        classifiers = [c for c in CLASSIFIERS if c in set(part["classifier"])]
+        cells = {
+            (row.metric, row.classifier): (
+                format_diagnostic_cell(row.metric, row.mean, row.sd)
+                if row.metric in diagnostics
+                else format_cell(row.mean, row.sd, row.metric in PERCENT_METRICS)
+            )
+            for row in part.itertuples()
+        }
+        header = ["metric", *[CLASSIFIER_NAMES[c] for c in classifiers]]
+        lines = [header]
+        for metric in metrics:
+            label = f"{metric} (%)" if metric in PERCENT_METRICS else metric
+            lines.append([label, *[cells.get((metric, c), "") for c in classifiers]])
+        n_study = len(lines)
+        for metric in diagnostics:
+            lines.append([metric, *[cells.get((metric, c), "") for c in classifiers]])
+        widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+        text = [
+            "  ".join(
+                cell.ljust(w) if i == 0 else cell.rjust(w)
+                for i, (cell, w) in enumerate(zip(line, widths, strict=True))
+            )
+            for line in lines
+        ]
+        rule = "-" * len(text[0])
+        n_iter = int(part["n"].max()) if len(part) else 0
+        title = f"{STRATEGY_NAMES[strategy]}: mean±SD over {n_iter} iterations"
+        body = [title, text[0], rule, *text[1:n_study]]
+        if len(text) > n_study:
+            # The diagnostics are computed on the pooled test rows, not per user:
+            # a rule keeps them apart from the study's rows.
+            body += [rule, *text[n_study:]]
+        blocks.append("\n".join(body))
+    return "\n\n".join(blocks)

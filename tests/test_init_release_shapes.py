@@ -28,7 +28,7 @@ from click.testing import CliRunner
 
 import mudata
 from mudata.cli import main as mudata_main
-from mueval.cli import main as mueval_main
+from mueval.cli.main import main as mueval_main
 from tests import release_shapes as shapes
 
 

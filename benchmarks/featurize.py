@@ -30,10 +30,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mudata.entry import ClassSpec, DatasetEntry, Recipe, RemoteFile, Sensor
 from mudata.features import featurize
 from mudata.readers.base import Sources
 from mudata.readers.har70 import read_har70
-from mudata.registry import ClassSpec, DatasetEntry, Recipe, RemoteFile, Sensor
 
 CHANNELS = ("back_x", "back_y", "back_z", "thigh_x", "thigh_y", "thigh_z")
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mudata.registry import DatasetEntry, parse_entry
+from mudata.entry import DatasetEntry
+from mudata.registry import parse_entry
 
 
 def entry(

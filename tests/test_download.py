@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from mudata.download import FetchedFile, fetch_sources, sha256_of
+from mudata.download import FetchedFile, fetch_sources
+from mudata.entry import DatasetEntry
 from mudata.errors import (
     ChecksumError,
     DownloadError,
@@ -28,9 +29,10 @@ from mudata.errors import (
     StorageError,
     UsageError,
 )
+from mudata.files import sha256_file
 from mudata.paths import raw_dir
 from mudata.readers.base import Sources
-from mudata.registry import DatasetEntry, get_entry, parse_entry
+from mudata.registry import get_entry, parse_entry
 
 if TYPE_CHECKING:
     from tests.http_server import HTTPTestServer
@@ -123,18 +125,18 @@ def served_toy(http_server: HTTPTestServer) -> HTTPTestServer:
     return http_server
 
 
-# ------------------------------------------------------------------ sha256_of
+# ------------------------------------------------------------------ sha256_file
 
 
 def test_sha256_of_matches_the_fips_value_and_streams_across_chunks(tmp_path: Path) -> None:
     small = tmp_path / "abc"
     small.write_bytes(b"abc")
     # FIPS 180-2 example
-    assert sha256_of(small) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    assert sha256_file(small) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     big = tmp_path / "big"
     data = bytes(range(256)) * 9000  # 2.3 MB: several 1 MiB chunks and a partial one
     big.write_bytes(data)
-    assert sha256_of(big) == sha(data)
+    assert sha256_file(big) == sha(data)
 
 
 # ------------------------------------------------------------------ downloads
@@ -661,7 +663,7 @@ def test_official_wisdm_member_with_a_wrong_registry_hash(wisdm_dir: Path, home:
         fetch_sources(make_entry(wisdm_spec(wrong)), data_home=home, manual_dir=wisdm_dir)
     message = str(caught.value)
     assert wrong in message and WISDM_MEMBER_SHA256 in message and "untouched" in message
-    assert sha256_of(wisdm_dir / "WISDM_ar_v1.1_transformed.arff") == WISDM_MEMBER_SHA256
+    assert sha256_file(wisdm_dir / "WISDM_ar_v1.1_transformed.arff") == WISDM_MEMBER_SHA256
 
 
 def test_builtin_wisdm_entry_accepts_the_official_member(wisdm_dir: Path, home: Path) -> None:

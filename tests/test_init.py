@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 import mudata
 from mudata.cli import main
-from mudata.init import draft_entry
+from mudata.drafting.draft import draft_entry
 from mudata.registry import load_entry_file
 
 

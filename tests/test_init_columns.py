@@ -8,14 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mudata.errors import UsageError
-from mudata.init_columns import (
+from mudata.drafting.columns import (
     epoch_unit,
     find_roles,
     leak_evidence,
     non_signal_reason,
     resolve,
 )
+from mudata.errors import UsageError
 
 rng = np.random.default_rng(0)
 N = 400

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mudata.drafting.draft import draft_entry
+from mudata.drafting.selection import compile_path_pattern, data_glob, select
 from mudata.errors import UsageError
-from mudata.init import draft_entry
-from mudata.init_files import compile_path_pattern, data_glob, select
 
 HEADS = {
     "DATA/s01/s01_01_sp.csv": b"timestamp,x,y,z\n1,2,3,4\n",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from mudata.init_windows import (
+from mudata.drafting.windows import (
     calibration_sizes,
     label_segments,
     needed,

@@ -17,11 +17,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from mudata._identity import DISTRIBUTION as __mudata_mueval__
+from mudata.version import __version__
 
 if TYPE_CHECKING:
     from mudata.api import fetch, load, provenance
 
-__version__ = "0.1.0"
 
 __all__ = ["__mudata_mueval__", "__version__", "fetch", "load", "provenance"]
 

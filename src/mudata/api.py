@@ -171,7 +171,8 @@ def load(
         data, target, groups = data.to_numpy(dtype=float), target.to_numpy(), groups.to_numpy()
     if return_X_y:
         return data, target, groups
-    from sklearn.utils import Bunch  # scikit-learn is slow to import; only needed here
+    # Here, not at the top: scikit-learn is slow to import; only needed here.
+    from sklearn.utils import Bunch
 
     return Bunch(
         data=data,

@@ -20,7 +20,6 @@ what would let two of them differ or would let an archive do harm:
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import lzma
 import os
 import re
@@ -35,7 +34,7 @@ from pathlib import Path
 from typing import IO, Self
 
 from mudata.errors import ChecksumError, LimitError, ParseError, UsageError, excerpt
-from mudata.files import open_regular
+from mudata.files import open_regular, sha256_file
 
 EXPANSION_ENV = "MUDATA_MAX_EXPANSION"
 DEFAULT_MAX_EXPANSION = 100.0
@@ -213,9 +212,7 @@ class ArchiveIndex:
             raise
 
     def _check_own_hash(self, expected: str) -> None:
-        self._fh.seek(0)
-        observed = hashlib.file_digest(self._fh, "sha256").hexdigest()
-        self._fh.seek(0)
+        observed = sha256_file(self._fh)
         if observed != expected:
             message = f"sha256 mismatch for {self.path}: expected {expected}, actual {observed}"
             raise ChecksumError(message)

@@ -29,12 +29,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from mudata.entry import DatasetEntry
 from mudata.errors import RegistryError, excerpt
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
-
-    from mudata.registry import DatasetEntry
 
 log = logging.getLogger(__name__)
 

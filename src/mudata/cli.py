@@ -16,6 +16,7 @@ import click
 
 from mudata._identity import check_ours
 from mudata._resources import builtin_registry_dir
+from mudata.cli_init import init_command
 from mudata.cli_options import (
     ErrorMappingGroup,
     build_options,
@@ -23,8 +24,9 @@ from mudata.cli_options import (
     fetch_options,
     verbose_option,
 )
+from mudata.entry import DatasetEntry
 from mudata.errors import MudataError, MudataUsageError, RegistryError
-from mudata.registry import DatasetEntry, get_entry, install_entry, load_registry
+from mudata.registry import get_entry, install_entry, load_registry
 
 check_ours()  # `mudata` may resolve to scverse's package (same import name)
 
@@ -51,10 +53,14 @@ def main() -> None:
       mudata info wisdm                files, licence, citation, recipe
       mudata fetch wisdm               download, verify, build; prints the table path
       mudata fetch gestures --manual-dir ~/Downloads
-      mudata register my_dataset.toml  add a dataset of your own
+      mudata init ~/my-files --name mine   draft an entry from files you have
+      mudata register mine.toml        add a dataset of your own
 
     -v and --data-home may come before or after the command.
     """
+
+
+main.add_command(init_command)
 
 
 @main.command("list")
@@ -135,7 +141,8 @@ def fetch_command(name: str, data_home: Path | None, **options: Any) -> None:
     Prints the path of the Parquet table. A table already built from the same
     registry entry is returned at once.
     """
-    from mudata import api  # pandas, pyarrow and Pandera: only for this command
+    # Here, not at the top: pandas, pyarrow and Pandera: only for this command.
+    from mudata import api
 
     # The options are mudata.fetch's keyword arguments, of the same names.
     path = api.fetch(name, data_home=data_home, **options)
@@ -179,6 +186,3 @@ def register_command(
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
-
-
-from mudata import cli_init  # noqa: E402, F401 - registers `mudata init` on the group

@@ -1,4 +1,7 @@
-"""The ``mudata init`` command: a thin wrapper over :func:`mudata.init.draft_entry`."""
+"""The ``mudata init`` command: a thin wrapper over :func:`mudata.drafting.draft.draft_entry`.
+
+:mod:`mudata.cli` adds it to the ``mudata`` group; this module does not import the group.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +10,11 @@ from typing import Any
 
 import click
 
-from mudata.cli import main
 from mudata.cli_options import init_help_options, init_options
 from mudata.files import atomic_write
 
 
-@main.command("init")
+@click.command("init")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @init_options
 @init_help_options
@@ -39,7 +41,8 @@ def init_command(
     (--label, --user, --time, --recording, --channels, --features), the path
     pattern (--path-pattern) or the window (--window).
     """
-    from mudata.init import Choices, draft_entry  # pandas-heavy; only for this command
+    # Here, not at the top: pandas-heavy; only for this command.
+    from mudata.drafting.draft import Choices, draft_entry
 
     target = output if output is not None else Path.cwd() / f"{name}.toml"
     if target.exists() and not force:

@@ -36,6 +36,7 @@ import pooch
 import requests
 
 from mudata.archive import ArchiveIndex, normalise_member
+from mudata.entry import DatasetEntry, Member, RemoteFile
 from mudata.errors import (
     ChecksumError,
     DownloadError,
@@ -46,10 +47,9 @@ from mudata.errors import (
     StorageError,
     UsageError,
 )
-from mudata.files import kind_of, open_regular
+from mudata.files import kind_of, sha256_file
 from mudata.paths import dataset_lock, raw_dir, sweep_stale
-from mudata.readers.base import Pin, Pins
-from mudata.registry import DatasetEntry, Member, RemoteFile
+from mudata.readers.base import Pin, Pins, Sources
 
 log = logging.getLogger(__name__)
 
@@ -108,16 +108,6 @@ class FetchedFile:
     pins: Pins | None = field(default=None, compare=False, repr=False)
 
 
-def sha256_of(path: Path | str) -> str:
-    """SHA-256 of a file, as 64 lowercase hex digits, read in chunks.
-
-    Raises :class:`~mudata.errors.ParseError` for a FIFO, socket or device
-    (instead of blocking on it).
-    """
-    with open_regular(path) as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
-
-
 def pins_for(
     entry: DatasetEntry, remote: RemoteFile, allow_unverified: bool, **extra: object
 ) -> Pins:
@@ -131,13 +121,6 @@ def pins_for(
         glob=remote.glob,
         **extra,  # type: ignore[arg-type]
     )
-
-
-def _sha256_of_stream(fh: IO[bytes]) -> str:
-    digest = hashlib.sha256()
-    while chunk := fh.read(_CHUNK):
-        digest.update(chunk)
-    return digest.hexdigest()
 
 
 def fetch_sources(
@@ -310,7 +293,7 @@ def _how_to_fix(entry: DatasetEntry, remote: RemoteFile, official: str) -> str:
 
 def _check_user_file(entry: DatasetEntry, remote: RemoteFile, path: Path) -> str:
     """Hash a file the user owns and compare with the registry; never touch it."""
-    observed = sha256_of(path)
+    observed = sha256_file(path)
     if remote.sha256 is not None and observed != remote.sha256:
         message = (
             f"sha256 mismatch for {path} ({_what(entry, remote)}): expected "
@@ -322,7 +305,7 @@ def _check_user_file(entry: DatasetEntry, remote: RemoteFile, path: Path) -> str
 
 
 def _check_member_file(entry: DatasetEntry, remote: RemoteFile, member: Member, path: Path) -> str:
-    observed = sha256_of(path)
+    observed = sha256_file(path)
     if member.sha256 is not None and observed != member.sha256:
         message = (
             f"sha256 mismatch for {path}, member '{member.path}' of "
@@ -593,8 +576,6 @@ def listing_sha256(names: Iterable[str]) -> str:
 
 def _unpinned_reads_changed(now: FetchedFile, record: dict) -> bool:
     """Whether the members read without a pin (or the list of members) changed since."""
-    from mudata.readers.base import Sources
-
     unpinned = record.get("unpinned") or {}
     if not unpinned and "listing_sha256" not in record:
         return False
@@ -838,7 +819,7 @@ def _download(
             raise DownloadError(message) from None
         else:
             break
-    return downloader.observed if downloader.observed is not None else sha256_of(target)
+    return downloader.observed if downloader.observed is not None else sha256_file(target)
 
 
 def _fetch_remote(
@@ -854,7 +835,7 @@ def _fetch_remote(
 ) -> FetchedFile:
     verifiable = _archive_verifiable(remote)
     _require_verifiable(entry, remote, verifiable, allow_unverified, "it or its members")
-    observed = sha256_of(target) if target.is_file() else None
+    observed = sha256_file(target) if target.is_file() else None
     # A cached file with the right hash (or any cached file when the registry has
     # no archive hash) is used without touching the network.
     if observed is not None and (remote.sha256 is None or observed == remote.sha256):

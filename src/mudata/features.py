@@ -42,9 +42,9 @@ import numpy as np
 import pandas as pd
 
 from mudata.classes import match_classes, user_names, user_sort_key
+from mudata.entry import DatasetEntry
 from mudata.errors import ParseError, RegistryError
 from mudata.readers.base import SignalTable
-from mudata.registry import DatasetEntry
 from mudata.windowing import running_means, window_count
 
 log = logging.getLogger(__name__)

@@ -21,6 +21,7 @@ Two rules, each with one owner here (:mod:`mueval` uses them too):
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import stat
 import tempfile
@@ -278,3 +279,35 @@ def read_regular(
     """The whole content of a regular file (see :func:`open_regular`)."""
     with open_regular(path, what, error) as fh:
         return fh.read()
+
+
+def sha256_file(source: Path | str | IO[bytes]) -> str:
+    """SHA-256 of a file's bytes, as 64 lowercase hex digits, read in chunks.
+
+    The one hash of a file in mudata: pinning (``mudata init``), checking a
+    download or a local copy, and an archive's own hash all call it.
+
+    Parameters
+    ----------
+    source : path or binary file object
+        A path is opened with :func:`open_regular` (a FIFO, socket or device
+        is refused instead of blocking on it). An open file is hashed from
+        its start, and left at its start.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> import io
+    >>> sha256_file(io.BytesIO(b"abc"))[:16]
+    'ba7816bf8f01cfea'
+    """
+    if isinstance(source, (str, os.PathLike)):
+        with open_regular(source) as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest()
+    source.seek(0)
+    digest = hashlib.file_digest(source, "sha256").hexdigest()
+    source.seek(0)
+    return digest

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-import mudata
 from mudata.classes import log_dropped, match_classes, user_names
+from mudata.entry import DatasetEntry
 from mudata.errors import (
     ChecksumError,
     CorruptTableError,
@@ -28,9 +28,9 @@ from mudata.errors import (
 )
 from mudata.paths import dataset_lock, sweep_stale, table_dir
 from mudata.readers import FeatureTable, SignalTable, Sources, get_reader
-from mudata.registry import DatasetEntry
 from mudata.store import load_table, read_provenance, table_fingerprint, write_table
 from mudata.userfilter import filter_users
+from mudata.version import __version__
 
 if TYPE_CHECKING:
     from mudata.download import FetchedFile
@@ -78,7 +78,8 @@ def _up_to_date(entry: DatasetEntry, provenance: dict[str, Any] | None) -> bool:
         and provenance.get("recipe", {}).get("version") == RECIPE_VERSIONS[entry.recipe.name]
     ):
         return False
-    from mudata.download import unpinned_local_changed  # imports pooch's network stack
+    # Here, not at the top: imports pooch's network stack.
+    from mudata.download import unpinned_local_changed
 
     return not unpinned_local_changed(entry, provenance.get("files", []))
 
@@ -139,7 +140,8 @@ def _to_features(
             raise EmptyResultError(message)
         counts["feature_rows"] = len(kept)
         return kept
-    from mudata.features import featurize  # numpy-heavy; only for signal readers
+    # Here, not at the top: numpy-heavy; only for signal readers.
+    from mudata.features import featurize
 
     features = featurize(SignalTable(kept), entry)
     counts["samples_outside_windows"] = int(features.attrs.get("samples_unused", 0))
@@ -225,7 +227,8 @@ def build_table(
         (see :func:`row_balance`).
     """
     labelled, counts = labelled_features(entry, sources)
-    from mudata.validate import validate_table  # pandera is slow to import; only needed to build
+    # Here, not at the top: pandera is slow to import; only needed to build.
+    from mudata.validate import validate_table
 
     kept_rows, report = filter_users(
         labelled, entry.class_names, entry.min_per_class, dataset=entry.name, min_users=min_users
@@ -323,7 +326,8 @@ def build_frame(
             )  # fmt: skip
         log.info("%s: already built at %s", entry.name, target)
         return target, frame
-    from mudata.download import fetch_sources  # imports pooch's network stack
+    # Here, not at the top: imports pooch's network stack.
+    from mudata.download import fetch_sources
 
     with dataset_lock(entry.name, data_home):
         if not force and (frame := current_table(entry, data_home)) is not None:
@@ -383,6 +387,7 @@ def _discard_unhashed_cache(
 
 def _file_record(fetched: FetchedFile, spec: Any, sources: Sources) -> dict[str, Any]:
     """Provenance of one file: verified only when every byte read from it was pinned."""
+    # Here, not at the top: mudata.download imports pooch's network stack.
     from mudata.download import listing_sha256
 
     reads = [r for (root, _), r in sources.reads.items() if root == fetched.root]
@@ -440,7 +445,7 @@ def _provenance(
             **drops,
         },
         "table_sha256": table_fingerprint(table),
-        "mudata_version": mudata.__version__,
+        "mudata_version": __version__,
         "pandas_version": pd.__version__,
         "python_version": platform.python_version(),
         "built": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import codecs
 import io
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from mudata.entry import DatasetEntry
 from mudata.errors import ParseError, RegistryError
-
-if TYPE_CHECKING:
-    from mudata.registry import DatasetEntry
 
 DEFAULT_ENCODING = "utf-8"
 

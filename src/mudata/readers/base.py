@@ -25,6 +25,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING
 
 from mudata.archive import ArchiveIndex, sniff_kind
+from mudata.entry import DatasetEntry
 from mudata.errors import (
     ChecksumError,
     LimitError,
@@ -40,8 +41,6 @@ if TYPE_CHECKING:
     # Annotations only: `mudata list` reads the registry, which checks reader
     # options here, and must not pay for importing pandas.
     import pandas as pd
-
-    from mudata.registry import DatasetEntry
 
 
 @dataclass

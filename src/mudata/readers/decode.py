@@ -148,8 +148,10 @@ def mat_arrays(data: bytes, member: str) -> dict[str, np.ndarray]:
             f"Save it again in MATLAB with save(name, '-v7'), or export the array as CSV"
         )
         raise ParseError(message)
+    # Here, not at the top: numpy and scipy.io are slow to import, and the registry
+    # imports the readers to check their options; only MATLAB files need them.
     import numpy as np
-    from scipy.io import loadmat  # scipy.io is slow to import; only MATLAB files need it
+    from scipy.io import loadmat
 
     try:
         content = loadmat(io.BytesIO(data))
@@ -188,6 +190,8 @@ def read_mat(data: bytes, member: str, variable: str | None = None) -> pd.DataFr
     ParseError
         v7.3 file, unreadable file, ``variable`` absent, or no single array to choose.
     """
+    # Here, not at the top: numpy and pandas are slow to import, and the registry
+    # imports the readers to check their options; only MATLAB files need them.
     import numpy as np
     import pandas as pd
 

@@ -13,6 +13,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from mudata.entry import DatasetEntry
 from mudata.errors import MissingFileError, ParseError, RegistryError, excerpt
 from mudata.readers._text import (
     check_encoding,
@@ -24,7 +25,6 @@ from mudata.readers._text import (
     whitespace_field_counts,
 )
 from mudata.readers.base import SignalTable, Sources
-from mudata.registry import DatasetEntry
 
 _MEMBER = re.compile(r"U(\d+)/(\d+)/(\d+)\.txt$")
 DEFAULT_COLUMNS = {"x": 4, "y": 5, "z": 6}

@@ -24,6 +24,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from mudata.entry import DatasetEntry
 from mudata.errors import MissingFileError, ParseError, excerpt
 from mudata.readers._text import (
     check_encoding,
@@ -35,7 +36,6 @@ from mudata.readers._text import (
     text_encoding,
 )
 from mudata.readers.base import SignalTable, Sources
-from mudata.registry import DatasetEntry
 
 CHANNELS = ("back_x", "back_y", "back_z", "thigh_x", "thigh_y", "thigh_z")
 HEADER = ("timestamp", *CHANNELS, "label")

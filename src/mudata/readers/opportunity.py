@@ -15,6 +15,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from mudata.entry import DatasetEntry
 from mudata.errors import MissingFileError, ParseError, RegistryError, excerpt
 from mudata.readers._text import (
     check_encoding,
@@ -27,7 +28,6 @@ from mudata.readers._text import (
     whitespace_field_counts,
 )
 from mudata.readers.base import SignalTable, Sources
-from mudata.registry import DatasetEntry
 
 _MEMBER = re.compile(r"S(\d+)-ADL(\d+)\.dat$")
 N_COLUMNS = 250

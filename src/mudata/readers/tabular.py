@@ -23,6 +23,7 @@ import pandas as pd
 from pyarrow import ArrowException
 
 from mudata.classes import user_names
+from mudata.entry import DatasetEntry
 from mudata.errors import MissingFileError, ParseError, RegistryError, excerpt
 from mudata.readers._text import (
     check_encoding,
@@ -34,7 +35,6 @@ from mudata.readers._text import (
 )
 from mudata.readers.base import FeatureTable, SignalTable, Sources
 from mudata.readers.decode import SEPARATORS, SPREADSHEET_MISSING, read_mat
-from mudata.registry import DatasetEntry
 
 log = logging.getLogger(__name__)
 

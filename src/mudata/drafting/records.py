@@ -1,7 +1,7 @@
 """Record types of ``mudata init``: the user's choices, a file's format, a proposed layout.
 
-Kept apart so that the stages that fill them (:mod:`mudata.init_layout`) and
-the one that reads them (:mod:`mudata.init`) do not import each other.
+Kept apart so that the stages that fill them (:mod:`mudata.drafting.layout`) and
+the one that reads them (:mod:`mudata.drafting.draft`) do not import each other.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mudata.init_columns import MAX_MISSING, Roles
+from mudata.drafting.columns import MAX_MISSING, Roles
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class Choices:
         A regular expression with named groups, or a template such as
         ``a{label}_s{user}_t{recording}_*.mat``.
     include, exclude : tuple of str
-        Globs overriding which files are data (:func:`mudata.init_files.select`).
+        Globs overriding which files are data (:func:`mudata.drafting.selection.select`).
     window : float, optional
         Window length in seconds (default 3).
     max_missing : float

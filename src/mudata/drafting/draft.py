@@ -8,7 +8,7 @@ edits the draft before registering it.
 Steps, one module each where they grew:
 
 1. :func:`collect` -- the files (a folder, an archive, or plain files);
-   documentation and metadata are left out (:mod:`mudata.init_files`), the
+   documentation and metadata are left out (:mod:`mudata.drafting.selection`), the
    data files hashed and written as *pinned on first use* (``hashes =
    "first-use"``): they prove the files did not change since, not that they
    are the published ones.
@@ -16,12 +16,12 @@ Steps, one module each where they grew:
    Parquet, whitespace-separated text or MATLAB; compressed or not; with or
    without a header.
 3. :func:`propose_layout` -- feature table or raw signals; the role of each
-   column (:mod:`mudata.init_columns`), or a path pattern holding user and
+   column (:mod:`mudata.drafting.columns`), or a path pattern holding user and
    label.
 4. :func:`draft_entry` -- classes with their counts, the sampling rate
    estimated from time, the recipe, the windows each user and class would
-   give (:mod:`mudata.init_windows`) and what the user filter would keep;
-   the TOML (:mod:`mudata.init_toml`).
+   give (:mod:`mudata.drafting.windows`) and what the user filter would keep;
+   the TOML (:mod:`mudata.drafting.toml_text`).
 
 Every byte read for the draft goes through
 :class:`~mudata.readers.base.Sources` with the hashes just taken as pins, as
@@ -30,7 +30,6 @@ Every byte read for the draft goes through
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import re
@@ -43,12 +42,16 @@ import pandas as pd
 
 from mudata.archive import ArchiveIndex, sniff_kind
 from mudata.classes import code_text, is_numeric_column, user_sort_key
+from mudata.drafting.layout import propose_layout
+from mudata.drafting.records import Choices, Layout, Sniffed
+from mudata.drafting.selection import Selection, format_of, select
+from mudata.drafting.toml_text import to_toml
+from mudata.drafting.windows import window_report
+from mudata.entry import DatasetEntry
 from mudata.errors import ParseError, UsageError
-from mudata.init_files import Selection, format_of, select
-from mudata.init_layout import propose_layout
-from mudata.init_records import Choices, Layout, Sniffed
-from mudata.init_toml import to_toml
-from mudata.init_windows import window_report
+from mudata.files import sha256_file
+from mudata.pipeline import labelled_features
+from mudata.readers import get_reader
 from mudata.readers.base import Pin, Pins, RawTable, Sources
 from mudata.readers.decode import (
     SPREADSHEET_MISSING,
@@ -56,7 +59,8 @@ from mudata.readers.decode import (
     read_mat,
     sniff_delimited,
 )
-from mudata.registry import PLACEHOLDERS, DatasetEntry, parse_entry
+from mudata.registry import PLACEHOLDERS, parse_entry
+from mudata.userfilter import user_report
 
 WINDOW_SECONDS = 3  # as HAR70+'s study windows (150 samples at 50 Hz)
 
@@ -82,11 +86,6 @@ class Draft:
 
 
 # ----------------------------------------------------------------- 1. files
-
-
-def _sha256(path: Path) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _relative(path: Path, base: Path) -> str:
@@ -123,7 +122,7 @@ def _collect_folder(folder: Path, base: Path, choices: Choices) -> Collected:
         where=str(folder),
     )
     members = selection.members
-    pins = {n: _sha256(folder / n) for n in members}
+    pins = {n: sha256_file(folder / n) for n in members}
     spec = {
         "name": folder.name or "data",
         "path": _relative(folder, base),
@@ -150,7 +149,7 @@ def _collect_archive(archive: Path, kind: str, base: Path, choices: Choices) -> 
             exclude=choices.exclude,
             where=str(archive),
         )
-    digest = _sha256(archive)
+    digest = sha256_file(archive)
     spec = {
         "name": archive.name,
         "path": _relative(archive, base),
@@ -203,7 +202,7 @@ def collect(paths: list[Path], base: Path, choices: Choices | None = None) -> Co
         where=str(paths[0].parent),
     )
     chosen = [by_name[n] for n in selection.members]
-    digests = [_sha256(p) for p in chosen]
+    digests = [sha256_file(p) for p in chosen]
     files = [
         {"name": p.name, "path": _relative(p, base), "sha256": d, "hashes": "first-use"}
         for p, d in zip(chosen, digests, strict=True)
@@ -309,8 +308,6 @@ def _classes(
 ) -> tuple[list[dict[str, Any]], dict[str, int], RawTable]:
     """Every label the reader sees, with its count, as ``[[classes]]`` (code = name);
     and the reader's table (the reader reads the same whatever the classes)."""
-    from mudata.readers import get_reader
-
     probe = parse_entry(
         {**entry_data, "classes": [{"code": "_a", "name": "_a"}, {"code": "_b", "name": "_b"}]}
     )
@@ -333,9 +330,6 @@ def _classes(
 def _filter_report(
     entry: DatasetEntry, sources: Sources, raw: RawTable
 ) -> tuple[list[str], dict[str, Any]]:
-    from mudata.pipeline import labelled_features
-    from mudata.userfilter import user_report
-
     labelled, counts = labelled_features(entry, sources, raw=raw)
     report = user_report(labelled, entry.class_names, entry.min_per_class, dataset=entry.name)
     lines = [

@@ -1,8 +1,8 @@
 """``mudata init``, step 3: feature table or raw signals, the reader options and their evidence.
 
-The columns' roles come from :mod:`mudata.init_columns`; what the columns do
+The columns' roles come from :mod:`mudata.drafting.columns`; what the columns do
 not hold (user, label, recording) from the file paths: a pattern the user
-gives (:func:`mudata.init_files.compile_path_pattern`) or one found here (a
+gives (:func:`mudata.drafting.selection.compile_path_pattern`) or one found here (a
 folder per label, a user id at the start or end of the file names).
 """
 
@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 
 from mudata.classes import is_numeric_column
+from mudata.drafting.columns import EPOCH_UNITS, Roles, check_leaks, epoch_unit, find_roles, resolve
+from mudata.drafting.records import Choices, Layout, Sniffed
+from mudata.drafting.selection import Selection, compile_path_pattern
 from mudata.errors import ParseError, UsageError
-from mudata.init_columns import EPOCH_UNITS, Roles, check_leaks, epoch_unit, find_roles, resolve
-from mudata.init_files import Selection, compile_path_pattern
-from mudata.init_records import Choices, Layout, Sniffed
 from mudata.readers.tabular import time_values
 
 # A user id in a file or folder name: letters then digits ("f1", "S01", "subject101") or digits.

@@ -1,0 +1,18 @@
+"""Drafting a registry entry from files a user has (``mudata init``).
+
+Modules, in the order the draft is made:
+
+- :mod:`~mudata.drafting.selection` -- which files are data (documentation and
+  metadata left out, each with its reason) and the glob that selects them;
+- :mod:`~mudata.drafting.columns` -- the role of every column, and the columns
+  that are not signals (counters, times, window ids, constant, mostly empty,
+  probable label leaks);
+- :mod:`~mudata.drafting.layout` -- feature table or raw signals, and the
+  reader options with their evidence;
+- :mod:`~mudata.drafting.windows` -- windows per user and class, the user
+  filter on windows, and each strategy's calibration size;
+- :mod:`~mudata.drafting.toml_text` -- the draft as TOML, evidence as comments;
+- :mod:`~mudata.drafting.records` -- the record types these stages pass on;
+- :mod:`~mudata.drafting.draft` -- :func:`~mudata.drafting.draft.draft_entry`,
+  the steps above in order.
+"""

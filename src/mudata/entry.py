@@ -1,0 +1,147 @@
+"""The record types of a registry entry: a dataset, its files, classes, sensors and recipe.
+
+They are plain frozen dataclasses with no behaviour beyond describing
+themselves, so that the readers, the downloader and the feature builder can
+name them without importing the registry's parsing and loading (which in turn
+asks the readers which reader names exist).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ClassSpec", "DatasetEntry", "Member", "Recipe", "RemoteFile", "Sensor"]
+
+
+@dataclass(frozen=True)
+class Member:
+    """A file inside an archive (or inside a manual folder), with its own hash."""
+
+    path: str
+    sha256: str | None = None
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """One file of a release: an address (or local path) and its checksum."""
+
+    name: str
+    url: str | None = None
+    path: str | None = None
+    sha256: str | None = None
+    size: int | None = None
+    archive: str | None = None
+    members: tuple[Member, ...] = ()
+    glob: str | None = None
+    hashes: str = "published"
+
+
+@dataclass(frozen=True)
+class ClassSpec:
+    """A kept class: its code in the raw data and the name it gets in the table."""
+
+    code: str | int
+    name: str
+
+
+@dataclass(frozen=True)
+class Sensor:
+    """A tri-axial sensor: a name and the three channel columns (x, y, z)."""
+
+    name: str
+    channels: tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How raw signals become feature rows (see ``mudata.features``)."""
+
+    name: str
+    window: int | None = None
+    smoothing: int = 10
+    sd_ddof: int = 1
+    auc: str = "sum"
+    meandif: str = "net"
+    second_sensor: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain dictionary, for provenance records."""
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class DatasetEntry:
+    """A validated registry entry.
+
+    Attributes mirror the TOML keys; ``source`` is the file the entry came from.
+    ``licence`` is an SPDX id (or a ``LicenseRef-`` id for custom terms),
+    ``licence_title`` its name or the terms in short, ``licence_path`` where
+    the terms are (SPDX's page for an SPDX id, unless the entry gives one).
+    """
+
+    name: str
+    title: str
+    version: str
+    homepage: str
+    licence: str
+    citation: str
+    sampling_rate_hz: float
+    reader: str
+    recipe: Recipe
+    classes: tuple[ClassSpec, ...]
+    files: tuple[RemoteFile, ...]
+    sensors: tuple[Sensor, ...] = ()
+    reader_options: dict[str, Any] = field(default_factory=dict)
+    min_per_class: int = 5
+    description: str = ""
+    source: Path | None = None
+    licence_title: str = ""
+    licence_path: str | None = None
+
+    @property
+    def class_names(self) -> list[str]:
+        """Names of the kept classes, in the registry's order."""
+        return [c.name for c in self.classes]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as plain JSON-able data (what ``mudata info --json`` prints)."""
+        return {
+            "name": self.name,
+            "title": self.title,
+            "version": self.version,
+            "description": self.description,
+            "homepage": self.homepage,
+            "licence": self.licence,
+            "licence_title": self.licence_title,
+            "licence_path": self.licence_path,
+            "citation": self.citation,
+            "sampling_rate_hz": self.sampling_rate_hz,
+            "reader": self.reader,
+            "reader_options": self.reader_options,
+            "recipe": self.recipe.as_dict(),
+            "min_per_class": self.min_per_class,
+            "classes": [{"code": c.code, "name": c.name} for c in self.classes],
+            "sensors": [{"name": s.name, "channels": list(s.channels)} for s in self.sensors],
+            "files": [
+                {
+                    k: v
+                    for k, v in {
+                        "name": f.name,
+                        "url": f.url,
+                        "path": f.path,
+                        "sha256": f.sha256,
+                        "size": f.size,
+                        "archive": f.archive,
+                        "members": [m.__dict__ for m in f.members] or None,
+                        "glob": f.glob,
+                        "hashes": None if f.hashes == "published" else f.hashes,
+                    }.items()
+                    if v is not None
+                }
+                for f in self.files
+            ],
+            "source": str(self.source) if self.source else None,
+        }

@@ -1,4 +1,5 @@
-"""Every command of both tools explains each of its options, without a literal ``%%``.
+"""Every command of both tools explains each of its options and shows its default,
+without a literal ``%%``.
 
 Click does not %-format help strings, so ``%%`` in the source prints as ``%%``;
 an option with a default and no help shows a bare ``[default: 5]``.
@@ -41,6 +42,27 @@ def test_every_option_has_help(path: tuple[str, ...], command: click.Command) ->
         if isinstance(param, click.Option) and not (param.help or "").strip()
     ]
     assert not bare, f"{' '.join(path)}: options without help text: {bare}"
+
+
+# What an option without a default holds (click 8.3 and later; None before).
+_NO_DEFAULT = (None, getattr(click.core, "UNSET", None))
+
+
+@pytest.mark.parametrize("path,command", COMMANDS, ids=[" ".join(p) for p, _ in COMMANDS])
+def test_every_default_is_shown(path: tuple[str, ...], command: click.Command) -> None:
+    """A value option with a default says it: ``show_default`` or ``[default: ...]``
+    in its help (flags and counters such as ``-v`` speak for themselves)."""
+    ctx = click.Context(command)
+    silent = [
+        param.opts[0]
+        for param in command.params
+        if isinstance(param, click.Option)
+        and not (param.is_flag or param.count or param.multiple)
+        and param.get_default(ctx, call=False) not in _NO_DEFAULT
+        and not param.show_default
+        and "[default" not in (param.help or "")
+    ]
+    assert not silent, f"{' '.join(path)}: defaults not shown: {silent}"
 
 
 @pytest.mark.parametrize("path,command", COMMANDS, ids=[" ".join(p) for p, _ in COMMANDS])

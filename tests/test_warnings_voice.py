@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from click.testing import CliRunner
 import mueval
 from mueval.cli.main import STRICT_EXIT, main
 from mueval.guarantees.run_warnings import SEVERITIES, by_severity, warnings_summary
+from mueval.runfolder import RunFolderError, read_run_folder
 from tests.test_evaluate_runner import make_frame
 
 
@@ -123,3 +125,14 @@ def test_summary_counts_orders_and_points_to_the_rest() -> None:
         "  warning (users-below-target): m2",
         "the other 2: run.json",
     ]
+
+
+def test_a_run_json_severity_outside_the_vocabulary_is_refused(warned_run, tmp_path: Path) -> None:
+    _, out = warned_run
+    copy = tmp_path / "run"
+    shutil.copytree(out, copy, ignore=shutil.ignore_patterns("report"))
+    run = json.loads((copy / "run.json").read_text())
+    run["warnings"][0]["severity"] = "fatal"
+    (copy / "run.json").write_text(json.dumps(run))
+    with pytest.raises(RunFolderError, match="severity one of error, warning"):
+        read_run_folder(copy)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import venv
 import zipfile
 from pathlib import Path
@@ -98,3 +99,18 @@ def test_wheel_in_fresh_venv_lists_and_fetches(
     )
     assert fetched.returncode == 0, fetched.stderr
     assert Path(fetched.stdout.strip()).is_file()
+
+
+def test_sdist_carries_the_project_files(tmp_path: Path) -> None:
+    """The files a packager or a contributor looks for travel with the source."""
+    subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir", str(tmp_path)],
+        cwd=PROJECT_ROOT,
+        check=True,
+        capture_output=True,
+    )
+    (built,) = tmp_path.glob("*.tar.gz")
+    with tarfile.open(built) as archive:
+        names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    for name in ("LICENSE", "CITATION.cff", "CHANGELOG.md", "CONTRIBUTING.md", "README.md"):
+        assert name in names, name

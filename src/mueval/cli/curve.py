@@ -80,19 +80,46 @@ SHORT_HELP = "Coverage, set size and accuracy against k labelled windows of the 
     default="calibration",
     show_default=True,
     help=f"What the k windows do; one or a comma list of {', '.join(CURVE_USES)}. "
-    "calibration: they calibrate (k=0: the other users' 40 %% calibrate, as in uim); "
+    "calibration: they calibrate (k=0: the other users' 40 % calibrate, as in uim); "
     "adaptation: they join the training rows; both: k//2 train, the rest calibrate.",
 )
-@click.option("--iterations", type=click.IntRange(min=1), default=5, show_default=True)
-@click.option("--seed-base", type=int, default=100, show_default=True)
+@click.option(
+    "--iterations",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Repetitions per target user; iteration i uses seed seed-base + i. Fewer than "
+    "evaluate's 20: the curve fits models per target user and iteration.",
+)
+@click.option(
+    "--seed-base",
+    type=int,
+    default=100,
+    show_default=True,
+    help="Seed of iteration 0; iteration i uses seed-base + i (windows drawn and models).",
+)
 @click.option(
     "--alpha",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
     default=0.05,
     show_default=True,
+    help="Miscoverage level (0.05 = 95% confidence).",
 )
-@click.option("--score", type=click.Choice(SCORES), default="lac", show_default=True)
-@click.option("--threshold", type=click.Choice(THRESHOLD_RULES), default="study", show_default=True)
+@click.option(
+    "--score",
+    type=click.Choice(SCORES),
+    default="lac",
+    show_default=True,
+    help="Conformity score (MAPIE's names). The protocol uses lac.",
+)
+@click.option(
+    "--threshold",
+    type=click.Choice(THRESHOLD_RULES),
+    default="study",
+    show_default=True,
+    help="Conformal threshold rule: study (MAPIE 0.8.6's, reproduces the study) or "
+    "mapie (MAPIE 1.x's finite-sample rule); see mueval evaluate --help.",
+)
 @click.option(
     "--small-cal",
     type=click.Choice(SMALL_CAL_POLICIES),
@@ -109,7 +136,14 @@ SHORT_HELP = "Coverage, set size and accuracy against k labelled windows of the 
     show_default=True,
     help="Test rows a user keeps beside the largest k; smaller users are skipped.",
 )
-@click.option("--jobs", "-j", type=click.IntRange(min=-1), default=1, show_default=True)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=-1),
+    default=1,
+    show_default=True,
+    help="Parallel worker processes (loky); -1 = all cores. Results do not depend on it.",
+)
 @click.option(
     "--out",
     "-o",

@@ -3,7 +3,9 @@
 
 Exit codes: 0 success; 1 runtime failure (data that cannot be evaluated, a model or
 conformal step failing, output that cannot be written); 2 bad usage (unknown
-strategy, classifier, score or dataset name; bad option values).
+strategy, classifier, score or dataset name; bad option values); 3 ``evaluate
+--strict`` finished a run with at least one error-severity warning (the run folder
+is written all the same).
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from mueval.cli.base import LazyGroup
 from mueval.cli.options import evaluate_options
 from mueval.names import parse_classifiers, parse_strategies
 from mueval.version import __version__
+
+#: ``evaluate --strict``'s exit code when the run has an error-severity warning.
+STRICT_EXIT = 3
 
 # Everything that imports pandas, scikit-learn, MAPIE or matplotlib is imported
 # by the command that needs it, so that `mueval --help` starts at once.
@@ -57,6 +62,13 @@ def main(verbose: bool) -> None:
 
 @main.command()
 @evaluate_options
+@click.option(
+    "--strict",
+    is_flag=True,
+    help=f"Exit with code {STRICT_EXIT} when the run has an error-severity warning (a "
+    "coverage guarantee fails or cannot hold), for scripts and CI; the run folder is "
+    "written all the same. [default: exit 0, the warnings summarised on stderr]",
+)
 def evaluate(
     dataset: str | None,
     data_file: Path | None,
@@ -66,6 +78,7 @@ def evaluate(
     classifiers: tuple[str, ...],
     out: Path | None,
     overwrite: bool,
+    strict: bool,
     **options: Any,
 ) -> None:
     """Evaluate classifiers under the multi-user strategies with split conformal
@@ -83,6 +96,7 @@ def evaluate(
     from mueval.api import evaluate_table
     from mueval.data.table import load_data
     from mueval.evaluation.records import EvalConfig
+    from mueval.guarantees.run_warnings import warnings_summary
     from mueval.runfolder import check_target
 
     # Every option of the same name as an EvalConfig field is that field; the
@@ -120,6 +134,16 @@ def evaluate(
     if result.path is not None:
         click.echo(f"\nrun folder: {result.path}")
     click.echo(f"time: {result.info['timings']['total_s']:.1f} s", err=True)
+    # The run's warnings end the output, where a user looks; all of them are in
+    # run.json and the report, and on Run.warnings in Python.
+    if result.path is not None:
+        where = f"mueval report {result.path} (report.html), or run.json's warnings"
+    else:
+        where = "add --out DIR to keep them in run.json and read them with mueval report"
+    for line in warnings_summary(result.warnings, where=where):
+        click.echo(line, err=True)
+    if strict and any(w["severity"] == "error" for w in result.warnings):
+        sys.exit(STRICT_EXIT)
 
 
 if __name__ == "__main__":  # pragma: no cover

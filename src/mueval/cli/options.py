@@ -78,7 +78,13 @@ evaluate_options = stack(
         show_default=True,
         help="Repetitions; iteration i uses seed seed-base + i.",
     ),
-    click.option("--seed-base", type=int, default=100, show_default=True),
+    click.option(
+        "--seed-base",
+        type=int,
+        default=100,
+        show_default=True,
+        help="Seed of iteration 0; iteration i uses seed-base + i (splits and models).",
+    ),
     click.option(
         "--score",
         type=click.Choice(SCORES),
@@ -144,7 +150,7 @@ evaluate_options = stack(
         show_default=True,
         help="How udm, ucm (and uim's test rows) and uam split a user's own rows: the "
         "study's stratified random split, or contiguous blocks in time order per class "
-        "(udm: earliest 60 %% train, next 20 %% calibration, last 20 %% test; ucm: earlier "
+        "(udm: earliest 60 % train, next 20 % calibration, last 20 % test; ucm: earlier "
         "half calibrates, later half tests; uam: adapt, calibrate, test) with --gap rows "
         "left out between blocks, so neighbouring windows cannot leak.",
     ),
@@ -209,7 +215,7 @@ evaluate_options = stack(
         "--progress/--no-progress",
         default=None,
         help="Progress on stderr. [default: a bar on a terminal; elsewhere (CI logs, "
-        "nohup) a line every 10 %% of the tasks or every minute]",
+        "nohup) a line every 10 % of the tasks or every minute]",
     ),
     click.option(
         "--diagnostics",

@@ -51,6 +51,7 @@ def report_command(
 ) -> None:
     """Build an HTML report (report.html + figures/) from a run folder."""
     # Here, not at the top: matplotlib, which `mueval --help` does without.
+    from mueval.guarantees.run_warnings import warning_line
     from mueval.report.build import build_report
 
     run = _read(run_dir)
@@ -80,8 +81,11 @@ def report_command(
     )
     n_png = sum(1 for p in result.figures if p.suffix == ".png")
     click.echo(f"wrote {result.html} ({n_png} figures as PNG and SVG in {target / 'figures'})")
+    # Each with the severity run.json and the page give it; the sections' notes after.
     for w in result.warnings:
-        click.echo(f"warning: {w}", err=True)
+        click.echo(warning_line(w), err=True)
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
 
 
 @click.command("compare", cls=Command)

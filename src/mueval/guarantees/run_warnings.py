@@ -60,8 +60,9 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -79,7 +80,9 @@ from mueval.guarantees.intervals import clopper_pearson
 __all__ = [
     "DEGENERATE_FULL_SHARE",
     "DEGENERATE_SIZE_SHARE",
+    "SEVERITIES",
     "RunWarning",
+    "by_severity",
     "calibration_warnings",
     "collect_warnings",
     "coverage_warnings",
@@ -87,6 +90,8 @@ __all__ = [
     "empty_set_warnings",
     "set_statistics",
     "validity_warnings",
+    "warning_line",
+    "warnings_summary",
 ]
 
 #: Mean set size, as a share of the number of classes, from which sets are degenerate.
@@ -95,6 +100,22 @@ DEGENERATE_SIZE_SHARE = 0.9
 DEGENERATE_FULL_SHARE = 0.5
 
 _KEYS = ["strategy", "classifier"]
+
+#: The severities, most severe first: the one vocabulary of ``run.json``'s
+#: ``severity`` field, the terminal (``evaluate``'s summary, ``report``) and the
+#: HTML report. ``error``: the guarantee fails or cannot hold; ``warning``: it
+#: holds, but something deserves a look.
+SEVERITIES: tuple[str, ...] = ("error", "warning")
+
+# Within a severity, the rules whose failure says most about the guarantee first.
+_KIND_ORDER = (
+    "pooled-below-target",
+    "calibration-too-small",
+    "users-below-target",
+    "users-not-exchangeable",
+    "degenerate-sets",
+    "excess-empty-sets",
+)
 
 
 @dataclass(frozen=True)
@@ -563,3 +584,69 @@ def collect_warnings(
     return sorted(
         found, key=lambda w: (str(w.strategy), str(w.classifier), _RULE_ORDER.index(w.kind))
     )
+
+
+def _rank(warning: Mapping[str, Any]) -> tuple[int, int]:
+    severity, kind = warning["severity"], warning["kind"]
+    s = SEVERITIES.index(severity) if severity in SEVERITIES else len(SEVERITIES)
+    k = _KIND_ORDER.index(kind) if kind in _KIND_ORDER else len(_KIND_ORDER)
+    return s, k
+
+
+def by_severity(warnings: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The warnings (``run.json``'s dicts), most severe first.
+
+    Errors before warnings (:data:`SEVERITIES`); within a severity, a pooled
+    shortfall before a calibration problem before per-user findings before set
+    shapes; otherwise the run's order (the sort is stable).
+    """
+    return sorted(warnings, key=_rank)
+
+
+def warning_line(warning: Mapping[str, Any]) -> str:
+    """One warning on one line, as the terminal prints it: ``severity (kind): message``."""
+    return f"{warning['severity']} ({warning['kind']}): {warning['message']}"
+
+
+def warnings_summary(
+    warnings: Sequence[Mapping[str, Any]], *, where: str, top: int = 3
+) -> list[str]:
+    """A few lines that close a run: the count by severity, the ``top`` most severe
+    warnings one line each, and where to read all of them.
+
+    Parameters
+    ----------
+    warnings : sequence of dict
+        ``run.json``'s ``warnings`` (``strategy, classifier, kind, message, severity``).
+    where : str
+        Where the rest can be read, e.g. ``"mueval report runs/mm, or run.json's warnings"``.
+    top : int, default 3
+        How many warnings to print in full.
+
+    Returns
+    -------
+    list of str
+        One line when there is no warning.
+
+    Examples
+    --------
+    >>> w = [{"strategy": "uim", "classifier": "rf", "kind": "degenerate-sets",
+    ...       "message": "uim / rf: sets hold every class.", "severity": "warning"}]
+    >>> print("\\n".join(warnings_summary(w, where="run.json")))
+    warnings: 0 errors, 1 warning
+      warning (degenerate-sets): uim / rf: sets hold every class.
+    all of them: run.json
+    """
+    if not warnings:
+        return ["warnings: none (no coverage below target beyond sampling error)"]
+    counts = {s: sum(w["severity"] == s for w in warnings) for s in SEVERITIES}
+    other = len(warnings) - sum(counts.values())
+    parts = [f"{n} {s}{'' if n == 1 else 's'}" for s, n in counts.items()]
+    if other:
+        parts.append(f"{other} of another severity")
+    lines = [f"warnings: {', '.join(parts)}"]
+    ordered = by_severity(warnings)
+    lines += [f"  {warning_line(w)}" for w in ordered[:top]]
+    rest = len(ordered) - top
+    lines.append(f"{'the other ' + str(rest) if rest > 0 else 'all of them'}: {where}")
+    return lines

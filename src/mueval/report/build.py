@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import matplotlib.pyplot as plt
@@ -36,7 +37,7 @@ from mueval.errors import OutputError, UsageError
 from mueval.files import check_inside, write_atomic
 from mueval.guarantees.compute import compute_guarantees
 from mueval.guarantees.records import Guarantees
-from mueval.guarantees.run_warnings import set_statistics
+from mueval.guarantees.run_warnings import by_severity, set_statistics
 from mueval.names import (
     CLASSIFIER_NAMES,
     CLASSIFIERS,
@@ -117,11 +118,26 @@ def _cname(code: str) -> str:
 
 @dataclass
 class BuildResult:
-    """What :func:`build_report` wrote."""
+    """What :func:`build_report` wrote.
+
+    Attributes
+    ----------
+    html : Path
+        ``report.html``.
+    figures : list of Path
+        The figure files.
+    warnings : list of dict
+        The run's warnings for the strategies and classifiers shown, most severe
+        first, as in ``run.json`` (``strategy, classifier, kind, message,
+        severity``): the same severity the page shows.
+    notes : list of str
+        The sections' notes (point-estimate shortfalls and the like).
+    """
 
     html: Path
     figures: list[Path] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 class _Figures:
@@ -992,8 +1008,15 @@ def _build(
         intro.append("<h2>Notes from the sections</h2>" + list_html(section_warnings))
     page = render_page(title, intro, sections)
     html_path = write_atomic(out, "report.html", lambda p: p.write_text(page, encoding="utf-8"))
-    warnings = [w["message"] for w in guarantees.warnings] + section_warnings
-    return BuildResult(html_path, figs.paths + page_figs.paths, warnings)
+    shown = by_severity(_shown_warnings(guarantees, strategies, classifiers))
+    return BuildResult(html_path, figs.paths + page_figs.paths, shown, section_warnings)
+
+
+def _shown_warnings(
+    g: Guarantees, strategies: list[str], classifiers: list[str]
+) -> list[dict[str, Any]]:
+    """The run's warnings about the strategies and classifiers the report shows."""
+    return [w for w in g.warnings if w["strategy"] in strategies and w["classifier"] in classifiers]
 
 
 def _conditional_sections(
@@ -1047,9 +1070,7 @@ def _page_one(
     )
     summary = g.coverage_summary[keep]
     sizes = set_statistics(run.predictions, n_classes=len(run.classes))
-    warnings = [
-        w for w in g.warnings if w["strategy"] in strategies and w["classifier"] in classifiers
-    ]
+    warnings = _shown_warnings(g, strategies, classifiers)
     body = [
         '<h2 id="page-one">Summary</h2>',
         grid_html(

@@ -18,6 +18,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from mueval.data.table import natural_key
+from mueval.guarantees.run_warnings import by_severity
 from mueval.report.html import esc
 
 __all__ = [
@@ -119,7 +120,8 @@ def warnings_html(warnings: Sequence[dict[str, Any]]) -> str:
             '<p class="note">No warning: no pooled or per-user coverage is below the target '
             "beyond sampling error, and no set is degenerate.</p>"
         )
-    ordered = sorted(warnings, key=lambda w: w["severity"] != "error")
+    # The order and the severity words of the terminal (mueval evaluate, report).
+    ordered = by_severity(warnings)
     items = "".join(
         f'<li class="{esc(w["severity"])}"><b>{esc(w["severity"])}</b> '
         f"({esc(w['kind'])}): {esc(w['message'])}</li>"

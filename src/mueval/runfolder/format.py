@@ -89,7 +89,8 @@ PREDICTION_COLUMNS: tuple[str, ...] = (
     "proba",
 )
 USER_COHORTS_COLUMNS: tuple[str, ...] = ("user", "cohort")
-#: Fields of each entry of ``run.json``'s optional ``warnings`` list.
+#: Fields of each entry of ``run.json``'s optional ``warnings`` list; ``severity``
+#: is one of :data:`mueval.guarantees.run_warnings.SEVERITIES`.
 WARNING_KEYS: tuple[str, ...] = ("strategy", "classifier", "kind", "message", "severity")
 #: Keys every ``run.json`` holds.
 RUN_KEYS: tuple[str, ...] = ("format_version", "dataset", "classes", "config", "versions")

@@ -24,6 +24,7 @@ from mueval.guarantees.records import (
     USER_VALIDITY_COLUMNS,
     Guarantees,
 )
+from mueval.guarantees.run_warnings import SEVERITIES
 from mueval.runfolder.consistency import (
     check_conditional_coverage,
     check_user_cohorts,
@@ -108,14 +109,18 @@ def _check_counts(path: Path, stored: pd.DataFrame, fresh: pd.DataFrame) -> None
 
 
 def _check_warnings(path: Path, warnings: object) -> list[dict[str, Any]]:
+    # The severity is one of the words the terminal and the report print.
     ok = isinstance(warnings, list) and all(
-        isinstance(w, dict) and all(isinstance(w.get(k), str) for k in WARNING_KEYS)
+        isinstance(w, dict)
+        and all(isinstance(w.get(k), str) for k in WARNING_KEYS)
+        and w["severity"] in SEVERITIES
         for w in warnings
     )
     if not ok:
         msg = (
             f"{path}: expected 'warnings' as a list of objects with text fields "
-            f"{', '.join(WARNING_KEYS)}, found {warnings!r}"
+            f"{', '.join(WARNING_KEYS)} (severity one of {', '.join(SEVERITIES)}), "
+            f"found {warnings!r}"
         )
         raise RunFolderError(msg[:300])
     return [{k: w[k] for k in WARNING_KEYS} for w in warnings]  # type: ignore[union-attr]

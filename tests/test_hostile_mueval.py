@@ -351,6 +351,51 @@ def test_write_atomic_and_check_inside_refuse_escapes(tmp_path: Path) -> None:
     assert sorted(os.listdir(out)) == ["dangling.csv", "link.csv", "ok.csv"]
 
 
+def test_report_out_refuses_a_folder_it_did_not_write(tmp_path: Path, real_run) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "report.html").write_text("the user's own page")
+    (out / "notes.txt").write_text("keep")
+    for extra in ((), ("--overwrite",)):
+        result = _mueval("report", str(real_run), "--out", str(out), "--figures", "none", *extra)
+        assert result.exit_code == 1, result.output
+        assert str(out) in result.output and "mueval report did not write it" in result.output
+        assert "nothing was changed" in result.output
+    assert (out / "report.html").read_text() == "the user's own page"
+    assert sorted(os.listdir(out)) == ["notes.txt", "report.html"]
+
+
+def test_report_overwrite_replaces_only_its_own_earlier_report(tmp_path: Path, real_run) -> None:
+    out = tmp_path / "rep"
+    args = ("report", str(real_run), "--out", str(out), "--n-boot", "10")
+    assert _mueval(*args).exit_code == 0
+    assert (out / ".mueval-report.json").is_file() and (out / "report.html").is_file()
+    (out / "report.html").write_text("old")
+    again = _mueval(*args)
+    assert again.exit_code == 1 and "already holds a report (use --overwrite" in again.output
+    assert (out / "report.html").read_text() == "old"
+    # A figure of the earlier report that this one does not draw is removed with it.
+    (out / "figures" / "stale.png").write_bytes(b"old figure")
+    result = _mueval(*args, "--figures", "none", "--overwrite")
+    assert result.exit_code == 0, result.output
+    assert (out / "report.html").read_text() != "old"
+    assert not (out / "figures" / "stale.png").exists()
+    # Once the user adds a file of theirs, it is no longer a report mueval may replace.
+    (out / "mine.csv").write_text("a,b\n")
+    refused = _mueval(*args, "--overwrite")
+    assert refused.exit_code == 1 and "mine.csv (a regular file)" in refused.output
+
+
+def test_report_out_as_a_link_to_an_earlier_report_is_refused(tmp_path: Path, real_run) -> None:
+    out = tmp_path / "rep"
+    assert _mueval("report", str(real_run), "--out", str(out), "--figures", "none").exit_code == 0
+    link = tmp_path / "link"
+    link.symlink_to(out, target_is_directory=True)
+    result = _mueval("report", str(real_run), "--out", str(link), "--overwrite")
+    assert result.exit_code == 1 and "it is a symbolic link" in result.output
+    assert str(link) in result.output
+
+
 # --- 5. Non-regular files: refused, never a hang -----------------------------------------
 
 
@@ -402,7 +447,8 @@ def test_fifo_planted_among_the_report_figures_is_refused(tmp_path: Path, real_r
     os.mkfifo(run / "report" / "figures" / "coverage_box_nb.png")
     proc = _mueval_subprocess("report", str(run), "--n-boot", "10", "--figures", "all")
     assert proc.returncode == 1, proc.stderr
-    assert "coverage_box_nb.png: it is a FIFO (named pipe), not a file mueval wrote" in proc.stderr
+    # Refused before any figure is drawn: the folder holds what mueval report did not write.
+    assert "figures/coverage_box_nb.png (a FIFO (named pipe))" in proc.stderr
 
 
 @needs_fifo

@@ -522,6 +522,33 @@ def test_datapackage_disagreeing_with_the_parquet_is_rewritten(
     )
 
 
+def _id_table(ids: list[str]) -> bytes:
+    lines = ["user,label,f1,f2"]
+    for n, user in enumerate(ids):
+        lines += [f"{user},walk,{n}.5,1.0", f"{user},run,{n}.25,2.0"]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _local_entry(tmp_path: Path, data: bytes) -> dict:
+    (tmp_path / "ids.csv").write_bytes(data)
+    files = [{"name": "ids.csv", "path": str(tmp_path / "ids.csv"), "sha256": sha(data)}]
+    return entry_data(files, members="*.csv")
+
+
+def test_user_ids_01_and_1_stay_two_users(tmp_path: Path) -> None:
+    frame = build(_local_entry(tmp_path, _id_table(["01", "1", "007"])), tmp_path / "home")
+    assert sorted(set(frame["userid"])) == ["007", "01", "1"]
+    assert frame.groupby("userid").size().to_dict() == {"007": 2, "01": 2, "1": 2}
+
+
+def test_user_ids_that_would_merge_are_an_error_naming_both(tmp_path: Path) -> None:
+    entry = _local_entry(tmp_path, _id_table(['" 1"', "1"]))
+    with pytest.raises(ParseError) as caught:
+        build(entry, tmp_path / "home")
+    assert "' 1'" in str(caught.value) and "'1'" in str(caught.value)
+    assert no_table(tmp_path / "home")
+
+
 # ------------------------------------------- 5. non-regular files: refused, never a hang
 
 

@@ -396,6 +396,32 @@ def test_report_out_as_a_link_to_an_earlier_report_is_refused(tmp_path: Path, re
     assert str(link) in result.output
 
 
+def test_user_ids_01_and_1_stay_two_users_in_a_csv(tmp_path: Path) -> None:
+    # Here, not at the top: the loader is the unit under attack, beside the command.
+    from mueval.data.table import load_file
+
+    frame = make_frame(n_users=3)
+    frame["userid"] = frame["userid"].map({10: "01", 11: "1", 12: "001"})
+    path = _csv(tmp_path / "data", frame)
+    table = load_file(path)
+    assert sorted(set(table.users)) == ["001", "01", "1"]
+    # The same table as Parquet agrees.
+    frame.to_parquet(tmp_path / "data" / "table.parquet", index=False)
+    assert sorted(set(load_file(tmp_path / "data" / "table.parquet").users)) == ["001", "01", "1"]
+    result = _evaluate(path, tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["dataset"]["n_users"] == 3
+
+
+def test_user_ids_that_would_merge_in_a_csv_are_an_error_naming_both(tmp_path: Path) -> None:
+    frame = make_frame(n_users=3)
+    frame["userid"] = frame["userid"].map({10: " 1", 11: "1", 12: "2"})
+    result = _evaluate(_csv(tmp_path / "data", frame), tmp_path / "run")
+    assert result.exit_code == 1, result.output
+    assert "user ids ' 1' and '1'" in result.output and "would merge" in result.output
+    assert not (tmp_path / "run").exists()
+
+
 # --- 5. Non-regular files: refused, never a hang -----------------------------------------
 
 

@@ -87,6 +87,12 @@ def user_ids(raw: pd.Series) -> np.ndarray:
     ['S2', 'S10']
     >>> user_ids(pd.Series(["007", "7"])).tolist()  # distinct as text, not as numbers
     ['007', '7']
+
+    Raises
+    ------
+    DataError
+        Two ids differ only in surrounding spaces (``" 1"`` and ``"1"``): they
+        would merge two people into one user.
     """
     if pd.api.types.is_bool_dtype(raw):
         return raw.astype(str).to_numpy(dtype=object)
@@ -98,6 +104,16 @@ def user_ids(raw: pd.Series) -> np.ndarray:
             return values.astype(np.int64)
         return raw.astype(str).to_numpy(dtype=object)
     text = raw.astype(str).str.strip()
+    if text.nunique() < raw.astype(str).nunique():
+        # " 1" and "1" would merge two people silently: name both instead.
+        pairs = pd.DataFrame({"raw": raw.astype(str), "text": text}).drop_duplicates()
+        twice = pairs[pairs["text"].duplicated(keep=False)]
+        a, b = (repr(v[:60]) for v in twice.sort_values("text")["raw"].head(2))
+        message = (
+            f"user ids {a} and {b} differ only in surrounding spaces and would merge into "
+            "one user; user ids are text and must differ as text"
+        )
+        raise DataError(message)
     if text.str.fullmatch(r"[+-]?\d{1,18}").all():
         numbers = text.astype(np.int64)
         if numbers.nunique() == text.nunique():
@@ -334,7 +350,9 @@ def load_file(path: str | Path, *, user_col: str = "userid", label_col: str = "l
     kind = "CSV (utf-8)" if suffix == ".csv" else "Parquet"
     try:
         if suffix == ".csv":
-            df = pd.read_csv(io.BytesIO(content), encoding="utf-8")
+            # The user column as text: read as numbers, "01" and "1" (two people)
+            # would become one user (a Parquet file keeps its own types).
+            df = pd.read_csv(io.BytesIO(content), encoding="utf-8", dtype={user_col: str})
         else:
             df = _parquet_frame(content)
     except (OSError, ValueError, pa.ArrowException, _PandasMetadataError) as exc:

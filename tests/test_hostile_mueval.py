@@ -422,6 +422,42 @@ def test_user_ids_that_would_merge_in_a_csv_are_an_error_naming_both(tmp_path: P
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("name", ["summary.csv", "predictions.parquet", "run.json"])
+def test_a_link_planted_in_a_run_folder_is_refused_and_not_followed(
+    tmp_path: Path, real_run, name: str
+) -> None:
+    run = _copy(real_run, tmp_path / "run")
+    other = _copy(real_run, tmp_path / "other")  # another run's file: a valid target
+    secret = tmp_path / "secret.csv"
+    secret.write_text("strategy,classifier\nTOP-SECRET-VALUE,x\n")
+    target = secret if name == "summary.csv" else other / name
+    (run / name).unlink()
+    (run / name).symlink_to(target)
+    for command in ("report", "compare"):
+        result = _mueval(command, str(run), "--figures", "none")
+        if command == "compare":
+            result = _mueval(command, str(run))
+        assert result.exit_code == 1, result.output
+        assert str(run / name) in result.output and "a symbolic link" in result.output
+        assert "TOP-SECRET-VALUE" not in result.output
+    assert not (run / "report").exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+def test_data_linked_to_proc_environ_is_never_echoed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MUEVAL_TEST_SECRET", "S" * 400 + "END-OF-SECRET")
+    link = tmp_path / "link.csv"
+    link.symlink_to("/proc/self/environ")
+    proc = _mueval_subprocess("evaluate", "--data", str(link), "--out", str(tmp_path / "run"))
+    assert proc.returncode != 0, proc.stderr
+    assert "END-OF-SECRET" not in proc.stderr + proc.stdout
+    # At most a short excerpt of the header (the environment) is quoted.
+    assert len(proc.stderr) < 800, proc.stderr
+    assert "link.csv" in proc.stderr and "more characters" in proc.stderr
+
+
 # --- 5. Non-regular files: refused, never a hang -----------------------------------------
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -121,6 +122,20 @@ def user_ids(raw: pd.Series) -> np.ndarray:
     return text.to_numpy(dtype=object)
 
 
+#: At most this many characters of file content in a message, as in mudata.
+_EXCERPT = 200
+
+
+def _listed(names: Sequence[object]) -> str:
+    """Column names for a message, cut to :data:`_EXCERPT` characters: a file's
+    header is its content (a link to ``/proc/self/environ`` has the environment
+    as its one column name), and a message must never echo more than a glimpse."""
+    text = ", ".join(map(str, names))
+    if len(text) <= _EXCERPT:
+        return text
+    return f"{text[:_EXCERPT]}... ({len(text) - _EXCERPT:,} more characters)"
+
+
 def table_from_frame(
     df: pd.DataFrame,
     *,
@@ -156,8 +171,7 @@ def table_from_frame(
     for option, col in (("user", user_col), ("label", label_col)):
         if col not in df.columns:
             message = (
-                f"{source}: no {option} column {col!r}; columns are: "
-                f"{', '.join(map(str, df.columns))}"
+                f"{source}: no {option} column {col!r}; columns are: {_listed(list(df.columns))}"
             )
             raise UsageError(message)
     if user_col == label_col:
@@ -193,7 +207,7 @@ def table_from_frame(
     ]
     if bad:
         message = (
-            f"{source}: feature columns must be numeric; not numeric: {', '.join(bad)} "
+            f"{source}: feature columns must be numeric; not numeric: {_listed(bad)} "
             f"(name the user and label columns with --user-col/--label-col, or drop "
             "these columns)"
         )

@@ -592,6 +592,52 @@ def test_fifo_in_manual_dir_is_refused_without_hanging(tmp_path: Path) -> None:
     assert result.returncode == 1 and "FIFO" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_link_in_manual_dir_is_refused_by_name(tmp_path: Path) -> None:
+    manual = tmp_path / "manual"
+    manual.mkdir()
+    outside = tmp_path / "elsewhere.zip"
+    outside.write_bytes(zip_bytes([("a.txt", b"not the release")]))
+    (manual / "gestures-dataset.zip").symlink_to(outside)
+    result = _run(
+        ["fetch", "gestures", "--manual-dir", str(manual)], {"MUDATA_HOME": str(tmp_path / "h")}
+    )
+    assert result.returncode == 1, result.stderr
+    assert str(manual / "gestures-dataset.zip") in result.stderr
+    assert "a symbolic link" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("kind", ["file", "folder"])
+def test_links_inside_a_source_folder_are_refused_by_name(tmp_path: Path, kind: str) -> None:
+    folder = tmp_path / "raw"
+    folder.mkdir()
+    (folder / "a.csv").write_bytes(GOOD)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "b.csv").write_bytes(EVIL)
+    if kind == "file":
+        (folder / "b.csv").symlink_to(outside / "b.csv")
+        member = "b.csv"
+    else:
+        (folder / "sub").symlink_to(outside, target_is_directory=True)
+        member = "sub/b.csv"
+    sources = Sources([folder])
+    assert sources.read_bytes("a.csv") == GOOD
+    with pytest.raises(ParseError) as caught:
+        sources.read_bytes(member) if kind == "file" else _read_direct(sources, folder, member)
+    assert str(folder / member.split("/")[0]) in str(caught.value)
+    assert "symbolic link" in str(caught.value)
+
+
+def _read_direct(sources: Sources, folder: Path, member: str) -> bytes:
+    # A folder link is not descended by the index; reading a file under it by its
+    # path is what a registry entry's pinned member would do.
+    # Here, not at the top: the one owner of safe reads, met directly.
+    from mudata.files import open_regular
+
+    with open_regular(folder / member, "file", inside=folder) as fh:
+        return fh.read()
+
+
 def test_fifo_as_manual_dir_is_a_usage_error(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe")
     result = _run(

@@ -638,6 +638,40 @@ def _read_direct(sources: Sources, folder: Path, member: str) -> bytes:
         return fh.read()
 
 
+@pytest.mark.parametrize("kind", ["file link", "folder link", "proc link", "fifo"])
+def test_init_refuses_links_and_special_files_in_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    folder = tmp_path / "recordings"
+    folder.mkdir()
+    (folder / "a.csv").write_bytes(GOOD)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "b.csv").write_bytes(EVIL)  # another user's rows
+    planted = folder / "b.csv"
+    if kind == "file link":
+        planted.symlink_to(outside / "b.csv")
+    elif kind == "folder link":
+        planted = folder / "more"
+        planted.symlink_to(outside, target_is_directory=True)
+    elif kind == "proc link":
+        if not Path("/proc/self/environ").exists():
+            pytest.skip("needs /proc")
+        monkeypatch.setenv("MUDATA_TEST_SECRET", "END-OF-SECRET")
+        planted.symlink_to("/proc/self/environ")
+    else:
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("needs FIFOs")
+        os.mkfifo(planted)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["init", "recordings", "--name", "own"])
+    assert result.exit_code != 0, result.output
+    assert str(planted.relative_to(tmp_path)) in result.output  # as the user named it
+    expected = "a FIFO (named pipe)" if kind == "fifo" else "a symbolic link"
+    assert expected in result.output and "END-OF-SECRET" not in result.output
+    assert not (tmp_path / "own.toml").exists()
+
+
 def test_fifo_as_manual_dir_is_a_usage_error(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe")
     result = _run(

@@ -458,6 +458,23 @@ def test_data_linked_to_proc_environ_is_never_echoed(
     assert "link.csv" in proc.stderr and "more characters" in proc.stderr
 
 
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+def test_cohorts_linked_to_proc_environ_is_never_echoed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Here, not at the top: the cohorts reader is the unit under attack.
+    from mueval.data.cohorts import read_cohorts_file
+    from mueval.errors import DataError
+
+    monkeypatch.setenv("MUEVAL_TEST_SECRET", "S" * 400 + "END-OF-SECRET")
+    link = tmp_path / "cohorts.csv"
+    link.symlink_to("/proc/self/environ")
+    with pytest.raises(DataError) as caught:
+        read_cohorts_file(link)
+    message = str(caught.value)
+    assert str(link) in message and "END-OF-SECRET" not in message and len(message) < 600
+
+
 # --- 5. Non-regular files: refused, never a hang -----------------------------------------
 
 

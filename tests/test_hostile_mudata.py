@@ -522,6 +522,33 @@ def test_datapackage_disagreeing_with_the_parquet_is_rewritten(
     )
 
 
+def _id_table(ids: list[str]) -> bytes:
+    lines = ["user,label,f1,f2"]
+    for n, user in enumerate(ids):
+        lines += [f"{user},walk,{n}.5,1.0", f"{user},run,{n}.25,2.0"]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _local_entry(tmp_path: Path, data: bytes) -> dict:
+    (tmp_path / "ids.csv").write_bytes(data)
+    files = [{"name": "ids.csv", "path": str(tmp_path / "ids.csv"), "sha256": sha(data)}]
+    return entry_data(files, members="*.csv")
+
+
+def test_user_ids_01_and_1_stay_two_users(tmp_path: Path) -> None:
+    frame = build(_local_entry(tmp_path, _id_table(["01", "1", "007"])), tmp_path / "home")
+    assert sorted(set(frame["userid"])) == ["007", "01", "1"]
+    assert frame.groupby("userid").size().to_dict() == {"007": 2, "01": 2, "1": 2}
+
+
+def test_user_ids_that_would_merge_are_an_error_naming_both(tmp_path: Path) -> None:
+    entry = _local_entry(tmp_path, _id_table(['" 1"', "1"]))
+    with pytest.raises(ParseError) as caught:
+        build(entry, tmp_path / "home")
+    assert "' 1'" in str(caught.value) and "'1'" in str(caught.value)
+    assert no_table(tmp_path / "home")
+
+
 # ------------------------------------------- 5. non-regular files: refused, never a hang
 
 
@@ -563,6 +590,86 @@ def test_fifo_in_manual_dir_is_refused_without_hanging(tmp_path: Path) -> None:
         ["fetch", "gestures", "--manual-dir", str(manual)], {"MUDATA_HOME": str(tmp_path / "h")}
     )
     assert result.returncode == 1 and "FIFO" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_link_in_manual_dir_is_refused_by_name(tmp_path: Path) -> None:
+    manual = tmp_path / "manual"
+    manual.mkdir()
+    outside = tmp_path / "elsewhere.zip"
+    outside.write_bytes(zip_bytes([("a.txt", b"not the release")]))
+    (manual / "gestures-dataset.zip").symlink_to(outside)
+    result = _run(
+        ["fetch", "gestures", "--manual-dir", str(manual)], {"MUDATA_HOME": str(tmp_path / "h")}
+    )
+    assert result.returncode == 1, result.stderr
+    assert str(manual / "gestures-dataset.zip") in result.stderr
+    assert "a symbolic link" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("kind", ["file", "folder"])
+def test_links_inside_a_source_folder_are_refused_by_name(tmp_path: Path, kind: str) -> None:
+    folder = tmp_path / "raw"
+    folder.mkdir()
+    (folder / "a.csv").write_bytes(GOOD)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "b.csv").write_bytes(EVIL)
+    if kind == "file":
+        (folder / "b.csv").symlink_to(outside / "b.csv")
+        member = "b.csv"
+    else:
+        (folder / "sub").symlink_to(outside, target_is_directory=True)
+        member = "sub/b.csv"
+    sources = Sources([folder])
+    assert sources.read_bytes("a.csv") == GOOD
+    with pytest.raises(ParseError) as caught:
+        sources.read_bytes(member) if kind == "file" else _read_direct(sources, folder, member)
+    assert str(folder / member.split("/")[0]) in str(caught.value)
+    assert "symbolic link" in str(caught.value)
+
+
+def _read_direct(sources: Sources, folder: Path, member: str) -> bytes:
+    # A folder link is not descended by the index; reading a file under it by its
+    # path is what a registry entry's pinned member would do.
+    # Here, not at the top: the one owner of safe reads, met directly.
+    from mudata.files import open_regular
+
+    with open_regular(folder / member, "file", inside=folder) as fh:
+        return fh.read()
+
+
+@pytest.mark.parametrize("kind", ["file link", "folder link", "proc link", "fifo"])
+def test_init_refuses_links_and_special_files_in_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    folder = tmp_path / "recordings"
+    folder.mkdir()
+    (folder / "a.csv").write_bytes(GOOD)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "b.csv").write_bytes(EVIL)  # another user's rows
+    planted = folder / "b.csv"
+    if kind == "file link":
+        planted.symlink_to(outside / "b.csv")
+    elif kind == "folder link":
+        planted = folder / "more"
+        planted.symlink_to(outside, target_is_directory=True)
+    elif kind == "proc link":
+        if not Path("/proc/self/environ").exists():
+            pytest.skip("needs /proc")
+        monkeypatch.setenv("MUDATA_TEST_SECRET", "END-OF-SECRET")
+        planted.symlink_to("/proc/self/environ")
+    else:
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("needs FIFOs")
+        os.mkfifo(planted)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["init", "recordings", "--name", "own"])
+    assert result.exit_code != 0, result.output
+    assert str(planted.relative_to(tmp_path)) in result.output  # as the user named it
+    expected = "a FIFO (named pipe)" if kind == "fifo" else "a symbolic link"
+    assert expected in result.output and "END-OF-SECRET" not in result.output
+    assert not (tmp_path / "own.toml").exists()
 
 
 def test_fifo_as_manual_dir_is_a_usage_error(tmp_path: Path) -> None:

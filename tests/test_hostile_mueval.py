@@ -351,6 +351,130 @@ def test_write_atomic_and_check_inside_refuse_escapes(tmp_path: Path) -> None:
     assert sorted(os.listdir(out)) == ["dangling.csv", "link.csv", "ok.csv"]
 
 
+def test_report_out_refuses_a_folder_it_did_not_write(tmp_path: Path, real_run) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "report.html").write_text("the user's own page")
+    (out / "notes.txt").write_text("keep")
+    for extra in ((), ("--overwrite",)):
+        result = _mueval("report", str(real_run), "--out", str(out), "--figures", "none", *extra)
+        assert result.exit_code == 1, result.output
+        assert str(out) in result.output and "mueval report did not write it" in result.output
+        assert "nothing was changed" in result.output
+    assert (out / "report.html").read_text() == "the user's own page"
+    assert sorted(os.listdir(out)) == ["notes.txt", "report.html"]
+
+
+def test_report_overwrite_replaces_only_its_own_earlier_report(tmp_path: Path, real_run) -> None:
+    out = tmp_path / "rep"
+    args = ("report", str(real_run), "--out", str(out), "--n-boot", "10")
+    assert _mueval(*args).exit_code == 0
+    assert (out / ".mueval-report.json").is_file() and (out / "report.html").is_file()
+    (out / "report.html").write_text("old")
+    again = _mueval(*args)
+    assert again.exit_code == 1 and "already holds a report (use --overwrite" in again.output
+    assert (out / "report.html").read_text() == "old"
+    # A figure of the earlier report that this one does not draw is removed with it.
+    (out / "figures" / "stale.png").write_bytes(b"old figure")
+    result = _mueval(*args, "--figures", "none", "--overwrite")
+    assert result.exit_code == 0, result.output
+    assert (out / "report.html").read_text() != "old"
+    assert not (out / "figures" / "stale.png").exists()
+    # Once the user adds a file of theirs, it is no longer a report mueval may replace.
+    (out / "mine.csv").write_text("a,b\n")
+    refused = _mueval(*args, "--overwrite")
+    assert refused.exit_code == 1 and "mine.csv (a regular file)" in refused.output
+
+
+def test_report_out_as_a_link_to_an_earlier_report_is_refused(tmp_path: Path, real_run) -> None:
+    out = tmp_path / "rep"
+    assert _mueval("report", str(real_run), "--out", str(out), "--figures", "none").exit_code == 0
+    link = tmp_path / "link"
+    link.symlink_to(out, target_is_directory=True)
+    result = _mueval("report", str(real_run), "--out", str(link), "--overwrite")
+    assert result.exit_code == 1 and "it is a symbolic link" in result.output
+    assert str(link) in result.output
+
+
+def test_user_ids_01_and_1_stay_two_users_in_a_csv(tmp_path: Path) -> None:
+    # Here, not at the top: the loader is the unit under attack, beside the command.
+    from mueval.data.table import load_file
+
+    frame = make_frame(n_users=3)
+    frame["userid"] = frame["userid"].map({10: "01", 11: "1", 12: "001"})
+    path = _csv(tmp_path / "data", frame)
+    table = load_file(path)
+    assert sorted(set(table.users)) == ["001", "01", "1"]
+    # The same table as Parquet agrees.
+    frame.to_parquet(tmp_path / "data" / "table.parquet", index=False)
+    assert sorted(set(load_file(tmp_path / "data" / "table.parquet").users)) == ["001", "01", "1"]
+    result = _evaluate(path, tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["dataset"]["n_users"] == 3
+
+
+def test_user_ids_that_would_merge_in_a_csv_are_an_error_naming_both(tmp_path: Path) -> None:
+    frame = make_frame(n_users=3)
+    frame["userid"] = frame["userid"].map({10: " 1", 11: "1", 12: "2"})
+    result = _evaluate(_csv(tmp_path / "data", frame), tmp_path / "run")
+    assert result.exit_code == 1, result.output
+    assert "user ids ' 1' and '1'" in result.output and "would merge" in result.output
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("name", ["summary.csv", "predictions.parquet", "run.json"])
+def test_a_link_planted_in_a_run_folder_is_refused_and_not_followed(
+    tmp_path: Path, real_run, name: str
+) -> None:
+    run = _copy(real_run, tmp_path / "run")
+    other = _copy(real_run, tmp_path / "other")  # another run's file: a valid target
+    secret = tmp_path / "secret.csv"
+    secret.write_text("strategy,classifier\nTOP-SECRET-VALUE,x\n")
+    target = secret if name == "summary.csv" else other / name
+    (run / name).unlink()
+    (run / name).symlink_to(target)
+    for command in ("report", "compare"):
+        result = _mueval(command, str(run), "--figures", "none")
+        if command == "compare":
+            result = _mueval(command, str(run))
+        assert result.exit_code == 1, result.output
+        assert str(run / name) in result.output and "a symbolic link" in result.output
+        assert "TOP-SECRET-VALUE" not in result.output
+    assert not (run / "report").exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+def test_data_linked_to_proc_environ_is_never_echoed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MUEVAL_TEST_SECRET", "S" * 400 + "END-OF-SECRET")
+    link = tmp_path / "link.csv"
+    link.symlink_to("/proc/self/environ")
+    proc = _mueval_subprocess("evaluate", "--data", str(link), "--out", str(tmp_path / "run"))
+    assert proc.returncode != 0, proc.stderr
+    assert "END-OF-SECRET" not in proc.stderr + proc.stdout
+    # At most a short excerpt of the header (the environment) is quoted.
+    assert len(proc.stderr) < 800, proc.stderr
+    assert "link.csv" in proc.stderr and "more characters" in proc.stderr
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+def test_cohorts_linked_to_proc_environ_is_never_echoed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Here, not at the top: the cohorts reader is the unit under attack.
+    from mueval.data.cohorts import read_cohorts_file
+    from mueval.errors import DataError
+
+    monkeypatch.setenv("MUEVAL_TEST_SECRET", "S" * 400 + "END-OF-SECRET")
+    link = tmp_path / "cohorts.csv"
+    link.symlink_to("/proc/self/environ")
+    with pytest.raises(DataError) as caught:
+        read_cohorts_file(link)
+    message = str(caught.value)
+    assert str(link) in message and "END-OF-SECRET" not in message and len(message) < 600
+
+
 # --- 5. Non-regular files: refused, never a hang -----------------------------------------
 
 
@@ -402,7 +526,8 @@ def test_fifo_planted_among_the_report_figures_is_refused(tmp_path: Path, real_r
     os.mkfifo(run / "report" / "figures" / "coverage_box_nb.png")
     proc = _mueval_subprocess("report", str(run), "--n-boot", "10", "--figures", "all")
     assert proc.returncode == 1, proc.stderr
-    assert "coverage_box_nb.png: it is a FIFO (named pipe), not a file mueval wrote" in proc.stderr
+    # Refused before any figure is drawn: the folder holds what mueval report did not write.
+    assert "figures/coverage_box_nb.png (a FIFO (named pipe))" in proc.stderr
 
 
 @needs_fifo

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from mudata.entry import DatasetEntry
-from mudata.errors import RegistryError, excerpt
+from mudata.errors import ParseError, RegistryError, excerpt
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -224,6 +224,9 @@ def log_dropped(dataset: str, dropped: dict[str, int], total: int, what: str = "
 def user_names(values: pd.Series | np.ndarray) -> np.ndarray:
     """User ids as text: integers and integral floats without a decimal part.
 
+    Two raw ids that would get one name (``" 1"`` and ``"1"``, ``1`` and ``"1"``)
+    are an error naming both, never a merge of two people.
+
     Parameters
     ----------
     values : Series or ndarray, shape (n,)
@@ -231,12 +234,29 @@ def user_names(values: pd.Series | np.ndarray) -> np.ndarray:
     Returns
     -------
     ndarray of object (str), shape (n,)
+
+    Raises
+    ------
+    ParseError
+        Two different ids would get the same name.
     """
     series = pd.Series(values)
     codes, uniques = pd.factorize(series, sort=False, use_na_sentinel=False)
     texts = np.array(
         [code_text(u) if not isinstance(u, str) else u.strip() for u in uniques], dtype=object
     )
+    if len(set(texts)) < len(texts):
+        # Two raw ids with one name ("1" and " 1", or 1 and "1") would merge two
+        # people silently: name both rather than guess.
+        first: dict[str, object] = {}
+        for raw, text in zip(uniques, texts, strict=True):
+            if text in first:
+                message = (
+                    f"user ids {excerpt(first[text])} and {excerpt(raw)} would both become "
+                    f"user {excerpt(text)}; user ids are text and must differ as text"
+                )
+                raise ParseError(message)
+            first[text] = raw
     return texts[codes]
 
 

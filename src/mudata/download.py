@@ -47,7 +47,7 @@ from mudata.errors import (
     StorageError,
     UsageError,
 )
-from mudata.files import kind_of, sha256_file
+from mudata.files import kind_of, link_in_folder, sha256_file
 from mudata.paths import dataset_lock, raw_dir, sweep_stale
 from mudata.readers.base import Pin, Pins, Sources
 
@@ -497,6 +497,14 @@ def _fetch_manual(
     max_expansion: float | None = None,
 ) -> FetchedFile:
     archive = manual / remote.name
+    # The user named the folder, not this file: a link planted in it is not followed.
+    link = link_in_folder(manual, archive)
+    if link is not None:
+        message = (
+            f"{archive} ({_what(entry, remote)}) in the manual folder is {link}; "
+            "refusing to read it. Put the release file itself there."
+        )
+        raise ParseError(message)
     _refuse_special(entry, remote, archive)
     if archive.is_file():
         return _use_archive_in_place(

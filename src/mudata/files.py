@@ -37,6 +37,7 @@ __all__ = [
     "atomic_write",
     "describe_kind",
     "kind_of",
+    "link_in_folder",
     "open_regular",
     "read_regular",
 ]
@@ -204,6 +205,46 @@ def _unreadable(
         raise unreadable(message) from exc
 
 
+def link_in_folder(folder: Path | str, path: Path | str) -> str | None:
+    """What makes ``path`` unfit to read as a file of ``folder``, or None.
+
+    The one check for reads where the user named a folder: ``path`` must lie
+    inside ``folder`` with no symbolic link on the way, neither the file itself
+    nor a folder between, so that a planted link can never make a read leave
+    the folder (a link to ``/proc/self/environ``, or to another user's data).
+    ``folder`` itself is not checked: the user named it. Kinds other than links
+    are left to the caller's open (:func:`open_regular`), which names them.
+
+    Parameters
+    ----------
+    folder, path : path-like
+
+    Returns
+    -------
+    str or None
+        A kind that completes "it is <kind>", e.g. ``"a symbolic link"``.
+    """
+    folder, path = Path(folder), Path(path)
+    try:
+        parts = path.relative_to(folder).parts
+    except ValueError:
+        return f"outside the folder {folder}"
+    current = folder
+    for part in parts:
+        if part == "..":
+            return f"outside the folder {folder} (through '..')"
+        current = current / part
+        try:
+            mode = os.lstat(current).st_mode
+        except OSError:  # missing: the open names it
+            return None
+        if stat.S_ISLNK(mode):
+            if current == path:
+                return "a symbolic link (no link is followed inside a folder given to read)"
+            return f"inside the symbolic link {current} (no link is followed inside a folder)"
+    return None
+
+
 def open_regular(
     path: Path | str,
     what: str = "file",
@@ -211,6 +252,7 @@ def open_regular(
     *,
     refusal: Callable[[Path | str, str, str], str] = _refusal,
     unreadable: type[Exception] | None = None,
+    inside: Path | str | None = None,
 ) -> IO[bytes]:
     """Open ``path`` for binary reading, refusing anything but a regular file.
 
@@ -230,6 +272,10 @@ def open_regular(
         When given, a file that cannot be opened (missing, no permission) raises
         this with ``"{path}: cannot read {what}: {reason}"``; by default the
         :class:`OSError` propagates and the caller words it.
+    inside : path-like, optional
+        The folder the user named, when ``path`` is a file found in it: then
+        ``path`` must not be, or lie under, a symbolic link (:func:`link_in_folder`).
+        A path given on its own may be a link, but only to a regular file.
 
     Returns
     -------
@@ -239,7 +285,8 @@ def open_regular(
     Raises
     ------
     error
-        ``path`` is a FIFO, socket, device or folder.
+        ``path`` is a FIFO, socket, device or folder, or (with ``inside``) a
+        symbolic link or under one.
     OSError
         It cannot be opened and ``unreadable`` is None.
     """
@@ -250,6 +297,13 @@ def open_regular(
         message = f"{path}: cannot read {what}: {exc.strerror or exc}"
         return unreadable(message)
 
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if inside is not None:
+        link = link_in_folder(inside, path)
+        if link is not None:
+            raise error(refusal(path, what, link))
+        # A link swapped in after the check fails to open rather than be followed.
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
         mode = os.stat(path).st_mode
     except OSError as exc:
@@ -258,7 +312,7 @@ def open_regular(
     if not stat.S_ISREG(mode):  # a socket would fail to open rather than be named
         raise error(refusal(path, what, describe_kind(mode)))
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags)
     except OSError as exc:  # e.g. a socket swapped in after the stat (ENXIO)
         _unreadable(exc, path, what, unreadable)
         raise

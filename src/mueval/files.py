@@ -47,7 +47,7 @@ def _refusal(path: Path | str, what: str, kind: str) -> str:
     )
 
 
-def open_input(path: str | Path, what: str) -> BinaryIO:
+def open_input(path: str | Path, what: str, *, inside: str | Path | None = None) -> BinaryIO:
     """Open a regular file for binary reading, refusing any other kind without blocking.
 
     :func:`mudata.files.open_regular` with mueval's error and wording.
@@ -57,6 +57,9 @@ def open_input(path: str | Path, what: str) -> BinaryIO:
     path : path
     what : str
         What the file is, for messages (e.g. ``"--data"``, ``"run.json"``).
+    inside : path, optional
+        The folder the user named (a run folder): ``path``, found in it, must
+        not be a symbolic link (:func:`mudata.files.link_in_folder`).
 
     Returns
     -------
@@ -69,7 +72,12 @@ def open_input(path: str | Path, what: str) -> BinaryIO:
         The path does not exist, cannot be opened, or is not a regular file.
     """
     return open_regular(  # type: ignore[return-value]
-        Path(path), what, NotRegularFileError, refusal=_refusal, unreadable=NotRegularFileError
+        Path(path),
+        what,
+        NotRegularFileError,
+        refusal=_refusal,
+        unreadable=NotRegularFileError,
+        inside=inside,
     )
 
 

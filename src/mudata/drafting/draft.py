@@ -33,6 +33,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -49,7 +50,7 @@ from mudata.drafting.toml_text import to_toml
 from mudata.drafting.windows import window_report
 from mudata.entry import DatasetEntry
 from mudata.errors import ParseError, UsageError
-from mudata.files import sha256_file
+from mudata.files import describe_kind, sha256_file
 from mudata.pipeline import labelled_features
 from mudata.readers import get_reader
 from mudata.readers.base import Pin, Pins, RawTable, Sources
@@ -108,12 +109,35 @@ def _file_head(path: Path) -> bytes:
         return head(fh, path.name)
 
 
+def _folder_files(folder: Path) -> list[str]:
+    """The regular files of ``folder`` (relative names, hidden ones left out).
+
+    A symbolic link (to a file or a folder) or a FIFO, socket or device among
+    them is refused, naming each: a link would pin and build whatever it points
+    to (another user's rows, ``/proc/self/environ``), and a FIFO would hang.
+    """
+    names, refused = [], []
+    for p in sorted(folder.rglob("*")):  # rglob never descends into a folder link
+        name = p.relative_to(folder).as_posix()
+        if _hidden(name):
+            continue
+        mode = os.lstat(p).st_mode
+        if stat.S_ISREG(mode):
+            names.append(name)
+        elif not stat.S_ISDIR(mode):
+            refused.append(f"{p} ({describe_kind(mode)})")
+    if refused:
+        more = f" and {len(refused) - 10} more" if len(refused) > 10 else ""
+        message = (
+            f"mudata init reads only regular files inside {folder}, and no links; found "
+            f"{', '.join(refused[:10])}{more}. Copy the files themselves into the folder."
+        )
+        raise UsageError(message)
+    return names
+
+
 def _collect_folder(folder: Path, base: Path, choices: Choices) -> Collected:
-    names = sorted(
-        p.relative_to(folder).as_posix()
-        for p in folder.rglob("*")
-        if p.is_file() and not _hidden(p.relative_to(folder).as_posix())
-    )
+    names = _folder_files(folder)
     selection = select(
         names,
         lambda n: _file_head(folder / n),

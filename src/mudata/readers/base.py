@@ -174,8 +174,9 @@ class Sources:
                     index.setdefault(name, (i, str(path)))
                 for p in sorted(root.rglob("*")):
                     name = p.relative_to(root).as_posix()
-                    # FIFOs, sockets and devices are not indexed; nor files outside the glob.
-                    if p.is_file() and (pins is None or pins.admits(name)):
+                    # FIFOs, sockets and devices are not indexed; nor files outside the
+                    # glob. Links are, so that reading one is refused by name.
+                    if (p.is_file() or p.is_symlink()) and (pins is None or pins.admits(name)):
                         index.setdefault(name, (i, str(p)))
                 continue
             kind = sniff_kind(root)
@@ -245,7 +246,10 @@ class Sources:
         if i in self._archives:
             data = self._archives[i].read(inner, limit, f"member '{name}' of {root}")
         else:
-            data = _read_file(Path(inner) if inner else root, limit)
+            path = Path(inner) if inner else root
+            # A file found in a folder root must not be, or lie under, a link.
+            folder = root if inner and root.is_dir() and path.is_relative_to(root) else None
+            data = _read_file(path, limit, folder)
         observed = hashlib.sha256(data).hexdigest()
         expected = pins.sha256 if pins is not None and inner == "" else pin.sha256 if pin else None
         if expected is not None and observed != expected:
@@ -290,8 +294,8 @@ def _admit(root: Path, name: str, pins: Pins | None, pin: Pin | None) -> None:
         raise UsageError(message)
 
 
-def _read_file(path: Path, limit: int | None) -> bytes:
-    with open_regular(path, "file") as fh:
+def _read_file(path: Path, limit: int | None, inside: Path | None = None) -> bytes:
+    with open_regular(path, "file", inside=inside) as fh:
         data = fh.read() if limit is None else fh.read(limit + 1)
     if limit is not None and len(data) > limit:
         message = (

@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -99,7 +100,9 @@ def _delimited_options(entry: DatasetEntry) -> tuple[str | None, str]:
     return separator, decimal
 
 
-def _parse(data: bytes, member: str, fmt: str, entry: DatasetEntry) -> pd.DataFrame:
+def _parse(
+    data: bytes, member: str, fmt: str, entry: DatasetEntry, text_columns: Sequence[str] = ()
+) -> pd.DataFrame:
     """One member's (decompressed) bytes as a table: CSV, Parquet, text or MATLAB.
 
     Text without a header (``header = false``) gets the column names of
@@ -115,6 +118,12 @@ def _parse(data: bytes, member: str, fmt: str, entry: DatasetEntry) -> pd.DataFr
         )
     encoding = text_encoding(entry)
     separator, decimal = _delimited_options(entry)
+    # Ids are text: read as numbers, "01" and "1" (two people) would become one.
+    if header:
+        as_text: dict[str | int, type] = dict.fromkeys(text_columns, str)
+    else:
+        positions = columns_option(entry, "columns", {})
+        as_text = {positions[c] - 1: str for c in text_columns if c in positions}
     try:
         if fmt == "parquet":
             return pd.read_parquet(io.BytesIO(data))
@@ -134,6 +143,7 @@ def _parse(data: bytes, member: str, fmt: str, entry: DatasetEntry) -> pd.DataFr
                 header=0 if header else None,
                 na_values=list(SPREADSHEET_MISSING),
                 low_memory=False,
+                dtype=as_text or None,
             )
     except (ValueError, OSError, ArrowException) as exc:
         if isinstance(exc, ParseError):
@@ -154,9 +164,10 @@ def _parse(data: bytes, member: str, fmt: str, entry: DatasetEntry) -> pd.DataFr
 
 
 def _load(
-    entry: DatasetEntry, sources: Sources, required: list[str]
+    entry: DatasetEntry, sources: Sources, required: list[str], text_columns: Sequence[str] = ()
 ) -> list[tuple[str, pd.DataFrame]]:
-    """Every member matching ``members``, parsed; each must hold ``required``."""
+    """Every member matching ``members``, parsed (``text_columns`` read as text, never
+    as numbers); each must hold ``required``."""
     options = entry.reader_options
     fmt = str(options.get("format", "csv")).lower()
     if fmt not in FORMATS:
@@ -169,7 +180,7 @@ def _load(
         raise MissingFileError(message)
     tables = []
     for member in members:
-        table = _parse(sources.read_decoded(member), member, fmt, entry)
+        table = _parse(sources.read_decoded(member), member, fmt, entry, text_columns)
         if table.columns.duplicated().any():
             twice = sorted({str(c) for c in table.columns[table.columns.duplicated()]})
             message = (
@@ -251,7 +262,7 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
         _check_roles(entry, "feature_cols", list(feature_cols), roles)
     required = [user_col, label_col, *(feature_cols or [])]
     frames = []
-    for member, table in _load(entry, sources, required):
+    for member, table in _load(entry, sources, required, [user_col]):
         if feature_cols is None:
             chosen = [
                 c
@@ -590,7 +601,9 @@ def read_long_signals(entry: DatasetEntry, sources: Sources) -> SignalTable:
     options = _long_options(entry)
     header = int(entry.reader_options.get("header", True) is not False)
     frames, repeats = [], {}
-    for number, (member, table) in enumerate(_load(entry, sources, options.columns)):
+    for number, (member, table) in enumerate(
+        _load(entry, sources, options.columns, [options.user_col] if options.user_col else [])
+    ):
         member_frame, repeats[member] = _member_frame(member, table, options, number, header)
         frames.append(member_frame)
     frame = pd.concat(frames, ignore_index=True)

@@ -240,6 +240,11 @@ report_options = stack(
         help="Output folder (default: RUN_DIR/report).",
     ),
     click.option(
+        "--overwrite",
+        is_flag=True,
+        help="Replace an earlier report of mueval report in --out (never anything else).",
+    ),
+    click.option(
         "--strategy",
         "strategies",
         multiple=True,

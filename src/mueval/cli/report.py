@@ -16,6 +16,7 @@ import pandas as pd
 from mueval.cli.base import Command
 from mueval.cli.options import compare_options, report_options
 from mueval.comparison.significance import compare_runs, run_labels
+from mueval.errors import OutputError
 from mueval.files import neutralise_formulas, write_atomic
 from mueval.names import COMPARABLE_METRICS
 from mueval.runfolder import RunFolder, read_run_folder
@@ -39,6 +40,7 @@ def _printable(text: str) -> str:
 def report_command(
     run_dir: Path,
     out: Path | None,
+    overwrite: bool,
     strategies: tuple[str, ...],
     classifiers: tuple[str, ...],
     n_boot: int,
@@ -53,6 +55,7 @@ def report_command(
     # Here, not at the top: matplotlib, which `mueval --help` does without.
     from mueval.guarantees.run_warnings import warning_line
     from mueval.report.build import build_report
+    from mueval.report.folder import prepare_report_folder, remove_stale_figures
 
     run = _read(run_dir)
     present_s = set(run.predictions["strategy"])
@@ -66,6 +69,10 @@ def report_command(
             msg = f"{unknown} not in the run; choose from {sorted(present)}"
             raise click.BadParameter(msg, param_hint=opt)
     target = out if out is not None else run_dir / "report"
+    try:
+        prepare_report_folder(target, overwrite=overwrite)
+    except OutputError as exc:
+        raise click.ClickException(str(exc)) from exc
     result = build_report(
         run,
         target,
@@ -79,6 +86,8 @@ def report_command(
         figures=figures,
         others=[_read(p) for p in others],
     )
+    if overwrite:
+        remove_stale_figures(target, result.figures)
     n_png = sum(1 for p in result.figures if p.suffix == ".png")
     click.echo(f"wrote {result.html} ({n_png} figures as PNG and SVG in {target / 'figures'})")
     # Each with the severity run.json and the page give it; the sections' notes after.

@@ -43,9 +43,14 @@ def read_cohorts_file(path: str | Path) -> pd.DataFrame:
         message = f"cannot read {path} as a cohorts CSV (utf-8): {found}"
         raise DataError(message) from exc
     if "userid" not in frame.columns or len(frame.columns) < 2:
+        # The header is the file's content (a link to /proc/self/environ has the
+        # environment as its column name): quote at most a short excerpt of it.
+        found = repr(list(frame.columns))
+        if len(found) > 200:
+            found = f"{found[:200]}... ({len(found) - 200:,} more characters)"
         message = (
             f"{path}: a cohorts file needs a 'userid' column and a cohort column; found "
-            f"columns {list(frame.columns)}"
+            f"columns {found}"
         )
         raise DataError(message)
     return frame

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -87,6 +88,12 @@ def user_ids(raw: pd.Series) -> np.ndarray:
     ['S2', 'S10']
     >>> user_ids(pd.Series(["007", "7"])).tolist()  # distinct as text, not as numbers
     ['007', '7']
+
+    Raises
+    ------
+    DataError
+        Two ids differ only in surrounding spaces (``" 1"`` and ``"1"``): they
+        would merge two people into one user.
     """
     if pd.api.types.is_bool_dtype(raw):
         return raw.astype(str).to_numpy(dtype=object)
@@ -98,11 +105,35 @@ def user_ids(raw: pd.Series) -> np.ndarray:
             return values.astype(np.int64)
         return raw.astype(str).to_numpy(dtype=object)
     text = raw.astype(str).str.strip()
+    if text.nunique() < raw.astype(str).nunique():
+        # " 1" and "1" would merge two people silently: name both instead.
+        pairs = pd.DataFrame({"raw": raw.astype(str), "text": text}).drop_duplicates()
+        twice = pairs[pairs["text"].duplicated(keep=False)]
+        a, b = (repr(v[:60]) for v in twice.sort_values("text")["raw"].head(2))
+        message = (
+            f"user ids {a} and {b} differ only in surrounding spaces and would merge into "
+            "one user; user ids are text and must differ as text"
+        )
+        raise DataError(message)
     if text.str.fullmatch(r"[+-]?\d{1,18}").all():
         numbers = text.astype(np.int64)
         if numbers.nunique() == text.nunique():
             return numbers.to_numpy()
     return text.to_numpy(dtype=object)
+
+
+#: At most this many characters of file content in a message, as in mudata.
+_EXCERPT = 200
+
+
+def _listed(names: Sequence[object]) -> str:
+    """Column names for a message, cut to :data:`_EXCERPT` characters: a file's
+    header is its content (a link to ``/proc/self/environ`` has the environment
+    as its one column name), and a message must never echo more than a glimpse."""
+    text = ", ".join(map(str, names))
+    if len(text) <= _EXCERPT:
+        return text
+    return f"{text[:_EXCERPT]}... ({len(text) - _EXCERPT:,} more characters)"
 
 
 def table_from_frame(
@@ -140,8 +171,7 @@ def table_from_frame(
     for option, col in (("user", user_col), ("label", label_col)):
         if col not in df.columns:
             message = (
-                f"{source}: no {option} column {col!r}; columns are: "
-                f"{', '.join(map(str, df.columns))}"
+                f"{source}: no {option} column {col!r}; columns are: {_listed(list(df.columns))}"
             )
             raise UsageError(message)
     if user_col == label_col:
@@ -177,7 +207,7 @@ def table_from_frame(
     ]
     if bad:
         message = (
-            f"{source}: feature columns must be numeric; not numeric: {', '.join(bad)} "
+            f"{source}: feature columns must be numeric; not numeric: {_listed(bad)} "
             f"(name the user and label columns with --user-col/--label-col, or drop "
             "these columns)"
         )
@@ -334,7 +364,9 @@ def load_file(path: str | Path, *, user_col: str = "userid", label_col: str = "l
     kind = "CSV (utf-8)" if suffix == ".csv" else "Parquet"
     try:
         if suffix == ".csv":
-            df = pd.read_csv(io.BytesIO(content), encoding="utf-8")
+            # The user column as text: read as numbers, "01" and "1" (two people)
+            # would become one user (a Parquet file keeps its own types).
+            df = pd.read_csv(io.BytesIO(content), encoding="utf-8", dtype={user_col: str})
         else:
             df = _parquet_frame(content)
     except (OSError, ValueError, pa.ArrowException, _PandasMetadataError) as exc:

@@ -57,7 +57,11 @@ USER_COHORTS_FILE = "user_cohorts.csv"
 
 #: The default output of ``mueval report`` inside a run folder, and what it holds.
 REPORT_DIR = "report"
-REPORT_ENTRIES = frozenset({"report.html", "figures"})
+#: ``mueval report`` writes this marker beside report.html, so that ``report
+#: --overwrite`` can tell its own earlier report from a folder of the user's.
+REPORT_MARKER = ".mueval-report.json"
+REPORT_FORMAT = "mueval-report"
+REPORT_ENTRIES = frozenset({"report.html", "figures", REPORT_MARKER})
 
 #: Columns each file must hold.
 SUMMARY_COLUMNS: tuple[str, ...] = ("strategy", "classifier", "metric", "mean", "sd", "n")

@@ -124,6 +124,8 @@ def open_run_file(path: Path) -> BinaryIO:
         The file cannot be opened or is not a regular file (:func:`mueval.files.open_input`).
     """
     try:
-        return open_input(path, path.name)
+        # The run folder is the user's to name; a link planted inside it is not
+        # followed (it could quote any file of the reader's in an error).
+        return open_input(path, path.name, inside=path.parent)
     except NotRegularFileError as exc:
         raise RunFolderError(str(exc)) from exc

@@ -47,6 +47,7 @@ from mueval.runfolder.format import (
     COVERAGE_SUMMARY_FILE,
     FORMAT_VERSION,
     REPORT_DIR,
+    REPORT_MARKER,
     RUN_FILES,
     RUN_FORMAT,
     USER_COHORTS_FILE,
@@ -206,7 +207,7 @@ def _foreign_entries(folder: Path, allowed: set[str]) -> list[str]:
         if entry == REPORT_DIR and stat.S_ISDIR(os.lstat(path).st_mode):
             for inner in sorted(os.listdir(path)):
                 sub = path / inner
-                if inner == "report.html" and _is_file(sub):
+                if inner in ("report.html", REPORT_MARKER) and _is_file(sub):
                     continue
                 if inner == "figures" and stat.S_ISDIR(os.lstat(sub).st_mode):
                     foreign += [

@@ -1,0 +1,161 @@
+"""The folder a report goes into: refused unless empty, new, or an earlier report.
+
+``mueval report`` writes ``report.html``, ``figures/*.png|svg`` and a marker
+(:data:`~mueval.runfolder.format.REPORT_MARKER`), written first so that even an
+interrupted report is recognised as mueval's. Like ``mueval evaluate``, it never
+writes into a folder that holds anything else: a non-empty folder is replaced only
+with ``--overwrite``, and only when it holds nothing but an earlier report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+from mudata.files import describe_kind
+from mueval.errors import OutputError
+from mueval.files import write_atomic
+from mueval.runfolder.format import REPORT_FORMAT, REPORT_MARKER
+
+__all__ = ["prepare_report_folder", "remove_stale_figures", "report_folder_problem"]
+
+#: Larger than any marker mueval writes: a bigger one is not read.
+_MARKER_MAX_BYTES = 4096
+
+
+def _marker_ok(path: Path) -> bool:
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > _MARKER_MAX_BYTES:
+            return False
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(info, dict) and info.get("format") == REPORT_FORMAT
+
+
+def _foreign(folder: Path) -> list[str]:
+    """Entries of ``folder`` that ``mueval report`` would not have written, with their kind."""
+    foreign = []
+    for name in sorted(os.listdir(folder)):
+        path = folder / name
+        mode = os.lstat(path).st_mode
+        if name in ("report.html", REPORT_MARKER) and stat.S_ISREG(mode):
+            continue
+        if name == "figures" and stat.S_ISDIR(mode):
+            for fig in sorted(os.listdir(path)):
+                fig_mode = os.lstat(path / fig).st_mode
+                if not (fig.endswith((".png", ".svg")) and stat.S_ISREG(fig_mode)):
+                    foreign.append(f"figures/{fig} ({describe_kind(fig_mode)})")
+            continue
+        foreign.append(f"{name} ({describe_kind(mode)})")
+    return foreign
+
+
+def report_folder_problem(folder: str | Path) -> str | None:
+    """Why ``folder`` is not a report written by ``mueval report``, or None if it is.
+
+    Parameters
+    ----------
+    folder : path
+
+    Returns
+    -------
+    str or None
+        A reason that completes "... is not a mueval report folder: <reason>".
+    """
+    folder = Path(folder)
+    try:
+        mode = os.lstat(folder).st_mode
+        if not stat.S_ISDIR(mode):
+            return f"it is {describe_kind(mode)}"
+        foreign = _foreign(folder)
+        if foreign:
+            more = len(foreign) - 5
+            shown = ", ".join(foreign[:5]) + (f" and {more} more" if more > 0 else "")
+            return f"it holds entries mueval report did not write: {shown}"
+        if not _marker_ok(folder / REPORT_MARKER):
+            return f"it holds no readable {REPORT_MARKER} (the marker mueval report writes)"
+    except OSError as exc:
+        return f"cannot inspect it ({exc.strerror or exc})"
+    return None
+
+
+def prepare_report_folder(out: str | Path, *, overwrite: bool = False) -> Path:
+    """Check ``out`` can receive a report, create it if new, and mark it as a report.
+
+    Parameters
+    ----------
+    out : path
+    overwrite : bool
+        Allow writing over an earlier report of ``mueval report`` (and only one).
+
+    Returns
+    -------
+    Path
+        ``out``, now a real folder holding the report marker.
+
+    Raises
+    ------
+    OutputError
+        ``out`` is a symbolic link or not a folder; it is not empty and holds
+        anything but an earlier report; it holds an earlier report and
+        ``overwrite`` is false; or it cannot be created.
+    """
+    out = Path(out)
+    if os.path.lexists(out):
+        mode = os.lstat(out).st_mode
+        if not stat.S_ISDIR(mode):
+            msg = (
+                f"cannot write the report into {out}: it is {describe_kind(mode)}; mueval "
+                "writes reports only into real folders (choose another --out)"
+            )
+            raise OutputError(msg)
+        try:
+            empty = not any(out.iterdir())
+        except OSError as exc:
+            msg = f"cannot write the report into {out}: {exc.strerror or exc}"
+            raise OutputError(msg) from exc
+        if not empty:
+            problem = report_folder_problem(out)
+            if problem is not None:
+                msg = (
+                    f"cannot write the report into {out}: it is not empty and mueval report "
+                    f"did not write it ({problem}); nothing was changed (choose another --out)"
+                )
+                raise OutputError(msg)
+            if not overwrite:
+                msg = f"report folder {out} already holds a report (use --overwrite to replace it)"
+                raise OutputError(msg)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        msg = f"cannot write the report into {out}: {exc.strerror or exc}"
+        raise OutputError(msg) from exc
+    marker = json.dumps({"format": REPORT_FORMAT, "format_version": 1}) + "\n"
+    write_atomic(out, REPORT_MARKER, lambda p: p.write_text(marker, encoding="utf-8"))
+    return out
+
+
+def remove_stale_figures(out: str | Path, written: Iterable[Path]) -> list[str]:
+    """Remove the figures of an earlier report that this one did not write again.
+
+    Only regular ``.png``/``.svg`` files in ``out/figures`` are touched (the
+    folder was checked to hold nothing else); returns the names removed.
+    """
+    figures = Path(out) / "figures"
+    keep = {Path(p).name for p in written}
+    removed = []
+    if not figures.is_dir() or figures.is_symlink():
+        return removed
+    for name in sorted(os.listdir(figures)):
+        path = figures / name
+        if name in keep or not name.endswith((".png", ".svg")):
+            continue
+        if stat.S_ISREG(os.lstat(path).st_mode):
+            path.unlink()
+            removed.append(name)
+    return removed

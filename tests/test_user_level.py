@@ -9,6 +9,7 @@ check is paired with a wrong null that the same check rejects.
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pandas as pd
@@ -427,6 +428,31 @@ def test_statement_3_rules_differ_from_n_39_not_19():
     assert differ == list(range(39, 2001, 20))
     for n in differ:
         assert threshold_rank(n, 0.05, "study") == threshold_rank(n, 0.05, "mapie") + 1
+
+
+def test_rank_formulas_in_exact_arithmetic():
+    """The module docstring's closed forms, in exact rational arithmetic, agree
+    with threshold_rank except where the code's floats round x up past an
+    integer; there the float rank is one higher (more conservative)."""
+    from fractions import Fraction
+
+    exceptions = 0
+    for text, n in itertools.product(("0.01", "0.05", "0.1", "0.3", "0.7", "0.9"), range(1, 600)):
+        alpha = Fraction(text)
+        x = (n + 1) * (1 - alpha)
+        if x > n:
+            assert threshold_rank(n, float(alpha), "mapie") == n + 1
+            continue
+        mapie, study = math.ceil(x), math.ceil(x * (n - 1) / n) + 1
+        frac = x - math.floor(x)
+        assert (study == mapie + 1) == ((frac == 0 and x < n) or frac > x / n)
+        assert study - mapie in (0, 1)
+        for rule, exact in (("mapie", mapie), ("study", study)):
+            got = threshold_rank(n, float(alpha), rule)
+            if got != exact:
+                exceptions += 1
+                assert got == exact + 1 and float((n + 1) * (1 - float(alpha))) > x
+    assert 0 < exceptions < 200  # alpha = 0.7: 1 - 0.7 = 0.30000000000000004
 
 
 def test_statement_4_coverage_and_p_above_alpha():

@@ -77,7 +77,13 @@ and returns ``n + 1`` when the rule has no finite threshold. With
   order statistic at 0-based index ``ceil((x / n)(n - 1))``, so
   ``k = ceil(x (n - 1) / n) + 1``, or ``n + 1`` when ``x / n > 1``. It equals
   the MAPIE rank, or one more: one more when ``x`` is an integer below ``n``
-  (at alpha = 0.05: ``n = 39, 59, 79, ...``, not ``n = 19`` where ``x = n``).
+  or its fractional part exceeds ``x / n``; at alpha = 0.05 only the former,
+  ``n = 39, 59, 79, ...`` (not ``n = 19``, where ``x = n``).
+
+These are the formulas in exact arithmetic. The code computes ``x`` in
+floats, which can land just above an integer (alpha = 0.7, n = 9:
+``10 * (1 - 0.7) = 3.0000000000000004``, so MAPIE's rank is 4, not 3);
+:func:`threshold_rank` follows the floats, as the sets do.
 
 Both rules have a finite threshold exactly when ``x <= n``, that is
 ``n >= (1 - alpha) / alpha``: 19 rows at alpha = 0.05, one fewer than

@@ -22,6 +22,7 @@ from mueval.metrics.conformal import conformal_pvalues, lac_sets, lac_threshold
 from mueval.user_level import (
     adjust_pvalues,
     covered_pmf,
+    default_combine,
     lower_pvalue,
     min_calibration_size,
     null_pmf,
@@ -318,6 +319,14 @@ def test_user_verdicts_table():
     cells = pd.DataFrame(rows)
     out = user_verdicts(cells, alpha=0.05, rule="study", correction="holm")
     assert out["combine"].eq("convolution").all()
+    assert [default_combine(s) for s in ("mm", "udm", "uim", "ucm", "uam", "new")] == [
+        "bonferroni",
+        "convolution",
+        "bonferroni",
+        "convolution",
+        "convolution",
+        "bonferroni",
+    ]
     assert out.set_index("user")["below"].to_dict()[5]
     k = threshold_rank(39, 0.05, "study")
     expected_p = lower_pvalue(60, [40] * 3, [39] * 3, [k] * 3)
@@ -328,6 +337,9 @@ def test_user_verdicts_table():
     out_b = user_verdicts(cells, alpha=0.05, rule="study", combine="bonferroni", correction="none")
     p_one = lower_pvalue(20, [40], [39], [k])
     assert out_b.set_index("user").loc[5, "p_value"] == pytest.approx(min(1.0, 3 * p_one))
+    # A blocked split tests the same rows in every iteration: Bonferroni.
+    out_blocked = user_verdicts(cells, alpha=0.05, rule="study", split="blocked")
+    assert out_blocked["combine"].eq("bonferroni").all()
     # uxc: no verdict.
     out_x = user_verdicts(cells.assign(strategy="uxc"), alpha=0.05, rule="mapie")
     assert out_x["p_value"].isna().all() and out_x["below"].isna().all()

@@ -44,8 +44,10 @@ more often than its level says.
   (the benchmark ``benchmarks/user_level.py`` measures how much).
   ``combine="bonferroni"`` takes each iteration's exact p-value and returns
   ``min(1, B * min_i p_i)`` over ``B`` iterations, valid however the
-  iterations depend on each other. :data:`DEFAULT_COMBINE` holds the choice
-  per strategy.
+  iterations depend on each other. :func:`default_combine` holds the choice
+  per strategy and split: under ``--split blocked`` every iteration tests the
+  same rows against the same calibration rows, so Bonferroni for every
+  strategy.
 - **Across users** of one (strategy, classifier), the p-values are adjusted by
   Holm (family-wise error at ``level``, any dependence), Benjamini-Hochberg
   (false discovery rate at ``level`` when the users' p-values are independent
@@ -107,6 +109,7 @@ __all__ = [
     "NO_VERDICT_STRATEGIES",
     "adjust_pvalues",
     "covered_pmf",
+    "default_combine",
     "lower_pvalue",
     "min_calibration_size",
     "null_pmf",
@@ -136,6 +139,35 @@ DEFAULT_COMBINE: dict[str, str] = {
 
 #: Strategies without a single rank-k threshold: their verdict is ``nan``.
 NO_VERDICT_STRATEGIES: tuple[str, ...] = ("uxc",)
+
+
+def default_combine(strategy: str, split: str = "random") -> str:
+    """How to combine a user's iterations under a strategy and split method.
+
+    Parameters
+    ----------
+    strategy : str
+        ``"mm"``, ``"udm"``, ``"uim"``, ``"ucm"``, ``"uam"``, ...
+    split : {"random", "blocked"}
+        The run's ``--split``.
+
+    Returns
+    -------
+    str
+        ``"convolution"`` only where each iteration redraws the user's
+        calibration and test rows from the user's own rows at random (UDM,
+        UCM, UAM under a random split); ``"bonferroni"`` otherwise.
+
+    Examples
+    --------
+    >>> default_combine("ucm"), default_combine("uim"), default_combine("ucm", "blocked")
+    ('convolution', 'bonferroni', 'bonferroni')
+    """
+    _check_choice("split", split, ("random", "blocked"))
+    if split == "blocked":
+        return "bonferroni"
+    return DEFAULT_COMBINE.get(str(strategy).lower(), "bonferroni")
+
 
 _CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no correction"}
 
@@ -471,6 +503,7 @@ def user_verdicts(
     correction: str = "holm",
     rule: str | None = None,
     combine: str | None = None,
+    split: str = "random",
     small_cal: str = "error",
 ) -> pd.DataFrame:
     """Per-user exact p-values and "below target" verdicts at ``level``.
@@ -496,8 +529,10 @@ def user_verdicts(
     rule : {"study", "mapie"}, optional
         Threshold rule when ``cells`` has neither ``rank`` nor ``threshold``.
     combine : {"convolution", "bonferroni"}, optional
-        How iterations are combined; by default :data:`DEFAULT_COMBINE` of
-        the strategy.
+        How iterations are combined; by default :func:`default_combine` of
+        the strategy and ``split``.
+    split : {"random", "blocked"}
+        The run's ``--split`` (only used to choose ``combine``).
     small_cal : {"error", "skip", "full-set"}
         What the run did with a non-Mondrian calibration set below
         :func:`min_calibration_size` (only ``"full-set"`` leaves sets to test:
@@ -530,6 +565,7 @@ def user_verdicts(
     level = _check_alpha(level)
     _check_choice("correction", correction, CORRECTIONS)
     _check_choice("small_cal", small_cal, ("error", "skip", "full-set"))
+    _check_choice("split", split, ("random", "blocked"))
     if combine is not None:
         _check_choice("combine", combine, COMBINES)
     missing = [c for c in _REQUIRED if c not in cells.columns]
@@ -548,7 +584,7 @@ def user_verdicts(
     for (strategy, classifier, user), group in frame.groupby(
         ["strategy", "classifier", "user"], sort=True
     ):
-        how = combine or DEFAULT_COMBINE.get(str(strategy), "bonferroni")
+        how = combine or default_combine(str(strategy), split)
         p, expected = _user_pvalue(group, how)
         rows.append(
             {

@@ -82,9 +82,9 @@ class Dataset:
         return round(self.rows / self.users)
 
 
-# Users and rows after the user filter: docs/datasets.md (and
-# ../shared/spec/DATASETS.md). Per-user counts are not documented; every user
-# gets rows / users (gestures: exactly 400 = 20 classes x 20 repetitions).
+# Users and rows after the user filter: docs/datasets.md. Per-user counts are
+# not documented there; every user gets rows / users (gestures: exactly 400 =
+# 20 classes x 20 repetitions).
 DATASETS = (
     Dataset("WISDM", 16, 2869, "docs/datasets.md: 16 users, 2,869 rows"),
     Dataset("HAR70+", 16, 12887, "docs/datasets.md: 16 users, 12,887 rows"),

@@ -32,7 +32,7 @@ Tests compared, per user
 - ``bonferroni/<corr>``: each iteration's exact p-value, combined as
   ``min(1, 20 * min)``, valid under any dependence between iterations.
 
-``mueval.user_level.default_combine`` picks convolution for UDM and UCM and
+``mueval.guarantees.user_level.default_combine`` picks convolution for UDM and UCM and
 Bonferroni for MM and UIM; rows marked ``*`` are those defaults.
 
 Printed per dataset, strategy and test: the per-user false-flag rate under the
@@ -59,7 +59,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from mueval.user_level import adjust_pvalues, default_combine, threshold_rank
+from mueval.guarantees.user_level import adjust_pvalues, default_combine, threshold_rank
 
 ALPHA = 0.05
 LEVEL = 0.05

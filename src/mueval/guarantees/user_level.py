@@ -89,7 +89,8 @@ floats, which can land just above an integer (alpha = 0.7, n = 9:
 
 Both rules have a finite threshold exactly when ``x <= n``, that is
 ``n >= (1 - alpha) / alpha``: 19 rows at alpha = 0.05, one fewer than
-:func:`min_calibration_size` (20), which the non-Mondrian code demands.
+:func:`mueval.conformal.sets.min_calibration_size` (20), which the
+non-Mondrian code demands.
 """
 
 from __future__ import annotations
@@ -102,6 +103,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from mueval.conformal.sets import min_calibration_size
+from mueval.guarantees.checks import check_choice, check_level
+
 __all__ = [
     "COMBINES",
     "CORRECTIONS",
@@ -111,7 +115,6 @@ __all__ = [
     "covered_pmf",
     "default_combine",
     "lower_pvalue",
-    "min_calibration_size",
     "null_pmf",
     "threshold_rank",
     "user_verdicts",
@@ -163,45 +166,13 @@ def default_combine(strategy: str, split: str = "random") -> str:
     >>> default_combine("ucm"), default_combine("uim"), default_combine("ucm", "blocked")
     ('convolution', 'bonferroni', 'bonferroni')
     """
-    _check_choice("split", split, ("random", "blocked"))
+    check_choice("split", split, ("random", "blocked"))
     if split == "blocked":
         return "bonferroni"
     return DEFAULT_COMBINE.get(str(strategy).lower(), "bonferroni")
 
 
 _CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no correction"}
-
-
-def _check_alpha(alpha: float) -> float:
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating)):
-        message = f"alpha must be a number in (0, 1); found {alpha!r}"
-        raise ValueError(message)
-    if not 0.0 < float(alpha) < 1.0:
-        message = f"alpha must be in (0, 1); found {alpha!r}"
-        raise ValueError(message)
-    return float(alpha)
-
-
-def _check_choice(name: str, value: str, valid: Sequence[str]) -> str:
-    if value not in valid:
-        message = f"unknown {name} {value!r}; valid: {', '.join(valid)}"
-        raise ValueError(message)
-    return value
-
-
-def min_calibration_size(alpha: float) -> int:
-    """The smallest calibration set MAPIE accepts: ``ceil(max(1/alpha, 1/(1-alpha)))``.
-
-    The same expression (with its ``1e-9`` guard against ``1/0.05`` rounding up
-    to 20.000000000000004) as ``mueval.conformal.min_calibration_size``.
-
-    Examples
-    --------
-    >>> min_calibration_size(0.05), min_calibration_size(0.9)
-    (20, 10)
-    """
-    alpha = _check_alpha(alpha)
-    return int(np.ceil(max(1.0 / alpha, 1.0 / (1.0 - alpha)) - 1e-9))
 
 
 def threshold_rank(n: int, alpha: float, rule: str = "study") -> int:
@@ -236,8 +207,8 @@ def threshold_rank(n: int, alpha: float, rule: str = "study") -> int:
     >>> [threshold_rank(n, 0.05, "mapie") for n in (18, 19, 20, 39, 199, 200)]
     [19, 19, 20, 38, 190, 191]
     """
-    alpha = _check_alpha(alpha)
-    _check_choice("threshold rule", rule, ("study", "mapie"))
+    alpha = check_level("alpha", alpha)
+    check_choice("threshold rule", rule, ("study", "mapie"))
     n = int(n)
     if n < 0:
         message = f"n must be a count of calibration scores, >= 0; found {n}"
@@ -402,7 +373,7 @@ def adjust_pvalues(pvalues: Sequence[float] | np.ndarray, correction: str = "hol
     >>> adjust_pvalues([0.01, 0.04, 0.03, 0.5], "bh").round(4).tolist()
     [0.04, 0.0533, 0.0533, 0.5]
     """
-    _check_choice("correction", correction, CORRECTIONS)
+    check_choice("correction", correction, CORRECTIONS)
     p = np.asarray(pvalues, dtype=np.float64)
     if p.ndim != 1 or ((p < 0) | (p > 1)).any():
         message = f"pvalues must be a 1-D array of values in [0, 1] or nan; found {p.tolist()[:5]}"
@@ -438,7 +409,7 @@ def verdict_label(level: float, correction: str) -> str:
     >>> verdict_label(0.05, "bh")
     'below target at level 0.05 after Benjamini-Hochberg'
     """
-    _check_choice("correction", correction, CORRECTIONS)
+    check_choice("correction", correction, CORRECTIONS)
     return f"below target at level {level:g} after {_CORRECTION_NAMES[correction]}"
 
 
@@ -561,13 +532,13 @@ def user_verdicts(
         1         78   0.7382  False
         2         60   0.0007   True
     """
-    alpha = _check_alpha(alpha)
-    level = _check_alpha(level)
-    _check_choice("correction", correction, CORRECTIONS)
-    _check_choice("small_cal", small_cal, ("error", "skip", "full-set"))
-    _check_choice("split", split, ("random", "blocked"))
+    alpha = check_level("alpha", alpha)
+    level = check_level("level", level)
+    check_choice("correction", correction, CORRECTIONS)
+    check_choice("small_cal", small_cal, ("error", "skip", "full-set"))
+    check_choice("split", split, ("random", "blocked"))
     if combine is not None:
-        _check_choice("combine", combine, COMBINES)
+        check_choice("combine", combine, COMBINES)
     missing = [c for c in _REQUIRED if c not in cells.columns]
     if missing:
         message = f"cells lacks the columns {missing}; needs {list(_REQUIRED)}"

@@ -44,6 +44,7 @@ from mueval.guarantees.diagnostics import (
     diagnose,
     diagnostic_names,
 )
+from mueval.guarantees.user_level import default_combine
 from mueval.report.tables import format_table
 from mueval.runfolder import (
     PredictionStream,
@@ -462,6 +463,16 @@ def _evaluate(
         output.timings["predictions_write_s"] = stream.seconds
         rows = pq.read_table(path, columns=_GUARANTEE_COLUMNS).to_pandas()
     user_groups = _user_groups_frame(table, row_groups)
+    recorded = {
+        **config.record(),
+        "condition": condition.text,
+        "group_column": None if row_groups is None else row_groups.column,
+        # How each strategy's iterations are combined in the per-user verdicts.
+        "user_combine": {s: default_combine(s, config.split) for s in config.strategies},
+        "jobs": execution.get("jobs", 1),
+        "backend": execution.get("backend", "loky"),
+        **_diagnostics_config(diagnostics),
+    }
     found = compute_guarantees(
         rows,
         splits,
@@ -470,6 +481,7 @@ def _evaluate(
         classes=table.classes,
         condition=condition,
         user_groups=user_groups,
+        config=recorded,
     )
     # Per stage and strategy/classifier, with what came after the tasks (the
     # last row group of the stream is written after the runner returned).
@@ -479,14 +491,7 @@ def _evaluate(
     info: dict[str, Any] = {
         "dataset": table.info,
         "classes": list(table.classes),
-        "config": {
-            **config.record(),
-            "condition": condition.text,
-            "group_column": None if row_groups is None else row_groups.column,
-            "jobs": execution.get("jobs", 1),
-            "backend": execution.get("backend", "loky"),
-            **_diagnostics_config(diagnostics),
-        },
+        "config": recorded,
         "versions": _versions(),
         "skipped": output.notes,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -539,6 +544,8 @@ def evaluate(
     condition: str | None = None,
     groups: str | Path | pd.DataFrame | None = None,
     diagnostics: str = "basic",
+    user_level: float = 0.05,
+    user_correction: str = "holm",
     jobs: int = 1,
     backend: str = "loky",
     scheduler: str | None = None,
@@ -594,6 +601,11 @@ def evaluate(
         then no feature).
     diagnostics : {"none", "basic", "full"}
         Conditional-coverage diagnostics to compute.
+    user_level : float
+        Level of the per-user verdicts "below target" (the exact test of
+        :mod:`mueval.guarantees.user_level`); changes no set.
+    user_correction : {"holm", "bh", "none"}
+        Their correction across the users of each strategy and classifier.
     jobs : int
         Worker processes (loky); the results do not depend on it.
     backend : {"loky", "dask"}
@@ -657,6 +669,8 @@ def evaluate(
         gap=gap,
         user_folds=user_folds,
         condition=condition,
+        user_level=user_level,
+        user_correction=user_correction,
     )
     if isinstance(data, pd.DataFrame) and groups is None and config.conditioning.by_group:
         # A group column of any type (text too) is taken out before the features

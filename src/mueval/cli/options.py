@@ -24,6 +24,7 @@ from mueval.names import (
     SCORES,
     SMALL_CAL_POLICIES,
     THRESHOLD_RULES,
+    USER_CORRECTIONS,
 )
 
 __all__ = ["compare_options", "evaluate_options", "report_options"]
@@ -218,6 +219,25 @@ evaluate_options = stack(
         "classifier and iteration. basic: coverage gap and weighted coverage gap over users "
         "and over classes, HSIC(set size, coverage), size-stratified coverage. full: also "
         "worst-slab coverage and ERT (slower).",
+    ),
+    click.option(
+        "--user-level",
+        type=click.FloatRange(0, 1, min_open=True, max_open=True),
+        default=0.05,
+        show_default=True,
+        help="Level of the per-user verdict 'below target': a user is flagged when the "
+        "exact test of its covered count (Beta-Binomial null, exchangeable calibration and "
+        "test rows) rejects at this level after --user-correction. Changes no set.",
+    ),
+    click.option(
+        "--user-correction",
+        type=click.Choice(USER_CORRECTIONS),
+        default="holm",
+        show_default=True,
+        help="Correction of the per-user verdicts across the users of each strategy and "
+        "classifier: holm (the chance of any false flag is at most --user-level, whatever "
+        "the dependence), bh (Benjamini-Hochberg: false discovery rate, under independence "
+        "or positive dependence), none (each user at --user-level).",
     ),
 )
 

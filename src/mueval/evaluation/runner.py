@@ -35,6 +35,7 @@ from mueval.names import (
     SMALL_CAL_POLICIES,
     STRATEGIES,
     THRESHOLD_RULES,
+    USER_CORRECTIONS,
 )
 
 if TYPE_CHECKING:
@@ -64,6 +65,12 @@ class EvalConfig:
     ``condition``: None (the protocol), ``"class"``, ``"group:COLUMN"`` or
     ``"class+group:COLUMN"`` (:mod:`mueval.data.groups`); ``mondrian=True`` is
     ``"class"``.
+
+    ``user_level`` and ``user_correction``: a user is *below target* when the
+    exact per-user test (:mod:`mueval.guarantees.user_level`) rejects at
+    ``user_level`` after ``user_correction`` (``holm``, ``bh`` or ``none``)
+    across the users of each strategy and classifier. They change no set,
+    only the verdicts a run folder records.
     """
 
     strategies: tuple[str, ...] = STRATEGIES[:4]
@@ -80,6 +87,8 @@ class EvalConfig:
     gap: int = 1
     user_folds: int | None = None
     condition: str | None = None
+    user_level: float = 0.05
+    user_correction: str = "holm"
 
     def __post_init__(self) -> None:
         condition = parse_condition(self.condition, mondrian=self.mondrian)  # fails early
@@ -115,6 +124,15 @@ class EvalConfig:
             or self.user_folds < 2
         ):
             message = f"user_folds must be None or an integer of 2 or more, got {self.user_folds!r}"
+            raise UsageError(message)
+        if isinstance(self.user_level, bool) or not 0.0 < self.user_level < 1.0:
+            message = f"user_level must be strictly between 0 and 1, got {self.user_level!r}"
+            raise UsageError(message)
+        if self.user_correction not in USER_CORRECTIONS:
+            message = (
+                f"unknown user correction {self.user_correction!r}; valid: "
+                f"{', '.join(USER_CORRECTIONS)}"
+            )
             raise UsageError(message)
         if self.small_cal not in SMALL_CAL_POLICIES:
             message = (

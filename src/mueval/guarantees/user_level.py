@@ -105,6 +105,7 @@ from scipy import stats
 
 from mueval.conformal.sets import min_calibration_size
 from mueval.guarantees.checks import check_choice, check_level
+from mueval.names import USER_CORRECTIONS
 
 __all__ = [
     "COMBINES",
@@ -121,8 +122,9 @@ __all__ = [
     "verdict_label",
 ]
 
-#: Multiplicity corrections across the users of one (strategy, classifier).
-CORRECTIONS: tuple[str, ...] = ("holm", "bh", "none")
+#: Multiplicity corrections across the users of one (strategy, classifier)
+#: (declared in :mod:`mueval.names`, which the command line offers).
+CORRECTIONS: tuple[str, ...] = USER_CORRECTIONS
 
 #: How iterations are combined per user.
 COMBINES: tuple[str, ...] = ("convolution", "bonferroni")

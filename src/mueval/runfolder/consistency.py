@@ -56,6 +56,7 @@ __all__ = [
     "check_group_coverage",
     "check_user_groups",
     "check_user_validity",
+    "check_user_verdicts",
 ]
 
 #: Relative tolerance between a stored mean and its recomputation (float sums in
@@ -620,3 +621,38 @@ def check_user_validity(path: object, stored: pd.DataFrame, rows: pd.DataFrame) 
                 f"p-values (Benjamini-Hochberg gives {adjusted[i]!r}, flagged when <= 0.05)"
             )
             raise _error(msg[:600])
+
+
+def check_user_verdicts(path: object, stored: pd.DataFrame, fresh: pd.DataFrame) -> None:
+    """``user_coverage.csv``: the exact test's ``expected_covered``, ``p_value``,
+    ``p_adjusted`` and ``below`` are those the predictions, the splits and
+    run.json's settings give (recomputed in ``fresh``), within a relative 1e-6."""
+    columns = ["expected_covered", "p_value", "p_adjusted"]
+    _numeric(path, stored, columns)
+    keys = ["strategy", "classifier", "user"]
+
+    def keyed(frame: pd.DataFrame) -> pd.DataFrame:
+        out = frame[[*keys, *columns, "below"]].copy()
+        out["user"] = _user_key(out["user"])
+        text = out["below"].astype(str).str.strip().str.lower()
+        out["below"] = text.map({"true": "True", "false": "False", "1": "True", "0": "False"})
+        return out.fillna({"below": "no verdict"})
+
+    merged = keyed(fresh).merge(keyed(stored), on=keys, how="outer", suffixes=("", "_file"))
+    wrong = np.zeros(len(merged), dtype=bool)
+    for column in columns:
+        a = merged[column].to_numpy(dtype=float)
+        b = merged[f"{column}_file"].to_numpy(dtype=float)
+        wrong |= ~(np.isclose(a, b, rtol=1e-6, atol=1e-12) | (np.isnan(a) & np.isnan(b)))
+    wrong |= (merged["below"] != merged["below_file"]).to_numpy()
+    i = _first(wrong)
+    if i is not None:
+        r = merged.iloc[i]
+        msg = (
+            f"{path}: {r['strategy']} / {r['classifier']} user {r['user']} has p_value "
+            f"{r['p_value_file']!r}, p_adjusted {r['p_adjusted_file']!r}, below "
+            f"{r['below_file']}; the predictions, splits.parquet and run.json's user_level, "
+            f"user_correction and user_combine give {r['p_value']!r}, {r['p_adjusted']!r}, "
+            f"{r['below']}"
+        )
+        raise _error(msg[:600])

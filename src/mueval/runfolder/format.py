@@ -12,7 +12,10 @@ predictions when an older folder lacks them. Runs written since conditional
 calibration also hold ``group_coverage.csv`` (coverage per class, and per
 group of users when the run had groups), ``user_validity.csv`` (the per-user
 KS test of :mod:`mueval.guarantees.validity`) and, when the run had groups,
-``user_groups.csv`` (each user's group).
+``user_groups.csv`` (each user's group). Runs written since the exact per-user
+test record ``user_level``, ``user_correction`` and ``user_combine`` in
+``run.json``'s config, and ``user_coverage.csv`` holds the test's
+``expected_covered``, ``p_value``, ``p_adjusted`` and its verdict ``below``.
 """
 
 from __future__ import annotations
@@ -93,6 +96,10 @@ USER_COVERAGE_COLUMNS: tuple[str, ...] = (
     "user",
     *COVERAGE_INTERVAL_COLUMNS,
 )
+#: The exact per-user test's columns of ``user_coverage.csv`` (runs written
+#: since the verdicts; their ``below`` is the verdict, an older folder's the
+#: interval rule, recomputed on load).
+USER_VERDICT_COLUMNS: tuple[str, ...] = ("expected_covered", "p_value", "p_adjusted")
 COVERAGE_SUMMARY_COLUMNS: tuple[str, ...] = (
     "strategy",
     "classifier",

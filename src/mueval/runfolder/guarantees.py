@@ -1,10 +1,17 @@
-"""Per-user guarantees of a run: coverage intervals, their summary and the warnings.
+"""Per-user guarantees of a run: verdicts, coverage intervals, their summary and the warnings.
 
 Computed from the prediction rows when a run is evaluated, written into the run
 folder (``user_coverage.csv``, ``coverage_summary.csv``, ``run.json``'s
 ``warnings``), and recomputed on load for folders written before these files
-existed. The intervals are exact Clopper-Pearson intervals on the rows pooled
-over iterations (see :mod:`mueval.guarantees.intervals` for why they are narrow).
+existed. A user is *below target* when the exact per-user test of
+:mod:`mueval.guarantees.user_level` says so at the run's ``user_level`` after
+its ``user_correction`` (``run.json``'s config; 0.05 and Holm for folders
+written before them): :func:`verdict_cells` builds its input, one row per
+(strategy, classifier, user, iteration) with the calibration size of
+``splits.parquet`` and the user's test and covered rows. The Clopper-Pearson
+intervals on the rows pooled over iterations describe each user's observed
+rate (see :mod:`mueval.guarantees.intervals` for why they are narrow); they
+are not the test.
 
 Also here: coverage per class and per group of users
 (:func:`mueval.data.groups.group_coverage`, ``group_coverage.csv``) and the per-user
@@ -14,7 +21,7 @@ whose flagged users feed the ``users-not-exchangeable`` warning.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,9 +29,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mueval.conformal.sets import min_calibration_size
 from mueval.data.groups import Condition, group_coverage, parse_condition
+from mueval.errors import DataError
 from mueval.guarantees.intervals import coverage_summary, per_user_coverage
 from mueval.guarantees.run_warnings import collect_warnings, set_statistics
+from mueval.guarantees.user_level import default_combine, user_verdicts
 from mueval.guarantees.validity import user_validity
 from mueval.runfolder.format import (
     COVERAGE_SUMMARY_COLUMNS,
@@ -37,14 +47,31 @@ from mueval.runfolder.format import (
     USER_GROUPS_FILE,
     USER_VALIDITY_COLUMNS,
     USER_VALIDITY_FILE,
+    USER_VERDICT_COLUMNS,
     WARNING_KEYS,
 )
 from mueval.runfolder.read import RunFolderError, _open
 
-__all__ = ["Guarantees", "compute_guarantees", "load_guarantees"]
+__all__ = [
+    "USER_CORRECTION",
+    "USER_LEVEL",
+    "Guarantees",
+    "compute_guarantees",
+    "load_guarantees",
+    "no_verdict_reason",
+    "verdict_cells",
+    "verdict_settings",
+    "verdict_table",
+]
 
 #: Confidence of every interval written into a run folder.
 CONFIDENCE = 0.95
+
+#: Level and correction of the per-user verdicts of a run whose run.json
+#: records none (folders written before them): ``--user-level`` and
+#: ``--user-correction``'s defaults.
+USER_LEVEL = 0.05
+USER_CORRECTION = "holm"
 
 
 @dataclass
@@ -54,7 +81,10 @@ class Guarantees:
     Attributes
     ----------
     user_coverage : DataFrame
-        :func:`~mueval.guarantees.intervals.per_user_coverage` output (exact).
+        :func:`~mueval.guarantees.intervals.per_user_coverage` output (exact
+        interval of the observed rate) with the exact test's
+        ``expected_covered``, ``p_value``, ``p_adjusted`` and ``below``
+        (:func:`verdict_table`; ``<NA>`` where no verdict is given).
     coverage_summary : DataFrame
         :func:`~mueval.guarantees.intervals.coverage_summary` output.
     warnings : list of dict
@@ -167,6 +197,223 @@ def _groups_series(user_groups: pd.DataFrame | None) -> pd.Series | None:
     return pd.Series(user_groups["group"].astype(str).to_numpy(), index=keys.to_numpy())
 
 
+def verdict_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The settings of the per-user verdicts, read from a run's configuration.
+
+    Parameters
+    ----------
+    config : mapping or None
+        ``run.json``'s ``config`` (or :meth:`EvalConfig.record
+        <mueval.evaluation.runner.EvalConfig.record>` with ``condition``);
+        keys it lacks take the protocol's defaults, so a folder written before
+        the verdicts gets level 0.05 and Holm.
+
+    Returns
+    -------
+    dict
+        ``level``, ``correction``, ``combine`` (strategy -> ``convolution`` or
+        ``bonferroni``, or None: :func:`~mueval.guarantees.user_level.default_combine`),
+        ``rule``, ``score``, ``split``, ``small_cal`` and ``condition`` (a
+        :class:`~mueval.data.groups.Condition`).
+
+    Examples
+    --------
+    >>> s = verdict_settings({"alpha": 0.1, "split": "blocked"})
+    >>> s["level"], s["correction"], s["rule"], s["split"]
+    (0.05, 'holm', 'study', 'blocked')
+    """
+    config = dict(config or {})
+    return {
+        "level": float(config.get("user_level", USER_LEVEL)),
+        "correction": str(config.get("user_correction", USER_CORRECTION)),
+        "combine": config.get("user_combine"),
+        "rule": str(config.get("threshold") or "study"),
+        "score": str(config.get("score") or "lac"),
+        "split": str(config.get("split") or "random"),
+        "small_cal": str(config.get("small_cal") or "error"),
+        "condition": parse_condition(
+            config.get("condition"), mondrian=bool(config.get("mondrian"))
+        ),
+    }
+
+
+def no_verdict_reason(strategy: str, settings: Mapping[str, Any]) -> str | None:
+    """Why a strategy's users get no verdict under ``settings``, or None.
+
+    Where the calibration count behind each test row's threshold is not
+    recorded, or no single rank-k threshold exists, no exact null can be
+    written down; those users are not flagged (``below`` is ``<NA>``), the
+    conservative treatment, and the report says "no verdict".
+
+    Examples
+    --------
+    >>> settings = verdict_settings({"condition": "class"})
+    >>> no_verdict_reason("ucm", settings).split(":")[0]
+    'class-conditional calibration'
+    >>> no_verdict_reason("ucm", verdict_settings({})) is None
+    True
+    """
+    condition = settings["condition"]
+    if strategy == "uxc":
+        return "uxc: cross-conformal p-values pooled over fold models, no single rank-k threshold"
+    if settings["rule"] == "mapie" and settings["score"] != "lac":
+        return (
+            f"MAPIE's own {settings['score']} sets (--threshold mapie): no rank-k threshold "
+            "describes them"
+        )
+    if condition.per_class:
+        return (
+            "class-conditional calibration: splits.parquet records the smallest class cell "
+            "(n_cal_cell), not each cell's calibration count, so the per-cell ranks are unknown"
+        )
+    if condition.by_group and strategy == "mm":
+        return (
+            "mm under group calibration: each test row is calibrated on its own group, while "
+            "n_cal counts every group's calibration rows"
+        )
+    return None
+
+
+def verdict_cells(predictions: pd.DataFrame, splits: pd.DataFrame) -> pd.DataFrame:
+    """The input of :func:`~mueval.guarantees.user_level.user_verdicts` for a run.
+
+    Parameters
+    ----------
+    predictions : DataFrame
+        Prediction rows: ``strategy, classifier, iteration, userid, covered``
+        and ``target_user`` (without it, every strategy but MM is taken as
+        testing each row's own user).
+    splits : DataFrame
+        ``splits.parquet``: ``strategy, classifier, iteration, user, n_cal``.
+
+    Returns
+    -------
+    DataFrame
+        One row per (strategy, classifier, user, iteration): ``n_cal`` (the
+        calibration rows of the task that tested the user: for MM the one
+        calibration set of the iteration, shared by every user), ``n_test``
+        and ``n_covered`` (the user's test rows and covered ones). ``user``
+        holds the predictions' own ids.
+
+    Raises
+    ------
+    DataError
+        A task of the predictions has no calibration size in the splits.
+    """
+    if "target_user" in predictions.columns:
+        target = _key(predictions["target_user"]).to_numpy()
+    else:
+        pooled = predictions["strategy"].astype(str).str.lower().eq("mm").to_numpy()
+        target = np.where(pooled, "", _key(predictions["userid"]).to_numpy())
+    rows = pd.DataFrame(
+        {
+            "strategy": predictions["strategy"].to_numpy(),
+            "classifier": predictions["classifier"].to_numpy(),
+            "iteration": predictions["iteration"].to_numpy(),
+            "user": predictions["userid"].to_numpy(),
+            # The task's key in splits.parquet: the target user, empty for MM.
+            "target": target,
+            "covered": predictions["covered"].astype(bool).to_numpy(dtype=np.int64),
+        }
+    )
+    keys = ["strategy", "classifier", "iteration", "target"]
+    counts = (
+        rows.groupby([*keys, "user"], sort=True, observed=True)["covered"]
+        .agg(n_test="size", n_covered="sum")
+        .reset_index()
+    )
+    cal = pd.DataFrame(
+        {
+            "strategy": splits["strategy"].to_numpy(),
+            "classifier": splits["classifier"].to_numpy(),
+            "iteration": splits["iteration"].to_numpy(),
+            "target": _key(splits["user"]).to_numpy(),
+            "n_cal": pd.to_numeric(splits["n_cal"], errors="coerce").to_numpy(),
+        }
+    ).drop_duplicates(keys)
+    cells = counts.merge(cal, on=keys, how="left")
+    missing = cells[cells["n_cal"].isna()]
+    if len(missing):
+        r = missing.iloc[0]
+        msg = (
+            f"{r['strategy']} / {r['classifier']} iteration {r['iteration']} user {r['user']}: "
+            "prediction rows without a calibration size (n_cal) in the splits, which the "
+            "per-user verdict needs"
+        )
+        raise DataError(msg[:300])
+    cells["n_cal"] = cells["n_cal"].astype(np.int64)
+    return cells[["strategy", "classifier", "user", "iteration", "n_cal", "n_test", "n_covered"]]
+
+
+_VERDICT_COLUMNS = ["expected_covered", "p_value", "p_adjusted", "below"]
+
+
+def verdict_table(
+    predictions: pd.DataFrame,
+    splits: pd.DataFrame,
+    *,
+    alpha: float,
+    config: Mapping[str, Any] | None = None,
+) -> pd.DataFrame:
+    """Each user's exact test of "below target" in a run.
+
+    Parameters
+    ----------
+    predictions, splits : DataFrame
+        As for :func:`verdict_cells`.
+    alpha : float
+        The run's miscoverage level.
+    config : mapping, optional
+        The run's configuration (:func:`verdict_settings`).
+
+    Returns
+    -------
+    DataFrame
+        :func:`~mueval.guarantees.user_level.user_verdicts` output, one row
+        per (strategy, classifier, user), for every strategy of the
+        predictions; users of a strategy with a :func:`no_verdict_reason`
+        have ``nan`` p-values and ``below`` ``<NA>``.
+    """
+    settings = verdict_settings(config)
+    cells = verdict_cells(predictions, splits)
+    recorded = settings["combine"] or {}
+    parts = []
+    for strategy, part in cells.groupby("strategy", sort=True):
+        strategy = str(strategy)
+        options = {
+            "alpha": alpha,
+            "level": settings["level"],
+            "correction": settings["correction"],
+            "combine": recorded.get(strategy) or default_combine(strategy, settings["split"]),
+            "split": settings["split"],
+        }
+        # A calibration set the run's --small-cal policy refuses has no sets to
+        # test (the calibration-too-small warning names it): no verdict there.
+        refused = (part["n_cal"] < min_calibration_size(alpha)).to_numpy() & (
+            settings["small_cal"] != "full-set"
+        )
+        if no_verdict_reason(strategy, settings) is not None or refused.any():
+            parts.append(user_verdicts(part.assign(rank=np.nan), **options))
+        else:
+            parts.append(
+                user_verdicts(
+                    part, rule=settings["rule"], small_cal=settings["small_cal"], **options
+                )
+            )
+    if not parts:
+        return pd.DataFrame(columns=["strategy", "classifier", "user", *_VERDICT_COLUMNS])
+    return pd.concat(parts, ignore_index=True)
+
+
+def _with_verdicts(per_user: pd.DataFrame, verdicts: pd.DataFrame) -> pd.DataFrame:
+    """``per_user`` with the interval's flag replaced by the exact test's verdict."""
+    keys = ["strategy", "classifier", "user"]
+    table = per_user.drop(columns=[c for c in _VERDICT_COLUMNS if c in per_user.columns])
+    table = table.merge(verdicts[keys + _VERDICT_COLUMNS], on=keys, how="left", validate="1:1")
+    table["below"] = table["below"].astype("boolean")
+    return table
+
+
 def _calibration(splits: pd.DataFrame) -> pd.DataFrame | None:
     """Calibration sizes per task, for the ``calibration-too-small`` rule."""
     if "n_cal" not in splits.columns:
@@ -188,8 +435,9 @@ def compute_guarantees(
     classes: Sequence[str] | None = None,
     condition: Condition | None = None,
     user_groups: pd.DataFrame | None = None,
+    config: Mapping[str, Any] | None = None,
 ) -> Guarantees:
-    """Per-user coverage with intervals, its summary and the warnings of a run.
+    """Per-user verdicts and coverage intervals, their summary and the warnings of a run.
 
     Parameters
     ----------
@@ -215,6 +463,10 @@ def compute_guarantees(
         The run's conditioning (default: none); it decides the validity test.
     user_groups : DataFrame, optional
         ``user, group``: each user's group, for coverage per group.
+    config : mapping, optional
+        The run's configuration (``run.json``'s ``config``): the verdicts'
+        level, correction and combination, the threshold rule, the split and
+        the small-calibration policy (:func:`verdict_settings`).
 
     Returns
     -------
@@ -225,6 +477,9 @@ def compute_guarantees(
     rows = predictions[["strategy", "classifier", "iteration", "userid", "covered"]]
     per_user = per_user_coverage(
         rows, alpha=alpha, confidence=CONFIDENCE, user_col="userid", seed=seed
+    )
+    per_user = _with_verdicts(
+        per_user, verdict_table(predictions, splits, alpha=alpha, config=config)
     )
     groups = None
     if classes is not None:
@@ -238,6 +493,7 @@ def compute_guarantees(
         validity = validity_table(predictions, splits, classes, condition or Condition())
     summary = coverage_summary(per_user, alpha=alpha, confidence=CONFIDENCE, seed=seed)
     sets = set_statistics(predictions, n_classes=n_classes)
+    settings = verdict_settings(config)
     found = collect_warnings(
         summary,
         sets,
@@ -245,6 +501,8 @@ def compute_guarantees(
         n_classes=n_classes,
         calibration=_calibration(splits),
         validity=validity,
+        user_level=settings["level"],
+        user_correction=settings["correction"],
     )
     return Guarantees(per_user, summary, [asdict(w) for w in found], groups, validity, user_groups)
 
@@ -405,22 +663,45 @@ def load_guarantees(
         contradict the predictions; ``warnings`` is not a list of warnings.
     """
     alpha = float(run["config"]["alpha"])
-    have = (root / USER_COVERAGE_FILE).exists() and (root / COVERAGE_SUMMARY_FILE).exists()
-    user_groups = _stored_groups(root, predictions["userid"])
-    fresh = compute_guarantees(
-        predictions,
-        splits,
-        alpha=alpha,
-        n_classes=len(run["classes"]),
-        summarise=not (have and "warnings" in run),
-        classes=run["classes"],
-        condition=_condition(root, run),
-        user_groups=user_groups,
+    # A folder written before the exact per-user test holds interval flags in
+    # its files and warnings: everything per user is recomputed from the rows.
+    verdicts = "user_level" in run["config"]
+    have = (
+        verdicts
+        and (root / USER_COVERAGE_FILE).exists()
+        and (root / COVERAGE_SUMMARY_FILE).exists()
     )
+    user_groups = _stored_groups(root, predictions["userid"])
+    try:
+        fresh = compute_guarantees(
+            predictions,
+            splits,
+            alpha=alpha,
+            n_classes=len(run["classes"]),
+            summarise=not (have and "warnings" in run),
+            classes=run["classes"],
+            condition=_condition(root, run),
+            user_groups=user_groups,
+            config=run["config"],
+        )
+    except ValueError as exc:
+        if isinstance(exc, RunFolderError):
+            raise
+        msg = f"{root}: the per-user verdicts cannot be computed from this run: {exc}"
+        raise RunFolderError(msg[:600]) from exc
     if have:
+        from mueval.runfolder.consistency import check_user_verdicts
+
         users = predictions["userid"]
-        stored = _read_csv(root / USER_COVERAGE_FILE, USER_COVERAGE_COLUMNS, users, ["user"])
+        stored = _read_csv(
+            root / USER_COVERAGE_FILE,
+            USER_COVERAGE_COLUMNS + USER_VERDICT_COLUMNS,
+            users,
+            ["user"],
+        )
         _check_counts(root / USER_COVERAGE_FILE, stored, fresh.user_coverage)
+        check_user_verdicts(root / USER_COVERAGE_FILE, stored, fresh.user_coverage)
+        stored["below"] = _as_verdict(stored["below"])
         summary = _read_csv(
             root / COVERAGE_SUMMARY_FILE, COVERAGE_SUMMARY_COLUMNS, users, ["worst_user"]
         )
@@ -433,6 +714,13 @@ def load_guarantees(
             user_groups,
         )
     fresh = _with_stored_extras(root, fresh, predictions, splits, run)
-    if "warnings" in run:
+    if "warnings" in run and verdicts:
         fresh.warnings = _check_warnings(root / "run.json", run["warnings"])
     return fresh
+
+
+def _as_verdict(column: pd.Series) -> pd.Series:
+    """A CSV's ``below`` (``True``, ``False`` or empty for no verdict) as a boolean column."""
+    text = column.astype(str).str.strip().str.lower()
+    values = text.map({"true": True, "false": False, "1": True, "0": False})
+    return values.astype("boolean")

@@ -39,7 +39,8 @@ from threadpoolctl import threadpool_limits
 from mueval.api import evaluate_table
 from mueval.data.table import load_registered
 from mueval.evaluation.models import fit_scaled, full_proba
-from mueval.evaluation.runner import EvalConfig, build_splits
+from mueval.evaluation.records import EvalConfig
+from mueval.evaluation.runner import build_splits
 
 #: Columns of the stage table: run.json's stage names and their headings.
 STAGES = (

@@ -42,7 +42,7 @@ def one_size(n_users: int, folds: int | None, workers: int) -> dict:
     from mueval.api import evaluate_table
     from mueval.data.synthetic import make_users
     from mueval.data.table import table_from_frame
-    from mueval.evaluation.runner import EvalConfig
+    from mueval.evaluation.records import EvalConfig
 
     frame = make_users(n_users, n_classes=4, rows_per_user=ROWS_PER_USER, n_features=12, seed=1)
     table = table_from_frame(frame)

@@ -9,7 +9,8 @@ import pandas as pd
 import mueval
 from mueval.data.synthetic import make_users
 from mueval.data.table import table_from_frame
-from mueval.evaluation.runner import EvalConfig, build_splits, run
+from mueval.evaluation.records import EvalConfig
+from mueval.evaluation.runner import build_splits, run
 from mueval.guarantees.run_warnings import calibration_warnings
 
 

@@ -14,7 +14,7 @@ from scipy import stats
 
 import mueval
 from mueval.cli.main import main
-from mueval.compare.guarantees import users_below_test
+from mueval.comparison.guarantees import users_below_test
 from mueval.data.synthetic import make_users
 from mueval.errors import DataError
 

@@ -14,10 +14,12 @@ from scipy import stats
 
 import mueval
 from mueval.cli.main import main
-from mueval.conformal.sets import conformalize, conformalize_groups
-from mueval.data.groups import group_coverage, parse_condition, user_groups
+from mueval.conformal.condition import parse_condition
+from mueval.conformal.sets import conformalize
+from mueval.data.groups import user_groups
 from mueval.data.synthetic import make_users
 from mueval.errors import DataError, SmallCalibrationError, UsageError
+from mueval.guarantees.group_coverage import group_coverage
 
 # Calibration scores (LAC: 1 - p of the true class, every true class 0).
 # Group 0: five scores; group 1: ten.
@@ -42,13 +44,13 @@ def test_each_group_gets_its_own_threshold_computed_by_hand(rule: str) -> None:
     # Test row p = (0.55, 0.45): scores 0.45 (class 0) and 0.55 (class 1).
     proba, y, g = _cal()
     test = np.array([[0.55, 0.45], [0.55, 0.45]])
-    out = conformalize_groups(proba, y, g, test, np.array([0, 1]), alpha=0.2, threshold=rule)
+    out = conformalize(proba, y, test, bins=(g, np.array([0, 1])), alpha=0.2, threshold=rule)
     assert out.sets.tolist() == [[True, False], [False, False]]
     # p-values: group 0 has one score >= 0.45 and none >= 0.55: 2/6 and 1/6;
     # group 1 none: 1/11 for both classes.
     assert out.pvalues == pytest.approx(np.array([[2 / 6, 1 / 6], [1 / 11, 1 / 11]]))
     assert out.n_cal == 15 and np.isnan(out.threshold)
-    one = conformalize_groups(proba, y, g, test[:1], np.array([0]), alpha=0.2, threshold=rule)
+    one = conformalize(proba, y, test[:1], bins=(g, np.array([0])), alpha=0.2, threshold=rule)
     assert one.threshold == pytest.approx(0.5) and one.n_cal == 5
 
 
@@ -66,12 +68,10 @@ def test_a_group_below_the_minimum_is_an_error_or_the_full_set() -> None:
     test = np.array([[0.55, 0.45], [0.55, 0.45]])
     # alpha = 0.1 needs 10 rows: group 0 has 5.
     with pytest.raises(SmallCalibrationError, match="group 'young' has 5 calibration rows"):
-        conformalize_groups(
-            proba, y, g, test, np.array([0, 1]), alpha=0.1, group_names=["young", "old"]
+        conformalize(
+            proba, y, test, bins=(g, np.array([0, 1])), alpha=0.1, bin_names=["young", "old"]
         )
-    out = conformalize_groups(
-        proba, y, g, test, np.array([0, 1]), alpha=0.1, small_groups="full-set"
-    )
+    out = conformalize(proba, y, test, bins=(g, np.array([0, 1])), alpha=0.1, small_bins="full-set")
     assert out.sets[0].tolist() == [True, True]
     assert "group '0' has 5 calibration rows" in out.note
     # Group 1 (10 rows, alpha 0.1): level 11 * 0.9 / 10 = 0.99, position 8.91 ->
@@ -92,7 +92,7 @@ def test_class_and_group_calibrates_each_class_within_its_group() -> None:
     proba[y == 1] = np.column_stack([scores[y == 1], true_p[y == 1]])
     g = np.repeat([0, 1], 10)
     test = np.array([[0.55, 0.45], [0.55, 0.45]])
-    out = conformalize_groups(proba, y, g, test, np.array([0, 1]), alpha=0.2, mondrian=True)
+    out = conformalize(proba, y, test, bins=(g, np.array([0, 1])), alpha=0.2, mondrian=True)
     # Class 0: group 0 threshold 0.5 (score 0.45 in), group 1 0.18 (out).
     assert out.sets.tolist() == [[True, True], [False, True]]
 

@@ -13,13 +13,14 @@ from sklearn.naive_bayes import GaussianNB
 from sklearn.preprocessing import MinMaxScaler
 
 from mueval.cli.main import main
+from mueval.conformal.pvalues import conformal_pvalues, cross_conformal_pvalues
+from mueval.conformal.thresholds import lac_threshold
 from mueval.data.synthetic import make_users
 from mueval.data.table import table_from_frame
 from mueval.errors import EvaluationError, SplitError, UsageError
-from mueval.evaluation.crossconformal import cross_conformal_pvalues, cross_user_splits
-from mueval.evaluation.runner import EvalConfig, run
-from mueval.evaluation.splits import make_splits
-from mueval.metrics.conformal import conformal_pvalues, lac_threshold
+from mueval.evaluation.records import EvalConfig
+from mueval.evaluation.runner import run
+from mueval.evaluation.splits import cross_user_splits, make_splits
 
 
 def test_pvalues_by_hand() -> None:

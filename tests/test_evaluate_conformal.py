@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mueval.conformal.sets import class_scores, conformalize, min_calibration_size
+from mueval.conformal.pvalues import lac_pvalues
+from mueval.conformal.scores import class_scores, lac_scores
+from mueval.conformal.sets import conformalize
+from mueval.conformal.thresholds import lac_sets, lac_threshold, min_calibration_size
 from mueval.errors import EvaluationError
 from mueval.evaluation.models import CLASSIFIERS, fit_scaled, full_proba
 from mueval.evaluation.splits import make_splits
-from mueval.metrics.conformal import lac_pvalues, lac_scores, lac_sets, lac_threshold
 
 
 def _dirichlet(n: int, k: int, seed: int) -> np.ndarray:

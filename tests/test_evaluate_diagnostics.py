@@ -19,13 +19,8 @@ from sklearn.preprocessing import MinMaxScaler
 
 from mueval.cli.main import main
 from mueval.data.table import load_registered
-from mueval.evaluation.runner import EvalResult
-from mueval.guarantees.diagnostics import (
-    BASIC_DIAGNOSTICS,
-    FULL_DIAGNOSTICS,
-    diagnose,
-    diagnose_pool,
-)
+from mueval.evaluation.records import EvalResult
+from mueval.guarantees.diagnostics import diagnose, diagnose_pool
 from mueval.metrics.diagnostics import (
     coverage_gap,
     excess_risk_target_coverage,
@@ -33,7 +28,7 @@ from mueval.metrics.diagnostics import (
     weighted_coverage_gap,
     worst_slab_coverage,
 )
-from mueval.names import METRICS
+from mueval.names import BASIC_DIAGNOSTICS, FULL_DIAGNOSTICS, METRICS
 
 KEYS = ["strategy", "classifier", "iteration"]
 

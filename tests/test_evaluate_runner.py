@@ -9,7 +9,8 @@ import pytest
 from mueval.data.table import table_from_frame
 from mueval.errors import EvaluationError
 from mueval.evaluation.aggregate import splits_frame, summary_frame
-from mueval.evaluation.runner import EvalConfig, run
+from mueval.evaluation.records import EvalConfig
+from mueval.evaluation.runner import run
 from mueval.names import CLASSIC_METRICS, CONFORMAL_METRICS, METRICS
 
 

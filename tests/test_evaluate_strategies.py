@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from mueval.errors import SplitError, UsageError
-from mueval.evaluation.splits import make_splits, parse_strategies
+from mueval.evaluation.splits import make_splits
+from mueval.names import parse_strategies
 
 
 def _labels() -> tuple[np.ndarray, np.ndarray]:

@@ -15,7 +15,8 @@ import pytest
 
 from mueval.data.table import load_registered
 from mueval.evaluation.aggregate import summarize
-from mueval.evaluation.runner import EvalConfig, run
+from mueval.evaluation.records import EvalConfig
+from mueval.evaluation.runner import run
 from mueval.report.tables import PERCENT_METRICS, format_cell
 
 REFERENCE = (

@@ -792,7 +792,7 @@ def test_a_skipped_split_is_consistent_under_the_writers_aggregation(
     # `--small-cal skip` leaves a split without sets: NaN conformal metrics, no
     # prediction rows. The summary is aggregated by the writer's own function.
     from mueval.evaluation.aggregate import summary_frame
-    from mueval.runfolder.guarantees import compute_guarantees
+    from mueval.guarantees.compute import compute_guarantees
 
     run = _copy(real_run, tmp_path / "run")
     splits = pd.read_parquet(run / "splits.parquet")

@@ -1,4 +1,4 @@
-"""Tests of mueval.metrics.conformal: LAC threshold, sets, p-values and the criteria."""
+"""Tests of mueval.conformal (LAC threshold, sets, p-values) and mueval.metrics.conformal (the criteria)."""
 
 from __future__ import annotations
 
@@ -14,15 +14,10 @@ from sklearn.datasets import load_wine
 from sklearn.model_selection import train_test_split
 from sklearn.naive_bayes import GaussianNB
 
-from mueval.metrics import (
-    MetricInputError,
-    lac_pvalues,
-    lac_scores,
-    lac_sets,
-    lac_threshold,
-    study_conformal_metrics,
-    textbook_criteria,
-)
+from mueval.conformal.pvalues import lac_pvalues
+from mueval.conformal.scores import lac_scores
+from mueval.conformal.thresholds import lac_sets, lac_threshold
+from mueval.metrics import MetricInputError, study_conformal_metrics, textbook_criteria
 
 # Four rows, K = 3, used by the hand-computed criteria tests.
 Y = np.array([0, 1, 2, 0])

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from mueval.compare.significance import (
+from mueval.comparison.significance import (
     CORRECTED_TEST,
     STUDY_TEST,
     WILCOXON_TEST,

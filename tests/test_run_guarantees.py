@@ -12,8 +12,8 @@ import pytest
 from scipy import stats
 
 import mueval
+from mueval.guarantees.compute import compute_guarantees
 from mueval.runfolder import RUN_FILES, RunFolderError, read_run_folder
-from mueval.runfolder.guarantees import compute_guarantees
 
 
 def _rows(counts: dict[int, tuple[int, int]]) -> pd.DataFrame:

@@ -13,9 +13,9 @@ from scipy import stats
 
 import mueval
 from mueval.data.synthetic import make_users
+from mueval.guarantees.compute import compute_guarantees
 from mueval.guarantees.run_warnings import validity_warnings
 from mueval.runfolder import RunFolderError, read_run_folder
-from mueval.runfolder.guarantees import compute_guarantees
 
 
 def _predictions(p_true: dict[int, list[float]], n_cal: int) -> tuple[pd.DataFrame, pd.DataFrame]:

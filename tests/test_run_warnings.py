@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mueval.conformal.thresholds import min_calibration_size
 from mueval.errors import DataError, UsageError
 from mueval.guarantees.intervals import coverage_summary, per_user_coverage
 from mueval.guarantees.run_warnings import (
@@ -20,7 +21,6 @@ from mueval.guarantees.run_warnings import (
     coverage_warnings,
     degenerate_set_warnings,
     empty_set_warnings,
-    min_calibration_size,
     set_statistics,
 )
 

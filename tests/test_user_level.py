@@ -16,7 +16,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from mueval.conformal.sets import conformalize, min_calibration_size
+from mueval.conformal.pvalues import conformal_pvalues
+from mueval.conformal.sets import conformalize
+from mueval.conformal.thresholds import lac_sets, lac_threshold, min_calibration_size
 from mueval.guarantees.user_level import (
     adjust_pvalues,
     covered_pmf,
@@ -27,7 +29,6 @@ from mueval.guarantees.user_level import (
     user_verdicts,
     verdict_label,
 )
-from mueval.metrics.conformal import conformal_pvalues, lac_sets, lac_threshold
 
 ALPHAS = (0.01, 0.05, 0.1, 0.2, 0.5, 0.6, 0.9, 0.99)
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from mueval.version import __version__
+
 if TYPE_CHECKING:
     from mueval.api import Run, compare, compare_guarantees, evaluate
     from mueval.evaluation.labelcurve import curve
 
-__version__ = "0.1.0"
 
 __all__ = ["Run", "__version__", "compare", "compare_guarantees", "curve", "evaluate"]
 

@@ -29,14 +29,16 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mueval import __version__
-from mueval.data.groups import RowGroups, _user_key, resolve_groups
-from mueval.data.table import Table, load_file, load_registered, natural_key, table_from_frame
-from mueval.errors import UsageError
+from mueval.comparison.guarantees import compare_guarantees as compare_folders
+from mueval.comparison.significance import UNSAVED, compare_runs
+from mueval.data.groups import RowGroups, resolve_groups
+from mueval.data.table import Table, load_data, natural_key
+from mueval.data.users import user_text
 from mueval.evaluation.aggregate import splits_frame, summary_frame, user_dtype
 from mueval.evaluation.models import parse_classifiers
-from mueval.evaluation.runner import EvalConfig, run, stage_timings
-from mueval.evaluation.splits import parse_strategies
+from mueval.evaluation.records import EvalConfig
+from mueval.evaluation.runner import run, stage_timings
+from mueval.guarantees.compute import compute_guarantees
 from mueval.guarantees.diagnostics import (
     ERT_FOLDS,
     WSC_DELTA,
@@ -45,6 +47,7 @@ from mueval.guarantees.diagnostics import (
     diagnostic_names,
 )
 from mueval.guarantees.user_level import default_combine
+from mueval.names import parse_strategies
 from mueval.report.tables import format_table
 from mueval.runfolder import (
     PredictionStream,
@@ -55,15 +58,14 @@ from mueval.runfolder import (
     read_run_folder,
     write_run,
 )
-from mueval.runfolder.guarantees import compute_guarantees
+from mueval.version import __version__
 
 if TYPE_CHECKING:
-    from mueval.compare.guarantees import GuaranteeComparison
+    from mueval.comparison.guarantees import GuaranteeComparison
 
 __all__ = ["Run", "compare", "compare_guarantees", "evaluate"]
 
 #: Table files a mudata table or a user's table may come as.
-_TABLE_SUFFIXES = (".csv", ".parquet")
 
 #: The prediction columns the per-user guarantees, coverage per class and group and
 #: the validity test need (not the sets nor the probabilities).
@@ -263,8 +265,6 @@ class Run:
 
     def folder(self) -> RunFolder:
         """This run as the report reads a run folder."""
-        from mueval.compare.significance import UNSAVED
-
         path = self.path if self.path is not None else UNSAVED
         return RunFolder(
             path,
@@ -298,7 +298,8 @@ class Run:
         Path
             The ``report.html`` written.
         """
-        from mueval.report.build import build_report  # matplotlib only when needed
+        # Here, not at the top: matplotlib, only when a report is drawn.
+        from mueval.report.build import build_report
 
         return build_report(self.folder(), path, **options).html
 
@@ -317,43 +318,6 @@ def _versions() -> dict[str, str | None]:
         except metadata.PackageNotFoundError:
             out[key] = None
     return out
-
-
-def load_data(
-    data: str | Path | pd.DataFrame,
-    *,
-    user_col: str = "userid",
-    label_col: str = "label",
-    **source: Any,
-) -> Table:
-    """The table to evaluate, from a dataset name, a file or a DataFrame.
-
-    A :class:`~pathlib.Path`, or a string ending in ``.csv`` or ``.parquet``, is
-    a file; any other string is a registered mudata dataset, and ``source``
-    (``data_home``, ``manual_dir``, ``mirror``, ``allow_unverified``,
-    ``max_expansion``) says where its files come from
-    (:func:`mueval.data.table.load_registered`).
-    """
-    if isinstance(data, str) and not data.lower().endswith(_TABLE_SUFFIXES):
-        return load_registered(data, **source)
-    given = sorted(k for k, v in source.items() if v not in (None, False))
-    if given:
-        message = f"{', '.join(given)} only apply to a registered dataset, not to {type(data).__name__} data"
-        raise UsageError(message)
-    if isinstance(data, pd.DataFrame):
-        return table_from_frame(
-            data,
-            user_col=user_col,
-            label_col=label_col,
-            info={"name": "DataFrame", "source": "DataFrame"},
-        )
-    if isinstance(data, str | Path):
-        return load_file(data, user_col=user_col, label_col=label_col)
-    message = (
-        f"data must be a dataset name, a .csv or .parquet path or a DataFrame; "
-        f"got {type(data).__name__}"
-    )
-    raise UsageError(message)
 
 
 def _diagnostics_config(level: str) -> dict[str, Any]:
@@ -391,7 +355,12 @@ def evaluate_table(
     see :func:`evaluate` for every parameter.
     """
     diagnostic_names(diagnostics)  # an unknown level fails before any work
-    table, row_groups = resolve_groups(table, config.conditioning, groups)
+    table, row_groups = resolve_groups(
+        table,
+        groups,
+        by_group=config.conditioning.by_group,
+        column=config.conditioning.column,
+    )
     if out is None:
         return _evaluate(table, config, None, row_groups, diagnostics, execution)
     target, tmp = open_run_folder(out, overwrite)
@@ -520,7 +489,7 @@ def _user_groups_frame(table: Table, row_groups: RowGroups | None) -> pd.DataFra
     if row_groups is None:
         return None
     users = pd.unique(table.users)
-    groups = [row_groups.users[_user_key(u)] for u in users]
+    groups = [row_groups.users[user_text(u)] for u in users]
     frame = pd.DataFrame({"user": users, "group": groups})
     return frame.sort_values("user", key=lambda c: c.map(natural_key)).reset_index(drop=True)
 
@@ -732,8 +701,6 @@ def compare(runs: Sequence[Run | str | Path], *, metric: str = "coverage") -> pd
     mueval.errors.DataError
         The runs evaluate different datasets, or hold nothing to compare.
     """
-    from mueval.compare.significance import compare_runs
-
     folders = [r.folder() if isinstance(r, Run) else read_run_folder(r) for r in runs]
     return compare_runs(folders, metric=metric).table
 
@@ -763,7 +730,5 @@ def compare_guarantees(runs: Sequence[Run | str | Path]) -> GuaranteeComparison:
     mueval.errors.DataError
         The runs evaluate different datasets or use different alpha.
     """
-    from mueval.compare.guarantees import compare_guarantees as compare_folders
-
     folders = [r.folder() if isinstance(r, Run) else read_run_folder(r) for r in runs]
     return compare_folders(folders)

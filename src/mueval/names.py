@@ -6,6 +6,10 @@ and the report import them from here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from mueval.errors import UsageError
+
 #: Strategy codes in report order (docs/protocol.md, "Splits"; ``uam`` and ``uxc``
 #: are additions).
 STRATEGIES: tuple[str, ...] = ("mm", "udm", "uim", "ucm", "uam", "uxc")
@@ -113,12 +117,27 @@ COMPARABLE_METRICS: tuple[str, ...] = (
 #: Conformity scores accepted by ``--score`` (MAPIE's names; :mod:`mueval.conformal.sets`).
 SCORES: tuple[str, ...] = ("lac", "aps", "raps", "top_k")
 
-#: Threshold rules of :func:`mueval.metrics.conformal.lac_threshold`: the reference
+#: Threshold rules of :func:`mueval.conformal.thresholds.lac_threshold`: the reference
 #: study's (MAPIE 0.8.6) and MAPIE 1.x's finite-sample rule.
 THRESHOLD_RULES: tuple[str, ...] = ("study", "mapie")
 
 #: Levels of ``--diagnostics``: nothing, the cheap ones, the cheap ones plus WSC and ERT.
 DIAGNOSTIC_LEVELS: tuple[str, ...] = ("none", "basic", "full")
+
+#: The conditional-coverage diagnostics of each level, in table order
+#: (:mod:`mueval.guarantees.diagnostics` computes them).
+BASIC_DIAGNOSTICS: tuple[str, ...] = (
+    "covgap_user",
+    "wcovgap_user",
+    "covgap_class",
+    "wcovgap_class",
+    "hsic_size_coverage",
+)
+FULL_DIAGNOSTICS: tuple[str, ...] = (*BASIC_DIAGNOSTICS, "wsc", "ert")
+
+#: Within-user split methods: the study's stratified random split, or contiguous
+#: blocks in time order with a gap (``--split``).
+SPLIT_METHODS: tuple[str, ...] = ("random", "blocked")
 
 #: ``--small-cal`` policies for a calibration set too small for a threshold.
 SMALL_CAL_POLICIES: tuple[str, ...] = ("error", "skip", "full-set")
@@ -133,3 +152,38 @@ CURVE_USES: tuple[str, ...] = ("calibration", "adaptation", "both")
 
 #: ``--backend`` values: loky worker processes or a Dask cluster.
 BACKENDS: tuple[str, ...] = ("loky", "dask")
+
+
+def parse_strategies(values: Sequence[str]) -> list[str]:
+    """Expand strategy names (codes, aliases, ``all``, comma lists) in report order.
+
+    Parameters
+    ----------
+    values : sequence of str
+        E.g. ``["mm,ucm"]``, ``["mixed", "ui"]`` or ``["all"]``.
+
+    Returns
+    -------
+    list of str
+        Unique codes ordered as :data:`STRATEGIES`.
+    """
+    valid = ", ".join([*STRATEGIES, *STRATEGY_ALIASES, "all"])
+    wanted: set[str] = set()
+    for value in values:
+        for part in str(value).split(","):
+            name = part.strip().lower()
+            if not name:
+                continue
+            if name == "all":
+                wanted.update(STRATEGIES)
+            elif name in STRATEGIES:
+                wanted.add(name)
+            elif name in STRATEGY_ALIASES:
+                wanted.add(STRATEGY_ALIASES[name])
+            else:
+                message = f"unknown strategy {part.strip()!r}; valid: {valid}"
+                raise UsageError(message)
+    if not wanted:
+        message = f"no strategy given; valid: {valid}"
+        raise UsageError(message)
+    return [s for s in STRATEGIES if s in wanted]

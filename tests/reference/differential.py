@@ -33,7 +33,8 @@ import pandas as pd
 
 from mueval.data.table import Table
 from mueval.evaluation.aggregate import splits_frame, summary_frame
-from mueval.evaluation.runner import EvalConfig, EvalResult, run
+from mueval.evaluation.records import EvalConfig, EvalResult
+from mueval.evaluation.runner import run
 from mueval.names import METRICS as ALL_METRICS
 from tests.reference.sidevenv import RUNNER
 

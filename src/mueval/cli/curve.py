@@ -146,7 +146,8 @@ def curve_command(
     """
     if (dataset is None) == (data_file is None):
         raise click.UsageError("give exactly one of --dataset NAME or --data FILE")
-    from mueval.api import load_data
+    # Here, not at the top: pandas and scikit-learn, which `mueval --help` does without.
+    from mueval.data.table import load_data
     from mueval.evaluation.labelcurve import CurveConfig, curve_run, parse_ks, parse_uses
 
     config = CurveConfig(ks=parse_ks(ks), uses=parse_uses(uses), **options)

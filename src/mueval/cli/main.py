@@ -16,10 +16,10 @@ from typing import Any
 import click
 
 from mudata.cli_options import SOURCE_OPTIONS
-from mueval import __version__
 from mueval.cli.base import LazyGroup
 from mueval.cli.options import evaluate_options
-from mueval.evaluation.splits import parse_strategies
+from mueval.names import parse_strategies
+from mueval.version import __version__
 
 # Everything that imports pandas, scikit-learn, MAPIE or matplotlib is imported
 # by the command that needs it, so that `mueval --help` starts at once.
@@ -79,9 +79,11 @@ def evaluate(
     """
     if (dataset is None) == (data_file is None):
         raise click.UsageError("give exactly one of --dataset NAME or --data FILE")
-    from mueval.api import evaluate_table, load_data
+    # Here, not at the top: pandas and scikit-learn, which `mueval --help` does without.
+    from mueval.api import evaluate_table
+    from mueval.data.table import load_data
     from mueval.evaluation.models import parse_classifiers
-    from mueval.evaluation.runner import EvalConfig
+    from mueval.evaluation.records import EvalConfig
     from mueval.runfolder import check_target
 
     # Every option of the same name as an EvalConfig field is that field; the

@@ -15,7 +15,6 @@ from pathlib import Path
 import click
 
 from mudata.cli_options import dataset_source_options, stack
-from mueval.evaluation.splits import ALIASES, SPLIT_METHODS, STRATEGIES
 from mueval.names import (
     BACKENDS,
     CLASSIFIERS,
@@ -23,9 +22,12 @@ from mueval.names import (
     DIAGNOSTIC_LEVELS,
     SCORES,
     SMALL_CAL_POLICIES,
+    SPLIT_METHODS,
+    STRATEGIES,
     THRESHOLD_RULES,
     USER_CORRECTIONS,
 )
+from mueval.names import STRATEGY_ALIASES as ALIASES
 
 __all__ = ["compare_options", "evaluate_options", "report_options"]
 

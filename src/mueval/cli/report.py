@@ -15,7 +15,7 @@ import pandas as pd
 
 from mueval.cli.base import Command
 from mueval.cli.options import compare_options, report_options
-from mueval.compare.significance import compare_runs, run_labels
+from mueval.comparison.significance import compare_runs, run_labels
 from mueval.files import neutralise_formulas, write_atomic
 from mueval.names import COMPARABLE_METRICS
 from mueval.runfolder import RunFolder, read_run_folder
@@ -50,7 +50,8 @@ def report_command(
     others: tuple[Path, ...],
 ) -> None:
     """Build an HTML report (report.html + figures/) from a run folder."""
-    from mueval.report.build import build_report  # matplotlib only when needed
+    # Here, not at the top: matplotlib, which `mueval --help` does without.
+    from mueval.report.build import build_report
 
     run = _read(run_dir)
     present_s = set(run.predictions["strategy"])
@@ -135,7 +136,8 @@ _GUARANTEE_SHOWN += ("pooled_coverage", "pooled_low", "pooled_high")
 
 def _compare_guarantees(runs: list[RunFolder], out: Path | None) -> None:
     """``mueval compare --guarantees``: the summaries side by side, then the tests."""
-    from mueval.compare.guarantees import compare_guarantees
+    # Here, not at the top: scipy, which `mueval --help` does without.
+    from mueval.comparison.guarantees import compare_guarantees
 
     result = compare_guarantees(runs)
     for warning in result.warnings:

@@ -1,1 +1,14 @@
-"""TODO."""
+"""Conformal prediction: scores, thresholds, p-values and prediction sets.
+
+Modules:
+
+- :mod:`.scores`: the conformity scores (LAC, APS, RAPS, top-k);
+- :mod:`.thresholds`: the two threshold rules (the study's and MAPIE 1.x's),
+  LAC sets at a threshold, and the smallest calibration set;
+- :mod:`.pvalues`: split and cross-conformal p-values;
+- :mod:`.sets`: :func:`~mueval.conformal.sets.conformalize`, split and Mondrian
+  sets from one mechanism (``mondrian`` for the class, ``bins`` for groups of
+  users), and the full set;
+- :mod:`.condition`: what the threshold is conditioned on, as ``run.json``
+  spells it.
+"""

@@ -7,7 +7,7 @@ Two threshold rules are offered (``threshold=``):
   ``numpy.quantile(scores, (n+1)(1-alpha)/n, method="higher")`` and a class
   enters the set when its score is within machine epsilon of it (for LAC,
   ``p_k - (1 - q) >= -eps``, MAPIE 0.8.6's expression). MAPIE 1.x does not
-  offer this rule, so it is computed here (:mod:`mueval.metrics.conformal`).
+  offer this rule, so it is computed here (:mod:`mueval.conformal.thresholds`).
 - ``"mapie"``: MAPIE 1.x ``SplitConformalClassifier(prefit=True)``, the
   textbook finite-sample rule (the ``ceil((n+1)(1-alpha))``-th smallest score,
   1e-8 tolerance). For some calibration sizes its threshold is one rank lower
@@ -34,37 +34,37 @@ were the label:
 Under the study rule the sets of every score come from those same deterministic
 scores; under the MAPIE rule they are MAPIE's.
 
-Mondrian (class-conditional) calibration is not in MAPIE 1.6 for classification,
-so it is done here by hand for every score and either rule: class ``c`` gets its
-own threshold from the calibration rows of class ``c`` (infinite, i.e. ``c`` is
-always in the set, when the rule's rank exceeds their number), and its p-values
-count only those rows.
-
-Group-conditional calibration (:func:`conformalize_groups`) applies the same
-idea to groups of users (an age band, a device): the test rows of group ``g``
-are conformalized on the calibration rows of group ``g`` only, with the chosen
-rule, and optionally per class within the group (``class+group``).
+Mondrian calibration is one mechanism with two parameters of
+:func:`conformalize`, as crepes' ``bins``: ``bins`` gives every calibration and
+test row a cell code (a group of users: an age band, a device), and the test
+rows of cell ``g`` are conformalized on the calibration rows of cell ``g``
+only; ``mondrian=True`` gives each class its own threshold within each cell
+(class-conditional calibration, which MAPIE 1.6 does not offer for
+classification, is done here by hand for every score and either rule: class
+``c`` gets its own threshold from the calibration rows of class ``c``, infinite,
+i.e. ``c`` always in the set, when the rule's rank exceeds their number, and its
+p-values count only those rows). :mod:`mueval.conformal.condition` names the
+four combinations.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from mapie.classification import SplitConformalClassifier
 from sklearn.base import BaseEstimator, ClassifierMixin
 
+from mueval.conformal.pvalues import conformal_pvalues
+from mueval.conformal.scores import class_scores
+from mueval.conformal.thresholds import TOLERANCES, lac_sets, lac_threshold, min_calibration_size
 from mueval.errors import EvaluationError, SmallCalibrationError, UsageError
-from mueval.metrics.conformal import (
-    THRESHOLD_RULES,
-    TOLERANCES,
-    conformal_pvalues,
-    lac_sets,
-    lac_threshold,
-)
-from mueval.names import SCORES
+from mueval.names import SCORES, THRESHOLD_RULES
+
+__all__ = ["ConformalOutput", "conformalize", "full_sets"]
 
 
 class _ProbaLookup(ClassifierMixin, BaseEstimator):
@@ -94,37 +94,6 @@ class _ProbaLookup(ClassifierMixin, BaseEstimator):
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         return np.argmax(self.predict_proba(X), axis=1)
-
-
-def class_scores(proba: np.ndarray, score: str) -> np.ndarray:
-    """Deterministic conformity score of every (row, candidate class).
-
-    Parameters
-    ----------
-    proba : ndarray of shape (n, K)
-        Predicted probabilities.
-    score : {"lac", "aps", "raps", "top_k"}
-
-    Returns
-    -------
-    ndarray of shape (n, K)
-        ``s[r, c]``, larger = stranger.
-    """
-    if score == "lac":
-        return 1.0 - proba
-    # For each candidate c: which classes rank strictly above it.
-    above = proba[:, None, :] > proba[:, :, None]  # (n, c, k): p_k > p_c
-    if score in ("aps", "raps"):
-        return (above * proba[:, None, :]).sum(axis=2) + proba
-    if score == "top_k":
-        return above.sum(axis=2).astype(float) + 1.0
-    message = f"unknown conformity score {score!r}; valid: {', '.join(SCORES)}"
-    raise UsageError(message)
-
-
-def min_calibration_size(alpha: float) -> int:
-    """The smallest calibration set MAPIE accepts: ``max(1/alpha, 1/(1-alpha))``."""
-    return int(np.ceil(max(1.0 / alpha, 1.0 / (1.0 - alpha)) - 1e-9))
 
 
 @dataclass(frozen=True)
@@ -238,6 +207,9 @@ def conformalize(
     mondrian: bool = False,
     threshold: str = "study",
     seed: int | None = None,
+    bins: tuple[np.ndarray, np.ndarray] | None = None,
+    small_bins: str = "error",
+    bin_names: Sequence[str] | None = None,
 ) -> ConformalOutput:
     """Prediction sets and p-values for the test rows of one split.
 
@@ -254,22 +226,36 @@ def conformalize(
     score : {"lac", "aps", "raps", "top_k"}
         Conformity score.
     mondrian : bool
-        Class-conditional thresholds and p-values.
+        Class-conditional thresholds and p-values (within each bin).
     threshold : {"study", "mapie"}
         Threshold rule: the reference study's (MAPIE 0.8.6) or MAPIE 1.x's.
     seed : int, optional
         ``random_state`` given to MAPIE (APS/RAPS draw random numbers).
+    bins : (ndarray of int, ndarray of int), optional
+        Mondrian cell code of every calibration row, shape (n_cal,), and of
+        every test row, shape (n_test,): each bin of test rows is conformalized
+        on the calibration rows of its own bin only. None: one bin.
+    small_bins : {"error", "full-set"}
+        With ``bins``, a bin whose calibration rows are fewer than
+        :func:`~mueval.conformal.thresholds.min_calibration_size`: raise
+        :class:`SmallCalibrationError` naming it, or answer its test rows with
+        the full set and say so in ``note``.
+    bin_names : sequence of str, optional
+        Name of each bin code, for messages.
 
     Returns
     -------
     ConformalOutput
+        With ``bins``, ``n_cal`` is the number of calibration rows of the bins
+        the test rows belong to (the calibration set actually used), and
+        ``threshold`` the bin's when the test rows hold one bin, else NaN.
 
     Raises
     ------
     EvaluationError
-        When the calibration set is smaller than :func:`min_calibration_size`
-        (about ten times that for ``raps`` under the MAPIE rule; non-Mondrian
-        only).
+        When the calibration set is smaller than
+        :func:`~mueval.conformal.thresholds.min_calibration_size` (about ten
+        times that for ``raps`` under the MAPIE rule; non-Mondrian only).
 
     Examples
     --------
@@ -279,6 +265,17 @@ def conformalize(
     >>> out = conformalize(cal, np.zeros(20, dtype=int), np.array([[0.5, 0.5]]))
     >>> out.sets.tolist(), out.pvalues.tolist()
     ([[False, False]], [[0.047619047619047616, 0.047619047619047616]])
+
+    Bin 0's calibration scores are 0.05, 0.10, ..., 1.0 and bin 1's 0.025,
+    ..., 0.5. With 20 rows at alpha = 0.05 the threshold is the largest score,
+    so a test score of 0.58 is kept in bin 0 (9 of its 20 scores are at
+    least 0.58: p = 10/21) and left out in bin 1 (p = 1/21):
+
+    >>> cal = np.zeros((40, 2)); cal[:, 0] = 1 - np.r_[np.arange(1, 21) / 20, np.arange(1, 21) / 40]
+    >>> y = np.zeros(40, dtype=int); g = np.repeat([0, 1], 20)
+    >>> out = conformalize(cal, y, np.array([[0.42, 0.58]] * 2), bins=(g, np.array([0, 1])))
+    >>> out.sets[:, 0].tolist(), out.pvalues[:, 0].round(3).tolist()
+    ([True, False], [0.476, 0.048])
     """
     if score not in SCORES:
         message = f"unknown conformity score {score!r}; valid: {', '.join(SCORES)}"
@@ -286,6 +283,34 @@ def conformalize(
     if threshold not in THRESHOLD_RULES:
         message = f"unknown threshold rule {threshold!r}; valid: {', '.join(THRESHOLD_RULES)}"
         raise UsageError(message)
+    if bins is None:
+        return _one_cell(proba_cal, y_cal, proba_test, alpha, score, mondrian, threshold, seed)
+    return _binned(
+        proba_cal,
+        y_cal,
+        proba_test,
+        bins,
+        alpha=alpha,
+        score=score,
+        mondrian=mondrian,
+        threshold=threshold,
+        seed=seed,
+        small_bins=small_bins,
+        bin_names=bin_names,
+    )
+
+
+def _one_cell(
+    proba_cal: np.ndarray,
+    y_cal: np.ndarray,
+    proba_test: np.ndarray,
+    alpha: float,
+    score: str,
+    mondrian: bool,
+    threshold: str,
+    seed: int | None,
+) -> ConformalOutput:
+    """Sets and p-values of test rows calibrated on one cell's calibration rows."""
     y_cal = np.asarray(y_cal, dtype=int)
     n_cal = len(y_cal)
     test_scores = class_scores(proba_test, score)
@@ -343,110 +368,61 @@ def full_sets(
     return ConformalOutput(sets, conformal_pvalues(cal_scores, test_scores), len(y_cal), math.inf)
 
 
-def _group_name(names: object, code: int) -> str:
-    return str(names[code]) if names is not None else str(code)  # type: ignore[index]
-
-
-def conformalize_groups(
+def _binned(
     proba_cal: np.ndarray,
     y_cal: np.ndarray,
-    groups_cal: np.ndarray,
     proba_test: np.ndarray,
-    groups_test: np.ndarray,
+    bins: tuple[np.ndarray, np.ndarray],
     *,
-    alpha: float = 0.05,
-    score: str = "lac",
-    mondrian: bool = False,
-    threshold: str = "study",
-    seed: int | None = None,
-    small_groups: str = "error",
-    group_names: object = None,
+    alpha: float,
+    score: str,
+    mondrian: bool,
+    threshold: str,
+    seed: int | None,
+    small_bins: str,
+    bin_names: Sequence[str] | None,
 ) -> ConformalOutput:
-    """Group-conditional (Mondrian) sets and p-values: each group of test rows is
-    conformalized on the calibration rows of its own group only.
-
-    Parameters
-    ----------
-    proba_cal : ndarray of shape (n_cal, K)
-    y_cal : ndarray of int, shape (n_cal,)
-    groups_cal : ndarray of int, shape (n_cal,)
-        Group code of every calibration row.
-    proba_test : ndarray of shape (n_test, K)
-    groups_test : ndarray of int, shape (n_test,)
-        Group code of every test row.
-    alpha, score, threshold, seed
-        As in :func:`conformalize`.
-    mondrian : bool
-        Also one threshold per class within each group (``class+group``).
-    small_groups : {"error", "full-set"}
-        A group whose calibration rows are fewer than
-        :func:`min_calibration_size`: raise :class:`SmallCalibrationError`
-        naming it, or answer its test rows with the full set and say so in
-        ``note``.
-    group_names : sequence, optional
-        Name of each group code, for messages.
-
-    Returns
-    -------
-    ConformalOutput
-        ``n_cal`` is the number of calibration rows of the groups the test rows
-        belong to (the calibration set actually used); ``threshold`` is the
-        group's when the test rows hold one group, else NaN.
-
-    Examples
-    --------
-    Group 0's calibration scores are 0.05, 0.10, ..., 1.0 and group 1's 0.025,
-    ..., 0.5. With 20 rows at alpha = 0.05 the threshold is the largest score,
-    so a test score of 0.58 is kept in group 0 (9 of its 20 scores are at
-    least 0.58: p = 10/21) and left out in group 1 (p = 1/21):
-
-    >>> cal = np.zeros((40, 2)); cal[:, 0] = 1 - np.r_[np.arange(1, 21) / 20, np.arange(1, 21) / 40]
-    >>> y = np.zeros(40, dtype=int); g = np.repeat([0, 1], 20)
-    >>> out = conformalize_groups(cal, y, g, np.array([[0.42, 0.58]] * 2), np.array([0, 1]))
-    >>> out.sets[:, 0].tolist(), out.pvalues[:, 0].round(3).tolist()
-    ([True, False], [0.476, 0.048])
-    """
-    groups_cal = np.asarray(groups_cal)
-    groups_test = np.asarray(groups_test)
+    """:func:`conformalize` one bin of test rows at a time, on its bin's calibration rows."""
+    cal_bins, test_bins = (np.asarray(codes) for codes in bins)
     y_cal = np.asarray(y_cal, dtype=int)
-    if len(groups_cal) != len(y_cal) or len(groups_test) != len(proba_test):
+    if len(cal_bins) != len(y_cal) or len(test_bins) != len(proba_test):
         message = (
-            f"group codes: {len(groups_cal)} for {len(y_cal)} calibration rows and "
-            f"{len(groups_test)} for {len(proba_test)} test rows; expected one per row"
+            f"bin codes: {len(cal_bins)} for {len(y_cal)} calibration rows and "
+            f"{len(test_bins)} for {len(proba_test)} test rows; expected one per row"
         )
         raise UsageError(message)
-    if small_groups not in ("error", "full-set"):
-        message = f"small_groups must be 'error' or 'full-set'; found {small_groups!r}"
+    if small_bins not in ("error", "full-set"):
+        message = f"small_bins must be 'error' or 'full-set'; found {small_bins!r}"
         raise UsageError(message)
     sets = np.zeros(proba_test.shape, dtype=bool)
     pvalues = np.zeros(proba_test.shape, dtype=float)
-    present = np.unique(groups_test)
+    present = np.unique(test_bins)
     thresholds, notes, used = [], [], 0
     for code in present:
-        test = groups_test == code
-        cal = groups_cal == code
-        n_group = int(cal.sum())
-        used += n_group
-        name = _group_name(group_names, int(code))
-        if n_group < min_calibration_size(alpha):
+        test = test_bins == code
+        cal = cal_bins == code
+        n_bin = int(cal.sum())
+        used += n_bin
+        name = str(bin_names[code]) if bin_names is not None else str(code)
+        if n_bin < min_calibration_size(alpha):
             message = (
-                f"group {name!r} has {n_group} calibration rows, fewer than "
+                f"group {name!r} has {n_bin} calibration rows, fewer than "
                 f"{min_calibration_size(alpha)} = max(1/alpha, 1/(1-alpha)) at alpha={alpha}"
             )
-            if small_groups == "error":
+            if small_bins == "error":
                 raise SmallCalibrationError(message)
             out = full_sets(proba_cal[cal], y_cal[cal], proba_test[test], score=score)
             notes.append(f"{message}; its {int(test.sum())} test rows got the full set")
         else:
-            out = conformalize(
+            out = _one_cell(
                 proba_cal[cal],
                 y_cal[cal],
                 proba_test[test],
-                alpha=alpha,
-                score=score,
-                mondrian=mondrian,
-                threshold=threshold,
-                seed=seed,
+                alpha,
+                score,
+                mondrian,
+                threshold,
+                seed,
             )
         sets[test], pvalues[test] = out.sets, out.pvalues
         thresholds.append(out.threshold)

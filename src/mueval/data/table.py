@@ -227,6 +227,8 @@ def import_mudata() -> ModuleType:
     scverse's ``mudata`` (multimodal omics data) has the same import name; only
     ours carries ``__mudata_mueval__``.
     """
+    # Here, not at the top: mueval starts without it, and scverse's package, if
+    # that is the one installed, imports anndata and h5py.
     import mudata
 
     if getattr(mudata, "__mudata_mueval__", None) != "mudata-mueval":
@@ -264,6 +266,7 @@ def load_registered(name: str, **source: Any) -> Table:
         multimodal-data package has the same import name).
     """
     mudata = import_mudata()
+    # Here, not at the top: after the check above, which names another mudata.
     from mudata.errors import MudataError, MudataUsageError
 
     try:
@@ -350,3 +353,44 @@ def load_file(path: str | Path, *, user_col: str = "userid", label_col: str = "l
         "licence": None,
     }
     return table_from_frame(df, user_col=user_col, label_col=label_col, info=info)
+
+
+#: Suffixes that make a string name a file rather than a registered dataset.
+_TABLE_SUFFIXES = (".csv", ".parquet")
+
+
+def load_data(
+    data: str | Path | pd.DataFrame,
+    *,
+    user_col: str = "userid",
+    label_col: str = "label",
+    **source: Any,
+) -> Table:
+    """The table to evaluate, from a dataset name, a file or a DataFrame.
+
+    A :class:`~pathlib.Path`, or a string ending in ``.csv`` or ``.parquet``, is
+    a file; any other string is a registered mudata dataset, and ``source``
+    (``data_home``, ``manual_dir``, ``mirror``, ``allow_unverified``,
+    ``max_expansion``) says where its files come from
+    (:func:`mueval.data.table.load_registered`).
+    """
+    if isinstance(data, str) and not data.lower().endswith(_TABLE_SUFFIXES):
+        return load_registered(data, **source)
+    given = sorted(k for k, v in source.items() if v not in (None, False))
+    if given:
+        message = f"{', '.join(given)} only apply to a registered dataset, not to {type(data).__name__} data"
+        raise UsageError(message)
+    if isinstance(data, pd.DataFrame):
+        return table_from_frame(
+            data,
+            user_col=user_col,
+            label_col=label_col,
+            info={"name": "DataFrame", "source": "DataFrame"},
+        )
+    if isinstance(data, str | Path):
+        return load_file(data, user_col=user_col, label_col=label_col)
+    message = (
+        f"data must be a dataset name, a .csv or .parquet path or a DataFrame; "
+        f"got {type(data).__name__}"
+    )
+    raise UsageError(message)

@@ -1,1 +1,14 @@
-"""TODO."""
+"""The evaluation: splits per strategy, model fits, conformalization, aggregation.
+
+Modules:
+
+- :mod:`.records`: the record types (``EvalConfig``, ``Split``, ``EvalResult``...);
+- :mod:`.splits`: the row splits of every strategy, UXC's folds included;
+- :mod:`.models`: the four classifiers and their training step;
+- :mod:`.runner`: one fit per (split, classifier), in parallel, then the
+  conformal step of every strategy the split serves;
+- :mod:`.crossconformal`: UXC's fold models and cross-conformal sets;
+- :mod:`.aggregate`: per-split metrics into the study's summary;
+- :mod:`.labelcurve`: coverage, set size and accuracy against the number of
+  labelled windows of a new user (``mueval curve``).
+"""

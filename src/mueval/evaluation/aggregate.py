@@ -21,10 +21,8 @@ import numpy as np
 import pandas as pd
 
 from mueval.evaluation.models import CLASSIFIERS
-from mueval.evaluation.runner import EvalResult
-from mueval.evaluation.splits import STRATEGIES
-from mueval.guarantees.diagnostics import FULL_DIAGNOSTICS
-from mueval.names import METRICS, TASK_KEY_DTYPES
+from mueval.evaluation.records import EvalResult
+from mueval.names import FULL_DIAGNOSTICS, METRICS, STRATEGIES, TASK_KEY_DTYPES
 
 _KEYS = ["strategy", "classifier", "iteration", "seed", "user", "n_train", "n_test", "n_cal"]
 

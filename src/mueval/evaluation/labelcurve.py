@@ -36,6 +36,7 @@ clipped to the metric's range.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -44,9 +45,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from joblib import Parallel, delayed
+from scipy import stats
+from sklearn.model_selection import train_test_split
 
-from mueval.data.table import Table, natural_key
-from mueval.errors import DataError, EvaluationError, SmallCalibrationError, UsageError
+from mueval.conformal.sets import conformalize, full_sets
+from mueval.data.table import Table, load_data, natural_key
+from mueval.errors import DataError, EvaluationError, OutputError, SmallCalibrationError, UsageError
+from mueval.evaluation.models import fit_scaled, full_proba
+from mueval.evaluation.splits import split_rows
+from mueval.files import neutralise_formulas, write_atomic
 from mueval.names import CLASSIFIERS, CURVE_USES, SCORES, SMALL_CAL_POLICIES, THRESHOLD_RULES
 
 __all__ = [
@@ -183,8 +191,6 @@ class CurveConfig:
 def _test_and_pool(own: np.ndarray, y: np.ndarray, size: int, seed: int) -> tuple:
     """The target's test rows and its pool of ``size`` labelled candidates, in
     the random order in which they are labelled."""
-    from sklearn.model_selection import train_test_split
-
     if size == 0:
         return own, own[:0]
     labels = y[own]
@@ -205,8 +211,6 @@ def _parts(use: str, k: int) -> int:
 
 def _conformal(proba_cal, y_cal, proba_test, config: CurveConfig, seed: int, where: str):
     """Sets of the test rows, the small-cal flag; sets None when skipped."""
-    from mueval.conformal.sets import conformalize, full_sets
-
     try:
         out = conformalize(
             proba_cal,
@@ -232,14 +236,11 @@ def _conformal(proba_cal, y_cal, proba_test, config: CurveConfig, seed: int, whe
 
 def _user_rows(X, y, users, n_classes, user, iteration, config: CurveConfig) -> list[dict]:
     """Every (use, k) of one target user and iteration."""
-    from mueval.evaluation.models import fit_scaled, full_proba
-    from mueval.evaluation.splits import _split
-
     seed = config.seed_base + iteration
     own = np.flatnonzero(users == user)
     others = np.flatnonzero(users != user)
     test, pool = _test_and_pool(own, y, max(config.ks), seed)
-    train, cal_others = _split(others, y, 0.6, seed, what=f"curve, user {user}")
+    train, cal_others = split_rows(others, y, 0.6, seed, what=f"curve, user {user}")
     fits: dict[int, tuple] = {}  # the model for each number of adaptation rows
     rows = []
     for use in config.uses:
@@ -281,8 +282,6 @@ def _user_rows(X, y, users, n_classes, user, iteration, config: CurveConfig) -> 
 
 def _t_interval(values: np.ndarray, low: float, high: float) -> tuple[float, float, float]:
     """Mean and Student-t 95 % interval over users, clipped to [low, high]."""
-    from scipy import stats
-
     values = values[np.isfinite(values)]
     if len(values) == 0:
         return math.nan, math.nan, math.nan
@@ -368,11 +367,6 @@ class CurveResult:
         -------
         Path
         """
-        import json
-
-        from mueval.errors import OutputError
-        from mueval.files import neutralise_formulas, write_atomic
-
         folder = Path(out)
         if folder.exists() and not folder.is_dir():
             message = f"cannot write the curve to {folder}: it exists and is not a folder"
@@ -400,6 +394,7 @@ def curve_figure(curve_frame: pd.DataFrame, alpha: float):
     -------
     matplotlib.figure.Figure
     """
+    # Here, not at the top: matplotlib, only when a curve is drawn.
     import matplotlib
 
     matplotlib.use("Agg")  # never open a window: servers and CI have none
@@ -481,8 +476,6 @@ def curve_run(table: Table, config: CurveConfig, *, jobs: int = 1) -> CurveResul
     if jobs == 1:
         nested = [_user_rows(*args, n_classes, u, i, config) for u, i in tasks]
     else:
-        from joblib import Parallel, delayed
-
         nested = Parallel(n_jobs=jobs, backend="loky")(
             delayed(_user_rows)(*args, n_classes, u, i, config) for u, i in tasks
         )
@@ -553,8 +546,6 @@ def curve(
         One row per (use, k): see :func:`summarise`. :func:`curve_run` also
         gives the per-user rows and the notes.
     """
-    from mueval.api import load_data
-
     config = CurveConfig(
         classifier=classifier,
         ks=parse_ks(ks),

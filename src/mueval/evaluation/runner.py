@@ -11,258 +11,28 @@ which the tasks ran or on the backend.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from joblib import Parallel, delayed
 from threadpoolctl import ThreadpoolController
+from tqdm import tqdm
 
-from mueval.data.groups import Condition, parse_condition
+from mueval.conformal.sets import ConformalOutput, conformalize, full_sets
+from mueval.data.groups import RowGroups
 from mueval.errors import EvaluationError, SmallCalibrationError, UsageError
-from mueval.evaluation.splits import SPLIT_METHODS, Split, make_splits
-from mueval.names import (
-    BACKENDS,
-    CLASSIC_METRICS,
-    CLASSIFIERS,
-    CONFORMAL_METRICS,
-    PVALUE_METRICS,
-    SCORES,
-    SMALL_CAL_POLICIES,
-    STRATEGIES,
-    THRESHOLD_RULES,
-    USER_CORRECTIONS,
-)
+from mueval.evaluation.crossconformal import cross_note, evaluate_cross_split
+from mueval.evaluation.models import fit_scaled, full_proba
+from mueval.evaluation.records import EvalConfig, EvalResult, RunOutput, Split
+from mueval.evaluation.splits import make_splits
+from mueval.metrics.classic import classification_metrics
+from mueval.metrics.conformal import conformal_metrics
+from mueval.names import BACKENDS, CONFORMAL_METRICS, PVALUE_METRICS
 
-if TYPE_CHECKING:
-    from mueval.data.groups import RowGroups
-
-__all__ = [
-    "BACKENDS",
-    "SMALL_CAL_POLICIES",
-    "EvalConfig",
-    "EvalResult",
-    "RunOutput",
-    "run",
-    "run_task",
-    "stage_timings",
-]
-
-
-@dataclass(frozen=True)
-class EvalConfig:
-    """What to evaluate and how (defaults = the reference protocol).
-
-    ``user_folds``: None (the protocol) leaves one user out, so UIM and UCM fit
-    one model per user; an integer K from 2 to the number of users fits one per
-    grouped fold of users instead (:func:`~mueval.evaluation.splits.user_fold_splits`),
-    K fits per classifier and iteration whatever the number of users.
-
-    ``condition``: None (the protocol), ``"class"``, ``"group:COLUMN"`` or
-    ``"class+group:COLUMN"`` (:mod:`mueval.data.groups`); ``mondrian=True`` is
-    ``"class"``.
-
-    ``user_level`` and ``user_correction``: a user is *below target* when the
-    exact per-user test (:mod:`mueval.guarantees.user_level`) rejects at
-    ``user_level`` after ``user_correction`` (``holm``, ``bh`` or ``none``)
-    across the users of each strategy and classifier. They change no set,
-    only the verdicts a run folder records.
-    """
-
-    strategies: tuple[str, ...] = STRATEGIES[:4]
-    classifiers: tuple[str, ...] = CLASSIFIERS
-    alpha: float = 0.05
-    iterations: int = 20
-    seed_base: int = 100
-    score: str = "lac"
-    mondrian: bool = False
-    threshold: str = "study"
-    adapt_frac: float = 0.5
-    small_cal: str = "error"
-    split: str = "random"
-    gap: int = 1
-    user_folds: int | None = None
-    condition: str | None = None
-    user_level: float = 0.05
-    user_correction: str = "holm"
-
-    def __post_init__(self) -> None:
-        condition = parse_condition(self.condition, mondrian=self.mondrian)  # fails early
-        if condition.by_group and "uxc" in self.strategies:
-            message = (
-                "uxc pools out-of-fold scores over the other users and has no per-group "
-                "form: run it without --condition group (class works)"
-            )
-            raise UsageError(message)
-        if not 0.0 < self.alpha < 1.0:
-            message = f"alpha must be strictly between 0 and 1, got {self.alpha}"
-            raise UsageError(message)
-        if self.iterations < 1:
-            message = f"iterations must be at least 1, got {self.iterations}"
-            raise UsageError(message)
-        if self.score not in SCORES:
-            message = f"unknown score {self.score!r}; valid: {', '.join(SCORES)}"
-            raise UsageError(message)
-        if self.threshold not in THRESHOLD_RULES:
-            message = (
-                f"unknown threshold rule {self.threshold!r}; valid: {', '.join(THRESHOLD_RULES)}"
-            )
-            raise UsageError(message)
-        if self.split not in SPLIT_METHODS:
-            message = f"unknown split method {self.split!r}; valid: {', '.join(SPLIT_METHODS)}"
-            raise UsageError(message)
-        if self.gap < 0:
-            message = f"gap must be 0 or more rows, got {self.gap}"
-            raise UsageError(message)
-        if self.user_folds is not None and (
-            isinstance(self.user_folds, bool)
-            or not isinstance(self.user_folds, int)
-            or self.user_folds < 2
-        ):
-            message = f"user_folds must be None or an integer of 2 or more, got {self.user_folds!r}"
-            raise UsageError(message)
-        if isinstance(self.user_level, bool) or not 0.0 < self.user_level < 1.0:
-            message = f"user_level must be strictly between 0 and 1, got {self.user_level!r}"
-            raise UsageError(message)
-        if self.user_correction not in USER_CORRECTIONS:
-            message = (
-                f"unknown user correction {self.user_correction!r}; valid: "
-                f"{', '.join(USER_CORRECTIONS)}"
-            )
-            raise UsageError(message)
-        if self.small_cal not in SMALL_CAL_POLICIES:
-            message = (
-                f"unknown small-cal policy {self.small_cal!r}; valid: "
-                f"{', '.join(SMALL_CAL_POLICIES)}"
-            )
-            raise UsageError(message)
-
-    @property
-    def conditioning(self) -> Condition:
-        """What the threshold is conditioned on (``mondrian`` folded in)."""
-        return parse_condition(self.condition, mondrian=self.mondrian)
-
-    @property
-    def pvalues_describe_sets(self) -> bool:
-        """Whether the p-values come from the scores the sets were made from.
-
-        Under the study rule every score's sets and p-values come from the same
-        deterministic scores; under the MAPIE rule only LAC's do (MAPIE's aps
-        and raps draw random numbers, and its top_k breaks ties its own way).
-        """
-        return self.threshold == "study" or self.score == "lac"
-
-    def pvalue_note(self) -> str:
-        """Why the p-value metrics are not reported (see :attr:`pvalues_describe_sets`)."""
-        return (
-            f"p-value metrics ({', '.join(PVALUE_METRICS)}) are not reported for --score "
-            f"{self.score} with --threshold mapie: MAPIE makes those sets from its own "
-            "scores, which no p-value here describes; --threshold study gives sets and "
-            "p-values from the same scores"
-        )
-
-    def user_folds_note(self) -> str | None:
-        """How grouped folds differ from the protocol, or None without them."""
-        if self.user_folds is None or not {"uim", "ucm"} & set(self.strategies):
-            return None
-        return (
-            f"uim/ucm on {self.user_folds} grouped folds of users (GroupKFold, shuffled with "
-            "each iteration's seed), not leave-one-user-out: one model per fold, trained "
-            "on 60 % of the other folds' users' rows (uim calibrates on the other 40 %), "
-            "so each target user's model also leaves out the other users of its fold"
-        )
-
-    def record(self) -> dict[str, Any]:
-        """The configuration as ``run.json`` records it (lists, not tuples)."""
-        record = dataclasses.asdict(self)
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in record.items()}
-
-    def seed(self, iteration: int) -> int:
-        """Seed of 1-based ``iteration``: ``seed_base + iteration``."""
-        return self.seed_base + iteration
-
-
-@dataclass
-class EvalResult:
-    """Everything one (strategy, classifier, iteration, user) produced.
-
-    Attributes
-    ----------
-    strategy, classifier : str
-    iteration, seed : int
-    user : int, str or None
-    n_train, n_test, n_cal : int
-        Sizes of the training, test and calibration sets (the corrected
-        resampled t-test of the report needs n_test / n_train).
-    metrics : dict of str to float
-        Every name of :data:`METRICS` (NaN when undefined or skipped).
-    rows : ndarray of int, shape (n_test,)
-        Row positions of the test rows.
-    y_pred : ndarray of int, shape (n_test,)
-    sets : ndarray of bool, shape (n_test, K), or None when skipped
-    pvalues : ndarray of float, shape (n_test, K), or None when skipped
-    proba : ndarray of float, shape (n_test, K)
-    note : str or None
-        Why the conformal metrics are NaN (``--small-cal skip``).
-    n_cal_cell : int or None
-        Under class-conditional calibration, the fewest calibration rows of one
-        threshold's cell (a class, or a group and class, among the test rows'
-        groups); None otherwise. A cell below the minimum size keeps its class
-        in every set.
-    threshold : float
-        The conformal threshold (NaN when skipped, per class or MAPIE's own).
-    timings : dict of str to float
-        Seconds spent in ``fit_s``, ``predict_s`` (``predict_proba`` and
-        ``predict``), ``conformal_s`` and ``metrics_s``; a fit serving several
-        strategies is shared equally between them.
-    """
-
-    strategy: str
-    classifier: str
-    iteration: int
-    seed: int
-    user: int | str | None
-    n_train: int
-    n_test: int
-    n_cal: int
-    metrics: dict[str, float]
-    rows: np.ndarray
-    y_pred: np.ndarray
-    sets: np.ndarray | None
-    pvalues: np.ndarray | None
-    proba: np.ndarray
-    note: str | None = None
-    n_cal_cell: int | None = None
-    threshold: float = float("nan")
-    timings: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def key(self) -> tuple:
-        """(strategy order, classifier order, iteration, user in natural order)."""
-        from mueval.data.table import natural_key  # pandas: not at the command line's start
-
-        return (
-            STRATEGIES.index(self.strategy),
-            CLASSIFIERS.index(self.classifier),
-            self.iteration,
-            () if self.user is None else natural_key(self.user),
-        )
-
-
-@dataclass
-class RunOutput:
-    """Sorted results plus what happened along the way."""
-
-    results: list[EvalResult]
-    notes: list[str] = field(default_factory=list)
-    #: Wall seconds per phase of the run.
-    timings: dict[str, float] = field(default_factory=dict)
-    #: Task seconds per stage for each strategy/classifier (:func:`stage_timings`).
-    stages: dict[str, dict[str, float]] = field(default_factory=dict)
+__all__ = ["build_splits", "run", "run_task", "stage_timings"]
 
 
 def _where(strategy: str, user: int | str | None, seed: int, classifier: str) -> str:
@@ -332,23 +102,15 @@ def _openmp_controller() -> ThreadpoolController:
     after scikit-learn (hence its OpenMP library) is loaded.
     """
     if not _CONTROLLER:
-        import mueval.evaluation.models  # noqa: F401  (loads scikit-learn's OpenMP library)
-
+        # scikit-learn, hence its OpenMP library, is loaded by the imports above.
         _CONTROLLER.append(ThreadpoolController())
     return _CONTROLLER[0]
 
 
 def _evaluate_split(X, y, n_classes, split, classifier, config, groups=None) -> list[EvalResult]:
     """The body of :func:`run_task`: one fit, then every target and strategy."""
-    # Imported here, not at the top: the command line imports this module for
-    # EvalConfig, and must start without scikit-learn and MAPIE.
-    from mueval.evaluation.models import fit_scaled, full_proba
-    from mueval.metrics.classic import classification_metrics
-
     if hasattr(split, "folds"):
         # UXC fits one model per calibration fold (mueval.evaluation.crossconformal).
-        from mueval.evaluation.crossconformal import evaluate_cross_split
-
         return evaluate_cross_split(X, y, n_classes, split, classifier, config)
     clock = time.perf_counter()
     try:
@@ -387,21 +149,15 @@ def _evaluate_split(X, y, n_classes, split, classifier, config, groups=None) -> 
         proba_test = proba_all[start : start + n_test]
         for strategy, cal in target.calibrations.items():
             proba_cal = proba_all[offsets[id(cal)] : offsets[id(cal)] + len(cal)]
-            metrics = {m: float(classic.get(m, np.nan)) for m in CLASSIC_METRICS}
-            result = EvalResult(
+            result = EvalResult.of_rows(
+                split,
                 strategy=strategy,
                 classifier=classifier,
-                iteration=split.iteration,
-                seed=split.seed,
                 user=target.user,
-                n_train=len(split.train),
-                n_test=n_test,
-                n_cal=len(cal),
-                metrics=metrics,
                 rows=target.test,
+                n_cal=len(cal),
+                classic=classic,
                 y_pred=y_pred,
-                sets=None,
-                pvalues=None,
                 proba=proba_test,
                 timings=dict(shared),
             )
@@ -451,9 +207,6 @@ def _conformal_step(
 
     ``grouped``: the row groups and the calibration and test row positions, for
     group-conditional calibration."""
-    from mueval.conformal.sets import full_sets
-    from mueval.metrics.conformal import study_conformal_metrics, textbook_criteria
-
     metrics = result.metrics
     conf = None
     clock = time.perf_counter()
@@ -487,10 +240,7 @@ def _conformal_step(
         result.n_cal_cell = _smallest_cell(y_cal, result.proba.shape[1], grouped)
     if conf is not None:
         pvalues = conf.pvalues
-        study = study_conformal_metrics(y_test, conf.sets, pvalues)
-        textbook = textbook_criteria(y_test, pvalues)
-        for m in CONFORMAL_METRICS:
-            metrics[m] = float(study.get(m, textbook.get(m, np.nan)))
+        metrics.update(conformal_metrics(y_test, conf.sets, pvalues))
         if not config.pvalues_describe_sets:
             # MAPIE's own aps/raps/top_k sets: no p-value describes them.
             metrics.update(dict.fromkeys(PVALUE_METRICS, float("nan")))
@@ -499,31 +249,31 @@ def _conformal_step(
     result.timings["metrics_s"] += time.perf_counter() - clock
 
 
-def _conformalize(result, proba_cal, y_cal, config, grouped):
-    """Sets and p-values of ``result``'s test rows: unconditional or per class
-    (:func:`~mueval.conformal.sets.conformalize`), or per group of users
-    (:func:`~mueval.conformal.sets.conformalize_groups`)."""
-    from mueval.conformal.sets import conformalize, conformalize_groups
-
-    options = {
-        "alpha": config.alpha,
-        "score": config.score,
-        "mondrian": config.conditioning.per_class,
-        "threshold": config.threshold,
-        "seed": result.seed,
-    }
-    if grouped is None:
-        return conformalize(proba_cal, y_cal, result.proba, **options)
-    groups, cal, test = grouped
-    return conformalize_groups(
+def _conformalize(
+    result: EvalResult,
+    proba_cal: np.ndarray,
+    y_cal: np.ndarray,
+    config: EvalConfig,
+    grouped: tuple[RowGroups, np.ndarray, np.ndarray] | None,
+) -> ConformalOutput:
+    """Sets and p-values of ``result``'s test rows (:func:`~mueval.conformal.sets.conformalize`):
+    the groups of users are its bins, the class its ``mondrian``."""
+    bins = None
+    if grouped is not None:
+        groups, cal, test = grouped
+        bins = (groups.codes[cal], groups.codes[test])
+    return conformalize(
         proba_cal,
         y_cal,
-        groups.codes[cal],
         result.proba,
-        groups.codes[test],
-        small_groups="full-set" if config.small_cal == "full-set" else "error",
-        group_names=groups.names,
-        **options,
+        alpha=config.alpha,
+        score=config.score,
+        mondrian=config.conditioning.per_class,
+        threshold=config.threshold,
+        seed=result.seed,
+        bins=bins,
+        small_bins="full-set" if config.small_cal == "full-set" else "error",
+        bin_names=None if grouped is None else grouped[0].names,
     )
 
 
@@ -561,8 +311,6 @@ def _progress(iterable: Iterable, total: int, enabled: bool | None) -> Iterator:
         yield from iterable
         return
     if enabled:
-        from tqdm import tqdm
-
         yield from tqdm(iterable, total=total, desc="mueval", unit="task", file=sys.stderr)
         return
     start = last_time = time.monotonic()
@@ -669,8 +417,6 @@ def run(
         gen = (run_task(X, y, n_classes, s, c, config, groups=groups) for s, c in tasks)
         nested = _collect(_progress(gen, len(tasks), progress), on_task)
     else:
-        from joblib import Parallel, delayed
-
         # Ordered generator (joblib >= 1.3); the order does not matter, results are
         # sorted by key below.
         parallel = Parallel(n_jobs=jobs, backend="loky", return_as="generator")
@@ -687,8 +433,6 @@ def run(
     if config.user_folds_note() is not None:
         notes.insert(0, config.user_folds_note())
     if "uxc" in config.strategies:
-        from mueval.evaluation.crossconformal import cross_note
-
         notes.insert(0, cross_note(config.user_folds))
     return RunOutput(results=results, notes=notes, timings=timings, stages=stage_timings(results))
 
@@ -744,6 +488,7 @@ def _run_dask(
     The table is scattered once to every worker (not shipped with each task).
     """
     try:
+        # Here, not at the top: an optional dependency, and a heavy one.
         from distributed import Client, LocalCluster
     except ImportError as exc:  # optional dependency
         message = "the dask backend needs dask.distributed: pip install 'dask[distributed]'"

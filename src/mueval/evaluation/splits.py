@@ -14,126 +14,24 @@ holds one :class:`Target` (test and calibration rows) per held-out user.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
+from sklearn.model_selection import GroupKFold, train_test_split
 
 from mueval.errors import SplitError, UsageError
-from mueval.names import STRATEGIES, STRATEGY_NAMES
-from mueval.names import STRATEGY_ALIASES as ALIASES
+from mueval.evaluation.records import CrossSplit, Split, Target
+from mueval.names import SPLIT_METHODS
 
 __all__ = [
-    "ALIASES",
-    "SPLIT_METHODS",
-    "STRATEGIES",
-    "STRATEGY_NAMES",
-    "Split",
-    "Target",
     "blocked_parts",
+    "cross_user_splits",
+    "each_user",
     "make_splits",
-    "parse_strategies",
+    "split_rows",
     "user_folds",
 ]
-
-
-@dataclass(frozen=True)
-class Target:
-    """A target user's rows in a split that serves several users (grouped folds).
-
-    Attributes
-    ----------
-    user : int or str
-        The target user (its own id).
-    test : ndarray of shape (n_test,)
-        Row positions of the user's test set.
-    calibrations : dict of str to ndarray
-        Strategy code -> row positions of its calibration set for this user.
-    """
-
-    user: int | str
-    test: np.ndarray
-    calibrations: dict[str, np.ndarray]
-
-
-@dataclass(frozen=True)
-class Split:
-    """One model fit's worth of rows.
-
-    Attributes
-    ----------
-    iteration : int
-        1-based iteration number.
-    seed : int
-        Seed of the iteration (splits and models).
-    user : int, str or None
-        Target user (its own id); None for the mixed model.
-    train : ndarray of shape (n_train,)
-        Row positions of the training set.
-    test : ndarray of shape (n_test,)
-        Row positions of the test set.
-    calibrations : dict of str to ndarray
-        Strategy code -> row positions of its calibration set.
-    targets : tuple of Target
-        Grouped folds only: one per held-out user of the fold, served by this
-        one fit; ``user`` is then None and ``test`` and ``calibrations`` empty.
-    """
-
-    iteration: int
-    seed: int
-    user: int | str | None
-    train: np.ndarray
-    test: np.ndarray
-    calibrations: dict[str, np.ndarray] = field(default_factory=dict)
-    targets: tuple[Target, ...] = ()
-
-    def served(self) -> tuple[Target | Split, ...]:
-        """What one fit predicts for: the fold's targets, or the split itself.
-
-        Each item has ``user``, ``test`` and ``calibrations``.
-        """
-        return self.targets or (self,)
-
-    @property
-    def strategies(self) -> list[str]:
-        """Strategy codes the split serves."""
-        first = self.served()[0]
-        return list(first.calibrations)
-
-
-def parse_strategies(values: Sequence[str]) -> list[str]:
-    """Expand strategy names (codes, aliases, ``all``, comma lists) in report order.
-
-    Parameters
-    ----------
-    values : sequence of str
-        E.g. ``["mm,ucm"]``, ``["mixed", "ui"]`` or ``["all"]``.
-
-    Returns
-    -------
-    list of str
-        Unique codes ordered as :data:`STRATEGIES`.
-    """
-    valid = ", ".join([*STRATEGIES, *ALIASES, "all"])
-    wanted: set[str] = set()
-    for value in values:
-        for part in str(value).split(","):
-            name = part.strip().lower()
-            if not name:
-                continue
-            if name == "all":
-                wanted.update(STRATEGIES)
-            elif name in STRATEGIES:
-                wanted.add(name)
-            elif name in ALIASES:
-                wanted.add(ALIASES[name])
-            else:
-                message = f"unknown strategy {part.strip()!r}; valid: {valid}"
-                raise UsageError(message)
-    if not wanted:
-        message = f"no strategy given; valid: {valid}"
-        raise UsageError(message)
-    return [s for s in STRATEGIES if s in wanted]
 
 
 def _plain(user: object) -> int | str:
@@ -147,7 +45,7 @@ def _describe(y: np.ndarray, classes: Sequence[str] | None) -> str:
     return ", ".join(f"{n}: {c}" for n, c in zip(names, counts, strict=True))
 
 
-def _split(
+def split_rows(
     idx: np.ndarray,
     y: np.ndarray,
     train_size: float,
@@ -181,9 +79,6 @@ def _split(
     first, second : ndarray
         The ``train_size`` part and the rest.
     """
-    # Here rather than at the top: the command line imports this module.
-    from sklearn.model_selection import train_test_split
-
     labels = y[idx]
     try:
         first, second = train_test_split(
@@ -215,11 +110,6 @@ def _can_stratify(labels: np.ndarray, train_size: float) -> bool:
     n_first = int(np.floor(train_size * n))
     n_second = n - n_first
     return bool(counts.min() >= 2 and min(n_first, n_second) >= len(counts))
-
-
-#: Within-user split methods: the study's stratified random split, or contiguous
-#: blocks in time order with a gap (``--split``).
-SPLIT_METHODS: tuple[str, ...] = ("random", "blocked")
 
 
 def blocked_parts(
@@ -303,8 +193,8 @@ def mixed_splits(
 ) -> list[Split]:
     """MM: 60% train, then the rest halved into calibration (first) and test."""
     idx = np.arange(len(y))
-    train, rest = _split(idx, y, 0.6, seed, what="mm", classes=classes)
-    cal, test = _split(rest, y, 0.5, seed, what="mm", classes=classes)
+    train, rest = split_rows(idx, y, 0.6, seed, what="mm", classes=classes)
+    cal, test = split_rows(rest, y, 0.5, seed, what="mm", classes=classes)
     return [Split(iteration, seed, None, train, test, {"mm": cal})]
 
 
@@ -337,8 +227,8 @@ def user_dependent_splits(
         if split == "blocked":
             train, cal, test = blocked_parts(idx, y, 0.6, 3, gap, what=what, classes=classes)
         else:
-            train, rest = _split(idx, y, 0.6, seed, what=what, classes=classes)
-            cal, test = _split(rest, y, 0.5, seed, what=what, classes=classes)
+            train, rest = split_rows(idx, y, 0.6, seed, what=what, classes=classes)
+            cal, test = split_rows(rest, y, 0.5, seed, what=what, classes=classes)
         out.append(Split(iteration, seed, _plain(user), train, test, {"udm": cal}))
     return out
 
@@ -386,7 +276,7 @@ def _train_and_shared_cal(
             f"({_describe(y[others], classes)}); a model needs at least two"
         )
         raise SplitError(message)
-    return _split(others, y, 0.6, seed, what=what, classes=classes)
+    return split_rows(others, y, 0.6, seed, what=what, classes=classes)
 
 
 def _target_halves(
@@ -409,7 +299,7 @@ def _target_halves(
     if split == "blocked":
         cal_own, test = blocked_parts(own, y, 0.5, 2, gap, what=what, classes=classes)
     else:
-        test, cal_own = _split(own, y, 0.5, seed, what=what, classes=classes)
+        test, cal_own = split_rows(own, y, 0.5, seed, what=what, classes=classes)
     calibrations = {"uim": cal_others, "ucm": cal_own}
     return test, {s: calibrations[s] for s in ("uim", "ucm") if s in serve}
 
@@ -442,10 +332,6 @@ def user_folds(users: np.ndarray, n_folds: int, seed: int) -> list[np.ndarray]:
     >>> sorted(u for fold in folds for u in fold.tolist())
     [0, 1, 2, 3, 4]
     """
-    import inspect
-
-    from sklearn.model_selection import GroupKFold
-
     unique = np.unique(users)
     if not 2 <= n_folds <= len(unique):
         message = f"user_folds must be from 2 to the number of users ({len(unique)}), got {n_folds}"
@@ -526,11 +412,11 @@ def user_adaptive_splits(
             adapt, cal, test = blocked_parts(own, y, adapt_frac, 3, gap, what=what, classes=classes)
         else:
             strat = _can_stratify(y[own], adapt_frac)
-            adapt, rest = _split(
+            adapt, rest = split_rows(
                 own, y, adapt_frac, seed, what=what, classes=classes, stratify=strat
             )
             strat = _can_stratify(y[rest], 0.5)
-            cal, test = _split(rest, y, 0.5, seed, what=what, classes=classes, stratify=strat)
+            cal, test = split_rows(rest, y, 0.5, seed, what=what, classes=classes, stratify=strat)
         train = np.concatenate([others, adapt])
         if len(np.unique(y[train])) < 2:
             message = f"{what}: the training rows hold only one class"
@@ -579,7 +465,7 @@ def make_splits(
         UIM and UCM: fit on grouped folds of users (:func:`user_fold_splits`)
         instead of leaving one user out (None, the protocol). UXC: cut the
         non-target users into this many calibration folds instead of one per
-        user (:func:`mueval.evaluation.crossconformal.cross_user_splits`).
+        user (:func:`cross_user_splits`).
 
     Returns
     -------
@@ -608,10 +494,91 @@ def make_splits(
     if "uam" in strategies:
         out += user_adaptive_splits(y, users, iteration, seed, adapt_frac, classes, split, gap)
     if "uxc" in strategies:
-        # Here, not at the top: mueval.evaluation.crossconformal builds on this module.
-        from mueval.evaluation.crossconformal import cross_user_splits
-
         out += cross_user_splits(
             y, users, iteration, seed, n_folds=n_user_folds, classes=classes, split=split, gap=gap
+        )
+    return out
+
+
+def _fold_users(
+    others: np.ndarray, users: np.ndarray, n_folds: int | None, seed: int
+) -> list[np.ndarray]:
+    """The users of each calibration fold among the non-target users."""
+    unique = np.unique(users[others])
+    if n_folds is None:
+        return [np.array([u]) for u in unique]
+    if n_folds > len(unique):
+        message = (
+            f"uxc: --user-folds {n_folds} exceeds the {len(unique)} non-target users "
+            "(uxc cuts the users other than the target into the folds)"
+        )
+        raise UsageError(message)
+    return user_folds(users[others], n_folds, seed)
+
+
+def cross_user_splits(
+    y: np.ndarray,
+    users: np.ndarray,
+    iteration: int,
+    seed: int,
+    *,
+    n_folds: int | None = None,
+    classes: Sequence[str] | None = None,
+    split: str = "random",
+    gap: int = 1,
+) -> list[CrossSplit]:
+    """One :class:`CrossSplit` per target user, users ascending.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_rows,)
+        Integer labels.
+    users : ndarray of shape (n_rows,)
+        User id of each row.
+    iteration, seed : int
+        1-based iteration and its seed (the target's test half, the folds).
+    n_folds : int, optional
+        Grouped folds over the non-target users; None: one fold per user.
+    classes : sequence of str, optional
+        Class names for error messages.
+    split : {"random", "blocked"}
+        How the target's test rows are chosen, as for UIM and UCM.
+    gap : int
+        Rows between blocks (``split="blocked"``).
+
+    Returns
+    -------
+    list of CrossSplit
+    """
+    if len(np.unique(users)) < 3:
+        message = (
+            f"uxc needs at least 3 users (2 calibration folds besides the target), "
+            f"got {len(np.unique(users))}"
+        )
+        raise SplitError(message)
+    out = []
+    for user, others, own in each_user(users):
+        what = f"uxc, user {user}"
+        if split == "blocked":
+            # The later block, as UIM and UCM test on.
+            _, test = blocked_parts(own, y, 0.5, 2, gap, what=what, classes=classes)
+        else:
+            # The same call as UIM/UCM's, so the test rows are theirs.
+            test, _ = split_rows(own, y, 0.5, seed, what=what, classes=classes)
+        folds = tuple(
+            others[np.isin(users[others], fold)]
+            for fold in _fold_users(others, users, n_folds, seed)
+        )
+        for k, fold in enumerate(folds):
+            rest = np.setdiff1d(others, fold)
+            if len(np.unique(y[rest])) < 2:
+                message = (
+                    f"{what}: without fold {k + 1} ({_describe(y[fold], classes)}) the "
+                    f"training rows hold only one class ({_describe(y[rest], classes)})"
+                )
+                raise SplitError(message)
+        cal = np.concatenate(folds)
+        out.append(
+            CrossSplit(iteration, seed, _plain(user), others, test, {"uxc": cal}, folds=folds)
         )
     return out

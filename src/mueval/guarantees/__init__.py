@@ -1,10 +1,20 @@
-"""Per-user guarantees of a run: what holds for each user, and what to warn about.
+"""Per-user guarantees of a run: verdicts, coverage intervals, validity, group coverage, warnings.
 
-- :mod:`~mueval.guarantees.intervals`: per-user coverage with intervals that
-  describe the observed rate;
-- :mod:`~mueval.guarantees.user_level`: the exact per-user test "below target"
-  (Beta-Binomial null, iterations combined, corrected across users);
-- :mod:`~mueval.guarantees.validity`: a KS test of each user's true-label p-values;
-- :mod:`~mueval.guarantees.run_warnings`: the warnings a reader should not miss;
-- :mod:`~mueval.guarantees.checks`, :mod:`~mueval.guarantees.diagnostics`.
+Modules:
+
+- :mod:`.intervals`: per-user coverage with Clopper-Pearson intervals (a
+  description of the observed rate), and its summary per (strategy, classifier);
+- :mod:`.user_level`: the exact per-user test "below target" (the covered
+  count against its Beta-Binomial null, iterations combined, corrected across
+  users), the meaning of every "below target" of a run;
+- :mod:`.validity`: are a user's true-label p-values as large as
+  exchangeability implies (KS tests, Benjamini-Hochberg);
+- :mod:`.group_coverage`: coverage per class and per group of users;
+- :mod:`.run_warnings`: the warnings those intervals and tests drive;
+- :mod:`.diagnostics`: conditional-coverage diagnostics of a run (the array
+  functions are in :mod:`mueval.metrics.diagnostics`);
+- :mod:`.compute`: all of the above from a run's prediction rows;
+- :mod:`.records`: the :class:`~mueval.guarantees.records.Guarantees` record and
+  the columns of its tables;
+- :mod:`.checks`: the input checks these modules share.
 """

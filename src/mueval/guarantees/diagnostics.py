@@ -35,18 +35,21 @@ from itertools import groupby
 
 import numpy as np
 import pandas as pd
+from joblib import Parallel, delayed
 from sklearn.preprocessing import MinMaxScaler
 
 from mueval.errors import UsageError
-from mueval.evaluation.runner import EvalResult
+from mueval.evaluation.records import EvalResult
 from mueval.metrics import diagnostics as dx
-from mueval.names import DIAGNOSTIC_LEVELS, TASK_KEY_DTYPES
+from mueval.names import (
+    BASIC_DIAGNOSTICS,
+    DIAGNOSTIC_LEVELS,
+    FULL_DIAGNOSTICS,
+    TASK_KEY_DTYPES,
+)
 
 __all__ = [
-    "BASIC_DIAGNOSTICS",
-    "DIAGNOSTIC_LEVELS",
     "ERT_FOLDS",
-    "FULL_DIAGNOSTICS",
     "WSC_DELTA",
     "WSC_DIRECTIONS",
     "Diagnostics",
@@ -55,15 +58,6 @@ __all__ = [
     "diagnostic_names",
     "scale_features",
 ]
-
-BASIC_DIAGNOSTICS: tuple[str, ...] = (
-    "covgap_user",
-    "wcovgap_user",
-    "covgap_class",
-    "wcovgap_class",
-    "hsic_size_coverage",
-)
-FULL_DIAGNOSTICS: tuple[str, ...] = (*BASIC_DIAGNOSTICS, "wsc", "ert")
 
 WSC_DIRECTIONS = 200
 WSC_DELTA = 0.1
@@ -277,8 +271,6 @@ def diagnose(
         for key, rows, covered, set_size in pools
     ]
     if level == "full" and jobs != 1 and len(calls) > 1:
-        from joblib import Parallel, delayed
-
         outs = Parallel(n_jobs=jobs, backend="loky")(
             delayed(_timed_pool)(*a, alpha=alpha, seed=seed, level=level) for a, seed in calls
         )

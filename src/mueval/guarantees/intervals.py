@@ -55,7 +55,7 @@ from mueval.guarantees.checks import (
     check_positive_int,
     require_columns,
 )
-from mueval.runfolder.format import COVERAGE_SUMMARY_COLUMNS
+from mueval.guarantees.records import COVERAGE_SUMMARY_COLUMNS
 
 __all__ = [
     "PER_USER_METHODS",

@@ -74,6 +74,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from mueval.conformal.thresholds import min_calibration_size
 from mueval.guarantees.checks import (
     as_count_column,
     check_level,
@@ -92,7 +93,6 @@ __all__ = [
     "coverage_warnings",
     "degenerate_set_warnings",
     "empty_set_warnings",
-    "min_calibration_size",
     "set_statistics",
     "validity_warnings",
 ]
@@ -127,23 +127,6 @@ class RunWarning:
     kind: str
     message: str
     severity: str
-
-
-def min_calibration_size(alpha: float) -> int:
-    """Smallest calibration set for which a split-conformal set is not trivial.
-
-    ``max(1/alpha, 1/(1-alpha))``, rounded up: the same rule as
-    ``mueval.conformal.sets.min_calibration_size`` (duplicated here so that this
-    module depends on no model code).
-
-    Examples
-    --------
-    >>> min_calibration_size(0.1), min_calibration_size(0.05), min_calibration_size(0.9)
-    (10, 20, 10)
-    """
-    alpha = check_level("alpha", alpha)
-    # The 1e-9 keeps 1/0.1 = 10.000000000000002 at 10.
-    return int(np.ceil(max(1.0 / alpha, 1.0 / (1.0 - alpha)) - 1e-9))
 
 
 def _pct(value: float) -> str:
@@ -422,7 +405,7 @@ def _describe_small(small: pd.DataFrame, extra: Sequence[str], limit: int = 5) -
 def calibration_warnings(calibration: pd.DataFrame, *, alpha: float) -> list[RunWarning]:
     """``calibration-too-small`` (error): calibration sets below the minimum size.
 
-    The minimum is :func:`min_calibration_size` (``max(1/alpha,
+    The minimum is :func:`~mueval.conformal.thresholds.min_calibration_size` (``max(1/alpha,
     1/(1-alpha))`` rounded up). Rows with a missing ``n_cal`` (strategies
     without calibration) are ignored.
 

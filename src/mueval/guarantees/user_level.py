@@ -70,7 +70,7 @@ remains a description of the observed rate, not this test.
 Threshold ranks
 ---------------
 :func:`threshold_rank` derives ``k`` for each rule by the same floating-point
-expressions as the threshold code (``mueval.metrics.conformal.lac_threshold``),
+expressions as the threshold code (``mueval.conformal.thresholds.lac_threshold``),
 and returns ``n + 1`` when the rule has no finite threshold. With
 ``x = (n + 1)(1 - alpha)``:
 
@@ -89,7 +89,7 @@ floats, which can land just above an integer (alpha = 0.7, n = 9:
 
 Both rules have a finite threshold exactly when ``x <= n``, that is
 ``n >= (1 - alpha) / alpha``: 19 rows at alpha = 0.05, one fewer than
-:func:`mueval.conformal.sets.min_calibration_size` (20), which the
+:func:`mueval.conformal.thresholds.min_calibration_size` (20), which the
 non-Mondrian code demands.
 """
 
@@ -103,7 +103,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from mueval.conformal.sets import min_calibration_size
+from mueval.conformal.thresholds import min_calibration_size
 from mueval.guarantees.checks import check_choice, check_level
 from mueval.names import USER_CORRECTIONS
 

@@ -7,8 +7,10 @@ floats (``nan`` where undefined) and raises :class:`MetricInputError`, a
 ``ValueError``, on malformed input.
 
 - :mod:`~mueval.metrics.classic`: accuracy and caret-style macro metrics.
-- :mod:`~mueval.metrics.conformal`: LAC sets, thresholds and p-values; the
-  study's conformal criteria and Vovk's textbook ones.
+- :mod:`~mueval.metrics.conformal`: the study's conformal criteria of sets
+  and p-values, and Vovk's textbook ones (the sets and p-values themselves
+  are built in :mod:`mueval.conformal`).
+- :mod:`~mueval.metrics.validation`: the input checks of every metric.
 - :mod:`~mueval.metrics.diagnostics`: conditional-coverage diagnostics
   (size-stratified coverage, CovGap, HSIC, worst-slab coverage, ERT).
 """
@@ -17,10 +19,7 @@ from __future__ import annotations
 
 from mueval.metrics.classic import MetricInputError, classification_metrics
 from mueval.metrics.conformal import (
-    lac_pvalues,
-    lac_scores,
-    lac_sets,
-    lac_threshold,
+    conformal_metrics,
     study_conformal_metrics,
     textbook_criteria,
 )
@@ -36,13 +35,10 @@ from mueval.metrics.diagnostics import (
 __all__ = [
     "MetricInputError",
     "classification_metrics",
+    "conformal_metrics",
     "coverage_gap",
     "excess_risk_target_coverage",
     "hsic",
-    "lac_pvalues",
-    "lac_scores",
-    "lac_sets",
-    "lac_threshold",
     "size_stratified_coverage",
     "study_conformal_metrics",
     "textbook_criteria",

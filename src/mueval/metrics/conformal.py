@@ -1,4 +1,4 @@
-"""Split-conformal LAC sets and p-values, and the study's conformal metrics.
+"""The study's conformal metrics of prediction sets and p-values, and Vovk's criteria.
 
 Encoding: ``y_true`` int array ``(n,)`` of class indices ``0..K-1``; ``sets``
 bool array ``(n, K)``, True when the class is in the prediction set;
@@ -20,26 +20,16 @@ from numpy.typing import ArrayLike, NDArray
 
 from mueval.metrics.validation import (
     MetricInputError,
-    as_finite_floats,
     as_float_matrix,
-    as_float_vector,
     as_labels,
     as_sets,
-    check_alpha,
     check_same_rows,
     mean,
 )
-from mueval.names import THRESHOLD_RULES
+from mueval.names import CONFORMAL_METRICS
 
 __all__ = [
-    "THRESHOLD_RULES",
-    "TOLERANCES",
-    "check_rule",
-    "conformal_pvalues",
-    "lac_pvalues",
-    "lac_scores",
-    "lac_sets",
-    "lac_threshold",
+    "conformal_metrics",
     "study_conformal_metrics",
     "textbook_criteria",
 ]
@@ -56,201 +46,6 @@ def _false_class_mask(y_true: np.ndarray, n_rows: int, n_classes: int) -> NDArra
     mask = np.ones((n_rows, n_classes), dtype=bool)
     mask[np.arange(n_rows), y_true] = False
     return mask
-
-
-# ---------------------------------------------------------------------------
-# LAC: scores, threshold, sets, p-values
-# ---------------------------------------------------------------------------
-
-
-def lac_scores(proba: ArrayLike, y: ArrayLike) -> NDArray[np.float64]:
-    """LAC conformity scores ``1 - proba[i, y_i]``, computed in float64.
-
-    Compute calibration scores with this function so that they are the same
-    floats that :func:`lac_pvalues` and :func:`lac_sets` compare them with.
-
-    Parameters
-    ----------
-    proba : array of float, shape (n, K)
-        Predicted class probabilities.
-    y : array of int, shape (n,)
-        True class indices.
-
-    Returns
-    -------
-    ndarray of float64, shape (n,)
-    """
-    proba = as_float_matrix("proba", proba, low=0.0, high=1.0)
-    y = as_labels("y", y, proba.shape[1])
-    check_same_rows(proba=proba, y=y)
-    return 1.0 - proba[np.arange(y.size), y]
-
-
-#: Inclusion tolerance of each rule: MAPIE 0.8.6 compares with machine epsilon,
-#: MAPIE 1.x with 1e-8 (which adds classes whose probability is within 1e-8 of
-#: the bound; Naive Bayes probabilities sit at 0 and 1, so this changes sets).
-TOLERANCES: dict[str, float] = {
-    "study": float(np.finfo(np.float64).eps),
-    "mapie": 1e-8,
-}
-
-
-def check_rule(rule: str) -> str:
-    """Return ``rule`` if it names a threshold rule, else raise naming the valid ones."""
-    if rule not in THRESHOLD_RULES:
-        message = f"unknown threshold rule {rule!r}; valid: {', '.join(THRESHOLD_RULES)}"
-        raise MetricInputError(message)
-    return rule
-
-
-def lac_threshold(cal_scores: ArrayLike, alpha: float, *, rule: str = "study") -> float:
-    """Split-conformal threshold of the calibration scores.
-
-    Two rules exist, and they pick different order statistics for some ``n``:
-
-    - ``"study"`` (the reference protocol, MAPIE 0.8.6):
-      ``numpy.quantile(scores, (n+1)(1-alpha)/n, method="higher")``, computed
-      exactly as MAPIE 0.8.6 computes it so the float rounding of the level is
-      the same; ``inf`` when that level exceeds 1.
-    - ``"mapie"`` (MAPIE 1.x, the textbook finite-sample rule): the
-      ``ceil((n+1)(1-alpha))``-th smallest score, ``inf`` when that rank
-      exceeds ``n``; the rank is computed as MAPIE 1.x computes it.
-
-    ``inf`` means too few calibration rows: every class enters every set.
-
-    Parameters
-    ----------
-    cal_scores : array of float, shape (n,)
-        Calibration conformity scores (LAC: ``1 - p_hat(true class)``).
-    alpha : float
-        Miscoverage level in (0, 1); the protocol uses 0.05.
-    rule : {"study", "mapie"}, default "study"
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    At alpha=0.05 the rules agree on 20 scores and differ by one rank on 39
-    (and on every n = 19 mod 20 up to 400):
-
-    >>> scores = list(range(20))
-    >>> lac_threshold(scores, 0.05, rule="study"), lac_threshold(scores, 0.05, rule="mapie")
-    (19.0, 19.0)
-    >>> scores = list(range(39))
-    >>> lac_threshold(scores, 0.05, rule="study"), lac_threshold(scores, 0.05, rule="mapie")
-    (38.0, 37.0)
-    """
-    scores = as_float_vector("cal_scores", cal_scores)
-    alpha = check_alpha(alpha)
-    check_rule(rule)
-    n = scores.size
-    if n == 0:
-        message = "cal_scores must hold at least one calibration score; found shape (0,)"
-        raise MetricInputError(message)
-    if rule == "study":
-        level = ((n + 1) * (1 - alpha)) / n
-        if level > 1.0:
-            return math.inf
-        return float(np.quantile(scores, level, method="higher"))
-    rank = int(np.ceil((n + 1) * (1 - alpha)))
-    if rank > n:
-        return math.inf
-    return float(np.partition(scores, rank - 1)[rank - 1])
-
-
-def lac_sets(test_proba: ArrayLike, q: float, *, rule: str = "study") -> NDArray[np.bool_]:
-    """LAC prediction sets at threshold ``q``, compared as ``rule`` compares.
-
-    - ``"study"``: class ``k`` is in the set when ``p_k - (1 - q) >= -eps``
-      (machine epsilon), MAPIE 0.8.6's expression to the float;
-    - ``"mapie"``: when ``(1 - p_k) - q <= 1e-8``, MAPIE 1.x's.
-
-    Parameters
-    ----------
-    test_proba : array of float, shape (n, K)
-        Predicted class probabilities of the test rows.
-    q : float
-        Threshold from :func:`lac_threshold` with the same rule (may be ``inf``).
-    rule : {"study", "mapie"}, default "study"
-
-    Returns
-    -------
-    ndarray of bool, shape (n, K)
-        Sets may be empty.
-
-    Examples
-    --------
-    A probability 1e-9 below the bound is in MAPIE 1.x's set, not in the study's:
-
-    >>> lac_sets([[0.05 - 1e-9, 0.95 + 1e-9]], 0.95, rule="study").tolist()
-    [[False, True]]
-    >>> lac_sets([[0.05 - 1e-9, 0.95 + 1e-9]], 0.95, rule="mapie").tolist()
-    [[True, True]]
-    """
-    proba = as_float_matrix("test_proba", test_proba, low=0.0, high=1.0)
-    if isinstance(q, bool) or not isinstance(q, (int, float, np.floating)) or math.isnan(q):
-        message = f"q must be a number (the LAC threshold); found {q!r}"
-        raise MetricInputError(message)
-    check_rule(rule)
-    if math.isinf(q):
-        return np.ones(proba.shape, dtype=bool)
-    if rule == "study":
-        return np.greater_equal(proba - (1.0 - q), -TOLERANCES["study"])
-    return np.less_equal((1.0 - proba) - q, TOLERANCES["mapie"])
-
-
-def conformal_pvalues(cal_scores: ArrayLike, test_scores: ArrayLike) -> NDArray[np.float64]:
-    """Conformal p-values of every (test row, class) score, for any conformity score.
-
-    ``p[r, c] = (#{i : cal_i >= test_scores[r, c]} + 1) / (n + 1)``, not
-    smoothed (no random tie-breaking). The calibration scores are sorted once
-    and each count is ``n - searchsorted(sorted, s, side="left")``, which counts
-    the scores ``>= s`` on the same float64 values as a brute-force comparison,
-    so exact ties are counted as the formula says.
-
-    Parameters
-    ----------
-    cal_scores : array of float, shape (n_cal,)
-        Conformity scores of the calibration rows at their true class.
-    test_scores : array of float, shape (n, K)
-        Conformity score of every test row for every candidate class.
-
-    Returns
-    -------
-    ndarray of float64, shape (n, K)
-        Values in ``[1/(n_cal+1), 1]``.
-
-    Examples
-    --------
-    >>> conformal_pvalues([0.1, 0.2, 0.2, 0.6], [[0.2, 0.7]]).tolist()
-    [[0.8, 0.2]]
-    """
-    scores = as_float_vector("cal_scores", cal_scores)
-    test = as_finite_floats("test_scores", test_scores, 2, "(n, K)")
-    n_cal = scores.size
-    sorted_scores = np.sort(scores)
-    n_at_least = n_cal - np.searchsorted(sorted_scores, test, side="left")
-    return (n_at_least + 1) / (n_cal + 1)
-
-
-def lac_pvalues(cal_scores: ArrayLike, test_proba: ArrayLike) -> NDArray[np.float64]:
-    """:func:`conformal_pvalues` under the LAC score ``1 - p``.
-
-    Parameters
-    ----------
-    cal_scores : array of float, shape (n_cal,)
-        Calibration scores ``1 - p_hat(true class)`` (see :func:`lac_scores`).
-    test_proba : array of float, shape (n, K)
-        Predicted class probabilities of the test rows.
-
-    Returns
-    -------
-    ndarray of float64, shape (n, K)
-    """
-    proba = as_float_matrix("test_proba", test_proba, low=0.0, high=1.0)
-    return conformal_pvalues(cal_scores, 1.0 - proba)
 
 
 # ---------------------------------------------------------------------------
@@ -391,3 +186,30 @@ def textbook_criteria(
         "U_criterion": second,
         "N_criterion": n_crit,
     }
+
+
+def conformal_metrics(
+    y_true: ArrayLike, sets: ArrayLike | None, pvalues: ArrayLike | None
+) -> dict[str, float]:
+    """Every metric of :data:`mueval.names.CONFORMAL_METRICS`, as a run records them.
+
+    The study's metrics (:func:`study_conformal_metrics`) where it has them,
+    else Vovk's (:func:`textbook_criteria`); all NaN when ``sets`` is None (a
+    calibration set too small, skipped).
+
+    Parameters
+    ----------
+    y_true : array of int, shape (n,)
+    sets : array of bool, shape (n, K), or None
+    pvalues : array of float, shape (n, K), or None
+
+    Returns
+    -------
+    dict
+        Python floats, in :data:`~mueval.names.CONFORMAL_METRICS` order.
+    """
+    if sets is None or pvalues is None:
+        return dict.fromkeys(CONFORMAL_METRICS, math.nan)
+    study = study_conformal_metrics(y_true, sets, pvalues)
+    textbook = textbook_criteria(y_true, pvalues)
+    return {m: float(study.get(m, textbook.get(m, math.nan))) for m in CONFORMAL_METRICS}

@@ -1,16 +1,14 @@
 """Reports of a run folder: the study's pictures, per-user coverage and honest diagnostics.
 
 ``mueval report RUN_DIR`` builds one self-contained HTML page plus the figures as
-PNG and SVG files; ``mueval compare RUN_DIR...`` prints the significance tests
-between strategies. Modules: :mod:`~mueval.runfolder` (read and check),
-:mod:`~mueval.report.setstats` (matrices over prediction sets),
-:mod:`~mueval.compare.significance` (tests), :mod:`~mueval.report.figures`,
-:mod:`~mueval.report.html`, :mod:`~mueval.report.build` and
-:mod:`~mueval.cli.report`.
+PNG and SVG files. Modules:
+
+- :mod:`.build`: the report of one run folder, figures on disk plus the page;
+- :mod:`.page_one`: the strategy x classifier grid, the warnings, the first figures;
+- :mod:`.conditional`: the sections on coverage per class and group, and validity;
+- :mod:`.side_by_side`: this run's per-user guarantees beside other runs';
+- :mod:`.setstats`: statistics of prediction sets (the study's matrices);
+- :mod:`.figures`: the figures, drawn with matplotlib;
+- :mod:`.html`: escaped text, tables and embedded figures;
+- :mod:`.tables`: the study-style terminal tables ``mueval evaluate`` prints.
 """
-
-from __future__ import annotations
-
-from mueval.runfolder import RunFolder, RunFolderError, read_run_folder
-
-__all__ = ["RunFolder", "RunFolderError", "read_run_folder"]

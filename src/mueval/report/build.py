@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from mueval.compare.significance import (
+from mueval.comparison.significance import (
     STUDY_TEST,
     compare_strategies,
     per_iteration_values,
@@ -34,11 +34,13 @@ from mueval.compare.significance import (
 from mueval.data.table import natural_key
 from mueval.errors import OutputError, UsageError
 from mueval.files import check_inside, write_atomic
-from mueval.guarantees.diagnostics import FULL_DIAGNOSTICS
+from mueval.guarantees.compute import compute_guarantees
+from mueval.guarantees.records import Guarantees
 from mueval.guarantees.run_warnings import set_statistics
 from mueval.names import (
     CLASSIFIER_NAMES,
     CLASSIFIERS,
+    FULL_DIAGNOSTICS,
     REPORT_SUMMARY_METRICS,
     STRATEGIES,
     STRATEGY_NAMES,
@@ -65,7 +67,6 @@ from mueval.report.page_one import (
 )
 from mueval.report.side_by_side import side_by_side_section
 from mueval.runfolder import RunFolder, RunFolderError
-from mueval.runfolder.guarantees import Guarantees, compute_guarantees
 
 __all__ = ["CLASSIFIER_NAMES", "STRATEGY_NAMES", "BuildResult", "build_report"]
 

@@ -1,7 +1,7 @@
 """The report's "Runs side by side" section: this run's per-user guarantees beside
 other runs of the same dataset (a random and a blocked within-user split, say).
 
-Built from :func:`mueval.compare.guarantees.compare_guarantees`, so the
+Built from :func:`mueval.comparison.guarantees.compare_guarantees`, so the
 numbers are those ``mueval compare --guarantees`` prints.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mueval.compare.guarantees import compare_guarantees
+from mueval.comparison.guarantees import compare_guarantees
 from mueval.report.html import Section, list_html, note_html, table_html
 from mueval.runfolder import RunFolder
 

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from mueval.guarantees.diagnostics import FULL_DIAGNOSTICS
 from mueval.names import (
     CLASSIFIER_NAMES,
     CLASSIFIERS,
+    FULL_DIAGNOSTICS,
     METRICS,
     PERCENT_METRICS,
     STRATEGIES,
@@ -77,7 +77,7 @@ def format_table(
         Rows to print, in order.
     diagnostics : sequence of str, optional
         Diagnostic rows printed below a rule at the bottom of each block.
-        Default: every diagnostic of :data:`mueval.guarantees.diagnostics.FULL_DIAGNOSTICS`
+        Default: every diagnostic of :data:`mueval.names.FULL_DIAGNOSTICS`
         present in ``summary``.
 
     Returns

@@ -1,15 +1,18 @@
 """The run folder: the one owner of its format, its writing and its reading.
 
 - :mod:`.format`: the version, the marker and the names of files and columns;
+- :mod:`.records`: the checked run folder, its error, and how its files are opened;
 - :mod:`.write`: the predictions table, atomic writing and safe replacement;
 - :mod:`.read`: reading with every file checked;
-- :mod:`.consistency`: the contradictions a reader refuses.
+- :mod:`.consistency`: the contradictions a reader refuses;
+- :mod:`.guarantees`: the stored per-user guarantees, read back and checked.
 """
 
 from __future__ import annotations
 
 from mueval.runfolder.format import FORMAT_VERSION, REQUIRED_FILES, RUN_FILES, RUN_FORMAT
-from mueval.runfolder.read import RunFolder, RunFolderError, read_run_folder
+from mueval.runfolder.read import read_run_folder
+from mueval.runfolder.records import RunFolder, RunFolderError
 from mueval.runfolder.write import (
     PredictionStream,
     check_target,

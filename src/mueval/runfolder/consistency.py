@@ -37,18 +37,15 @@ the folder does not hold).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from mueval.guarantees.diagnostics import FULL_DIAGNOSTICS
-from mueval.names import CLASSIFIERS, STRATEGIES
-
-if TYPE_CHECKING:
-    from mueval.runfolder.read import RunFolder
+from mueval.data.users import user_texts
+from mueval.guarantees.validity import benjamini_hochberg
+from mueval.names import CLASSIFIERS, FULL_DIAGNOSTICS, STRATEGIES
+from mueval.runfolder.records import RunFolder, RunFolderError
 
 __all__ = [
     "RTOL",
@@ -64,12 +61,6 @@ __all__ = [
 RTOL = 1e-9
 _ATOL = 1e-12
 _GROUP = ["strategy", "classifier", "iteration"]
-
-
-def _error(message: str) -> Exception:
-    from mueval.runfolder.read import RunFolderError
-
-    return RunFolderError(message)
 
 
 def _first(wrong: np.ndarray) -> int | None:
@@ -91,7 +82,7 @@ def _check_codes_of(path: object, frame: pd.DataFrame) -> None:
                 f"{path}: {column} {_show(unknown[0])} is not a {column} code of mueval "
                 f"(expected one of {', '.join(known)})"
             )
-            raise _error(msg)
+            raise RunFolderError(msg)
 
 
 def _check_codes(run: RunFolder) -> None:
@@ -137,20 +128,20 @@ def _check_types(run: RunFolder, preds: pa.Table) -> None:
         kind = preds.schema.field(column).type
         if not test(kind):
             msg = f"{path}: column {column} is of type {kind}, not the type mueval writes"
-            raise _error(msg)
+            raise RunFolderError(msg)
     kind = preds.schema.field("pred_set").type
     if not ((pa.types.is_list(kind) or pa.types.is_large_list(kind)) and _is_text(kind.value_type)):
         msg = f"{path}: column pred_set is of type {kind}; expected lists of class names"
-        raise _error(msg)
+        raise RunFolderError(msg)
     kind = preds.schema.field("seed").type
     if not pa.types.is_integer(kind):
         msg = f"{path}: column seed is of type {kind}; expected whole numbers"
-        raise _error(msg)
+        raise RunFolderError(msg)
     # User ids are whole numbers, or text when a dataset names its users ("S006").
     kind = preds.schema.field("userid").type
     if not (pa.types.is_integer(kind) or _is_text(kind)):
         msg = f"{path}: column userid is of type {kind}; expected whole numbers or text"
-        raise _error(msg)
+        raise RunFolderError(msg)
     kind = preds.schema.field("target_user").type
     if not (
         pa.types.is_integer(kind)
@@ -159,7 +150,7 @@ def _check_types(run: RunFolder, preds: pa.Table) -> None:
         or (pa.types.is_floating(kind) and _whole_or_null(preds.column("target_user")))
     ):
         msg = f"{path}: column target_user is of type {kind}; expected whole numbers or text"
-        raise _error(msg)
+        raise RunFolderError(msg)
     for column in ("p_values", "proba"):
         kind = preds.schema.field(column).type
         if not (
@@ -167,7 +158,7 @@ def _check_types(run: RunFolder, preds: pa.Table) -> None:
             and pa.types.is_floating(kind.value_type)
         ):
             msg = f"{path}: column {column} is of type {kind}; expected lists of numbers"
-            raise _error(msg)
+            raise RunFolderError(msg)
     for column in (
         "y_true",
         "y_pred",
@@ -182,7 +173,7 @@ def _check_types(run: RunFolder, preds: pa.Table) -> None:
         nulls = preds.column(column).is_null().to_numpy(zero_copy_only=False)
         if nulls.any():
             msg = f"{path}: {_row(run, np.argmax(nulls))}: {column} is empty"
-            raise _error(msg)
+            raise RunFolderError(msg)
 
 
 def _check_labels(run: RunFolder, preds: pa.Table) -> None:
@@ -197,7 +188,7 @@ def _check_labels(run: RunFolder, preds: pa.Table) -> None:
                 f"{path}: {_row(run, i)}: {column} {_show(values[i].as_py())} is not a class "
                 f"of run.json"
             )
-            raise _error(msg)
+            raise RunFolderError(msg)
     k = len(run.classes)
     for column in ("p_values", "proba"):
         width = pc.list_value_length(preds.column(column).combine_chunks())
@@ -208,7 +199,7 @@ def _check_labels(run: RunFolder, preds: pa.Table) -> None:
                 f"{path}: {_row(run, i)}: {column} holds {int(width[i])} values; expected "
                 f"one per class of run.json ({k})"
             )
-            raise _error(msg)
+            raise RunFolderError(msg)
 
 
 def _set_members(run: RunFolder, preds: pa.Table) -> tuple[np.ndarray, np.ndarray]:
@@ -229,7 +220,7 @@ def _set_members(run: RunFolder, preds: pa.Table) -> tuple[np.ndarray, np.ndarra
             f"{path}: {_row(run, parents[bad[0]])}: pred_set holds "
             f"{_show(flat[int(bad[0])].as_py())}, not a class of run.json"
         )
-        raise _error(msg)
+        raise RunFolderError(msg)
     index = index.astype(np.int64)
     k = len(run.classes)
     keys = parents * k + index
@@ -239,7 +230,7 @@ def _set_members(run: RunFolder, preds: pa.Table) -> tuple[np.ndarray, np.ndarra
         msg = (
             f"{path}: {_row(run, first // k)}: pred_set names {_show(run.classes[first % k])} twice"
         )
-        raise _error(msg)
+        raise RunFolderError(msg)
     return parents, index
 
 
@@ -247,15 +238,15 @@ def _check_target_users(run: RunFolder) -> None:
     """A per-user strategy tests on its target user's own rows: ``userid`` is
     ``target_user`` wherever a target user is named."""
     path = run.path / "predictions.parquet"
-    target = _user_key(run.predictions["target_user"])
-    user = _user_key(run.predictions["userid"])
+    target = user_texts(run.predictions["target_user"])
+    user = user_texts(run.predictions["userid"])
     i = _first(((target != "") & (target != user)).to_numpy())
     if i is not None:
         msg = (
             f"{path}: {_row(run, i)}: userid {_show(user.iloc[i])} is not the target "
             f"user {_show(target.iloc[i])}"
         )
-        raise _error(msg)
+        raise RunFolderError(msg)
 
 
 def _check_rows(run: RunFolder, preds: pa.Table) -> None:
@@ -274,7 +265,7 @@ def _check_rows(run: RunFolder, preds: pa.Table) -> None:
             f"{path}: {_row(run, i)}: set_size is {int(size[i])}, but pred_set holds "
             f"{int(lengths[i])} classes"
         )
-        raise _error(msg)
+        raise RunFolderError(msg)
     y_true = preds.column("y_true").combine_chunks()
     y_index = pc.index_in(y_true, value_set=_classes(run, y_true))
     y_index = y_index.to_numpy(zero_copy_only=False).astype(np.int64)
@@ -288,20 +279,7 @@ def _check_rows(run: RunFolder, preds: pa.Table) -> None:
             f"{path}: {_row(run, i)}: covered is {bool(covered[i])}, but y_true "
             f"{_show(run.classes[y_index[i]])} {where} in pred_set"
         )
-        raise _error(msg)
-
-
-def _user_key(values: pd.Series) -> pd.Series:
-    """User ids as text, empty for MM's missing user, so that keys of both files merge."""
-
-    def key(v: object) -> str:
-        if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
-            return ""
-        if isinstance(v, (int, float, np.integer, np.floating)) and float(v).is_integer():
-            return str(int(v))
-        return str(v)
-
-    return values.astype(object).map(key)
+        raise RunFolderError(msg)
 
 
 def _numeric(path: object, frame: pd.DataFrame, columns: list[str]) -> None:
@@ -312,7 +290,7 @@ def _numeric(path: object, frame: pd.DataFrame, columns: list[str]) -> None:
             bad = values[as_num.isna() & values.notna()]
             shown = _show(bad.iloc[0]) if len(bad) else f"of type {values.dtype}"
             msg = f"{path}: column {column} holds {shown}; expected numbers"
-            raise _error(msg)
+            raise RunFolderError(msg)
 
 
 def _whole(path: object, frame: pd.DataFrame, column: str) -> None:
@@ -322,7 +300,7 @@ def _whole(path: object, frame: pd.DataFrame, column: str) -> None:
     if bad.size:
         i = int(bad[0])
         msg = f"{path}: row {i}: {column} is {float(values[i])!r}; expected a whole number >= 0"
-        raise _error(msg)
+        raise RunFolderError(msg)
 
 
 def _close(a: float, b: float) -> bool:
@@ -347,9 +325,9 @@ def _check_splits(run: RunFolder) -> None:
         .agg(p_coverage=("covered", "mean"), p_setsize=("size", "mean"), p_n=("covered", "size"))
         .reset_index()
     )
-    grouped["user"] = _user_key(grouped["user"])
+    grouped["user"] = user_texts(grouped["user"])
     splits = run.splits[[*_GROUP, "user", "coverage", "setsize", "n_test"]].copy()
-    splits["user"] = _user_key(splits["user"])
+    splits["user"] = user_texts(splits["user"])
     twice = splits.duplicated([*_GROUP, "user"])
     if twice.any():
         r = splits[twice].iloc[0]
@@ -357,13 +335,13 @@ def _check_splits(run: RunFolder) -> None:
             f"{path}: {r['strategy']}/{r['classifier']} iteration {r['iteration']} user "
             f"{r['user'] or '(none, MM)'} appears twice"
         )
-        raise _error(msg)
+        raise RunFolderError(msg)
     both = splits.merge(grouped, on=[*_GROUP, "user"], how="outer", indicator="side")
     for r in both.itertuples(index=False):
         where = f"{r.strategy}/{r.classifier} iteration {r.iteration} user {r.user or '(none, MM)'}"
         msg = _split_contradiction(r, where)
         if msg:
-            raise _error(f"{path}: {msg}")
+            raise RunFolderError(f"{path}: {msg}")
 
 
 def _split_contradiction(r: object, where: str) -> str | None:
@@ -439,17 +417,17 @@ def _diagnostic_metrics(run: RunFolder, names: list[str]) -> list[str]:
             f"{run.path / 'summary.csv'}: has {wanted[0]} rows, but the run folder has no "
             "diagnostics.parquet to back them"
         )
-        raise _error(msg)
+        raise RunFolderError(msg)
     gone = [c for c in [*_GROUP, *wanted] if c not in run.diagnostics.columns]
     if gone:
         msg = f"{path}: missing columns {gone}, which summary.csv reports"
-        raise _error(msg)
+        raise RunFolderError(msg)
     _check_codes_of(path, run.diagnostics)
     _numeric(path, run.diagnostics, ["iteration", *wanted])
     if run.diagnostics.duplicated(_GROUP).any():
         r = run.diagnostics[run.diagnostics.duplicated(_GROUP)].iloc[0]
         msg = f"{path}: {r['strategy']}/{r['classifier']} iteration {r['iteration']} appears twice"
-        raise _error(msg)
+        raise RunFolderError(msg)
     return wanted
 
 
@@ -464,17 +442,17 @@ def _check_summary(run: RunFolder) -> None:
     if twice.any():
         r = summary[twice].iloc[0]
         msg = f"{path}: {r['metric']} of {r['strategy']}/{r['classifier']} appears twice"
-        raise _error(msg)
+        raise RunFolderError(msg)
     pairs_split = set(zip(run.splits["strategy"], run.splits["classifier"], strict=True))
     for s, c in dict.fromkeys(zip(summary["strategy"], summary["classifier"], strict=True)):
         if (s, c) not in pairs_split:
             msg = f"{path}: has rows for {s}/{c}, but splits.parquet has none"
-            raise _error(msg)
+            raise RunFolderError(msg)
     for s, c in sorted(
         pairs_split - set(zip(summary["strategy"], summary["classifier"], strict=True))
     ):
         msg = f"{path}: has no row for {s}/{c}, which splits.parquet holds"
-        raise _error(msg)
+        raise RunFolderError(msg)
     shared = set(summary["metric"]) & set(run.splits.columns)
     metrics = [m for m in dict.fromkeys(summary["metric"]) if m in shared]
     _numeric(run.path / "splits.parquet", run.splits, metrics)
@@ -490,7 +468,7 @@ def _check_summary(run: RunFolder) -> None:
                 f"{path}: {where} counts n = {r.n} iterations, but splits.parquet has "
                 f"{r.r_n} with a defined value"
             )
-            raise _error(msg)
+            raise RunFolderError(msg)
         if _close(r.mean, r.s_mean) and _close(r.sd, r.s_sd):
             continue  # undefined iterations skipped: mueval before the study's rule
         for name, stored, computed in (("mean", r.mean, r.r_mean), ("sd", r.sd, r.r_sd)):
@@ -500,7 +478,7 @@ def _check_summary(run: RunFolder) -> None:
                     f"{computed:.6g} (mean over users within each iteration, then over "
                     f"{r.r_n} iterations)"
                 )
-                raise _error(msg)
+                raise RunFolderError(msg)
 
 
 def check_consistency(run: RunFolder, predictions: pa.Table) -> None:
@@ -527,19 +505,19 @@ def check_consistency(run: RunFolder, predictions: pa.Table) -> None:
 
 def check_user_groups(path: object, stored: pd.DataFrame, users: pd.Series) -> None:
     """``user_groups.csv``: each user of the predictions once, each with a group."""
-    keys = _user_key(stored["user"])
+    keys = user_texts(stored["user"])
     twice = keys[keys.duplicated()]
     if len(twice):
         msg = f"{path}: user {twice.iloc[0]} is listed more than once; expected one group per user"
-        raise _error(msg[:300])
+        raise RunFolderError(msg[:300])
     empty = stored["group"].isna() | (stored["group"].astype(str).str.strip() == "")
     if empty.any():
         msg = f"{path}: user {keys[empty].iloc[0]} has no group"
-        raise _error(msg[:300])
-    absent = sorted(set(_user_key(pd.Series(pd.unique(users)))) - set(keys))
+        raise RunFolderError(msg[:300])
+    absent = sorted(set(user_texts(pd.Series(pd.unique(users)))) - set(keys))
     if absent:
         msg = f"{path}: users of predictions.parquet without a group: {', '.join(absent[:5])}"
-        raise _error(msg[:300])
+        raise RunFolderError(msg[:300])
 
 
 def check_group_coverage(path: object, stored: pd.DataFrame, fresh: pd.DataFrame) -> None:
@@ -567,27 +545,25 @@ def check_group_coverage(path: object, stored: pd.DataFrame, fresh: pd.DataFrame
                 f"n_users={r['n_users_file']}; predictions.parquet gives n={r['n']}, "
                 f"n_covered={r['n_covered']}, n_users={r['n_users']}"
             )
-        raise _error(msg[:600])
+        raise RunFolderError(msg[:600])
 
 
 def check_user_validity(path: object, stored: pd.DataFrame, rows: pd.DataFrame) -> None:
     """``user_validity.csv``: its row counts are the predictions', its adjusted
     p-values the Benjamini-Hochberg adjustment of its p-values, and ``flagged``
     says whether the adjusted value is at most 0.05."""
-    from mueval.guarantees.validity import benjamini_hochberg
-
     _numeric(path, stored, ["n", "statistic", "pvalue", "pvalue_bh"])
     p = stored["pvalue"].to_numpy(dtype=float)
     if np.isnan(p).any() or (p < 0).any() or (p > 1).any():
         msg = f"{path}: pvalue must be in [0, 1]; found {p[:5].tolist()}"
-        raise _error(msg)
+        raise RunFolderError(msg)
     keys = ["strategy", "classifier", "user"]
     fresh = (
         pd.DataFrame(
             {
                 "strategy": rows["strategy"].to_numpy(),
                 "classifier": rows["classifier"].to_numpy(),
-                "user": _user_key(rows["userid"]).to_numpy(),
+                "user": user_texts(rows["userid"]).to_numpy(),
             }
         )
         .groupby(keys, sort=False)
@@ -595,7 +571,7 @@ def check_user_validity(path: object, stored: pd.DataFrame, rows: pd.DataFrame) 
         .rename("n_rows")
         .reset_index()
     )
-    table = stored.assign(user=_user_key(stored["user"]))
+    table = stored.assign(user=user_texts(stored["user"]))
     merged = table.merge(fresh, on=keys, how="outer", indicator=True)
     bad = merged[(merged["_merge"] != "both") | (merged["n"] != merged["n_rows"])]
     if len(bad):
@@ -604,7 +580,7 @@ def check_user_validity(path: object, stored: pd.DataFrame, rows: pd.DataFrame) 
             f"{path}: {r['strategy']} / {r['classifier']} user {r['user']} has n={r['n']}; "
             f"predictions.parquet gives {r['n_rows']} rows with a p-value"
         )
-        raise _error(msg[:600])
+        raise RunFolderError(msg[:600])
     for (s, c), group in table.groupby(["strategy", "classifier"], sort=False):
         adjusted = benjamini_hochberg(group["pvalue"].to_numpy(dtype=float))
         stored_bh = group["pvalue_bh"].to_numpy(dtype=float)
@@ -620,7 +596,7 @@ def check_user_validity(path: object, stored: pd.DataFrame, rows: pd.DataFrame) 
                 f"{stored_bh[i]!r} and flagged {bool(flagged[i])} do not follow from the "
                 f"p-values (Benjamini-Hochberg gives {adjusted[i]!r}, flagged when <= 0.05)"
             )
-            raise _error(msg[:600])
+            raise RunFolderError(msg[:600])
 
 
 def check_user_verdicts(path: object, stored: pd.DataFrame, fresh: pd.DataFrame) -> None:
@@ -633,7 +609,7 @@ def check_user_verdicts(path: object, stored: pd.DataFrame, fresh: pd.DataFrame)
 
     def keyed(frame: pd.DataFrame) -> pd.DataFrame:
         out = frame[[*keys, *columns, "below"]].copy()
-        out["user"] = _user_key(out["user"])
+        out["user"] = user_texts(out["user"])
         text = out["below"].astype(str).str.strip().str.lower()
         out["below"] = text.map({"true": "True", "false": "False", "1": "True", "0": "False"})
         return out.fillna({"below": "no verdict"})
@@ -655,4 +631,4 @@ def check_user_verdicts(path: object, stored: pd.DataFrame, fresh: pd.DataFrame)
             f"user_correction and user_combine give {r['p_value']!r}, {r['p_adjusted']!r}, "
             f"{r['below']}"
         )
-        raise _error(msg[:600])
+        raise RunFolderError(msg[:600])

@@ -16,6 +16,9 @@ KS test of :mod:`mueval.guarantees.validity`) and, when the run had groups,
 test record ``user_level``, ``user_correction`` and ``user_combine`` in
 ``run.json``'s config, and ``user_coverage.csv`` holds the test's
 ``expected_covered``, ``p_value``, ``p_adjusted`` and its verdict ``below``.
+
+The columns of the guarantee tables are declared by the code that computes
+them, :mod:`mueval.guarantees.records`.
 """
 
 from __future__ import annotations
@@ -87,58 +90,6 @@ PREDICTION_COLUMNS: tuple[str, ...] = (
     "covered",
     "p_values",
     "proba",
-)
-#: A coverage with its Clopper-Pearson interval, as every coverage table holds it.
-COVERAGE_INTERVAL_COLUMNS: tuple[str, ...] = ("n", "n_covered", "coverage", "low", "high", "below")
-USER_COVERAGE_COLUMNS: tuple[str, ...] = (
-    "strategy",
-    "classifier",
-    "user",
-    *COVERAGE_INTERVAL_COLUMNS,
-)
-#: The exact per-user test's columns of ``user_coverage.csv`` (runs written
-#: since the verdicts; their ``below`` is the verdict, an older folder's the
-#: interval rule, recomputed on load).
-USER_VERDICT_COLUMNS: tuple[str, ...] = ("expected_covered", "p_value", "p_adjusted")
-COVERAGE_SUMMARY_COLUMNS: tuple[str, ...] = (
-    "strategy",
-    "classifier",
-    "n_users",
-    "n_below",
-    "share_below",
-    "worst_user",
-    "worst_n",
-    "worst_coverage",
-    "worst_low",
-    "worst_high",
-    "mean_coverage",
-    "mean_low",
-    "mean_high",
-    "pooled_n",
-    "pooled_covered",
-    "pooled_coverage",
-    "pooled_low",
-    "pooled_high",
-    "pooled_below",
-)
-GROUP_COVERAGE_COLUMNS: tuple[str, ...] = (
-    "strategy",
-    "classifier",
-    "by",
-    "group",
-    "n_users",
-    *COVERAGE_INTERVAL_COLUMNS,
-)
-USER_VALIDITY_COLUMNS: tuple[str, ...] = (
-    "strategy",
-    "classifier",
-    "user",
-    "n",
-    "statistic",
-    "pvalue",
-    "pvalue_bh",
-    "flagged",
-    "method",
 )
 USER_GROUPS_COLUMNS: tuple[str, ...] = ("user", "group")
 #: Fields of each entry of ``run.json``'s optional ``warnings`` list.

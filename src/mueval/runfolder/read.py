@@ -14,18 +14,15 @@ from __future__ import annotations
 import json
 import math
 import stat
-from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mudata.files import describe_kind
-from mueval.errors import DataError, NotRegularFileError
-from mueval.files import open_input
+from mueval.names import USER_CORRECTIONS
+from mueval.runfolder.consistency import check_consistency
 from mueval.runfolder.format import (
     FORMAT_VERSION,
     PREDICTION_COLUMNS,
@@ -34,115 +31,13 @@ from mueval.runfolder.format import (
     SPLITS_COLUMNS,
     SUMMARY_COLUMNS,
 )
+from mueval.runfolder.guarantees import load_guarantees
+from mueval.runfolder.records import RunFolder, RunFolderError, open_run_file
 
-__all__ = [
-    "RunFolder",
-    "RunFolderError",
-    "read_run_folder",
-]
+__all__ = ["read_run_folder"]
 
 # A run.json is a few kilobytes; a huge one is not ours and is not read whole.
 _MAX_RUN_JSON = 64 * 2**20
-
-
-class RunFolderError(DataError):
-    """A run folder is missing a file, has an unknown format or malformed content."""
-
-
-@dataclass
-class RunFolder:
-    """A checked run folder.
-
-    Attributes
-    ----------
-    path : Path
-    run : dict
-        The parsed ``run.json``.
-    classes : list of str
-        Class names in index order.
-    summary, splits, predictions : DataFrame
-    diagnostics : DataFrame or None
-        ``diagnostics.parquet``, when the run computed diagnostics.
-    user_coverage : DataFrame or None
-        Each user's coverage with its Clopper-Pearson interval
-        (``user_coverage.csv``, recomputed for older folders).
-    coverage_summary : DataFrame or None
-        Per (strategy, classifier): users below target, worst user, pooled
-        coverage, with intervals (``coverage_summary.csv``).
-    warnings : list of dict or None
-        The interval-driven warnings (``run.json``'s ``warnings``).
-    group_coverage : DataFrame or None
-        Coverage per class and per group of users (``group_coverage.csv``).
-    user_validity : DataFrame or None
-        The per-user validity tests (``user_validity.csv``).
-    user_groups : DataFrame or None
-        ``user, group`` when the run had groups (``user_groups.csv``).
-    """
-
-    path: Path
-    run: dict
-    classes: list[str]
-    summary: pd.DataFrame
-    splits: pd.DataFrame
-    predictions: pd.DataFrame
-    diagnostics: pd.DataFrame | None = None
-    user_coverage: pd.DataFrame | None = None
-    coverage_summary: pd.DataFrame | None = None
-    warnings: list[dict] | None = None
-    group_coverage: pd.DataFrame | None = None
-    user_validity: pd.DataFrame | None = None
-    user_groups: pd.DataFrame | None = None
-
-    @property
-    def config(self) -> dict:
-        """The run's configuration (``run.json`` ``config``)."""
-        return self.run.get("config", {})
-
-    @property
-    def alpha(self) -> float:
-        """Miscoverage level; the coverage target is ``1 - alpha``."""
-        return float(self.config.get("alpha", 0.05))
-
-    @property
-    def n_rows(self) -> int:
-        """Rows of the evaluated dataset."""
-        return int(self.run["dataset"].get("n_rows", 0))
-
-    def class_indices(self, names: pd.Series) -> np.ndarray:
-        """Map class names to indices in run order, shape (n,)."""
-        lookup = {c: i for i, c in enumerate(self.classes)}
-        unknown = sorted(set(names.unique()) - set(lookup))
-        if unknown:
-            msg = (
-                f"{self.path / 'predictions.parquet'}: expected class names from run.json "
-                f"{self.classes}, found {unknown}"
-            )
-            raise RunFolderError(msg)
-        return names.map(lookup).to_numpy(dtype=np.int64)
-
-    def set_matrix(self, pred_sets: pd.Series) -> np.ndarray:
-        """Prediction sets (lists of class names) as indicators, shape (n, K)."""
-        lookup = {c: i for i, c in enumerate(self.classes)}
-        out = np.zeros((len(pred_sets), len(self.classes)), dtype=bool)
-        for r, members in enumerate(pred_sets):
-            for name in members:
-                if name not in lookup:
-                    msg = (
-                        f"{self.path / 'predictions.parquet'}: prediction set holds "
-                        f"{name!r}, expected one of {self.classes}"
-                    )
-                    raise RunFolderError(msg)
-                out[r, lookup[name]] = True
-        return out
-
-    @staticmethod
-    def vector_matrix(column: pd.Series) -> np.ndarray:
-        """A list<double> column (p_values, proba) as an array of shape (n, K)."""
-        return (
-            np.stack([np.asarray(v, dtype=float) for v in column])
-            if len(column)
-            else np.zeros((0, 0))
-        )
 
 
 def _missing(columns: pd.Index, required: tuple[str, ...]) -> list[str]:
@@ -174,13 +69,6 @@ def _check_files(root: Path) -> None:
             f"(a run folder holds {', '.join(REQUIRED_FILES)})"
         )
         raise RunFolderError(msg)
-
-
-def _open(path: Path) -> BinaryIO:
-    try:
-        return open_input(path, path.name)
-    except NotRegularFileError as exc:
-        raise RunFolderError(str(exc)) from exc
 
 
 def _is_number(value: object) -> bool:
@@ -238,8 +126,6 @@ def _check_run_json(path: Path, run: dict) -> None:
 def _check_verdict_config(path: Path, config: dict) -> None:
     """The per-user verdicts' settings, where run.json records them (runs written
     since the exact per-user test; older ones get the defaults on load)."""
-    from mueval.names import USER_CORRECTIONS
-
     combines = ("convolution", "bonferroni")
     level = config.get("user_level", 0.05)
     if not _is_number(level) or not 0 < level < 1:
@@ -266,7 +152,7 @@ def _check_verdict_config(path: Path, config: dict) -> None:
 
 def _read_run_json(root: Path) -> dict:
     path = root / "run.json"
-    with _open(path) as handle:
+    with open_run_file(path) as handle:
         raw = handle.read(_MAX_RUN_JSON + 1)
     if len(raw) > _MAX_RUN_JSON:
         msg = f"{path}: larger than {_MAX_RUN_JSON // 2**20} MiB; not a run.json of mueval"
@@ -298,7 +184,7 @@ def _read_run_json(root: Path) -> dict:
 def _read_table(root: Path, name: str) -> pd.DataFrame | pa.Table:
     """summary.csv as a DataFrame, a Parquet file as a pyarrow Table."""
     try:
-        with _open(root / name) as handle:
+        with open_run_file(root / name) as handle:
             if name.endswith(".csv"):
                 return pd.read_csv(handle, encoding="utf-8")
             return pq.read_table(handle)
@@ -352,9 +238,6 @@ def read_run_folder(path: str | Path) -> RunFolder:
         Naming the missing file, the format version found and expected, the
         missing columns, a field of the wrong type, or the first contradiction.
     """
-    from mueval.runfolder.consistency import check_consistency
-    from mueval.runfolder.guarantees import load_guarantees
-
     root = Path(path)
     _check_files(root)
     run = _read_run_json(root)

@@ -40,7 +40,7 @@ import pyarrow.parquet as pq
 from mudata.files import describe_kind
 from mueval.errors import OutputError
 from mueval.evaluation.aggregate import user_dtype
-from mueval.evaluation.runner import EvalResult
+from mueval.evaluation.records import EvalResult
 from mueval.files import check_inside, neutralise_formulas
 from mueval.runfolder.format import (
     COVERAGE_SUMMARY_FILE,

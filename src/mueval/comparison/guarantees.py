@@ -28,12 +28,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from mueval.compare.significance import TestResult, labels_of, merge_runs, star_label
+from mueval.comparison.significance import TestResult, labels_of, merge_runs, star_label
 from mueval.errors import DataError
 from mueval.guarantees.intervals import coverage_summary, per_user_coverage
+from mueval.guarantees.records import CONFIDENCE
 from mueval.names import CLASSIFIERS
 from mueval.runfolder import RunFolder
-from mueval.runfolder.guarantees import CONFIDENCE
 
 __all__ = ["MCNEMAR_TEST", "GuaranteeComparison", "compare_guarantees", "users_below_test"]
 
@@ -48,7 +48,7 @@ class GuaranteeComparison:
     ----------
     summary : DataFrame
         One row per (strategy, classifier): the columns of a run folder's
-        ``coverage_summary.csv`` (:data:`mueval.runfolder.format.COVERAGE_SUMMARY_COLUMNS`)
+        ``coverage_summary.csv`` (:data:`mueval.guarantees.records.COVERAGE_SUMMARY_COLUMNS`)
         and ``confidence``.
     tests : DataFrame
         One row per (classifier, strategy_a, strategy_b): ``below_a``,

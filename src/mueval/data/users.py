@@ -1,0 +1,36 @@
+"""A user id as text: the one key that joins the files and tables of a run."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["user_text", "user_texts"]
+
+
+def user_text(value: object) -> str:
+    """A user id as text, whole numbers without a decimal part.
+
+    A missing id (MM's target user) is ``""``; a whole number, integer or float,
+    is written without a decimal part (``7.0`` -> ``"7"``), as a CSV that read it
+    back as a float would need; anything else is its text, stripped.
+
+    Examples
+    --------
+    >>> user_text(7.0), user_text(np.int64(12)), user_text(" u3 "), user_text(None)
+    ('7', '12', 'u3', '')
+    """
+    if value is None or value is pd.NA:
+        return ""
+    if isinstance(value, (float, np.floating)) and math.isnan(value):
+        return ""
+    if isinstance(value, (int, float, np.integer, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def user_texts(values: pd.Series) -> pd.Series:
+    """:func:`user_text` of every value, as a Series of text with the same index."""
+    return values.astype(object).map(user_text)

@@ -1,0 +1,369 @@
+"""The record types of an evaluation: its configuration, its splits and its results.
+
+Kept apart from the code that fills them (:mod:`.splits`, :mod:`.runner`,
+:mod:`.crossconformal`) and the code that reads them (aggregation, the run
+folder, the diagnostics), so that neither side imports the other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mueval.conformal.condition import Condition, parse_condition
+from mueval.data.table import natural_key
+from mueval.errors import UsageError
+from mueval.names import (
+    CLASSIC_METRICS,
+    CLASSIFIERS,
+    PVALUE_METRICS,
+    SCORES,
+    SMALL_CAL_POLICIES,
+    SPLIT_METHODS,
+    STRATEGIES,
+    THRESHOLD_RULES,
+    USER_CORRECTIONS,
+)
+
+__all__ = [
+    "CrossSplit",
+    "EvalConfig",
+    "EvalResult",
+    "RunOutput",
+    "Split",
+    "Target",
+]
+
+
+@dataclass(frozen=True)
+class Target:
+    """A target user's rows in a split that serves several users (grouped folds).
+
+    Attributes
+    ----------
+    user : int or str
+        The target user (its own id).
+    test : ndarray of shape (n_test,)
+        Row positions of the user's test set.
+    calibrations : dict of str to ndarray
+        Strategy code -> row positions of its calibration set for this user.
+    """
+
+    user: int | str
+    test: np.ndarray
+    calibrations: dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Split:
+    """One model fit's worth of rows.
+
+    Attributes
+    ----------
+    iteration : int
+        1-based iteration number.
+    seed : int
+        Seed of the iteration (splits and models).
+    user : int, str or None
+        Target user (its own id); None for the mixed model.
+    train : ndarray of shape (n_train,)
+        Row positions of the training set.
+    test : ndarray of shape (n_test,)
+        Row positions of the test set.
+    calibrations : dict of str to ndarray
+        Strategy code -> row positions of its calibration set.
+    targets : tuple of Target
+        Grouped folds only: one per held-out user of the fold, served by this
+        one fit; ``user`` is then None and ``test`` and ``calibrations`` empty.
+    """
+
+    iteration: int
+    seed: int
+    user: int | str | None
+    train: np.ndarray
+    test: np.ndarray
+    calibrations: dict[str, np.ndarray] = field(default_factory=dict)
+    targets: tuple[Target, ...] = ()
+
+    def served(self) -> tuple[Target | Split, ...]:
+        """What one fit predicts for: the fold's targets, or the split itself.
+
+        Each item has ``user``, ``test`` and ``calibrations``.
+        """
+        return self.targets or (self,)
+
+    @property
+    def strategies(self) -> list[str]:
+        """Strategy codes the split serves."""
+        first = self.served()[0]
+        return list(first.calibrations)
+
+
+@dataclass(frozen=True)
+class CrossSplit(Split):
+    """A UXC split: the target model's rows plus the calibration folds.
+
+    ``train`` holds every non-target row, ``calibrations["uxc"]`` the same rows
+    in fold order, and ``folds`` the rows of each fold; the model of fold ``k``
+    is trained on ``train`` without ``folds[k]``.
+    """
+
+    folds: tuple[np.ndarray, ...] = ()
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """What to evaluate and how (defaults = the reference protocol).
+
+    ``user_folds``: None (the protocol) leaves one user out, so UIM and UCM fit
+    one model per user; an integer K from 2 to the number of users fits one per
+    grouped fold of users instead (:func:`~mueval.evaluation.splits.user_fold_splits`),
+    K fits per classifier and iteration whatever the number of users.
+
+    ``condition``: None (the protocol), ``"class"``, ``"group:COLUMN"`` or
+    ``"class+group:COLUMN"`` (:mod:`mueval.data.groups`); ``mondrian=True`` is
+    ``"class"``.
+
+    ``user_level`` and ``user_correction``: a user is *below target* when the
+    exact per-user test (:mod:`mueval.guarantees.user_level`) rejects at
+    ``user_level`` after ``user_correction`` (``holm``, ``bh`` or ``none``)
+    across the users of each strategy and classifier. They change no set,
+    only the verdicts a run folder records.
+    """
+
+    strategies: tuple[str, ...] = STRATEGIES[:4]
+    classifiers: tuple[str, ...] = CLASSIFIERS
+    alpha: float = 0.05
+    iterations: int = 20
+    seed_base: int = 100
+    score: str = "lac"
+    mondrian: bool = False
+    threshold: str = "study"
+    adapt_frac: float = 0.5
+    small_cal: str = "error"
+    split: str = "random"
+    gap: int = 1
+    user_folds: int | None = None
+    condition: str | None = None
+    user_level: float = 0.05
+    user_correction: str = "holm"
+
+    def __post_init__(self) -> None:
+        condition = parse_condition(self.condition, mondrian=self.mondrian)  # fails early
+        if condition.by_group and "uxc" in self.strategies:
+            message = (
+                "uxc pools out-of-fold scores over the other users and has no per-group "
+                "form: run it without --condition group (class works)"
+            )
+            raise UsageError(message)
+        if not 0.0 < self.alpha < 1.0:
+            message = f"alpha must be strictly between 0 and 1, got {self.alpha}"
+            raise UsageError(message)
+        if self.iterations < 1:
+            message = f"iterations must be at least 1, got {self.iterations}"
+            raise UsageError(message)
+        if self.score not in SCORES:
+            message = f"unknown score {self.score!r}; valid: {', '.join(SCORES)}"
+            raise UsageError(message)
+        if self.threshold not in THRESHOLD_RULES:
+            message = (
+                f"unknown threshold rule {self.threshold!r}; valid: {', '.join(THRESHOLD_RULES)}"
+            )
+            raise UsageError(message)
+        if self.split not in SPLIT_METHODS:
+            message = f"unknown split method {self.split!r}; valid: {', '.join(SPLIT_METHODS)}"
+            raise UsageError(message)
+        if self.gap < 0:
+            message = f"gap must be 0 or more rows, got {self.gap}"
+            raise UsageError(message)
+        if self.user_folds is not None and (
+            isinstance(self.user_folds, bool)
+            or not isinstance(self.user_folds, int)
+            or self.user_folds < 2
+        ):
+            message = f"user_folds must be None or an integer of 2 or more, got {self.user_folds!r}"
+            raise UsageError(message)
+        if isinstance(self.user_level, bool) or not 0.0 < self.user_level < 1.0:
+            message = f"user_level must be strictly between 0 and 1, got {self.user_level!r}"
+            raise UsageError(message)
+        if self.user_correction not in USER_CORRECTIONS:
+            message = (
+                f"unknown user correction {self.user_correction!r}; valid: "
+                f"{', '.join(USER_CORRECTIONS)}"
+            )
+            raise UsageError(message)
+        if self.small_cal not in SMALL_CAL_POLICIES:
+            message = (
+                f"unknown small-cal policy {self.small_cal!r}; valid: "
+                f"{', '.join(SMALL_CAL_POLICIES)}"
+            )
+            raise UsageError(message)
+
+    @property
+    def conditioning(self) -> Condition:
+        """What the threshold is conditioned on (``mondrian`` folded in)."""
+        return parse_condition(self.condition, mondrian=self.mondrian)
+
+    @property
+    def pvalues_describe_sets(self) -> bool:
+        """Whether the p-values come from the scores the sets were made from.
+
+        Under the study rule every score's sets and p-values come from the same
+        deterministic scores; under the MAPIE rule only LAC's do (MAPIE's aps
+        and raps draw random numbers, and its top_k breaks ties its own way).
+        """
+        return self.threshold == "study" or self.score == "lac"
+
+    def pvalue_note(self) -> str:
+        """Why the p-value metrics are not reported (see :attr:`pvalues_describe_sets`)."""
+        return (
+            f"p-value metrics ({', '.join(PVALUE_METRICS)}) are not reported for --score "
+            f"{self.score} with --threshold mapie: MAPIE makes those sets from its own "
+            "scores, which no p-value here describes; --threshold study gives sets and "
+            "p-values from the same scores"
+        )
+
+    def user_folds_note(self) -> str | None:
+        """How grouped folds differ from the protocol, or None without them."""
+        if self.user_folds is None or not {"uim", "ucm"} & set(self.strategies):
+            return None
+        return (
+            f"uim/ucm on {self.user_folds} grouped folds of users (GroupKFold, shuffled with "
+            "each iteration's seed), not leave-one-user-out: one model per fold, trained "
+            "on 60 % of the other folds' users' rows (uim calibrates on the other 40 %), "
+            "so each target user's model also leaves out the other users of its fold"
+        )
+
+    def record(self) -> dict[str, Any]:
+        """The configuration as ``run.json`` records it (lists, not tuples)."""
+        record = dataclasses.asdict(self)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in record.items()}
+
+    def seed(self, iteration: int) -> int:
+        """Seed of 1-based ``iteration``: ``seed_base + iteration``."""
+        return self.seed_base + iteration
+
+
+@dataclass
+class EvalResult:
+    """Everything one (strategy, classifier, iteration, user) produced.
+
+    Attributes
+    ----------
+    strategy, classifier : str
+    iteration, seed : int
+    user : int, str or None
+    n_train, n_test, n_cal : int
+        Sizes of the training, test and calibration sets (the corrected
+        resampled t-test of the report needs n_test / n_train).
+    metrics : dict of str to float
+        Every name of :data:`METRICS` (NaN when undefined or skipped).
+    rows : ndarray of int, shape (n_test,)
+        Row positions of the test rows.
+    y_pred : ndarray of int, shape (n_test,)
+    sets : ndarray of bool, shape (n_test, K), or None when skipped
+    pvalues : ndarray of float, shape (n_test, K), or None when skipped
+    proba : ndarray of float, shape (n_test, K)
+    note : str or None
+        Why the conformal metrics are NaN (``--small-cal skip``).
+    n_cal_cell : int or None
+        Under class-conditional calibration, the fewest calibration rows of one
+        threshold's cell (a class, or a group and class, among the test rows'
+        groups); None otherwise. A cell below the minimum size keeps its class
+        in every set.
+    threshold : float
+        The conformal threshold (NaN when skipped, per class or MAPIE's own).
+    timings : dict of str to float
+        Seconds spent in ``fit_s``, ``predict_s`` (``predict_proba`` and
+        ``predict``), ``conformal_s`` and ``metrics_s``; a fit serving several
+        strategies is shared equally between them.
+    """
+
+    strategy: str
+    classifier: str
+    iteration: int
+    seed: int
+    user: int | str | None
+    n_train: int
+    n_test: int
+    n_cal: int
+    metrics: dict[str, float]
+    rows: np.ndarray
+    y_pred: np.ndarray
+    sets: np.ndarray | None
+    pvalues: np.ndarray | None
+    proba: np.ndarray
+    note: str | None = None
+    n_cal_cell: int | None = None
+    threshold: float = float("nan")
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def of_rows(
+        cls,
+        split: Split,
+        *,
+        strategy: str,
+        classifier: str,
+        user: int | str | None,
+        rows: np.ndarray,
+        n_cal: int,
+        classic: dict[str, float],
+        y_pred: np.ndarray,
+        proba: np.ndarray,
+        timings: dict[str, float],
+        sets: np.ndarray | None = None,
+        pvalues: np.ndarray | None = None,
+        note: str | None = None,
+    ) -> EvalResult:
+        """The result of one target's test ``rows`` in ``split``, before or after
+        conformalization.
+
+        ``iteration``, ``seed`` and ``n_train`` come from ``split``, ``n_test``
+        from ``rows``; ``metrics`` starts as the classic metrics of
+        :data:`~mueval.names.CLASSIC_METRICS` taken from ``classic`` (NaN for a
+        missing one), the conformal ones being added by the caller.
+        """
+        return cls(
+            strategy=strategy,
+            classifier=classifier,
+            iteration=split.iteration,
+            seed=split.seed,
+            user=user,
+            n_train=len(split.train),
+            n_test=len(rows),
+            n_cal=n_cal,
+            metrics={m: float(classic.get(m, np.nan)) for m in CLASSIC_METRICS},
+            rows=rows,
+            y_pred=y_pred,
+            sets=sets,
+            pvalues=pvalues,
+            proba=proba,
+            note=note,
+            timings=timings,
+        )
+
+    @property
+    def key(self) -> tuple:
+        """(strategy order, classifier order, iteration, user in natural order)."""
+        return (
+            STRATEGIES.index(self.strategy),
+            CLASSIFIERS.index(self.classifier),
+            self.iteration,
+            () if self.user is None else natural_key(self.user),
+        )
+
+
+@dataclass
+class RunOutput:
+    """Sorted results plus what happened along the way."""
+
+    results: list[EvalResult]
+    notes: list[str] = field(default_factory=list)
+    #: Wall seconds per phase of the run.
+    timings: dict[str, float] = field(default_factory=dict)
+    #: Task seconds per stage for each strategy/classifier (:func:`stage_timings`).
+    stages: dict[str, dict[str, float]] = field(default_factory=dict)

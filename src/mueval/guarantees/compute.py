@@ -1,0 +1,444 @@
+"""Per-user guarantees of a run, computed from its prediction rows.
+
+Each user's verdict "below target": the exact test of :mod:`.user_level` at the
+run's ``user_level`` after its ``user_correction`` (``run.json``'s config; 0.05
+and Holm for folders written before them), from one row per (strategy,
+classifier, user, iteration) with the calibration size of ``splits.parquet``
+and the user's test and covered rows (:func:`verdict_cells`). Coverage per user
+with exact Clopper-Pearson intervals, a description of the observed rate, and
+their summary (:mod:`.intervals`), coverage per class and per group of users
+(:mod:`.group_coverage`), the per-user validity test (:mod:`.validity`) and the
+warnings they drive (:mod:`.run_warnings`). A run folder stores them
+(:mod:`mueval.runfolder.guarantees` reads them back).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mueval.conformal.condition import Condition, parse_condition
+from mueval.conformal.thresholds import min_calibration_size
+from mueval.data.users import user_texts
+from mueval.errors import DataError
+from mueval.guarantees.group_coverage import group_coverage
+from mueval.guarantees.intervals import coverage_summary, per_user_coverage
+from mueval.guarantees.records import CONFIDENCE, USER_VALIDITY_COLUMNS, Guarantees
+from mueval.guarantees.run_warnings import collect_warnings, set_statistics
+from mueval.guarantees.user_level import NO_VERDICT_STRATEGIES, default_combine, user_verdicts
+from mueval.guarantees.validity import user_validity
+
+__all__ = [
+    "USER_CORRECTION",
+    "USER_LEVEL",
+    "compute_guarantees",
+    "group_tables",
+    "no_verdict_reason",
+    "true_pvalues",
+    "validity_method",
+    "validity_table",
+    "verdict_cells",
+    "verdict_settings",
+    "verdict_table",
+]
+
+#: Level and correction of the per-user verdicts of a run whose run.json
+#: records none (folders written before them): ``--user-level`` and
+#: ``--user-correction``'s defaults.
+USER_LEVEL = 0.05
+USER_CORRECTION = "holm"
+
+
+def validity_method(strategy: str, condition: Condition) -> str:
+    """The validity test a strategy's p-values allow (:mod:`mueval.guarantees.validity`).
+
+    ``"rank"`` (exact) needs each user's p-values of one iteration to come
+    from one calibration set whose size ``n_cal`` splits.parquet records. Per
+    class calibration gives each class its own set, and MM under groups gives
+    each group its own while ``n_cal`` counts them all: ``"uniform"`` there.
+    """
+    if condition.per_class or (condition.by_group and strategy == "mm"):
+        return "uniform"
+    return "rank"
+
+
+def true_pvalues(predictions: pd.DataFrame, classes: Sequence[str]) -> np.ndarray:
+    """The conformal p-value of each row's true class, shape (n,)."""
+    if not len(predictions):
+        return np.zeros(0)
+    index = {c: i for i, c in enumerate(classes)}
+    y = predictions["y_true"].map(index).to_numpy(dtype=np.int64)
+    p = np.concatenate(predictions["p_values"].to_numpy()).reshape(len(predictions), -1)
+    return p[np.arange(len(y)), y]
+
+
+def validity_table(
+    predictions: pd.DataFrame, splits: pd.DataFrame, classes: Sequence[str], condition: Condition
+) -> pd.DataFrame:
+    """Per-user validity tests of a run (:func:`mueval.guarantees.validity.user_validity`).
+
+    Rows without p-values (MAPIE's own aps, raps and top_k sets) are left out.
+    """
+    rows = pd.DataFrame(
+        {
+            "strategy": predictions["strategy"].to_numpy(),
+            "classifier": predictions["classifier"].to_numpy(),
+            "iteration": predictions["iteration"].to_numpy(),
+            "user": predictions["userid"].to_numpy(),
+            "p_true": true_pvalues(predictions, classes),
+            "target": user_texts(predictions["target_user"]).to_numpy(),
+        }
+    )
+    rows = rows[rows["p_true"].notna()]
+    cal = pd.DataFrame(
+        {
+            "strategy": splits["strategy"].to_numpy(),
+            "classifier": splits["classifier"].to_numpy(),
+            "iteration": splits["iteration"].to_numpy(),
+            "target": user_texts(splits["user"]).to_numpy(),
+            "n_cal": splits["n_cal"].to_numpy(),
+        }
+    )
+    rows = rows.merge(cal, on=["strategy", "classifier", "iteration", "target"], how="left")
+    parts = []
+    for method in ("rank", "uniform"):
+        wanted = [validity_method(s, condition) == method for s in rows["strategy"]]
+        part = rows[np.asarray(wanted, dtype=bool)]
+        if len(part):
+            parts.append(user_validity(part, method=method))
+    if not parts:
+        return pd.DataFrame(columns=list(USER_VALIDITY_COLUMNS))
+    return pd.concat(parts, ignore_index=True)
+
+
+def group_tables(
+    predictions: pd.DataFrame, *, alpha: float, classes: Sequence[str], groups: pd.Series | None
+) -> pd.DataFrame:
+    """Coverage per class, then per group of users when the run had groups."""
+    rows = predictions[["strategy", "classifier", "userid", "y_true", "covered"]]
+    parts = [group_coverage(rows, "class", alpha=alpha, confidence=CONFIDENCE, order=classes)]
+    if groups is not None:
+        parts.append(group_coverage(rows, "group", alpha=alpha, user_groups=groups))
+    return pd.concat(parts, ignore_index=True)
+
+
+def _groups_series(user_groups: pd.DataFrame | None) -> pd.Series | None:
+    """``user, group`` rows as a Series of groups indexed by the user as text."""
+    if user_groups is None:
+        return None
+    keys = user_texts(user_groups["user"])
+    return pd.Series(user_groups["group"].astype(str).to_numpy(), index=keys.to_numpy())
+
+
+def verdict_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The settings of the per-user verdicts, read from a run's configuration.
+
+    Parameters
+    ----------
+    config : mapping or None
+        ``run.json``'s ``config`` (:meth:`EvalConfig.record
+        <mueval.evaluation.records.EvalConfig.record>` with ``condition``);
+        keys it lacks take the protocol's defaults, so a folder written before
+        the verdicts gets level 0.05 and Holm.
+
+    Returns
+    -------
+    dict
+        ``level``, ``correction``, ``combine`` (strategy -> ``convolution`` or
+        ``bonferroni``, or None: :func:`~mueval.guarantees.user_level.default_combine`),
+        ``rule``, ``score``, ``split``, ``small_cal`` and ``condition`` (a
+        :class:`~mueval.conformal.condition.Condition`).
+
+    Examples
+    --------
+    >>> s = verdict_settings({"alpha": 0.1, "split": "blocked"})
+    >>> s["level"], s["correction"], s["rule"], s["split"]
+    (0.05, 'holm', 'study', 'blocked')
+    """
+    config = dict(config or {})
+    return {
+        "level": float(config.get("user_level", USER_LEVEL)),
+        "correction": str(config.get("user_correction", USER_CORRECTION)),
+        "combine": config.get("user_combine"),
+        "rule": str(config.get("threshold") or "study"),
+        "score": str(config.get("score") or "lac"),
+        "split": str(config.get("split") or "random"),
+        "small_cal": str(config.get("small_cal") or "error"),
+        "condition": parse_condition(
+            config.get("condition"), mondrian=bool(config.get("mondrian"))
+        ),
+    }
+
+
+def no_verdict_reason(strategy: str, settings: Mapping[str, Any]) -> str | None:
+    """Why a strategy's users get no verdict under ``settings``, or None.
+
+    Where no single rank-k threshold exists, or the calibration count behind
+    each test row's threshold is not recorded, no exact null can be written
+    down: those users are not flagged (``below`` is ``<NA>``, the conservative
+    treatment), and the report says "no verdict".
+
+    Examples
+    --------
+    >>> no_verdict_reason("ucm", verdict_settings({"condition": "class"})).split(":")[0]
+    'class-conditional calibration'
+    >>> no_verdict_reason("ucm", verdict_settings({})) is None
+    True
+    """
+    condition = settings["condition"]
+    if strategy in NO_VERDICT_STRATEGIES:
+        return f"{strategy}: cross-conformal p-values pooled over fold models, no rank-k threshold"
+    if settings["rule"] == "mapie" and settings["score"] != "lac":
+        return (
+            f"MAPIE's own {settings['score']} sets (--threshold mapie): no rank-k threshold "
+            "describes them"
+        )
+    if condition.per_class:
+        return (
+            "class-conditional calibration: splits.parquet records the smallest class cell "
+            "(n_cal_cell), not each cell's calibration count, so the per-cell ranks are unknown"
+        )
+    if condition.by_group and strategy == "mm":
+        return (
+            "mm under group calibration: each test row is calibrated on its own group, while "
+            "n_cal counts every group's calibration rows"
+        )
+    return None
+
+
+def verdict_cells(predictions: pd.DataFrame, splits: pd.DataFrame) -> pd.DataFrame:
+    """The input of :func:`~mueval.guarantees.user_level.user_verdicts` for a run.
+
+    Parameters
+    ----------
+    predictions : DataFrame
+        Prediction rows: ``strategy, classifier, iteration, userid, covered``
+        and ``target_user`` (without it, every strategy but MM is taken as
+        testing each row's own user).
+    splits : DataFrame
+        ``splits.parquet``: ``strategy, classifier, iteration, user, n_cal``.
+
+    Returns
+    -------
+    DataFrame
+        One row per (strategy, classifier, user, iteration): ``n_cal`` (the
+        calibration rows of the task that tested the user: for MM the one
+        calibration set of the iteration, shared by every user), ``n_test``
+        and ``n_covered`` (the user's test rows and covered ones). ``user``
+        holds the predictions' own ids.
+
+    Raises
+    ------
+    DataError
+        A task of the predictions has no calibration size in the splits.
+    """
+    if "target_user" in predictions.columns:
+        target = user_texts(predictions["target_user"]).to_numpy()
+    else:
+        pooled = predictions["strategy"].astype(str).str.lower().eq("mm").to_numpy()
+        target = np.where(pooled, "", user_texts(predictions["userid"]).to_numpy())
+    rows = pd.DataFrame(
+        {
+            "strategy": predictions["strategy"].to_numpy(),
+            "classifier": predictions["classifier"].to_numpy(),
+            "iteration": predictions["iteration"].to_numpy(),
+            "user": predictions["userid"].to_numpy(),
+            # The task's key in splits.parquet: the target user, empty for MM.
+            "target": target,
+            "covered": predictions["covered"].astype(bool).to_numpy(dtype=np.int64),
+        }
+    )
+    keys = ["strategy", "classifier", "iteration", "target"]
+    counts = (
+        rows.groupby([*keys, "user"], sort=True, observed=True)["covered"]
+        .agg(n_test="size", n_covered="sum")
+        .reset_index()
+    )
+    cal = pd.DataFrame(
+        {
+            "strategy": splits["strategy"].to_numpy(),
+            "classifier": splits["classifier"].to_numpy(),
+            "iteration": splits["iteration"].to_numpy(),
+            "target": user_texts(splits["user"]).to_numpy(),
+            "n_cal": pd.to_numeric(splits["n_cal"], errors="coerce").to_numpy(),
+        }
+    ).drop_duplicates(keys)
+    cells = counts.merge(cal, on=keys, how="left")
+    missing = cells[cells["n_cal"].isna()]
+    if len(missing):
+        r = missing.iloc[0]
+        msg = (
+            f"{r['strategy']} / {r['classifier']} iteration {r['iteration']} user {r['user']}: "
+            "prediction rows without a calibration size (n_cal) in the splits, which the "
+            "per-user verdict needs"
+        )
+        raise DataError(msg[:300])
+    cells["n_cal"] = cells["n_cal"].astype(np.int64)
+    return cells[["strategy", "classifier", "user", "iteration", "n_cal", "n_test", "n_covered"]]
+
+
+_VERDICT_COLUMNS = ["expected_covered", "p_value", "p_adjusted", "below"]
+
+
+def verdict_table(
+    predictions: pd.DataFrame,
+    splits: pd.DataFrame,
+    *,
+    alpha: float,
+    config: Mapping[str, Any] | None = None,
+) -> pd.DataFrame:
+    """Each user's exact test of "below target" in a run.
+
+    Parameters
+    ----------
+    predictions, splits : DataFrame
+        As for :func:`verdict_cells`.
+    alpha : float
+        The run's miscoverage level.
+    config : mapping, optional
+        The run's configuration (:func:`verdict_settings`).
+
+    Returns
+    -------
+    DataFrame
+        :func:`~mueval.guarantees.user_level.user_verdicts` output, one row
+        per (strategy, classifier, user), for every strategy of the
+        predictions; users of a strategy with a :func:`no_verdict_reason`
+        have ``nan`` p-values and ``below`` ``<NA>``, and so do the users of a
+        strategy with a calibration set the run's ``small_cal`` policy refuses
+        (no run leaves test rows for one; the ``calibration-too-small``
+        warning names it).
+    """
+    settings = verdict_settings(config)
+    cells = verdict_cells(predictions, splits)
+    recorded = settings["combine"] or {}
+    parts = []
+    for strategy, part in cells.groupby("strategy", sort=True):
+        strategy = str(strategy)
+        options = {
+            "alpha": alpha,
+            "level": settings["level"],
+            "correction": settings["correction"],
+            "combine": recorded.get(strategy) or default_combine(strategy, settings["split"]),
+            "split": settings["split"],
+        }
+        refused = settings["small_cal"] != "full-set" and bool(
+            (part["n_cal"] < min_calibration_size(alpha)).any()
+        )
+        if refused or no_verdict_reason(strategy, settings) is not None:
+            parts.append(user_verdicts(part.assign(rank=np.nan), **options))
+        else:
+            parts.append(
+                user_verdicts(
+                    part, rule=settings["rule"], small_cal=settings["small_cal"], **options
+                )
+            )
+    if not parts:
+        return pd.DataFrame(columns=["strategy", "classifier", "user", *_VERDICT_COLUMNS])
+    return pd.concat(parts, ignore_index=True)
+
+
+def _with_verdicts(per_user: pd.DataFrame, verdicts: pd.DataFrame) -> pd.DataFrame:
+    """``per_user`` with the interval's flag replaced by the exact test's verdict."""
+    keys = ["strategy", "classifier", "user"]
+    table = per_user.drop(columns=[c for c in _VERDICT_COLUMNS if c in per_user.columns])
+    table = table.merge(verdicts[keys + _VERDICT_COLUMNS], on=keys, how="left", validate="1:1")
+    table["below"] = table["below"].astype("boolean")
+    return table
+
+
+def _calibration(splits: pd.DataFrame) -> pd.DataFrame | None:
+    """Calibration sizes per task, for the ``calibration-too-small`` rule."""
+    if "n_cal" not in splits.columns:
+        return None
+    columns = ["strategy", "classifier", "iteration", "user", "n_cal"]
+    cal = splits[columns + (["n_cal_cell"] if "n_cal_cell" in splits.columns else [])]
+    # Strategies without a calibration set leave n_cal missing; the rule skips them.
+    return cal.reset_index(drop=True)
+
+
+def compute_guarantees(
+    predictions: pd.DataFrame,
+    splits: pd.DataFrame,
+    *,
+    alpha: float,
+    n_classes: int,
+    seed: int = 0,
+    summarise: bool = True,
+    classes: Sequence[str] | None = None,
+    condition: Condition | None = None,
+    user_groups: pd.DataFrame | None = None,
+    config: Mapping[str, Any] | None = None,
+) -> Guarantees:
+    """Per-user verdicts and coverage intervals, their summary and the warnings of a run.
+
+    Parameters
+    ----------
+    predictions : DataFrame
+        A run folder's prediction rows (``strategy, classifier, iteration,
+        userid, covered, set_size``).
+    splits : DataFrame
+        A run folder's splits (``n_cal`` per task).
+    alpha : float
+        The run's miscoverage level.
+    n_classes : int
+        Number of classes (a set this large holds every class).
+    seed : int, default 0
+        Seed of the bootstrap of the mean over users.
+    summarise : bool, default True
+        Also compute the summary, the validity tests and the warnings (a
+        reader that holds them needs only the counts, to check the stored
+        ones).
+    classes : sequence of str, optional
+        Class names in index order; with them, coverage per class (and per
+        group) and the validity tests are computed too.
+    condition : Condition, optional
+        The run's conditioning (default: none); it decides the validity test.
+    user_groups : DataFrame, optional
+        ``user, group``: each user's group, for coverage per group.
+    config : mapping, optional
+        The run's configuration (``run.json``'s ``config``): the verdicts'
+        level, correction and combination, the threshold rule, the split and
+        the small-calibration policy (:func:`verdict_settings`).
+
+    Returns
+    -------
+    Guarantees
+    """
+    # Each test row belongs to one user (its own: for MM, the pooled strategy,
+    # that is the row's user; for the per-user strategies it is the target).
+    rows = predictions[["strategy", "classifier", "iteration", "userid", "covered"]]
+    per_user = per_user_coverage(
+        rows, alpha=alpha, confidence=CONFIDENCE, user_col="userid", seed=seed
+    )
+    per_user = _with_verdicts(
+        per_user, verdict_table(predictions, splits, alpha=alpha, config=config)
+    )
+    groups = None
+    if classes is not None:
+        groups = group_tables(
+            predictions, alpha=alpha, classes=classes, groups=_groups_series(user_groups)
+        )
+    if not summarise:
+        return Guarantees(per_user, pd.DataFrame(), [], groups, None, user_groups)
+    validity = None
+    if classes is not None:
+        validity = validity_table(predictions, splits, classes, condition or Condition())
+    summary = coverage_summary(per_user, alpha=alpha, confidence=CONFIDENCE, seed=seed)
+    sets = set_statistics(predictions, n_classes=n_classes)
+    settings = verdict_settings(config)
+    found = collect_warnings(
+        summary,
+        sets,
+        alpha=alpha,
+        n_classes=n_classes,
+        calibration=_calibration(splits),
+        validity=validity,
+        user_level=settings["level"],
+        user_correction=settings["correction"],
+    )
+    return Guarantees(per_user, summary, [asdict(w) for w in found], groups, validity, user_groups)

@@ -1,0 +1,3 @@
+"""The version of mueval, in one small module that everything else may import."""
+
+__version__ = "0.1.0"

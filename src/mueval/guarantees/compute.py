@@ -39,6 +39,7 @@ __all__ = [
     "group_tables",
     "no_verdict_reason",
     "true_pvalues",
+    "user_coverage_table",
     "validity_method",
     "validity_table",
     "verdict_cells",
@@ -342,8 +343,43 @@ def verdict_table(
     return pd.concat(parts, ignore_index=True)
 
 
-def _with_verdicts(per_user: pd.DataFrame, verdicts: pd.DataFrame) -> pd.DataFrame:
-    """``per_user`` with the interval's flag replaced by the exact test's verdict."""
+def user_coverage_table(
+    predictions: pd.DataFrame,
+    splits: pd.DataFrame,
+    *,
+    alpha: float,
+    config: Mapping[str, Any] | None = None,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """``user_coverage.csv``: each user's coverage, its interval and its verdict.
+
+    Parameters
+    ----------
+    predictions, splits : DataFrame
+        As for :func:`verdict_cells`.
+    alpha : float
+        The run's miscoverage level.
+    config : mapping, optional
+        The run's configuration (:func:`verdict_settings`).
+    seed : int, default 0
+        Passed to :func:`~mueval.guarantees.intervals.per_user_coverage`.
+
+    Returns
+    -------
+    DataFrame
+        :func:`~mueval.guarantees.intervals.per_user_coverage` (exact
+        Clopper-Pearson interval ``low, high``, a description of the observed
+        rate) whose ``below`` is the exact test's verdict (:func:`verdict_table`,
+        ``<NA>`` without one), with ``expected_covered``, ``p_value`` and
+        ``p_adjusted`` beside it.
+    """
+    # Each test row belongs to one user (its own: for MM, the pooled strategy,
+    # that is the row's user; for the per-user strategies it is the target).
+    rows = predictions[["strategy", "classifier", "iteration", "userid", "covered"]]
+    per_user = per_user_coverage(
+        rows, alpha=alpha, confidence=CONFIDENCE, user_col="userid", seed=seed
+    )
+    verdicts = verdict_table(predictions, splits, alpha=alpha, config=config)
     keys = ["strategy", "classifier", "user"]
     table = per_user.drop(columns=[c for c in _VERDICT_COLUMNS if c in per_user.columns])
     table = table.merge(verdicts[keys + _VERDICT_COLUMNS], on=keys, how="left", validate="1:1")
@@ -409,15 +445,7 @@ def compute_guarantees(
     -------
     Guarantees
     """
-    # Each test row belongs to one user (its own: for MM, the pooled strategy,
-    # that is the row's user; for the per-user strategies it is the target).
-    rows = predictions[["strategy", "classifier", "iteration", "userid", "covered"]]
-    per_user = per_user_coverage(
-        rows, alpha=alpha, confidence=CONFIDENCE, user_col="userid", seed=seed
-    )
-    per_user = _with_verdicts(
-        per_user, verdict_table(predictions, splits, alpha=alpha, config=config)
-    )
+    per_user = user_coverage_table(predictions, splits, alpha=alpha, config=config, seed=seed)
     groups = None
     if classes is not None:
         groups = group_tables(

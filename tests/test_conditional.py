@@ -1,6 +1,6 @@
-"""Group-conditional calibration: thresholds per group by hand, the groups of users
-and their errors, coverage per class and group, and the strategies on which a
-group condition changes nothing."""
+"""Cohort-conditional calibration: thresholds per cohort by hand, the cohorts of users
+and their errors, coverage per class and cohort, and the strategies on which a
+cohort condition changes nothing."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ import mueval
 from mueval.cli.main import main
 from mueval.conformal.condition import parse_condition
 from mueval.conformal.sets import conformalize
-from mueval.data.groups import user_groups
+from mueval.data.cohorts import user_cohorts
 from mueval.data.synthetic import make_users
 from mueval.errors import DataError, SmallCalibrationError, UsageError
-from mueval.guarantees.group_coverage import group_coverage
+from mueval.guarantees.conditional_coverage import conditional_coverage
 
 # Calibration scores (LAC: 1 - p of the true class, every true class 0).
 # Group 0: five scores; group 1: ten.
@@ -67,13 +67,13 @@ def test_a_group_below_the_minimum_is_an_error_or_the_full_set() -> None:
     proba, y, g = _cal()
     test = np.array([[0.55, 0.45], [0.55, 0.45]])
     # alpha = 0.1 needs 10 rows: group 0 has 5.
-    with pytest.raises(SmallCalibrationError, match="group 'young' has 5 calibration rows"):
+    with pytest.raises(SmallCalibrationError, match="cohort 'young' has 5 calibration rows"):
         conformalize(
             proba, y, test, bins=(g, np.array([0, 1])), alpha=0.1, bin_names=["young", "old"]
         )
     out = conformalize(proba, y, test, bins=(g, np.array([0, 1])), alpha=0.1, small_bins="full-set")
     assert out.sets[0].tolist() == [True, True]
-    assert "group '0' has 5 calibration rows" in out.note
+    assert "cohort '0' has 5 calibration rows" in out.note
     # Group 1 (10 rows, alpha 0.1): level 11 * 0.9 / 10 = 0.99, position 8.91 ->
     # the 10th, 0.20 < 0.45: empty.
     assert out.sets[1].tolist() == [False, False]
@@ -103,9 +103,9 @@ def test_class_and_group_calibrates_each_class_within_its_group() -> None:
         (None, None),
         ("none", None),
         ("class", "class"),
-        ("group:age", "group:age"),
-        ("class+group:age", "class+group:age"),
-        ("group", "group"),
+        ("cohort:age", "cohort:age"),
+        ("class+cohort:age", "class+cohort:age"),
+        ("cohort", "cohort"),
     ],
 )
 def test_condition_spellings(text: str | None, expected: str | None) -> None:
@@ -117,8 +117,8 @@ def test_condition_spellings(text: str | None, expected: str | None) -> None:
     [
         ("grup:x", False, "unknown condition 'grup:x'"),
         ("class:x", False, "unknown condition"),
-        ("group:", False, "names no column"),
-        ("group:age", True, "give condition 'class\\+group:age'"),
+        ("cohort:", False, "names no column"),
+        ("cohort:age", True, "give condition 'class\\+cohort:age'"),
     ],
 )
 def test_bad_conditions_are_named(text: str, mondrian: bool, match: str) -> None:
@@ -126,19 +126,19 @@ def test_bad_conditions_are_named(text: str, mondrian: bool, match: str) -> None
         parse_condition(text, mondrian=mondrian)
 
 
-def test_a_group_must_be_constant_within_each_user() -> None:
+def test_a_cohort_must_be_constant_within_each_user() -> None:
     frame = pd.DataFrame({"userid": [1, 1, 2, 2], "band": ["a", "a", "b", "c"]})
-    with pytest.raises(DataError, match="user 2 has 2 values of group column 'band'"):
-        user_groups(frame, "band", where="t")
+    with pytest.raises(DataError, match="user 2 has 2 values of cohort column 'band'"):
+        user_cohorts(frame, "band", where="t")
 
 
-def test_a_user_without_a_group_value_is_named() -> None:
+def test_a_user_without_a_cohort_value_is_named() -> None:
     frame = pd.DataFrame({"userid": [1, 2, 3], "band": ["a", None, "b"]})
     with pytest.raises(DataError, match="user\\(s\\) 2 have no value"):
-        user_groups(frame, "band", where="t")
+        user_cohorts(frame, "band", where="t")
 
 
-def test_group_coverage_counts_and_exact_interval_by_hand() -> None:
+def test_cohort_coverage_counts_and_exact_interval_by_hand() -> None:
     rows = pd.DataFrame(
         {
             "strategy": "mm",
@@ -148,9 +148,9 @@ def test_group_coverage_counts_and_exact_interval_by_hand() -> None:
             "covered": [1, 1, 0, 1, 1, 1, 1, 1, 1, 0],
         }
     ).astype({"covered": bool})
-    groups = pd.Series({"1": "x", "2": "x", "3": "y"})
-    table = group_coverage(rows, "group", alpha=0.1, user_groups=groups)
-    assert table[["group", "n_users", "n", "n_covered"]].values.tolist() == [
+    cohorts = pd.Series({"1": "x", "2": "x", "3": "y"})
+    table = conditional_coverage(rows, "cohort", alpha=0.1, user_cohorts=cohorts)
+    assert table[["value", "n_users", "n", "n_covered"]].values.tolist() == [
         ["x", 2, 5, 4],
         ["y", 1, 5, 4],
     ]
@@ -170,23 +170,23 @@ def _frame(seed: int = 1) -> pd.DataFrame:
 _FAST = {"classifiers": "nb", "iterations": 2, "progress": False, "diagnostics": "none"}
 
 
-def test_ucm_and_udm_under_groups_equal_unconditional() -> None:
-    # Their calibration set is the target user's own rows: one group.
+def test_ucm_and_udm_under_cohorts_equal_unconditional() -> None:
+    # Their calibration set is the target user's own rows: one cohort.
     frame = _frame()
     plain = mueval.evaluate(frame.drop(columns="band"), strategies="udm,ucm", **_FAST)
-    grouped = mueval.evaluate(frame, strategies="udm,ucm", condition="group:band", **_FAST)
+    grouped = mueval.evaluate(frame, strategies="udm,ucm", condition="cohort:band", **_FAST)
     assert plain.predictions["pred_set"].map(list).tolist() == (
         grouped.predictions["pred_set"].map(list).tolist()
     )
     assert plain.splits["n_cal"].tolist() == grouped.splits["n_cal"].tolist()
-    assert grouped.config["condition"] == "group:band"
+    assert grouped.config["condition"] == "cohort:band"
 
 
-def test_uim_calibrates_on_the_other_users_of_the_target_group() -> None:
+def test_uim_calibrates_on_the_other_users_of_the_target_cohort() -> None:
     from mueval.evaluation.splits import make_splits
 
     frame = _frame()
-    run = mueval.evaluate(frame, strategies="uim", condition="group:band", **_FAST)
+    run = mueval.evaluate(frame, strategies="uim", condition="cohort:band", **_FAST)
     users = frame["userid"].to_numpy()
     y = pd.factorize(frame["label"], sort=True)[0]
     band = dict(zip(frame["userid"], frame["band"], strict=False))
@@ -199,7 +199,7 @@ def test_uim_calibrates_on_the_other_users_of_the_target_group() -> None:
                 expected[(it, target.user)] = int(np.sum(same))
     got = {(r.iteration, r.user): r.n_cal for r in run.splits.itertuples()}
     assert got == expected
-    assert set(run.user_groups["group"]) == {"young", "old"}
+    assert set(run.user_cohorts["cohort"]) == {"young", "old"}
 
 
 def test_mondrian_is_condition_class() -> None:
@@ -214,29 +214,31 @@ def test_mondrian_is_condition_class() -> None:
     assert set(a.user_validity["method"]) == {"uniform"}
 
 
-def test_groups_file_through_the_command_line(tmp_path: Path) -> None:
+def test_cohorts_file_through_the_command_line(tmp_path: Path) -> None:
     frame = _frame()
     data = tmp_path / "t.csv"
     frame.drop(columns="band").to_csv(data, index=False)
-    groups = tmp_path / "g.csv"
-    frame[["userid", "band"]].drop_duplicates().to_csv(groups, index=False)
+    cohorts = tmp_path / "g.csv"
+    frame[["userid", "band"]].drop_duplicates().to_csv(cohorts, index=False)
     out = tmp_path / "run"
     args = ["evaluate", "--data", str(data), "-s", "mm", "-c", "nb", "--iterations", "2"]
     args += ["--no-progress", "--diagnostics", "none"]
     result = CliRunner().invoke(
-        main, [*args, "--condition", "group:band", "--groups", str(groups), "--out", str(out)]
+        main, [*args, "--condition", "cohort:band", "--cohorts", str(cohorts), "--out", str(out)]
     )
     assert result.exit_code == 0, result.output
-    assert {"group_coverage.csv", "user_groups.csv", "user_validity.csv"} <= {
+    assert {"conditional_coverage.csv", "user_cohorts.csv", "user_validity.csv"} <= {
         p.name for p in out.iterdir()
     }
-    table = pd.read_csv(out / "group_coverage.csv")
-    assert sorted(table.loc[table.by == "group", "group"]) == ["old", "young"]
-    # MM under groups: one calibration set per group, so the uniform test.
+    table = pd.read_csv(out / "conditional_coverage.csv")
+    assert sorted(table.loc[table.by == "cohort", "value"]) == ["old", "young"]
+    # MM under cohorts: one calibration set per cohort, so the uniform test.
     assert set(pd.read_csv(out / "user_validity.csv")["method"]) == {"uniform"}
-    # A groups file that misses a user, and groups without a group condition.
-    frame[["userid", "band"]].drop_duplicates().iloc[:-1].to_csv(groups, index=False)
-    result = CliRunner().invoke(main, [*args, "--condition", "group:band", "--groups", str(groups)])
-    assert result.exit_code == 1 and "have no group, e.g. 6" in result.output
-    result = CliRunner().invoke(main, [*args, "--groups", str(groups)])
-    assert result.exit_code == 2 and "the condition has no group" in result.output
+    # A cohorts file that misses a user, and cohorts without a cohort condition.
+    frame[["userid", "band"]].drop_duplicates().iloc[:-1].to_csv(cohorts, index=False)
+    result = CliRunner().invoke(
+        main, [*args, "--condition", "cohort:band", "--cohorts", str(cohorts)]
+    )
+    assert result.exit_code == 1 and "have no cohort, e.g. 6" in result.output
+    result = CliRunner().invoke(main, [*args, "--cohorts", str(cohorts)])
+    assert result.exit_code == 2 and "the condition has no cohort" in result.output

@@ -266,5 +266,5 @@ def test_condition_class_is_mondrian_and_groups_are_refused() -> None:
         not np.array_equal(a.pvalues, b.pvalues)
         for a, b in zip(plain.results, by_flag.results, strict=True)
     )
-    with pytest.raises(UsageError, match="uxc .* no per-group form"):
-        EvalConfig(strategies=("uxc",), condition="group:site")
+    with pytest.raises(UsageError, match="uxc .* no per-cohort form"):
+        EvalConfig(strategies=("uxc",), condition="cohort:site")

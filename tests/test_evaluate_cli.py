@@ -54,9 +54,9 @@ def test_own_csv_end_to_end_writes_the_run_folder(tmp_path: Path) -> None:
     assert "UCM (user-calibrated)" in result.output and "UIM (user-independent)" in result.output
     assert "Naive Bayes" in result.output and "KNN" in result.output
     assert sorted(p.name for p in out.iterdir()) == [
+        "conditional_coverage.csv",
         "coverage_summary.csv",
         "diagnostics.parquet",
-        "group_coverage.csv",
         "predictions.parquet",
         "run.json",
         "size_coverage.csv",

@@ -819,7 +819,7 @@ def test_a_skipped_split_is_consistent_under_the_writers_aggregation(
     )
     found.user_coverage.to_csv(run / "user_coverage.csv", index=False)
     found.coverage_summary.to_csv(run / "coverage_summary.csv", index=False)
-    found.group_coverage.to_csv(run / "group_coverage.csv", index=False)
+    found.conditional_coverage.to_csv(run / "conditional_coverage.csv", index=False)
     found.user_validity.to_csv(run / "user_validity.csv", index=False)
     cov = summary.query("strategy == 'mm' and metric == 'coverage'").iloc[0]
     assert np.isnan(cov["mean"]) and cov["n"] == 1  # the study's rule

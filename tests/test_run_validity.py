@@ -1,4 +1,4 @@
-"""The per-user validity test and coverage per class and group in the run folder:
+"""The per-user validity test and coverage per class and cohort in the run folder:
 computed on evaluate, written, read back and checked, warned about, reported."""
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def run_folder(tmp_path_factory) -> Path:
         strategies="mm,uim",
         classifiers="nb",
         iterations=2,
-        condition="group:band",
+        condition="cohort:band",
         progress=False,
         diagnostics="none",
     )
@@ -117,13 +117,15 @@ def test_the_files_read_back_as_written(run_folder: Path) -> None:
         "mm": "uniform",
         "uim": "rank",
     }
-    counts = folder.group_coverage.groupby("by")["n"].sum()
-    assert counts["class"] == counts["group"] == len(folder.predictions)
-    assert sorted(folder.user_groups["group"]) == ["even"] * 3 + ["odd"] * 3
-    # Coverage per group recomputed from the predictions, independently of the code.
-    preds = folder.predictions.assign(group=np.where(folder.predictions.userid % 2, "odd", "even"))
-    mm = preds[preds.strategy == "uim"].groupby("group")["covered"].agg(["size", "sum"])
-    stored = folder.group_coverage.query("by == 'group' and strategy == 'uim'").set_index("group")
+    counts = folder.conditional_coverage.groupby("by")["n"].sum()
+    assert counts["class"] == counts["cohort"] == len(folder.predictions)
+    assert sorted(folder.user_cohorts["cohort"]) == ["even"] * 3 + ["odd"] * 3
+    # Coverage per cohort recomputed from the predictions, independently of the code.
+    preds = folder.predictions.assign(cohort=np.where(folder.predictions.userid % 2, "odd", "even"))
+    mm = preds[preds.strategy == "uim"].groupby("cohort")["covered"].agg(["size", "sum"])
+    stored = folder.conditional_coverage.query("by == 'cohort' and strategy == 'uim'").set_index(
+        "value"
+    )
     assert stored["n"].to_dict() == mm["size"].to_dict()
     assert stored["n_covered"].to_dict() == mm["sum"].to_dict()
 
@@ -131,10 +133,10 @@ def test_the_files_read_back_as_written(run_folder: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "column", "value", "match"),
     [
-        ("group_coverage.csv", "n_covered", 1, "group_coverage.csv: .* has n="),
+        ("conditional_coverage.csv", "n_covered", 1, "conditional_coverage.csv: .* has n="),
         ("user_validity.csv", "flagged", True, "do not follow from the p-values"),
         ("user_validity.csv", "n", 3, "user_validity.csv: .* has n=3"),
-        ("user_groups.csv", "group", "odd", "group_coverage.csv"),
+        ("user_cohorts.csv", "cohort", "odd", "conditional_coverage.csv"),
     ],
 )
 def test_an_edited_file_is_refused(
@@ -143,33 +145,33 @@ def test_an_edited_file_is_refused(
     target = _copy(run_folder, tmp_path)
     table = pd.read_csv(target / name)
     table.loc[0, column] = value if column != "flagged" else not bool(table.loc[0, column])
-    if column == "group":  # move the first user to the other group
+    if column == "cohort":  # move the first user to the other cohort
         table.loc[0, column] = "odd" if table.loc[0, column] == "even" else "even"
     table.to_csv(target / name, index=False)
     with pytest.raises(RunFolderError, match=match):
         read_run_folder(target)
 
 
-def test_a_user_missing_from_the_groups_file_is_refused(run_folder: Path, tmp_path: Path) -> None:
+def test_a_user_missing_from_the_cohorts_file_is_refused(run_folder: Path, tmp_path: Path) -> None:
     target = _copy(run_folder, tmp_path)
-    table = pd.read_csv(target / "user_groups.csv")
-    table.iloc[1:].to_csv(target / "user_groups.csv", index=False)
-    with pytest.raises(RunFolderError, match="without a group: 1"):
+    table = pd.read_csv(target / "user_cohorts.csv")
+    table.iloc[1:].to_csv(target / "user_cohorts.csv", index=False)
+    with pytest.raises(RunFolderError, match="without a cohort: 1"):
         read_run_folder(target)
 
 
 def test_an_older_folder_gets_them_computed(run_folder: Path, tmp_path: Path) -> None:
     target = _copy(run_folder, tmp_path)
     (target / "user_validity.csv").unlink()
-    (target / "group_coverage.csv").unlink()
+    (target / "conditional_coverage.csv").unlink()
     folder = read_run_folder(target)
     assert len(folder.user_validity) == 12
-    assert set(folder.group_coverage["by"]) == {"class", "group"}
+    assert set(folder.conditional_coverage["by"]) == {"class", "cohort"}
 
 
 def test_the_report_shows_both_sections(run_folder: Path, tmp_path: Path) -> None:
     run = mueval.Run.load(run_folder)
     html = run.report(tmp_path / "report", figures="none").read_text(encoding="utf-8")
     assert 'id="conditional-coverage"' in html and 'id="user-validity"' in html
-    assert "Coverage per group of users (band)" in html
-    assert "Calibration conditioned on: group:band" in html
+    assert "Coverage per cohort of users (band)" in html
+    assert "Calibration conditioned on: cohort:band" in html

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 
 from mueval.comparison.guarantees import compare_guarantees as compare_folders
 from mueval.comparison.significance import UNSAVED, compare_runs
-from mueval.data.groups import RowGroups, resolve_groups
+from mueval.data.cohorts import RowCohorts, resolve_cohorts
 from mueval.data.table import Table, load_data, natural_key
 from mueval.data.users import user_text
 from mueval.evaluation.aggregate import splits_frame, summary_frame, user_dtype
@@ -67,7 +67,7 @@ __all__ = ["Run", "compare", "compare_guarantees", "evaluate"]
 
 #: Table files a mudata table or a user's table may come as.
 
-#: The prediction columns the per-user guarantees, coverage per class and group and
+#: The prediction columns the per-user guarantees, coverage per class and cohort and
 #: the validity test need (not the sets nor the probabilities).
 _GUARANTEE_COLUMNS = [
     "strategy",
@@ -109,9 +109,9 @@ _OPTIONAL_TABLES = (
     "diagnostics",
     "user_coverage",
     "coverage_summary",
-    "group_coverage",
+    "conditional_coverage",
     "user_validity",
-    "user_groups",
+    "user_cohorts",
 )
 
 
@@ -142,15 +142,15 @@ class Run:
         Per (strategy, classifier): the share of users whose interval lies
         entirely below ``1 - alpha``, the worst user and the pooled coverage,
         with intervals (``coverage_summary.csv``).
-    group_coverage : DataFrame or None
-        Coverage per class and, when the run had groups, per group of users,
-        with Clopper-Pearson intervals (``group_coverage.csv``).
+    conditional_coverage : DataFrame or None
+        Coverage per class and, when the run had cohorts, per cohort of users,
+        with Clopper-Pearson intervals (``conditional_coverage.csv``).
     user_validity : DataFrame or None
         The one-sided KS test of each user's true-label p-values,
         Benjamini-Hochberg adjusted (``user_validity.csv``; see
         :mod:`mueval.guarantees.validity`).
-    user_groups : DataFrame or None
-        ``user, group`` when the run had groups (``user_groups.csv``).
+    user_cohorts : DataFrame or None
+        ``user, cohort`` when the run had cohorts (``user_cohorts.csv``).
     info : dict
         The content of ``run.json``: ``dataset``, ``classes``, ``config``,
         ``versions``, ``skipped`` (notes), ``timings`` (wall seconds per phase),
@@ -167,9 +167,9 @@ class Run:
     size_coverage: pd.DataFrame | None = None
     user_coverage: pd.DataFrame | None = None
     coverage_summary: pd.DataFrame | None = None
-    group_coverage: pd.DataFrame | None = None
+    conditional_coverage: pd.DataFrame | None = None
     user_validity: pd.DataFrame | None = None
-    user_groups: pd.DataFrame | None = None
+    user_cohorts: pd.DataFrame | None = None
     info: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
     _arrow: pa.Table | None = field(default=None, repr=False)
@@ -277,9 +277,9 @@ class Run:
             self.user_coverage,
             self.coverage_summary,
             self.warnings,
-            group_coverage=self.group_coverage,
+            conditional_coverage=self.conditional_coverage,
             user_validity=self.user_validity,
-            user_groups=self.user_groups,
+            user_cohorts=self.user_cohorts,
         )
 
     def report(self, path: str | Path, **options: Any) -> Path:
@@ -343,7 +343,7 @@ def evaluate_table(
     config: EvalConfig,
     *,
     diagnostics: str = "basic",
-    groups: str | Path | pd.DataFrame | None = None,
+    cohorts: str | Path | pd.DataFrame | None = None,
     out: str | Path | None = None,
     overwrite: bool = False,
     **execution: Any,
@@ -355,20 +355,20 @@ def evaluate_table(
     see :func:`evaluate` for every parameter.
     """
     diagnostic_names(diagnostics)  # an unknown level fails before any work
-    table, row_groups = resolve_groups(
+    table, row_cohorts = resolve_cohorts(
         table,
-        groups,
-        by_group=config.conditioning.by_group,
+        cohorts,
+        by_cohort=config.conditioning.by_cohort,
         column=config.conditioning.column,
     )
     if out is None:
-        return _evaluate(table, config, None, row_groups, diagnostics, execution)
+        return _evaluate(table, config, None, row_cohorts, diagnostics, execution)
     target, tmp = open_run_folder(out, overwrite)
     stream = PredictionStream(
         tmp, table.classes, table.users, table.y, target_dtype=_target_dtype(table, config)
     )
     try:
-        result = _evaluate(table, config, stream, row_groups, diagnostics, execution)
+        result = _evaluate(table, config, stream, row_cohorts, diagnostics, execution)
     except BaseException:
         stream.abort()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -391,7 +391,7 @@ def _evaluate(
     table: Table,
     config: EvalConfig,
     stream: PredictionStream | None,
-    row_groups: RowGroups | None,
+    row_cohorts: RowCohorts | None,
     diagnostics: str,
     execution: dict[str, Any],
 ) -> Run:
@@ -406,7 +406,7 @@ def _evaluate(
         table.users,
         table.classes,
         config,
-        groups=row_groups,
+        cohorts=row_cohorts,
         on_task=None if stream is None else stream.add,
         **execution,
     )
@@ -431,11 +431,11 @@ def _evaluate(
         path = stream.close()
         output.timings["predictions_write_s"] = stream.seconds
         rows = pq.read_table(path, columns=_GUARANTEE_COLUMNS).to_pandas()
-    user_groups = _user_groups_frame(table, row_groups)
+    user_cohorts = _user_cohorts_frame(table, row_cohorts)
     recorded = {
         **config.record(),
         "condition": condition.text,
-        "group_column": None if row_groups is None else row_groups.column,
+        "cohort_column": None if row_cohorts is None else row_cohorts.column,
         # How each strategy's iterations are combined in the per-user verdicts.
         "user_combine": {s: default_combine(s, config.split) for s in config.strategies},
         "jobs": execution.get("jobs", 1),
@@ -449,7 +449,7 @@ def _evaluate(
         n_classes=len(table.classes),
         classes=table.classes,
         condition=condition,
-        user_groups=user_groups,
+        user_cohorts=user_cohorts,
         config=recorded,
     )
     # Per stage and strategy/classifier, with what came after the tasks (the
@@ -476,21 +476,21 @@ def _evaluate(
         size_coverage=diag.size_coverage if diag.names else None,
         user_coverage=found.user_coverage,
         coverage_summary=found.coverage_summary,
-        group_coverage=found.group_coverage,
+        conditional_coverage=found.conditional_coverage,
         user_validity=found.user_validity,
-        user_groups=user_groups,
+        user_cohorts=user_cohorts,
         info=info,
         _arrow=arrow,
     )
 
 
-def _user_groups_frame(table: Table, row_groups: RowGroups | None) -> pd.DataFrame | None:
-    """``user, group`` for the run folder, users as the table spells them."""
-    if row_groups is None:
+def _user_cohorts_frame(table: Table, row_cohorts: RowCohorts | None) -> pd.DataFrame | None:
+    """``user, cohort`` for the run folder, users as the table spells them."""
+    if row_cohorts is None:
         return None
     users = pd.unique(table.users)
-    groups = [row_groups.users[user_text(u)] for u in users]
-    frame = pd.DataFrame({"user": users, "group": groups})
+    cohorts = [row_cohorts.users[user_text(u)] for u in users]
+    frame = pd.DataFrame({"user": users, "cohort": cohorts})
     return frame.sort_values("user", key=lambda c: c.map(natural_key)).reset_index(drop=True)
 
 
@@ -511,7 +511,7 @@ def evaluate(
     gap: int = 1,
     user_folds: int | None = None,
     condition: str | None = None,
-    groups: str | Path | pd.DataFrame | None = None,
+    cohorts: str | Path | pd.DataFrame | None = None,
     diagnostics: str = "basic",
     user_level: float = 0.05,
     user_correction: str = "holm",
@@ -556,17 +556,17 @@ def evaluate(
     split : {"random", "blocked"}
         Within-user split of UDM, UCM and UAM; ``gap`` rows between blocks.
     user_folds : int, optional
-        UIM and UCM fit one model per group of users (``K`` grouped folds)
+        UIM and UCM fit one model per fold of users (``K`` grouped folds)
         instead of one per user, and UXC calibrates on ``K`` grouped folds of
         the non-target users; None (default) is leave-one-user-out.
     condition : str, optional
         What the threshold is conditioned on: None (the protocol), ``"class"``
-        (as ``mondrian=True``), ``"group:COLUMN"`` or ``"class+group:COLUMN"``
-        (one per group of users, or per group and class; see
+        (as ``mondrian=True``), ``"cohort:COLUMN"`` or ``"class+cohort:COLUMN"``
+        (one per cohort of users, or per cohort and class; see
         ``docs/per-user-guarantees.md``).
-    groups : path or DataFrame, optional
-        Where the groups come from: a CSV or table with ``userid`` and the
-        group column. Without it the column is taken from ``data`` (and is
+    cohorts : path or DataFrame, optional
+        Where the cohorts come from: a CSV or table with ``userid`` and the
+        cohort column. Without it the column is taken from ``data`` (and is
         then no feature).
     diagnostics : {"none", "basic", "full"}
         Conditional-coverage diagnostics to compute.
@@ -641,10 +641,10 @@ def evaluate(
         user_level=user_level,
         user_correction=user_correction,
     )
-    if isinstance(data, pd.DataFrame) and groups is None and config.conditioning.by_group:
-        # A group column of any type (text too) is taken out before the features
+    if isinstance(data, pd.DataFrame) and cohorts is None and config.conditioning.by_cohort:
+        # A cohort column of any type (text too) is taken out before the features
         # are checked to be numeric.
-        data, groups = _split_group_column(data, config.conditioning.column, user_col)
+        data, cohorts = _split_cohort_column(data, config.conditioning.column, user_col)
     table = load_data(data, user_col=user_col, label_col=label_col, **source)
     return evaluate_table(
         table,
@@ -655,20 +655,20 @@ def evaluate(
         workers=workers,
         progress=progress,
         diagnostics=diagnostics,
-        groups=groups,
+        cohorts=cohorts,
         out=out,
         overwrite=overwrite,
     )
 
 
-def _split_group_column(
+def _split_cohort_column(
     frame: pd.DataFrame, column: str | None, user_col: str
 ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """A DataFrame's group column as a groups table, and the frame without it."""
+    """A DataFrame's cohort column as a cohorts table, and the frame without it."""
     if column is None or column not in frame.columns:
         return frame, None
-    groups = pd.DataFrame({"userid": frame[user_col], column: frame[column]})
-    return frame.drop(columns=[column]), groups
+    cohorts = pd.DataFrame({"userid": frame[user_col], column: frame[column]})
+    return frame.drop(columns=[column]), cohorts
 
 
 def _as_list(value: Sequence[str] | str) -> list[str]:

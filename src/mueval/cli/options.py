@@ -96,19 +96,19 @@ evaluate_options = stack(
     ),
     click.option(
         "--condition",
-        metavar="class|group[:COL]|class+group[:COL]",
+        metavar="class|cohort[:COL]|class+cohort[:COL]",
         default=None,
-        help="Conditional (Mondrian) calibration: one threshold per class, per group of "
-        "users (COL: a user-level attribute such as an age band or a device, from --groups "
-        "or a numeric column of the table, which then is no feature), or per group and "
-        "class. Coverage per class and group goes to group_coverage.csv. "
+        help="Conditional (Mondrian) calibration: one threshold per class, per cohort of "
+        "users (COL: a user-level attribute such as an age band or a device, from --cohorts "
+        "or a numeric column of the table, which then is no feature), or per cohort and "
+        "class. Coverage per class and cohort goes to conditional_coverage.csv. "
         "[default: none, one threshold per calibration set, as the protocol]",
     ),
     click.option(
-        "--groups",
+        "--cohorts",
         type=click.Path(exists=True, dir_okay=False, path_type=Path),
-        help="CSV of each user's group for --condition group: a userid column and the "
-        "group column (one value per user).",
+        help="CSV of each user's cohort for --condition cohort: a userid column and the "
+        "cohort column (one value per user).",
     ),
     click.option(
         "--threshold",
@@ -161,7 +161,7 @@ evaluate_options = stack(
         type=click.IntRange(min=2),
         default=None,
         metavar="K",
-        help="uim and ucm: fit one model per group of users in K grouped folds "
+        help="uim and ucm: fit one model per fold of users in K grouped folds "
         "(GroupKFold, shuffled with each iteration's seed) instead of one per user "
         "(leave-one-user-out, the protocol), so many users cost K fits per classifier. "
         "Each held-out user keeps its own test and ucm calibration halves; the model "

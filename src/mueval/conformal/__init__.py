@@ -7,7 +7,7 @@ Modules:
   LAC sets at a threshold, and the smallest calibration set;
 - :mod:`.pvalues`: split and cross-conformal p-values;
 - :mod:`.sets`: :func:`~mueval.conformal.sets.conformalize`, split and Mondrian
-  sets from one mechanism (``mondrian`` for the class, ``bins`` for groups of
+  sets from one mechanism (``mondrian`` for the class, ``bins`` for cohorts of
   users), and the full set;
 - :mod:`.condition`: what the threshold is conditioned on, as ``run.json``
   spells it.

@@ -36,7 +36,7 @@ scores; under the MAPIE rule they are MAPIE's.
 
 Mondrian calibration is one mechanism with two parameters of
 :func:`conformalize`, as crepes' ``bins``: ``bins`` gives every calibration and
-test row a cell code (a group of users: an age band, a device), and the test
+test row a cell code (a cohort of users: an age band, a device), and the test
 rows of cell ``g`` are conformalized on the calibration rows of cell ``g``
 only; ``mondrian=True`` gives each class its own threshold within each cell
 (class-conditional calibration, which MAPIE 1.6 does not offer for
@@ -107,10 +107,10 @@ class ConformalOutput:
     n_cal : int
     threshold : float
         The score threshold of the sets; NaN under Mondrian calibration (one
-        threshold per class, or per group when the test rows span several
-        groups) and for MAPIE's own non-LAC sets.
+        threshold per class, or per bin when the test rows span several
+        bins) and for MAPIE's own non-LAC sets.
     note : str or None
-        What was answered conservatively (a group too small to calibrate on).
+        What was answered conservatively (a cohort too small to calibrate on).
     """
 
     sets: np.ndarray
@@ -406,7 +406,7 @@ def _binned(
         name = str(bin_names[code]) if bin_names is not None else str(code)
         if n_bin < min_calibration_size(alpha):
             message = (
-                f"group {name!r} has {n_bin} calibration rows, fewer than "
+                f"cohort {name!r} has {n_bin} calibration rows, fewer than "
                 f"{min_calibration_size(alpha)} = max(1/alpha, 1/(1-alpha)) at alpha={alpha}"
             )
             if small_bins == "error":

@@ -1,11 +1,11 @@
-"""The data an evaluation reads: the feature table, user ids, groups of users.
+"""The data an evaluation reads: the feature table, user ids, cohorts of users.
 
 Modules:
 
 - :mod:`.table`: :class:`~mueval.data.table.Table`, loaded from a mudata
   dataset, a CSV or Parquet file, or a DataFrame (:func:`~mueval.data.table.load_data`);
 - :mod:`.users`: a user id as text, the key every file and table joins on;
-- :mod:`.groups`: each user's value of a user-level attribute, and the group
-  of every row;
+- :mod:`.cohorts`: each user's value of a user-level attribute (its cohort),
+  and the cohort of every row;
 - :mod:`.synthetic`: synthetic multi-user tables for tests and benchmarks.
 """

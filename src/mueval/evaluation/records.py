@@ -123,8 +123,8 @@ class EvalConfig:
     grouped fold of users instead (:func:`~mueval.evaluation.splits.user_fold_splits`),
     K fits per classifier and iteration whatever the number of users.
 
-    ``condition``: None (the protocol), ``"class"``, ``"group:COLUMN"`` or
-    ``"class+group:COLUMN"`` (:mod:`mueval.data.groups`); ``mondrian=True`` is
+    ``condition``: None (the protocol), ``"class"``, ``"cohort:COLUMN"`` or
+    ``"class+cohort:COLUMN"`` (:mod:`mueval.data.cohorts`); ``mondrian=True`` is
     ``"class"``.
 
     ``user_level`` and ``user_correction``: a user is *below target* when the
@@ -153,10 +153,10 @@ class EvalConfig:
 
     def __post_init__(self) -> None:
         condition = parse_condition(self.condition, mondrian=self.mondrian)  # fails early
-        if condition.by_group and "uxc" in self.strategies:
+        if condition.by_cohort and "uxc" in self.strategies:
             message = (
-                "uxc pools out-of-fold scores over the other users and has no per-group "
-                "form: run it without --condition group (class works)"
+                "uxc pools out-of-fold scores over the other users and has no per-cohort "
+                "form: run it without --condition cohort (class works)"
             )
             raise UsageError(message)
         if not 0.0 < self.alpha < 1.0:
@@ -271,8 +271,8 @@ class EvalResult:
         Why the conformal metrics are NaN (``--small-cal skip``).
     n_cal_cell : int or None
         Under class-conditional calibration, the fewest calibration rows of one
-        threshold's cell (a class, or a group and class, among the test rows'
-        groups); None otherwise. A cell below the minimum size keeps its class
+        threshold's cell (a class, or a cohort and class, among the test rows'
+        cohorts); None otherwise. A cell below the minimum size keeps its class
         in every set.
     threshold : float
         The conformal threshold (NaN when skipped, per class or MAPIE's own).

@@ -22,7 +22,7 @@ from threadpoolctl import ThreadpoolController
 from tqdm import tqdm
 
 from mueval.conformal.sets import ConformalOutput, conformalize, full_sets
-from mueval.data.groups import RowGroups
+from mueval.data.cohorts import RowCohorts
 from mueval.errors import EvaluationError, SmallCalibrationError, UsageError
 from mueval.evaluation.crossconformal import cross_note, evaluate_cross_split
 from mueval.evaluation.models import fit_scaled, full_proba
@@ -48,7 +48,7 @@ def run_task(
     classifier: str,
     config: EvalConfig,
     openmp_threads: int | None = 1,
-    groups: RowGroups | None = None,
+    cohorts: RowCohorts | None = None,
 ) -> list[EvalResult]:
     """Fit once, then evaluate every strategy the split serves.
 
@@ -77,8 +77,8 @@ def run_task(
     openmp_threads : int or None
         OpenMP threads of the task (None: whatever the process has; only a
         test of the hazard below wants that).
-    groups : RowGroups, optional
-        The group of every row, for group-conditional calibration.
+    cohorts : RowCohorts, optional
+        The cohort of every row, for cohort-conditional calibration.
 
     Returns
     -------
@@ -86,9 +86,9 @@ def run_task(
         One per strategy of ``split.calibrations``.
     """
     if openmp_threads is None:
-        return _evaluate_split(X, y, n_classes, split, classifier, config, groups)
+        return _evaluate_split(X, y, n_classes, split, classifier, config, cohorts)
     with _openmp_controller().limit(limits=openmp_threads, user_api="openmp"):
-        return _evaluate_split(X, y, n_classes, split, classifier, config, groups)
+        return _evaluate_split(X, y, n_classes, split, classifier, config, cohorts)
 
 
 _CONTROLLER: list[ThreadpoolController] = []
@@ -107,7 +107,7 @@ def _openmp_controller() -> ThreadpoolController:
     return _CONTROLLER[0]
 
 
-def _evaluate_split(X, y, n_classes, split, classifier, config, groups=None) -> list[EvalResult]:
+def _evaluate_split(X, y, n_classes, split, classifier, config, cohorts=None) -> list[EvalResult]:
     """The body of :func:`run_task`: one fit, then every target and strategy."""
     if hasattr(split, "folds"):
         # UXC fits one model per calibration fold (mueval.evaluation.crossconformal).
@@ -161,8 +161,8 @@ def _evaluate_split(X, y, n_classes, split, classifier, config, groups=None) -> 
                 proba=proba_test,
                 timings=dict(shared),
             )
-            grouped = None if groups is None else (groups, cal, target.test)
-            _conformal_step(result, proba_cal, y[cal], y[target.test], config, grouped)
+            by_cohort = None if cohorts is None else (cohorts, cal, target.test)
+            _conformal_step(result, proba_cal, y[cal], y[target.test], config, by_cohort)
             out.append(result)
     return out
 
@@ -200,18 +200,18 @@ def _conformal_step(
     y_cal: np.ndarray,
     y_test: np.ndarray,
     config: EvalConfig,
-    grouped: tuple[RowGroups, np.ndarray, np.ndarray] | None = None,
+    by_cohort: tuple[RowCohorts, np.ndarray, np.ndarray] | None = None,
 ) -> None:
     """Conformalize ``result``'s test rows on one calibration set and fill in its
     sets, p-values, threshold, conformal metrics, note and timings (in place).
 
-    ``grouped``: the row groups and the calibration and test row positions, for
-    group-conditional calibration."""
+    ``by_cohort``: the rows' cohorts and the calibration and test row positions, for
+    cohort-conditional calibration."""
     metrics = result.metrics
     conf = None
     clock = time.perf_counter()
     try:
-        conf = _conformalize(result, proba_cal, y_cal, config, grouped)
+        conf = _conformalize(result, proba_cal, y_cal, config, by_cohort)
     except EvaluationError as exc:
         where = _where(result.strategy, result.user, result.seed, result.classifier)
         message = f"{where}: {exc}"
@@ -234,10 +234,10 @@ def _conformal_step(
         result.note = (
             f"{_where(result.strategy, result.user, result.seed, result.classifier)}: {conf.note}"
         )
-    if conf is not None and grouped is not None:
-        result.n_cal = conf.n_cal  # the calibration rows of the test rows' groups
+    if conf is not None and by_cohort is not None:
+        result.n_cal = conf.n_cal  # the calibration rows of the test rows' cohorts
     if conf is not None and config.conditioning.per_class:
-        result.n_cal_cell = _smallest_cell(y_cal, result.proba.shape[1], grouped)
+        result.n_cal_cell = _smallest_cell(y_cal, result.proba.shape[1], by_cohort)
     if conf is not None:
         pvalues = conf.pvalues
         metrics.update(conformal_metrics(y_test, conf.sets, pvalues))
@@ -254,14 +254,14 @@ def _conformalize(
     proba_cal: np.ndarray,
     y_cal: np.ndarray,
     config: EvalConfig,
-    grouped: tuple[RowGroups, np.ndarray, np.ndarray] | None,
+    by_cohort: tuple[RowCohorts, np.ndarray, np.ndarray] | None,
 ) -> ConformalOutput:
     """Sets and p-values of ``result``'s test rows (:func:`~mueval.conformal.sets.conformalize`):
-    the groups of users are its bins, the class its ``mondrian``."""
+    the cohorts of users are its bins, the class its ``mondrian``."""
     bins = None
-    if grouped is not None:
-        groups, cal, test = grouped
-        bins = (groups.codes[cal], groups.codes[test])
+    if by_cohort is not None:
+        cohorts, cal, test = by_cohort
+        bins = (cohorts.codes[cal], cohorts.codes[test])
     return conformalize(
         proba_cal,
         y_cal,
@@ -273,7 +273,7 @@ def _conformalize(
         seed=result.seed,
         bins=bins,
         small_bins="full-set" if config.small_cal == "full-set" else "error",
-        bin_names=None if grouped is None else grouped[0].names,
+        bin_names=None if by_cohort is None else by_cohort[0].names,
     )
 
 
@@ -341,7 +341,7 @@ def run(
     scheduler: str | None = None,
     progress: bool | None = None,
     workers: int | None = None,
-    groups: RowGroups | None = None,
+    cohorts: RowCohorts | None = None,
     on_task: Callable[[list[EvalResult]], None] | None = None,
 ) -> RunOutput:
     """Evaluate every (split, classifier) task and return sorted results.
@@ -367,8 +367,8 @@ def run(
         Dask backend without ``scheduler``: the number of worker processes of
         the local cluster started for the run (default: ``jobs`` when above 1,
         else the number of cores).
-    groups : RowGroups, optional
-        The group of every row; required when ``config.condition`` has a group.
+    cohorts : RowCohorts, optional
+        The cohort of every row; required when ``config.condition`` has a cohort.
     on_task : callable, optional
         Called in this process with each task's results, in the order the
         tasks were made (not the order they finish), whatever ``jobs`` and
@@ -388,11 +388,11 @@ def run(
     if workers is not None and workers < 1:
         message = f"workers must be at least 1, got {workers}"
         raise UsageError(message)
-    if config.conditioning.by_group != (groups is not None):
+    if config.conditioning.by_cohort != (cohorts is not None):
         message = (
-            f"condition {config.condition!r} needs the group of every row"
-            if groups is None
-            else "groups were given but the condition has no group (group:COLUMN)"
+            f"condition {config.condition!r} needs the cohort of every row"
+            if cohorts is None
+            else "cohorts were given but the condition has no cohort (cohort:COLUMN)"
         )
         raise UsageError(message)
     X = np.ascontiguousarray(X, dtype=float)
@@ -411,17 +411,17 @@ def run(
         if workers is None:
             workers = jobs if jobs > 1 else (os.cpu_count() or 1)
         nested = _run_dask(
-            X, y, n_classes, tasks, config, scheduler, progress, workers, groups, on_task
+            X, y, n_classes, tasks, config, scheduler, progress, workers, cohorts, on_task
         )
     elif jobs == 1:
-        gen = (run_task(X, y, n_classes, s, c, config, groups=groups) for s, c in tasks)
+        gen = (run_task(X, y, n_classes, s, c, config, cohorts=cohorts) for s, c in tasks)
         nested = _collect(_progress(gen, len(tasks), progress), on_task)
     else:
         # Ordered generator (joblib >= 1.3); the order does not matter, results are
         # sorted by key below.
         parallel = Parallel(n_jobs=jobs, backend="loky", return_as="generator")
         gen = parallel(
-            delayed(run_task)(X, y, n_classes, s, c, config, groups=groups) for s, c in tasks
+            delayed(run_task)(X, y, n_classes, s, c, config, cohorts=cohorts) for s, c in tasks
         )
         nested = _collect(_progress(gen, len(tasks), progress), on_task)
     timings["tasks_s"] = time.perf_counter() - t0
@@ -454,17 +454,17 @@ def stage_timings(results: Sequence[EvalResult]) -> dict[str, dict[str, float]]:
 def _smallest_cell(
     y_cal: np.ndarray,
     n_classes: int,
-    grouped: tuple[RowGroups, np.ndarray, np.ndarray] | None,
+    by_cohort: tuple[RowCohorts, np.ndarray, np.ndarray] | None,
 ) -> int:
     """The fewest calibration rows of a class (within one of the test rows'
-    groups, under a group condition): the smallest cell a threshold came from."""
-    if grouped is None:
+    cohorts, under a cohort condition): the smallest cell a threshold came from."""
+    if by_cohort is None:
         return int(np.bincount(y_cal, minlength=n_classes).min())
-    groups, cal, test = grouped
-    cal_codes = groups.codes[cal]
+    cohorts, cal, test = by_cohort
+    cal_codes = cohorts.codes[cal]
     return min(
         int(np.bincount(y_cal[cal_codes == g], minlength=n_classes).min())
-        for g in np.unique(groups.codes[test])
+        for g in np.unique(cohorts.codes[test])
     )
 
 
@@ -481,7 +481,7 @@ def _collect(
 
 
 def _run_dask(
-    X, y, n_classes, tasks, config, scheduler, progress, workers, groups=None, on_task=None
+    X, y, n_classes, tasks, config, scheduler, progress, workers, cohorts=None, on_task=None
 ):
     """Run the tasks on a Dask cluster: the one at ``scheduler``, or a local one.
 
@@ -517,7 +517,7 @@ def _run_dask(
     try:
         X_f, y_f = client.scatter([X, y], broadcast=True)
         futures = [
-            client.submit(run_task, X_f, y_f, n_classes, s, c, config, groups=groups, pure=False)
+            client.submit(run_task, X_f, y_f, n_classes, s, c, config, cohorts=cohorts, pure=False)
             for s, c in tasks
         ]
         # In submission order (as_completed would need a default client); the

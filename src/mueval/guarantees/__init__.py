@@ -1,4 +1,4 @@
-"""Per-user guarantees of a run: verdicts, coverage intervals, validity, group coverage, warnings.
+"""Per-user guarantees of a run: verdicts, coverage intervals, validity, conditional coverage, warnings.
 
 Modules:
 
@@ -9,7 +9,7 @@ Modules:
   users), the meaning of every "below target" of a run;
 - :mod:`.validity`: are a user's true-label p-values as large as
   exchangeability implies (KS tests, Benjamini-Hochberg);
-- :mod:`.group_coverage`: coverage per class and per group of users;
+- :mod:`.conditional_coverage`: coverage per class and per cohort of users;
 - :mod:`.run_warnings`: the warnings those intervals and tests drive;
 - :mod:`.diagnostics`: conditional-coverage diagnostics of a run (the array
   functions are in :mod:`mueval.metrics.diagnostics`);

@@ -6,8 +6,8 @@ and Holm for folders written before them), from one row per (strategy,
 classifier, user, iteration) with the calibration size of ``splits.parquet``
 and the user's test and covered rows (:func:`verdict_cells`). Coverage per user
 with exact Clopper-Pearson intervals, a description of the observed rate, and
-their summary (:mod:`.intervals`), coverage per class and per group of users
-(:mod:`.group_coverage`), the per-user validity test (:mod:`.validity`) and the
+their summary (:mod:`.intervals`), coverage per class and per cohort of users
+(:mod:`.conditional_coverage`), the per-user validity test (:mod:`.validity`) and the
 warnings they drive (:mod:`.run_warnings`). A run folder stores them
 (:mod:`mueval.runfolder.guarantees` reads them back).
 """
@@ -25,7 +25,7 @@ from mueval.conformal.condition import Condition, parse_condition
 from mueval.conformal.thresholds import min_calibration_size
 from mueval.data.users import user_texts
 from mueval.errors import DataError
-from mueval.guarantees.group_coverage import group_coverage
+from mueval.guarantees.conditional_coverage import conditional_coverage
 from mueval.guarantees.intervals import coverage_summary, per_user_coverage
 from mueval.guarantees.records import CONFIDENCE, USER_VALIDITY_COLUMNS, Guarantees
 from mueval.guarantees.run_warnings import collect_warnings, set_statistics
@@ -36,7 +36,7 @@ __all__ = [
     "USER_CORRECTION",
     "USER_LEVEL",
     "compute_guarantees",
-    "group_tables",
+    "conditional_tables",
     "no_verdict_reason",
     "true_pvalues",
     "user_coverage_table",
@@ -59,10 +59,10 @@ def validity_method(strategy: str, condition: Condition) -> str:
 
     ``"rank"`` (exact) needs each user's p-values of one iteration to come
     from one calibration set whose size ``n_cal`` splits.parquet records. Per
-    class calibration gives each class its own set, and MM under groups gives
-    each group its own while ``n_cal`` counts them all: ``"uniform"`` there.
+    class calibration gives each class its own set, and MM under cohorts gives
+    each cohort its own while ``n_cal`` counts them all: ``"uniform"`` there.
     """
-    if condition.per_class or (condition.by_group and strategy == "mm"):
+    if condition.per_class or (condition.by_cohort and strategy == "mm"):
         return "uniform"
     return "rank"
 
@@ -116,23 +116,23 @@ def validity_table(
     return pd.concat(parts, ignore_index=True)
 
 
-def group_tables(
-    predictions: pd.DataFrame, *, alpha: float, classes: Sequence[str], groups: pd.Series | None
+def conditional_tables(
+    predictions: pd.DataFrame, *, alpha: float, classes: Sequence[str], cohorts: pd.Series | None
 ) -> pd.DataFrame:
-    """Coverage per class, then per group of users when the run had groups."""
+    """Coverage per class, then per cohort of users when the run had cohorts."""
     rows = predictions[["strategy", "classifier", "userid", "y_true", "covered"]]
-    parts = [group_coverage(rows, "class", alpha=alpha, confidence=CONFIDENCE, order=classes)]
-    if groups is not None:
-        parts.append(group_coverage(rows, "group", alpha=alpha, user_groups=groups))
+    parts = [conditional_coverage(rows, "class", alpha=alpha, confidence=CONFIDENCE, order=classes)]
+    if cohorts is not None:
+        parts.append(conditional_coverage(rows, "cohort", alpha=alpha, user_cohorts=cohorts))
     return pd.concat(parts, ignore_index=True)
 
 
-def _groups_series(user_groups: pd.DataFrame | None) -> pd.Series | None:
-    """``user, group`` rows as a Series of groups indexed by the user as text."""
-    if user_groups is None:
+def _cohorts_series(user_cohorts: pd.DataFrame | None) -> pd.Series | None:
+    """``user, cohort`` rows as a Series of cohorts indexed by the user as text."""
+    if user_cohorts is None:
         return None
-    keys = user_texts(user_groups["user"])
-    return pd.Series(user_groups["group"].astype(str).to_numpy(), index=keys.to_numpy())
+    keys = user_texts(user_cohorts["user"])
+    return pd.Series(user_cohorts["cohort"].astype(str).to_numpy(), index=keys.to_numpy())
 
 
 def verdict_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -203,10 +203,10 @@ def no_verdict_reason(strategy: str, settings: Mapping[str, Any]) -> str | None:
             "class-conditional calibration: splits.parquet records the smallest class cell "
             "(n_cal_cell), not each cell's calibration count, so the per-cell ranks are unknown"
         )
-    if condition.by_group and strategy == "mm":
+    if condition.by_cohort and strategy == "mm":
         return (
-            "mm under group calibration: each test row is calibrated on its own group, while "
-            "n_cal counts every group's calibration rows"
+            "mm under cohort calibration: each test row is calibrated on its own cohort, while "
+            "n_cal counts every cohort's calibration rows"
         )
     return None
 
@@ -407,7 +407,7 @@ def compute_guarantees(
     summarise: bool = True,
     classes: Sequence[str] | None = None,
     condition: Condition | None = None,
-    user_groups: pd.DataFrame | None = None,
+    user_cohorts: pd.DataFrame | None = None,
     config: Mapping[str, Any] | None = None,
 ) -> Guarantees:
     """Per-user verdicts and coverage intervals, their summary and the warnings of a run.
@@ -431,11 +431,11 @@ def compute_guarantees(
         ones).
     classes : sequence of str, optional
         Class names in index order; with them, coverage per class (and per
-        group) and the validity tests are computed too.
+        cohort) and the validity tests are computed too.
     condition : Condition, optional
         The run's conditioning (default: none); it decides the validity test.
-    user_groups : DataFrame, optional
-        ``user, group``: each user's group, for coverage per group.
+    user_cohorts : DataFrame, optional
+        ``user, cohort``: each user's cohort, for coverage per cohort.
     config : mapping, optional
         The run's configuration (``run.json``'s ``config``): the verdicts'
         level, correction and combination, the threshold rule, the split and
@@ -446,13 +446,13 @@ def compute_guarantees(
     Guarantees
     """
     per_user = user_coverage_table(predictions, splits, alpha=alpha, config=config, seed=seed)
-    groups = None
+    conditional = None
     if classes is not None:
-        groups = group_tables(
-            predictions, alpha=alpha, classes=classes, groups=_groups_series(user_groups)
+        conditional = conditional_tables(
+            predictions, alpha=alpha, classes=classes, cohorts=_cohorts_series(user_cohorts)
         )
     if not summarise:
-        return Guarantees(per_user, pd.DataFrame(), [], groups, None, user_groups)
+        return Guarantees(per_user, pd.DataFrame(), [], conditional, None, user_cohorts)
     validity = None
     if classes is not None:
         validity = validity_table(predictions, splits, classes, condition or Condition())
@@ -469,4 +469,6 @@ def compute_guarantees(
         user_level=settings["level"],
         user_correction=settings["correction"],
     )
-    return Guarantees(per_user, summary, [asdict(w) for w in found], groups, validity, user_groups)
+    return Guarantees(
+        per_user, summary, [asdict(w) for w in found], conditional, validity, user_cohorts
+    )

@@ -8,10 +8,10 @@ from typing import Any
 import pandas as pd
 
 __all__ = [
+    "CONDITIONAL_COVERAGE_COLUMNS",
     "CONFIDENCE",
     "COVERAGE_INTERVAL_COLUMNS",
     "COVERAGE_SUMMARY_COLUMNS",
-    "GROUP_COVERAGE_COLUMNS",
     "USER_COVERAGE_COLUMNS",
     "USER_VALIDITY_COLUMNS",
     "USER_VERDICT_COLUMNS",
@@ -51,11 +51,11 @@ COVERAGE_SUMMARY_COLUMNS: tuple[str, ...] = (
     "pooled_high",
     "pooled_below",
 )
-GROUP_COVERAGE_COLUMNS: tuple[str, ...] = (
+CONDITIONAL_COVERAGE_COLUMNS: tuple[str, ...] = (
     "strategy",
     "classifier",
     "by",
-    "group",
+    "value",
     "n_users",
     *COVERAGE_INTERVAL_COLUMNS,
 )
@@ -92,18 +92,18 @@ class Guarantees:
     warnings : list of dict
         :class:`~mueval.guarantees.run_warnings.RunWarning` as dicts (``strategy,
         classifier, kind, message, severity``), the form ``run.json`` holds.
-    group_coverage : DataFrame or None
-        Coverage per class (``by == "class"``) and per group of users
-        (``by == "group"``) with Clopper-Pearson intervals.
+    conditional_coverage : DataFrame or None
+        Coverage per class (``by == "class"``) and per cohort of users
+        (``by == "cohort"``) with Clopper-Pearson intervals.
     user_validity : DataFrame or None
         The one-sided KS test per user, Benjamini-Hochberg adjusted.
-    user_groups : DataFrame or None
-        ``user, group``: each user's group, when the run had groups.
+    user_cohorts : DataFrame or None
+        ``user, cohort``: each user's cohort, when the run had cohorts.
     """
 
     user_coverage: pd.DataFrame
     coverage_summary: pd.DataFrame
     warnings: list[dict[str, Any]] = field(default_factory=list)
-    group_coverage: pd.DataFrame | None = None
+    conditional_coverage: pd.DataFrame | None = None
     user_validity: pd.DataFrame | None = None
-    user_groups: pd.DataFrame | None = None
+    user_cohorts: pd.DataFrame | None = None

@@ -5,7 +5,7 @@ PNG and SVG files. Modules:
 
 - :mod:`.build`: the report of one run folder, figures on disk plus the page;
 - :mod:`.page_one`: the strategy x classifier grid, the warnings, the first figures;
-- :mod:`.conditional`: the sections on coverage per class and group, and validity;
+- :mod:`.conditional`: the sections on coverage per class and cohort, and validity;
 - :mod:`.side_by_side`: this run's per-user guarantees beside other runs';
 - :mod:`.setstats`: statistics of prediction sets (the study's matrices);
 - :mod:`.figures`: the figures, drawn with matplotlib;

@@ -1002,14 +1002,14 @@ def _build(
 def _conditional_sections(
     run: RunFolder, g: Guarantees, strategies: list[str], classifiers: list[str], target: float
 ) -> list[Section]:
-    """Coverage per class and group, and validity per user (when present)."""
+    """Coverage per class and cohort, and validity per user (when present)."""
 
     def name(s: str, c: str) -> tuple[str, str]:
         return _sname(s), _cname(c)
 
     found = [
         conditional_coverage_section(
-            g.group_coverage, run.config, strategies, classifiers, target=target, name=name
+            g.conditional_coverage, run.config, strategies, classifiers, target=target, name=name
         ),
         validity_section(g.user_validity, strategies, classifiers, name=name),
     ]
@@ -1023,9 +1023,9 @@ def _guarantees(run: RunFolder) -> Guarantees:
             run.user_coverage,
             run.coverage_summary,
             list(run.warnings or []),
-            run.group_coverage,
+            run.conditional_coverage,
             run.user_validity,
-            run.user_groups,
+            run.user_cohorts,
         )
     return compute_guarantees(
         run.predictions,

@@ -1,9 +1,9 @@
-"""Report sections for conditional coverage: coverage per class and per group of
-users (``group_coverage.csv``), and the per-user validity test
+"""Report sections for conditional coverage: coverage per class and per cohort of
+users (``conditional_coverage.csv``), and the per-user validity test
 (``user_validity.csv``).
 
 Both are tables, no figures: a matrix of coverage with its Clopper-Pearson
-interval per (strategy, classifier) and group, and per (strategy, classifier)
+interval per (strategy, classifier) and class or cohort, and per (strategy, classifier)
 the users whose p-values the one-sided KS test rejects.
 """
 
@@ -29,13 +29,13 @@ def _cell(row: pd.Series) -> str:
 def _matrix(
     table: pd.DataFrame, strategies: Sequence[str], classifiers: Sequence[str], name: Namer
 ) -> tuple[list[str], list[list[object]]]:
-    """One row per (strategy, classifier), one column per group, in the file's order."""
-    groups = list(dict.fromkeys(table["group"].astype(str)))
+    """One row per (strategy, classifier), one column per value, in the file's order."""
+    values = list(dict.fromkeys(table["value"].astype(str)))
     rows = []
     for s, c, sub in _per_task(table, strategies, classifiers):
-        cells = {str(r["group"]): _cell(r) for _, r in sub.iterrows()}
-        rows.append([*name(s, c), *(cells.get(g, "") for g in groups)])
-    return groups, rows
+        cells = {str(r["value"]): _cell(r) for _, r in sub.iterrows()}
+        rows.append([*name(s, c), *(cells.get(v, "") for v in values)])
+    return values, rows
 
 
 def _per_task(
@@ -58,14 +58,14 @@ def conditional_coverage_section(
     target: float,
     name: Namer,
 ) -> Section | None:
-    """Coverage per class, and per group of users when the run had groups.
+    """Coverage per class, and per cohort of users when the run had cohorts.
 
     Parameters
     ----------
     table : DataFrame or None
-        ``group_coverage.csv``; None for a folder without it.
+        ``conditional_coverage.csv``; None for a folder without it.
     config : dict
-        The run's configuration (``condition``, ``group_column``).
+        The run's configuration (``condition``, ``cohort_column``).
     strategies, classifiers : sequence of str
     target : float
         ``1 - alpha``.
@@ -78,28 +78,28 @@ def conditional_coverage_section(
     body = [
         note_html(
             f"Calibration conditioned on: {condition}. Coverage of the test rows of each class "
-            "(true class) and, when the run had groups, of each group of users, pooled over "
+            "(true class) and, when the run had cohorts, of each cohort of users, pooled over "
             "users and iterations, with its exact 95 % (Clopper-Pearson) interval; 'below' "
             f"marks an interval entirely below the target {target:.2f}. Unconditional "
-            "calibration promises the target only on average over classes and groups; "
-            "per-class or per-group calibration promises it within each (docs/"
+            "calibration promises the target only on average over classes and cohorts; "
+            "per-class or per-cohort calibration promises it within each (docs/"
             "per-user-guarantees.md, section 4)."
         )
     ]
-    for by, title in (("class", "Coverage per class"), ("group", "Coverage per group of users")):
+    for by, title in (("class", "Coverage per class"), ("cohort", "Coverage per cohort of users")):
         part = table[table["by"].astype(str) == by]
         if part.empty:
             continue
-        groups, rows = _matrix(part, strategies, classifiers, name)
-        if by == "group":
-            column = config.get("group_column") or "group"
+        values, rows = _matrix(part, strategies, classifiers, name)
+        if by == "cohort":
+            column = config.get("cohort_column") or "cohort"
             title = f"{title} ({column})"
-            users = part.groupby("group", sort=False)["n_users"].max()
-            groups_head = [f"{g} ({int(users[g])} users)" for g in groups]
+            users = part.groupby("value", sort=False)["n_users"].max()
+            values_head = [f"{v} ({int(users[v])} users)" for v in values]
         else:
-            groups_head = groups
-        body.append(table_html(["strategy", "classifier", *groups_head], rows, caption=title))
-    return Section("Coverage per class and group", "conditional-coverage", body)
+            values_head = values
+        body.append(table_html(["strategy", "classifier", *values_head], rows, caption=title))
+    return Section("Coverage per class and cohort", "conditional-coverage", body)
 
 
 def validity_section(
@@ -150,7 +150,7 @@ def validity_section(
             "distribution (H0: P(p <= t) <= t for all t). Method rank: the exact two-sample "
             "test of the test scores against their own calibration set, per iteration, "
             "combined over iterations by Bonferroni; method uniform (per-class calibration, "
-            "and MM under groups): the one-sample test on the pooled p-values, a screen that "
+            "and MM under cohorts): the one-sample test on the pooled p-values, a screen that "
             "flags too readily. The p-values are adjusted across the users of each strategy "
             "and classifier by Benjamini-Hochberg; a user is flagged when the adjusted value "
             "is at most 0.05 (docs/per-user-guarantees.md, section 3)."

@@ -22,9 +22,9 @@ predictions:
    tolerance; the conditional-coverage diagnostics in the summary likewise
    against ``diagnostics.parquet``;
 5. the files of conditional coverage (read by :mod:`.guarantees`):
-   ``user_groups.csv`` gives every user of the predictions one group;
-   ``group_coverage.csv``'s counts per class and group are the predictions'
-   (:func:`check_group_coverage`); ``user_validity.csv``'s row counts are the
+   ``user_cohorts.csv`` gives every user of the predictions one cohort;
+   ``conditional_coverage.csv``'s counts per class and cohort are the predictions'
+   (:func:`check_conditional_coverage`); ``user_validity.csv``'s row counts are the
    predictions', and its ``pvalue_bh`` and ``flagged`` follow from its
    ``pvalue`` (:func:`check_user_validity`).
 
@@ -49,9 +49,9 @@ from mueval.runfolder.records import RunFolder, RunFolderError
 
 __all__ = [
     "RTOL",
+    "check_conditional_coverage",
     "check_consistency",
-    "check_group_coverage",
-    "check_user_groups",
+    "check_user_cohorts",
     "check_user_validity",
     "check_user_verdicts",
 ]
@@ -503,31 +503,31 @@ def check_consistency(run: RunFolder, predictions: pa.Table) -> None:
     _check_summary(run)
 
 
-def check_user_groups(path: object, stored: pd.DataFrame, users: pd.Series) -> None:
-    """``user_groups.csv``: each user of the predictions once, each with a group."""
+def check_user_cohorts(path: object, stored: pd.DataFrame, users: pd.Series) -> None:
+    """``user_cohorts.csv``: each user of the predictions once, each with a cohort."""
     keys = user_texts(stored["user"])
     twice = keys[keys.duplicated()]
     if len(twice):
-        msg = f"{path}: user {twice.iloc[0]} is listed more than once; expected one group per user"
+        msg = f"{path}: user {twice.iloc[0]} is listed more than once; expected one cohort per user"
         raise RunFolderError(msg[:300])
-    empty = stored["group"].isna() | (stored["group"].astype(str).str.strip() == "")
+    empty = stored["cohort"].isna() | (stored["cohort"].astype(str).str.strip() == "")
     if empty.any():
-        msg = f"{path}: user {keys[empty].iloc[0]} has no group"
+        msg = f"{path}: user {keys[empty].iloc[0]} has no cohort"
         raise RunFolderError(msg[:300])
     absent = sorted(set(user_texts(pd.Series(pd.unique(users)))) - set(keys))
     if absent:
-        msg = f"{path}: users of predictions.parquet without a group: {', '.join(absent[:5])}"
+        msg = f"{path}: users of predictions.parquet without a cohort: {', '.join(absent[:5])}"
         raise RunFolderError(msg[:300])
 
 
-def check_group_coverage(path: object, stored: pd.DataFrame, fresh: pd.DataFrame) -> None:
-    """``group_coverage.csv``: the counts per (strategy, classifier, by, group) are
-    those of the predictions (and the groups of ``user_groups.csv``)."""
+def check_conditional_coverage(path: object, stored: pd.DataFrame, fresh: pd.DataFrame) -> None:
+    """``conditional_coverage.csv``: the counts per (strategy, classifier, by, value) are
+    those of the predictions (and the cohorts of ``user_cohorts.csv``)."""
     counts = ["n_users", "n", "n_covered"]
     _numeric(path, stored, [*counts, "coverage", "low", "high"])
-    keys = ["strategy", "classifier", "by", "group"]
-    left = fresh[[*keys, *counts]].astype({"group": str})
-    right = stored[[*keys, *counts]].astype({"group": str})
+    keys = ["strategy", "classifier", "by", "value"]
+    left = fresh[[*keys, *counts]].astype({"value": str})
+    right = stored[[*keys, *counts]].astype({"value": str})
     merged = left.merge(right, on=keys, how="outer", suffixes=("", "_file"), indicator=True)
     bad = merged[
         (merged["_merge"] != "both")
@@ -535,7 +535,7 @@ def check_group_coverage(path: object, stored: pd.DataFrame, fresh: pd.DataFrame
     ]
     if len(bad):
         r = bad.iloc[0]
-        where = f"{r['strategy']} / {r['classifier']} {r['by']} {_show(r['group'])}"
+        where = f"{r['strategy']} / {r['classifier']} {r['by']} {_show(r['value'])}"
         if r["_merge"] != "both":
             side = "the file lacks it" if r["_merge"] == "left_only" else "the predictions lack it"
             msg = f"{path}: {where}: {side}"

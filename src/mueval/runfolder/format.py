@@ -9,10 +9,10 @@ diagnostics level is ``none``, ``diagnostics.parquet`` and ``size_coverage.csv``
 per-user guarantees also hold ``user_coverage.csv`` and ``coverage_summary.csv``
 and a ``warnings`` list in ``run.json``; a reader recomputes them from the
 predictions when an older folder lacks them. Runs written since conditional
-calibration also hold ``group_coverage.csv`` (coverage per class, and per
-group of users when the run had groups), ``user_validity.csv`` (the per-user
-KS test of :mod:`mueval.guarantees.validity`) and, when the run had groups,
-``user_groups.csv`` (each user's group). Runs written since the exact per-user
+calibration also hold ``conditional_coverage.csv`` (coverage per class, and per
+cohort of users when the run had cohorts), ``user_validity.csv`` (the per-user
+KS test of :mod:`mueval.guarantees.validity`) and, when the run had cohorts,
+``user_cohorts.csv`` (each user's cohort). Runs written since the exact per-user
 test record ``user_level``, ``user_correction`` and ``user_combine`` in
 ``run.json``'s config, and ``user_coverage.csv`` holds the test's
 ``expected_covered``, ``p_value``, ``p_adjusted`` and its verdict ``below``.
@@ -45,18 +45,18 @@ RUN_FILES: tuple[str, ...] = (
     "size_coverage.csv",
     "user_coverage.csv",
     "coverage_summary.csv",
-    "group_coverage.csv",
+    "conditional_coverage.csv",
     "user_validity.csv",
-    "user_groups.csv",
+    "user_cohorts.csv",
 )
 
 #: The per-user guarantee files (optional: older folders lack them).
 USER_COVERAGE_FILE = "user_coverage.csv"
 COVERAGE_SUMMARY_FILE = "coverage_summary.csv"
-#: Coverage per class and group, the per-user validity test, each user's group.
-GROUP_COVERAGE_FILE = "group_coverage.csv"
+#: Coverage per class and cohort, the per-user validity test, each user's cohort.
+CONDITIONAL_COVERAGE_FILE = "conditional_coverage.csv"
 USER_VALIDITY_FILE = "user_validity.csv"
-USER_GROUPS_FILE = "user_groups.csv"
+USER_COHORTS_FILE = "user_cohorts.csv"
 
 #: The default output of ``mueval report`` inside a run folder, and what it holds.
 REPORT_DIR = "report"
@@ -91,7 +91,7 @@ PREDICTION_COLUMNS: tuple[str, ...] = (
     "p_values",
     "proba",
 )
-USER_GROUPS_COLUMNS: tuple[str, ...] = ("user", "group")
+USER_COHORTS_COLUMNS: tuple[str, ...] = ("user", "cohort")
 #: Fields of each entry of ``run.json``'s optional ``warnings`` list.
 WARNING_KEYS: tuple[str, ...] = ("strategy", "classifier", "kind", "message", "severity")
 #: Keys every ``run.json`` holds.

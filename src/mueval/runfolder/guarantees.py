@@ -1,7 +1,7 @@
 """Read a run folder's per-user guarantees back, checked against its predictions.
 
 The guarantees (:mod:`mueval.guarantees`) are written into the run folder
-(``user_coverage.csv``, ``coverage_summary.csv``, ``group_coverage.csv``,
+(``user_coverage.csv``, ``coverage_summary.csv``, ``conditional_coverage.csv``,
 ``user_validity.csv``, ``run.json``'s ``warnings``) and recomputed on load for
 folders written before these files existed. The per-user verdicts are
 recomputed on every load and must equal the stored ones; a folder written
@@ -21,25 +21,25 @@ from mueval.conformal.condition import Condition, parse_condition
 from mueval.data.users import user_text
 from mueval.guarantees.compute import compute_guarantees, true_pvalues, validity_table
 from mueval.guarantees.records import (
+    CONDITIONAL_COVERAGE_COLUMNS,
     COVERAGE_SUMMARY_COLUMNS,
-    GROUP_COVERAGE_COLUMNS,
     USER_COVERAGE_COLUMNS,
     USER_VALIDITY_COLUMNS,
     USER_VERDICT_COLUMNS,
     Guarantees,
 )
 from mueval.runfolder.consistency import (
-    check_group_coverage,
-    check_user_groups,
+    check_conditional_coverage,
+    check_user_cohorts,
     check_user_validity,
     check_user_verdicts,
 )
 from mueval.runfolder.format import (
+    CONDITIONAL_COVERAGE_FILE,
     COVERAGE_SUMMARY_FILE,
-    GROUP_COVERAGE_FILE,
+    USER_COHORTS_COLUMNS,
+    USER_COHORTS_FILE,
     USER_COVERAGE_FILE,
-    USER_GROUPS_COLUMNS,
-    USER_GROUPS_FILE,
     USER_VALIDITY_FILE,
     WARNING_KEYS,
 )
@@ -126,12 +126,12 @@ def _check_warnings(path: Path, warnings: object) -> list[dict[str, Any]]:
     return [{k: w[k] for k in WARNING_KEYS} for w in warnings]  # type: ignore[union-attr]
 
 
-def _stored_groups(root: Path, users: pd.Series) -> pd.DataFrame | None:
-    """``user_groups.csv``: every user of the predictions, one group each."""
-    if not (root / USER_GROUPS_FILE).exists():
+def _stored_cohorts(root: Path, users: pd.Series) -> pd.DataFrame | None:
+    """``user_cohorts.csv``: every user of the predictions, one cohort each."""
+    if not (root / USER_COHORTS_FILE).exists():
         return None
-    stored = _read_csv(root / USER_GROUPS_FILE, USER_GROUPS_COLUMNS, users, ["user"], ("group",))
-    check_user_groups(root / USER_GROUPS_FILE, stored, users)
+    stored = _read_csv(root / USER_COHORTS_FILE, USER_COHORTS_COLUMNS, users, ["user"], ("cohort",))
+    check_user_cohorts(root / USER_COHORTS_FILE, stored, users)
     return stored
 
 
@@ -147,15 +147,21 @@ def _condition(root: Path, run: dict) -> Condition:
 def _with_stored_extras(
     root: Path, fresh: Guarantees, predictions: pd.DataFrame, splits: pd.DataFrame, run: dict
 ) -> Guarantees:
-    """Coverage per class and group, and the validity tests: the stored files,
+    """Coverage per class and cohort, and the validity tests: the stored files,
     checked against the predictions, or computed when the folder predates them."""
     users = predictions["userid"]
-    if (root / GROUP_COVERAGE_FILE).exists():
+    if (root / CONDITIONAL_COVERAGE_FILE).exists():
         stored = _read_csv(
-            root / GROUP_COVERAGE_FILE, GROUP_COVERAGE_COLUMNS, users, [], ("by", "group")
+            root / CONDITIONAL_COVERAGE_FILE,
+            CONDITIONAL_COVERAGE_COLUMNS,
+            users,
+            [],
+            ("by", "value"),
         )
-        check_group_coverage(root / GROUP_COVERAGE_FILE, stored, fresh.group_coverage)
-        fresh.group_coverage = stored
+        check_conditional_coverage(
+            root / CONDITIONAL_COVERAGE_FILE, stored, fresh.conditional_coverage
+        )
+        fresh.conditional_coverage = stored
     if (root / USER_VALIDITY_FILE).exists():
         stored = _read_csv(root / USER_VALIDITY_FILE, USER_VALIDITY_COLUMNS, users, ["user"])
         rows = predictions[~np.isnan(true_pvalues(predictions, run["classes"]))]
@@ -201,7 +207,7 @@ def load_guarantees(
         and (root / USER_COVERAGE_FILE).exists()
         and (root / COVERAGE_SUMMARY_FILE).exists()
     )
-    user_groups = _stored_groups(root, predictions["userid"])
+    user_cohorts = _stored_cohorts(root, predictions["userid"])
     try:
         fresh = compute_guarantees(
             predictions,
@@ -211,7 +217,7 @@ def load_guarantees(
             summarise=not (have and "warnings" in run),
             classes=run["classes"],
             condition=_condition(root, run),
-            user_groups=user_groups,
+            user_cohorts=user_cohorts,
             config=run["config"],
         )
     except ValueError as exc:
@@ -237,9 +243,9 @@ def load_guarantees(
             stored,
             summary,
             fresh.warnings,
-            fresh.group_coverage,
+            fresh.conditional_coverage,
             fresh.user_validity,
-            user_groups,
+            user_cohorts,
         )
     fresh = _with_stored_extras(root, fresh, predictions, splits, run)
     if "warnings" in run and verdicts:

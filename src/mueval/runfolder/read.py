@@ -271,7 +271,7 @@ def read_run_folder(path: str | Path) -> RunFolder:
     run_folder.user_coverage = found.user_coverage
     run_folder.coverage_summary = found.coverage_summary
     run_folder.warnings = found.warnings
-    run_folder.group_coverage = found.group_coverage
+    run_folder.conditional_coverage = found.conditional_coverage
     run_folder.user_validity = found.user_validity
-    run_folder.user_groups = found.user_groups
+    run_folder.user_cohorts = found.user_cohorts
     return run_folder

@@ -41,12 +41,12 @@ class RunFolder:
         coverage, with intervals (``coverage_summary.csv``).
     warnings : list of dict or None
         The interval-driven warnings (``run.json``'s ``warnings``).
-    group_coverage : DataFrame or None
-        Coverage per class and per group of users (``group_coverage.csv``).
+    conditional_coverage : DataFrame or None
+        Coverage per class and per cohort of users (``conditional_coverage.csv``).
     user_validity : DataFrame or None
         The per-user validity tests (``user_validity.csv``).
-    user_groups : DataFrame or None
-        ``user, group`` when the run had groups (``user_groups.csv``).
+    user_cohorts : DataFrame or None
+        ``user, cohort`` when the run had cohorts (``user_cohorts.csv``).
     """
 
     path: Path
@@ -59,9 +59,9 @@ class RunFolder:
     user_coverage: pd.DataFrame | None = None
     coverage_summary: pd.DataFrame | None = None
     warnings: list[dict] | None = None
-    group_coverage: pd.DataFrame | None = None
+    conditional_coverage: pd.DataFrame | None = None
     user_validity: pd.DataFrame | None = None
-    user_groups: pd.DataFrame | None = None
+    user_cohorts: pd.DataFrame | None = None
 
     @property
     def config(self) -> dict:

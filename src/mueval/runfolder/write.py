@@ -43,14 +43,14 @@ from mueval.evaluation.aggregate import user_dtype
 from mueval.evaluation.records import EvalResult
 from mueval.files import check_inside, neutralise_formulas
 from mueval.runfolder.format import (
+    CONDITIONAL_COVERAGE_FILE,
     COVERAGE_SUMMARY_FILE,
     FORMAT_VERSION,
-    GROUP_COVERAGE_FILE,
     REPORT_DIR,
     RUN_FILES,
     RUN_FORMAT,
+    USER_COHORTS_FILE,
     USER_COVERAGE_FILE,
-    USER_GROUPS_FILE,
     USER_VALIDITY_FILE,
 )
 
@@ -552,9 +552,9 @@ def finish_run_folder(
     size_coverage: pd.DataFrame | None = None,
     user_coverage: pd.DataFrame | None = None,
     coverage_summary: pd.DataFrame | None = None,
-    group_coverage: pd.DataFrame | None = None,
+    conditional_coverage: pd.DataFrame | None = None,
     user_validity: pd.DataFrame | None = None,
-    user_groups: pd.DataFrame | None = None,
+    user_cohorts: pd.DataFrame | None = None,
     overwrite: bool = False,
 ) -> Path:
     """Write the files of a run into ``tmp`` (:func:`open_run_folder`) and move it
@@ -578,10 +578,10 @@ def finish_run_folder(
     user_coverage, coverage_summary : DataFrame, optional
         The per-user guarantees (:mod:`mueval.runfolder.guarantees`), written as
         ``user_coverage.csv`` and ``coverage_summary.csv`` when given.
-    group_coverage, user_validity, user_groups : DataFrame, optional
-        Coverage per class and group, the per-user validity tests and each
-        user's group, written as ``group_coverage.csv``, ``user_validity.csv``
-        and ``user_groups.csv`` when given.
+    conditional_coverage, user_validity, user_cohorts : DataFrame, optional
+        Coverage per class and cohort, the per-user validity tests and each
+        user's cohort, written as ``conditional_coverage.csv``, ``user_validity.csv``
+        and ``user_cohorts.csv`` when given.
     overwrite : bool
         Replace an existing run folder at ``target``.
 
@@ -618,9 +618,9 @@ def finish_run_folder(
         for name, frame in (
             (USER_COVERAGE_FILE, user_coverage),
             (COVERAGE_SUMMARY_FILE, coverage_summary),
-            (GROUP_COVERAGE_FILE, group_coverage),
+            (CONDITIONAL_COVERAGE_FILE, conditional_coverage),
             (USER_VALIDITY_FILE, user_validity),
-            (USER_GROUPS_FILE, user_groups),
+            (USER_COHORTS_FILE, user_cohorts),
         ):
             if frame is not None:
                 writers.append(

@@ -1,9 +1,9 @@
-"""Groups of users: each user's value of a user-level attribute (age band, device).
+"""Cohorts of users: the users who share a value of a user-level attribute (age band, device).
 
-The attribute comes from a side CSV keyed by user (``userid`` and the group
+The attribute comes from a side CSV keyed by user (``userid`` and the cohort
 column) or from a column of the evaluated table; it must be constant within
-each user, and every evaluated user must have a value. Group-conditional
-calibration (:mod:`mueval.conformal.condition`) uses the group of every row.
+each user, and every evaluated user must have a value. Cohort-conditional
+calibration (:mod:`mueval.conformal.condition`) uses the cohort of every row.
 """
 
 from __future__ import annotations
@@ -21,52 +21,52 @@ from mueval.errors import DataError, UsageError
 from mueval.files import open_input
 
 __all__ = [
-    "RowGroups",
-    "read_groups_file",
-    "resolve_groups",
-    "user_groups",
+    "RowCohorts",
+    "read_cohorts_file",
+    "resolve_cohorts",
+    "user_cohorts",
 ]
 
 
-def read_groups_file(path: str | Path) -> pd.DataFrame:
-    """A groups CSV (utf-8): a ``userid`` column and one or more attribute columns.
+def read_cohorts_file(path: str | Path) -> pd.DataFrame:
+    """A cohorts CSV (utf-8): a ``userid`` column and one or more attribute columns.
 
     Every value is read as text, so ``"07"`` stays ``"07"``.
     """
     path = Path(path)
-    with open_input(path, "--groups") as handle:
+    with open_input(path, "--cohorts") as handle:
         content = handle.read()
     try:
         frame = pd.read_csv(io.BytesIO(content), encoding="utf-8", dtype=str)
     except (ValueError, OSError) as exc:
         found = " ".join(str(exc).split())[:200]
-        message = f"cannot read {path} as a groups CSV (utf-8): {found}"
+        message = f"cannot read {path} as a cohorts CSV (utf-8): {found}"
         raise DataError(message) from exc
     if "userid" not in frame.columns or len(frame.columns) < 2:
         message = (
-            f"{path}: a groups file needs a 'userid' column and a group column; found "
+            f"{path}: a cohorts file needs a 'userid' column and a cohort column; found "
             f"columns {list(frame.columns)}"
         )
         raise DataError(message)
     return frame
 
 
-def user_groups(frame: pd.DataFrame, column: str | None, *, where: str) -> pd.Series:
-    """Each user's group from a table with one row per user or per window.
+def user_cohorts(frame: pd.DataFrame, column: str | None, *, where: str) -> pd.Series:
+    """Each user's cohort from a table with one row per user or per window.
 
     Parameters
     ----------
     frame : DataFrame
-        ``userid`` and the group column.
+        ``userid`` and the cohort column.
     column : str or None
-        The group column; None when ``frame`` has exactly one besides ``userid``.
+        The cohort column; None when ``frame`` has exactly one besides ``userid``.
     where : str
         What the table is, for messages.
 
     Returns
     -------
     Series
-        Group (text) indexed by the user id as text, sorted by user.
+        Cohort (text) indexed by the user id as text, sorted by user.
 
     Raises
     ------
@@ -77,20 +77,20 @@ def user_groups(frame: pd.DataFrame, column: str | None, *, where: str) -> pd.Se
     if column is None:
         if len(others) != 1:
             message = (
-                f"{where}: name the group column (condition group:COLUMN); columns "
+                f"{where}: name the cohort column (condition cohort:COLUMN); columns "
                 f"besides userid are {others}"
             )
             raise UsageError(message)
         column = others[0]
     if column not in frame.columns:
-        message = f"{where}: no group column {column!r}; columns are {list(frame.columns)}"
+        message = f"{where}: no cohort column {column!r}; columns are {list(frame.columns)}"
         raise UsageError(message)
     users = user_texts(frame["userid"])
     values = frame[column]
     missing = values.isna() | (values.astype(str).str.strip() == "")
     if missing.any():
         who = sorted(set(users[missing]))[:5]
-        message = f"{where}: user(s) {', '.join(who)} have no value of group column {column!r}"
+        message = f"{where}: user(s) {', '.join(who)} have no value of cohort column {column!r}"
         raise DataError(message)
     values = user_texts(values)
     per_user = values.groupby(users.to_numpy(), sort=True).unique()
@@ -98,8 +98,8 @@ def user_groups(frame: pd.DataFrame, column: str | None, *, where: str) -> pd.Se
     if len(split):
         user, seen = split.index[0], sorted(split.iloc[0])[:4]
         message = (
-            f"{where}: user {user} has {len(split.iloc[0])} values of group column "
-            f"{column!r} ({', '.join(map(repr, seen))}); a group must be constant within "
+            f"{where}: user {user} has {len(split.iloc[0])} values of cohort column "
+            f"{column!r} ({', '.join(map(repr, seen))}); a cohort must be constant within "
             "each user"
         )
         raise DataError(message)
@@ -109,18 +109,18 @@ def user_groups(frame: pd.DataFrame, column: str | None, *, where: str) -> pd.Se
 
 
 @dataclass(frozen=True)
-class RowGroups:
-    """The group of every row of a table, and of every user.
+class RowCohorts:
+    """The cohort of every row of a table, and of every user.
 
     Attributes
     ----------
     codes : ndarray of int, shape (n_rows,)
         Index into ``names``.
     names : list of str
-        Group names, sorted.
+        Cohort names, sorted.
     column : str
     users : Series
-        Group per user (text), indexed by the user id as text.
+        Cohort per user (text), indexed by the user id as text.
     """
 
     codes: np.ndarray
@@ -129,12 +129,12 @@ class RowGroups:
     users: pd.Series
 
 
-def _row_codes(table_users: np.ndarray, per_user: pd.Series, where: str) -> RowGroups:
+def _row_codes(table_users: np.ndarray, per_user: pd.Series, where: str) -> RowCohorts:
     keys = np.array([user_text(u) for u in table_users], dtype=object)
     unknown = sorted(set(keys) - set(per_user.index))
     if unknown:
         message = (
-            f"{where}: {len(unknown)} evaluated user(s) have no group, e.g. "
+            f"{where}: {len(unknown)} evaluated user(s) have no cohort, e.g. "
             f"{', '.join(unknown[:5])}; every user needs one"
         )
         raise DataError(message)
@@ -142,15 +142,15 @@ def _row_codes(table_users: np.ndarray, per_user: pd.Series, where: str) -> RowG
     names = sorted(set(wanted))
     index = {name: i for i, name in enumerate(names)}
     codes = np.array([index[wanted[k]] for k in keys], dtype=int)
-    return RowGroups(codes, names, str(per_user.name), wanted)
+    return RowCohorts(codes, names, str(per_user.name), wanted)
 
 
 def _take_column(table: Table, column: str) -> tuple[Table, pd.Series]:
-    """Remove a numeric feature column from the table: it names groups, it is no feature."""
+    """Remove a numeric feature column from the table: it names cohorts, it is no feature."""
     if column not in table.features:
         message = (
-            f"{table.info.get('name', 'the table')}: no column {column!r} to take groups "
-            f"from (give a groups CSV, --groups FILE, or a column of the table)"
+            f"{table.info.get('name', 'the table')}: no column {column!r} to take cohorts "
+            f"from (give a cohorts CSV, --cohorts FILE, or a column of the table)"
         )
         raise UsageError(message)
     i = table.features.index(column)
@@ -159,55 +159,55 @@ def _take_column(table: Table, column: str) -> tuple[Table, pd.Series]:
     if not keep:
         message = f"{table.info.get('name', 'the table')}: {column!r} is its only feature"
         raise DataError(message)
-    info = {**table.info, "n_features": len(keep), "group_column": column}
+    info = {**table.info, "n_features": len(keep), "cohort_column": column}
     features = [table.features[j] for j in keep]
     return replace(table, X=table.X[:, keep], features=features, info=info), values
 
 
-def resolve_groups(
+def resolve_cohorts(
     table: Table,
-    groups: str | Path | pd.DataFrame | None,
+    cohorts: str | Path | pd.DataFrame | None,
     *,
-    by_group: bool,
+    by_cohort: bool,
     column: str | None,
-) -> tuple[Table, RowGroups | None]:
-    """The group of every row of ``table``.
+) -> tuple[Table, RowCohorts | None]:
+    """The cohort of every row of ``table``.
 
     Parameters
     ----------
     table : Table
-    groups : path, DataFrame or None
-        A groups CSV or table (``userid`` and group columns); None: the group
+    cohorts : path, DataFrame or None
+        A cohorts CSV or table (``userid`` and cohort columns); None: the cohort
         column is a numeric column of ``table``, which is then removed from
         the features.
-    by_group : bool
-        Whether the calibration is conditioned on a group
-        (:attr:`mueval.conformal.condition.Condition.by_group`).
+    by_cohort : bool
+        Whether the calibration is conditioned on a cohort
+        (:attr:`mueval.conformal.condition.Condition.by_cohort`).
     column : str or None
-        The group column (None: the only column of the groups file).
+        The cohort column (None: the only column of the cohorts file).
 
     Returns
     -------
     table : Table
-        Without the group column when it came from the table.
-    row_groups : RowGroups or None
-        None when the calibration has no group.
+        Without the cohort column when it came from the table.
+    row_cohorts : RowCohorts or None
+        None when the calibration has no cohort.
     """
-    if not by_group:
-        if groups is not None:
-            message = "groups were given but the condition has no group (use group:COLUMN)"
+    if not by_cohort:
+        if cohorts is not None:
+            message = "cohorts were given but the condition has no cohort (use cohort:COLUMN)"
             raise UsageError(message)
         return table, None
-    if groups is None:
+    if cohorts is None:
         if column is None:
-            message = "condition group needs a column: group:COLUMN, or a groups file"
+            message = "condition cohort needs a column: cohort:COLUMN, or a cohorts file"
             raise UsageError(message)
         table, values = _take_column(table, column)
         frame = pd.DataFrame({"userid": table.users, column: values})
         where = f"{table.info.get('name', 'the table')} column {column!r}"
-    elif isinstance(groups, pd.DataFrame):
-        frame, where = groups.astype(object), "the groups table"
+    elif isinstance(cohorts, pd.DataFrame):
+        frame, where = cohorts.astype(object), "the cohorts table"
     else:
-        frame, where = read_groups_file(groups), str(groups)
-    per_user = user_groups(frame, column, where=where)
+        frame, where = read_cohorts_file(cohorts), str(cohorts)
+    per_user = user_cohorts(frame, column, where=where)
     return table, _row_codes(table.users, per_user, where)

@@ -1,4 +1,4 @@
-"""Coverage per class and per group of users, with Clopper-Pearson intervals."""
+"""Coverage per class and per cohort of users, with Clopper-Pearson intervals."""
 
 from __future__ import annotations
 
@@ -10,83 +10,83 @@ from mueval.data.users import user_texts
 from mueval.errors import DataError, UsageError
 from mueval.guarantees.intervals import clopper_pearson
 
-__all__ = ["group_coverage"]
+__all__ = ["conditional_coverage"]
 
 
-def group_coverage(
+def conditional_coverage(
     rows: pd.DataFrame,
     by: str,
     *,
     alpha: float,
     confidence: float = 0.95,
-    user_groups: pd.Series | None = None,
+    user_cohorts: pd.Series | None = None,
     order: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """Coverage per class or per group of users, with Clopper-Pearson intervals.
+    """Coverage per class or per cohort of users, with Clopper-Pearson intervals.
 
     Parameters
     ----------
     rows : DataFrame
         Prediction rows: ``strategy, classifier, userid, y_true, covered``.
     by : str
-        ``"class"`` (the row's true class) or ``"group"`` (its user's group).
+        ``"class"`` (the row's true class) or ``"cohort"`` (its user's cohort).
     alpha : float
         Miscoverage level; ``below`` is true when the whole interval lies below
         ``1 - alpha``.
     confidence : float
-    user_groups : Series, optional
-        Group per user (text), indexed by the user id as text; needed for
-        ``by="group"``.
+    user_cohorts : Series, optional
+        Cohort per user (text), indexed by the user id as text; needed for
+        ``by="cohort"``.
     order : sequence of str, optional
-        Order of the groups in the output (default: sorted).
+        Order of the values (classes or cohorts) in the output (default: sorted).
 
     Returns
     -------
     DataFrame
-        ``strategy, classifier, by, group, n_users, n, n_covered, coverage,
-        low, high, below``, one row per (strategy, classifier, group).
+        ``strategy, classifier, by, value, n_users, n, n_covered, coverage,
+        low, high, below``, one row per (strategy, classifier, value).
 
     Examples
     --------
     >>> import pandas as pd
     >>> rows = pd.DataFrame({"strategy": "mm", "classifier": "rf", "userid": [1, 1, 2, 2],
     ...                      "y_true": ["a", "b", "a", "a"], "covered": [True, False, True, True]})
-    >>> group_coverage(rows, "class", alpha=0.1)[["group", "n", "coverage"]].values.tolist()
+    >>> conditional_coverage(rows, "class", alpha=0.1)[["value", "n", "coverage"]].values.tolist()
     [['a', 3, 1.0], ['b', 1, 0.0]]
     """
     keys = user_texts(rows["userid"])
     if by == "class":
-        group = rows["y_true"].astype(str)
-    elif by == "group" and user_groups is not None:
-        group = keys.map(user_groups)
-        if group.isna().any():
-            message = f"user {keys[group.isna()].iloc[0]} of the predictions has no group"
+        value = rows["y_true"].astype(str)
+    elif by == "cohort" and user_cohorts is not None:
+        value = keys.map(user_cohorts)
+        if value.isna().any():
+            message = f"user {keys[value.isna()].iloc[0]} of the predictions has no cohort"
             raise DataError(message)
     else:
-        message = f"by must be 'class' or 'group' (with user_groups); found {by!r}"
+        message = f"by must be 'class' or 'cohort' (with user_cohorts); found {by!r}"
         raise UsageError(message)
     frame = pd.DataFrame(
         {
             "strategy": rows["strategy"].to_numpy(),
             "classifier": rows["classifier"].to_numpy(),
-            "group": group.to_numpy(),
+            "value": value.to_numpy(),
             "user": keys.to_numpy(),
             "covered": rows["covered"].to_numpy(dtype=bool),
         }
     )
     table = (
-        frame.groupby(["strategy", "classifier", "group"], sort=False)
+        frame.groupby(["strategy", "classifier", "value"], sort=False)
         .agg(n_users=("user", "nunique"), n=("covered", "size"), n_covered=("covered", "sum"))
         .reset_index()
     )
-    # Strategies and classifiers in the order the rows give them, groups in ``order``.
+    # Strategies and classifiers in the order the rows give them, values in ``order``.
     ranks = {
         "strategy": {v: i for i, v in enumerate(pd.unique(frame["strategy"]))},
         "classifier": {v: i for i, v in enumerate(pd.unique(frame["classifier"]))},
-        "group": {g: i for i, g in enumerate(order if order is not None else sorted(set(group)))},
+        "value": {g: i for i, g in enumerate(order if order is not None else sorted(set(value)))},
     }
     table = table.sort_values(
-        ["strategy", "classifier", "group"], key=lambda c: c.map(ranks[c.name]), kind="stable"
+        ["strategy", "classifier", "value"], key=lambda c: c.map(ranks[c.name]), kind="stable"
     ).reset_index(drop=True)
     n, k = table["n"].to_numpy(), table["n_covered"].to_numpy()
     table["coverage"] = k / n

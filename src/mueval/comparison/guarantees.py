@@ -129,7 +129,9 @@ def _per_user(run: RunFolder, names: Mapping[str, str]) -> pd.DataFrame:
     """A run's users with their verdicts, strategies renamed as in the comparison."""
     table = run.user_coverage
     if table is None or "p_value" not in table.columns:
-        table = user_coverage_table(run.predictions, run.splits, alpha=run.alpha, config=run.config)
+        table = user_coverage_table(
+            run.predictions, run.splits, alpha=run.alpha, config=run.config, classes=run.classes
+        )
     table = table.copy()
     table["strategy"] = table["strategy"].replace(dict(names))
     return table

@@ -274,6 +274,12 @@ class EvalResult:
         threshold's cell (a class, or a cohort and class, among the test rows'
         cohorts); None otherwise. A cell below the minimum size keeps its class
         in every set.
+    n_cal_class : tuple of int or None
+        Under class-conditional calibration, the calibration rows of each class
+        (in class order) in the cell that thresholded the test rows (within
+        their cohort under ``class+cohort``); None otherwise, and when the test
+        rows span several cohorts (MM). The exact per-user test needs each
+        cell's size (:mod:`mueval.guarantees.user_level`).
     threshold : float
         The conformal threshold (NaN when skipped, per class or MAPIE's own).
     timings : dict of str to float
@@ -298,6 +304,7 @@ class EvalResult:
     proba: np.ndarray
     note: str | None = None
     n_cal_cell: int | None = None
+    n_cal_class: tuple[int, ...] | None = None
     threshold: float = float("nan")
     timings: dict[str, float] = field(default_factory=dict)
 

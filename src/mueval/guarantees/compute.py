@@ -29,12 +29,18 @@ from mueval.guarantees.conditional_coverage import conditional_coverage
 from mueval.guarantees.intervals import coverage_summary, per_user_coverage
 from mueval.guarantees.records import CONFIDENCE, USER_VALIDITY_COLUMNS, Guarantees
 from mueval.guarantees.run_warnings import collect_warnings, set_statistics
-from mueval.guarantees.user_level import NO_VERDICT_STRATEGIES, default_combine, user_verdicts
+from mueval.guarantees.user_level import (
+    NO_VERDICT_STRATEGIES,
+    default_combine,
+    threshold_rank,
+    user_verdicts,
+)
 from mueval.guarantees.validity import user_validity
 
 __all__ = [
     "USER_CORRECTION",
     "USER_LEVEL",
+    "class_cells",
     "compute_guarantees",
     "conditional_tables",
     "no_verdict_reason",
@@ -185,8 +191,13 @@ def no_verdict_reason(strategy: str, settings: Mapping[str, Any]) -> str | None:
 
     Examples
     --------
-    >>> no_verdict_reason("ucm", verdict_settings({"condition": "class"})).split(":")[0]
-    'class-conditional calibration'
+    >>> no_verdict_reason("uxc", verdict_settings({})).split(":")[0]
+    'uxc'
+    >>> no_verdict_reason("ucm", verdict_settings({"condition": "class"})).split(" (")[0]
+    "class-conditional calibration without each class cell's calibration count"
+    >>> settings = {**verdict_settings({"condition": "class"}), "class_cells": True}
+    >>> no_verdict_reason("ucm", settings) is None
+    True
     >>> no_verdict_reason("ucm", verdict_settings({})) is None
     True
     """
@@ -198,10 +209,11 @@ def no_verdict_reason(strategy: str, settings: Mapping[str, Any]) -> str | None:
             f"MAPIE's own {settings['score']} sets (--threshold mapie): no rank-k threshold "
             "describes them"
         )
-    if condition.per_class:
+    if condition.per_class and not settings.get("class_cells", False):
         return (
-            "class-conditional calibration: splits.parquet records the smallest class cell "
-            "(n_cal_cell), not each cell's calibration count, so the per-cell ranks are unknown"
+            "class-conditional calibration without each class cell's calibration count "
+            "(splits.parquet's n_cal_class, written since the exact per-user test): the "
+            "per-cell ranks are unknown"
         )
     if condition.by_cohort and strategy == "mm":
         return (
@@ -282,6 +294,99 @@ def verdict_cells(predictions: pd.DataFrame, splits: pd.DataFrame) -> pd.DataFra
     return cells[["strategy", "classifier", "user", "iteration", "n_cal", "n_test", "n_covered"]]
 
 
+def class_cells(
+    predictions: pd.DataFrame,
+    splits: pd.DataFrame,
+    classes: Sequence[str],
+    *,
+    alpha: float,
+    rule: str,
+) -> pd.DataFrame:
+    """The Mondrian cells of a class-conditional run, for the exact per-user test.
+
+    Under class-conditional calibration a test row of class ``c`` is covered
+    when its score is within class ``c``'s threshold, the ``k``-th smallest of
+    the cell's ``n_c`` calibration scores; a user's covered count in one
+    iteration is the sum over its classes' cells
+    (:func:`~mueval.guarantees.user_level.null_pmf`).
+
+    Parameters
+    ----------
+    predictions : DataFrame
+        As for :func:`verdict_cells`, with ``y_true``.
+    splits : DataFrame
+        ``splits.parquet`` with ``n_cal_class`` (each class's calibration rows
+        in the task's cell, in class order).
+    classes : sequence of str
+        Class names in index order (``run.json``'s ``classes``).
+    alpha : float
+        The run's miscoverage level.
+    rule : {"study", "mapie"}
+        The threshold rule.
+
+    Returns
+    -------
+    DataFrame
+        One row per (strategy, classifier, user, iteration, class) with test
+        rows: ``n_cal`` (the cell's calibration rows), ``n_test``,
+        ``n_covered`` and ``rank``: the rule's rank in the cell, or
+        ``n_cal + 1`` (covered surely) where the task's cohort was below the
+        minimum and answered with every class (``--small-cal full-set``).
+        Tasks without ``n_cal_class`` are left out.
+    """
+    index = {c: i for i, c in enumerate(classes)}
+    if "target_user" in predictions.columns:
+        target = user_texts(predictions["target_user"]).to_numpy()
+    else:
+        pooled = predictions["strategy"].astype(str).str.lower().eq("mm").to_numpy()
+        target = np.where(pooled, "", user_texts(predictions["userid"]).to_numpy())
+    rows = pd.DataFrame(
+        {
+            "strategy": predictions["strategy"].to_numpy(),
+            "classifier": predictions["classifier"].to_numpy(),
+            "iteration": predictions["iteration"].to_numpy(),
+            "user": predictions["userid"].to_numpy(),
+            "target": target,
+            "klass": predictions["y_true"].map(index).to_numpy(dtype=np.int64),
+            "covered": predictions["covered"].astype(bool).to_numpy(dtype=np.int64),
+        }
+    )
+    keys = ["strategy", "classifier", "iteration", "target"]
+    counts = (
+        rows.groupby([*keys, "user", "klass"], sort=True, observed=True)["covered"]
+        .agg(n_test="size", n_covered="sum")
+        .reset_index()
+    )
+    tasks = pd.DataFrame(
+        {
+            "strategy": splits["strategy"].to_numpy(),
+            "classifier": splits["classifier"].to_numpy(),
+            "iteration": splits["iteration"].to_numpy(),
+            "target": user_texts(splits["user"]).to_numpy(),
+            "task_n_cal": pd.to_numeric(splits["n_cal"], errors="coerce").to_numpy(),
+            "n_cal_class": splits["n_cal_class"].to_numpy(),
+        }
+    ).drop_duplicates(keys)
+    tasks = tasks[[v is not None and not _is_missing(v) for v in tasks["n_cal_class"]]]
+    cells = counts.merge(tasks, on=keys, how="inner")
+    cells["n_cal"] = [
+        int(sizes[k]) for sizes, k in zip(cells["n_cal_class"], cells["klass"], strict=True)
+    ]
+    minimum = min_calibration_size(alpha)
+    full = cells["task_n_cal"].to_numpy() < minimum
+    cells["rank"] = [
+        n + 1 if surely else threshold_rank(n, alpha, rule)
+        for n, surely in zip(cells["n_cal"], full, strict=True)
+    ]
+    columns = ["strategy", "classifier", "user", "iteration", "n_cal", "n_test", "n_covered"]
+    return cells[[*columns, "rank"]]
+
+
+def _is_missing(value: object) -> bool:
+    """True for a missing list cell (None or a float NaN)."""
+    return isinstance(value, float) and np.isnan(value)
+
+
 _VERDICT_COLUMNS = ["expected_covered", "p_value", "p_adjusted", "below"]
 
 
@@ -291,17 +396,22 @@ def verdict_table(
     *,
     alpha: float,
     config: Mapping[str, Any] | None = None,
+    classes: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Each user's exact test of "below target" in a run.
 
     Parameters
     ----------
     predictions, splits : DataFrame
-        As for :func:`verdict_cells`.
+        As for :func:`verdict_cells` (and :func:`class_cells` under
+        class-conditional calibration).
     alpha : float
         The run's miscoverage level.
     config : mapping, optional
         The run's configuration (:func:`verdict_settings`).
+    classes : sequence of str, optional
+        Class names in index order; a class-conditional run needs them (and
+        ``n_cal_class`` in the splits) for its cells, or gets no verdict.
 
     Returns
     -------
@@ -316,6 +426,10 @@ def verdict_table(
     """
     settings = verdict_settings(config)
     cells = verdict_cells(predictions, splits)
+    condition = settings["condition"]
+    by_class = None
+    if condition.per_class and classes is not None and "n_cal_class" in splits.columns:
+        by_class = class_cells(predictions, splits, classes, alpha=alpha, rule=settings["rule"])
     recorded = settings["combine"] or {}
     parts = []
     for strategy, part in cells.groupby("strategy", sort=True):
@@ -327,11 +441,21 @@ def verdict_table(
             "combine": recorded.get(strategy) or default_combine(strategy, settings["split"]),
             "split": settings["split"],
         }
-        refused = settings["small_cal"] != "full-set" and bool(
-            (part["n_cal"] < min_calibration_size(alpha)).any()
+        mondrian = None if by_class is None else by_class[by_class["strategy"] == strategy]
+        # Class cells count only when every test row of the strategy is in one.
+        complete = mondrian is not None and mondrian["n_test"].sum() == part["n_test"].sum()
+        reason = no_verdict_reason(strategy, {**settings, "class_cells": complete})
+        # A calibration set the --small-cal policy refuses leaves no test rows
+        # (class cells without cohorts have no minimum).
+        refused = (
+            settings["small_cal"] != "full-set"
+            and not (condition.per_class and not condition.by_cohort)
+            and bool((part["n_cal"] < min_calibration_size(alpha)).any())
         )
-        if refused or no_verdict_reason(strategy, settings) is not None:
+        if refused or reason is not None:
             parts.append(user_verdicts(part.assign(rank=np.nan), **options))
+        elif condition.per_class:
+            parts.append(user_verdicts(mondrian, **options))
         else:
             parts.append(
                 user_verdicts(
@@ -350,6 +474,7 @@ def user_coverage_table(
     alpha: float,
     config: Mapping[str, Any] | None = None,
     seed: int = 0,
+    classes: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """``user_coverage.csv``: each user's coverage, its interval and its verdict.
 
@@ -363,6 +488,8 @@ def user_coverage_table(
         The run's configuration (:func:`verdict_settings`).
     seed : int, default 0
         Passed to :func:`~mueval.guarantees.intervals.per_user_coverage`.
+    classes : sequence of str, optional
+        Class names in index order (see :func:`verdict_table`).
 
     Returns
     -------
@@ -379,7 +506,7 @@ def user_coverage_table(
     per_user = per_user_coverage(
         rows, alpha=alpha, confidence=CONFIDENCE, user_col="userid", seed=seed
     )
-    verdicts = verdict_table(predictions, splits, alpha=alpha, config=config)
+    verdicts = verdict_table(predictions, splits, alpha=alpha, config=config, classes=classes)
     keys = ["strategy", "classifier", "user"]
     table = per_user.drop(columns=[c for c in _VERDICT_COLUMNS if c in per_user.columns])
     table = table.merge(verdicts[keys + _VERDICT_COLUMNS], on=keys, how="left", validate="1:1")
@@ -445,7 +572,9 @@ def compute_guarantees(
     -------
     Guarantees
     """
-    per_user = user_coverage_table(predictions, splits, alpha=alpha, config=config, seed=seed)
+    per_user = user_coverage_table(
+        predictions, splits, alpha=alpha, config=config, seed=seed, classes=classes
+    )
     conditional = None
     if classes is not None:
         conditional = conditional_tables(

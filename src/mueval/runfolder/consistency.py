@@ -500,7 +500,42 @@ def check_consistency(run: RunFolder, predictions: pa.Table) -> None:
     _check_codes(run)
     _check_rows(run, predictions)
     _check_splits(run)
+    _check_class_cells(run)
     _check_summary(run)
+
+
+def _check_class_cells(run: RunFolder) -> None:
+    """``n_cal_class`` (class-conditional runs): one whole count per class, adding up
+    to ``n_cal`` and with ``n_cal_cell`` as their smallest (the per-user verdicts
+    take each cell's rank from them)."""
+    if "n_cal_class" not in run.splits.columns:
+        return
+    path = run.path / "splits.parquet"
+    n_classes = len(run.classes)
+    for i, value in enumerate(run.splits["n_cal_class"]):
+        if value is None or (isinstance(value, float) and np.isnan(value)):
+            continue
+        sizes = np.asarray(value, dtype=float)
+        row = run.splits.iloc[i]
+        where = (
+            f"{path}: {row['strategy']}/{row['classifier']} iteration {row['iteration']} "
+            f"user {user_texts(pd.Series([row['user']])).iloc[0] or '(none, MM)'}"
+        )
+        if sizes.shape != (n_classes,) or (sizes < 0).any() or (sizes != np.floor(sizes)).any():
+            msg = (
+                f"{where}: n_cal_class is {_show(value)}; expected {n_classes} whole counts "
+                "(one per class of run.json)"
+            )
+            raise RunFolderError(msg[:600])
+        cell = row.get("n_cal_cell")
+        if int(sizes.sum()) != int(row["n_cal"]) or (
+            cell is not None and not pd.isna(cell) and int(sizes.min()) != int(cell)
+        ):
+            msg = (
+                f"{where}: n_cal_class {_show(value)} adds up to {int(sizes.sum())} with "
+                f"smallest {int(sizes.min())}; n_cal is {row['n_cal']} and n_cal_cell {cell}"
+            )
+            raise RunFolderError(msg[:600])
 
 
 def check_user_cohorts(path: object, stored: pd.DataFrame, users: pd.Series) -> None:

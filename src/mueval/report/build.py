@@ -1077,8 +1077,9 @@ def _page_one(
         note_html(
             f"A user is {verdict} when the exact test of its covered count (Beta-Binomial "
             "null: its calibration and test rows exchangeable; iterations combined, then "
-            "corrected across the users of the cell) rejects; no verdict for uxc and "
-            "class-conditional runs. Intervals are exact (Clopper-Pearson) on the test rows "
+            "corrected across the users of the cell) rejects; no verdict for uxc, for MM under "
+            "a cohort condition and for MAPIE's own aps, raps and top_k sets. Intervals are "
+            "exact (Clopper-Pearson) on the test rows "
             "pooled over iterations, a description of the observed rate, not that test: "
             "iterations reuse rows, so they are on the narrow side; see "
             "docs/per-user-guarantees.md. Click a cell for its section."

@@ -337,8 +337,9 @@ compare_options = stack(
         "--guarantees",
         is_flag=True,
         help="Compare per-user guarantees instead: pooled coverage and the worst user with "
-        "their intervals, the share of users whose interval lies below 1-alpha, and "
-        "McNemar's exact test of whether two strategies leave different users below "
+        "their intervals, the share of users below target (the exact per-user test at each "
+        "run's --user-level after its --user-correction), and McNemar's exact test of "
+        "whether two strategies leave different users below "
         "(--out: the summary, and the tests in OUT's name with .tests.csv).",
     ),
 )

@@ -20,7 +20,7 @@ from sklearn.preprocessing import MinMaxScaler
 from mueval.cli.main import main
 from mueval.data.table import load_registered
 from mueval.evaluation.records import EvalResult
-from mueval.guarantees.diagnostics import diagnose, diagnose_pool
+from mueval.guarantees.run_diagnostics import diagnose, diagnose_pool
 from mueval.metrics.diagnostics import (
     coverage_gap,
     excess_risk_target_coverage,

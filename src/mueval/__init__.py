@@ -13,25 +13,28 @@ from typing import TYPE_CHECKING, Any
 from mueval.version import __version__
 
 if TYPE_CHECKING:
-    from mueval.api import Run, compare, compare_guarantees, evaluate
+    from mueval.api import compare, compare_guarantees, evaluate
     from mueval.evaluation.labelcurve import curve
+    from mueval.run import Run
 
 
 __all__ = ["Run", "__version__", "compare", "compare_guarantees", "curve", "evaluate"]
 
-#: Names served by :func:`__getattr__`: :mod:`mueval.api` imports pandas and
-#: pyarrow, which ``mueval --help`` must not wait for.
-_FROM_API = frozenset({"Run", "compare", "compare_guarantees", "evaluate"})
-
-#: Served the same way from :mod:`mueval.evaluation.labelcurve`.
-_FROM_CURVE = frozenset({"curve"})
+#: Names served by :func:`__getattr__`, and their modules: :mod:`mueval.api` and
+#: :mod:`mueval.run` import pandas and pyarrow, which ``mueval --help`` must not wait for.
+_LAZY: dict[str, str] = {
+    "Run": "mueval.run",
+    "compare": "mueval.api",
+    "compare_guarantees": "mueval.api",
+    "evaluate": "mueval.api",
+    "curve": "mueval.evaluation.labelcurve",
+}
 
 
 def __getattr__(name: str) -> Any:
     """Import :mod:`mueval.api` on first use of ``mueval.evaluate`` and the like (PEP 562)."""
-    if name in _FROM_API or name in _FROM_CURVE:
-        module = "mueval.api" if name in _FROM_API else "mueval.evaluation.labelcurve"
-        value = getattr(importlib.import_module(module), name)
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value  # later look-ups skip this function
         return value
     message = f"module 'mueval' has no attribute {name!r}"
@@ -39,4 +42,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_FROM_API, *_FROM_CURVE})
+    return sorted({*globals(), *_LAZY})

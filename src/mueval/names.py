@@ -125,7 +125,7 @@ THRESHOLD_RULES: tuple[str, ...] = ("study", "mapie")
 DIAGNOSTIC_LEVELS: tuple[str, ...] = ("none", "basic", "full")
 
 #: The conditional-coverage diagnostics of each level, in table order
-#: (:mod:`mueval.guarantees.diagnostics` computes them).
+#: (:mod:`mueval.guarantees.run_diagnostics` computes them).
 BASIC_DIAGNOSTICS: tuple[str, ...] = (
     "covgap_user",
     "wcovgap_user",
@@ -154,6 +154,32 @@ CURVE_USES: tuple[str, ...] = ("calibration", "adaptation", "both")
 BACKENDS: tuple[str, ...] = ("loky", "dask")
 
 
+def _parse_codes(
+    values: Sequence[str], codes: tuple[str, ...], what: str, aliases: dict[str, str]
+) -> list[str]:
+    """Expand ``values`` (codes, aliases, ``all``, comma lists) into codes in ``codes``' order."""
+    valid = ", ".join([*codes, *aliases, "all"])
+    wanted: set[str] = set()
+    for value in values:
+        for part in str(value).split(","):
+            name = part.strip().lower()
+            if not name:
+                continue
+            if name == "all":
+                wanted.update(codes)
+            elif name in codes:
+                wanted.add(name)
+            elif name in aliases:
+                wanted.add(aliases[name])
+            else:
+                message = f"unknown {what} {part.strip()!r}; valid: {valid}"
+                raise UsageError(message)
+    if not wanted:
+        message = f"no {what} given; valid: {valid}"
+        raise UsageError(message)
+    return [c for c in codes if c in wanted]
+
+
 def parse_strategies(values: Sequence[str]) -> list[str]:
     """Expand strategy names (codes, aliases, ``all``, comma lists) in report order.
 
@@ -166,24 +192,31 @@ def parse_strategies(values: Sequence[str]) -> list[str]:
     -------
     list of str
         Unique codes ordered as :data:`STRATEGIES`.
+
+    Examples
+    --------
+    >>> parse_strategies(["ucm,mixed"])
+    ['mm', 'ucm']
     """
-    valid = ", ".join([*STRATEGIES, *STRATEGY_ALIASES, "all"])
-    wanted: set[str] = set()
-    for value in values:
-        for part in str(value).split(","):
-            name = part.strip().lower()
-            if not name:
-                continue
-            if name == "all":
-                wanted.update(STRATEGIES)
-            elif name in STRATEGIES:
-                wanted.add(name)
-            elif name in STRATEGY_ALIASES:
-                wanted.add(STRATEGY_ALIASES[name])
-            else:
-                message = f"unknown strategy {part.strip()!r}; valid: {valid}"
-                raise UsageError(message)
-    if not wanted:
-        message = f"no strategy given; valid: {valid}"
-        raise UsageError(message)
-    return [s for s in STRATEGIES if s in wanted]
+    return _parse_codes(values, STRATEGIES, "strategy", STRATEGY_ALIASES)
+
+
+def parse_classifiers(values: Sequence[str]) -> list[str]:
+    """Expand classifier codes (``all`` included, comma lists allowed), in table order.
+
+    Parameters
+    ----------
+    values : sequence of str
+        Codes as given on the command line, e.g. ``["nb,rf", "knn"]`` or ``["all"]``.
+
+    Returns
+    -------
+    list of str
+        Unique codes, ordered as :data:`CLASSIFIERS`.
+
+    Examples
+    --------
+    >>> parse_classifiers(["knn", "nb"])
+    ['nb', 'knn']
+    """
+    return _parse_codes(values, CLASSIFIERS, "classifier", {})

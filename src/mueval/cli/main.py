@@ -18,7 +18,7 @@ import click
 from mudata.cli_options import SOURCE_OPTIONS
 from mueval.cli.base import LazyGroup
 from mueval.cli.options import evaluate_options
-from mueval.names import parse_strategies
+from mueval.names import parse_classifiers, parse_strategies
 from mueval.version import __version__
 
 # Everything that imports pandas, scikit-learn, MAPIE or matplotlib is imported
@@ -82,7 +82,6 @@ def evaluate(
     # Here, not at the top: pandas and scikit-learn, which `mueval --help` does without.
     from mueval.api import evaluate_table
     from mueval.data.table import load_data
-    from mueval.evaluation.models import parse_classifiers
     from mueval.evaluation.records import EvalConfig
     from mueval.runfolder import check_target
 

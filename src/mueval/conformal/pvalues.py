@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from mueval.errors import UsageError
-from mueval.metrics.validation import as_finite_floats, as_float_matrix, as_float_vector
+from mueval.metrics.array_checks import as_finite_floats, as_float_matrix, as_float_vector
 
 __all__ = ["conformal_pvalues", "cross_conformal_pvalues", "lac_pvalues"]
 

@@ -6,7 +6,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from mueval.errors import UsageError
-from mueval.metrics.validation import as_float_matrix, as_labels, check_same_rows
+from mueval.metrics.array_checks import as_float_matrix, as_labels, check_same_rows
 from mueval.names import SCORES
 
 __all__ = ["class_scores", "lac_scores"]

@@ -8,7 +8,7 @@
   metrics one undefined iteration makes the mean and SD undefined (its R code
   averages iterations without ``na.rm``); the diagnostics skip undefined values.
 
-The conditional-coverage diagnostics (:mod:`mueval.guarantees.diagnostics`) already have one
+The conditional-coverage diagnostics (:mod:`mueval.guarantees.run_diagnostics`) already have one
 value per (strategy, classifier, iteration), computed on the pooled test rows;
 they join the summary after the study's metrics, aggregated the same way.
 """
@@ -114,7 +114,7 @@ def summary_frame(splits: pd.DataFrame, diagnostics: pd.DataFrame | None = None)
         As returned by :func:`splits_frame`.
     diagnostics : DataFrame, optional
         One row per (strategy, classifier, iteration) with diagnostic columns (the
-        ``frame`` of :func:`mueval.guarantees.diagnostics.diagnose`); each column present becomes
+        ``frame`` of :func:`mueval.guarantees.run_diagnostics.diagnose`); each column present becomes
         extra metric rows after the study's metrics.
 
     Returns

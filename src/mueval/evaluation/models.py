@@ -8,7 +8,6 @@ training rows only (the protocol's rule), then applied to every other row.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
 
 import numpy as np
 from sklearn.base import ClassifierMixin
@@ -27,7 +26,6 @@ __all__ = [
     "fit_scaled",
     "full_proba",
     "make_classifier",
-    "parse_classifiers",
 ]
 
 
@@ -59,40 +57,6 @@ def make_classifier(code: str, seed: int) -> ClassifierMixin:
         return KNeighborsClassifier(3)
     message = f"unknown classifier {code!r}; valid: {', '.join(CLASSIFIERS)}"
     raise UsageError(message)
-
-
-def parse_classifiers(values: Sequence[str]) -> list[str]:
-    """Expand classifier codes (``all`` included, comma lists allowed), in table order.
-
-    Parameters
-    ----------
-    values : sequence of str
-        Codes as given on the command line, e.g. ``["nb,rf", "knn"]`` or ``["all"]``.
-
-    Returns
-    -------
-    list of str
-        Unique codes, ordered as :data:`CLASSIFIERS`.
-    """
-    wanted: set[str] = set()
-    for value in values:
-        for part in str(value).split(","):
-            code = part.strip().lower()
-            if not code:
-                continue
-            if code == "all":
-                wanted.update(CLASSIFIERS)
-            elif code in CLASSIFIERS:
-                wanted.add(code)
-            else:
-                message = (
-                    f"unknown classifier {part.strip()!r}; valid: {', '.join(CLASSIFIERS)}, all"
-                )
-                raise UsageError(message)
-    if not wanted:
-        message = f"no classifier given; valid: {', '.join(CLASSIFIERS)}, all"
-        raise UsageError(message)
-    return [c for c in CLASSIFIERS if c in wanted]
 
 
 def fit_scaled(

@@ -11,10 +11,10 @@ Modules:
   exchangeability implies (KS tests, Benjamini-Hochberg);
 - :mod:`.conditional_coverage`: coverage per class and per cohort of users;
 - :mod:`.run_warnings`: the warnings those intervals and tests drive;
-- :mod:`.diagnostics`: conditional-coverage diagnostics of a run (the array
+- :mod:`.run_diagnostics`: conditional-coverage diagnostics of a run (the array
   functions are in :mod:`mueval.metrics.diagnostics`);
 - :mod:`.compute`: all of the above from a run's prediction rows;
 - :mod:`.records`: the :class:`~mueval.guarantees.records.Guarantees` record and
   the columns of its tables;
-- :mod:`.checks`: the input checks these modules share.
+- :mod:`.frame_checks`: the input checks of the tables these modules take.
 """

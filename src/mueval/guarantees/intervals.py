@@ -47,7 +47,7 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 from mueval.errors import UsageError
-from mueval.guarantees.checks import (
+from mueval.guarantees.frame_checks import (
     as_bool_column,
     as_count_column,
     check_choice,

@@ -75,7 +75,7 @@ import pandas as pd
 from scipy import stats
 
 from mueval.conformal.thresholds import min_calibration_size
-from mueval.guarantees.checks import (
+from mueval.guarantees.frame_checks import (
     as_count_column,
     check_level,
     check_positive_int,

@@ -104,7 +104,7 @@ import pandas as pd
 from scipy import stats
 
 from mueval.conformal.thresholds import min_calibration_size
-from mueval.guarantees.checks import check_choice, check_level
+from mueval.guarantees.frame_checks import check_choice, check_level
 from mueval.names import USER_CORRECTIONS
 
 __all__ = [

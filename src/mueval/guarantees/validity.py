@@ -68,7 +68,12 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 from mueval.errors import DataError, UsageError
-from mueval.guarantees.checks import as_count_column, check_choice, check_level, require_columns
+from mueval.guarantees.frame_checks import (
+    as_count_column,
+    check_choice,
+    check_level,
+    require_columns,
+)
 
 __all__ = ["METHODS", "benjamini_hochberg", "user_validity"]
 

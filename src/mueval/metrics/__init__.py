@@ -10,7 +10,7 @@ floats (``nan`` where undefined) and raises :class:`MetricInputError`, a
 - :mod:`~mueval.metrics.conformal`: the study's conformal criteria of sets
   and p-values, and Vovk's textbook ones (the sets and p-values themselves
   are built in :mod:`mueval.conformal`).
-- :mod:`~mueval.metrics.validation`: the input checks of every metric.
+- :mod:`~mueval.metrics.array_checks`: the input checks of every metric.
 - :mod:`~mueval.metrics.diagnostics`: conditional-coverage diagnostics
   (size-stratified coverage, CovGap, HSIC, worst-slab coverage, ERT).
 """

@@ -5,7 +5,7 @@ Encoding used by every :mod:`mueval.metrics` function: classes are integers
 integer arrays of shape ``(n,)``. Results are plain Python floats, ``nan`` where
 a value is undefined.
 
-Inputs are checked by :mod:`mueval.metrics.validation`.
+Inputs are checked by :mod:`mueval.metrics.array_checks`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from mueval.metrics.validation import (
+from mueval.metrics.array_checks import (
     MetricInputError,
     as_labels,
     check_same_rows,

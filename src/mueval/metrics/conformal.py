@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from mueval.metrics.validation import (
+from mueval.metrics.array_checks import (
     MetricInputError,
     as_float_matrix,
     as_labels,

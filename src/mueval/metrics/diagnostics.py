@@ -18,7 +18,7 @@ from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold, StratifiedKFold
 
-from mueval.metrics.validation import (
+from mueval.metrics.array_checks import (
     MetricInputError,
     as_bool_vector,
     as_float_matrix,

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mueval.errors import DataError
-from mueval.metrics.validation import as_labels, as_sets
+from mueval.metrics.array_checks import as_labels, as_sets
 
 __all__ = [
     "PhiResult",

@@ -1,4 +1,4 @@
-"""The input checks of every metric module, and their exception.
+"""Input checks of the arrays every metric takes (shapes, labels, sets, levels), and their exception.
 
 Metrics are pure functions over arrays; each validates its inputs with these
 helpers first, so a wrong shape, dtype or value is a :class:`MetricInputError`

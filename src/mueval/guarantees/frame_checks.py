@@ -1,4 +1,4 @@
-"""Input checks shared by the per-user statistics modules.
+"""Input checks of the tables the per-user statistics modules take (columns, counts, levels).
 
 Used by :mod:`mueval.guarantees.intervals`, :mod:`mueval.guarantees.run_warnings` and
 :mod:`mueval.guarantees.validity`. Arguments that are wrong in themselves (``alpha``, a

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mueval.guarantees.compute import user_coverage_table, verdict_settings
+from mueval.guarantees.run_verdicts import user_coverage_table, verdict_settings
 from mueval.guarantees.user_level import verdict_label
 from mueval.names import USER_CORRECTIONS
 from mueval.runfolder import read_run_folder

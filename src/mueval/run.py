@@ -74,7 +74,7 @@ class Run:
         Clopper-Pearson interval (a description of the observed rate) and the
         exact per-user test: ``p_value``, ``p_adjusted`` and the verdict
         ``below`` (``user_coverage.csv``; see
-        :func:`mueval.guarantees.compute.user_coverage_table`).
+        :func:`mueval.guarantees.run_verdicts.user_coverage_table`).
     coverage_summary : DataFrame or None
         Per (strategy, classifier): the share of users below target (the
         verdicts, at ``config["user_level"]`` after

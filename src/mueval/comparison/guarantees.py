@@ -34,9 +34,9 @@ from scipy import stats
 
 from mueval.comparison.significance import TestResult, labels_of, merge_runs, star_label
 from mueval.errors import DataError
-from mueval.guarantees.compute import user_coverage_table, verdict_settings
 from mueval.guarantees.intervals import coverage_summary
 from mueval.guarantees.records import CONFIDENCE
+from mueval.guarantees.run_verdicts import user_coverage_table, verdict_settings
 from mueval.guarantees.user_level import verdict_label
 from mueval.names import CLASSIFIERS
 from mueval.runfolder import RunFolder

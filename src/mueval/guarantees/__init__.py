@@ -13,6 +13,8 @@ Modules:
 - :mod:`.run_warnings`: the warnings those intervals and tests drive;
 - :mod:`.run_diagnostics`: conditional-coverage diagnostics of a run (the array
   functions are in :mod:`mueval.metrics.diagnostics`);
+- :mod:`.run_verdicts`: a run's per-user verdicts, from its prediction rows and
+  splits (the cells of :mod:`.user_level`), joined to each user's coverage;
 - :mod:`.compute`: all of the above from a run's prediction rows;
 - :mod:`.records`: the :class:`~mueval.guarantees.records.Guarantees` record and
   the columns of its tables;

@@ -85,7 +85,7 @@ class Guarantees:
         :func:`~mueval.guarantees.intervals.per_user_coverage` output (exact
         interval of the observed rate) with the exact test's
         ``expected_covered``, ``p_value``, ``p_adjusted`` and ``below``
-        (:func:`~mueval.guarantees.compute.verdict_table`; ``<NA>`` where no
+        (:func:`~mueval.guarantees.run_verdicts.verdict_table`; ``<NA>`` where no
         verdict is given).
     coverage_summary : DataFrame
         :func:`~mueval.guarantees.intervals.coverage_summary` output.

@@ -35,8 +35,9 @@ from mueval.comparison.significance import (
 from mueval.data.table import natural_key
 from mueval.errors import OutputError, UsageError
 from mueval.files import check_inside, write_atomic
-from mueval.guarantees.compute import compute_guarantees, verdict_settings
+from mueval.guarantees.compute import compute_guarantees
 from mueval.guarantees.records import Guarantees
+from mueval.guarantees.run_verdicts import verdict_settings
 from mueval.guarantees.run_warnings import set_statistics
 from mueval.guarantees.user_level import verdict_label
 from mueval.names import (

@@ -515,13 +515,21 @@ def _check_class_cells(run: RunFolder) -> None:
     for i, value in enumerate(run.splits["n_cal_class"]):
         if value is None or (isinstance(value, float) and np.isnan(value)):
             continue
-        sizes = np.asarray(value, dtype=float)
+        try:
+            sizes = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            sizes = np.full(1, np.nan)  # reported below as not whole counts
         row = run.splits.iloc[i]
         where = (
             f"{path}: {row['strategy']}/{row['classifier']} iteration {row['iteration']} "
             f"user {user_texts(pd.Series([row['user']])).iloc[0] or '(none, MM)'}"
         )
-        if sizes.shape != (n_classes,) or (sizes < 0).any() or (sizes != np.floor(sizes)).any():
+        if (
+            sizes.shape != (n_classes,)
+            or not np.isfinite(sizes).all()
+            or (sizes < 0).any()
+            or (sizes != np.floor(sizes)).any()
+        ):
             msg = (
                 f"{where}: n_cal_class is {_show(value)}; expected {n_classes} whole counts "
                 "(one per class of run.json)"

@@ -1,5 +1,6 @@
 """Comparing per-user guarantees between strategies and runs: the summaries side by
-side, recomputed here from the prediction rows, and McNemar's exact test by hand."""
+side, recomputed here from the prediction rows and splits (the verdicts with
+scipy's Beta-Binomial and Holm by hand), and McNemar's exact test by hand."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from mueval.cli.main import main
 from mueval.comparison.guarantees import users_below_test
 from mueval.data.synthetic import make_users
 from mueval.errors import DataError
+from mueval.guarantees.user_level import threshold_rank
 
 
 def _two_sided_binomial(k: int, n: int) -> float:
@@ -73,14 +75,46 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def _independent_summary(folder: Path, alpha: float) -> pd.DataFrame:
-    """Per-user Clopper-Pearson from the raw rows, with scipy's beta quantiles."""
+    """Per-user verdicts from the raw rows and splits: each iteration's Beta-Binomial
+    (scipy's), its threshold rank from the study rule, iterations combined as the
+    split allows (convolution for UCM under a random split, Bonferroni otherwise),
+    Holm across the users of a strategy, flagged at 0.05."""
     preds = pd.read_parquet(folder / "predictions.parquet")
-    counts = preds.groupby(["strategy", "classifier", "userid"])["covered"].agg(["sum", "size"])
-    k, n = counts["sum"].to_numpy(), counts["size"].to_numpy()
-    high = np.where(k == n, 1.0, stats.beta.ppf(0.975, k + 1, n - k))
-    counts["below"] = high < 1 - alpha
-    counts["coverage"] = k / n
-    return counts.reset_index()
+    splits = pd.read_parquet(folder / "splits.parquet")
+    blocked = "blocked" in folder.name
+    n_cal = {(r.strategy, r.iteration, str(r.user)): int(r.n_cal) for r in splits.itertuples()}
+    keys = ["strategy", "classifier", "userid"]
+    counts = preds.groupby(keys)["covered"].agg(["sum", "size"]).reset_index()
+    pvalues = []
+    for r in counts.itertuples():
+        mine = preds[(preds.strategy == r.strategy) & (preds.userid == r.userid)]
+        laws, seen = [], []
+        for it, part in mine.groupby("iteration"):
+            n = n_cal[(r.strategy, it, str(r.userid))]
+            k = threshold_rank(n, alpha, "study")
+            m = len(part)
+            laws.append(stats.betabinom.pmf(np.arange(m + 1), m, k, n + 1 - k))
+            seen.append(int(part["covered"].sum()))
+        if r.strategy == "ucm" and not blocked:
+            total = laws[0]
+            for law in laws[1:]:
+                total = np.convolve(total, law)
+            pvalues.append(total[: sum(seen) + 1].sum())
+        else:
+            each = [law[: c + 1].sum() for law, c in zip(laws, seen, strict=True)]
+            pvalues.append(min(1.0, len(each) * min(each)))
+    counts["p"] = pvalues
+    below = []
+    for _, part in counts.groupby("strategy", sort=False):
+        order = np.argsort(part["p"].to_numpy())
+        p = part["p"].to_numpy()[order]
+        holm = np.maximum.accumulate(np.minimum(1, (len(p) - np.arange(len(p))) * p))
+        flags = np.empty(len(p), dtype=bool)
+        flags[order] = holm <= 0.05
+        below.append(pd.Series(flags, index=part.index))
+    counts["below"] = pd.concat(below)
+    counts["coverage"] = counts["sum"] / counts["size"]
+    return counts
 
 
 def test_summary_matches_an_independent_computation(two_runs) -> None:

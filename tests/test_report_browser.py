@@ -131,7 +131,7 @@ def test_page_one_fits_the_first_screen_and_flags_the_missed_user(page_one, tmp_
     import matplotlib.image as mpimg
 
     pixels = (mpimg.imread(shot)[:, :, :3] * 255).round().astype(int)
-    # The MM cell is flagged (background #fde8e8): one user's interval lies below
-    # the target. The colour is on the first screen, so the grid is too.
+    # The MM cell is flagged (background #fde8e8): one user is below target by
+    # the exact per-user test. The colour is on the first screen, so the grid is too.
     flagged = (pixels == [0xFD, 0xE8, 0xE8]).all(axis=2)
     assert flagged.sum() > 500

@@ -57,7 +57,10 @@ def test_warning_names_the_user_with_its_interval(run, page) -> None:
     html, _ = page
     k, n, low, high = _hand_interval(run, "mm", 3)
     assert high < 0.9
-    expected = f"worst: user 3, {k / n:.3f} [{low:.3f}, {high:.3f}] over {n} test rows"
+    expected = (
+        f"lowest coverage: user 3, {k / n:.3f} [{low:.3f}, {high:.3f}] (Clopper-Pearson "
+        f"interval of the observed rate) over {n} test rows"
+    )
     warnings = re.search(r'<ul class="warnings">.*?</ul>', html, re.S).group(0)
     assert expected in warnings
     assert "mm / nb: 1 of 3 users (33.3 %)" in warnings

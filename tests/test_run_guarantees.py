@@ -39,9 +39,10 @@ def test_one_user_clearly_below_target_is_counted_and_named() -> None:
     # User 2 covers 60 of 100 rows: Clopper-Pearson 95 % is [0.4972, 0.6967],
     # entirely below 0.9. User 1 covers 95 of 100: [0.8872, 0.9836], not below.
     # Pooled: 155 of 200 = 0.775.
+    # The exact per-user test needs each iteration's calibration size.
     splits = pd.DataFrame(
-        {"strategy": "UCM", "classifier": "RF", "iteration": 0, "user": [1, 2], "n_cal": 50}
-    )
+        {"strategy": "UCM", "classifier": "RF", "iteration": [0, 0, 1, 1], "user": [1, 2, 1, 2]}
+    ).assign(n_cal=50)
     found = compute_guarantees(_rows({1: (100, 95), 2: (100, 60)}), splits, alpha=0.1, n_classes=3)
     users = found.user_coverage.set_index("user")
     assert users.loc[2, "n_covered"] == 60
@@ -62,7 +63,7 @@ def test_degenerate_and_small_calibration_warnings_reach_the_run() -> None:
     rows = _rows({1: (40, 40)})
     rows["set_size"] = 3  # every set holds all 3 classes
     splits = pd.DataFrame(
-        {"strategy": "UCM", "classifier": "RF", "iteration": 0, "user": [1], "n_cal": [5]}
+        {"strategy": "UCM", "classifier": "RF", "iteration": [0, 1], "user": 1, "n_cal": 5}
     )
     found = compute_guarantees(rows, splits, alpha=0.1, n_classes=3)
     assert [w["kind"] for w in found.warnings] == ["calibration-too-small", "degenerate-sets"]

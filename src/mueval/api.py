@@ -43,6 +43,7 @@ from mueval.guarantees.run_diagnostics import (
     diagnose,
     diagnostic_names,
 )
+from mueval.guarantees.user_level import default_combine
 from mueval.names import parse_classifiers, parse_strategies
 from mueval.run import Run
 from mueval.runfolder import (
@@ -202,6 +203,16 @@ def _evaluate(
         output.timings["predictions_write_s"] = stream.seconds
         rows = pq.read_table(path, columns=_GUARANTEE_COLUMNS).to_pandas()
     user_cohorts = _user_cohorts_frame(table, row_cohorts)
+    recorded = {
+        **config.record(),
+        "condition": condition.text,
+        "cohort_column": None if row_cohorts is None else row_cohorts.column,
+        # How each strategy's iterations are combined in the per-user verdicts.
+        "user_combine": {s: default_combine(s, config.split) for s in config.strategies},
+        "jobs": execution.get("jobs", 1),
+        "backend": execution.get("backend", "loky"),
+        **_diagnostics_config(diagnostics),
+    }
     found = compute_guarantees(
         rows,
         splits,
@@ -210,6 +221,7 @@ def _evaluate(
         classes=table.classes,
         condition=condition,
         user_cohorts=user_cohorts,
+        config=recorded,
     )
     # Per stage and strategy/classifier, with what came after the tasks (the
     # last row group of the stream is written after the runner returned).
@@ -219,14 +231,7 @@ def _evaluate(
     info: dict[str, Any] = {
         "dataset": table.info,
         "classes": list(table.classes),
-        "config": {
-            **config.record(),
-            "condition": condition.text,
-            "cohort_column": None if row_cohorts is None else row_cohorts.column,
-            "jobs": execution.get("jobs", 1),
-            "backend": execution.get("backend", "loky"),
-            **_diagnostics_config(diagnostics),
-        },
+        "config": recorded,
         "versions": _versions(),
         "skipped": output.notes,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -279,6 +284,8 @@ def evaluate(
     condition: str | None = None,
     cohorts: str | Path | pd.DataFrame | None = None,
     diagnostics: str = "basic",
+    user_level: float = 0.05,
+    user_correction: str = "holm",
     jobs: int = 1,
     backend: str = "loky",
     scheduler: str | None = None,
@@ -334,6 +341,11 @@ def evaluate(
         then no feature).
     diagnostics : {"none", "basic", "full"}
         Conditional-coverage diagnostics to compute.
+    user_level : float
+        Level of the per-user verdicts "below target" (the exact test of
+        :mod:`mueval.guarantees.user_level`); changes no set.
+    user_correction : {"holm", "bh", "none"}
+        Their correction across the users of each strategy and classifier.
     jobs : int
         Worker processes (loky); the results do not depend on it.
     backend : {"loky", "dask"}
@@ -397,6 +409,8 @@ def evaluate(
         gap=gap,
         user_folds=user_folds,
         condition=condition,
+        user_level=user_level,
+        user_correction=user_correction,
     )
     if isinstance(data, pd.DataFrame) and cohorts is None and config.conditioning.by_cohort:
         # A cohort column of any type (text too) is taken out before the features
@@ -466,9 +480,10 @@ def compare_guarantees(runs: Sequence[Run | str | Path]) -> GuaranteeComparison:
     """Per-user coverage guarantees of strategies in one or more runs, side by side.
 
     For each (strategy, classifier): pooled coverage and the worst user, each
-    with a Clopper-Pearson interval, and the share of users whose interval lies
-    entirely below ``1 - alpha``. For each pair of strategies of one classifier,
-    McNemar's exact test of whether they leave different users below target.
+    with a Clopper-Pearson interval, and the share of users below target (each
+    run's verdicts, :mod:`mueval.guarantees.user_level`). For each pair of
+    strategies of one classifier, McNemar's exact test of whether they leave
+    different users below target.
     Runs with the same strategies (a random and a blocked split) stay apart,
     prefixed with their labels.
 

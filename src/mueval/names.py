@@ -142,6 +142,11 @@ SPLIT_METHODS: tuple[str, ...] = ("random", "blocked")
 #: ``--small-cal`` policies for a calibration set too small for a threshold.
 SMALL_CAL_POLICIES: tuple[str, ...] = ("error", "skip", "full-set")
 
+#: ``--user-correction``: how the per-user verdicts "below target" are adjusted
+#: across the users of one strategy and classifier (Holm's step-down,
+#: Benjamini-Hochberg's step-up, none); :mod:`mueval.guarantees.user_level`.
+USER_CORRECTIONS: tuple[str, ...] = ("holm", "bh", "none")
+
 #: What ``mueval curve`` does with the target user's k labelled windows.
 CURVE_USES: tuple[str, ...] = ("calibration", "adaptation", "both")
 

@@ -71,11 +71,14 @@ class Run:
         Coverage by set size.
     user_coverage : DataFrame or None
         Each user's coverage over all test rows and iterations with its
-        Clopper-Pearson interval (``user_coverage.csv``; see
-        :func:`mueval.guarantees.intervals.per_user_coverage`).
+        Clopper-Pearson interval (a description of the observed rate) and the
+        exact per-user test: ``p_value``, ``p_adjusted`` and the verdict
+        ``below`` (``user_coverage.csv``; see
+        :func:`mueval.guarantees.run_verdicts.user_coverage_table`).
     coverage_summary : DataFrame or None
-        Per (strategy, classifier): the share of users whose interval lies
-        entirely below ``1 - alpha``, the worst user and the pooled coverage,
+        Per (strategy, classifier): the share of users below target (the
+        verdicts, at ``config["user_level"]`` after
+        ``config["user_correction"]``), the worst user and the pooled coverage,
         with intervals (``coverage_summary.csv``).
     conditional_coverage : DataFrame or None
         Coverage per class and, when the run had cohorts, per cohort of users,

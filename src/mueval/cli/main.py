@@ -127,6 +127,8 @@ def evaluate(
         f"{f', condition {config.condition}' if config.condition else ''}"
         f"{', blocked split' if config.split == 'blocked' else ''}"
         f"{f', {config.user_folds} user folds' if config.user_folds else ''}"
+        f"; users below target at level {config.user_level:g} after "
+        f"{config.user_correction} (exact per-user test)"
     )
     click.echo(result.table())
     for note in result.notes:

@@ -25,6 +25,7 @@ from mueval.names import (
     SPLIT_METHODS,
     STRATEGIES,
     THRESHOLD_RULES,
+    USER_CORRECTIONS,
 )
 from mueval.names import STRATEGY_ALIASES as ALIASES
 
@@ -227,6 +228,25 @@ evaluate_options = stack(
         "and over classes, HSIC(set size, coverage), size-stratified coverage. full: also "
         "worst-slab coverage and ERT (slower).",
     ),
+    click.option(
+        "--user-level",
+        type=click.FloatRange(0, 1, min_open=True, max_open=True),
+        default=0.05,
+        show_default=True,
+        help="Level of the per-user verdict 'below target': a user is flagged when the "
+        "exact test of its covered count (Beta-Binomial null, exchangeable calibration and "
+        "test rows) rejects at this level after --user-correction. Changes no set.",
+    ),
+    click.option(
+        "--user-correction",
+        type=click.Choice(USER_CORRECTIONS),
+        default="holm",
+        show_default=True,
+        help="Correction of the per-user verdicts across the users of each strategy and "
+        "classifier: holm (the chance of any false flag is at most --user-level, whatever "
+        "the dependence), bh (Benjamini-Hochberg: false discovery rate, under independence "
+        "or positive dependence), none (each user at --user-level).",
+    ),
 )
 
 #: ``mueval report RUN_DIR``.
@@ -328,8 +348,9 @@ compare_options = stack(
         "--guarantees",
         is_flag=True,
         help="Compare per-user guarantees instead: pooled coverage and the worst user with "
-        "their intervals, the share of users whose interval lies below 1-alpha, and "
-        "McNemar's exact test of whether two strategies leave different users below "
+        "their intervals, the share of users below target (the exact per-user test at each "
+        "run's --user-level after its --user-correction), and McNemar's exact test of "
+        "whether two strategies leave different users below "
         "(--out: the summary, and the tests in OUT's name with .tests.csv).",
     ),
 )

@@ -162,7 +162,11 @@ def _compare_guarantees(runs: list[RunFolder], out: Path | None) -> None:
     tests = result.tests.copy()
     tests["p_value"] = tests["p_value"].map(lambda v: f"{v:.3g}")
     with pd.option_context("display.max_columns", None, "display.width", 250):
-        click.echo(f"target coverage: {1 - result.alpha:g} (intervals: Clopper-Pearson, 95 %)")
+        click.echo(
+            f"target coverage: {1 - result.alpha:g}; n_below: users "
+            f"{' / '.join(dict.fromkeys(result.verdicts))} (exact per-user test); intervals: "
+            "Clopper-Pearson 95 %, a description of the observed rate"
+        )
         click.echo(shown.to_string(index=False))
         click.echo("")
         click.echo(tests.to_string(index=False))

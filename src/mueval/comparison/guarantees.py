@@ -2,17 +2,21 @@
 
 :func:`compare_guarantees` puts the coverage summaries of one or more runs side
 by side (pooled coverage and the worst user, each with its Clopper-Pearson
-interval, and the share of users whose whole interval lies below ``1 - alpha``),
+interval, a description of the observed rate, and the share of users *below
+target at the run's level after its correction*: the verdicts of the exact
+per-user test, :mod:`mueval.guarantees.user_level`, as each run records them),
 and tests, for every pair of strategies evaluated with one classifier, whether
-one leaves more users significantly below target than the other.
+one leaves more users below target than the other.
 
 That test is McNemar's exact test on the users both strategies evaluated: each
-user is "below" or not under each strategy, and only the users on which the two
+user is below target or not under each strategy (its verdict; users without a
+verdict, as under ``uxc``, are left out), and only the users on which the two
 disagree carry information. Under the null hypothesis a disagreeing user is
 below under A or under B with probability 1/2, so the count of one kind is
 Binomial(b + c, 1/2) (McNemar 1947; the exact form: Fay 2010, The R Journal 2/1).
-Because the flags come from intervals over iterations that reuse rows, the test
-inherits their optimism (``docs/per-user-guarantees.md``).
+The pairing treats users as independent; the flags of one strategy are
+corrected across its users (Holm by default), so the test compares two sets of
+flags each held at the run's level, not two sets of raw p-values.
 
 Runs with the same strategy (a random and a blocked within-user split, say) stay
 apart: the strategy is prefixed with its run's label, as in ``mueval compare``.
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -30,8 +34,10 @@ from scipy import stats
 
 from mueval.comparison.significance import TestResult, labels_of, merge_runs, star_label
 from mueval.errors import DataError
-from mueval.guarantees.intervals import coverage_summary, per_user_coverage
+from mueval.guarantees.intervals import coverage_summary
 from mueval.guarantees.records import CONFIDENCE
+from mueval.guarantees.run_verdicts import user_coverage_table, verdict_settings
+from mueval.guarantees.user_level import verdict_label
 from mueval.names import CLASSIFIERS
 from mueval.runfolder import RunFolder
 
@@ -61,6 +67,10 @@ class GuaranteeComparison:
         The settings in which the runs differ.
     alpha : float
         The miscoverage level every run shares.
+    verdicts : list of str
+        What "below target" means in each run, in the runs' order
+        (:func:`~mueval.guarantees.user_level.verdict_label`, e.g. "below
+        target at level 0.05 after Holm").
     """
 
     summary: pd.DataFrame
@@ -68,6 +78,7 @@ class GuaranteeComparison:
     labels: list[str]
     warnings: list[str]
     alpha: float
+    verdicts: list[str] = field(default_factory=list)
 
 
 def users_below_test(a: Mapping[object, bool], b: Mapping[object, bool]) -> TestResult:
@@ -76,8 +87,8 @@ def users_below_test(a: Mapping[object, bool], b: Mapping[object, bool]) -> Test
     Parameters
     ----------
     a, b : mapping user -> bool
-        Whether each user's coverage interval lies entirely below target under
-        strategy A and under B; only users present in both are used.
+        Whether each user is below target (its verdict) under strategy A and
+        under B; only users present in both are used.
 
     Returns
     -------
@@ -114,11 +125,26 @@ def _common_alpha(runs: Sequence[RunFolder], labels: Sequence[str]) -> float:
     return alphas.pop()
 
 
+def _per_user(run: RunFolder, names: Mapping[str, str]) -> pd.DataFrame:
+    """A run's users with their verdicts, strategies renamed as in the comparison."""
+    table = run.user_coverage
+    if table is None or "p_value" not in table.columns:
+        table = user_coverage_table(
+            run.predictions, run.splits, alpha=run.alpha, config=run.config, classes=run.classes
+        )
+    table = table.copy()
+    table["strategy"] = table["strategy"].replace(dict(names))
+    return table
+
+
 def _pair_rows(per_user: pd.DataFrame) -> list[dict[str, object]]:
     rows = []
-    for classifier, group in per_user.groupby("classifier", sort=False):
+    # Only users with a verdict are paired (uxc's and class-conditional runs'
+    # users have none).
+    judged = per_user[per_user["below"].notna()]
+    for classifier, group in judged.groupby("classifier", sort=False):
         below = {
-            strategy: dict(zip(part["user"], part["below"], strict=True))
+            strategy: dict(zip(part["user"], part["below"].astype(bool), strict=True))
             for strategy, part in group.groupby("strategy", sort=False)
         }
         for s_a, s_b in itertools.combinations(below, 2):
@@ -164,10 +190,26 @@ def compare_guarantees(runs: Sequence[RunFolder], *, seed: int = 0) -> Guarantee
     labels = labels_of(runs)
     alpha = _common_alpha(runs, labels)
     _, preds, _, notes = merge_runs(runs, labels)
-    rows = preds[["strategy", "classifier", "iteration", "userid", "covered"]]
-    per_user = per_user_coverage(
-        rows, alpha=alpha, confidence=CONFIDENCE, user_col="userid", seed=seed
+    # The strategy names merge_runs gives: a strategy found in several runs is
+    # prefixed with its run's label.
+    seen: dict[str, int] = {}
+    for r in runs:
+        for s in set(r.splits["strategy"]):
+            seen[s] = seen.get(s, 0) + 1
+    per_user = pd.concat(
+        [
+            _per_user(r, {s: f"{label}/{s}" for s in seen if seen[s] > 1 and len(runs) > 1})
+            for label, r in zip(labels, runs, strict=True)
+        ],
+        ignore_index=True,
     )
+    verdicts = [
+        verdict_label(settings["level"], settings["correction"])
+        for settings in (verdict_settings(r.config) for r in runs)
+    ]
+    if len(set(verdicts)) > 1:
+        found = ", ".join(f"{label}: {v}" for label, v in zip(labels, verdicts, strict=True))
+        notes.append(f"the runs judge users below target differently ({found})")
     summary = coverage_summary(per_user, alpha=alpha, confidence=CONFIDENCE, seed=seed)
     # The runs' order of strategies and the protocol's of classifiers, not the
     # alphabetical ones.
@@ -203,4 +245,5 @@ def compare_guarantees(runs: Sequence[RunFolder], *, seed: int = 0) -> Guarantee
         labels=labels,
         warnings=notes,
         alpha=alpha,
+        verdicts=verdicts,
     )

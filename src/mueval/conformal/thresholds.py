@@ -69,7 +69,9 @@ def lac_threshold(cal_scores: ArrayLike, alpha: float, *, rule: str = "study") -
     Examples
     --------
     At alpha=0.05 the rules agree on 20 scores and differ by one rank on 39
-    (and on every n = 19 mod 20 up to 400):
+    (and on every n = 19 mod 20 from 39 on; not on 19, where both take the
+    largest score; ``mueval.guarantees.user_level.threshold_rank`` gives both
+    ranks):
 
     >>> scores = list(range(20))
     >>> lac_threshold(scores, 0.05, rule="study"), lac_threshold(scores, 0.05, rule="mapie")

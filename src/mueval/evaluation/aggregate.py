@@ -46,8 +46,9 @@ def splits_frame(results: Sequence[EvalResult]) -> pd.DataFrame:
         Columns ``strategy, classifier, iteration, seed, user (Int64 for numeric
         ids, else string; <NA> for mm),
         n_train, n_test, n_cal``, ``n_cal_cell`` (Int64: the smallest per-class
-        calibration cell under class-conditional calibration, <NA> otherwise) and
-        one float column per name of :data:`METRICS`.
+        calibration cell under class-conditional calibration, <NA> otherwise),
+        ``n_cal_class`` (a list of each class's calibration rows in that cell, in
+        class order, or None) and one float column per name of :data:`METRICS`.
     """
     records = []
     for r in results:
@@ -61,10 +62,13 @@ def splits_frame(results: Sequence[EvalResult]) -> pd.DataFrame:
             "n_test": r.n_test,
             "n_cal": r.n_cal,
             "n_cal_cell": r.n_cal_cell,
+            "n_cal_class": None if r.n_cal_class is None else list(r.n_cal_class),
         }
         row.update({m: float(r.metrics.get(m, np.nan)) for m in METRICS})
         records.append(row)
-    frame = pd.DataFrame.from_records(records, columns=[*_KEYS, "n_cal_cell", *METRICS])
+    frame = pd.DataFrame.from_records(
+        records, columns=[*_KEYS, "n_cal_cell", "n_cal_class", *METRICS]
+    )
     frame = frame.astype(
         {
             **TASK_KEY_DTYPES,

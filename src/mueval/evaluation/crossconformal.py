@@ -14,9 +14,12 @@ cross-conformal p-value (Vovk 2015)::
 with ``s_k(x, y)`` the score of ``(x, y)`` under the fold's own model ``f_-k``
 and ``n`` the number of non-target rows. The set is ``{y : p(x, y) > alpha}``,
 which is the CV+ set of Barber et al. (2021) and Romano et al. (2020). With a
-single fold it is split conformal under MAPIE 1.x's rank rule (the
-``ceil((n+1)(1-alpha))``-th smallest score); the study's threshold rule has no
-cross-conformal form, so ``--threshold`` does not apply to UXC.
+single fold it is split conformal at MAPIE 1.x's rank (the
+``ceil((n+1)(1-alpha))``-th smallest score), but without ``--threshold mapie``'s
+1e-8 inclusion tolerance: a score within 1e-8 above the threshold (Naive Bayes
+probabilities near 0 and 1) is kept by ``--threshold mapie`` and not by
+``{p > alpha}``. The study's threshold rule has no cross-conformal form, so
+``--threshold`` does not apply to UXC.
 
 The point prediction and the stored probabilities come from one more model,
 trained on every non-target row; the test rows are UIM's and UCM's (the
@@ -55,9 +58,9 @@ def cross_note(n_folds: int | None) -> str:
     )
     return (
         f"uxc: cross-conformal p-values over {folds} (out-of-fold scores of every "
-        "non-target row); sets are {y : p > alpha}, the rank rule of --threshold mapie, "
-        "whatever --threshold says; point predictions from a model trained on every "
-        "non-target row"
+        "non-target row); sets are {y : p > alpha} (MAPIE 1.x's rank, without --threshold "
+        "mapie's 1e-8 inclusion tolerance), whatever --threshold says; point predictions "
+        "from a model trained on every non-target row"
     )
 
 

@@ -25,6 +25,7 @@ from mueval.names import (
     SPLIT_METHODS,
     STRATEGIES,
     THRESHOLD_RULES,
+    USER_CORRECTIONS,
 )
 
 __all__ = [
@@ -125,6 +126,12 @@ class EvalConfig:
     ``condition``: None (the protocol), ``"class"``, ``"cohort:COLUMN"`` or
     ``"class+cohort:COLUMN"`` (:mod:`mueval.data.cohorts`); ``mondrian=True`` is
     ``"class"``.
+
+    ``user_level`` and ``user_correction``: a user is *below target* when the
+    exact per-user test (:mod:`mueval.guarantees.user_level`) rejects at
+    ``user_level`` after ``user_correction`` (``holm``, ``bh`` or ``none``)
+    across the users of each strategy and classifier. They change no set,
+    only the verdicts a run folder records.
     """
 
     strategies: tuple[str, ...] = STRATEGIES[:4]
@@ -141,6 +148,8 @@ class EvalConfig:
     gap: int = 1
     user_folds: int | None = None
     condition: str | None = None
+    user_level: float = 0.05
+    user_correction: str = "holm"
 
     def __post_init__(self) -> None:
         condition = parse_condition(self.condition, mondrian=self.mondrian)  # fails early
@@ -176,6 +185,15 @@ class EvalConfig:
             or self.user_folds < 2
         ):
             message = f"user_folds must be None or an integer of 2 or more, got {self.user_folds!r}"
+            raise UsageError(message)
+        if isinstance(self.user_level, bool) or not 0.0 < self.user_level < 1.0:
+            message = f"user_level must be strictly between 0 and 1, got {self.user_level!r}"
+            raise UsageError(message)
+        if self.user_correction not in USER_CORRECTIONS:
+            message = (
+                f"unknown user correction {self.user_correction!r}; valid: "
+                f"{', '.join(USER_CORRECTIONS)}"
+            )
             raise UsageError(message)
         if self.small_cal not in SMALL_CAL_POLICIES:
             message = (
@@ -256,6 +274,12 @@ class EvalResult:
         threshold's cell (a class, or a cohort and class, among the test rows'
         cohorts); None otherwise. A cell below the minimum size keeps its class
         in every set.
+    n_cal_class : tuple of int or None
+        Under class-conditional calibration, the calibration rows of each class
+        (in class order) in the cell that thresholded the test rows (within
+        their cohort under ``class+cohort``); None otherwise, and when the test
+        rows span several cohorts (MM). The exact per-user test needs each
+        cell's size (:mod:`mueval.guarantees.user_level`).
     threshold : float
         The conformal threshold (NaN when skipped, per class or MAPIE's own).
     timings : dict of str to float
@@ -280,6 +304,7 @@ class EvalResult:
     proba: np.ndarray
     note: str | None = None
     n_cal_cell: int | None = None
+    n_cal_class: tuple[int, ...] | None = None
     threshold: float = float("nan")
     timings: dict[str, float] = field(default_factory=dict)
 

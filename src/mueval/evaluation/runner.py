@@ -238,6 +238,7 @@ def _conformal_step(
         result.n_cal = conf.n_cal  # the calibration rows of the test rows' cohorts
     if conf is not None and config.conditioning.per_class:
         result.n_cal_cell = _smallest_cell(y_cal, result.proba.shape[1], by_cohort)
+        result.n_cal_class = _class_cells(y_cal, result.proba.shape[1], by_cohort)
     if conf is not None:
         pvalues = conf.pvalues
         metrics.update(conformal_metrics(y_test, conf.sets, pvalues))
@@ -466,6 +467,23 @@ def _smallest_cell(
         int(np.bincount(y_cal[cal_codes == g], minlength=n_classes).min())
         for g in np.unique(cohorts.codes[test])
     )
+
+
+def _class_cells(
+    y_cal: np.ndarray,
+    n_classes: int,
+    by_cohort: tuple[RowCohorts, np.ndarray, np.ndarray] | None,
+) -> tuple[int, ...] | None:
+    """Calibration rows per class of the cell that thresholded the test rows (within
+    their cohort), or None when the test rows span several cohorts."""
+    if by_cohort is None:
+        return tuple(int(n) for n in np.bincount(y_cal, minlength=n_classes))
+    cohorts, cal, test = by_cohort
+    present = np.unique(cohorts.codes[test])
+    if len(present) != 1:
+        return None
+    own = y_cal[cohorts.codes[cal] == present[0]]
+    return tuple(int(n) for n in np.bincount(own, minlength=n_classes))
 
 
 def _collect(

@@ -1,7 +1,9 @@
 """Per-user guarantees of a run, computed from its prediction rows.
 
-Coverage per user with exact Clopper-Pearson intervals and their summary
-(:mod:`.intervals`), coverage per class and per cohort of users
+Each user's verdict "below target" (:mod:`.run_verdicts`, the exact test of
+:mod:`.user_level` at the run's level after its correction) beside its coverage
+with an exact Clopper-Pearson interval, a description of the observed rate, and
+their summary (:mod:`.intervals`), coverage per class and per cohort of users
 (:mod:`.conditional_coverage`), the per-user validity test (:mod:`.validity`) and the
 warnings they drive (:mod:`.run_warnings`). A run folder stores them
 (:mod:`mueval.runfolder.guarantees` reads them back).
@@ -9,8 +11,9 @@ warnings they drive (:mod:`.run_warnings`). A run folder stores them
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -18,8 +21,9 @@ import pandas as pd
 from mueval.conformal.condition import Condition
 from mueval.data.users import user_texts
 from mueval.guarantees.conditional_coverage import conditional_coverage
-from mueval.guarantees.intervals import coverage_summary, per_user_coverage
+from mueval.guarantees.intervals import coverage_summary
 from mueval.guarantees.records import CONFIDENCE, USER_VALIDITY_COLUMNS, Guarantees
+from mueval.guarantees.run_verdicts import user_coverage_table, verdict_settings
 from mueval.guarantees.run_warnings import collect_warnings, set_statistics
 from mueval.guarantees.validity import user_validity
 
@@ -134,8 +138,9 @@ def compute_guarantees(
     classes: Sequence[str] | None = None,
     condition: Condition | None = None,
     user_cohorts: pd.DataFrame | None = None,
+    config: Mapping[str, Any] | None = None,
 ) -> Guarantees:
-    """Per-user coverage with intervals, its summary and the warnings of a run.
+    """Per-user verdicts and coverage intervals, their summary and the warnings of a run.
 
     Parameters
     ----------
@@ -161,16 +166,18 @@ def compute_guarantees(
         The run's conditioning (default: none); it decides the validity test.
     user_cohorts : DataFrame, optional
         ``user, cohort``: each user's cohort, for coverage per cohort.
+    config : mapping, optional
+        The run's configuration (``run.json``'s ``config``): the verdicts'
+        level, correction and combination, the threshold rule, the split and
+        the small-calibration policy
+        (:func:`~mueval.guarantees.run_verdicts.verdict_settings`).
 
     Returns
     -------
     Guarantees
     """
-    # Each test row belongs to one user (its own: for MM, the pooled strategy,
-    # that is the row's user; for the per-user strategies it is the target).
-    rows = predictions[["strategy", "classifier", "iteration", "userid", "covered"]]
-    per_user = per_user_coverage(
-        rows, alpha=alpha, confidence=CONFIDENCE, user_col="userid", seed=seed
+    per_user = user_coverage_table(
+        predictions, splits, alpha=alpha, config=config, seed=seed, classes=classes
     )
     conditional = None
     if classes is not None:
@@ -184,6 +191,7 @@ def compute_guarantees(
         validity = validity_table(predictions, splits, classes, condition or Condition())
     summary = coverage_summary(per_user, alpha=alpha, confidence=CONFIDENCE, seed=seed)
     sets = set_statistics(predictions, n_classes=n_classes)
+    settings = verdict_settings(config)
     found = collect_warnings(
         summary,
         sets,
@@ -191,6 +199,8 @@ def compute_guarantees(
         n_classes=n_classes,
         calibration=_calibration(splits),
         validity=validity,
+        user_level=settings["level"],
+        user_correction=settings["correction"],
     )
     return Guarantees(
         per_user, summary, [asdict(w) for w in found], conditional, validity, user_cohorts

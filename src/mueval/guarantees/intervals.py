@@ -3,7 +3,9 @@
 Split-conformal coverage is a marginal statement: on average over users and
 draws, at least ``1 - alpha`` of the sets hold the true class. A pooled 90 %
 can hide a user at 60 %. This module gives each user's coverage an interval,
-so that a shortfall can be told apart from sampling noise.
+a description of the observed rate. Whether a user is *below target* is a
+test, :mod:`mueval.guarantees.user_level`'s, not an interval lying below
+``1 - alpha``.
 
 Three intervals, from the narrowest to the most honest about the design:
 
@@ -218,9 +220,13 @@ def per_user_coverage(
         One row per (strategy, classifier, user), sorted (the user column is
         named ``user`` whatever ``user_col``), with columns
         ``strategy, classifier, user, n_iterations, n, n_covered, coverage,
-        low, high, below, method, confidence``. ``below`` is True when the
-        whole interval lies below ``1 - alpha`` (``high < 1 - alpha``), False
-        when the interval is undefined.
+        low, high, below, method, confidence``. ``[low, high]`` describes the
+        observed rate; ``below`` is True when the whole interval lies below
+        ``1 - alpha`` (``high < 1 - alpha``), False when the interval is
+        undefined. That rule is not a test of the user's coverage (it treats
+        rows sharing a calibration set as independent): a run folder replaces
+        ``below`` with the exact verdict of
+        :func:`mueval.guarantees.user_level.user_verdicts`.
 
     Raises
     ------
@@ -301,7 +307,12 @@ def _summarise_group(
     group: pd.DataFrame, target: float, rng: np.random.Generator, n_boot: int, confidence: float
 ) -> dict[str, object]:
     """One (strategy, classifier) row of :func:`coverage_summary`."""
-    below = group["high"].to_numpy(np.float64) < target
+    if "below" in group.columns:
+        # The per-user flag as the table gives it: in a run folder, the exact
+        # test's verdict; <NA> (no verdict) is not below.
+        below = group["below"].astype("boolean").fillna(False).to_numpy(dtype=bool)
+    else:
+        below = group["high"].to_numpy(np.float64) < target
     # Lowest coverage; among ties, the narrowest claim against it (lowest
     # upper bound), then the largest user (more rows), then input order.
     order = np.lexsort(
@@ -349,8 +360,13 @@ def coverage_summary(
 
     Four views of one (strategy, classifier):
 
-    - **users below target**: how many users have an interval entirely below
-      ``1 - alpha`` (``high < 1 - alpha``), and their share;
+    - **users below target**: how many users ``per_user``'s ``below`` column
+      flags, and their share. In a run folder that column is the verdict of
+      the exact per-user test (:func:`mueval.guarantees.user_level.user_verdicts`,
+      at the run's level after its correction); straight from
+      :func:`per_user_coverage` it is the interval rule (``high < 1 - alpha``),
+      a description of the observed rate that flags valid users too often
+      (``docs/per-user-guarantees.md``). Without the column, the interval rule;
     - **worst user**: the lowest coverage (ties: lowest upper bound, then more
       rows), with its interval from ``per_user``;
     - **mean over users**: every user weighs the same; its interval is the

@@ -14,6 +14,7 @@ __all__ = [
     "COVERAGE_SUMMARY_COLUMNS",
     "USER_COVERAGE_COLUMNS",
     "USER_VALIDITY_COLUMNS",
+    "USER_VERDICT_COLUMNS",
     "Guarantees",
 ]
 
@@ -25,6 +26,10 @@ USER_COVERAGE_COLUMNS: tuple[str, ...] = (
     "user",
     *COVERAGE_INTERVAL_COLUMNS,
 )
+#: The exact per-user test's columns of ``user_coverage.csv`` (runs written
+#: since the verdicts, whose ``below`` is the verdict; an older folder's is the
+#: interval rule, and is recomputed on load).
+USER_VERDICT_COLUMNS: tuple[str, ...] = ("expected_covered", "p_value", "p_adjusted")
 COVERAGE_SUMMARY_COLUMNS: tuple[str, ...] = (
     "strategy",
     "classifier",
@@ -77,7 +82,11 @@ class Guarantees:
     Attributes
     ----------
     user_coverage : DataFrame
-        :func:`~mueval.guarantees.intervals.per_user_coverage` output (exact).
+        :func:`~mueval.guarantees.intervals.per_user_coverage` output (exact
+        interval of the observed rate) with the exact test's
+        ``expected_covered``, ``p_value``, ``p_adjusted`` and ``below``
+        (:func:`~mueval.guarantees.run_verdicts.verdict_table`; ``<NA>`` where no
+        verdict is given).
     coverage_summary : DataFrame
         :func:`~mueval.guarantees.intervals.coverage_summary` output.
     warnings : list of dict

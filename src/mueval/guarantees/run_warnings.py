@@ -12,11 +12,13 @@ The rules, for a target coverage ``1 - alpha``:
     Iterations reuse rows, so that interval is on the narrow side; a pooled
     shortfall it flags is still large next to binomial noise.
 ``users-below-target`` (warning; error when at least half the users)
-    At least one user's coverage interval lies entirely below ``1 - alpha``.
-    The message gives the count, the share and the worst user with interval.
-    The rule inherits the interval of the per-user table: the exact one is
-    narrow (iterations reuse rows) and flags more readily than the
-    iteration bootstrap.
+    At least one user is below target by the exact per-user test of
+    :mod:`mueval.guarantees.user_level` (the covered count against its
+    Beta-Binomial null, iterations combined, adjusted across the users of the
+    strategy and classifier), at the run's level after its correction: the
+    summary's ``n_below``. The message names the level and the correction,
+    and gives the count, the share and the lowest-covered user with the
+    Clopper-Pearson interval of its observed rate (a description, not the test).
 ``degenerate-sets`` (warning)
     The mean set size is at least 90 % of the number of classes, or more
     than half of the sets hold every class. Such sets reach coverage by
@@ -33,10 +35,15 @@ The rules, for a target coverage ``1 - alpha``:
     (rounded up), the minimum MAPIE and ``mueval`` accept. With ``n``
     calibration scores the threshold is the ``ceil((n + 1)(1 - alpha))``-th
     smallest; for ``(n + 1) alpha < 1`` that rank exceeds ``n`` and only the
-    full set is valid (for ``alpha > 0.5`` the mirror case empties every set).
-    Under class-conditional calibration the same holds for each class's cell
-    (``n_cal_cell``, the smallest): a class whose cell is too small is in
-    every set, valid but uninformative (a warning, since the sets stay valid).
+    full set is valid. The rank is never below 1 (``ceil((n + 1)(1 - alpha))
+    >= 1`` for every ``alpha < 1``), so no rule empties every set: above
+    ``alpha = 0.5`` the ``1/(1-alpha)`` term only refuses sets whose finite
+    threshold is valid, as MAPIE does. Under class-conditional calibration
+    each class's cell (``n_cal_cell``, the smallest) below the minimum is a
+    warning, since the sets stay valid: a cell of fewer than
+    ``ceil((1 - alpha)/alpha)`` rows (18 or fewer at alpha = 0.05) puts its
+    class in every set; a cell of exactly that many (19) keeps a finite
+    threshold, its largest score.
 ``users-not-exchangeable`` (warning; error when at least half the users)
     The one-sided KS test of :mod:`mueval.guarantees.validity` rejects, after the
     Benjamini-Hochberg adjustment across the users of the strategy and
@@ -76,6 +83,7 @@ from mueval.guarantees.frame_checks import (
     require_columns,
 )
 from mueval.guarantees.intervals import clopper_pearson
+from mueval.guarantees.user_level import verdict_label
 
 __all__ = [
     "DEGENERATE_FULL_SHARE",
@@ -164,23 +172,29 @@ def _pooled_warning(row: pd.Series, target: float) -> RunWarning | None:
     return RunWarning(row["strategy"], row["classifier"], "pooled-below-target", message, "error")
 
 
-def _users_warning(row: pd.Series, target: float) -> RunWarning | None:
+def _users_warning(row: pd.Series, target: float, verdict: str) -> RunWarning | None:
     n_below, n_users = int(row["n_below"]), int(row["n_users"])
     if n_below == 0:
         return None
     share = n_below / n_users
     message = (
         f"{row['strategy']} / {row['classifier']}: {n_below} of {n_users} users "
-        f"({_pct(share)}) have coverage significantly below the target {target:.3f} "
-        f"(their intervals lie entirely below it); worst: user {row['worst_user']}, "
-        f"{_interval(row['worst_coverage'], row['worst_low'], row['worst_high'])} over "
-        f"{int(row['worst_n'])} test rows."
+        f"({_pct(share)}) are {verdict} (exact per-user test of the covered count against "
+        f"the target {target:.3f}); lowest coverage: user {row['worst_user']}, "
+        f"{_interval(row['worst_coverage'], row['worst_low'], row['worst_high'])} "
+        f"(Clopper-Pearson interval of the observed rate) over {int(row['worst_n'])} test rows."
     )
     severity = "error" if share >= 0.5 else "warning"
     return RunWarning(row["strategy"], row["classifier"], "users-below-target", message, severity)
 
 
-def coverage_warnings(summary: pd.DataFrame, *, alpha: float) -> list[RunWarning]:
+def coverage_warnings(
+    summary: pd.DataFrame,
+    *,
+    alpha: float,
+    user_level: float = 0.05,
+    user_correction: str = "holm",
+) -> list[RunWarning]:
     """The two coverage rules, from a :func:`~mueval.guarantees.intervals.coverage_summary`.
 
     - ``pooled-below-target`` (error): ``pooled_high < 1 - alpha``.
@@ -192,9 +206,14 @@ def coverage_warnings(summary: pd.DataFrame, *, alpha: float) -> list[RunWarning
     summary : DataFrame
         One row per (strategy, classifier) with ``n_users, n_below,
         worst_user, worst_n, worst_coverage, worst_low, worst_high, pooled_n,
-        pooled_coverage, pooled_low, pooled_high``.
+        pooled_coverage, pooled_low, pooled_high``; ``n_below`` counts the
+        users the exact per-user test flags (``below`` of
+        :func:`~mueval.guarantees.user_level.user_verdicts`).
     alpha : float
         Target miscoverage level in (0, 1).
+    user_level, user_correction : float, str
+        The level and the correction of those verdicts, named in the message
+        (:func:`~mueval.guarantees.user_level.verdict_label`).
 
     Returns
     -------
@@ -202,6 +221,7 @@ def coverage_warnings(summary: pd.DataFrame, *, alpha: float) -> list[RunWarning
         Per (strategy, classifier) in table order: the pooled warning first.
     """
     target = 1.0 - check_level("alpha", alpha)
+    verdict = verdict_label(check_level("user_level", user_level), user_correction)
     columns = [
         *_KEYS,
         "n_users",
@@ -221,8 +241,7 @@ def coverage_warnings(summary: pd.DataFrame, *, alpha: float) -> list[RunWarning
     )
     warnings: list[RunWarning] = []
     for _, row in summary.iterrows():
-        for rule in (_pooled_warning, _users_warning):
-            found = rule(row, target)
+        for found in (_pooled_warning(row, target), _users_warning(row, target, verdict)):
             if found is not None:
                 warnings.append(found)
     return warnings
@@ -461,16 +480,30 @@ def calibration_warnings(calibration: pd.DataFrame, *, alpha: float) -> list[Run
 def _cell_warnings(present: pd.DataFrame, minimum: int, alpha: float) -> list[RunWarning]:
     """Class-conditional cells below the minimum: those classes are in every set."""
     cells = present[present["n_cal_cell"].notna()]
+    # Both rules have a finite threshold from ceil((1 - alpha) / alpha) rows on
+    # (19 at alpha = 0.05), one row below the minimum; the 1e-9 keeps
+    # 0.95 / 0.05 = 18.999999999999996 at 19.
+    first_finite = int(np.ceil((1.0 - alpha) / alpha - 1e-9))
     warnings = []
     for (strategy, classifier), group in cells.groupby(_KEYS, sort=True, observed=True):
         small = group[group["n_cal_cell"].astype("int64") < minimum]
         if small.empty:
             continue
+        smallest = int(small["n_cal_cell"].min())
+        if smallest < first_finite:
+            consequence = (
+                f"a class with fewer than {first_finite} calibration rows is in every set, so "
+                "the sets are valid but grow towards every class"
+            )
+        else:
+            consequence = (
+                f"with {first_finite} or more rows a class keeps a finite threshold (at "
+                f"{first_finite} rows its largest calibration score), so the sets stay valid"
+            )
         message = (
             f"{strategy} / {classifier}: {len(small)} of {len(group)} class-conditional "
             f"calibrations have a class with fewer than {minimum} calibration rows, the "
-            f"minimum for alpha = {alpha:g} (smallest: {int(small['n_cal_cell'].min())}); "
-            "such a class is in every set, so the sets are valid but grow towards every class"
+            f"minimum for alpha = {alpha:g} (smallest: {smallest}); {consequence}"
         )
         warnings.append(
             RunWarning(strategy, classifier, "calibration-too-small", message, "warning")
@@ -548,6 +581,8 @@ def collect_warnings(
     calibration: pd.DataFrame | None = None,
     level: float = 0.05,
     validity: pd.DataFrame | None = None,
+    user_level: float = 0.05,
+    user_correction: str = "holm",
 ) -> list[RunWarning]:
     """Every rule, sorted by (strategy, classifier) then by rule.
 
@@ -567,13 +602,18 @@ def collect_warnings(
         Level of the empty-set test.
     validity : DataFrame, optional
         Per-user validity tests (see :func:`validity_warnings`).
+    user_level, user_correction : float, str
+        Level and correction of the per-user verdicts counted in ``summary``
+        (see :func:`coverage_warnings`).
 
     Returns
     -------
     list of RunWarning
     """
     found = [
-        *coverage_warnings(summary, alpha=alpha),
+        *coverage_warnings(
+            summary, alpha=alpha, user_level=user_level, user_correction=user_correction
+        ),
         *degenerate_set_warnings(set_stats, n_classes=n_classes),
         *empty_set_warnings(set_stats, alpha=alpha, level=level),
     ]

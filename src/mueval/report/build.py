@@ -1,8 +1,9 @@
 """Build the report of one run folder: figures on disk plus one self-contained page.
 
 Page one is a summary a reader takes in at once: the strategy x classifier grid
-of pooled coverage with its interval, set size and the share of users whose
-interval lies entirely below the target, then the interval-driven warnings and
+of pooled coverage with its interval, set size and the share of users below
+target by the exact per-user test (at the run's level after its correction),
+then the warnings and
 page one's figures (:mod:`mueval.report.page_one`). After it, in order: the run (dataset provenance, configuration, versions), the
 summary table, the comparison of strategies (the study's t-test and two tests
 that respect the resampling), set size across classifiers, the per-user picture
@@ -37,7 +38,9 @@ from mueval.errors import OutputError, UsageError
 from mueval.files import check_inside, write_atomic
 from mueval.guarantees.compute import compute_guarantees
 from mueval.guarantees.records import Guarantees
+from mueval.guarantees.run_verdicts import verdict_settings
 from mueval.guarantees.run_warnings import by_severity, set_statistics
+from mueval.guarantees.user_level import verdict_label
 from mueval.names import (
     CLASSIFIER_NAMES,
     CLASSIFIERS,
@@ -83,8 +86,8 @@ _MIN_USER_ROWS = 20
 # Column headers of the comparison and per-user tables.
 _COMPARE_HEADER = ["strategy A", "strategy B", "mean A", "mean B", "test", "statistic", "df"]
 _COMPARE_HEADER += ["p", "level", "n", "note"]
-_PER_USER_HEADER = ["strategy", "pooled coverage (all rows)", "users", "users below target"]
-_PER_USER_HEADER += ["lowest user", "users below target (coverage)"]
+_PER_USER_HEADER = ["strategy", "pooled coverage (all rows)", "users", "users with mean < target"]
+_PER_USER_HEADER += ["lowest user", "users with mean < target (coverage)"]
 
 
 def _token(code: str, known: Sequence[str], kind: str) -> str:
@@ -395,8 +398,9 @@ def _per_user_section(
         note_html(
             "Split conformal coverage is marginal: it holds on average over the rows a strategy "
             "pools, not for each user. Each point is one user's coverage (rows of that user, mean "
-            "over iterations, bars ± SD); circled points fall below the target. For MM the user is "
-            "each test row's own user."
+            "over iterations, bars ± SD); circled points have a mean under the target, which "
+            "is a point estimate, not the verdict 'below target' of the summary. For MM the "
+            "user is each test row's own user."
         )
     ]
     for c in classifiers:
@@ -1053,6 +1057,7 @@ def _guarantees(run: RunFolder) -> Guarantees:
         alpha=run.alpha,
         n_classes=len(run.classes),
         classes=run.classes,
+        config=run.config,
     )
 
 
@@ -1071,6 +1076,14 @@ def _page_one(
     summary = g.coverage_summary[keep]
     sizes = set_statistics(run.predictions, n_classes=len(run.classes))
     warnings = _shown_warnings(g, strategies, classifiers)
+    settings = verdict_settings(run.config)
+    verdict = verdict_label(settings["level"], settings["correction"])
+    judged = g.user_coverage[g.user_coverage["below"].notna()]
+    unjudged = {
+        (s, c)
+        for s, c in zip(g.user_coverage.strategy, g.user_coverage.classifier, strict=True)
+        if not ((judged.strategy == s) & (judged.classifier == c)).any()
+    }
     body = [
         '<h2 id="page-one">Summary</h2>',
         grid_html(
@@ -1080,11 +1093,18 @@ def _page_one(
             classifiers,
             target=target,
             name=lambda s, c: (_sname(s), _cname(c)),
+            verdict=verdict,
+            unjudged=unjudged,
         ),
         note_html(
-            "Intervals are exact (Clopper-Pearson) on the test rows pooled over iterations. "
-            "Iterations reuse rows, so they are on the narrow side; see docs/per-user-guarantees.md "
-            "for the bootstrap variants. Click a cell for its section."
+            f"A user is {verdict} when the exact test of its covered count (Beta-Binomial "
+            "null: its calibration and test rows exchangeable; iterations combined, then "
+            "corrected across the users of the cell) rejects; no verdict for uxc, for MM under "
+            "a cohort condition and for MAPIE's own aps, raps and top_k sets. Intervals are "
+            "exact (Clopper-Pearson) on the test rows "
+            "pooled over iterations, a description of the observed rate, not that test: "
+            "iterations reuse rows, so they are on the narrow side; see "
+            "docs/per-user-guarantees.md. Click a cell for its section."
         ),
         "<h2>Warnings</h2>",
         warnings_html(warnings),
@@ -1120,6 +1140,16 @@ def _page_one(
     return body
 
 
+def _verdict_text(below: object, p_adjusted: float) -> str:
+    """A user's verdict for a table cell: below target with its adjusted p-value,
+    nothing, or "no verdict"."""
+    if below is None or below is pd.NA or (isinstance(below, float) and np.isnan(below)):
+        return "no verdict"
+    if bool(below):
+        return f"below target (adjusted p {p_adjusted:.2g})"
+    return ""
+
+
 def _light_pair_section(run: RunFolder, g: Guarantees, s: str, c: str) -> tuple[Section, list[str]]:
     """A (strategy, classifier) section without figures: its users and their intervals."""
     label = f"{_sname(s)}, {_cname(c)}"
@@ -1131,7 +1161,7 @@ def _light_pair_section(run: RunFolder, g: Guarantees, s: str, c: str) -> tuple[
             int(r.n),
             float(r.coverage),
             f"[{r.low:.3f}, {r.high:.3f}]",
-            "below target" if r.below else "",
+            _verdict_text(r.below, getattr(r, "p_adjusted", np.nan)),
         ]
         for r in sub.itertuples(index=False)
     ]
@@ -1141,7 +1171,7 @@ def _light_pair_section(run: RunFolder, g: Guarantees, s: str, c: str) -> tuple[
             "pictures and the set diagnostics of this section are drawn with --figures all."
         ),
         table_html(
-            ["user", "test rows", "coverage", "95 % interval", ""],
+            ["user", "test rows", "coverage", "95 % interval (observed rate)", "verdict"],
             rows,
             caption=f"Coverage per user, {label}",
         ),

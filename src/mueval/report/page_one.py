@@ -2,14 +2,15 @@
 figures a reader needs to see before anything else.
 
 Everything here is driven by the run's per-user guarantees
-(:mod:`mueval.runfolder.guarantees`): coverage with its Clopper-Pearson interval,
-the share of users whose interval lies entirely below the target, and the
-warnings whose rules fire only beyond sampling error.
+(:mod:`mueval.guarantees.compute`): coverage with its Clopper-Pearson interval
+(a description of the observed rate), the share of users below target by the
+exact per-user test at the run's level after its correction
+(:mod:`mueval.guarantees.user_level`), and the warnings.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -40,14 +41,19 @@ def pair_anchor(strategy: str, classifier: str) -> str:
     return f"pair-{esc(strategy)}-{esc(classifier)}"
 
 
-def _cell(row: pd.Series, size: float, target: float) -> str:
+def _cell(row: pd.Series, size: float, target: float, judged: bool) -> str:
     below = bool(row["pooled_high"] < target)
     cls = ' class="bad"' if below or row["n_below"] > 0 else ""
+    users = (
+        f"{int(row['n_below'])} of {int(row['n_users'])} users below "
+        f"({100 * row['share_below']:.0f} %)"
+        if judged
+        else "no per-user verdict"
+    )
     return (
         f"<td{cls}><b>{row['pooled_coverage']:.3f}</b> "
         f"[{row['pooled_low']:.3f}, {row['pooled_high']:.3f}]"
-        f"<br>size {size:.2f}<br>{int(row['n_below'])} of {int(row['n_users'])} users below "
-        f"({100 * row['share_below']:.0f} %)</td>"
+        f"<br>size {size:.2f}<br>{users}</td>"
     )
 
 
@@ -60,6 +66,8 @@ def grid_html(
     target: float,
     name: Callable[[str, str], tuple[str, str]],
     linked: bool = True,
+    verdict: str = "below target at level 0.05 after Holm",
+    unjudged: Collection[tuple[str, str]] = (),
 ) -> str:
     """The strategy x classifier grid of pooled coverage, set size and users below.
 
@@ -77,12 +85,18 @@ def grid_html(
         ``(strategy, classifier) -> (strategy name, classifier name)`` for display.
     linked : bool, default True
         Link each cell to its (strategy, classifier) section.
+    verdict : str
+        What ``n_below`` counts (:func:`~mueval.guarantees.user_level.verdict_label`),
+        for the caption.
+    unjudged : collection of (strategy, classifier)
+        Pairs whose users have no verdict (``uxc``, class-conditional runs):
+        their cells say so instead of counting users.
 
     Returns
     -------
     str
-        A safe HTML table; a cell is marked when the pooled interval or at least
-        one user's interval lies entirely below the target.
+        A safe HTML table; a cell is marked when the pooled interval lies
+        entirely below the target or at least one user is below target.
     """
     by_pair = {(r.strategy, r.classifier): r for r in summary.itertuples(index=False)}
     sizes = {
@@ -96,7 +110,12 @@ def grid_html(
             if (s, c) not in by_pair:
                 cells.append("<td></td>")
                 continue
-            cell = _cell(pd.Series(by_pair[s, c]._asdict()), sizes.get((s, c), np.nan), target)
+            cell = _cell(
+                pd.Series(by_pair[s, c]._asdict()),
+                sizes.get((s, c), np.nan),
+                target,
+                (s, c) not in unjudged,
+            )
             if linked:
                 # The link wraps the whole cell's text: a reader clicks the number.
                 start = cell.index(">") + 1
@@ -104,8 +123,8 @@ def grid_html(
             cells.append(cell)
         rows.append(f"<tr><th>{esc(name(s, '')[0])}</th>{''.join(cells)}</tr>")
     caption = (
-        f"Pooled coverage [95 % Clopper-Pearson interval], mean set size, and users whose "
-        f"coverage interval lies entirely below the target {target:.2f}"
+        f"Pooled coverage [95 % Clopper-Pearson interval], mean set size, and users {verdict} "
+        f"(exact per-user test of the covered count against the target {target:.2f})"
     )
     return (
         f'<table class="grid"><caption>{esc(caption)}</caption><thead><tr>'
@@ -117,8 +136,9 @@ def warnings_html(warnings: Sequence[dict[str, Any]]) -> str:
     """The warnings, errors first, each with its severity; a note when there are none."""
     if not warnings:
         return (
-            '<p class="note">No warning: no pooled or per-user coverage is below the target '
-            "beyond sampling error, and no set is degenerate.</p>"
+            '<p class="note">No warning: no pooled coverage is below the target beyond '
+            "sampling error, no user is below target by the exact per-user test, and no set "
+            "is degenerate.</p>"
         )
     # The order and the severity words of the terminal (mueval evaluate, report).
     ordered = by_severity(warnings)
@@ -167,7 +187,7 @@ def strategy_users_figure(
     """Each user's coverage with its interval, one series per classifier.
 
     Users run along the x axis in natural order (``u2`` before ``u10``); a user
-    whose interval lies entirely below the target is drawn filled in red.
+    below target (``below``, the exact per-user test's verdict) is circled in red.
     """
     users = sorted(pd.unique(user_coverage["user"]), key=natural_key)
     pos = {u: i for i, u in enumerate(users)}
@@ -181,12 +201,12 @@ def strategy_users_figure(
         cov = sub["coverage"].to_numpy(float)
         err = np.vstack([cov - sub["low"].to_numpy(float), sub["high"].to_numpy(float) - cov])
         ax.errorbar(x, cov, yerr=err, fmt="o", markersize=3, capsize=0, label=label(c))
-        below = sub["below"].to_numpy(bool)
+        below = sub["below"].astype("boolean").fillna(False).to_numpy(dtype=bool)
         ax.plot(x[below], cov[below], "o", markersize=7, mfc="none", color="crimson")
     ax.axhline(target, color="crimson", linestyle="--", linewidth=1)
     step = max(1, len(users) // 40)  # at most ~40 tick labels, or they overlap
     ax.set_xticks(range(0, len(users), step), [str(u) for u in users[::step]], rotation=90)
-    ax.set_xlabel("user (circled: interval entirely below target)")
+    ax.set_xlabel("user (circled: below target by the exact per-user test)")
     ax.set_ylabel("coverage")
     ax.set_title(title)
     ax.legend(fontsize="small", ncol=min(len(classifiers), 4), loc="lower left")

@@ -52,8 +52,10 @@ def side_by_side_section(run: RunFolder, others: Sequence[RunFolder]) -> Section
     body = [
         note_html(
             f"Target coverage {1 - result.alpha:g}. Runs: {', '.join(result.labels)}; a "
-            "strategy found in several runs is prefixed with its run's label. Intervals are "
-            "Clopper-Pearson 95 %; a user is below target when the whole interval is."
+            "strategy found in several runs is prefixed with its run's label. A user is "
+            f"{' / '.join(dict.fromkeys(result.verdicts))} by the exact per-user test of its "
+            "covered count; intervals are Clopper-Pearson 95 %, a description of the "
+            "observed rate, not that test."
         ),
         table_html(_HEADER, rows, caption="Per-user guarantees, run by run"),
         table_html(

@@ -53,6 +53,7 @@ __all__ = [
     "check_consistency",
     "check_user_cohorts",
     "check_user_validity",
+    "check_user_verdicts",
 ]
 
 #: Relative tolerance between a stored mean and its recomputation (float sums in
@@ -499,7 +500,50 @@ def check_consistency(run: RunFolder, predictions: pa.Table) -> None:
     _check_codes(run)
     _check_rows(run, predictions)
     _check_splits(run)
+    _check_class_cells(run)
     _check_summary(run)
+
+
+def _check_class_cells(run: RunFolder) -> None:
+    """``n_cal_class`` (class-conditional runs): one whole count per class, adding up
+    to ``n_cal`` and with ``n_cal_cell`` as their smallest (the per-user verdicts
+    take each cell's rank from them)."""
+    if "n_cal_class" not in run.splits.columns:
+        return
+    path = run.path / "splits.parquet"
+    n_classes = len(run.classes)
+    for i, value in enumerate(run.splits["n_cal_class"]):
+        if value is None or (isinstance(value, float) and np.isnan(value)):
+            continue
+        try:
+            sizes = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            sizes = np.full(1, np.nan)  # reported below as not whole counts
+        row = run.splits.iloc[i]
+        where = (
+            f"{path}: {row['strategy']}/{row['classifier']} iteration {row['iteration']} "
+            f"user {user_texts(pd.Series([row['user']])).iloc[0] or '(none, MM)'}"
+        )
+        if (
+            sizes.shape != (n_classes,)
+            or not np.isfinite(sizes).all()
+            or (sizes < 0).any()
+            or (sizes != np.floor(sizes)).any()
+        ):
+            msg = (
+                f"{where}: n_cal_class is {_show(value)}; expected {n_classes} whole counts "
+                "(one per class of run.json)"
+            )
+            raise RunFolderError(msg[:600])
+        cell = row.get("n_cal_cell")
+        if int(sizes.sum()) != int(row["n_cal"]) or (
+            cell is not None and not pd.isna(cell) and int(sizes.min()) != int(cell)
+        ):
+            msg = (
+                f"{where}: n_cal_class {_show(value)} adds up to {int(sizes.sum())} with "
+                f"smallest {int(sizes.min())}; n_cal is {row['n_cal']} and n_cal_cell {cell}"
+            )
+            raise RunFolderError(msg[:600])
 
 
 def check_user_cohorts(path: object, stored: pd.DataFrame, users: pd.Series) -> None:
@@ -596,3 +640,38 @@ def check_user_validity(path: object, stored: pd.DataFrame, rows: pd.DataFrame) 
                 f"p-values (Benjamini-Hochberg gives {adjusted[i]!r}, flagged when <= 0.05)"
             )
             raise RunFolderError(msg[:600])
+
+
+def check_user_verdicts(path: object, stored: pd.DataFrame, fresh: pd.DataFrame) -> None:
+    """``user_coverage.csv``: the exact test's ``expected_covered``, ``p_value``,
+    ``p_adjusted`` and ``below`` are those the predictions, the splits and
+    run.json's settings give (recomputed in ``fresh``), within a relative 1e-6."""
+    columns = ["expected_covered", "p_value", "p_adjusted"]
+    _numeric(path, stored, columns)
+    keys = ["strategy", "classifier", "user"]
+
+    def keyed(frame: pd.DataFrame) -> pd.DataFrame:
+        out = frame[[*keys, *columns, "below"]].copy()
+        out["user"] = user_texts(out["user"])
+        text = out["below"].astype(str).str.strip().str.lower()
+        out["below"] = text.map({"true": "True", "false": "False", "1": "True", "0": "False"})
+        return out.fillna({"below": "no verdict"})
+
+    merged = keyed(fresh).merge(keyed(stored), on=keys, how="outer", suffixes=("", "_file"))
+    wrong = np.zeros(len(merged), dtype=bool)
+    for column in columns:
+        a = merged[column].to_numpy(dtype=float)
+        b = merged[f"{column}_file"].to_numpy(dtype=float)
+        wrong |= ~(np.isclose(a, b, rtol=1e-6, atol=1e-12) | (np.isnan(a) & np.isnan(b)))
+    wrong |= (merged["below"] != merged["below_file"]).to_numpy()
+    i = _first(wrong)
+    if i is not None:
+        r = merged.iloc[i]
+        msg = (
+            f"{path}: {r['strategy']} / {r['classifier']} user {r['user']} has p_value "
+            f"{r['p_value_file']!r}, p_adjusted {r['p_adjusted_file']!r}, below "
+            f"{r['below_file']}; the predictions, splits.parquet and run.json's user_level, "
+            f"user_correction and user_combine give {r['p_value']!r}, {r['p_adjusted']!r}, "
+            f"{r['below']}"
+        )
+        raise RunFolderError(msg[:600])

@@ -12,7 +12,10 @@ predictions when an older folder lacks them. Runs written since conditional
 calibration also hold ``conditional_coverage.csv`` (coverage per class, and per
 cohort of users when the run had cohorts), ``user_validity.csv`` (the per-user
 KS test of :mod:`mueval.guarantees.validity`) and, when the run had cohorts,
-``user_cohorts.csv`` (each user's cohort).
+``user_cohorts.csv`` (each user's cohort). Runs written since the exact per-user
+test record ``user_level``, ``user_correction`` and ``user_combine`` in
+``run.json``'s config, and ``user_coverage.csv`` holds the test's
+``expected_covered``, ``p_value``, ``p_adjusted`` and its verdict ``below``.
 
 The columns of the guarantee tables are declared by the code that computes
 them, :mod:`mueval.guarantees.records`.

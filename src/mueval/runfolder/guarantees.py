@@ -3,7 +3,10 @@
 The guarantees (:mod:`mueval.guarantees`) are written into the run folder
 (``user_coverage.csv``, ``coverage_summary.csv``, ``conditional_coverage.csv``,
 ``user_validity.csv``, ``run.json``'s ``warnings``) and recomputed on load for
-folders written before these files existed.
+folders written before these files existed. The per-user verdicts are
+recomputed on every load and must equal the stored ones; a folder written
+before them (no ``user_level`` in its config) gets them, its summary and its
+warnings recomputed at the defaults, 0.05 after Holm.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from mueval.guarantees.records import (
     COVERAGE_SUMMARY_COLUMNS,
     USER_COVERAGE_COLUMNS,
     USER_VALIDITY_COLUMNS,
+    USER_VERDICT_COLUMNS,
     Guarantees,
 )
 from mueval.guarantees.run_warnings import SEVERITIES
@@ -29,6 +33,7 @@ from mueval.runfolder.consistency import (
     check_conditional_coverage,
     check_user_cohorts,
     check_user_validity,
+    check_user_verdicts,
 )
 from mueval.runfolder.format import (
     CONDITIONAL_COVERAGE_FILE,
@@ -199,22 +204,43 @@ def load_guarantees(
         contradict the predictions; ``warnings`` is not a list of warnings.
     """
     alpha = float(run["config"]["alpha"])
-    have = (root / USER_COVERAGE_FILE).exists() and (root / COVERAGE_SUMMARY_FILE).exists()
-    user_cohorts = _stored_cohorts(root, predictions["userid"])
-    fresh = compute_guarantees(
-        predictions,
-        splits,
-        alpha=alpha,
-        n_classes=len(run["classes"]),
-        summarise=not (have and "warnings" in run),
-        classes=run["classes"],
-        condition=_condition(root, run),
-        user_cohorts=user_cohorts,
+    # A folder written before the exact per-user test holds interval flags in
+    # its files and warnings: everything per user is recomputed from the rows.
+    verdicts = "user_level" in run["config"]
+    have = (
+        verdicts
+        and (root / USER_COVERAGE_FILE).exists()
+        and (root / COVERAGE_SUMMARY_FILE).exists()
     )
+    user_cohorts = _stored_cohorts(root, predictions["userid"])
+    try:
+        fresh = compute_guarantees(
+            predictions,
+            splits,
+            alpha=alpha,
+            n_classes=len(run["classes"]),
+            summarise=not (have and "warnings" in run),
+            classes=run["classes"],
+            condition=_condition(root, run),
+            user_cohorts=user_cohorts,
+            config=run["config"],
+        )
+    except ValueError as exc:
+        if isinstance(exc, RunFolderError):
+            raise
+        msg = f"{root}: the per-user verdicts cannot be computed from this run: {exc}"
+        raise RunFolderError(msg[:600]) from exc
     if have:
         users = predictions["userid"]
-        stored = _read_csv(root / USER_COVERAGE_FILE, USER_COVERAGE_COLUMNS, users, ["user"])
+        stored = _read_csv(
+            root / USER_COVERAGE_FILE,
+            USER_COVERAGE_COLUMNS + USER_VERDICT_COLUMNS,
+            users,
+            ["user"],
+        )
         _check_counts(root / USER_COVERAGE_FILE, stored, fresh.user_coverage)
+        check_user_verdicts(root / USER_COVERAGE_FILE, stored, fresh.user_coverage)
+        stored["below"] = _as_verdict(stored["below"])
         summary = _read_csv(
             root / COVERAGE_SUMMARY_FILE, COVERAGE_SUMMARY_COLUMNS, users, ["worst_user"]
         )
@@ -227,6 +253,13 @@ def load_guarantees(
             user_cohorts,
         )
     fresh = _with_stored_extras(root, fresh, predictions, splits, run)
-    if "warnings" in run:
+    if "warnings" in run and verdicts:
         fresh.warnings = _check_warnings(root / "run.json", run["warnings"])
     return fresh
+
+
+def _as_verdict(column: pd.Series) -> pd.Series:
+    """A CSV's ``below`` (``True``, ``False`` or empty for no verdict) as a boolean column."""
+    text = column.astype(str).str.strip().str.lower()
+    values = text.map({"true": True, "false": False, "1": True, "0": False})
+    return values.astype("boolean")

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mudata.files import describe_kind
+from mueval.names import USER_CORRECTIONS
 from mueval.runfolder.consistency import check_consistency
 from mueval.runfolder.format import (
     FORMAT_VERSION,
@@ -101,6 +102,7 @@ def _check_run_json(path: Path, run: dict) -> None:
             "(the miscoverage level)"
         )
         raise RunFolderError(msg)
+    _check_verdict_config(path, run["config"])
     for where, key in (("dataset", "n_rows"), ("dataset", "n_users"), ("config", "iterations")):
         value = run[where].get(key)
         if value is not None and not (_is_number(value) and value == int(value) and value >= 0):
@@ -117,6 +119,33 @@ def _check_run_json(path: Path, run: dict) -> None:
         msg = (
             f"{path}: expected 'stage_timings' as an object of objects of numbers "
             f"(seconds per stage), found {stages!r}"
+        )
+        raise RunFolderError(msg[:300])
+
+
+def _check_verdict_config(path: Path, config: dict) -> None:
+    """The per-user verdicts' settings, where run.json records them (runs written
+    since the exact per-user test; older ones get the defaults on load)."""
+    combines = ("convolution", "bonferroni")
+    level = config.get("user_level", 0.05)
+    if not _is_number(level) or not 0 < level < 1:
+        msg = (
+            f"{path}: config.user_level is {_number_problem(level)}; expected a number in "
+            "(0, 1) (the level of the per-user verdicts)"
+        )
+        raise RunFolderError(msg)
+    correction = config.get("user_correction", "holm")
+    if correction not in USER_CORRECTIONS:
+        msg = (
+            f"{path}: config.user_correction is {correction!r}; expected one of "
+            f"{', '.join(USER_CORRECTIONS)}"
+        )
+        raise RunFolderError(msg[:300])
+    combine = config.get("user_combine", {})
+    if not isinstance(combine, dict) or not all(v in combines for v in combine.values()):
+        msg = (
+            f"{path}: config.user_combine is {combine!r}; expected an object of strategy -> "
+            f"{' or '.join(combines)}"
         )
         raise RunFolderError(msg[:300])
 

@@ -1,0 +1,422 @@
+"""A run's per-user verdicts "below target", from its prediction rows and splits.
+
+The exact test of :mod:`.user_level` at the run's ``user_level`` after its
+``user_correction`` (``run.json``'s config; 0.05 and Holm for folders written
+before them), on one row per (strategy, classifier, user, iteration) with the
+calibration size of ``splits.parquet`` and the user's test and covered rows
+(:func:`verdict_cells`), or, under class-conditional calibration, one per class
+cell (:func:`class_cells`). :func:`user_coverage_table` joins the verdicts to
+each user's coverage and its Clopper-Pearson interval, a description of the
+observed rate: ``user_coverage.csv``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mueval.conformal.condition import parse_condition
+from mueval.conformal.thresholds import min_calibration_size
+from mueval.data.users import user_texts
+from mueval.errors import DataError
+from mueval.guarantees.intervals import per_user_coverage
+from mueval.guarantees.records import CONFIDENCE
+from mueval.guarantees.user_level import (
+    NO_VERDICT_STRATEGIES,
+    default_combine,
+    threshold_rank,
+    user_verdicts,
+)
+
+__all__ = [
+    "USER_CORRECTION",
+    "USER_LEVEL",
+    "class_cells",
+    "no_verdict_reason",
+    "user_coverage_table",
+    "verdict_cells",
+    "verdict_settings",
+    "verdict_table",
+]
+
+#: Level and correction of the per-user verdicts of a run whose run.json
+#: records none (folders written before them): ``--user-level`` and
+#: ``--user-correction``'s defaults.
+USER_LEVEL = 0.05
+USER_CORRECTION = "holm"
+
+
+def verdict_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The settings of the per-user verdicts, read from a run's configuration.
+
+    Parameters
+    ----------
+    config : mapping or None
+        ``run.json``'s ``config`` (:meth:`EvalConfig.record
+        <mueval.evaluation.records.EvalConfig.record>` with ``condition``);
+        keys it lacks take the protocol's defaults, so a folder written before
+        the verdicts gets level 0.05 and Holm.
+
+    Returns
+    -------
+    dict
+        ``level``, ``correction``, ``combine`` (strategy -> ``convolution`` or
+        ``bonferroni``, or None: :func:`~mueval.guarantees.user_level.default_combine`),
+        ``rule``, ``score``, ``split``, ``small_cal`` and ``condition`` (a
+        :class:`~mueval.conformal.condition.Condition`).
+
+    Examples
+    --------
+    >>> s = verdict_settings({"alpha": 0.1, "split": "blocked"})
+    >>> s["level"], s["correction"], s["rule"], s["split"]
+    (0.05, 'holm', 'study', 'blocked')
+    """
+    config = dict(config or {})
+    return {
+        "level": float(config.get("user_level", USER_LEVEL)),
+        "correction": str(config.get("user_correction", USER_CORRECTION)),
+        "combine": config.get("user_combine"),
+        "rule": str(config.get("threshold") or "study"),
+        "score": str(config.get("score") or "lac"),
+        "split": str(config.get("split") or "random"),
+        "small_cal": str(config.get("small_cal") or "error"),
+        "condition": parse_condition(
+            config.get("condition"), mondrian=bool(config.get("mondrian"))
+        ),
+    }
+
+
+def no_verdict_reason(strategy: str, settings: Mapping[str, Any]) -> str | None:
+    """Why a strategy's users get no verdict under ``settings``, or None.
+
+    Where no single rank-k threshold exists, or the calibration count behind
+    each test row's threshold is not recorded, no exact null can be written
+    down: those users are not flagged (``below`` is ``<NA>``, the conservative
+    treatment), and the report says "no verdict".
+
+    Examples
+    --------
+    >>> no_verdict_reason("uxc", verdict_settings({})).split(":")[0]
+    'uxc'
+    >>> no_verdict_reason("ucm", verdict_settings({"condition": "class"})).split(" (")[0]
+    "class-conditional calibration without each class cell's calibration count"
+    >>> settings = {**verdict_settings({"condition": "class"}), "class_cells": True}
+    >>> no_verdict_reason("ucm", settings) is None
+    True
+    >>> no_verdict_reason("ucm", verdict_settings({})) is None
+    True
+    """
+    condition = settings["condition"]
+    if strategy in NO_VERDICT_STRATEGIES:
+        return f"{strategy}: cross-conformal p-values pooled over fold models, no rank-k threshold"
+    if settings["rule"] == "mapie" and settings["score"] != "lac":
+        return (
+            f"MAPIE's own {settings['score']} sets (--threshold mapie): no rank-k threshold "
+            "describes them"
+        )
+    if condition.per_class and not settings.get("class_cells", False):
+        return (
+            "class-conditional calibration without each class cell's calibration count "
+            "(splits.parquet's n_cal_class, written since the exact per-user test): the "
+            "per-cell ranks are unknown"
+        )
+    if condition.by_cohort and strategy == "mm":
+        return (
+            "mm under cohort calibration: each test row is calibrated on its own cohort, while "
+            "n_cal counts every cohort's calibration rows"
+        )
+    return None
+
+
+def verdict_cells(predictions: pd.DataFrame, splits: pd.DataFrame) -> pd.DataFrame:
+    """The input of :func:`~mueval.guarantees.user_level.user_verdicts` for a run.
+
+    Parameters
+    ----------
+    predictions : DataFrame
+        Prediction rows: ``strategy, classifier, iteration, userid, covered``
+        and ``target_user`` (without it, every strategy but MM is taken as
+        testing each row's own user).
+    splits : DataFrame
+        ``splits.parquet``: ``strategy, classifier, iteration, user, n_cal``.
+
+    Returns
+    -------
+    DataFrame
+        One row per (strategy, classifier, user, iteration): ``n_cal`` (the
+        calibration rows of the task that tested the user: for MM the one
+        calibration set of the iteration, shared by every user), ``n_test``
+        and ``n_covered`` (the user's test rows and covered ones). ``user``
+        holds the predictions' own ids.
+
+    Raises
+    ------
+    DataError
+        A task of the predictions has no calibration size in the splits.
+    """
+    if "target_user" in predictions.columns:
+        target = user_texts(predictions["target_user"]).to_numpy()
+    else:
+        pooled = predictions["strategy"].astype(str).str.lower().eq("mm").to_numpy()
+        target = np.where(pooled, "", user_texts(predictions["userid"]).to_numpy())
+    rows = pd.DataFrame(
+        {
+            "strategy": predictions["strategy"].to_numpy(),
+            "classifier": predictions["classifier"].to_numpy(),
+            "iteration": predictions["iteration"].to_numpy(),
+            "user": predictions["userid"].to_numpy(),
+            # The task's key in splits.parquet: the target user, empty for MM.
+            "target": target,
+            "covered": predictions["covered"].astype(bool).to_numpy(dtype=np.int64),
+        }
+    )
+    keys = ["strategy", "classifier", "iteration", "target"]
+    counts = (
+        rows.groupby([*keys, "user"], sort=True, observed=True)["covered"]
+        .agg(n_test="size", n_covered="sum")
+        .reset_index()
+    )
+    cal = pd.DataFrame(
+        {
+            "strategy": splits["strategy"].to_numpy(),
+            "classifier": splits["classifier"].to_numpy(),
+            "iteration": splits["iteration"].to_numpy(),
+            "target": user_texts(splits["user"]).to_numpy(),
+            "n_cal": pd.to_numeric(splits["n_cal"], errors="coerce").to_numpy(),
+        }
+    ).drop_duplicates(keys)
+    cells = counts.merge(cal, on=keys, how="left")
+    missing = cells[cells["n_cal"].isna()]
+    if len(missing):
+        r = missing.iloc[0]
+        msg = (
+            f"{r['strategy']} / {r['classifier']} iteration {r['iteration']} user {r['user']}: "
+            "prediction rows without a calibration size (n_cal) in the splits, which the "
+            "per-user verdict needs"
+        )
+        raise DataError(msg[:300])
+    cells["n_cal"] = cells["n_cal"].astype(np.int64)
+    return cells[["strategy", "classifier", "user", "iteration", "n_cal", "n_test", "n_covered"]]
+
+
+def class_cells(
+    predictions: pd.DataFrame,
+    splits: pd.DataFrame,
+    classes: Sequence[str],
+    *,
+    alpha: float,
+    rule: str,
+) -> pd.DataFrame:
+    """The Mondrian cells of a class-conditional run, for the exact per-user test.
+
+    Under class-conditional calibration a test row of class ``c`` is covered
+    when its score is within class ``c``'s threshold, the ``k``-th smallest of
+    the cell's ``n_c`` calibration scores; a user's covered count in one
+    iteration is the sum over its classes' cells
+    (:func:`~mueval.guarantees.user_level.null_pmf`).
+
+    Parameters
+    ----------
+    predictions : DataFrame
+        As for :func:`verdict_cells`, with ``y_true``.
+    splits : DataFrame
+        ``splits.parquet`` with ``n_cal_class`` (each class's calibration rows
+        in the task's cell, in class order).
+    classes : sequence of str
+        Class names in index order (``run.json``'s ``classes``).
+    alpha : float
+        The run's miscoverage level.
+    rule : {"study", "mapie"}
+        The threshold rule.
+
+    Returns
+    -------
+    DataFrame
+        One row per (strategy, classifier, user, iteration, class) with test
+        rows: ``n_cal`` (the cell's calibration rows), ``n_test``,
+        ``n_covered`` and ``rank``: the rule's rank in the cell, or
+        ``n_cal + 1`` (covered surely) where the task's cohort was below the
+        minimum and answered with every class (``--small-cal full-set``).
+        Tasks without ``n_cal_class`` are left out.
+    """
+    index = {c: i for i, c in enumerate(classes)}
+    if "target_user" in predictions.columns:
+        target = user_texts(predictions["target_user"]).to_numpy()
+    else:
+        pooled = predictions["strategy"].astype(str).str.lower().eq("mm").to_numpy()
+        target = np.where(pooled, "", user_texts(predictions["userid"]).to_numpy())
+    rows = pd.DataFrame(
+        {
+            "strategy": predictions["strategy"].to_numpy(),
+            "classifier": predictions["classifier"].to_numpy(),
+            "iteration": predictions["iteration"].to_numpy(),
+            "user": predictions["userid"].to_numpy(),
+            "target": target,
+            "klass": predictions["y_true"].map(index).to_numpy(dtype=np.int64),
+            "covered": predictions["covered"].astype(bool).to_numpy(dtype=np.int64),
+        }
+    )
+    keys = ["strategy", "classifier", "iteration", "target"]
+    counts = (
+        rows.groupby([*keys, "user", "klass"], sort=True, observed=True)["covered"]
+        .agg(n_test="size", n_covered="sum")
+        .reset_index()
+    )
+    tasks = pd.DataFrame(
+        {
+            "strategy": splits["strategy"].to_numpy(),
+            "classifier": splits["classifier"].to_numpy(),
+            "iteration": splits["iteration"].to_numpy(),
+            "target": user_texts(splits["user"]).to_numpy(),
+            "task_n_cal": pd.to_numeric(splits["n_cal"], errors="coerce").to_numpy(),
+            "n_cal_class": splits["n_cal_class"].to_numpy(),
+        }
+    ).drop_duplicates(keys)
+    tasks = tasks[[v is not None and not _is_missing(v) for v in tasks["n_cal_class"]]]
+    cells = counts.merge(tasks, on=keys, how="inner")
+    cells["n_cal"] = [
+        int(sizes[k]) for sizes, k in zip(cells["n_cal_class"], cells["klass"], strict=True)
+    ]
+    minimum = min_calibration_size(alpha)
+    full = cells["task_n_cal"].to_numpy() < minimum
+    cells["rank"] = [
+        n + 1 if surely else threshold_rank(n, alpha, rule)
+        for n, surely in zip(cells["n_cal"], full, strict=True)
+    ]
+    columns = ["strategy", "classifier", "user", "iteration", "n_cal", "n_test", "n_covered"]
+    return cells[[*columns, "rank"]]
+
+
+def _is_missing(value: object) -> bool:
+    """True for a missing list cell (None or a float NaN)."""
+    return isinstance(value, float) and np.isnan(value)
+
+
+_VERDICT_COLUMNS = ["expected_covered", "p_value", "p_adjusted", "below"]
+
+
+def verdict_table(
+    predictions: pd.DataFrame,
+    splits: pd.DataFrame,
+    *,
+    alpha: float,
+    config: Mapping[str, Any] | None = None,
+    classes: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Each user's exact test of "below target" in a run.
+
+    Parameters
+    ----------
+    predictions, splits : DataFrame
+        As for :func:`verdict_cells` (and :func:`class_cells` under
+        class-conditional calibration).
+    alpha : float
+        The run's miscoverage level.
+    config : mapping, optional
+        The run's configuration (:func:`verdict_settings`).
+    classes : sequence of str, optional
+        Class names in index order; a class-conditional run needs them (and
+        ``n_cal_class`` in the splits) for its cells, or gets no verdict.
+
+    Returns
+    -------
+    DataFrame
+        :func:`~mueval.guarantees.user_level.user_verdicts` output, one row
+        per (strategy, classifier, user), for every strategy of the
+        predictions; users of a strategy with a :func:`no_verdict_reason`
+        have ``nan`` p-values and ``below`` ``<NA>``, and so do the users of a
+        strategy with a calibration set the run's ``small_cal`` policy refuses
+        (no run leaves test rows for one; the ``calibration-too-small``
+        warning names it).
+    """
+    settings = verdict_settings(config)
+    cells = verdict_cells(predictions, splits)
+    condition = settings["condition"]
+    by_class = None
+    if condition.per_class and classes is not None and "n_cal_class" in splits.columns:
+        by_class = class_cells(predictions, splits, classes, alpha=alpha, rule=settings["rule"])
+    recorded = settings["combine"] or {}
+    parts = []
+    for strategy, part in cells.groupby("strategy", sort=True):
+        strategy = str(strategy)
+        options = {
+            "alpha": alpha,
+            "level": settings["level"],
+            "correction": settings["correction"],
+            "combine": recorded.get(strategy) or default_combine(strategy, settings["split"]),
+            "split": settings["split"],
+        }
+        mondrian = None if by_class is None else by_class[by_class["strategy"] == strategy]
+        # Class cells count only when every test row of the strategy is in one.
+        complete = mondrian is not None and mondrian["n_test"].sum() == part["n_test"].sum()
+        reason = no_verdict_reason(strategy, {**settings, "class_cells": complete})
+        # A calibration set the --small-cal policy refuses leaves no test rows
+        # (class cells without cohorts have no minimum).
+        refused = (
+            settings["small_cal"] != "full-set"
+            and not (condition.per_class and not condition.by_cohort)
+            and bool((part["n_cal"] < min_calibration_size(alpha)).any())
+        )
+        if refused or reason is not None:
+            parts.append(user_verdicts(part.assign(rank=np.nan), **options))
+        elif condition.per_class:
+            parts.append(user_verdicts(mondrian, **options))
+        else:
+            parts.append(
+                user_verdicts(
+                    part, rule=settings["rule"], small_cal=settings["small_cal"], **options
+                )
+            )
+    if not parts:
+        return pd.DataFrame(columns=["strategy", "classifier", "user", *_VERDICT_COLUMNS])
+    return pd.concat(parts, ignore_index=True)
+
+
+def user_coverage_table(
+    predictions: pd.DataFrame,
+    splits: pd.DataFrame,
+    *,
+    alpha: float,
+    config: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    classes: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """``user_coverage.csv``: each user's coverage, its interval and its verdict.
+
+    Parameters
+    ----------
+    predictions, splits : DataFrame
+        As for :func:`verdict_cells`.
+    alpha : float
+        The run's miscoverage level.
+    config : mapping, optional
+        The run's configuration (:func:`verdict_settings`).
+    seed : int, default 0
+        Passed to :func:`~mueval.guarantees.intervals.per_user_coverage`.
+    classes : sequence of str, optional
+        Class names in index order (see :func:`verdict_table`).
+
+    Returns
+    -------
+    DataFrame
+        :func:`~mueval.guarantees.intervals.per_user_coverage` (exact
+        Clopper-Pearson interval ``low, high``, a description of the observed
+        rate) whose ``below`` is the exact test's verdict (:func:`verdict_table`,
+        ``<NA>`` without one), with ``expected_covered``, ``p_value`` and
+        ``p_adjusted`` beside it.
+    """
+    # Each test row belongs to one user (its own: for MM, the pooled strategy,
+    # that is the row's user; for the per-user strategies it is the target).
+    rows = predictions[["strategy", "classifier", "iteration", "userid", "covered"]]
+    per_user = per_user_coverage(
+        rows, alpha=alpha, confidence=CONFIDENCE, user_col="userid", seed=seed
+    )
+    verdicts = verdict_table(predictions, splits, alpha=alpha, config=config, classes=classes)
+    keys = ["strategy", "classifier", "user"]
+    table = per_user.drop(columns=[c for c in _VERDICT_COLUMNS if c in per_user.columns])
+    table = table.merge(verdicts[keys + _VERDICT_COLUMNS], on=keys, how="left", validate="1:1")
+    table["below"] = table["below"].astype("boolean")
+    return table

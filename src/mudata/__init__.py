@@ -8,6 +8,22 @@ the same import name; only this one has the attribute ``__mudata_mueval__``.
 >>> bunch.frame.columns[:2].tolist()                        # doctest: +SKIP
 ['userid', 'label']
 >>> X, y, groups = mudata.load("wisdm", return_X_y=True)    # doctest: +SKIP
+
+Modules, one stage each, from the command line down (imports run one way,
+top to bottom; ``lint-imports`` checks it):
+
+- ``cli``, ``cli_init``, ``cli_options`` -- the ``mudata`` commands and options;
+- ``api`` -- :func:`fetch`, :func:`load`, :func:`provenance`;
+- ``drafting/`` -- ``mudata init``: a registry entry drafted from a user's files;
+- ``registry`` -- entries read, checked and installed; ``pipeline`` -- read,
+  featurize, filter, validate, publish;
+- ``download``, ``features``, ``validate``, ``store``, ``userfilter`` -- the
+  pipeline's stages;
+- ``readers/`` -- one reader per release format; ``paths``, ``windowing``;
+- ``classes``, ``archive`` -- class codes and user names; archives read safely;
+- ``entry`` -- the registry entry's record types; ``files`` -- safe reading,
+  atomic writing, a file's SHA-256; ``_resources``, ``_identity``, ``version``;
+- ``errors`` -- the exceptions.
 """
 
 from __future__ import annotations

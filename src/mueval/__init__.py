@@ -3,6 +3,23 @@
 >>> import mueval
 >>> run = mueval.evaluate("wisdm", strategies="ucm", iterations=5)   # doctest: +SKIP
 >>> run.save("runs/wisdm-ucm")                                         # doctest: +SKIP
+
+Subpackages and modules, from the command line down (imports run one way,
+top to bottom; ``lint-imports`` checks it):
+
+- ``cli/`` -- the ``mueval`` commands and their option tables;
+- ``api`` -- :func:`evaluate`, :func:`compare`, :func:`compare_guarantees`;
+- ``run`` -- :class:`Run`, one evaluation in memory, saved and loaded;
+- ``report/`` -- the HTML report, its figures, sections and terminal tables;
+- ``comparison/`` -- significance tests between strategies, guarantees side by side;
+- ``runfolder/`` -- the run folder's format, writing, reading and consistency checks;
+- ``guarantees/`` -- per-user coverage, verdicts, validity, conditional coverage, warnings;
+- ``evaluation/`` -- records, splits per strategy, models, the runner, the label curve;
+- ``conformal/`` -- scores, threshold rules, p-values, split and Mondrian sets;
+- ``metrics/`` -- classic and conformal metrics, conditional-coverage diagnostics;
+- ``data/`` -- the feature table, user ids as text, cohorts, synthetic users;
+- ``files``, ``names``, ``errors``, ``version`` -- safe files, the names a run
+  speaks, exceptions, the version.
 """
 
 from __future__ import annotations

@@ -9,6 +9,12 @@ strings, imported on first use. Other packages add readers through the
 
 A reader is a callable ``(entry, sources) -> FeatureTable | SignalTable``
 (see :mod:`mudata.readers.base`).
+
+Modules: ``base`` (the tables readers return and the verified :class:`Sources`
+they read through), ``decode`` (compressed files, MATLAB arrays, separators),
+``_text`` (helpers of the text readers), and one module per format:
+``wisdm``, ``har70``, ``opportunity``, ``gestures``, ``tabular`` (CSV, Parquet
+and text tables: feature tables and long signals).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ import pandas as pd
 
 from mudata.cli_options import dataset_source_options
 from mueval.cli.base import Command
+from mueval.cli.options import jobs_option
 from mueval.names import CLASSIFIERS, CURVE_USES, SCORES, SMALL_CAL_POLICIES, THRESHOLD_RULES
 
 __all__ = ["curve_command", "format_curve"]
@@ -136,14 +137,7 @@ SHORT_HELP = "Coverage, set size and accuracy against k labelled windows of the 
     show_default=True,
     help="Test rows a user keeps beside the largest k; smaller users are skipped.",
 )
-@click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(min=-1),
-    default=1,
-    show_default=True,
-    help="Parallel worker processes (loky); -1 = all cores. Results do not depend on it.",
-)
+@jobs_option
 @click.option(
     "--out",
     "-o",

@@ -29,7 +29,17 @@ from mueval.names import (
 )
 from mueval.names import STRATEGY_ALIASES as ALIASES
 
-__all__ = ["compare_options", "evaluate_options", "report_options"]
+#: Worker processes for evaluate and curve; one declaration for both commands.
+jobs_option = click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=-1),
+    default=1,
+    show_default=True,
+    help="Parallel worker processes (loky); -1 = all cores. Results do not depend on it.",
+)
+
+__all__ = ["compare_options", "evaluate_options", "jobs_option", "report_options"]
 
 _STRATEGY_HELP = (
     "Evaluation strategy; repeat or give a comma list. "
@@ -174,14 +184,7 @@ evaluate_options = stack(
         "also leaves out the other users of its fold. uxc: K grouped calibration folds "
         "of the non-target users instead of one per user. [default: leave-one-user-out]",
     ),
-    click.option(
-        "--jobs",
-        "-j",
-        type=click.IntRange(min=-1),
-        default=1,
-        show_default=True,
-        help="Parallel worker processes (loky); -1 = all cores. Results do not depend on it.",
-    ),
+    jobs_option,
     click.option(
         "--backend",
         type=click.Choice(BACKENDS),

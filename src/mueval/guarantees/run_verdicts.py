@@ -131,6 +131,30 @@ def no_verdict_reason(strategy: str, settings: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _prediction_rows(predictions: pd.DataFrame, **extra: np.ndarray) -> pd.DataFrame:
+    """One row per prediction: its task key, user and covered flag, and ``extra`` columns.
+
+    The task's key in splits.parquet is (strategy, classifier, iteration,
+    target user), the target user empty for MM.
+    """
+    if "target_user" in predictions.columns:
+        target = user_texts(predictions["target_user"]).to_numpy()
+    else:
+        pooled = predictions["strategy"].astype(str).str.lower().eq("mm").to_numpy()
+        target = np.where(pooled, "", user_texts(predictions["userid"]).to_numpy())
+    return pd.DataFrame(
+        {
+            "strategy": predictions["strategy"].to_numpy(),
+            "classifier": predictions["classifier"].to_numpy(),
+            "iteration": predictions["iteration"].to_numpy(),
+            "user": predictions["userid"].to_numpy(),
+            "target": target,
+            **extra,
+            "covered": predictions["covered"].astype(bool).to_numpy(dtype=np.int64),
+        }
+    )
+
+
 def verdict_cells(predictions: pd.DataFrame, splits: pd.DataFrame) -> pd.DataFrame:
     """The input of :func:`~mueval.guarantees.user_level.user_verdicts` for a run.
 
@@ -157,22 +181,7 @@ def verdict_cells(predictions: pd.DataFrame, splits: pd.DataFrame) -> pd.DataFra
     DataError
         A task of the predictions has no calibration size in the splits.
     """
-    if "target_user" in predictions.columns:
-        target = user_texts(predictions["target_user"]).to_numpy()
-    else:
-        pooled = predictions["strategy"].astype(str).str.lower().eq("mm").to_numpy()
-        target = np.where(pooled, "", user_texts(predictions["userid"]).to_numpy())
-    rows = pd.DataFrame(
-        {
-            "strategy": predictions["strategy"].to_numpy(),
-            "classifier": predictions["classifier"].to_numpy(),
-            "iteration": predictions["iteration"].to_numpy(),
-            "user": predictions["userid"].to_numpy(),
-            # The task's key in splits.parquet: the target user, empty for MM.
-            "target": target,
-            "covered": predictions["covered"].astype(bool).to_numpy(dtype=np.int64),
-        }
-    )
+    rows = _prediction_rows(predictions)
     keys = ["strategy", "classifier", "iteration", "target"]
     counts = (
         rows.groupby([*keys, "user"], sort=True, observed=True)["covered"]
@@ -243,21 +252,8 @@ def class_cells(
         Tasks without ``n_cal_class`` are left out.
     """
     index = {c: i for i, c in enumerate(classes)}
-    if "target_user" in predictions.columns:
-        target = user_texts(predictions["target_user"]).to_numpy()
-    else:
-        pooled = predictions["strategy"].astype(str).str.lower().eq("mm").to_numpy()
-        target = np.where(pooled, "", user_texts(predictions["userid"]).to_numpy())
-    rows = pd.DataFrame(
-        {
-            "strategy": predictions["strategy"].to_numpy(),
-            "classifier": predictions["classifier"].to_numpy(),
-            "iteration": predictions["iteration"].to_numpy(),
-            "user": predictions["userid"].to_numpy(),
-            "target": target,
-            "klass": predictions["y_true"].map(index).to_numpy(dtype=np.int64),
-            "covered": predictions["covered"].astype(bool).to_numpy(dtype=np.int64),
-        }
+    rows = _prediction_rows(
+        predictions, klass=predictions["y_true"].map(index).to_numpy(dtype=np.int64)
     )
     keys = ["strategy", "classifier", "iteration", "target"]
     counts = (

@@ -34,7 +34,7 @@ from mueval.comparison.significance import (
     per_user_values,
 )
 from mueval.data.table import natural_key
-from mueval.errors import OutputError, UsageError
+from mueval.errors import UsageError
 from mueval.files import check_inside, write_atomic
 from mueval.guarantees.compute import compute_guarantees
 from mueval.guarantees.records import Guarantees
@@ -52,6 +52,7 @@ from mueval.names import (
 from mueval.report import figures as F
 from mueval.report import setstats as S
 from mueval.report.conditional import conditional_coverage_section, validity_section
+from mueval.report.folder import real_folder
 from mueval.report.html import (
     Section,
     figure_html,
@@ -147,7 +148,7 @@ class _Figures:
     """Saves figures under ``out/figures`` and returns their embedded HTML."""
 
     def __init__(self, out: Path, *, enabled: bool = True) -> None:
-        self.dir = _real_folder(out / "figures")
+        self.dir = real_folder(out / "figures")
         self.paths: list[Path] = []
         self.enabled = enabled
 
@@ -160,27 +161,6 @@ class _Figures:
         png, svg = F.save_figure(fig, check_inside(self.dir, self.dir / name))
         self.paths.extend([png, svg])
         return figure_html(png, alt=caption, caption=caption, svg_name=svg.name)
-
-
-def _real_folder(path: Path) -> Path:
-    """Create ``path`` if needed; refuse a symbolic link or a non-folder there.
-
-    A run folder is someone else's data: its ``report`` entry could be a link to
-    any folder of the reader's, which ``mueval report`` would then write into.
-    """
-    if path.is_symlink() or (path.exists() and not path.is_dir()):
-        kind = "a symbolic link" if path.is_symlink() else "not a folder"
-        msg = (
-            f"cannot write the report into {path}: it is {kind}; mueval writes reports "
-            "only into real folders (choose another --out)"
-        )
-        raise OutputError(msg)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        msg = f"cannot write the report into {path}: {exc.strerror or exc}"
-        raise OutputError(msg) from exc
-    return path.resolve()
 
 
 def _fmt_ci(value: float, lo: float, hi: float) -> str:
@@ -922,7 +902,7 @@ def build_report(
     with matplotlib.rc_context({"text.parse_math": False}):
         return _build(
             run,
-            _real_folder(Path(out)),
+            real_folder(Path(out)),
             strategies=strategies,
             classifiers=classifiers,
             n_boot=n_boot,

@@ -20,7 +20,7 @@ from mueval.errors import OutputError
 from mueval.files import write_atomic
 from mueval.runfolder.format import REPORT_FORMAT, REPORT_MARKER
 
-__all__ = ["prepare_report_folder", "remove_stale_figures", "report_folder_problem"]
+__all__ = ["prepare_report_folder", "real_folder", "remove_stale_figures", "report_folder_problem"]
 
 #: Larger than any marker mueval writes: a bigger one is not read.
 _MARKER_MAX_BYTES = 4096
@@ -84,6 +84,52 @@ def report_folder_problem(folder: str | Path) -> str | None:
     return None
 
 
+def _refuse_non_folder(path: Path) -> None:
+    """Raise OutputError when ``path`` exists and is not a real folder (a link is refused)."""
+    if not os.path.lexists(path):
+        return
+    mode = os.lstat(path).st_mode
+    if stat.S_ISDIR(mode):
+        return
+    if stat.S_ISLNK(mode):
+        kind = "a symbolic link"
+    elif stat.S_ISREG(mode):
+        kind = "a regular file"
+    else:
+        kind = describe_kind(mode)
+    msg = (
+        f"cannot write the report into {path}: it is {kind}; mueval writes reports "
+        "only into real folders (choose another --out)"
+    )
+    raise OutputError(msg)
+
+
+def real_folder(path: str | Path) -> Path:
+    """Create ``path`` if needed; refuse a symbolic link or a non-folder there.
+
+    A run folder is someone else's data: its ``report`` entry could be a link to
+    any folder of the reader's, which ``mueval report`` would then write into.
+
+    Returns
+    -------
+    Path
+        ``path``, resolved.
+
+    Raises
+    ------
+    OutputError
+        ``path`` is a symbolic link or not a folder, or cannot be created.
+    """
+    path = Path(path)
+    _refuse_non_folder(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        msg = f"cannot write the report into {path}: {exc.strerror or exc}"
+        raise OutputError(msg) from exc
+    return path.resolve()
+
+
 def prepare_report_folder(out: str | Path, *, overwrite: bool = False) -> Path:
     """Check ``out`` can receive a report, create it if new, and mark it as a report.
 
@@ -107,13 +153,7 @@ def prepare_report_folder(out: str | Path, *, overwrite: bool = False) -> Path:
     """
     out = Path(out)
     if os.path.lexists(out):
-        mode = os.lstat(out).st_mode
-        if not stat.S_ISDIR(mode):
-            msg = (
-                f"cannot write the report into {out}: it is {describe_kind(mode)}; mueval "
-                "writes reports only into real folders (choose another --out)"
-            )
-            raise OutputError(msg)
+        _refuse_non_folder(out)
         try:
             empty = not any(out.iterdir())
         except OSError as exc:
@@ -130,11 +170,7 @@ def prepare_report_folder(out: str | Path, *, overwrite: bool = False) -> Path:
             if not overwrite:
                 msg = f"report folder {out} already holds a report (use --overwrite to replace it)"
                 raise OutputError(msg)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        msg = f"cannot write the report into {out}: {exc.strerror or exc}"
-        raise OutputError(msg) from exc
+    real_folder(out)
     marker = json.dumps({"format": REPORT_FORMAT, "format_version": 1}) + "\n"
     write_atomic(out, REPORT_MARKER, lambda p: p.write_text(marker, encoding="utf-8"))
     return out

@@ -28,6 +28,7 @@ from sklearn.preprocessing import MinMaxScaler
 
 import mudata
 
+# The project root: the gallery runs each example in examples/, a shell usually at the root.
 root = Path.cwd() if Path("examples").is_dir() else Path.cwd().parent
 shared = Path(os.environ.get("MUDATA_SHARED_DATA", root.parent / "shared" / "data"))
 home = Path(tempfile.mkdtemp(prefix="mudata-example-"))

@@ -43,6 +43,8 @@ def test_wheel_contains_registry_and_schemas(wheel: Path) -> None:
     for dataset in ("wisdm", "har70", "opportunity", "gestures"):
         assert f"mudata/_data/registry/{dataset}.toml" in names
     assert "mudata/_data/schemas/registry.schema.json" in names
+    # The report names this page (tests/test_docs.py checks that it does).
+    assert "mueval/_data/docs/per-user-guarantees.md" in names
     assert any(n.startswith("mueval/") for n in names)
 
 

@@ -210,7 +210,27 @@ def describe(record: dict[str, Any]) -> str:
 
 
 def provenance(name: str, *, data_home: Path | str | None = None) -> dict[str, Any]:
-    """The provenance record of a built table (``sha256`` is the table's content hash)."""
+    """The provenance record of a built table (``sha256`` is the table's content hash).
+
+    Parameters
+    ----------
+    name : str
+        A registered dataset, built already (:func:`fetch`).
+    data_home : str or Path, optional
+        As for :func:`fetch`.
+
+    Returns
+    -------
+    dict
+        The record the table carries: source files with their hashes and
+        whether each was verified, reader, recipe, counts, licence, citation,
+        package versions; ``sha256`` the table's content hash, ``path`` its file.
+
+    Raises
+    ------
+    mudata.errors.MissingFileError
+        The table is not built.
+    """
     entry = get_entry(name, data_home)
     path = parquet_path(entry, data_home)
     record = read_provenance(path) if path.is_file() else None

@@ -330,6 +330,8 @@ def evaluate(
         What a calibration set too small for ``alpha`` gets.
     split : {"random", "blocked"}
         Within-user split of UDM, UCM and UAM; ``gap`` rows between blocks.
+    gap : int
+        ``split="blocked"``: rows left out between two blocks.
     user_folds : int, optional
         UIM and UCM fit one model per fold of users (``K`` grouped folds)
         instead of one per user, and UXC calibrates on ``K`` grouped folds of
@@ -355,6 +357,10 @@ def evaluate(
     backend : {"loky", "dask"}
         ``dask``: the cluster at ``scheduler``, or a local one of ``workers``
         processes.
+    scheduler : str, optional
+        ``backend="dask"``: the address of a running scheduler.
+    workers : int, optional
+        ``backend="dask"`` without ``scheduler``: processes of the local cluster.
     progress : bool, optional
         Progress on stderr (default: a bar on a terminal, log lines elsewhere).
     out : str or Path, optional

@@ -140,7 +140,14 @@ class Run:
         return list(self.info.get("warnings", []))
 
     def table(self) -> str:
-        """The study-style mean ± SD tables, one block per strategy."""
+        """The study-style mean ± SD tables, one block per strategy.
+
+        Returns
+        -------
+        str
+            The text ``mueval evaluate`` prints: metrics as rows, classifiers
+            as columns.
+        """
         return format_table(self.summary)
 
     def save(self, path: str | Path, *, overwrite: bool = False) -> Path:
@@ -149,12 +156,14 @@ class Run:
         Parameters
         ----------
         path : str or Path
+            The run folder to write.
         overwrite : bool
             Replace an existing run folder (never anything else).
 
         Returns
         -------
         Path
+            The folder written (also kept in :attr:`path`).
         """
         arrow = self._arrow
         if (
@@ -181,6 +190,16 @@ class Run:
     @classmethod
     def load(cls, path: str | Path) -> Run:
         """Read a run folder, checking every file and their consistency.
+
+        Parameters
+        ----------
+        path : str or Path
+            A folder written by :meth:`save` or ``mueval evaluate --out``.
+
+        Returns
+        -------
+        Run
+            The run, its :attr:`path` the folder.
 
         Raises
         ------

@@ -531,7 +531,10 @@ def curve(
         ``calibration``, ``adaptation``, ``both``, or several (comma list).
     iterations, seed_base : int
         Iteration *i* uses seed ``seed_base + i``.
-    alpha, score, threshold : as for :func:`mueval.evaluate`
+    alpha : float
+        Miscoverage level, as for :func:`mueval.evaluate`.
+    score, threshold : str
+        The conformity score and threshold rule, as for :func:`mueval.evaluate`.
     small_cal : {"full-set", "skip", "error"}
         Calibration sets too small for ``alpha``.
     min_test : int
@@ -539,6 +542,10 @@ def curve(
         are skipped (:attr:`CurveResult.notes`).
     jobs : int
         Worker processes.
+    user_col, label_col : str
+        Columns of a file or DataFrame.
+    **source
+        Where a registered dataset's files come from, as for :func:`mueval.evaluate`.
 
     Returns
     -------

@@ -1083,8 +1083,9 @@ def _page_one(
             "a cohort condition and for MAPIE's own aps, raps and top_k sets. Intervals are "
             "exact (Clopper-Pearson) on the test rows "
             "pooled over iterations, a description of the observed rate, not that test: "
-            "iterations reuse rows, so they are on the narrow side; see "
-            "docs/per-user-guarantees.md. Click a cell for its section."
+            "iterations reuse rows, so they are on the narrow side; see the page "
+            "per-user-guarantees of mueval's documentation (installed with mueval as "
+            "mueval/_data/docs/per-user-guarantees.md). Click a cell for its section."
         ),
         "<h2>Warnings</h2>",
         warnings_html(warnings),

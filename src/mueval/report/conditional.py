@@ -82,8 +82,8 @@ def conditional_coverage_section(
             "users and iterations, with its exact 95 % (Clopper-Pearson) interval; 'below' "
             f"marks an interval entirely below the target {target:.2f}. Unconditional "
             "calibration promises the target only on average over classes and cohorts; "
-            "per-class or per-cohort calibration promises it within each (docs/"
-            "per-user-guarantees.md, section 4)."
+            "per-class or per-cohort calibration promises it within each (mueval's "
+            "documentation, per-user-guarantees, section 4)."
         )
     ]
     for by, title in (("class", "Coverage per class"), ("cohort", "Coverage per cohort of users")):
@@ -153,7 +153,7 @@ def validity_section(
             "and MM under cohorts): the one-sample test on the pooled p-values, a screen that "
             "flags too readily. The p-values are adjusted across the users of each strategy "
             "and classifier by Benjamini-Hochberg; a user is flagged when the adjusted value "
-            "is at most 0.05 (docs/per-user-guarantees.md, section 3)."
+            "is at most 0.05 (mueval's documentation, per-user-guarantees, section 3)."
         ),
         table_html(
             [

@@ -149,7 +149,7 @@ def test_the_honest_archive_builds_and_is_verified(http_server, tmp_path: Path) 
     url = serve(http_server, "toy.zip", zip_bytes([(MEMBER, GOOD)]))
     frame = build(entry_data([archive_file(url, members=pinned())]), tmp_path)
     record = frame.attrs["provenance"]["files"][0]
-    assert record["verified"] is True and record["members"] == {MEMBER: sha(GOOD)}
+    assert record["verified_at_build"] is True and record["members"] == {MEMBER: sha(GOOD)}
     assert np.allclose(frame["f1"], pd.read_csv(io.BytesIO(GOOD))["f1"])
 
 
@@ -263,7 +263,7 @@ def test_unlisted_member_of_an_unpinned_entry_needs_the_flag_and_is_recorded(
         build(entry, tmp_path)
     frame = build(entry, tmp_path, allow_unverified=True)
     record = frame.attrs["provenance"]["files"][0]
-    assert record["verified"] is False
+    assert record["verified_at_build"] is False
     assert record["unpinned"] == {MEMBER: sha(GOOD), "toy/extra.csv": sha(GOOD)}
 
 
@@ -275,7 +275,7 @@ def test_a_member_listed_without_a_hash_makes_the_file_unverified(
     with pytest.raises(UsageError):
         build(entry_data([archive_file(url, members=members)]), tmp_path)
     frame = build(entry_data([archive_file(url, members=members)]), tmp_path, allow_unverified=True)
-    assert frame.attrs["provenance"]["files"][0]["verified"] is False
+    assert frame.attrs["provenance"]["files"][0]["verified_at_build"] is False
 
 
 def test_verified_only_when_every_byte_read_was_pinned(http_server, tmp_path: Path) -> None:
@@ -283,7 +283,7 @@ def test_verified_only_when_every_byte_read_was_pinned(http_server, tmp_path: Pa
     payload = zip_bytes([(MEMBER, GOOD), ("toy/extra.csv", GOOD)])
     url = serve(http_server, "toy.zip", payload)
     frame = build(entry_data([archive_file(url, sha256=sha(payload))]), tmp_path)
-    assert frame.attrs["provenance"]["files"][0]["verified"] is True
+    assert frame.attrs["provenance"]["files"][0]["verified_at_build"] is True
 
 
 def test_bytes_changed_after_the_check_are_refused_at_read_time(tmp_path: Path) -> None:
@@ -474,6 +474,48 @@ def test_damaged_table_without_its_raw_files_is_a_clear_error(
     (raw_dir("toy", home) / "toy.zip").unlink()
     with pytest.raises(MissingFileError, match="no longer in the cache"):
         mudata.load("toy", data_home=home, download_if_missing=False)
+    assert http_server.count("/toy.zip") == 1
+
+
+def test_verify_rebuilds_from_the_download_cache_and_never_downloads(
+    http_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    payload = zip_bytes([(MEMBER, GOOD)])
+    url = serve(http_server, "toy.zip", payload)
+    registry = tmp_path / "registry"
+    registry.mkdir()
+    entry = entry_data([archive_file(url, sha256=sha(payload))])
+    (registry / "toy.toml").write_text(_toml(entry), encoding="utf-8")
+    monkeypatch.setenv("MUDATA_REGISTRY", str(registry))
+    home = tmp_path / "home"
+    mudata.fetch("toy", data_home=home, progress=False)
+    assert mudata.verify("toy", data_home=home).status == "verified"
+
+    # A forger rewrites a value and the hash beside it: served, but verify names the row.
+    path = parquet_path(parse_entry(entry), home)
+    frame, record = load_table(path)
+    frame.loc[1, "f1"] += 1.0
+    record["table_sha256"] = mudata.store.table_fingerprint(frame)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    meta = {**table.schema.metadata, b"mudata.provenance": json.dumps(record).encode()}
+    pq.write_table(table.replace_schema_metadata(meta), path)
+    assert mudata.load("toy", data_home=home).frame.loc[1, "f1"] == frame.loc[1, "f1"]
+    result = mudata.verify("toy", data_home=home)
+    assert (result.status, result.first_difference["row"]) == ("differs", 1)
+    assert result.first_difference["columns"] == ["f1"]
+
+    # The cached raw file changed too: nothing pinned to rebuild from, and no download.
+    cached = raw_dir("toy", home) / "toy.zip"
+    cached.write_bytes(payload[:-1] + bytes([payload[-1] ^ 1]))
+    result = mudata.verify("toy", data_home=home)
+    assert result.status == "unverifiable" and "sha256 mismatch" in result.message
+    path.write_bytes(path.read_bytes()[:-40] + bytes(40))
+    with pytest.raises(ChecksumError, match="downloading is off"):
+        mudata.load("toy", data_home=home, download_if_missing=False)
+    assert cached.read_bytes() != payload  # left untouched for the user to look at
     assert http_server.count("/toy.zip") == 1
 
 

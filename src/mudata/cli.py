@@ -22,6 +22,7 @@ from mudata.cli_options import (
     build_options,
     data_home_option,
     fetch_options,
+    manual_dir_option,
     verbose_option,
 )
 from mudata.entry import DatasetEntry
@@ -53,6 +54,7 @@ def main() -> None:
       mudata info wisdm                files, licence, citation, recipe
       mudata fetch wisdm               download, verify, build; prints the table path
       mudata fetch gestures --manual-dir ~/Downloads
+      mudata verify wisdm              rebuild from the pinned raw files and compare
       mudata init ~/my-files --name mine   draft an entry from files you have
       mudata register mine.toml        add a dataset of your own
 
@@ -154,6 +156,50 @@ def fetch_command(name: str, data_home: Path | None, **options: Any) -> None:
         err=True,
     )
     click.echo(str(path))
+
+
+@main.command("verify")
+@click.argument("name")
+@data_home_option
+@manual_dir_option
+@click.option(
+    "--max-expansion",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="RATIO",
+    help="How far an archive may expand, in bytes per archive byte (default: "
+    "$MUDATA_MAX_EXPANSION, else 100).",
+)
+@click.pass_context
+def verify_command(
+    ctx: click.Context,
+    name: str,
+    data_home: Path | None,
+    manual_dir: Path | None,
+    max_expansion: float | None,
+) -> None:
+    """Check the cached table of NAME against a rebuild from its pinned raw files.
+
+    The raw files (downloaded into the data home, or in the --manual-dir the
+    table was built from) are hashed again against the registry entry, the
+    table is built again in memory and compared with the cached one, row by
+    row; nothing is written or downloaded.
+
+    Exit codes: 0 verified; 1 the cached table differs (the first differing
+    row is named); 2 unverifiable (no table, raw files missing or unpinned,
+    or no build record from this data home) or a usage error.
+    """
+    # Here, not at the top: pandas, pyarrow and Pandera: only for this command.
+    from mudata import api
+
+    result = api.verify(
+        name, data_home=data_home, manual_dir=manual_dir, max_expansion=max_expansion
+    )
+    if result.status == "verified":
+        click.echo(result.message)
+    else:
+        click.echo(f"error: {result.message}", err=True)
+    ctx.exit(result.exit_code)
 
 
 @main.command("register")

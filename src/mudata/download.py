@@ -224,7 +224,7 @@ def fetch_sources(
                     raise MissingFileError(message)
                 result = _fetch_remote(
                     entry, remote, url, target, show_progress, n_retries, delay,
-                    allow_unverified, max_expansion,
+                    allow_unverified, max_expansion, download=download,
                 )  # fmt: skip
             _warn_unverified(entry, remote, result)
             fetched.append(result)
@@ -564,7 +564,7 @@ def unpinned_local_changed(entry: DatasetEntry, recorded: list[dict]) -> bool:
     longer be found or read counts as unchanged: the table built from it stands.
     """
     for remote, record in zip(entry.files, recorded, strict=True):
-        if remote.path is None or record.get("verified", True):
+        if remote.path is None or record.get("verified_at_build", True):
             continue
         try:
             now = _fetch_local(entry, remote, allow_unverified=True)
@@ -840,6 +840,8 @@ def _fetch_remote(
     delay: float,
     allow_unverified: bool,
     max_expansion: float | None = None,
+    *,
+    download: bool = True,
 ) -> FetchedFile:
     verifiable = _archive_verifiable(remote)
     _require_verifiable(entry, remote, verifiable, allow_unverified, "it or its members")
@@ -848,6 +850,13 @@ def _fetch_remote(
     # no archive hash) is used without touching the network.
     if observed is not None and (remote.sha256 is None or observed == remote.sha256):
         origin: Origin = "cache"
+    elif not download:
+        message = (
+            f"sha256 mismatch for the cached {target} ({_what(entry, remote)}): expected "
+            f"{remote.sha256}, actual {observed}, and downloading is off; the file was left "
+            f"untouched"
+        )
+        raise ChecksumError(message)
     else:
         if url is None:
             message = f"{_what(entry, remote)} has no url in the registry and no mirror was given"

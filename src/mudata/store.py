@@ -163,7 +163,7 @@ def read_provenance(parquet_path: Path) -> dict[str, Any] | None:
         return None
     raw = metadata.get(PROVENANCE_KEY)
     try:
-        return json.loads(raw) if raw else None
+        return _current_names(json.loads(raw)) if raw else None
     except ValueError:  # a damaged byte in the metadata (JSON or UTF-8): unreadable
         return None
 
@@ -172,19 +172,17 @@ def _descriptor_bytes(table: pd.DataFrame, parquet_name: str, provenance: dict[s
     return json.dumps(datapackage(table, parquet_name, provenance), indent=2).encode("utf-8")
 
 
-def load_table(parquet_path: Path, *, verify: bool = True) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Read a published table and its provenance, checked against each other.
+def read_unchecked(parquet_path: Path) -> tuple[pd.DataFrame, dict[str, Any] | None]:
+    """The rows of a published table and its provenance (None if absent), unchecked.
 
-    The rows and the provenance come from one read of the file, so they
-    belong together; with ``verify`` the rows are hashed and compared with
-    the provenance's ``table_sha256``, and ``datapackage.json`` is made to
-    agree with them (see the module docstring).
+    Provenance written before ``verified_at_build`` was its name (``verified``)
+    is given under the new name: a file's flag says what the build saw, and a
+    loaded table never claims more.
 
     Raises
     ------
     CorruptTableError
-        The file cannot be read as Parquet, has no provenance, or its rows do
-        not match ``table_sha256``.
+        The file cannot be read as Parquet.
     """
     try:
         arrow = pq.read_table(parquet_path)
@@ -202,7 +200,38 @@ def load_table(parquet_path: Path, *, verify: bool = True) -> tuple[pd.DataFrame
         provenance = json.loads(raw) if raw else None
     except ValueError:
         provenance = None
-    if not isinstance(provenance, dict) or "table_sha256" not in provenance:
+    return frame, _current_names(provenance)
+
+
+def _current_names(provenance: Any) -> dict[str, Any] | None:
+    """``files[].verified`` of older tables under its name of now, ``verified_at_build``."""
+    if not isinstance(provenance, dict):
+        return None
+    files = provenance.get("files")
+    for record in files if isinstance(files, list) else []:
+        if isinstance(record, dict) and "verified" in record:
+            record.setdefault("verified_at_build", record.pop("verified"))
+    return provenance
+
+
+def load_table(parquet_path: Path, *, verify: bool = True) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Read a published table and its provenance, checked against each other.
+
+    The rows and the provenance come from one read of the file, so they
+    belong together; with ``verify`` the rows are hashed and compared with
+    the provenance's ``table_sha256``, and ``datapackage.json`` is made to
+    agree with them (see the module docstring). This catches damage (a flipped
+    byte, a cut file), not a forgery: whoever rewrites the rows can rewrite the
+    hash beside them. :func:`mudata.verify` rebuilds the table to check that.
+
+    Raises
+    ------
+    CorruptTableError
+        The file cannot be read as Parquet, has no provenance, or its rows do
+        not match ``table_sha256``.
+    """
+    frame, provenance = read_unchecked(parquet_path)
+    if provenance is None or "table_sha256" not in provenance:
         message = f"the cached table {parquet_path} has no readable provenance; it is damaged"
         raise CorruptTableError(message)
     if verify:

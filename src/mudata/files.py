@@ -33,6 +33,7 @@ from mudata.errors import MudataError, ParseError
 
 __all__ = [
     "TEMP_SUFFIX",
+    "atomic_create",
     "atomic_path",
     "atomic_write",
     "describe_kind",
@@ -156,6 +157,41 @@ def atomic_write(path: Path | str, content: bytes | str, *, encoding: str = "utf
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
         fh.write(payload)
     return Path(path)
+
+
+def atomic_create(path: Path | str, content: bytes) -> bool:
+    """Write ``content`` to ``path`` atomically, only if ``path`` does not exist yet.
+
+    The complete file is linked to its final name (``os.link`` never replaces
+    an existing file), so of several processes racing to create it, exactly
+    one wins and every reader sees a whole file.
+
+    Returns
+    -------
+    bool
+        True when this call created the file, False when it existed already.
+
+    Raises
+    ------
+    OSError
+        The folder cannot be written; no temporary file is left.
+    """
+    path = Path(path)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(content)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, _umask_mode())
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    finally:
+        tmp.unlink(missing_ok=True)
+    _fsync_folder(path.parent)
+    return True
 
 
 _KINDS = (

@@ -8,13 +8,13 @@ import os
 import re
 import uuid
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 
 import pooch
 
 from mudata.errors import MudataError, StorageError
-from mudata.files import read_regular
+from mudata.files import atomic_create, read_regular
 
 log = logging.getLogger(__name__)
 
@@ -108,22 +108,12 @@ def _create_identity(path: Path) -> str | None:
     reports the folder (a build record without identity verifies as unverifiable).
     """
     identity = uuid.uuid4().hex
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(identity + "\n", encoding="ascii")
+        created = atomic_create(path, (identity + "\n").encode("ascii"))
     except OSError:
         return None
-    try:
-        os.link(tmp, path)  # never replaces an existing file: the first writer wins
-    except FileExistsError:
-        return home_identity(path.parent) or identity
-    except OSError:
-        return None
-    finally:
-        with suppress(OSError):
-            tmp.unlink(missing_ok=True)
-    return identity
+    return identity if created else home_identity(path.parent)
 
 
 _held: dict[Path, int] = {}

@@ -342,6 +342,7 @@ def build_frame(
             return target, frame  # built by another process while this one waited
         sweep_stale(target.parent, f".{target.name}.*.part")
         sweep_stale(target.parent, ".datapackage.json.*.part")
+        sweep_stale(target.parent, ".croissant.json.*.part")
         fetched = fetch_sources(
             entry,
             data_home=data_home,

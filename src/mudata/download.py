@@ -27,7 +27,8 @@ import logging
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Literal
@@ -762,6 +763,29 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+@contextmanager
+def _pooch_banner(*, show: bool) -> Iterator[None]:
+    """Let Pooch's INFO lines ("Downloading data from ...") through only when ``show``.
+
+    A filter rather than ``setLevel``: Pooch's logger is made with
+    ``logging.Logger("pooch")``, outside the logging manager, so a new level
+    would not clear the answer it cached for INFO at the first attempt.
+    """
+    logger = pooch.get_logger()
+    if show:
+        yield
+        return
+    logger.addFilter(_warnings_only)
+    try:
+        yield
+    finally:
+        logger.removeFilter(_warnings_only)
+
+
+def _warnings_only(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.WARNING
+
+
 def _download(
     entry: DatasetEntry,
     remote: RemoteFile,
@@ -779,6 +803,11 @@ def _download(
     temporary file is deleted. So an interrupted or wrong download never
     leaves a file under the target name. Retries are our own loop (one Pooch
     attempt each) so that 404s are not retried and the delay is ours.
+
+    What the user sees: Pooch's "Downloading data from ..." line once, for
+    the first attempt (Pooch logs it at every ``retrieve``; it is silenced for
+    the others), then one warning per failed attempt that will be retried,
+    and the error after the last one.
     """
     known_hash = f"sha256:{remote.sha256}" if remote.sha256 else None
     what = f"the file downloaded from {url} ({_what(entry, remote)})"
@@ -787,13 +816,14 @@ def _download(
     for attempt in range(1, attempts + 1):
         downloader.observed = None
         try:
-            pooch.retrieve(
-                url,
-                known_hash=known_hash,
-                fname=target.name,
-                path=target.parent,
-                downloader=downloader,
-            )
+            with _pooch_banner(show=attempt == 1):
+                pooch.retrieve(
+                    url,
+                    known_hash=known_hash,
+                    fname=target.name,
+                    path=target.parent,
+                    downloader=downloader,
+                )
         except MudataError:
             raise
         except (ValueError, *_NETWORK_ERRORS) as exc:
@@ -808,7 +838,7 @@ def _download(
                 )
                 raise ChecksumError(message) from None
             if attempt < attempts and _is_transient(exc):
-                log.info(
+                log.warning(
                     "download of %s failed (%s); attempt %d of %d in %.1f s",
                     url,
                     _reason(exc),

@@ -25,7 +25,7 @@ from mudata.cli_options import (
     manual_dir_option,
     verbose_option,
 )
-from mudata.entry import DatasetEntry
+from mudata.entry import DatasetEntry, RemoteFile
 from mudata.errors import MudataError, MudataUsageError, RegistryError
 from mudata.registry import get_entry, install_entry, load_registry
 
@@ -123,7 +123,7 @@ def info_command(name: str, data_home: Path | None, as_json: bool) -> None:
         )
     for f in entry.files:
         lines.append(f"file:      {f.name}  {f.url or f.path}")
-        lines.append(f"           sha256 {f.sha256 or '(not published: needs --allow-unverified)'}")
+        lines.append(f"           {_pin_note(f)}")
         for m in f.members:
             lines.append(f"           member {m.path}  sha256 {m.sha256 or '-'}")
     lines.append("citation:  " + entry.citation.replace("\n", "\n           "))
@@ -131,6 +131,20 @@ def info_command(name: str, data_home: Path | None, as_json: bool) -> None:
         lines.append("")
         lines.append(entry.description)
     click.echo("\n".join(lines))
+
+
+def _pin_note(remote: RemoteFile) -> str:
+    """What the entry pins of one file, in the words of what fetching it needs."""
+    first_use = " (pinned on first use by `mudata init`)" if remote.hashes == "first-use" else ""
+    if remote.sha256:
+        return f"sha256 {remote.sha256}{first_use}"
+    if remote.pinned:
+        return (
+            "sha256 of the file: none recorded; every member below is pinned"
+            + (first_use or "")
+            + ", so it is verified without --allow-unverified"
+        )
+    return "sha256 (not recorded for the file nor for every member: needs --allow-unverified)"
 
 
 @main.command("fetch")

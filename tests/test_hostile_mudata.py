@@ -663,11 +663,17 @@ def test_links_inside_a_source_folder_are_refused_by_name(tmp_path: Path, kind: 
         (folder / "sub").symlink_to(outside, target_is_directory=True)
         member = "sub/b.csv"
     sources = Sources([folder])
-    assert sources.read_bytes("a.csv") == GOOD
     with pytest.raises(ParseError) as caught:
-        sources.read_bytes(member) if kind == "file" else _read_direct(sources, folder, member)
+        if kind == "file":  # listed; refused when read
+            assert sources.read_bytes("a.csv") == GOOD
+            sources.read_bytes(member)
+        else:  # a folder link would vanish from the listing: refused by the listing
+            sources.read_bytes("a.csv")
     assert str(folder / member.split("/")[0]) in str(caught.value)
     assert "symbolic link" in str(caught.value)
+    if kind == "folder":
+        with pytest.raises(ParseError, match="symbolic link"):
+            _read_direct(sources, folder, member)
 
 
 def _read_direct(sources: Sources, folder: Path, member: str) -> bytes:
@@ -738,14 +744,67 @@ def test_non_regular_path_files_are_refused(tmp_path: Path, kind: str) -> None:
         fetch_sources(entry, data_home=tmp_path / "home", allow_unverified=True)
 
 
-def test_fifo_member_in_a_registered_folder_is_not_read(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["pipe.csv", "pipe.fifo"])
+def test_fifo_in_a_registered_folder_is_refused_by_name(tmp_path: Path, name: str) -> None:
     folder = tmp_path / "folder"
     (folder / "toy").mkdir(parents=True)
     (folder / MEMBER).write_bytes(GOOD)
-    os.mkfifo(folder / "toy" / "pipe.csv")  # matched by the reader's *.csv
+    os.mkfifo(folder / "toy" / name)  # matched by the reader's *.csv, or not
     entry = entry_data([{"name": "toy", "path": str(folder), "members": [{"path": MEMBER}]}])
-    frame = build(entry, tmp_path / "home", allow_unverified=True)
-    assert len(frame) == len(pd.read_csv(io.BytesIO(GOOD)))
+    with pytest.raises(ParseError) as caught:
+        build(entry, tmp_path / "home", allow_unverified=True)
+    assert str(folder / "toy" / name) in str(caught.value)
+    assert "a FIFO (named pipe)" in str(caught.value)
+    assert no_table(tmp_path / "home")
+
+
+def test_special_files_in_a_folder_given_to_a_reader_are_named(tmp_path: Path) -> None:
+    folder = tmp_path / "raw"
+    folder.mkdir()
+    (folder / "a.csv").write_bytes(GOOD)
+    os.mkfifo(folder / "b.csv")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(folder / "control.sock"))
+    try:
+        with pytest.raises(ParseError) as caught:
+            Sources([folder]).read_bytes("a.csv")
+    finally:
+        server.close()
+    message = str(caught.value)
+    assert f"{folder / 'b.csv'}' is a FIFO (named pipe)" in message
+    assert f"{folder / 'control.sock'}' is a socket" in message
+
+
+def test_a_folder_link_whose_name_no_pattern_matches_is_named(tmp_path: Path) -> None:
+    folder = tmp_path / "folder"
+    (folder / "toy").mkdir(parents=True)
+    (folder / MEMBER).write_bytes(GOOD)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "more.csv").write_bytes(EVIL)
+    (folder / "toy" / "extra_users").symlink_to(outside, target_is_directory=True)
+    entry = entry_data(
+        [{"name": "toy", "path": str(folder), "members": [{"path": MEMBER}]}],
+        members="toy/*.csv",
+    )
+    with pytest.raises(ParseError) as caught:
+        build(entry, tmp_path / "home", allow_unverified=True)
+    assert str(folder / "toy" / "extra_users") in str(caught.value)
+    assert "a symbolic link" in str(caught.value)
+
+
+def test_manual_dir_refuses_a_member_link_before_hashing_it(tmp_path: Path) -> None:
+    manual = tmp_path / "manual"
+    (manual / "toy").mkdir(parents=True)
+    outside = tmp_path / "outside.csv"
+    outside.write_bytes(EVIL)  # hashed first, this would end in a sha256 mismatch
+    (manual / MEMBER).symlink_to(outside)
+    entry = entry_data([archive_file("https://example.invalid/toy.zip", members=pinned())])
+    with pytest.raises(ParseError) as caught:
+        build(entry, tmp_path / "home", manual_dir=manual)
+    message = str(caught.value)
+    assert str(manual / MEMBER) in message and "a symbolic link" in message
+    assert "sha256" not in message and sha(EVIL) not in message
 
 
 # ----------------------------------------------------------- 6. the registry is robust

@@ -47,8 +47,9 @@ from mudata.errors import (
     ParseError,
     StorageError,
     UsageError,
+    excerpt,
 )
-from mudata.files import kind_of, link_in_folder, sha256_file
+from mudata.files import kind_of, link_in_folder, links_and_special_files, sha256_file
 from mudata.paths import dataset_lock, raw_dir, sweep_stale
 from mudata.readers.base import Pin, Pins, Sources
 
@@ -427,6 +428,7 @@ def _use_glob_in_place(
     entry: DatasetEntry, remote: RemoteFile, folder: Path, origin: Origin, allow_unverified: bool
 ) -> FetchedFile:
     """A folder whose file list is ``remote.glob``: pinned files checked, others read unverified."""
+    _refuse_links_inside(entry, remote, folder)
     names = sorted(
         rel
         for p in folder.rglob("*")
@@ -471,6 +473,8 @@ def _use_archive_in_place(
 def _use_members_in_place(
     entry: DatasetEntry, remote: RemoteFile, folder: Path, origin: Origin, allow_unverified: bool
 ) -> FetchedFile:
+    # Refused before a byte is hashed: hashing would read through a link.
+    _refuse_links_inside(entry, remote, folder)
     root, paths = _locate_members(entry, remote, folder)
     verifiable = _members_verifiable(remote)
     _require_verifiable(entry, remote, verifiable, allow_unverified, "every one of its members")
@@ -478,6 +482,26 @@ def _use_members_in_place(
     located = {normalise_member(p, root): path for p, path in paths.items()}
     pins = pins_for(entry, remote, allow_unverified, located=located)
     return FetchedFile(remote.name, root, None, verifiable, members, origin, pins=pins)
+
+
+def _refuse_links_inside(entry: DatasetEntry, remote: RemoteFile, folder: Path) -> None:
+    """A folder the user named holds no link (to a file or a folder) and no special file.
+
+    Whatever the reader's pattern: a link to a folder whose name matches no
+    pattern would otherwise be skipped without a word, and a FIFO would be
+    left out of the listing silently. Each one is named.
+    """
+    found = links_and_special_files(folder)
+    if not found:
+        return
+    shown = "; ".join(f"{excerpt(str(p))} is {kind}" for p, kind in found[:10])
+    more = f"; and {len(found) - 10} more" if len(found) > 10 else ""
+    message = (
+        f"the folder {folder} ({_what(entry, remote)}) holds what mudata does not read: "
+        f"{shown}{more}. No link is followed and no special file is read inside a folder "
+        f"given to read; remove them, or copy the files themselves into the folder."
+    )
+    raise ParseError(message)
 
 
 def _refuse_special(entry: DatasetEntry, remote: RemoteFile, path: Path) -> None:

@@ -39,6 +39,7 @@ __all__ = [
     "describe_kind",
     "kind_of",
     "link_in_folder",
+    "links_and_special_files",
     "open_regular",
     "read_regular",
 ]
@@ -279,6 +280,35 @@ def link_in_folder(folder: Path | str, path: Path | str) -> str | None:
                 return "a symbolic link (no link is followed inside a folder given to read)"
             return f"inside the symbolic link {current} (no link is followed inside a folder)"
     return None
+
+
+def links_and_special_files(folder: Path | str) -> list[tuple[Path, str]]:
+    """Every symbolic link (to a file or a folder) and non-regular file below ``folder``.
+
+    The listing where the user named a folder: nothing in it is followed
+    (``os.walk`` with ``followlinks=False``, ``lstat``), so a link to a folder
+    elsewhere is found by its own name instead of being skipped, and a FIFO,
+    socket or device is found without being opened. ``folder`` itself is not
+    checked: the user named it.
+
+    Returns
+    -------
+    list of (Path, str)
+        Each entry and what it is ("a symbolic link", "a FIFO (named pipe)"...),
+        in sorted order.
+    """
+    found: list[tuple[Path, str]] = []
+    for here, folders, files in os.walk(folder, followlinks=False):
+        folders.sort()
+        for name in sorted([*folders, *files]):
+            path = Path(here) / name
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:  # gone since it was listed
+                continue
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                found.append((path, describe_kind(mode)))
+    return found
 
 
 def open_regular(

@@ -21,6 +21,7 @@ top to bottom; ``lint-imports`` checks it):
 - ``download``, ``features``, ``validate``, ``store``, ``userfilter`` -- the
   pipeline's stages;
 - ``readers/`` -- one reader per release format; ``paths``, ``windowing``;
+  ``croissant`` -- the ``croissant.json`` descriptor of a table;
 - ``classes``, ``archive`` -- class codes and user names; archives read safely;
 - ``entry`` -- the registry entry's record types; ``files`` -- safe reading,
   atomic writing, a file's SHA-256; ``_resources``, ``_identity``, ``version``;

@@ -43,7 +43,7 @@ def fetch(name: str, tmp_path: Path, http_server) -> tuple[pd.DataFrame, dict]:
     (file_record,) = record["files"]
     served = http_server.root / get_entry(name).files[0].name
     assert file_record["sha256"] == hashlib.sha256(served.read_bytes()).hexdigest()
-    assert file_record["verified"] is False
+    assert file_record["verified_at_build"] is False
     return frame, record
 
 

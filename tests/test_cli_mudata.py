@@ -7,6 +7,7 @@ import shutil
 import zipfile
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from mudata.cli import main
@@ -122,3 +123,56 @@ def test_fetch_into_a_data_home_that_is_a_file_is_a_clean_error(
     )
     assert "--data-home" in result.output
     assert home.read_text() == "not a folder"
+
+
+@pytest.mark.parametrize(
+    ("name", "needs_flag"),
+    [("opportunity", False), ("har70", True), ("gestures", False), ("wisdm", False)],
+)
+def test_info_says_what_fetch_needs_to_verify(name: str, needs_flag: bool, tmp_path: Path) -> None:
+    # Here, not at the top: pooch's network stack, for this test only.
+    from mudata.download import fetch_sources
+    from mudata.errors import MissingFileError, UsageError
+    from mudata.registry import get_entry
+
+    result = run("info", name)
+    assert result.exit_code == 0
+    assert ("--allow-unverified" in result.output and "needs" in result.output) == needs_flag
+    # What fetch does without the flag and without the files: refuse, or look for them.
+    expected = UsageError if needs_flag else MissingFileError
+    with pytest.raises(expected) as caught:
+        fetch_sources(get_entry(name), data_home=tmp_path, download=False)
+    assert ("allow-unverified" in str(caught.value)) == needs_flag
+
+
+def test_info_of_an_entry_pinned_on_first_use_says_so(tmp_path: Path, monkeypatch) -> None:
+    import tomli_w  # Here, not at the top: only this test writes an entry.
+
+    registry = tmp_path / "registry"
+    registry.mkdir()
+    entry = {
+        "name": "mine",
+        "title": "Mine",
+        "version": "1",
+        "homepage": "https://example.org/mine",
+        "licence": "CC0-1.0",
+        "citation": "Me (2026). Mine.",
+        "sampling_rate_hz": 20,
+        "reader": "feature-table",
+        "recipe": {"name": "precomputed"},
+        "classes": [{"code": "a", "name": "a"}, {"code": "b", "name": "b"}],
+        "files": [
+            {
+                "name": "data",
+                "path": str(tmp_path / "data"),
+                "hashes": "first-use",
+                "members": [{"path": "x.csv", "sha256": "ab" * 32}],
+            }
+        ],
+    }
+    (registry / "mine.toml").write_text(tomli_w.dumps(entry), encoding="utf-8")
+    monkeypatch.setenv("MUDATA_REGISTRY", str(registry))
+    result = run("info", "mine")
+    assert result.exit_code == 0, result.output
+    assert "pinned on first use" in result.output
+    assert "needs --allow-unverified" not in result.output

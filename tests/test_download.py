@@ -233,6 +233,56 @@ def test_gives_up_after_the_last_retry(served_toy: HTTPTestServer, home: Path) -
     assert files_in(raw_dir("toy", home)) == []
 
 
+def _stderr_of_fetch(url: str, home: Path, n_retries: int) -> str:
+    """What a user sees on stderr: a fresh process, logging set up as the CLI does."""
+    script = (
+        "import sys\n"
+        "from mudata.cli_options import configure_logging\n"
+        "from mudata.download import fetch_sources\n"
+        "from tests.test_download import make_entry, toy_file\n"
+        "configure_logging(0)\n"
+        "try:\n"
+        # The served archive's hash from here: zip_bytes stamps the time of day.
+        f"    entry = make_entry(toy_file({url!r}, sha256={sha(TOY_ZIP)!r}))\n"
+        f"    fetch_sources(entry, data_home={str(home)!r},\n"
+        f"                  n_retries={n_retries}, delay=0, progress=False)\n"
+        "except Exception as exc:\n"
+        "    print(f'error: {exc}', file=sys.stderr)\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120
+    )
+    return done.stderr
+
+
+def test_a_failing_download_logs_one_line_per_attempt_not_the_banner_again(
+    served_toy: HTTPTestServer, home: Path
+) -> None:
+    url = served_toy.url + "/toy.zip"
+    served_toy.fail_first = 99
+    lines = _stderr_of_fetch(url, home, n_retries=3).splitlines()
+    assert sum("Downloading data from" in line for line in lines) == 1
+    retries = [line for line in lines if "failed (HTTP 503" in line]
+    assert [f"attempt {n} of 4" in line for n, line in zip(range(2, 5), retries)] == [True] * 3
+    assert len(retries) == 3
+    errors = [line for line in lines if line.startswith("error:")]
+    assert len(errors) == 1 and "after 4 attempts" in errors[0]
+    assert len(lines) == 1 + 3 + 1, lines  # banner, three retries, the error
+    assert served_toy.count("/toy.zip") == 4
+
+
+def test_a_download_that_recovers_says_so_once_per_failure(
+    served_toy: HTTPTestServer, home: Path
+) -> None:
+    served_toy.fail_first = 2
+    lines = _stderr_of_fetch(served_toy.url + "/toy.zip", home, n_retries=3).splitlines()
+    assert sum("Downloading data from" in line for line in lines) == 1
+    assert sum("failed (HTTP 503" in line for line in lines) == 2
+    assert not any(line.startswith("error:") for line in lines), lines
+    assert (raw_dir("toy", home) / "toy.zip").read_bytes() == TOY_ZIP
+
+
 def test_404_is_reported_and_not_retried(http_server: HTTPTestServer, home: Path) -> None:
     url = http_server.url + "/absent.zip"
     with pytest.raises(DownloadError, match="HTTP 404") as caught:

@@ -149,7 +149,7 @@ def test_the_honest_archive_builds_and_is_verified(http_server, tmp_path: Path) 
     url = serve(http_server, "toy.zip", zip_bytes([(MEMBER, GOOD)]))
     frame = build(entry_data([archive_file(url, members=pinned())]), tmp_path)
     record = frame.attrs["provenance"]["files"][0]
-    assert record["verified"] is True and record["members"] == {MEMBER: sha(GOOD)}
+    assert record["verified_at_build"] is True and record["members"] == {MEMBER: sha(GOOD)}
     assert np.allclose(frame["f1"], pd.read_csv(io.BytesIO(GOOD))["f1"])
 
 
@@ -263,7 +263,7 @@ def test_unlisted_member_of_an_unpinned_entry_needs_the_flag_and_is_recorded(
         build(entry, tmp_path)
     frame = build(entry, tmp_path, allow_unverified=True)
     record = frame.attrs["provenance"]["files"][0]
-    assert record["verified"] is False
+    assert record["verified_at_build"] is False
     assert record["unpinned"] == {MEMBER: sha(GOOD), "toy/extra.csv": sha(GOOD)}
 
 
@@ -275,7 +275,7 @@ def test_a_member_listed_without_a_hash_makes_the_file_unverified(
     with pytest.raises(UsageError):
         build(entry_data([archive_file(url, members=members)]), tmp_path)
     frame = build(entry_data([archive_file(url, members=members)]), tmp_path, allow_unverified=True)
-    assert frame.attrs["provenance"]["files"][0]["verified"] is False
+    assert frame.attrs["provenance"]["files"][0]["verified_at_build"] is False
 
 
 def test_verified_only_when_every_byte_read_was_pinned(http_server, tmp_path: Path) -> None:
@@ -283,7 +283,7 @@ def test_verified_only_when_every_byte_read_was_pinned(http_server, tmp_path: Pa
     payload = zip_bytes([(MEMBER, GOOD), ("toy/extra.csv", GOOD)])
     url = serve(http_server, "toy.zip", payload)
     frame = build(entry_data([archive_file(url, sha256=sha(payload))]), tmp_path)
-    assert frame.attrs["provenance"]["files"][0]["verified"] is True
+    assert frame.attrs["provenance"]["files"][0]["verified_at_build"] is True
 
 
 def test_bytes_changed_after_the_check_are_refused_at_read_time(tmp_path: Path) -> None:
@@ -477,6 +477,48 @@ def test_damaged_table_without_its_raw_files_is_a_clear_error(
     assert http_server.count("/toy.zip") == 1
 
 
+def test_verify_rebuilds_from_the_download_cache_and_never_downloads(
+    http_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    payload = zip_bytes([(MEMBER, GOOD)])
+    url = serve(http_server, "toy.zip", payload)
+    registry = tmp_path / "registry"
+    registry.mkdir()
+    entry = entry_data([archive_file(url, sha256=sha(payload))])
+    (registry / "toy.toml").write_text(_toml(entry), encoding="utf-8")
+    monkeypatch.setenv("MUDATA_REGISTRY", str(registry))
+    home = tmp_path / "home"
+    mudata.fetch("toy", data_home=home, progress=False)
+    assert mudata.verify("toy", data_home=home).status == "verified"
+
+    # A forger rewrites a value and the hash beside it: served, but verify names the row.
+    path = parquet_path(parse_entry(entry), home)
+    frame, record = load_table(path)
+    frame.loc[1, "f1"] += 1.0
+    record["table_sha256"] = mudata.store.table_fingerprint(frame)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    meta = {**table.schema.metadata, b"mudata.provenance": json.dumps(record).encode()}
+    pq.write_table(table.replace_schema_metadata(meta), path)
+    assert mudata.load("toy", data_home=home).frame.loc[1, "f1"] == frame.loc[1, "f1"]
+    result = mudata.verify("toy", data_home=home)
+    assert (result.status, result.first_difference["row"]) == ("differs", 1)
+    assert result.first_difference["columns"] == ["f1"]
+
+    # The cached raw file changed too: nothing pinned to rebuild from, and no download.
+    cached = raw_dir("toy", home) / "toy.zip"
+    cached.write_bytes(payload[:-1] + bytes([payload[-1] ^ 1]))
+    result = mudata.verify("toy", data_home=home)
+    assert result.status == "unverifiable" and "sha256 mismatch" in result.message
+    path.write_bytes(path.read_bytes()[:-40] + bytes(40))
+    with pytest.raises(ChecksumError, match="downloading is off"):
+        mudata.load("toy", data_home=home, download_if_missing=False)
+    assert cached.read_bytes() != payload  # left untouched for the user to look at
+    assert http_server.count("/toy.zip") == 1
+
+
 def _toml(data: dict) -> str:
     """Just enough TOML for :func:`entry_data` entries."""
 
@@ -621,11 +663,17 @@ def test_links_inside_a_source_folder_are_refused_by_name(tmp_path: Path, kind: 
         (folder / "sub").symlink_to(outside, target_is_directory=True)
         member = "sub/b.csv"
     sources = Sources([folder])
-    assert sources.read_bytes("a.csv") == GOOD
     with pytest.raises(ParseError) as caught:
-        sources.read_bytes(member) if kind == "file" else _read_direct(sources, folder, member)
+        if kind == "file":  # listed; refused when read
+            assert sources.read_bytes("a.csv") == GOOD
+            sources.read_bytes(member)
+        else:  # a folder link would vanish from the listing: refused by the listing
+            sources.read_bytes("a.csv")
     assert str(folder / member.split("/")[0]) in str(caught.value)
     assert "symbolic link" in str(caught.value)
+    if kind == "folder":
+        with pytest.raises(ParseError, match="symbolic link"):
+            _read_direct(sources, folder, member)
 
 
 def _read_direct(sources: Sources, folder: Path, member: str) -> bytes:
@@ -696,14 +744,67 @@ def test_non_regular_path_files_are_refused(tmp_path: Path, kind: str) -> None:
         fetch_sources(entry, data_home=tmp_path / "home", allow_unverified=True)
 
 
-def test_fifo_member_in_a_registered_folder_is_not_read(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["pipe.csv", "pipe.fifo"])
+def test_fifo_in_a_registered_folder_is_refused_by_name(tmp_path: Path, name: str) -> None:
     folder = tmp_path / "folder"
     (folder / "toy").mkdir(parents=True)
     (folder / MEMBER).write_bytes(GOOD)
-    os.mkfifo(folder / "toy" / "pipe.csv")  # matched by the reader's *.csv
+    os.mkfifo(folder / "toy" / name)  # matched by the reader's *.csv, or not
     entry = entry_data([{"name": "toy", "path": str(folder), "members": [{"path": MEMBER}]}])
-    frame = build(entry, tmp_path / "home", allow_unverified=True)
-    assert len(frame) == len(pd.read_csv(io.BytesIO(GOOD)))
+    with pytest.raises(ParseError) as caught:
+        build(entry, tmp_path / "home", allow_unverified=True)
+    assert str(folder / "toy" / name) in str(caught.value)
+    assert "a FIFO (named pipe)" in str(caught.value)
+    assert no_table(tmp_path / "home")
+
+
+def test_special_files_in_a_folder_given_to_a_reader_are_named(tmp_path: Path) -> None:
+    folder = tmp_path / "raw"
+    folder.mkdir()
+    (folder / "a.csv").write_bytes(GOOD)
+    os.mkfifo(folder / "b.csv")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(folder / "control.sock"))
+    try:
+        with pytest.raises(ParseError) as caught:
+            Sources([folder]).read_bytes("a.csv")
+    finally:
+        server.close()
+    message = str(caught.value)
+    assert f"{folder / 'b.csv'}' is a FIFO (named pipe)" in message
+    assert f"{folder / 'control.sock'}' is a socket" in message
+
+
+def test_a_folder_link_whose_name_no_pattern_matches_is_named(tmp_path: Path) -> None:
+    folder = tmp_path / "folder"
+    (folder / "toy").mkdir(parents=True)
+    (folder / MEMBER).write_bytes(GOOD)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "more.csv").write_bytes(EVIL)
+    (folder / "toy" / "extra_users").symlink_to(outside, target_is_directory=True)
+    entry = entry_data(
+        [{"name": "toy", "path": str(folder), "members": [{"path": MEMBER}]}],
+        members="toy/*.csv",
+    )
+    with pytest.raises(ParseError) as caught:
+        build(entry, tmp_path / "home", allow_unverified=True)
+    assert str(folder / "toy" / "extra_users") in str(caught.value)
+    assert "a symbolic link" in str(caught.value)
+
+
+def test_manual_dir_refuses_a_member_link_before_hashing_it(tmp_path: Path) -> None:
+    manual = tmp_path / "manual"
+    (manual / "toy").mkdir(parents=True)
+    outside = tmp_path / "outside.csv"
+    outside.write_bytes(EVIL)  # hashed first, this would end in a sha256 mismatch
+    (manual / MEMBER).symlink_to(outside)
+    entry = entry_data([archive_file("https://example.invalid/toy.zip", members=pinned())])
+    with pytest.raises(ParseError) as caught:
+        build(entry, tmp_path / "home", manual_dir=manual)
+    message = str(caught.value)
+    assert str(manual / MEMBER) in message and "a symbolic link" in message
+    assert "sha256" not in message and sha(EVIL) not in message
 
 
 # ----------------------------------------------------------- 6. the registry is robust

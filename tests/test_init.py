@@ -63,7 +63,10 @@ def test_init_drafts_a_path_pattern_entry_that_registers_and_fetches(tmp_path, m
     fetched = invoke("fetch", "hmp-own", "--data-home", str(home))
     assert fetched.exit_code == 0, fetched.output
     record = mudata.provenance("hmp-own", data_home=home)
-    assert record["files"][0]["verified"] is True and record["files"][0]["hashes"] == "first-use"
+    assert (
+        record["files"][0]["verified_at_build"] is True
+        and record["files"][0]["hashes"] == "first-use"
+    )
     frame = mudata.load("hmp-own", data_home=home).frame
     assert sorted(frame["userid"].unique()) == ["f1", "f2", "m1"]
 

@@ -91,7 +91,7 @@ def test_an_unpinned_glob_needs_allow_unverified_and_then_reads_its_files(tmp_pa
     path = mudata.pipeline.build(entry, data_home=tmp_path / "home", allow_unverified=True)
     record = mudata.store.read_provenance(path)
     (file_record,) = record["files"]
-    assert file_record["verified"] is False and file_record["glob"] == "*.csv"
+    assert file_record["verified_at_build"] is False and file_record["glob"] == "*.csv"
     assert sorted(file_record["unpinned"]) == ["csv/u1.csv", "csv/u2.csv", "csv/u3.csv"]
     assert record["counts"]["users"] == 3
     # a file added under the unpinned glob is seen: the table is built again
@@ -109,7 +109,7 @@ def test_pinned_glob_is_verified_and_labelled_first_use(tmp_path):
     toml.write_text(entry_text("data", "*.csv", pins), encoding="utf-8")
     path = mudata.pipeline.build(load_entry_file(toml), data_home=tmp_path / "home")
     (file_record,) = mudata.store.read_provenance(path)["files"]
-    assert file_record["verified"] is True
+    assert file_record["verified_at_build"] is True
     assert file_record["hashes"] == "first-use"
     assert file_record["members"] == pins
 
@@ -141,7 +141,7 @@ def test_a_glob_over_an_archive_checks_the_same_file_set(tmp_path):
     toml = tmp_path / "globbed.toml"
     toml.write_text(entry_text("data.zip", "release/*.csv", pins), encoding="utf-8")
     path = mudata.pipeline.build(load_entry_file(toml), data_home=tmp_path / "home")
-    assert mudata.store.read_provenance(path)["files"][0]["verified"] is True
+    assert mudata.store.read_provenance(path)["files"][0]["verified_at_build"] is True
     extra = dict(pins, **{"release/u9.csv": "0" * 64})
     toml.write_text(entry_text("data.zip", "release/*.csv", extra), encoding="utf-8")
     with pytest.raises(ChecksumError, match=r"added none; missing \['release/u9.csv'\]"):

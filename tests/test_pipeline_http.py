@@ -96,7 +96,7 @@ def test_har70_from_local_server(tmp_path: Path, http_server) -> None:
     assert record["files"][0] == {
         **record["files"][0],
         "sha256": served_hash,
-        "verified": False,
+        "verified_at_build": False,
     }
     assert sorted(map(int, record["counts"]["users_dropped"])) == sorted(
         set(written) - set(passing)
@@ -160,7 +160,7 @@ def test_opportunity_from_local_server_with_member_hashes(
     ]
     assert frame.shape[1] == 2 + 32
     assert np.isfinite(frame.iloc[:, 2:].to_numpy()).all()
-    assert record["files"][0]["verified"] is True
+    assert record["files"][0]["verified_at_build"] is True
     assert len(record["files"][0]["members"]) == 20
     # the missing-value bursts of the recordings cost windows, and the count says how many
     assert record["counts"]["windows_dropped"]["missing value"] > 0

@@ -85,7 +85,7 @@ def test_provenance_is_in_parquet_and_datapackage(gestures_zip: Path, tmp_path: 
     metadata = pq.read_schema(path).metadata
     record = json.loads(metadata[PROVENANCE_KEY])
     assert record["files"][0]["sha256"] == GESTURES_SHA256
-    assert record["files"][0]["verified"] is True
+    assert record["files"][0]["verified_at_build"] is True
     assert record["counts"]["rows"] == 3200
     package = json.loads((path.parent / "datapackage.json").read_text(encoding="utf-8"))
     assert package["resources"][0]["path"] == path.name

@@ -13,13 +13,15 @@ Modules, one stage each, from the command line down (imports run one way,
 top to bottom; ``lint-imports`` checks it):
 
 - ``cli``, ``cli_init``, ``cli_options`` -- the ``mudata`` commands and options;
-- ``api`` -- :func:`fetch`, :func:`load`, :func:`provenance`;
+- ``api`` -- :func:`fetch`, :func:`load`, :func:`provenance`, :func:`verify`;
 - ``drafting/`` -- ``mudata init``: a registry entry drafted from a user's files;
+  ``audit`` -- a cached table compared with a rebuild from its pinned raw files;
 - ``registry`` -- entries read, checked and installed; ``pipeline`` -- read,
   featurize, filter, validate, publish;
 - ``download``, ``features``, ``validate``, ``store``, ``userfilter`` -- the
   pipeline's stages;
 - ``readers/`` -- one reader per release format; ``paths``, ``windowing``;
+  ``croissant`` -- the ``croissant.json`` descriptor of a table;
 - ``classes``, ``archive`` -- class codes and user names; archives read safely;
 - ``entry`` -- the registry entry's record types; ``files`` -- safe reading,
   atomic writing, a file's SHA-256; ``_resources``, ``_identity``, ``version``;
@@ -36,14 +38,14 @@ from mudata._identity import DISTRIBUTION as __mudata_mueval__
 from mudata.version import __version__
 
 if TYPE_CHECKING:
-    from mudata.api import fetch, load, provenance
+    from mudata.api import fetch, load, provenance, verify
 
 
-__all__ = ["__mudata_mueval__", "__version__", "fetch", "load", "provenance"]
+__all__ = ["__mudata_mueval__", "__version__", "fetch", "load", "provenance", "verify"]
 
 #: Names served by :func:`__getattr__`: the loaders import pandas, pyarrow and
 #: Pandera, which a command such as ``mudata list`` never needs.
-_FROM_API = frozenset({"fetch", "load", "provenance"})
+_FROM_API = frozenset({"fetch", "load", "provenance", "verify"})
 
 
 def __getattr__(name: str) -> Any:

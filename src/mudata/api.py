@@ -1,4 +1,4 @@
-"""The Python API: ``fetch`` a dataset's table, ``load`` it, read its ``provenance``."""
+"""The Python API: ``fetch`` a dataset's table, ``load`` it, read its ``provenance``, ``verify`` it."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mudata._identity import check_ours
+from mudata.audit import Verification, verify_table
 from mudata.errors import MissingFileError
 from mudata.pipeline import build_frame, parquet_path
 from mudata.registry import get_entry
@@ -245,4 +246,53 @@ def _public_record(record: dict[str, Any], path: Path) -> dict[str, Any]:
     return {**record, "sha256": record["table_sha256"], "path": str(path)}
 
 
-__all__ = ["describe", "fetch", "load", "provenance"]
+def verify(
+    name: str,
+    *,
+    data_home: Path | str | None = None,
+    manual_dir: Path | str | None = None,
+    max_expansion: float | None = None,
+) -> Verification:
+    """Rebuild a cached table from its pinned raw files and compare it with the cache.
+
+    ``files[].verified_at_build`` in a table's provenance says what the build
+    saw; the table can have been rewritten since (its ``table_sha256`` with
+    it). This reads the raw files again, checks each byte against the registry
+    entry's hashes, builds the table in memory (nothing is written or
+    downloaded) and compares the rows exactly: builds are deterministic.
+
+    Parameters
+    ----------
+    name : str
+        A registry name.
+    data_home : path-like, optional
+        As for :func:`fetch`.
+    manual_dir : path-like, optional
+        The folder holding the raw files of a table built with ``manual_dir``;
+        default: the one its build record names.
+    max_expansion : float, optional
+        As for :func:`fetch`.
+
+    Returns
+    -------
+    Verification
+        ``status`` is "verified", "differs" (``first_difference`` names the
+        first differing row: index, user, label, columns) or "unverifiable"
+        (no table; raw files missing, changed or unpinned; an entry changed
+        since the build; or no build record from this data home);
+        ``exit_code`` is 0, 1 or 2, as ``mudata verify`` exits.
+
+    Examples
+    --------
+    It needs a built table (``mudata fetch wisdm``), so it is shown, not run::
+
+        result = verify("wisdm")
+        result.status, result.exit_code          # ('verified', 0)
+    """
+    entry = get_entry(name, data_home)
+    return verify_table(
+        entry, data_home=data_home, manual_dir=manual_dir, max_expansion=max_expansion
+    )
+
+
+__all__ = ["Verification", "describe", "fetch", "load", "provenance", "verify"]

@@ -22,9 +22,10 @@ from mudata.cli_options import (
     build_options,
     data_home_option,
     fetch_options,
+    manual_dir_option,
     verbose_option,
 )
-from mudata.entry import DatasetEntry
+from mudata.entry import DatasetEntry, RemoteFile
 from mudata.errors import MudataError, MudataUsageError, RegistryError
 from mudata.registry import get_entry, install_entry, load_registry
 
@@ -53,6 +54,7 @@ def main() -> None:
       mudata info wisdm                files, licence, citation, recipe
       mudata fetch wisdm               download, verify, build; prints the table path
       mudata fetch gestures --manual-dir ~/Downloads
+      mudata verify wisdm              rebuild from the pinned raw files and compare
       mudata init ~/my-files --name mine   draft an entry from files you have
       mudata register mine.toml        add a dataset of your own
 
@@ -121,7 +123,7 @@ def info_command(name: str, data_home: Path | None, as_json: bool) -> None:
         )
     for f in entry.files:
         lines.append(f"file:      {f.name}  {f.url or f.path}")
-        lines.append(f"           sha256 {f.sha256 or '(not published: needs --allow-unverified)'}")
+        lines.append(f"           {_pin_note(f)}")
         for m in f.members:
             lines.append(f"           member {m.path}  sha256 {m.sha256 or '-'}")
     lines.append("citation:  " + entry.citation.replace("\n", "\n           "))
@@ -129,6 +131,20 @@ def info_command(name: str, data_home: Path | None, as_json: bool) -> None:
         lines.append("")
         lines.append(entry.description)
     click.echo("\n".join(lines))
+
+
+def _pin_note(remote: RemoteFile) -> str:
+    """What the entry pins of one file, in the words of what fetching it needs."""
+    first_use = " (pinned on first use by `mudata init`)" if remote.hashes == "first-use" else ""
+    if remote.sha256:
+        return f"sha256 {remote.sha256}{first_use}"
+    if remote.pinned:
+        return (
+            "sha256 of the file: none recorded; every member below is pinned"
+            + (first_use or "")
+            + ", so it is verified without --allow-unverified"
+        )
+    return "sha256 (not recorded for the file nor for every member: needs --allow-unverified)"
 
 
 @main.command("fetch")
@@ -154,6 +170,50 @@ def fetch_command(name: str, data_home: Path | None, **options: Any) -> None:
         err=True,
     )
     click.echo(str(path))
+
+
+@main.command("verify")
+@click.argument("name")
+@data_home_option
+@manual_dir_option
+@click.option(
+    "--max-expansion",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="RATIO",
+    help="How far an archive may expand, in bytes per archive byte (default: "
+    "$MUDATA_MAX_EXPANSION, else 100).",
+)
+@click.pass_context
+def verify_command(
+    ctx: click.Context,
+    name: str,
+    data_home: Path | None,
+    manual_dir: Path | None,
+    max_expansion: float | None,
+) -> None:
+    """Check the cached table of NAME against a rebuild from its pinned raw files.
+
+    The raw files (downloaded into the data home, or in the --manual-dir the
+    table was built from) are hashed again against the registry entry, the
+    table is built again in memory and compared with the cached one, row by
+    row; nothing is written or downloaded.
+
+    Exit codes: 0 verified; 1 the cached table differs (the first differing
+    row is named); 2 unverifiable (no table, raw files missing or unpinned,
+    or no build record from this data home) or a usage error.
+    """
+    # Here, not at the top: pandas, pyarrow and Pandera: only for this command.
+    from mudata import api
+
+    result = api.verify(
+        name, data_home=data_home, manual_dir=manual_dir, max_expansion=max_expansion
+    )
+    if result.status == "verified":
+        click.echo(result.message)
+    else:
+        click.echo(f"error: {result.message}", err=True)
+    ctx.exit(result.exit_code)
 
 
 @main.command("register")

@@ -27,7 +27,8 @@ import logging
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Literal
@@ -46,8 +47,9 @@ from mudata.errors import (
     ParseError,
     StorageError,
     UsageError,
+    excerpt,
 )
-from mudata.files import kind_of, link_in_folder, sha256_file
+from mudata.files import kind_of, link_in_folder, links_and_special_files, sha256_file
 from mudata.paths import dataset_lock, raw_dir, sweep_stale
 from mudata.readers.base import Pin, Pins, Sources
 
@@ -224,7 +226,7 @@ def fetch_sources(
                     raise MissingFileError(message)
                 result = _fetch_remote(
                     entry, remote, url, target, show_progress, n_retries, delay,
-                    allow_unverified, max_expansion,
+                    allow_unverified, max_expansion, download=download,
                 )  # fmt: skip
             _warn_unverified(entry, remote, result)
             fetched.append(result)
@@ -252,7 +254,8 @@ def _what(entry: DatasetEntry, remote: RemoteFile) -> str:
 
 
 def _archive_verifiable(remote: RemoteFile) -> bool:
-    return remote.sha256 is not None or _members_verifiable(remote)
+    # One rule, owned by the entry, so that `mudata info` says what fetch does.
+    return remote.pinned
 
 
 def _members_verifiable(remote: RemoteFile) -> bool:
@@ -425,6 +428,7 @@ def _use_glob_in_place(
     entry: DatasetEntry, remote: RemoteFile, folder: Path, origin: Origin, allow_unverified: bool
 ) -> FetchedFile:
     """A folder whose file list is ``remote.glob``: pinned files checked, others read unverified."""
+    _refuse_links_inside(entry, remote, folder)
     names = sorted(
         rel
         for p in folder.rglob("*")
@@ -469,6 +473,8 @@ def _use_archive_in_place(
 def _use_members_in_place(
     entry: DatasetEntry, remote: RemoteFile, folder: Path, origin: Origin, allow_unverified: bool
 ) -> FetchedFile:
+    # Refused before a byte is hashed: hashing would read through a link.
+    _refuse_links_inside(entry, remote, folder)
     root, paths = _locate_members(entry, remote, folder)
     verifiable = _members_verifiable(remote)
     _require_verifiable(entry, remote, verifiable, allow_unverified, "every one of its members")
@@ -476,6 +482,26 @@ def _use_members_in_place(
     located = {normalise_member(p, root): path for p, path in paths.items()}
     pins = pins_for(entry, remote, allow_unverified, located=located)
     return FetchedFile(remote.name, root, None, verifiable, members, origin, pins=pins)
+
+
+def _refuse_links_inside(entry: DatasetEntry, remote: RemoteFile, folder: Path) -> None:
+    """A folder the user named holds no link (to a file or a folder) and no special file.
+
+    Whatever the reader's pattern: a link to a folder whose name matches no
+    pattern would otherwise be skipped without a word, and a FIFO would be
+    left out of the listing silently. Each one is named.
+    """
+    found = links_and_special_files(folder)
+    if not found:
+        return
+    shown = "; ".join(f"{excerpt(str(p))} is {kind}" for p, kind in found[:10])
+    more = f"; and {len(found) - 10} more" if len(found) > 10 else ""
+    message = (
+        f"the folder {folder} ({_what(entry, remote)}) holds what mudata does not read: "
+        f"{shown}{more}. No link is followed and no special file is read inside a folder "
+        f"given to read; remove them, or copy the files themselves into the folder."
+    )
+    raise ParseError(message)
 
 
 def _refuse_special(entry: DatasetEntry, remote: RemoteFile, path: Path) -> None:
@@ -564,7 +590,7 @@ def unpinned_local_changed(entry: DatasetEntry, recorded: list[dict]) -> bool:
     longer be found or read counts as unchanged: the table built from it stands.
     """
     for remote, record in zip(entry.files, recorded, strict=True):
-        if remote.path is None or record.get("verified", True):
+        if remote.path is None or record.get("verified_at_build", True):
             continue
         try:
             now = _fetch_local(entry, remote, allow_unverified=True)
@@ -762,6 +788,29 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+@contextmanager
+def _pooch_banner(*, show: bool) -> Iterator[None]:
+    """Let Pooch's INFO lines ("Downloading data from ...") through only when ``show``.
+
+    A filter rather than ``setLevel``: Pooch's logger is made with
+    ``logging.Logger("pooch")``, outside the logging manager, so a new level
+    would not clear the answer it cached for INFO at the first attempt.
+    """
+    logger = pooch.get_logger()
+    if show:
+        yield
+        return
+    logger.addFilter(_warnings_only)
+    try:
+        yield
+    finally:
+        logger.removeFilter(_warnings_only)
+
+
+def _warnings_only(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.WARNING
+
+
 def _download(
     entry: DatasetEntry,
     remote: RemoteFile,
@@ -779,6 +828,11 @@ def _download(
     temporary file is deleted. So an interrupted or wrong download never
     leaves a file under the target name. Retries are our own loop (one Pooch
     attempt each) so that 404s are not retried and the delay is ours.
+
+    What the user sees: Pooch's "Downloading data from ..." line once, for
+    the first attempt (Pooch logs it at every ``retrieve``; it is silenced for
+    the others), then one warning per failed attempt that will be retried,
+    and the error after the last one.
     """
     known_hash = f"sha256:{remote.sha256}" if remote.sha256 else None
     what = f"the file downloaded from {url} ({_what(entry, remote)})"
@@ -787,13 +841,14 @@ def _download(
     for attempt in range(1, attempts + 1):
         downloader.observed = None
         try:
-            pooch.retrieve(
-                url,
-                known_hash=known_hash,
-                fname=target.name,
-                path=target.parent,
-                downloader=downloader,
-            )
+            with _pooch_banner(show=attempt == 1):
+                pooch.retrieve(
+                    url,
+                    known_hash=known_hash,
+                    fname=target.name,
+                    path=target.parent,
+                    downloader=downloader,
+                )
         except MudataError:
             raise
         except (ValueError, *_NETWORK_ERRORS) as exc:
@@ -808,7 +863,7 @@ def _download(
                 )
                 raise ChecksumError(message) from None
             if attempt < attempts and _is_transient(exc):
-                log.info(
+                log.warning(
                     "download of %s failed (%s); attempt %d of %d in %.1f s",
                     url,
                     _reason(exc),
@@ -840,6 +895,8 @@ def _fetch_remote(
     delay: float,
     allow_unverified: bool,
     max_expansion: float | None = None,
+    *,
+    download: bool = True,
 ) -> FetchedFile:
     verifiable = _archive_verifiable(remote)
     _require_verifiable(entry, remote, verifiable, allow_unverified, "it or its members")
@@ -848,6 +905,13 @@ def _fetch_remote(
     # no archive hash) is used without touching the network.
     if observed is not None and (remote.sha256 is None or observed == remote.sha256):
         origin: Origin = "cache"
+    elif not download:
+        message = (
+            f"sha256 mismatch for the cached {target} ({_what(entry, remote)}): expected "
+            f"{remote.sha256}, actual {observed}, and downloading is off; the file was left "
+            f"untouched"
+        )
+        raise ChecksumError(message)
     else:
         if url is None:
             message = f"{_what(entry, remote)} has no url in the registry and no mirror was given"

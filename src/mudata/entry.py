@@ -38,6 +38,17 @@ class RemoteFile:
     glob: str | None = None
     hashes: str = "published"
 
+    @property
+    def pinned(self) -> bool:
+        """True when every byte of it a reader may read is pinned by the entry.
+
+        Either the file's own ``sha256``, or a ``sha256`` for every listed member
+        (at least one): such a file is fetched without ``--allow-unverified``.
+        """
+        return self.sha256 is not None or (
+            bool(self.members) and all(m.sha256 for m in self.members)
+        )
+
 
 @dataclass(frozen=True)
 class ClassSpec:

@@ -33,11 +33,13 @@ from mudata.errors import MudataError, ParseError
 
 __all__ = [
     "TEMP_SUFFIX",
+    "atomic_create",
     "atomic_path",
     "atomic_write",
     "describe_kind",
     "kind_of",
     "link_in_folder",
+    "links_and_special_files",
     "open_regular",
     "read_regular",
 ]
@@ -158,6 +160,41 @@ def atomic_write(path: Path | str, content: bytes | str, *, encoding: str = "utf
     return Path(path)
 
 
+def atomic_create(path: Path | str, content: bytes) -> bool:
+    """Write ``content`` to ``path`` atomically, only if ``path`` does not exist yet.
+
+    The complete file is linked to its final name (``os.link`` never replaces
+    an existing file), so of several processes racing to create it, exactly
+    one wins and every reader sees a whole file.
+
+    Returns
+    -------
+    bool
+        True when this call created the file, False when it existed already.
+
+    Raises
+    ------
+    OSError
+        The folder cannot be written; no temporary file is left.
+    """
+    path = Path(path)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(content)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, _umask_mode())
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    finally:
+        tmp.unlink(missing_ok=True)
+    _fsync_folder(path.parent)
+    return True
+
+
 _KINDS = (
     (stat.S_ISREG, "a regular file"),
     (stat.S_ISDIR, "a folder"),
@@ -243,6 +280,35 @@ def link_in_folder(folder: Path | str, path: Path | str) -> str | None:
                 return "a symbolic link (no link is followed inside a folder given to read)"
             return f"inside the symbolic link {current} (no link is followed inside a folder)"
     return None
+
+
+def links_and_special_files(folder: Path | str) -> list[tuple[Path, str]]:
+    """Every symbolic link (to a file or a folder) and non-regular file below ``folder``.
+
+    The listing where the user named a folder: nothing in it is followed
+    (``os.walk`` with ``followlinks=False``, ``lstat``), so a link to a folder
+    elsewhere is found by its own name instead of being skipped, and a FIFO,
+    socket or device is found without being opened. ``folder`` itself is not
+    checked: the user named it.
+
+    Returns
+    -------
+    list of (Path, str)
+        Each entry and what it is ("a symbolic link", "a FIFO (named pipe)"...),
+        in sorted order.
+    """
+    found: list[tuple[Path, str]] = []
+    for here, folders, files in os.walk(folder, followlinks=False):
+        folders.sort()
+        for name in sorted([*folders, *files]):
+            path = Path(here) / name
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:  # gone since it was listed
+                continue
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                found.append((path, describe_kind(mode)))
+    return found
 
 
 def open_regular(

@@ -5,15 +5,24 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import re
+import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pooch
 
+from mudata.errors import MudataError, StorageError
+from mudata.files import atomic_create, read_regular
+
 log = logging.getLogger(__name__)
 
 HOME_ENV = "MUDATA_HOME"
+
+#: The file in the data home holding its identity (see :func:`home_identity`).
+HOME_ID_FILE = ".mudata-home"
+_HOME_ID = re.compile(r"[0-9a-f]{32}")
 
 
 def data_home(data_home: Path | str | None = None) -> Path:
@@ -39,6 +48,72 @@ def table_dir(name: str, home: Path | str | None = None) -> Path:
 def user_registry_dir(home: Path | str | None = None) -> Path:
     """Where ``mudata register`` installs user entries."""
     return data_home(home) / "registry"
+
+
+def home_identity(home: Path | str | None = None, *, create: bool = False) -> str | None:
+    """The data home's identity: 32 hex digits kept in ``<home>/.mudata-home``.
+
+    Every table built records it (``provenance["build"]["home_id"]``), so that
+    ``mudata verify`` can tell a table built in this data home from one copied
+    in from elsewhere (or written by a version that kept no build record). It
+    is a label, not a secret: whoever can write the data home can copy it.
+
+    Parameters
+    ----------
+    home : path-like, optional
+        The data home (see :func:`data_home`).
+    create : bool
+        Create the file when it is missing (a build); otherwise None is returned.
+
+    Returns
+    -------
+    str or None
+        None when the file is missing (and ``create`` is False) or unreadable,
+        or cannot be created.
+
+    Raises
+    ------
+    StorageError
+        With ``create``: the file cannot be written, or holds something else
+        than an identity.
+    """
+    path = data_home(home) / HOME_ID_FILE
+    try:
+        text = read_regular(path, "data home identity", StorageError).decode("ascii").strip()
+    except (MudataError, OSError, UnicodeDecodeError) as exc:
+        if not create:
+            return None
+        if path.exists() or path.is_symlink():
+            message = (
+                f"the data home identity {path} cannot be read ({exc}); remove it and "
+                f"build again (tables built before then will verify as unverifiable)"
+            )
+            raise StorageError(message) from None
+        return _create_identity(path)
+    if _HOME_ID.fullmatch(text):
+        return text
+    if not create:
+        return None
+    message = (
+        f"the data home identity {path} holds {text[:40]!r}, not 32 hex digits; remove it "
+        f"and build again (tables built before then will verify as unverifiable)"
+    )
+    raise StorageError(message)
+
+
+def _create_identity(path: Path) -> str | None:
+    """Write a new identity; when another process wins the race, take its identity.
+
+    None when the data home cannot be written: the table's own write then
+    reports the folder (a build record without identity verifies as unverifiable).
+    """
+    identity = uuid.uuid4().hex
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        created = atomic_create(path, (identity + "\n").encode("ascii"))
+    except OSError:
+        return None
+    return identity if created else home_identity(path.parent)
 
 
 _held: dict[Path, int] = {}

@@ -26,7 +26,8 @@ from mudata.errors import (
     ParseError,
     UsageError,
 )
-from mudata.paths import dataset_lock, sweep_stale, table_dir
+from mudata.paths import data_home as resolve_home
+from mudata.paths import dataset_lock, home_identity, sweep_stale, table_dir
 from mudata.readers import FeatureTable, SignalTable, Sources, get_reader
 from mudata.store import load_table, read_provenance, table_fingerprint, write_table
 from mudata.userfilter import filter_users
@@ -324,7 +325,14 @@ def build_frame(
                 allow_unverified=allow_unverified, progress=progress, force=True,
                 download=download, max_expansion=max_expansion, min_users=min_users,
             )  # fmt: skip
-        log.info("%s: already built at %s", entry.name, target)
+        log.info(
+            "%s: cached table %s, its raw files verified at build time (%s); "
+            "`mudata verify %s` rebuilds it from them and compares",
+            entry.name,
+            target,
+            frame.attrs["provenance"].get("built", "time not recorded"),
+            entry.name,
+        )
         return target, frame
     # Here, not at the top: imports pooch's network stack.
     from mudata.download import fetch_sources
@@ -334,6 +342,7 @@ def build_frame(
             return target, frame  # built by another process while this one waited
         sweep_stale(target.parent, f".{target.name}.*.part")
         sweep_stale(target.parent, ".datapackage.json.*.part")
+        sweep_stale(target.parent, ".croissant.json.*.part")
         fetched = fetch_sources(
             entry,
             data_home=data_home,
@@ -355,6 +364,7 @@ def build_frame(
         finally:
             sources.close()
         provenance = _provenance(entry, fetched, sources, table, drops)
+        provenance["build"] = build_record(data_home, manual_dir, min_users)
         path = write_table(table, target.parent, entry.name, provenance)
     log.info(
         "%s: %d rows, %d users written to %s",
@@ -397,7 +407,10 @@ def _file_record(fetched: FetchedFile, spec: Any, sources: Sources) -> dict[str,
         "url": spec.url,
         "path": str(spec.path) if spec.path else None,
         "sha256": fetched.sha256,
-        "verified": fetched.verified and not unpinned,
+        # What the build saw, and all a loaded table may claim: `mudata verify`
+        # rebuilds from the raw files to check the table as it stands now.
+        "verified_at_build": fetched.verified and not unpinned,
+        "origin": fetched.origin,
         # "first-use": the hashes were taken from the user's files (mudata init);
         # they prove the files did not change since, not that they are the published ones.
         "hashes": spec.hashes,
@@ -411,6 +424,24 @@ def _file_record(fetched: FetchedFile, spec: Any, sources: Sources) -> dict[str,
             n for n, (i, _) in sources.index.items() if sources.roots[i] == fetched.root
         )
     return record
+
+
+def build_record(
+    data_home: Path | str | None, manual_dir: Path | str | None, min_users: int
+) -> dict[str, Any]:
+    """Where and how a table was built: what ``mudata verify`` needs to build it again.
+
+    ``home_id`` is the data home's identity (:func:`mudata.paths.home_identity`):
+    a table whose record names another home (copied in, or built by a version
+    that kept no record) verifies as unverifiable, whatever its rows.
+    """
+    home = resolve_home(data_home)
+    return {
+        "home_id": home_identity(data_home, create=True),
+        "data_home": str(home.resolve()),
+        "manual_dir": str(Path(manual_dir).expanduser().resolve()) if manual_dir else None,
+        "min_users": int(min_users),
+    }
 
 
 def _provenance(

@@ -1,4 +1,5 @@
-"""Publishing a feature table: Parquet with provenance, and a Frictionless datapackage.json.
+"""Publishing a feature table: Parquet with provenance, a Frictionless datapackage.json
+and a Croissant croissant.json (see :mod:`mudata.croissant`).
 
 Both files are written with :mod:`mudata.files` (a temporary name in the
 destination folder, then a rename), so an interrupted run never leaves a
@@ -27,13 +28,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from mudata.croissant import croissant
 from mudata.errors import CorruptTableError, MudataError, StorageError
-from mudata.files import atomic_path, atomic_write, read_regular
+from mudata.files import atomic_path, atomic_write, read_regular, sha256_file
 
 log = logging.getLogger(__name__)
 
 PROVENANCE_KEY = b"mudata.provenance"
 DESCRIPTOR = "datapackage.json"
+CROISSANT = "croissant.json"
 
 
 def table_fingerprint(table: pd.DataFrame) -> str:
@@ -147,12 +150,23 @@ def _write_table(table: pd.DataFrame, folder: Path, name: str, provenance: dict[
 
     descriptor = _descriptor_bytes(table, parquet_path.name, provenance)
 
-    # Both files are complete before the Parquet file is renamed, and it is
+    # The descriptors are complete before the Parquet file is renamed, and it is
     # renamed last: a table counts as built only once it exists.
     with atomic_path(parquet_path) as tmp:
         pq.write_table(arrow, tmp)
         atomic_write(folder / DESCRIPTOR, descriptor)
+        atomic_write(
+            folder / CROISSANT, _croissant_bytes(table, parquet_path.name, tmp, provenance)
+        )
     return parquet_path
+
+
+def _croissant_bytes(
+    table: pd.DataFrame, parquet_name: str, parquet_file: Path, provenance: dict[str, Any]
+) -> bytes:
+    """``croissant.json``: it names the SHA-256 of the Parquet file's bytes as written."""
+    document = croissant(table, parquet_name, sha256_file(parquet_file), provenance)
+    return json.dumps(document, indent=2).encode("utf-8")
 
 
 def read_provenance(parquet_path: Path) -> dict[str, Any] | None:
@@ -163,7 +177,7 @@ def read_provenance(parquet_path: Path) -> dict[str, Any] | None:
         return None
     raw = metadata.get(PROVENANCE_KEY)
     try:
-        return json.loads(raw) if raw else None
+        return _current_names(json.loads(raw)) if raw else None
     except ValueError:  # a damaged byte in the metadata (JSON or UTF-8): unreadable
         return None
 
@@ -172,19 +186,17 @@ def _descriptor_bytes(table: pd.DataFrame, parquet_name: str, provenance: dict[s
     return json.dumps(datapackage(table, parquet_name, provenance), indent=2).encode("utf-8")
 
 
-def load_table(parquet_path: Path, *, verify: bool = True) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Read a published table and its provenance, checked against each other.
+def read_unchecked(parquet_path: Path) -> tuple[pd.DataFrame, dict[str, Any] | None]:
+    """The rows of a published table and its provenance (None if absent), unchecked.
 
-    The rows and the provenance come from one read of the file, so they
-    belong together; with ``verify`` the rows are hashed and compared with
-    the provenance's ``table_sha256``, and ``datapackage.json`` is made to
-    agree with them (see the module docstring).
+    Provenance written before ``verified_at_build`` was its name (``verified``)
+    is given under the new name: a file's flag says what the build saw, and a
+    loaded table never claims more.
 
     Raises
     ------
     CorruptTableError
-        The file cannot be read as Parquet, has no provenance, or its rows do
-        not match ``table_sha256``.
+        The file cannot be read as Parquet.
     """
     try:
         arrow = pq.read_table(parquet_path)
@@ -202,7 +214,38 @@ def load_table(parquet_path: Path, *, verify: bool = True) -> tuple[pd.DataFrame
         provenance = json.loads(raw) if raw else None
     except ValueError:
         provenance = None
-    if not isinstance(provenance, dict) or "table_sha256" not in provenance:
+    return frame, _current_names(provenance)
+
+
+def _current_names(provenance: Any) -> dict[str, Any] | None:
+    """``files[].verified`` of older tables under its name of now, ``verified_at_build``."""
+    if not isinstance(provenance, dict):
+        return None
+    files = provenance.get("files")
+    for record in files if isinstance(files, list) else []:
+        if isinstance(record, dict) and "verified" in record:
+            record.setdefault("verified_at_build", record.pop("verified"))
+    return provenance
+
+
+def load_table(parquet_path: Path, *, verify: bool = True) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Read a published table and its provenance, checked against each other.
+
+    The rows and the provenance come from one read of the file, so they
+    belong together; with ``verify`` the rows are hashed and compared with
+    the provenance's ``table_sha256``, and ``datapackage.json`` is made to
+    agree with them (see the module docstring). This catches damage (a flipped
+    byte, a cut file), not a forgery: whoever rewrites the rows can rewrite the
+    hash beside them. :func:`mudata.verify` rebuilds the table to check that.
+
+    Raises
+    ------
+    CorruptTableError
+        The file cannot be read as Parquet, has no provenance, or its rows do
+        not match ``table_sha256``.
+    """
+    frame, provenance = read_unchecked(parquet_path)
+    if provenance is None or "table_sha256" not in provenance:
         message = f"the cached table {parquet_path} has no readable provenance; it is damaged"
         raise CorruptTableError(message)
     if verify:
@@ -221,7 +264,11 @@ def load_table(parquet_path: Path, *, verify: bool = True) -> tuple[pd.DataFrame
 def _reconcile_descriptor(
     parquet_path: Path, frame: pd.DataFrame, provenance: dict[str, Any]
 ) -> None:
-    """Rewrite ``datapackage.json`` from the (verified) Parquet file when they disagree."""
+    """Rewrite ``datapackage.json`` from the (verified) Parquet file when they disagree.
+
+    ``croissant.json`` is rewritten with it, and written when it is missing (a
+    table built before mudata wrote one).
+    """
     path = parquet_path.parent / DESCRIPTOR
     try:
         recorded = (
@@ -229,7 +276,10 @@ def _reconcile_descriptor(
         )
     except (MudataError, OSError, ValueError, AttributeError):
         recorded = None  # missing, not a regular file, or not ours: rewritten below
+    croissant_path = parquet_path.parent / CROISSANT
     if recorded == provenance["table_sha256"]:
+        if not croissant_path.exists() and not croissant_path.is_symlink():
+            _rewrite_croissant(parquet_path, frame, provenance)
         return
     log.warning(
         "%s does not describe %s (an interrupted write, or an edit); rewriting it from the table",
@@ -240,6 +290,15 @@ def _reconcile_descriptor(
         atomic_write(path, _descriptor_bytes(frame, parquet_path.name, provenance))
     except OSError as exc:
         log.warning("could not rewrite %s: %s", path, exc)
+    _rewrite_croissant(parquet_path, frame, provenance)
+
+
+def _rewrite_croissant(parquet_path: Path, frame: pd.DataFrame, provenance: dict[str, Any]) -> None:
+    path = parquet_path.parent / CROISSANT
+    try:
+        atomic_write(path, _croissant_bytes(frame, parquet_path.name, parquet_path, provenance))
+    except (OSError, MudataError) as exc:
+        log.warning("could not write %s: %s", path, exc)
 
 
 def read_table(parquet_path: Path, *, verify: bool = True) -> pd.DataFrame:

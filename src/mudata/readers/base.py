@@ -30,11 +30,12 @@ from mudata.errors import (
     ChecksumError,
     LimitError,
     MissingFileError,
+    ParseError,
     UnpinnedMemberError,
     UsageError,
     excerpt,
 )
-from mudata.files import open_regular
+from mudata.files import links_and_special_files, open_regular
 from mudata.readers.decode import decompress
 
 if TYPE_CHECKING:
@@ -172,10 +173,14 @@ class Sources:
             if root.is_dir():
                 for name, path in (pins.located if pins else {}).items():
                     index.setdefault(name, (i, str(path)))
+                if not (pins and pins.located):
+                    # The fetch stage checked the folder it located members in;
+                    # a folder given as is gets the same check here.
+                    _refuse_unlisted(root)
                 for p in sorted(root.rglob("*")):
                     name = p.relative_to(root).as_posix()
-                    # FIFOs, sockets and devices are not indexed; nor files outside the
-                    # glob. Links are, so that reading one is refused by name.
+                    # Files outside the glob are not indexed. File links are, so
+                    # that reading one is refused by name.
                     if (p.is_file() or p.is_symlink()) and (pins is None or pins.admits(name)):
                         index.setdefault(name, (i, str(p)))
                 continue
@@ -271,6 +276,32 @@ class Sources:
             archive.close()
         self._archives.clear()
         self._closed = True
+
+
+def _refuse_unlisted(root: Path) -> None:
+    """Refuse, naming each, what a folder listing would skip without a word.
+
+    A link to a folder is not descended (its files would vanish from the
+    listing whatever their names), and a FIFO, socket or device is never
+    read. Links to files stay listed: reading one is refused by name.
+    """
+    found = [
+        (p, kind)
+        for p, kind in links_and_special_files(root)
+        if kind != "a symbolic link" or p.is_dir()
+    ]
+    if not found:
+        return
+    shown = "; ".join(
+        f"{excerpt(str(p))} is {kind + ' to a folder' if p.is_symlink() else kind}"
+        for p, kind in found[:10]
+    )
+    more = f"; and {len(found) - 10} more" if len(found) > 10 else ""
+    message = (
+        f"the folder {root} holds what mudata does not read: {shown}{more}. No link is "
+        f"followed and no special file is read inside a folder given to read."
+    )
+    raise ParseError(message)
 
 
 def _admit(root: Path, name: str, pins: Pins | None, pin: Pin | None) -> None:

@@ -1,0 +1,297 @@
+"""Check a cached table against a rebuild from its pinned raw files (``mudata verify``).
+
+A cached table carries its own content hash (``table_sha256``), which catches
+damage but not a forgery: whoever rewrites the rows can rewrite the hash
+beside them. This module builds the table again, in memory, from the raw files
+the registry entry pins (each hashed again as it is read), and compares the
+rebuilt rows with the cached ones. Builds are deterministic, so the comparison
+is exact: the content hashes are equal or the table differs, and then the
+first differing row is named.
+
+Three outcomes (see :class:`Verification`): ``verified`` (exit code 0 in the
+CLI), ``differs`` (1) and ``unverifiable`` (2: no table, raw files missing or
+unpinned, an entry changed since the build, or a table without a build record
+from this data home). Nothing is written: neither the cached table nor the
+raw files are changed, and nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from mudata.download import fetch_sources
+from mudata.entry import DatasetEntry
+from mudata.errors import CorruptTableError, MissingFileError, MudataError, excerpt
+from mudata.paths import dataset_lock, home_identity
+from mudata.pipeline import (
+    MIN_USERS,
+    RECIPE_VERSIONS,
+    build_table,
+    entry_fingerprint,
+    parquet_path,
+)
+from mudata.readers import Sources
+from mudata.store import read_unchecked, table_fingerprint
+
+Status = Literal["verified", "differs", "unverifiable"]
+
+#: Exit code of ``mudata verify`` for each outcome.
+EXIT_CODES: dict[str, int] = {"verified": 0, "differs": 1, "unverifiable": 2}
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What :func:`verify_table` found.
+
+    Attributes
+    ----------
+    dataset : str
+        The registry name.
+    status : {"verified", "differs", "unverifiable"}
+        ``verified``: the cached rows equal a rebuild from the pinned raw files
+        and the table was built in this data home; ``differs``: they do not
+        (``first_difference`` says where); ``unverifiable``: no rebuild could
+        be compared, or the table has no build record from this data home.
+    message : str
+        One paragraph for a person: the outcome and why.
+    path : Path
+        The cached table.
+    cached_sha256, rebuilt_sha256 : str or None
+        Content hashes (:func:`mudata.store.table_fingerprint`) of the cached
+        rows as read now, and of the rebuilt rows.
+    first_difference : dict, optional
+        For ``differs`` with tables of the same shape: ``row`` (0-based
+        index), ``userid`` and ``label`` (cached and rebuilt), ``columns``
+        (every column that differs in that row).
+    """
+
+    dataset: str
+    status: Status
+    message: str
+    path: Path
+    cached_sha256: str | None = None
+    rebuilt_sha256: str | None = None
+    first_difference: dict[str, Any] | None = field(default=None)
+
+    @property
+    def exit_code(self) -> int:
+        """0 verified, 1 differs, 2 unverifiable."""
+        return EXIT_CODES[self.status]
+
+
+def verify_table(
+    entry: DatasetEntry,
+    *,
+    data_home: Path | str | None = None,
+    manual_dir: Path | str | None = None,
+    max_expansion: float | None = None,
+) -> Verification:
+    """Rebuild ``entry``'s table from its pinned raw files and compare it with the cached one.
+
+    Parameters
+    ----------
+    entry : DatasetEntry
+        The registry entry: its hashes are what the raw files are checked against.
+    data_home : path-like, optional
+        The data directory holding the cached table and the downloaded raw files.
+    manual_dir : path-like, optional
+        Where the raw files are, for a table built with ``--manual-dir``;
+        default: the folder its build record names.
+    max_expansion : float, optional
+        Expansion cap of archives, as for :func:`mudata.fetch`.
+
+    Returns
+    -------
+    Verification
+    """
+    path = parquet_path(entry, data_home)
+    with dataset_lock(entry.name, data_home):
+        if not path.is_file():
+            message = (
+                f"{entry.name}: no cached table at {path}; nothing to verify "
+                f"(`mudata fetch {entry.name}` builds it)"
+            )
+            return Verification(entry.name, "unverifiable", message, path)
+        try:
+            cached, provenance = read_unchecked(path)
+        except CorruptTableError as exc:
+            return Verification(entry.name, "differs", f"{entry.name}: {exc}", path)
+        cached_sha = table_fingerprint(cached)
+        build = (provenance or {}).get("build")
+        build = build if isinstance(build, dict) else {}
+        stale = _stale(entry, provenance)
+        if stale:
+            message = f"{entry.name}: {path} {stale}; run `mudata fetch {entry.name} --force`"
+            return Verification(entry.name, "unverifiable", message, path, cached_sha)
+        try:
+            rebuilt = _rebuild(
+                entry, data_home, manual_dir or build.get("manual_dir"), build, max_expansion
+            )
+        except MudataError as exc:
+            message = (
+                f"{entry.name}: cannot rebuild the table from pinned raw files, so the cached "
+                f"table cannot be checked: {exc}"
+            )
+            return Verification(entry.name, "unverifiable", message, path, cached_sha)
+    return _compare(entry, path, cached, provenance, build, rebuilt, data_home)
+
+
+def _stale(entry: DatasetEntry, provenance: dict[str, Any] | None) -> str | None:
+    """Why the cached table is not the build of this entry, or None."""
+    if provenance is None:
+        return "has no readable provenance"
+    if provenance.get("entry_sha256") != entry_fingerprint(entry):
+        return "was built from another version of the registry entry"
+    recipe = provenance.get("recipe")
+    if not isinstance(recipe, dict) or recipe.get("version") != RECIPE_VERSIONS[entry.recipe.name]:
+        return "was built with another version of the recipe"
+    return None
+
+
+def _rebuild(
+    entry: DatasetEntry,
+    data_home: Path | str | None,
+    manual_dir: Path | str | None,
+    build: dict[str, Any],
+    max_expansion: float | None,
+) -> pd.DataFrame:
+    """The table built again from the raw files: pinned bytes only, no download, nothing written."""
+    if manual_dir is not None and not Path(manual_dir).is_dir():
+        message = f"the raw files were taken from {manual_dir}, which is no longer a folder"
+        raise MissingFileError(message)
+    fetched = fetch_sources(
+        entry,
+        data_home=data_home,
+        manual_dir=manual_dir,
+        progress=False,
+        allow_unverified=False,
+        max_expansion=max_expansion,
+        download=False,
+    )
+    sources = Sources(
+        [f.root for f in fetched], [f.pins for f in fetched], max_expansion=max_expansion
+    )
+    min_users = build.get("min_users", MIN_USERS)
+    try:
+        table, _ = build_table(
+            entry, sources, min_users=min_users if isinstance(min_users, int) else MIN_USERS
+        )
+    finally:
+        sources.close()
+    return table
+
+
+def _compare(
+    entry: DatasetEntry,
+    path: Path,
+    cached: pd.DataFrame,
+    provenance: dict[str, Any] | None,
+    build: dict[str, Any],
+    rebuilt: pd.DataFrame,
+    data_home: Path | str | None,
+) -> Verification:
+    cached_sha, rebuilt_sha = table_fingerprint(cached), table_fingerprint(rebuilt)
+    hashes = {"cached_sha256": cached_sha, "rebuilt_sha256": rebuilt_sha}
+    if cached_sha != rebuilt_sha:
+        where = first_difference(cached, rebuilt)
+        message = (
+            f"{entry.name}: the cached table {path} DIFFERS from a rebuild from its pinned "
+            f"raw files (content sha256 {cached_sha}, rebuilt {rebuilt_sha}): "
+            f"{describe_difference(where)}. Rebuild it with `mudata fetch {entry.name} --force`."
+        )
+        return Verification(entry.name, "differs", message, path, **hashes, first_difference=where)
+    recorded = (provenance or {}).get("table_sha256")
+    if recorded != cached_sha:
+        message = (
+            f"{entry.name}: the rows of {path} equal a rebuild, but its provenance records "
+            f"table_sha256 {excerpt(recorded, 80)}, not {cached_sha}; the provenance differs. "
+            f"Rebuild it with `mudata fetch {entry.name} --force`."
+        )
+        return Verification(entry.name, "differs", message, path, **hashes)
+    here = home_identity(data_home)
+    if not build.get("home_id") or build.get("home_id") != here:
+        message = (
+            f"{entry.name}: the rows of {path} equal a rebuild from the pinned raw files, "
+            f"but its provenance has no build record from this data home (home id "
+            f"{excerpt(build.get('home_id'), 40)}, this home {here}): it was copied in or "
+            f"built by an older mudata, so the rest of its provenance is unchecked. "
+            f"`mudata fetch {entry.name} --force` builds it here."
+        )
+        return Verification(entry.name, "unverifiable", message, path, **hashes)
+    message = (
+        f"{entry.name}: verified: the cached table {path} equals a rebuild from its pinned "
+        f"raw files, hashed again now (content sha256 {cached_sha}, {len(cached)} rows)"
+    )
+    return Verification(entry.name, "verified", message, path, **hashes)
+
+
+def first_difference(cached: pd.DataFrame, rebuilt: pd.DataFrame) -> dict[str, Any]:
+    """Where two tables first differ: shape, columns and dtypes, else the first row.
+
+    Returns
+    -------
+    dict
+        ``kind`` ("columns", "dtypes", "rows" or "values"); for "values",
+        ``row`` (0-based), ``userid`` and ``label`` as ``{"cached": ...,
+        "rebuilt": ...}``, and ``columns``, the columns that differ in that row.
+    """
+    if list(cached.columns) != list(rebuilt.columns):
+        return {
+            "kind": "columns",
+            "cached": [str(c) for c in cached.columns],
+            "rebuilt": [str(c) for c in rebuilt.columns],
+        }
+    dtypes = [str(c) for c in cached.columns if str(cached[c].dtype) != str(rebuilt[c].dtype)]
+    n = min(len(cached), len(rebuilt))
+    unequal = np.zeros(n, dtype=bool)
+    per_column = {}
+    for column in cached.columns:
+        a = cached[column].iloc[:n].reset_index(drop=True)
+        b = rebuilt[column].iloc[:n].reset_index(drop=True)
+        differs = ~((a == b) | (a.isna() & b.isna())).to_numpy(dtype=bool)
+        per_column[column] = differs
+        unequal |= differs
+    if not unequal.any():
+        if len(cached) != len(rebuilt):
+            return {"kind": "rows", "cached": len(cached), "rebuilt": len(rebuilt)}
+        return {"kind": "dtypes", "columns": dtypes}
+    row = int(np.flatnonzero(unequal)[0])
+    return {
+        "kind": "values",
+        "row": row,
+        "userid": {
+            "cached": str(cached["userid"].iloc[row]),
+            "rebuilt": str(rebuilt["userid"].iloc[row]),
+        },
+        "label": {
+            "cached": str(cached["label"].iloc[row]),
+            "rebuilt": str(rebuilt["label"].iloc[row]),
+        },
+        "columns": [str(c) for c, d in per_column.items() if d[row]],
+    }
+
+
+def describe_difference(where: dict[str, Any]) -> str:
+    """One clause for a person, from :func:`first_difference`'s record."""
+    kind = where["kind"]
+    if kind == "columns":
+        return f"the columns differ (cached {excerpt(where['cached'])}, rebuilt {excerpt(where['rebuilt'])})"
+    if kind == "rows":
+        return f"the cached table has {where['cached']} rows, the rebuild {where['rebuilt']} (the shared rows agree)"
+    if kind == "dtypes":
+        return f"the column types differ: {', '.join(where['columns'])}"
+    user, label = where["userid"], where["label"]
+    who = f"user {excerpt(user['cached'], 60)}"
+    if user["cached"] != user["rebuilt"]:
+        who += f" (rebuilt: {excerpt(user['rebuilt'], 60)})"
+    what = f"label {excerpt(label['cached'], 60)}"
+    if label["cached"] != label["rebuilt"]:
+        what += f", rebuilt {excerpt(label['rebuilt'], 60)}"
+    columns = where["columns"]
+    shown = ", ".join(columns[:5]) + (f" and {len(columns) - 5} more" if len(columns) > 5 else "")
+    return f"first differing row {where['row']} ({who}, {what}); differing column(s): {shown}"

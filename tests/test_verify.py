@@ -1,0 +1,192 @@
+"""`mudata verify`: a cached table against a rebuild from its pinned raw files (real WISDM)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+import mudata
+from mudata.cli import main
+from mudata.paths import home_identity
+from mudata.store import PROVENANCE_KEY, read_provenance, table_fingerprint
+
+TABLE = Path("wisdm") / "wisdm.parquet"
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def built_home(wisdm_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data home holding the WISDM table built from the official file (built once)."""
+    home = tmp_path_factory.mktemp("verify_home")
+    mudata.fetch("wisdm", data_home=home, manual_dir=wisdm_dir)
+    return home
+
+
+@pytest.fixture
+def home(built_home: Path, tmp_path: Path) -> Path:
+    """A private copy of the built data home (its identity file included)."""
+    copy = tmp_path / "home"
+    shutil.copytree(built_home, copy)
+    return copy
+
+
+def rewrite(path: Path, edit) -> None:
+    """What a forger does: change the rows, recompute table_sha256, keep the rest."""
+    arrow = pq.read_table(path)
+    frame = arrow.to_pandas()
+    metadata = dict(arrow.schema.metadata)
+    provenance = json.loads(metadata[PROVENANCE_KEY])
+    frame, provenance = edit(frame, provenance)
+    provenance["table_sha256"] = table_fingerprint(frame)
+    metadata[PROVENANCE_KEY] = json.dumps(provenance).encode("utf-8")
+    forged = pa.Table.from_pandas(frame, preserve_index=False)
+    pq.write_table(forged.replace_schema_metadata({**forged.schema.metadata, **metadata}), path)
+
+
+def test_a_clean_table_verifies(home: Path) -> None:
+    result = mudata.verify("wisdm", data_home=home)
+    assert (result.status, result.exit_code) == ("verified", 0)
+    assert result.cached_sha256 == result.rebuilt_sha256
+    assert result.cached_sha256 == read_provenance(home / TABLE)["table_sha256"]
+
+    cli = run("verify", "wisdm", "--data-home", str(home))
+    assert cli.exit_code == 0, cli.output
+    assert "wisdm: verified" in cli.output and result.cached_sha256 in cli.output
+
+
+def test_a_forged_table_is_served_as_verified_at_build_and_verify_names_the_row(
+    home: Path,
+) -> None:
+    path = home / TABLE
+    original = pq.read_table(path).to_pandas()
+    rows = [137, 1500]
+    forged_labels = {}
+
+    def relabel(frame, provenance):
+        for row in rows:
+            label = frame.at[row, "label"]
+            forged_labels[row] = "Sitting" if label != "Sitting" else "Walking"
+            frame.at[row, "label"] = forged_labels[row]
+        return frame, provenance
+
+    rewrite(path, relabel)
+
+    # The table's own hash cannot tell: it is served, and claims only what the build saw.
+    bunch = mudata.load("wisdm", data_home=home, download_if_missing=False)
+    assert bunch.frame.at[rows[0], "label"] == forged_labels[rows[0]]
+    assert bunch.provenance["files"][0]["verified_at_build"] is True
+    assert "verified" not in bunch.provenance["files"][0]
+
+    result = mudata.verify("wisdm", data_home=home)
+    assert (result.status, result.exit_code) == ("differs", 1)
+    where = result.first_difference
+    assert where["row"] == rows[0] and where["columns"] == ["label"]
+    assert where["userid"]["cached"] == str(original.at[rows[0], "userid"])
+    assert where["label"] == {
+        "cached": forged_labels[rows[0]],
+        "rebuilt": original.at[rows[0], "label"],
+    }
+    assert result.rebuilt_sha256 == table_fingerprint(original)
+
+    cli = run("verify", "wisdm", "--data-home", str(home))
+    assert cli.exit_code == 1
+    assert f"first differing row {rows[0]}" in cli.output
+    assert f"user '{original.at[rows[0], 'userid']}'" in cli.output
+    assert "differing column(s): label" in cli.output
+    # verify writes nothing: the forged table is still there for the user to inspect
+    assert pq.read_table(path).to_pandas().at[rows[0], "label"] == forged_labels[rows[0]]
+
+
+def test_a_changed_feature_value_is_named_by_its_column(home: Path) -> None:
+    def nudge(frame, provenance):
+        frame.at[42, "YAVG"] = frame.at[42, "YAVG"] + 1e-9
+        return frame, provenance
+
+    rewrite(home / TABLE, nudge)
+    result = mudata.verify("wisdm", data_home=home)
+    assert result.status == "differs"
+    assert (result.first_difference["row"], result.first_difference["columns"]) == (42, ["YAVG"])
+
+
+def test_dropped_rows_are_a_difference(home: Path) -> None:
+    def drop_last(frame, provenance):
+        return frame.iloc[:-3].reset_index(drop=True), provenance
+
+    rewrite(home / TABLE, drop_last)
+    result = mudata.verify("wisdm", data_home=home)
+    assert result.status == "differs"
+    assert result.first_difference == {"kind": "rows", "cached": 2866, "rebuilt": 2869}
+
+
+def test_without_a_build_record_from_this_home_the_table_is_unverifiable(
+    home: Path, wisdm_dir: Path
+) -> None:
+    def forget(frame, provenance):
+        provenance.pop("build")  # as a table written by an older mudata
+        return frame, provenance
+
+    rewrite(home / TABLE, forget)
+    # Without the record, the folder of the raw files must be given.
+    result = mudata.verify("wisdm", data_home=home, manual_dir=wisdm_dir)
+    assert (result.status, result.exit_code) == ("unverifiable", 2)
+    assert result.cached_sha256 == result.rebuilt_sha256  # the rows are right...
+    assert "no build record from this data home" in result.message  # ...the record is missing
+    cli = run("verify", "wisdm", "--data-home", str(home), "--manual-dir", str(wisdm_dir))
+    assert cli.exit_code == 2 and "no build record from this data home" in cli.output
+
+
+def test_a_table_copied_from_another_home_is_unverifiable(built_home: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    shutil.copytree(built_home / "wisdm", other / "wisdm")
+    assert home_identity(other, create=True) != home_identity(built_home)
+    result = mudata.verify("wisdm", data_home=other)
+    assert result.status == "unverifiable"
+    assert result.cached_sha256 == result.rebuilt_sha256
+    assert "no build record from this data home" in result.message
+
+
+def test_raw_files_changed_since_the_build_make_it_unverifiable(
+    wisdm_dir: Path, tmp_path: Path
+) -> None:
+    manual = tmp_path / "release"
+    shutil.copytree(wisdm_dir, manual)
+    home = tmp_path / "home"
+    mudata.fetch("wisdm", data_home=home, manual_dir=manual)
+    arff = manual / "WISDM_ar_v1.1_transformed.arff"
+    arff.chmod(0o644)
+    data = bytearray(arff.read_bytes())
+    data[-10] = ord("9") if data[-10] != ord("9") else ord("8")
+    arff.write_bytes(bytes(data))
+
+    result = mudata.verify("wisdm", data_home=home)
+    assert (result.status, result.exit_code) == ("unverifiable", 2)
+    assert "sha256 mismatch" in result.message and str(arff) in result.message
+    assert result.rebuilt_sha256 is None
+
+
+def test_nothing_built_is_unverifiable(tmp_path: Path) -> None:
+    cli = run("verify", "wisdm", "--data-home", str(tmp_path))
+    assert cli.exit_code == 2
+    assert "no cached table" in cli.output
+    assert run("verify", "no-such-dataset", "--data-home", str(tmp_path)).exit_code == 2
+
+
+def test_a_table_of_older_provenance_says_verified_at_build(home: Path) -> None:
+    def old_names(frame, provenance):
+        for record in provenance["files"]:
+            record["verified"] = record.pop("verified_at_build")
+        return frame, provenance
+
+    rewrite(home / TABLE, old_names)
+    record = mudata.provenance("wisdm", data_home=home)
+    assert record["files"][0]["verified_at_build"] is True
+    assert "verified" not in record["files"][0]

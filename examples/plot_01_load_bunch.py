@@ -42,10 +42,10 @@ print("classes:", list(wisdm.target_names))
 # Provenance
 # ----------
 # The table carries where it came from: the source files with their hashes
-# (and whether each was verified against a recorded hash), the recipe and a
+# (and whether each was verified against a pinned hash when the table was built), the recipe and a
 # content hash of the table itself.
 for source in wisdm.provenance["files"]:
-    print(source["name"], "verified:", source["verified"])
+    print(source["name"], "verified at build:", source["verified_at_build"])
     for member, sha256 in source["members"].items():
         print("  ", member, sha256[:16], "...")
 print(

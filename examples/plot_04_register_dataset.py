@@ -124,6 +124,6 @@ print(run_mudata("register", str(entry)))
 mine = mudata.load("my-wisdm", data_home=home)
 print(mine.DESCR.splitlines()[0])
 print(mine.frame.shape, "rows x columns;", mine.groups.nunique(), "users")
-print(mine.provenance["files"][0]["hashes"], mine.provenance["files"][0]["verified"])
+print(mine.provenance["files"][0]["hashes"], mine.provenance["files"][0]["verified_at_build"])
 
 shutil.rmtree(home)

@@ -135,3 +135,13 @@ def test_page_one_fits_the_first_screen_and_flags_the_missed_user(page_one, tmp_
     # the exact per-user test. The colour is on the first screen, so the grid is too.
     flagged = (pixels == [0xFD, 0xE8, 0xE8]).all(axis=2)
     assert flagged.sum() > 500
+
+
+def test_no_horizontal_scrollbar_at_1366_px(page, tmp_path):
+    """The full page (every section's figures and tables) is no wider than a laptop's
+    1366 px window: wide tables scroll inside themselves, long text wraps."""
+    proc = _chromium(tmp_path / "wide", "--dump-dom", "--window-size=1366,768", page.as_uri())
+    tag = re.search(r"<body[^>]*>", proc.stdout)
+    assert tag, proc.stderr[-2000:]
+    width = re.search(r'data-page-width="(\d+)"', tag.group(0))
+    assert width and 0 < int(width.group(1)) <= 1366, tag.group(0)

@@ -29,7 +29,7 @@ from mueval.names import (
 )
 from mueval.names import STRATEGY_ALIASES as ALIASES
 
-#: Worker processes for evaluate and curve; one declaration for both commands.
+#: Worker processes for evaluate, curve and report; one declaration for the three.
 jobs_option = click.option(
     "--jobs",
     "-j",

@@ -14,7 +14,7 @@ import click
 import pandas as pd
 
 from mueval.cli.base import Command
-from mueval.cli.options import compare_options, report_options
+from mueval.cli.options import compare_options, jobs_option, report_options
 from mueval.comparison.significance import compare_runs, run_labels, table_notes, wide_table
 from mueval.errors import OutputError, UsageError
 from mueval.files import neutralise_formulas, write_atomic
@@ -37,6 +37,7 @@ def _printable(text: str) -> str:
 
 @click.command("report", cls=Command)
 @report_options
+@jobs_option
 def report_command(
     run_dir: Path,
     out: Path | None,
@@ -50,8 +51,13 @@ def report_command(
     progress: bool | None,
     figures: str,
     others: tuple[Path, ...],
+    jobs: int,
 ) -> None:
-    """Build an HTML report (report.html + figures/) from a run folder."""
+    """Build an HTML report (report.html + figures/) from a run folder.
+
+    With --figures all, --jobs worker processes draw the (strategy, classifier)
+    sections in parallel; the page does not depend on it.
+    """
     # Here, not at the top: matplotlib, which `mueval --help` does without.
     from mueval.guarantees.run_warnings import warning_line
     from mueval.report.build import build_report
@@ -85,6 +91,7 @@ def report_command(
         progress=sys.stderr.isatty() if progress is None else progress,
         figures=figures,
         others=[_read(p) for p in others],
+        jobs=jobs,
     )
     if overwrite:
         remove_stale_figures(target, result.figures)

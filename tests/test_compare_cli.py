@@ -143,7 +143,7 @@ def test_few_iterations_carry_a_caution(two_runs):
     a, _ = two_runs
     result = _mueval("compare", str(a), "-c", "nb")
     assert result.exit_code == 0, result.output
-    assert "caution:" in result.output and f"fewer than {MIN_ITERATIONS}" in result.output
+    assert "caution (!):" in result.output and f"fewer than {MIN_ITERATIONS}" in result.output
     # The t-tests' cells are marked; the Wilcoxon over users is not about iterations.
     rows = [line for line in result.output.splitlines() if line.lstrip().startswith("nb")]
     assert rows and all("!" in line for line in rows if "n/a" not in line)

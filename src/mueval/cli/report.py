@@ -15,7 +15,15 @@ import pandas as pd
 
 from mueval.cli.base import Command
 from mueval.cli.options import compare_options, jobs_option, report_options
-from mueval.comparison.significance import compare_runs, run_labels, table_notes, wide_table
+from mueval.comparison.significance import (
+    CORRECTED_TEST,
+    STUDY_TEST,
+    WILCOXON_TEST,
+    compare_runs,
+    run_labels,
+    table_notes,
+    wide_table,
+)
 from mueval.errors import OutputError, UsageError
 from mueval.files import neutralise_formulas, write_atomic
 from mueval.names import COMPARABLE_METRICS, parse_classifiers, parse_strategies
@@ -148,10 +156,7 @@ def compare_command(
             "..., **** <= 0.0001)"
         )
         click.echo(wide_table(table).to_string(index=False))
-    click.echo(
-        "welch: the study's Welch t-test over iterations (uncorrected); corrected: "
-        "Nadeau-Bengio, paired by iteration; wilcoxon: signed-rank over users."
-    )
+    click.echo(f"welch: {STUDY_TEST}; corrected: {CORRECTED_TEST}; wilcoxon: {WILCOXON_TEST}.")
     for note in table_notes(table):
         click.echo(note)
     if out is not None:

@@ -11,6 +11,10 @@ Usage::
 
 ``--iterations`` (default 20, the study's) sets the run's iterations when the
 run folder has to be built; an existing run folder is reused as it is.
+``--jobs`` (default 2) is used for the evaluation and, for each value of
+``--report-jobs`` (default ``1,2``), the report draws the sections of
+``--figures all`` with that many worker processes. ``--strategy`` and
+``--classifier`` (comma lists) narrow the report, as ``mueval report`` does.
 """
 
 from __future__ import annotations
@@ -57,7 +61,14 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--levels", default="none,summary,all")
+    parser.add_argument("--report-jobs", default="1,2")
+    parser.add_argument("--strategy", default="")
+    parser.add_argument("--classifier", default="")
     args = parser.parse_args()
+    narrow = {
+        "strategies": [s for s in args.strategy.split(",") if s] or None,
+        "classifiers": [c for c in args.classifier.split(",") if c] or None,
+    }
     _ensure_run(args.run_dir, args.manual_dir, args.iterations, args.jobs)
     info = read_run_folder(args.run_dir)
     print(
@@ -65,18 +76,25 @@ def main() -> None:
         f"{info.predictions.classifier.nunique()} classifiers, "
         f"{info.run['config']['iterations']} iterations, {len(info.predictions)} prediction rows"
     )
-    print(f"{'figures':>8} {'build s':>8} {'page MB':>8} {'figures MB':>10} {'PNGs':>5}")
+    print(
+        f"{'figures':>8} {'jobs':>4} {'build s':>8} {'page MB':>8} {'figures MB':>10} {'PNGs':>5}"
+    )
     for level in args.levels.split(","):
-        out = Path(tempfile.mkdtemp(prefix=f"report-{level}-"))
-        start = time.perf_counter()
-        result = build_report(read_run_folder(args.run_dir), out, figures=level)
-        seconds = time.perf_counter() - start
-        n_png = sum(1 for p in result.figures if p.suffix == ".png")
-        print(
-            f"{level:>8} {seconds:8.1f} {_size(result.html) / 2**20:8.2f} "
-            f"{_size(out / 'figures') / 2**20:10.2f} {n_png:5d}"
-        )
-        shutil.rmtree(out)
+        # Workers only draw the sections of --figures all.
+        for jobs in [int(j) for j in args.report_jobs.split(",")] if level == "all" else [1]:
+            out = Path(tempfile.mkdtemp(prefix=f"report-{level}-"))
+            start = time.perf_counter()
+            result = build_report(
+                read_run_folder(args.run_dir), out, figures=level, jobs=jobs, **narrow
+            )
+            seconds = time.perf_counter() - start
+            n_png = sum(1 for p in result.figures if p.suffix == ".png")
+            print(
+                f"{level:>8} {jobs:4d} {seconds:8.1f} {_size(result.html) / 2**20:8.2f} "
+                f"{_size(out / 'figures') / 2**20:10.2f} {n_png:5d}",
+                flush=True,
+            )
+            shutil.rmtree(out)
 
 
 if __name__ == "__main__":

@@ -121,7 +121,7 @@ def test_compare_runs_in_memory_and_on_disk(run, tmp_path: Path) -> None:
     other = mueval.evaluate(
         _frame(), strategies="uim", classifiers=["nb", "knn"], iterations=2, progress=False
     )
-    both = mueval.compare([run, other.save(tmp_path / "uim")])
+    both = mueval.compare([run, other.save(tmp_path / "uim")], all_pairs=True)
     assert {"mm", "ucm", "uim"} <= set(both.strategy_a) | set(both.strategy_b)
 
 

@@ -186,7 +186,20 @@ def test_cli_prints_both_tables_and_writes_them(tmp_path: Path, two_runs) -> Non
     assert "random/ucm" in result.output and "blocked/uim" in result.output
     written = pd.read_csv(out)
     assert len(written) == 4
+    # Several runs: each strategy against itself in the other run.
+    tests = pd.read_csv(tmp_path / "guarantees.tests.csv")
+    assert len(tests) == 2
+    assert (
+        tests.strategy_a.str.split("/").str[-1] == tests.strategy_b.str.split("/").str[-1]
+    ).all()
+    # --all-pairs: every pair of the four (two strategies in two runs).
+    args = ["compare", "--guarantees", "--all-pairs", *map(str, two_runs), "--out", str(out)]
+    assert CliRunner().invoke(main, args).exit_code == 0
     assert len(pd.read_csv(tmp_path / "guarantees.tests.csv")) == 6
+    # The filters narrow both tables.
+    args = ["compare", "--guarantees", "-s", "ucm", *map(str, two_runs), "--out", str(out)]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    assert set(pd.read_csv(out).strategy) == {"random/ucm", "blocked/ucm"}
 
 
 def test_report_shows_runs_side_by_side(tmp_path: Path, two_runs) -> None:

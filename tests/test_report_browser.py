@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 import mueval
 from mueval.cli.report import report_command
+from mueval.report.html import Section, note_html, render_page, table_html
 from tests.test_report_build import make_run_folder
 from tests.test_run_guarantees import _frame as relabelled_frame
 
@@ -135,3 +136,28 @@ def test_page_one_fits_the_first_screen_and_flags_the_missed_user(page_one, tmp_
     # the exact per-user test. The colour is on the first screen, so the grid is too.
     flagged = (pixels == [0xFD, 0xE8, 0xE8]).all(axis=2)
     assert flagged.sum() > 500
+
+
+def test_no_horizontal_scrollbar_at_1366_px(page, tmp_path):
+    """The full page (every section's figures and tables) is no wider than a laptop's
+    1366 px window: wide tables scroll inside themselves, long text wraps."""
+    proc = _chromium(tmp_path / "wide", "--dump-dom", "--window-size=1366,768", page.as_uri())
+    tag = re.search(r"<body[^>]*>", proc.stdout)
+    assert tag, proc.stderr[-2000:]
+    width = re.search(r'data-page-width="(\d+)"', tag.group(0))
+    assert width and 0 < int(width.group(1)) <= 1366, tag.group(0)
+
+
+def test_a_wide_table_and_long_text_scroll_inside_not_the_page(tmp_path):
+    """Twenty classes of intervals side by side (coverage per class on gestures) and an
+    unbroken hash: without the page's rules the page is about 1750 px wide."""
+    classes = [f"n{i}" for i in range(1, 21)]
+    rows = [[c] + ["0.950 [0.900, 0.980] interval below"] * 20 for c in classes]
+    body = [table_html(["class", *classes], rows), note_html("sha256:" + "ab" * 80)]
+    page = tmp_path / "wide.html"
+    page.write_text(render_page("wide", [], [Section("Wide", "wide", body)]), encoding="utf-8")
+    proc = _chromium(tmp_path / "w", "--dump-dom", "--window-size=1366,768", page.as_uri())
+    tag = re.search(r"<body[^>]*>", proc.stdout)
+    assert tag, proc.stderr[-2000:]
+    width = re.search(r'data-page-width="(\d+)"', tag.group(0))
+    assert width and 0 < int(width.group(1)) <= 1366, tag.group(0)

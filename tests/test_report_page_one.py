@@ -61,9 +61,13 @@ def test_warning_names_the_user_with_its_interval(run, page) -> None:
         f"lowest coverage: user 3, {k / n:.3f} [{low:.3f}, {high:.3f}] (Clopper-Pearson "
         f"interval of the observed rate) over {n} test rows"
     )
-    warnings = re.search(r'<ul class="warnings">.*?</ul>', html, re.S).group(0)
+    warnings = re.search(r'<table class="warnings">.*?</table>', html, re.S).group(0)
     assert expected in warnings
     assert "mm / nb: 1 of 3 users (33.3 %)" in warnings
+    # The cell: the severity and the worst figure; the sentence on demand.
+    cell = re.search(r'<td class="(\w+)" data-kind="users-below-target".*?</td>', warnings)
+    assert "<summary><b>warning</b> 1 of 3</summary>" in cell.group(0)
+    assert cell.group(0).count(expected) == 2  # the tooltip and the details
 
 
 def test_sections_are_collapsible_and_linked_from_the_grid(page) -> None:

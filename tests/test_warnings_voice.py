@@ -70,9 +70,15 @@ def test_severities_agree_between_run_json_terminal_and_html(warned_run) -> None
     assert printed == expected
 
     page = (out / "report" / "report.html").read_text(encoding="utf-8")
-    shown = re.findall(r'<li class="(\w+)"><b>(\w+)</b> \(([a-z-]+)\)', page)
-    assert [(cls, kind) for cls, _, kind in shown] == expected
-    assert all(cls == word for cls, word, _ in shown)
+    # The warnings table: one cell per warning, its class and word the severity.
+    shown = re.findall(
+        r'<td class="(\w+)" data-kind="([a-z-]+)" title="[^"]*"><details><summary><b>(\w+)</b>',
+        page,
+    )
+    assert sorted((cls, kind) for cls, kind, _ in shown) == sorted(expected)
+    assert all(cls == word for cls, _, word in shown)
+    # The row of the most severe warning comes first.
+    assert (shown[0][0], shown[0][1]) == expected[0]
     # The library's Run carries the same list.
     assert mueval.Run.load(out).warnings == stored
 

@@ -456,13 +456,22 @@ def _as_list(value: Sequence[str] | str) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def compare(runs: Sequence[Run | str | Path], *, metric: str = "coverage") -> pd.DataFrame:
+def compare(
+    runs: Sequence[Run | str | Path],
+    *,
+    metric: str = "coverage",
+    strategies: str | Sequence[str] | None = None,
+    classifiers: str | Sequence[str] | None = None,
+    all_pairs: bool = False,
+) -> pd.DataFrame:
     """Test the differences between strategies in one or more runs of one dataset.
 
-    Every pair of strategies, per classifier, under three labelled tests: the
-    study's Welch t-test over iterations (uncorrected), Nadeau and Bengio's
-    corrected resampled t-test (paired by seed) and a Wilcoxon signed-rank test
-    over users. A strategy found in several runs is prefixed with its run's label.
+    One run: every pair of its strategies, per classifier. Several runs: each
+    strategy against itself in the other runs (``all_pairs=True``: every pair).
+    Three labelled tests per pair: the study's Welch t-test over iterations
+    (uncorrected), Nadeau and Bengio's corrected resampled t-test (paired by
+    seed) and a Wilcoxon signed-rank test over users. A strategy found in
+    several runs is prefixed with its run's label.
 
     Parameters
     ----------
@@ -470,20 +479,32 @@ def compare(runs: Sequence[Run | str | Path], *, metric: str = "coverage") -> pd
         Runs in memory or run folders.
     metric : str
         A per-split metric (a column of ``Run.splits``).
+    strategies, classifiers : str or sequence of str, optional
+        Codes (comma lists and aliases allowed) to compare; default every one in the runs.
+    all_pairs : bool, default False
+        Several runs: also the mismatched pairs (``a/uim`` against ``b/mm``).
 
     Returns
     -------
     DataFrame
         One row per (classifier, strategy_a, strategy_b, test): means, statistic,
-        df, p_value, stars, n, note.
+        df, p_value, stars, n, note, library_warning, caution.
 
     Raises
     ------
+    mueval.errors.UsageError
+        A strategy or classifier that is no code, or that no run holds.
     mueval.errors.DataError
         The runs evaluate different datasets, or hold nothing to compare.
     """
     folders = [r.folder() if isinstance(r, Run) else read_run_folder(r) for r in runs]
-    return compare_runs(folders, metric=metric).table
+    return compare_runs(
+        folders,
+        metric=metric,
+        strategies=None if strategies is None else parse_strategies(_as_list(strategies)),
+        classifiers=None if classifiers is None else parse_classifiers(_as_list(classifiers)),
+        all_pairs=all_pairs,
+    ).table
 
 
 def compare_guarantees(runs: Sequence[Run | str | Path]) -> GuaranteeComparison:

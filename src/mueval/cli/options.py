@@ -29,7 +29,7 @@ from mueval.names import (
 )
 from mueval.names import STRATEGY_ALIASES as ALIASES
 
-#: Worker processes for evaluate and curve; one declaration for both commands.
+#: Worker processes for evaluate, curve and report; one declaration for the three.
 jobs_option = click.option(
     "--jobs",
     "-j",
@@ -341,11 +341,35 @@ compare_options = stack(
         help="Metric compared between strategies.",
     ),
     click.option(
+        "--strategy",
+        "-s",
+        "strategies",
+        multiple=True,
+        help="Strategy to compare; repeat or give a comma list (codes or aliases as for "
+        "evaluate). [default: every strategy in the runs]",
+    ),
+    click.option(
+        "--classifier",
+        "-c",
+        "classifiers",
+        multiple=True,
+        help="Classifier to compare; repeat or give a comma list. "
+        "[default: every classifier in the runs]",
+    ),
+    click.option(
+        "--all-pairs",
+        is_flag=True,
+        help="Several runs: every pair of strategies, also mismatched ones (a/uim against "
+        "b/mm, and the pairs within each run). [default: each strategy against itself "
+        "in the other runs, per classifier]",
+    ),
+    click.option(
         "--out",
         "out",
         type=click.Path(dir_okay=False, path_type=Path),
         default=None,
-        help="Also write the table as CSV here.",
+        help="Also write the whole table as CSV here: one row per test, every column "
+        "(notes, library warnings, cautions) the terminal leaves out.",
     ),
     click.option(
         "--guarantees",

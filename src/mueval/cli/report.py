@@ -14,11 +14,19 @@ import click
 import pandas as pd
 
 from mueval.cli.base import Command
-from mueval.cli.options import compare_options, report_options
-from mueval.comparison.significance import compare_runs, run_labels
-from mueval.errors import OutputError
+from mueval.cli.options import compare_options, jobs_option, report_options
+from mueval.comparison.significance import (
+    CORRECTED_TEST,
+    STUDY_TEST,
+    WILCOXON_TEST,
+    compare_runs,
+    run_labels,
+    table_notes,
+    wide_table,
+)
+from mueval.errors import OutputError, UsageError
 from mueval.files import neutralise_formulas, write_atomic
-from mueval.names import COMPARABLE_METRICS
+from mueval.names import COMPARABLE_METRICS, parse_classifiers, parse_strategies
 from mueval.runfolder import RunFolder, read_run_folder
 
 __all__ = ["compare_command", "report_command", "run_labels"]
@@ -37,6 +45,7 @@ def _printable(text: str) -> str:
 
 @click.command("report", cls=Command)
 @report_options
+@jobs_option
 def report_command(
     run_dir: Path,
     out: Path | None,
@@ -50,8 +59,13 @@ def report_command(
     progress: bool | None,
     figures: str,
     others: tuple[Path, ...],
+    jobs: int,
 ) -> None:
-    """Build an HTML report (report.html + figures/) from a run folder."""
+    """Build an HTML report (report.html + figures/) from a run folder.
+
+    With --figures all, --jobs worker processes draw the (strategy, classifier)
+    sections in parallel; the page does not depend on it.
+    """
     # Here, not at the top: matplotlib, which `mueval --help` does without.
     from mueval.guarantees.run_warnings import warning_line
     from mueval.report.build import build_report
@@ -85,6 +99,7 @@ def report_command(
         progress=sys.stderr.isatty() if progress is None else progress,
         figures=figures,
         others=[_read(p) for p in others],
+        jobs=jobs,
     )
     if overwrite:
         remove_stale_figures(target, result.figures)
@@ -100,45 +115,55 @@ def report_command(
 @click.command("compare", cls=Command)
 @compare_options
 def compare_command(
-    run_dirs: tuple[Path, ...], metric: str, out: Path | None, guarantees: bool
+    run_dirs: tuple[Path, ...],
+    metric: str,
+    strategies: tuple[str, ...],
+    classifiers: tuple[str, ...],
+    all_pairs: bool,
+    out: Path | None,
+    guarantees: bool,
 ) -> None:
     """Test differences between strategies in one or more run folders of one dataset.
 
-    Every pair of strategies, per classifier, under three labelled tests: the
-    study's Welch t-test over iterations (uncorrected), Nadeau and Bengio's
-    corrected resampled t-test (paired by iteration) and a Wilcoxon signed-rank
-    test over users (paired by user).
+    One run: every pair of its strategies, per classifier. Several runs: each
+    strategy against itself in the other runs (--all-pairs: every pair). Three
+    labelled tests per pair: the study's Welch t-test over iterations
+    (uncorrected), Nadeau and Bengio's corrected resampled t-test (paired by
+    iteration) and a Wilcoxon signed-rank test over users (paired by user).
+    The terminal shows one line per pair; --out writes every test and column.
     """
+    try:
+        codes_s = parse_strategies(strategies) if strategies else None
+        codes_c = parse_classifiers(classifiers) if classifiers else None
+    except UsageError as exc:
+        hint = "--strategy" if "strategy" in str(exc) else "--classifier"
+        raise click.BadParameter(str(exc), param_hint=hint) from exc
     runs = [_read(p) for p in run_dirs]
     if guarantees:
-        _compare_guarantees(runs, out)
+        _compare_guarantees(runs, out, codes_s, codes_c, all_pairs=all_pairs)
         return
-    result = compare_runs(runs, metric=metric)
+    result = compare_runs(
+        runs, metric=metric, strategies=codes_s, classifiers=codes_c, all_pairs=all_pairs
+    )
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     table = result.table
-    shown = table.drop(columns=["note"]).copy()
-    for col in ("mean_a", "mean_b", "statistic", "df"):
-        shown[col] = shown[col].map(lambda v: f"{v:.4g}")
-    shown["p_value"] = shown["p_value"].map(lambda v: f"{v:.3g}")
     with pd.option_context(
-        "display.max_rows",
-        None,
-        "display.max_columns",
-        None,
-        "display.width",
-        250,
-        "display.max_colwidth",
-        70,
+        "display.max_rows", None, "display.max_columns", None, "display.width", 250
     ):
-        click.echo(f"metric: {metric}")
-        click.echo(shown.to_string(index=False))
-    notes = table[table.note != ""][["classifier", "strategy_a", "strategy_b", "test", "note"]]
-    for r in notes.drop_duplicates("note").itertuples():
-        click.echo(f"note ({r.classifier} {r.strategy_a} vs {r.strategy_b}, {r.test}): {r.note}")
+        click.echo(
+            f"metric: {metric}; cells: p-value and the study's stars (ns p > 0.05, * <= 0.05, "
+            "..., **** <= 0.0001)"
+        )
+        click.echo(wide_table(table).to_string(index=False))
+    click.echo(f"welch: {STUDY_TEST}; corrected: {CORRECTED_TEST}; wilcoxon: {WILCOXON_TEST}.")
+    for note in table_notes(table):
+        click.echo(note)
     if out is not None:
         _write_csv(table, out)
-        click.echo(f"wrote {out}")
+        click.echo(f"wrote {out} (every test with its notes)")
+    else:
+        click.echo("--out FILE writes every test with its statistic, df and notes.")
 
 
 # The columns printed (--out writes them all).
@@ -147,7 +172,19 @@ _GUARANTEE_SHOWN += ("worst_coverage", "worst_low", "worst_high")
 _GUARANTEE_SHOWN += ("pooled_coverage", "pooled_low", "pooled_high")
 
 
-def _compare_guarantees(runs: list[RunFolder], out: Path | None) -> None:
+def _code(label: str) -> str:
+    """The strategy code of a label ``run/code`` (or of a bare code)."""
+    return label.rsplit("/", 1)[-1]
+
+
+def _compare_guarantees(
+    runs: list[RunFolder],
+    out: Path | None,
+    strategies: list[str] | None,
+    classifiers: list[str] | None,
+    *,
+    all_pairs: bool,
+) -> None:
     """``mueval compare --guarantees``: the summaries side by side, then the tests."""
     # Here, not at the top: scipy, which `mueval --help` does without.
     from mueval.comparison.guarantees import compare_guarantees
@@ -155,11 +192,23 @@ def _compare_guarantees(runs: list[RunFolder], out: Path | None) -> None:
     result = compare_guarantees(runs)
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
-    shown = result.summary[list(_GUARANTEE_SHOWN)].copy()
+    summary, tests = result.summary, result.tests
+    if strategies is not None:
+        summary = summary[summary.strategy.map(_code).isin(strategies)]
+        keep = tests.strategy_a.map(_code).isin(strategies)
+        tests = tests[keep & tests.strategy_b.map(_code).isin(strategies)]
+    if classifiers is not None:
+        summary = summary[summary.classifier.isin(classifiers)]
+        tests = tests[tests.classifier.isin(classifiers)]
+    if len(runs) > 1 and not all_pairs:
+        # Each strategy against itself in another run, as for the tests above.
+        same = tests.strategy_a.map(_code) == tests.strategy_b.map(_code)
+        tests = tests[same & (tests.strategy_a != tests.strategy_b)]
+    shown = summary[list(_GUARANTEE_SHOWN)].copy()
     for col in shown.columns:
         if col.endswith(("coverage", "_low", "_high", "share_below")):
             shown[col] = shown[col].map(lambda v: f"{v:.3f}")
-    tests = result.tests.copy()
+    tests = tests.copy()
     tests["p_value"] = tests["p_value"].map(lambda v: f"{v:.3g}")
     with pd.option_context("display.max_columns", None, "display.width", 250):
         click.echo(
@@ -172,8 +221,8 @@ def _compare_guarantees(runs: list[RunFolder], out: Path | None) -> None:
         click.echo(tests.to_string(index=False))
     if out is not None:
         tests_out = out.with_name(f"{out.stem}.tests.csv")
-        _write_csv(result.summary, out)
-        _write_csv(result.tests, tests_out)
+        _write_csv(summary, out)
+        _write_csv(result.tests.loc[tests.index], tests_out)
         click.echo(f"wrote {out} and {tests_out}")
 
 

@@ -39,6 +39,7 @@ UNSAVED = Path("<unsaved run>")
 
 __all__ = [
     "CORRECTED_TEST",
+    "MIN_ITERATIONS",
     "STUDY_TEST",
     "UNSAVED",
     "WILCOXON_TEST",
@@ -55,12 +56,18 @@ __all__ = [
     "run_labels",
     "star_label",
     "study_t_test",
+    "table_notes",
+    "wide_table",
     "wilcoxon_over_users",
 ]
 
 STUDY_TEST = "Welch t-test over iterations (the study's; uncorrected)"
 CORRECTED_TEST = "Nadeau-Bengio corrected resampled t-test (paired by iteration)"
 WILCOXON_TEST = "Wilcoxon signed-rank over users (paired by user)"
+
+#: A t-test over fewer iterations (1-3 degrees of freedom) is shown with a caution:
+#: its p-value rests on a variance estimated from a handful of values.
+MIN_ITERATIONS = 5
 
 # (upper bound on p, symbol), the study's levels: p <= bound gives the symbol.
 STAR_LEVELS: tuple[tuple[float, str], ...] = (
@@ -95,6 +102,9 @@ class TestResult:
     stars: str
     n: int
     note: str = ""
+    #: What a library (scipy) warned while computing the test, kept out of ``note``:
+    #: tables show one note about it, not the library's sentence in every row.
+    library_warning: str = ""
 
     def as_dict(self) -> dict[str, object]:
         """The fields as a plain dict (a table row)."""
@@ -133,10 +143,17 @@ def study_t_test(a: Sequence[float], b: Sequence[float]) -> TestResult:
         res = stats.ttest_ind(x, y, equal_var=False)
     df = float(getattr(res, "df", np.nan))
     p = float(res.pvalue)
-    # scipy warns of precision loss on near-identical samples: say so in the table.
-    note = "; ".join(sorted({str(w.message).split(".")[0] for w in caught}))
+    # scipy warns of precision loss on near-identical samples: kept with the result,
+    # summarised once by table_notes.
+    caught_text = "; ".join(sorted({str(w.message).split(".")[0] for w in caught}))
     return TestResult(
-        STUDY_TEST, float(res.statistic), df, p, star_label(p), min(x.size, y.size), note
+        STUDY_TEST,
+        float(res.statistic),
+        df,
+        p,
+        star_label(p),
+        min(x.size, y.size),
+        library_warning=caught_text,
     )
 
 
@@ -218,10 +235,15 @@ def wilcoxon_over_users(a: Mapping[object, float], b: Mapping[object, float]) ->
             n,
             "every user has the same value under both",
         )
-    res = stats.wilcoxon(x, y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = stats.wilcoxon(x, y)
     p = float(res.pvalue)
     note = "exact" if n <= 50 else "normal approximation"
-    return TestResult(WILCOXON_TEST, float(res.statistic), np.nan, p, star_label(p), n, note)
+    caught_text = "; ".join(sorted({str(w.message).split(".")[0] for w in caught}))
+    return TestResult(
+        WILCOXON_TEST, float(res.statistic), np.nan, p, star_label(p), n, note, caught_text
+    )
 
 
 def resampling_ratio(strategy: str, splits: pd.DataFrame, n_rows: int) -> tuple[float, str]:
@@ -339,15 +361,31 @@ def compare_strategies(
     *,
     metric: str = "coverage",
     strategies: Sequence[str] | None = None,
+    pairs: Sequence[tuple[str, str]] | None = None,
 ) -> pd.DataFrame:
     """Every pair of strategies, per classifier, under all three tests.
+
+    Parameters
+    ----------
+    splits, predictions : DataFrame
+        ``splits.parquet`` and ``predictions.parquet`` rows (predictions may be None).
+    n_rows : int
+        Rows of the dataset.
+    metric : str
+        A per-split metric.
+    strategies : sequence of str, optional
+        The strategies, in order; default every one in ``splits``.
+    pairs : sequence of (str, str), optional
+        Only these pairs (strategy_a, strategy_b); default every pair of ``strategies``.
 
     Returns
     -------
     DataFrame
         One row per (classifier, strategy_a, strategy_b, test) with columns
         classifier, strategy_a, strategy_b, mean_a, mean_b, test, statistic, df,
-        p_value, stars, n, note.
+        p_value, stars, n, note, library_warning (what scipy warned, if anything)
+        and caution (``"fewer than 5 iterations"`` on a t-test over fewer than
+        :data:`MIN_ITERATIONS` iterations).
     """
     it = per_iteration_values(splits, metric)
     # The corrected test pairs the iterations that share a seed (the same resampling).
@@ -363,8 +401,11 @@ def compare_strategies(
         if (splits["strategy"] == s).any()
     }
     rows: list[dict[str, object]] = []
+    if pairs is None:
+        pairs = list(itertools.combinations([s for s in strategies if s in ratios], 2))
+    pairs = [(sa, sb) for sa, sb in pairs if sa in ratios and sb in ratios]
     for clf in dict.fromkeys(splits["classifier"]):
-        for sa, sb in itertools.combinations([s for s in strategies if s in ratios], 2):
+        for sa, sb in pairs:
             va = it[(it.strategy == sa) & (it.classifier == clf)].set_index(pair_on)["value"]
             vb = it[(it.strategy == sb) & (it.classifier == clf)].set_index(pair_on)["value"]
             if va.empty or vb.empty:
@@ -400,6 +441,12 @@ def compare_strategies(
                     "mean_b": float(vb.mean()),
                 }
                 row.update(res.as_dict())
+                few = res.test != WILCOXON_TEST and np.isfinite(res.p_value)
+                row["caution"] = (
+                    f"fewer than {MIN_ITERATIONS} iterations"
+                    if few and res.n < MIN_ITERATIONS
+                    else ""
+                )
                 rows.append(row)
     columns = [
         "classifier",
@@ -414,8 +461,97 @@ def compare_strategies(
         "stars",
         "n",
         "note",
+        "library_warning",
+        "caution",
     ]
     return pd.DataFrame(rows, columns=columns)
+
+
+def table_notes(table: pd.DataFrame) -> list[str]:
+    """The few sentences a comparison table needs below it, each said once.
+
+    A caution when t-tests rest on fewer than :data:`MIN_ITERATIONS` iterations,
+    and one note per kind of library warning (scipy's "catastrophic cancellation"
+    on near-identical samples, say) with the number of tests it concerns: the
+    tables themselves never carry a library's sentence.
+
+    Parameters
+    ----------
+    table : DataFrame
+        :func:`compare_strategies` output.
+
+    Returns
+    -------
+    list of str
+    """
+    notes: list[str] = []
+    if "caution" in table.columns:
+        few = table[table["caution"].astype(str) != ""]
+        if len(few):
+            n_it = sorted({int(n) for n in few["n"]})
+            notes.append(
+                f"caution (!): {len(few)} t-tests rest on {', '.join(map(str, n_it))} iterations "
+                f"(fewer than {MIN_ITERATIONS}; 1-3 degrees of freedom): their variance comes "
+                "from a handful of values and their p-values are unreliable; run more "
+                "--iterations before reading them."
+            )
+    undefined = table[~np.isfinite(table["p_value"].astype(float))]
+    reasons = undefined["note"].astype(str).str.split(";").str[0].replace("", "undefined")
+    for reason, group in undefined.groupby(reasons, sort=True):
+        tests = ", ".join(sorted(set(group["test"].str.split(" ").str[0])))
+        notes.append(f"n/a in {len(group)} tests ({tests}): {reason}.")
+    if "library_warning" in table.columns:
+        said = table[table["library_warning"].astype(str) != ""]
+        for text, group in said.groupby("library_warning", sort=True):
+            tests = ", ".join(sorted(set(group["test"].str.split(" ").str[0])))
+            notes.append(
+                f"note: scipy warned in {len(group)} tests ({tests}): {text}. This happens "
+                "when the two samples are nearly identical; the p-values of those rows are "
+                "not to be trusted beyond 'no detectable difference'."
+            )
+    return notes
+
+
+def _p_cell(row: pd.Series) -> str:
+    if not np.isfinite(row["p_value"]):
+        return "n/a"
+    mark = "!" if str(row.get("caution", "")) else ""
+    return f"{row['p_value']:.3g} {row['stars']}{mark}"
+
+
+def wide_table(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per (classifier, strategy_a, strategy_b), the three tests side by side.
+
+    Each test's cell is ``p stars``, with ``!`` when the row carries a caution
+    (a t-test over fewer than :data:`MIN_ITERATIONS` iterations). The terminal's
+    form of :func:`compare_strategies`'s table (three times shorter).
+
+    Parameters
+    ----------
+    table : DataFrame
+        :func:`compare_strategies` output.
+
+    Returns
+    -------
+    DataFrame
+        Columns classifier, strategy_a, strategy_b, mean_a, mean_b, then one per
+        test (``welch``, ``corrected``, ``wilcoxon``) and ``n_users``.
+    """
+    short = {STUDY_TEST: "welch", CORRECTED_TEST: "corrected", WILCOXON_TEST: "wilcoxon"}
+    keys = ["classifier", "strategy_a", "strategy_b"]
+    rows = []
+    for key, group in table.groupby(keys, sort=False):
+        first = group.iloc[0]
+        row = dict(zip(keys, key, strict=True))
+        row["mean_a"] = f"{first['mean_a']:.4g}"
+        row["mean_b"] = f"{first['mean_b']:.4g}"
+        for _, r in group.iterrows():
+            row[short.get(r["test"], r["test"])] = _p_cell(r)
+            if r["test"] == WILCOXON_TEST:
+                row["n_users"] = int(r["n"])
+        rows.append(row)
+    columns = [*keys, "mean_a", "mean_b", "welch", "corrected", "wilcoxon", "n_users"]
+    return pd.DataFrame(rows).reindex(columns=columns).fillna("")
 
 
 def run_labels(paths: Sequence[Path]) -> list[str]:
@@ -491,10 +627,16 @@ def labels_of(runs: Sequence[RunFolder]) -> list[str]:
 
 
 def merge_runs(
-    runs: Sequence[RunFolder], labels: Sequence[str]
+    runs: Sequence[RunFolder],
+    labels: Sequence[str],
+    *,
+    strategies: Sequence[str] | None = None,
+    classifiers: Sequence[str] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, int, list[str]]:
     """Stack several runs of one dataset; a strategy found in more than one run is
     prefixed by its run's label, so that two runs never merge into one.
+
+    ``strategies`` and ``classifiers`` (codes), when given, keep only those rows.
 
     Returns
     -------
@@ -528,14 +670,13 @@ def merge_runs(
                 for label, r in zip(labels, runs, strict=True)
             )
             notes.append(f"the runs differ in {key} ({found})")
+    kept = [_filtered(r, strategies, classifiers) for r in runs]
     seen: dict[str, int] = {}
-    for r in runs:
-        for s in set(r.splits["strategy"]):
+    for sp, _ in kept:
+        for s in set(sp["strategy"]):
             seen[s] = seen.get(s, 0) + 1
     splits, preds = [], []
-    columns = ["strategy", "classifier", "iteration", "userid", "covered", "set_size"]
-    for label, r in zip(labels, runs, strict=True):
-        sp, pr = r.splits.copy(), r.predictions[columns].copy()
+    for label, (sp, pr) in zip(labels, kept, strict=True):
         if len(runs) > 1:
             rename = {s: f"{label}/{s}" for s in seen if seen[s] > 1}
             sp["strategy"] = sp["strategy"].replace(rename)
@@ -546,23 +687,105 @@ def merge_runs(
     return merged[0], merged[1], runs[0].n_rows, notes
 
 
-def compare_runs(runs: Sequence[RunFolder], *, metric: str = "coverage") -> Comparison:
+def _filtered(
+    run: RunFolder, strategies: Sequence[str] | None, classifiers: Sequence[str] | None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A run's splits and the prediction columns the tests read, filtered by code."""
+    columns = ["strategy", "classifier", "iteration", "userid", "covered", "set_size"]
+    sp, pr = run.splits, run.predictions[columns]
+    if strategies is not None:
+        sp, pr = sp[sp.strategy.isin(strategies)], pr[pr.strategy.isin(strategies)]
+    if classifiers is not None:
+        sp, pr = sp[sp.classifier.isin(classifiers)], pr[pr.classifier.isin(classifiers)]
+    return sp.copy(), pr.copy()
+
+
+def _matched_pairs(
+    runs: Sequence[RunFolder],
+    labels: Sequence[str],
+    strategies: Sequence[str] | None,
+    classifiers: Sequence[str] | None,
+) -> list[tuple[str, str]]:
+    """Each strategy against itself in every other run (labels as :func:`merge_runs`
+    gives them), in the runs' order and the first run's strategy order."""
+    present = [
+        list(dict.fromkeys(_filtered(r, strategies, classifiers)[0]["strategy"])) for r in runs
+    ]
+    order = list(dict.fromkeys(s for codes in present for s in codes))
+    pairs = []
+    for s in order:
+        having = [label for label, codes in zip(labels, present, strict=True) if s in codes]
+        pairs += [(f"{a}/{s}", f"{b}/{s}") for a, b in itertools.combinations(having, 2)]
+    return pairs
+
+
+def compare_runs(
+    runs: Sequence[RunFolder],
+    *,
+    metric: str = "coverage",
+    strategies: Sequence[str] | None = None,
+    classifiers: Sequence[str] | None = None,
+    all_pairs: bool = False,
+) -> Comparison:
     """:func:`compare_strategies` over one or more runs of one dataset.
+
+    With one run, every pair of its strategies. With several, each strategy is
+    matched with itself in the other runs (``a/uim`` against ``b/uim``), per
+    classifier; ``all_pairs`` adds every mismatched pair (``a/uim`` against
+    ``b/mm``, and the pairs within each run).
+
+    Parameters
+    ----------
+    runs : sequence of RunFolder
+    metric : str
+        A per-split metric.
+    strategies, classifiers : sequence of str, optional
+        Codes to keep; default every one in the runs.
+    all_pairs : bool, default False
+        Several runs: every pair of strategies, not only the matched ones.
 
     Raises
     ------
     UsageError
-        A run folder given twice, or a metric the runs do not hold.
+        A run folder given twice, a metric the runs do not hold, or a strategy or
+        classifier no run holds.
     DataError
-        The runs evaluate different datasets, or hold fewer than two strategies
-        with a classifier in common.
+        The runs evaluate different datasets, or hold nothing to compare (several
+        runs without a strategy in common need ``all_pairs``).
     """
     labels = labels_of(runs)
-    splits, preds, n_rows, notes = merge_runs(runs, labels)
+    for what, asked, column in (
+        ("strategy", strategies, "strategy"),
+        ("classifier", classifiers, "classifier"),
+    ):
+        present = list(dict.fromkeys(v for r in runs for v in r.splits[column]))
+        unknown = [a for a in asked or () if a not in present]
+        if unknown:
+            msg = f"{what} {', '.join(unknown)} not in the runs; they hold {', '.join(present)}"
+            raise UsageError(msg)
+    splits, preds, n_rows, notes = merge_runs(
+        runs, labels, strategies=strategies, classifiers=classifiers
+    )
     if metric not in splits.columns:
         msg = f"the runs have no per-split metric {metric!r}"
         raise UsageError(msg)
-    table = compare_strategies(splits, preds, n_rows, metric=metric)
+    pairs = (
+        None
+        if len(runs) == 1 or all_pairs
+        else _matched_pairs(runs, labels, strategies, classifiers)
+    )
+    table = compare_strategies(splits, preds, n_rows, metric=metric, pairs=pairs)
+    if table.empty and pairs is not None:
+        held = "; ".join(
+            f"{label}: {', '.join(dict.fromkeys(r.splits['strategy']))}"
+            for label, r in zip(labels, runs, strict=True)
+        )
+        msg = (
+            f"nothing to compare: the runs share no strategy evaluated with one classifier "
+            f"({held}); give --all-pairs (all_pairs=True) to compare different strategies "
+            "across runs"
+        )
+        raise DataError(msg)
     if table.empty:
         found = ", ".join(dict.fromkeys(splits["strategy"])) or "none"
         where = [

@@ -15,9 +15,10 @@ time and of the page's size).
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from joblib import Parallel, delayed
 from tqdm import tqdm
 
 from mueval.comparison.significance import (
@@ -32,6 +34,7 @@ from mueval.comparison.significance import (
     compare_strategies,
     per_iteration_values,
     per_user_values,
+    table_notes,
 )
 from mueval.data.table import natural_key
 from mueval.errors import UsageError
@@ -279,6 +282,10 @@ def _comparison_section(
     ]
     table = compare_strategies(splits, preds, run.n_rows, metric="coverage", strategies=strategies)
     per_it = per_iteration_values(splits, "coverage")
+    # Cautions (few iterations) and library warnings: said once above the tables.
+    cautions = [
+        warning_html(n) if n.startswith("caution") else note_html(n) for n in table_notes(table)
+    ]
     body = [
         note_html(
             "Three tests per pair, each named in the table. The study's own test (Welch's "
@@ -289,7 +296,8 @@ def _comparison_section(
             "(Nadeau and Bengio: variance inflated by 1/J + n_test/n_train, paired by iteration) and "
             "the Wilcoxon signed-rank test over users (paired by user, on each user's mean coverage) "
             "are the ones to read. No correction for multiple comparisons."
-        )
+        ),
+        *cautions,
     ]
     for c in classifiers:
         values = {}
@@ -324,7 +332,7 @@ def _comparison_section(
                 r.statistic,
                 r.df,
                 r.p_value,
-                r.stars,
+                f"{r.stars} (caution: {r.n} iterations)" if r.caution else r.stars,
                 r.n,
                 r.note,
             ]
@@ -432,8 +440,9 @@ def _per_user_section(
             if pooled >= target and len(below):
                 text = (
                     f"{_sname(s)}, {_cname(c)}: pooled coverage {pooled:.3f} meets the target "
-                    f"{target:.2f}, but {len(below)} of {len(sub)} users fall below it "
-                    f"(lowest {float(below.value.min()):.3f})."
+                    f"{target:.2f}, but {len(below)} of {len(sub)} users have a mean < target "
+                    f"(lowest {float(below.value.min()):.3f}; a point estimate, not the "
+                    "per-user test's verdict)."
                 )
                 warnings.append(text)
                 body.append(warning_html(text))
@@ -848,6 +857,58 @@ def _pair_section(
     return Section(pair.label, pair_anchor(s, c), body), warnings
 
 
+def _pair_subset(run: RunFolder, s: str, c: str) -> RunFolder:
+    """The run as one (strategy, classifier) section reads it: its predictions only,
+    so that a worker process receives a pair's rows, not the whole run."""
+    keep = (run.predictions.strategy == s) & (run.predictions.classifier == c)
+    return replace(
+        run,
+        predictions=run.predictions[keep],
+        splits=run.splits.iloc[:0],
+        summary=run.summary.iloc[:0],
+        diagnostics=None,
+    )
+
+
+def _pair_task(
+    run: RunFolder, out: Path, s: str, c: str, options: dict[str, int]
+) -> tuple[Section, list[str], list[Path]]:
+    """One (strategy, classifier) section with its figures, in this process or a worker."""
+    # Workers start a fresh interpreter: the non-interactive backend, and the same
+    # settings build_report sets around the build.
+    matplotlib.use("Agg")
+    with matplotlib.rc_context({"text.parse_math": False}):
+        figs = _Figures(out)
+        sec, warnings = _pair_section(run, figs, s, c, **options)
+    return sec, warnings, figs.paths
+
+
+def _draw_pairs(
+    run: RunFolder,
+    out: Path,
+    pairs: list[tuple[str, str]],
+    *,
+    jobs: int,
+    options: dict[str, int],
+    bar: tqdm,
+) -> list[tuple[Section, list[str], list[Path]]]:
+    """Every pair's section, in order; with ``jobs != 1`` drawn by worker processes
+    (loky, one pair a task: the figures are most of the report's time)."""
+    workers = min(len(pairs), (os.cpu_count() or 1) if jobs == -1 else jobs)
+    if workers <= 1:
+        found = []
+        for s, c in pairs:
+            found.append(_pair_task(run, out, s, c, options))
+            bar.update()
+        return found
+    tasks = (delayed(_pair_task)(_pair_subset(run, s, c), out, s, c, options) for s, c in pairs)
+    found = []
+    for result in Parallel(n_jobs=workers, backend="loky", return_as="generator")(tasks):
+        found.append(result)
+        bar.update()
+    return found
+
+
 def build_report(
     run: RunFolder,
     out: str | Path,
@@ -861,6 +922,7 @@ def build_report(
     progress: bool = False,
     figures: str = "summary",
     others: Sequence[RunFolder] = (),
+    jobs: int = 1,
 ) -> BuildResult:
     """Write ``report.html`` and ``figures/*.png|svg`` under ``out``.
 
@@ -887,6 +949,9 @@ def build_report(
         Other runs of the same dataset and alpha (a blocked split beside a
         random one, say): a "Runs side by side" section compares their per-user
         guarantees with this run's.
+    jobs : int, default 1
+        Worker processes drawing the (strategy, classifier) sections with
+        ``figures="all"`` (loky; -1: every core). The page is the same for any value.
 
     Raises
     ------
@@ -898,6 +963,9 @@ def build_report(
     """
     if figures not in FIGURE_LEVELS:
         msg = f"figures must be one of {', '.join(FIGURE_LEVELS)}, not {figures!r}"
+        raise UsageError(msg)
+    if jobs == 0 or jobs < -1:
+        msg = f"jobs must be a positive number of processes or -1 (every core), not {jobs}"
         raise UsageError(msg)
     with matplotlib.rc_context({"text.parse_math": False}):
         return _build(
@@ -912,6 +980,7 @@ def build_report(
             progress=progress,
             figures=figures,
             others=others,
+            jobs=jobs,
         )
 
 
@@ -928,6 +997,7 @@ def _build(
     progress: bool,
     figures: str,
     others: Sequence[RunFolder] = (),
+    jobs: int = 1,
 ) -> BuildResult:
     present_s = [_stoken(s) for s in dict.fromkeys(run.predictions["strategy"])]
     present_c = [_ctoken(c) for c in dict.fromkeys(run.predictions["classifier"])]
@@ -966,16 +1036,27 @@ def _build(
         if ((run.predictions.strategy == s) & (run.predictions.classifier == c)).any()
     ]
     section_warnings: list[str] = []
-    for s, c in tqdm(pairs, desc="report", unit="pair", disable=not progress, file=sys.stderr):
-        if figures == "all":
-            sec, w = _pair_section(
-                run, figs, s, c, n_boot=n_boot, seed=seed, top_sets=top_sets, min_count=min_count
-            )
-        else:
-            sec, w = _light_pair_section(run, guarantees, s, c)
+    bar = tqdm(total=len(pairs), desc="report", unit="pair", disable=not progress, file=sys.stderr)
+    if figures == "all":
+        drawn = _draw_pairs(
+            run,
+            out,
+            pairs,
+            jobs=jobs,
+            options={"n_boot": n_boot, "seed": seed, "top_sets": top_sets, "min_count": min_count},
+            bar=bar,
+        )
+    else:
+        drawn = []
+        for s, c in pairs:
+            drawn.append((*_light_pair_section(run, guarantees, s, c), []))
+            bar.update()
+    bar.close()
+    for sec, w, paths in drawn:
         sec.collapsible = True
         sections.append(sec)
         section_warnings += w
+        figs.paths += paths
 
     ds = run.run.get("dataset", {})
     title = f"mueval report: {ds.get('name', run.path.name)}"
@@ -989,7 +1070,14 @@ def _build(
         *page_one,
     ]
     if section_warnings:
-        intro.append("<h2>Notes from the sections</h2>" + list_html(section_warnings))
+        intro.append(
+            "<h2>Notes from the sections</h2>"
+            + note_html(
+                "The sections' own notes; a user with a 'mean < target' there is a point "
+                "estimate, not the per-user test's verdict (see Terms above)."
+            )
+            + list_html(section_warnings)
+        )
     page = render_page(title, intro, sections)
     html_path = write_atomic(out, "report.html", lambda p: p.write_text(page, encoding="utf-8"))
     shown = by_severity(_shown_warnings(guarantees, strategies, classifiers))
@@ -1041,6 +1129,17 @@ def _guarantees(run: RunFolder) -> Guarantees:
     )
 
 
+#: The one definition of "below target" on the page (and in `mueval report`'s output).
+_TERMS = (
+    "Terms: 'below target' on this page means one thing: the user is {verdict} by the "
+    "exact per-user test (the 'below' column of user_coverage.csv), as counted in the grid, "
+    "the warnings and each section's verdicts. 'Mean < target' (the per-user section) counts "
+    "users whose mean coverage over iterations is under the target: a point estimate, "
+    "shown beside the verdict, never called 'below target'. 'Interval below' (coverage per "
+    "class or cohort) marks a group's whole Clopper-Pearson interval under the target."
+)
+
+
 def _page_one(
     run: RunFolder,
     figs: _Figures,
@@ -1075,6 +1174,7 @@ def _page_one(
             name=lambda s, c: (_sname(s), _cname(c)),
             verdict=verdict,
             unjudged=unjudged,
+            warnings=warnings,
         ),
         note_html(
             f"A user is {verdict} when the exact test of its covered count (Beta-Binomial "
@@ -1087,8 +1187,9 @@ def _page_one(
             "per-user-guarantees of mueval's documentation (installed with mueval as "
             "mueval/_data/docs/per-user-guarantees.md). Click a cell for its section."
         ),
+        note_html(_TERMS.format(verdict=verdict)),
         "<h2>Warnings</h2>",
-        warnings_html(warnings),
+        warnings_html(warnings, name=lambda s, c: (_sname(s), _cname(c))),
     ]
     body.append(
         figs.add(

@@ -23,7 +23,8 @@ Namer = Callable[[str, str], tuple[str, str]]
 
 def _cell(row: pd.Series) -> str:
     text = f"{row['coverage']:.3f} [{row['low']:.3f}, {row['high']:.3f}]"
-    return f"{text} below" if bool(row["below"]) else text
+    # "interval below", not "below target": the page keeps that for the per-user test.
+    return f"{text} interval below" if bool(row["below"]) else text
 
 
 def _matrix(
@@ -79,7 +80,7 @@ def conditional_coverage_section(
         note_html(
             f"Calibration conditioned on: {condition}. Coverage of the test rows of each class "
             "(true class) and, when the run had cohorts, of each cohort of users, pooled over "
-            "users and iterations, with its exact 95 % (Clopper-Pearson) interval; 'below' "
+            "users and iterations, with its exact 95 % (Clopper-Pearson) interval; 'interval below' "
             f"marks an interval entirely below the target {target:.2f}. Unconditional "
             "calibration promises the target only on average over classes and cohorts; "
             "per-class or per-cohort calibration promises it within each (mueval's "

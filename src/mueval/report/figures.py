@@ -442,7 +442,7 @@ def per_user_figure(
             color="crimson",
             linestyle="--",
             linewidth=1.2,
-            label=f"target 1 - alpha = {target:.2f} (circled: below)",
+            label=f"target 1 - alpha = {target:.2f} (circled: mean < target)",
         )
     ax.set_xticks(range(len(users)), labels=[str(u) for u in users])
     ax.set_xlabel("user")

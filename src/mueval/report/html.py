@@ -31,8 +31,13 @@ body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 
        max-width: 1200px; padding: 1em 2em; color: #222; line-height: 1.4; }
 h1 { border-bottom: 2px solid #444; padding-bottom: .2em; }
 h2 { border-bottom: 1px solid #aaa; margin-top: 2em; }
-table { border-collapse: collapse; margin: .6em 0; font-size: 0.85em; }
-th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: left; vertical-align: top; }
+/* A wide table scrolls inside itself, and long unbroken text (hashes, paths, URLs)
+   wraps: the page never grows wider than the window (no scrollbar at 1366 px). */
+table { border-collapse: collapse; margin: .6em 0; font-size: 0.85em; display: block;
+        max-width: 100%; overflow-x: auto; }
+th, td { border: 1px solid #ccc; padding: 2px 6px; text-align: left; vertical-align: top;
+         overflow-wrap: anywhere; }
+p, li, figcaption, summary { overflow-wrap: anywhere; }
 th { background: #f0f0f0; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 figure { display: inline-block; margin: .5em; vertical-align: top; max-width: 100%; }
@@ -46,6 +51,11 @@ details.pair > summary { cursor: pointer; font-size: 1.2em; font-weight: bold; m
 table.grid td { min-width: 9em; }
 table.grid td.bad { background: #fde8e8; }
 ul.warnings li.error { color: #a00; }
+table.warnings td.error { background: #f9d6d5; }
+table.warnings td.warning { background: #fff4e5; }
+table.warnings td details { margin: 0; }
+table.warnings td summary { cursor: pointer; white-space: nowrap; }
+table.warnings td details[open] { min-width: 24em; }
 """
 
 _SCRIPT = """
@@ -76,6 +86,8 @@ _SCRIPT = """
     document.body.setAttribute("data-js-errors", String(errors.length));
     // Where page one's grid ends, in CSS pixels from the top: a headless check
     // that the summary fits the first screen.
+    // Whether the page is wider than the window (a horizontal scrollbar).
+    document.body.setAttribute("data-page-width", String(document.documentElement.scrollWidth));
     var grid = document.querySelector("table.grid");
     if (grid) {
       var bottom = Math.ceil(grid.getBoundingClientRect().bottom + window.scrollY);

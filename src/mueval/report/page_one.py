@@ -10,7 +10,8 @@ exact per-user test at the run's level after its correction
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -19,10 +20,11 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from mueval.data.table import natural_key
-from mueval.guarantees.run_warnings import by_severity
+from mueval.guarantees.run_warnings import SEVERITIES, by_severity
 from mueval.report.html import esc
 
 __all__ = [
+    "DEGENERATE_KINDS",
     "FIGURE_LEVELS",
     "grid_html",
     "overview_figure",
@@ -41,19 +43,25 @@ def pair_anchor(strategy: str, classifier: str) -> str:
     return f"pair-{esc(strategy)}-{esc(classifier)}"
 
 
-def _cell(row: pd.Series, size: float, target: float, judged: bool) -> str:
+#: The warnings that make a cell's coverage say little about the classifier: shaded
+#: like a failing cell, and named in it.
+DEGENERATE_KINDS = {"degenerate-sets": "degenerate sets", "excess-empty-sets": "excess empty sets"}
+
+
+def _cell(row: pd.Series, size: float, target: float, judged: bool, flags: Sequence[str]) -> str:
     below = bool(row["pooled_high"] < target)
-    cls = ' class="bad"' if below or row["n_below"] > 0 else ""
+    cls = ' class="bad"' if below or row["n_below"] > 0 or flags else ""
     users = (
         f"{int(row['n_below'])} of {int(row['n_users'])} users below "
         f"({100 * row['share_below']:.0f} %)"
         if judged
         else "no per-user verdict"
     )
+    flagged = "".join(f"<br><i>{esc(f)}</i>" for f in flags)
     return (
         f"<td{cls}><b>{row['pooled_coverage']:.3f}</b> "
         f"[{row['pooled_low']:.3f}, {row['pooled_high']:.3f}]"
-        f"<br>size {size:.2f}<br>{users}</td>"
+        f"<br>size {size:.2f}<br>{users}{flagged}</td>"
     )
 
 
@@ -68,6 +76,7 @@ def grid_html(
     linked: bool = True,
     verdict: str = "below target at level 0.05 after Holm",
     unjudged: Collection[tuple[str, str]] = (),
+    warnings: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     """The strategy x classifier grid of pooled coverage, set size and users below.
 
@@ -91,13 +100,24 @@ def grid_html(
     unjudged : collection of (strategy, classifier)
         Pairs whose users have no verdict (``uxc``, class-conditional runs):
         their cells say so instead of counting users.
+    warnings : sequence of dict
+        The run's warnings (``strategy, classifier, kind, ...``): a cell with
+        degenerate or too many empty sets (:data:`DEGENERATE_KINDS`) is marked and
+        says so.
 
     Returns
     -------
     str
         A safe HTML table; a cell is marked when the pooled interval lies
-        entirely below the target or at least one user is below target.
+        entirely below the target, at least one user is below target, or its
+        sets are degenerate (its coverage then says little about the classifier).
     """
+    flags: dict[tuple[str, str], list[str]] = {}
+    for w in warnings:
+        if w["kind"] in DEGENERATE_KINDS:
+            flags.setdefault((w["strategy"], w["classifier"]), []).append(
+                DEGENERATE_KINDS[w["kind"]]
+            )
     by_pair = {(r.strategy, r.classifier): r for r in summary.itertuples(index=False)}
     sizes = {
         (r.strategy, r.classifier): float(r.mean_size) for r in set_sizes.itertuples(index=False)
@@ -115,6 +135,7 @@ def grid_html(
                 sizes.get((s, c), np.nan),
                 target,
                 (s, c) not in unjudged,
+                flags.get((s, c), []),
             )
             if linked:
                 # The link wraps the whole cell's text: a reader clicks the number.
@@ -124,7 +145,8 @@ def grid_html(
         rows.append(f"<tr><th>{esc(name(s, '')[0])}</th>{''.join(cells)}</tr>")
     caption = (
         f"Pooled coverage [95 % Clopper-Pearson interval], mean set size, and users {verdict} "
-        f"(exact per-user test of the covered count against the target {target:.2f})"
+        f"(exact per-user test of the covered count against the target {target:.2f}); "
+        "shaded: pooled coverage below target, a user below target, or degenerate sets"
     )
     return (
         f'<table class="grid"><caption>{esc(caption)}</caption><thead><tr>'
@@ -132,8 +154,33 @@ def grid_html(
     )
 
 
-def warnings_html(warnings: Sequence[dict[str, Any]]) -> str:
-    """The warnings, errors first, each with its severity; a note when there are none."""
+#: The worst figure of a warning, for its cell: (pattern in the message, format).
+_FIGURES = {
+    "pooled-below-target": (r"pooled coverage ([0-9.]+)", "coverage {0}"),
+    "degenerate-sets": (r"mean size ([0-9.]+) of ([0-9]+) classes", "size {0} of {1}"),
+}
+_COUNT = (r"([0-9]+) of ([0-9]+)", "{0} of {1}")
+
+
+def _figure(warning: Mapping[str, Any]) -> str:
+    """The warning's headline figure (``3 of 8``, ``coverage 0.912``), or its severity."""
+    pattern, fmt = _FIGURES.get(warning["kind"], _COUNT)
+    found = re.search(pattern, str(warning["message"]))
+    return fmt.format(*found.groups()) if found else str(warning["severity"])
+
+
+def warnings_html(
+    warnings: Sequence[Mapping[str, Any]],
+    *,
+    name: Callable[[str, str], tuple[str, str]] = lambda s, c: (s, c),
+) -> str:
+    """The warnings as a table: one row per (strategy, classifier), one column per check.
+
+    Each cell holds the severity and the worst figure of its check; the full
+    sentence opens on demand (``<details>``, and the cell's tooltip). Rows come in
+    the order of their most severe warning (:func:`by_severity`), columns in the
+    order of the checks' importance; a note when there is no warning.
+    """
     if not warnings:
         return (
             '<p class="note">No warning: no pooled coverage is below the target beyond '
@@ -142,12 +189,40 @@ def warnings_html(warnings: Sequence[dict[str, Any]]) -> str:
         )
     # The order and the severity words of the terminal (mueval evaluate, report).
     ordered = by_severity(warnings)
-    items = "".join(
-        f'<li class="{esc(w["severity"])}"><b>{esc(w["severity"])}</b> '
-        f"({esc(w['kind'])}): {esc(w['message'])}</li>"
-        for w in ordered
+    kinds = list(dict.fromkeys(w["kind"] for w in ordered))
+    cells: dict[tuple[str, str], dict[str, list[Mapping[str, Any]]]] = {}
+    for w in ordered:
+        row = cells.setdefault((w["strategy"], w["classifier"]), {})
+        row.setdefault(w["kind"], []).append(w)
+    head = "".join(f"<th>{esc(k)}</th>" for k in kinds)
+    rows = []
+    for (s, c), found in cells.items():
+        tds = []
+        for k in kinds:
+            if k not in found:
+                tds.append("<td></td>")
+                continue
+            worst = found[k][0]  # by_severity put the most severe first
+            sentence = " ".join(str(w["message"]) for w in found[k])
+            tds.append(
+                f'<td class="{esc(worst["severity"])}" data-kind="{esc(k)}" '
+                f'title="{esc(sentence)}"><details><summary><b>{esc(worst["severity"])}</b> '
+                f"{esc(_figure(worst))}</summary>{esc(sentence)}</details></td>"
+            )
+        sname, cname = name(s, c)
+        rows.append(f"<tr><th>{esc(sname)}</th><th>{esc(cname)}</th>{''.join(tds)}</tr>")
+    counts = {sev: sum(w["severity"] == sev for w in ordered) for sev in SEVERITIES}
+    caption = (
+        f"{len(ordered)} warnings ("
+        + ", ".join(f"{n} {sev}" for sev, n in counts.items() if n)
+        + "): one row per strategy and classifier, one column per check; each cell gives "
+        "the severity and the worst figure, click it for the full sentence"
     )
-    return f'<ul class="warnings">{items}</ul>'
+    return (
+        f'<table class="warnings"><caption>{esc(caption)}</caption><thead><tr>'
+        f"<th>strategy</th><th>classifier</th>{head}</tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 def overview_figure(

@@ -574,6 +574,21 @@ def test_long_spans_give_the_correctly_rounded_mean_of_each_window(values, extra
     np.testing.assert_array_equal(got, expected)
 
 
+def test_long_spans_stay_exact_across_the_blocks_of_a_long_sequence():
+    # The exact path works through a long sequence a block at a time, carrying
+    # its prefix sums: means on both sides of every block boundary are checked.
+    rng = np.random.default_rng(17)
+    span = DIRECT_MAX_SPAN + 1
+    x = np.round(rng.normal(0, 1, size=150_000), 6)
+    x[70_000] = np.nan
+    got = running_means(x, span)
+    for j in [0, 65_535, 65_536, 65_537, 69_800, 131_071, 131_072, len(got) - 1]:
+        expected = exact_mean(x[j : j + span])
+        assert got[j] == expected or (math.isnan(expected) and math.isnan(got[j])), j
+    assert np.isnan(got[70_000 - span + 1 : 70_001]).all()
+    assert not np.isnan(got[: 70_000 - span + 1]).any() and not np.isnan(got[70_001:]).any()
+
+
 def test_long_spans_keep_the_edges_and_the_missing_samples_of_the_moving_average():
     # The exact path changes how a mean is summed, not which samples it takes.
     rng = np.random.default_rng(15)

@@ -86,15 +86,21 @@ def _block_means(values: np.ndarray, span: int) -> np.ndarray:
 DIRECT_MAX_SPAN = 256
 
 
+# Windows per block of the exact path: its Python integers (about 100 bytes
+# each) are held for one block at a time, whatever the length.
+_EXACT_BLOCK = 1 << 16
+
+
 def _exact_means(values: np.ndarray, span: int) -> np.ndarray:
     """Running means of one column, each the correctly rounded mean of its samples.
 
     Every finite sample is an integer multiple of one power of two, ``2**low``
     (the least significant bit of the smallest sample), so the samples become
-    Python integers, their prefix sums are exact and each window's sum is a
-    difference of two of them; one division (correctly rounded by Python's
-    integer true division) gives the mean. Windows holding a NaN or an infinity
-    are NaN, as on the direct path.
+    Python integers and each window's sum is a difference of two exact prefix
+    sums; one division (correctly rounded by Python's integer true division)
+    gives the mean. The prefix sums at the start and at the end of the windows
+    are carried from block to block, so memory stays bounded. Windows holding
+    a NaN or an infinity are NaN, as on the direct path.
     """
     n_full = values.shape[0] - span + 1
     finite = np.isfinite(values)
@@ -104,17 +110,33 @@ def _exact_means(values: np.ndarray, span: int) -> np.ndarray:
     shift = exponent.astype(np.int64) - 53
     nonzero = digits != 0
     low = int(shift[nonzero].min()) if nonzero.any() else 0
-    # Arbitrary-precision integers: an object array adds them in C loops.
-    scaled = digits.astype(object) * 2 ** (shift - low).astype(object)
-    prefix = np.concatenate([np.zeros(1, dtype=object), np.cumsum(scaled)])
-    sums = prefix[span:] - prefix[:-span]
-    divisor = span * 2**-low if low < 0 else span
-    if low > 0:
-        sums = sums * 2**low
-    means = (sums / divisor).astype(np.float64)
+    scale, divisor = (2**low, span) if low >= 0 else (1, span * 2**-low)
+
+    def integers(lo: int, hi: int) -> np.ndarray:
+        # Arbitrary-precision integers: an object array adds them in C loops.
+        return digits[lo:hi].astype(object) * 2 ** (shift[lo:hi] - low).astype(object)
+
+    def running(carried: int, lo: int, hi: int) -> np.ndarray:
+        # Prefix sums before samples lo .. hi-1 (the first is ``carried``) and after the last.
+        sums = np.empty(hi - lo + 1, dtype=object)
+        sums[0] = carried
+        sums[1:] = np.cumsum(integers(lo, hi)) + carried
+        return sums
+
+    lead = 0  # prefix sum before the last sample of the block's first window
+    for lo in range(0, span - 1, _EXACT_BLOCK):
+        lead = running(lead, lo, min(lo + _EXACT_BLOCK, span - 1))[-1]
+    lag = 0  # prefix sum before its first sample
+    means = np.empty(n_full)
+    for lo in range(0, n_full, _EXACT_BLOCK):
+        hi = min(lo + _EXACT_BLOCK, n_full)
+        before = running(lag, lo, hi)
+        after = running(lead, lo + span - 1, hi + span - 1)
+        means[lo:hi] = ((after[1:] - before[:-1]) * scale / divisor).astype(np.float64)
+        lag, lead = before[-1], after[-1]
     bad = np.concatenate([[0], np.cumsum(~finite, dtype=np.int64)])
     means[(bad[span:] - bad[:-span]) > 0] = np.nan
-    return means[:n_full]
+    return means
 
 
 def running_means(values: np.ndarray, span: int) -> np.ndarray:

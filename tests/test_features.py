@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import zipfile
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -27,7 +28,7 @@ from mudata.features import (
 from mudata.readers.base import SignalTable, Sources
 from mudata.readers.gestures import read_gestures
 from mudata.readers.har70 import read_har70
-from mudata.windowing import moving_average, running_means, window_count
+from mudata.windowing import DIRECT_MAX_SPAN, moving_average, running_means, window_count
 from tests.conftest import GESTURES_ZIP
 from tests.official_formats import gestures_entry, har70_entry, make_har70_zip
 
@@ -541,6 +542,85 @@ def test_running_means_of_sequences_laid_end_to_end_are_those_of_each_sequence()
             correction += v - mean
         assert whole[j] == mean + correction / 10
     assert running_means(values[:5], 10).shape == (0,)
+
+
+def exact_mean(window: np.ndarray) -> float:
+    """The correctly rounded mean of ``window`` (NaN if it holds a NaN or an infinity)."""
+    if not np.isfinite(window).all():
+        return math.nan
+    return float(sum(Fraction(float(v)) for v in window) / len(window))
+
+
+@given(
+    values=st.lists(
+        st.one_of(
+            st.floats(allow_nan=False, allow_infinity=False),
+            st.floats(-1e3, 1e3).map(lambda v: round(v, 6)),
+            st.sampled_from([0.0, -0.0, 5e-324, math.nan, math.inf, -math.inf]),
+        ),
+        min_size=DIRECT_MAX_SPAN + 1,
+        max_size=DIRECT_MAX_SPAN + 60,
+    ),
+    extra=st.integers(1, 40),
+)
+def test_long_spans_give_the_correctly_rounded_mean_of_each_window(values, extra):
+    # Above DIRECT_MAX_SPAN the means come from exact sums: each is the mean of
+    # its samples rounded once, whatever their magnitudes (huge, tiny, subnormal).
+    x = np.array(values)
+    span = min(DIRECT_MAX_SPAN + extra, len(x))
+    got = running_means(x, span)
+    assert got.shape == (len(x) - span + 1,)
+    expected = np.array([exact_mean(x[j : j + span]) for j in range(len(got))])
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_long_spans_stay_exact_across_the_blocks_of_a_long_sequence():
+    # The exact path works through a long sequence a block at a time, carrying
+    # its prefix sums: means on both sides of every block boundary are checked.
+    rng = np.random.default_rng(17)
+    span = DIRECT_MAX_SPAN + 1
+    x = np.round(rng.normal(0, 1, size=150_000), 6)
+    x[70_000] = np.nan
+    got = running_means(x, span)
+    for j in [0, 65_535, 65_536, 65_537, 69_800, 131_071, 131_072, len(got) - 1]:
+        expected = exact_mean(x[j : j + span])
+        assert got[j] == expected or (math.isnan(expected) and math.isnan(got[j])), j
+    assert np.isnan(got[70_000 - span + 1 : 70_001]).all()
+    assert not np.isnan(got[: 70_000 - span + 1]).any() and not np.isnan(got[70_001:]).any()
+
+
+def test_long_spans_keep_the_edges_and_the_missing_samples_of_the_moving_average():
+    # The exact path changes how a mean is summed, not which samples it takes.
+    rng = np.random.default_rng(15)
+    span = DIRECT_MAX_SPAN + 44
+    x = np.round(rng.normal(0, 1, size=(3 * span, 2)), 6)
+    x[span + 7, 1] = np.nan
+    got = moving_average(x, span)
+    reference = ref_moving_average(x, span)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(reference))
+    np.testing.assert_allclose(got, reference, rtol=1e-13, atol=1e-13)
+    for i in [0, span - 2, span - 1, 2 * span, 3 * span - 1]:  # both edges, both paths
+        lo = i - span + 1 if i >= span - 1 else i
+        assert got[i, 0] == exact_mean(x[lo : lo + span, 0])
+    short = moving_average(x[: 2 * span - 3], span)  # forward means run past the end
+    assert np.isnan(short[span - 2 : span - 1]).all() and not np.isnan(short[span - 1]).any()
+
+
+def test_spans_up_to_the_direct_limit_keep_the_sequential_sums():
+    # The registry's spans (10) take the direct sums: the tables' bits rest on it.
+    rng = np.random.default_rng(16)
+    values = np.round(rng.normal(0, 1, size=2_000), 6)
+    means = running_means(values, DIRECT_MAX_SPAN)
+    for j in [0, 1, 999, len(means) - 1]:
+        window = [float(v) for v in values[j : j + DIRECT_MAX_SPAN]]
+        total = window[0]
+        for v in window[1:]:
+            total += v
+        mean = total / DIRECT_MAX_SPAN
+        correction = window[0] - mean
+        for v in window[1:]:
+            correction += v - mean
+        assert means[j] == mean + correction / DIRECT_MAX_SPAN
 
 
 def test_recording_codes_of_any_size_give_the_same_windows():

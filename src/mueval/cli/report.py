@@ -13,12 +13,13 @@ from pathlib import Path
 import click
 import pandas as pd
 
+from mudata.cli_options import render_table
 from mueval.cli.base import Command
 from mueval.cli.options import compare_options, report_options
 from mueval.comparison.significance import compare_runs, run_labels
 from mueval.errors import OutputError
 from mueval.files import neutralise_formulas, write_atomic
-from mueval.names import COMPARABLE_METRICS
+from mueval.names import COMPARABLE_METRICS, parse_classifiers, parse_strategies
 from mueval.runfolder import RunFolder, read_run_folder
 
 __all__ = ["compare_command", "report_command", "run_labels"]
@@ -58,16 +59,8 @@ def report_command(
     from mueval.report.folder import prepare_report_folder, remove_stale_figures
 
     run = _read(run_dir)
-    present_s = set(run.predictions["strategy"])
-    present_c = set(run.predictions["classifier"])
-    for opt, asked, present in (
-        ("--strategy", strategies, present_s),
-        ("--classifier", classifiers, present_c),
-    ):
-        unknown = sorted(set(asked) - present)
-        if unknown:
-            msg = f"{unknown} not in the run; choose from {sorted(present)}"
-            raise click.BadParameter(msg, param_hint=opt)
+    strategies = _in_run(strategies, parse_strategies, run, "strategy")
+    classifiers = _in_run(classifiers, parse_classifiers, run, "classifier")
     target = out if out is not None else run_dir / "report"
     try:
         prepare_report_folder(target, overwrite=overwrite)
@@ -97,10 +90,28 @@ def report_command(
         click.echo(f"note: {note}", err=True)
 
 
+def _in_run(asked: tuple[str, ...], parse, run: RunFolder, column: str) -> tuple[str, ...]:
+    """The codes asked for (aliases and ``all`` expanded as by evaluate), each present
+    in the run; ``all`` or nothing asked: every one of the run (``()``)."""
+    if not asked or any(a.lower() == "all" for a in asked):
+        return ()
+    present = set(run.predictions[column])
+    codes = parse(asked)
+    unknown = [c for c in codes if c not in present]
+    if unknown:
+        msg = f"{', '.join(unknown)} not in the run; choose from {', '.join(sorted(present))}"
+        raise click.BadParameter(msg, param_hint=f"--{column}")
+    return tuple(codes)
+
+
 @click.command("compare", cls=Command)
 @compare_options
 def compare_command(
-    run_dirs: tuple[Path, ...], metric: str, out: Path | None, guarantees: bool
+    run_dirs: tuple[Path, ...],
+    metric: str,
+    out: Path | None,
+    guarantees: bool,
+    table_format: str,
 ) -> None:
     """Test differences between strategies in one or more run folders of one dataset.
 
@@ -111,8 +122,10 @@ def compare_command(
     """
     runs = [_read(p) for p in run_dirs]
     if guarantees:
-        _compare_guarantees(runs, out)
+        _compare_guarantees(runs, out, table_format)
         return
+    # With --table csv or markdown, stdout holds the table alone.
+    aside = table_format != "text"
     result = compare_runs(runs, metric=metric)
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
@@ -131,14 +144,22 @@ def compare_command(
         "display.max_colwidth",
         70,
     ):
-        click.echo(f"metric: {metric}")
-        click.echo(shown.to_string(index=False))
+        click.echo(f"metric: {metric}", err=aside)
+        click.echo(_shown(shown, table_format))
     notes = table[table.note != ""][["classifier", "strategy_a", "strategy_b", "test", "note"]]
     for r in notes.drop_duplicates("note").itertuples():
-        click.echo(f"note ({r.classifier} {r.strategy_a} vs {r.strategy_b}, {r.test}): {r.note}")
+        note = f"note ({r.classifier} {r.strategy_a} vs {r.strategy_b}, {r.test}): {r.note}"
+        click.echo(note, err=aside)
     if out is not None:
         _write_csv(table, out)
-        click.echo(f"wrote {out}")
+        click.echo(f"wrote {out}", err=aside)
+
+
+def _shown(frame: pd.DataFrame, table_format: str) -> str:
+    """A printed table: pandas' aligned text, or :func:`render_table`'s CSV or Markdown."""
+    if table_format == "text":
+        return frame.to_string(index=False)
+    return render_table(list(frame.columns), frame.astype(object).values.tolist(), table_format)
 
 
 # The columns printed (--out writes them all).
@@ -147,8 +168,9 @@ _GUARANTEE_SHOWN += ("worst_coverage", "worst_low", "worst_high")
 _GUARANTEE_SHOWN += ("pooled_coverage", "pooled_low", "pooled_high")
 
 
-def _compare_guarantees(runs: list[RunFolder], out: Path | None) -> None:
-    """``mueval compare --guarantees``: the summaries side by side, then the tests."""
+def _compare_guarantees(runs: list[RunFolder], out: Path | None, table_format: str) -> None:
+    """``mueval compare --guarantees``: the summaries side by side, then the tests
+    (two tables, a blank line between them, whatever ``table_format``)."""
     # Here, not at the top: scipy, which `mueval --help` does without.
     from mueval.comparison.guarantees import compare_guarantees
 
@@ -161,20 +183,22 @@ def _compare_guarantees(runs: list[RunFolder], out: Path | None) -> None:
             shown[col] = shown[col].map(lambda v: f"{v:.3f}")
     tests = result.tests.copy()
     tests["p_value"] = tests["p_value"].map(lambda v: f"{v:.3g}")
+    aside = table_format != "text"
     with pd.option_context("display.max_columns", None, "display.width", 250):
         click.echo(
             f"target coverage: {1 - result.alpha:g}; n_below: users "
             f"{' / '.join(dict.fromkeys(result.verdicts))} (exact per-user test); intervals: "
-            "Clopper-Pearson 95 %, a description of the observed rate"
+            "Clopper-Pearson 95 %, a description of the observed rate",
+            err=aside,
         )
-        click.echo(shown.to_string(index=False))
+        click.echo(_shown(shown, table_format))
         click.echo("")
-        click.echo(tests.to_string(index=False))
+        click.echo(_shown(tests, table_format))
     if out is not None:
         tests_out = out.with_name(f"{out.stem}.tests.csv")
         _write_csv(result.summary, out)
         _write_csv(result.tests, tests_out)
-        click.echo(f"wrote {out} and {tests_out}")
+        click.echo(f"wrote {out} and {tests_out}", err=aside)
 
 
 def _write_csv(table: pd.DataFrame, out: Path) -> None:

@@ -87,7 +87,7 @@ SHORT_HELP = "Coverage, set size and accuracy against k labelled windows of the 
     type=click.Choice(CLASSIFIERS),
     default="rf",
     show_default=True,
-    help="One classifier (mueval evaluate takes several, all by default).",
+    help="One classifier (mueval evaluate and report take several, all by default).",
 )
 @list_option(
     "--k",

@@ -281,7 +281,8 @@ report_options = stack(
         "--classifier",
         "-c",
         "classifiers",
-        help="Classifiers to include; repeat or comma list. [default: all in the run]",
+        help="Classifiers to include; repeat or comma list. [default: all in the run; "
+        "mueval curve takes one, rf by default]",
     ),
     click.option(
         "--n-boot",

@@ -7,6 +7,10 @@ text again (:func:`text_ids`), so that a user is the same value in the table,
 every file of the run and the report. Folders written before hold integers;
 the reader turns them into text with the same function.
 
+Rows keyed by a ``user`` column list the users of each block (a strategy and
+classifier, an iteration) in natural order, as the text ids no longer sort
+that way by themselves.
+
 A column that cannot hold a value in a run (``n_cal_cell`` and ``n_cal_class``
 without class-conditional calibration) is left out of the file rather than
 written empty (:func:`run_file_frame`); readers treat it as absent.
@@ -19,9 +23,16 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from mueval.data.table import natural_key
 from mueval.data.users import user_text
 
-__all__ = ["OPTIONAL_COLUMNS", "USER_COLUMNS", "run_file_frame", "text_ids"]
+__all__ = [
+    "OPTIONAL_COLUMNS",
+    "USER_COLUMNS",
+    "natural_user_order",
+    "run_file_frame",
+    "text_ids",
+]
 
 #: Columns of run-folder files that hold user ids.
 USER_COLUMNS: tuple[str, ...] = ("user", "userid", "target_user", "worst_user")
@@ -74,7 +85,9 @@ def run_file_frame(name: str, frame: pd.DataFrame) -> pd.DataFrame:
     -------
     DataFrame
         A new frame; ``frame`` is not changed. User ids have pandas' ``string``
-        dtype, or are ``str`` objects for a ``.csv`` file.
+        dtype, or are ``str`` objects for a ``.csv`` file; with a ``user``
+        column, the users of each block of rows in natural order
+        (:func:`natural_user_order`).
     """
     empty = [
         c for c in OPTIONAL_COLUMNS.get(name, ()) if c in frame.columns and frame[c].isna().all()
@@ -86,4 +99,35 @@ def run_file_frame(name: str, frame: pd.DataFrame) -> pd.DataFrame:
             # A CSV has no types: plain str cells there, which every text
             # function of pandas takes (the string dtype refuses some reductions).
             out[column] = ids.astype(object) if name.endswith(".csv") else ids
-    return out
+    return natural_user_order(out)
+
+
+def natural_user_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows with the users of each block in natural order ("2" before "10").
+
+    A block is a run of rows with the same values in the columns before
+    ``user`` (e.g. strategy and classifier); blocks keep their order, and rows
+    without a user (the mixed model) come first in theirs.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"strategy": ["ucm"] * 3 + ["mm"], "user": ["10", "2", "1", ""]})
+    >>> natural_user_order(frame).values.tolist()
+    [['ucm', '1'], ['ucm', '2'], ['ucm', '10'], ['mm', '']]
+    """
+    if "user" not in frame.columns or len(frame) < 2:
+        return frame
+    before = list(frame.columns[: frame.columns.get_loc("user")])
+    if before:
+        keys = frame[before].astype(str).agg("\x1f".join, axis=1)
+        block = (keys != keys.shift()).cumsum().to_numpy()
+    else:
+        block = np.zeros(len(frame), dtype=np.int64)
+    codes, uniques = pd.factorize(frame["user"].astype(object), use_na_sentinel=True)
+    order = sorted(range(len(uniques)), key=lambda i: natural_key(user_text(uniques[i])))
+    rank_of = np.empty(len(uniques) + 1, dtype=np.int64)
+    rank_of[order] = np.arange(len(uniques))
+    # A missing user (code -1, the last entry) ranks before every id.
+    rank_of[-1] = -1
+    rank = rank_of[codes]
+    return frame.iloc[np.lexsort((rank, block))].reset_index(drop=True)

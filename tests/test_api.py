@@ -210,5 +210,5 @@ def test_user_folds_through_the_api_are_recorded(tmp_path: Path) -> None:
         progress=False,
     )
     assert run.config["user_folds"] == 3
-    assert sorted(run.splits.user.tolist()) == [1, 2, 3]
+    assert sorted(run.splits.user.tolist()) == ["1", "2", "3"]
     assert mueval.Run.load(run.save(tmp_path / "run")).config["user_folds"] == 3

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from mueval.data.table import natural_key
 from mueval.data.users import user_text
@@ -43,11 +44,11 @@ OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 
 
-def text_ids(values: Sequence[object] | np.ndarray | pd.Series) -> pd.arrays.StringArray:
+def text_ids(values: Sequence[object] | np.ndarray | pd.Series) -> pd.arrays.ArrowStringArray:
     """User ids as text: whole numbers without a decimal part, missing ids as ``<NA>``.
 
     The text of each distinct id is computed once (:func:`mueval.data.users.user_text`),
-    so a column of millions of rows costs one pass.
+    so a column of millions of rows costs one pass over its codes.
 
     Parameters
     ----------
@@ -56,7 +57,8 @@ def text_ids(values: Sequence[object] | np.ndarray | pd.Series) -> pd.arrays.Str
 
     Returns
     -------
-    pandas.arrays.StringArray, shape (n,)
+    pandas.arrays.ArrowStringArray, shape (n,)
+        Of pandas' ``string`` dtype.
 
     Examples
     --------
@@ -65,10 +67,14 @@ def text_ids(values: Sequence[object] | np.ndarray | pd.Series) -> pd.arrays.Str
     >>> list(text_ids(pd.array([7, None], dtype="Int64")))
     ['7', <NA>]
     """
-    codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
-    texts = np.array([user_text(u) for u in uniques] + [None], dtype=object)
-    # factorize gives -1 for a missing id: the last entry, None.
-    return pd.array(texts[codes], dtype="string")
+    if not isinstance(values, (np.ndarray, pd.Series, pd.api.extensions.ExtensionArray)):
+        values = np.asarray(values, dtype=object)
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    # Through an Arrow dictionary: pandas' own conversion of millions of str
+    # objects takes seconds; this takes the time of the codes.
+    texts = pa.array([user_text(u) for u in uniques], pa.string())
+    arrow = pa.DictionaryArray.from_arrays(pa.array(codes, mask=codes < 0), texts)
+    return pd.arrays.ArrowStringArray(arrow.cast(pa.string()))
 
 
 def run_file_frame(name: str, frame: pd.DataFrame) -> pd.DataFrame:
@@ -95,7 +101,7 @@ def run_file_frame(name: str, frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.drop(columns=empty)
     for column in USER_COLUMNS:
         if column in out.columns:
-            ids = text_ids(out[column].to_numpy(dtype=object))
+            ids = text_ids(out[column])
             # A CSV has no types: plain str cells there, which every text
             # function of pandas takes (the string dtype refuses some reductions).
             out[column] = ids.astype(object) if name.endswith(".csv") else ids

@@ -98,7 +98,6 @@ def evaluate(
     from mueval.data.table import load_data
     from mueval.evaluation.records import EvalConfig
     from mueval.guarantees.run_warnings import warnings_summary
-    from mueval.report.tables import table_rows
     from mueval.runfolder import check_target
 
     # Every option of the same name as an EvalConfig field is that field; the
@@ -136,6 +135,9 @@ def evaluate(
         err=aside,
     )
     if aside:
+        # Here, not at the top: the report's table module, only for csv or markdown.
+        from mueval.report.tables import table_rows
+
         click.echo(render_table(*table_rows(result.summary), table_format))
     else:
         click.echo(result.table())

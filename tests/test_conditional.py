@@ -196,7 +196,8 @@ def test_uim_calibrates_on_the_other_users_of_the_target_cohort() -> None:
             for target in split.served():
                 cal = target.calibrations["uim"]
                 same = [band[u] == band[target.user] for u in users[cal]]
-                expected[(it, target.user)] = int(np.sum(same))
+                # The run's ids are text, as in the run folder.
+                expected[(it, str(target.user))] = int(np.sum(same))
     got = {(r.iteration, r.user): r.n_cal for r in run.splits.itertuples()}
     assert got == expected
     assert set(run.user_cohorts["cohort"]) == {"young", "old"}

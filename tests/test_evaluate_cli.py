@@ -77,12 +77,14 @@ def test_own_csv_end_to_end_writes_the_run_folder(tmp_path: Path) -> None:
     # 3 strategies x 2 classifiers x (17 metrics + 5 basic diagnostics), over 2 iterations.
     assert len(summary) == 3 * 2 * (17 + 5) and set(summary["n"]) == {2}
     splits = pd.read_parquet(out / "splits.parquet")
-    assert str(splits["user"].dtype) == "Int64"
+    # User ids are text in every file, as in the table (mueval.runfolder.columns).
+    assert str(splits["user"].dtype) == "string"
     assert splits.loc[splits.strategy == "mm", "user"].isna().all()
     # mm: 1 per (clf, it); uim and ucm: 3 users each.
     assert len(splits) == 2 * 2 * (1 + 3 + 3)
     preds = pd.read_parquet(out / "predictions.parquet")
-    assert str(preds["target_user"].dtype) == "Int64"
+    assert str(preds["target_user"].dtype) == "string"
+    assert str(preds["userid"].dtype) == "string"
     # 315 rows: mm tests on 63 rows; uim/ucm on half of each user's 105 rows (52).
     per_run = {"mm": 63, "uim": 3 * 52, "ucm": 3 * 52}
     assert preds.groupby("strategy").size().to_dict() == {k: v * 4 for k, v in per_run.items()}

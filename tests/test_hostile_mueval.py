@@ -705,7 +705,7 @@ def test_split_coverage_that_the_predictions_contradict_is_named(tmp_path: Path,
 
     def change(frame):
         frame = frame.copy()
-        frame.loc[(frame.strategy == "uim") & (frame.user == 11), "coverage"] = 1.0
+        frame.loc[(frame.strategy == "uim") & (frame.user.astype(str) == "11"), "coverage"] = 1.0
         return frame
 
     _tamper(run, "splits.parquet", change)
@@ -876,7 +876,7 @@ def test_malformed_prediction_columns_are_named(
 @pytest.mark.parametrize(
     ("old", "new", "kind"),
     [
-        (b'"numpy_type": "Int64"', b'"numpy_type": "Lnt64"', "TypeError"),
+        (b'"numpy_type": "string"', b'"numpy_type": "strlng"', "TypeError"),
         (b'"index_columns": []', b'"index_columns": [1', "JSONDecodeError"),
         (b'"index_columns": []', b'"index_columns": ["gone"]', "KeyError"),
     ],

@@ -187,7 +187,7 @@ def test_cli_writes_the_folder_and_refuses_bad_input(frame, tmp_path) -> None:
     path = tmp_path / "t.csv"
     frame.to_csv(path, index=False)
     out = tmp_path / "curve"
-    args = ["curve", "--table", str(path), "-c", "nb", "--iterations", "1"]
+    args = ["curve", "--data", str(path), "-c", "nb", "--iterations", "1"]
     ok = CliRunner().invoke(main, [*args, "--k", "0,5,20", "--out", str(out)])
     assert ok.exit_code == 0, ok.output
     assert "calibration     5      4  100.0 [100.0, 100.0]" in ok.output

@@ -94,16 +94,16 @@ def run() -> mueval.Run:
 
 def test_evaluate_computes_the_guarantees_from_its_rows(run) -> None:
     preds = run.predictions
-    mine = preds[(preds.strategy == "mm") & (preds.userid == 3)]
+    mine = preds[(preds.strategy == "mm") & (preds.userid == "3")]
     k, n = int(mine.covered.sum()), len(mine)
     # Clopper-Pearson by hand: beta quantiles.
     high = stats.beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
     table = run.user_coverage.set_index(["strategy", "classifier", "user"])
-    assert table.loc[("mm", "nb", 3), "n"] == n
-    assert table.loc[("mm", "nb", 3), "high"] == pytest.approx(high)
+    assert table.loc[("mm", "nb", "3"), "n"] == n
+    assert table.loc[("mm", "nb", "3"), "high"] == pytest.approx(high)
     assert high < 0.9  # the relabelled user is clearly below target under MM
     summary = run.coverage_summary.set_index("strategy")
-    assert summary.loc["mm", "worst_user"] == 3
+    assert summary.loc["mm", "worst_user"] == "3"
     assert any(
         w["kind"] == "users-below-target" and "user 3" in w["message"]
         for w in run.warnings

@@ -121,7 +121,9 @@ def test_the_files_read_back_as_written(run_folder: Path) -> None:
     assert counts["class"] == counts["cohort"] == len(folder.predictions)
     assert sorted(folder.user_cohorts["cohort"]) == ["even"] * 3 + ["odd"] * 3
     # Coverage per cohort recomputed from the predictions, independently of the code.
-    preds = folder.predictions.assign(cohort=np.where(folder.predictions.userid % 2, "odd", "even"))
+    preds = folder.predictions.assign(
+        cohort=np.where(folder.predictions.userid.astype(int) % 2, "odd", "even")
+    )
     mm = preds[preds.strategy == "uim"].groupby("cohort")["covered"].agg(["size", "sum"])
     stored = folder.conditional_coverage.query("by == 'cohort' and strategy == 'uim'").set_index(
         "value"

@@ -54,9 +54,9 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_shifted_user_is_flagged_and_the_valid_users_are_not(saved: Path) -> None:
     users = mueval.Run.load(saved).user_coverage.set_index(["strategy", "user"])
     for strategy in ("mm", "uim"):
-        assert users.loc[(strategy, SHIFTED), "below"]
-        assert users.loc[(strategy, SHIFTED), "p_adjusted"] < 0.01
-        others = users.loc[strategy].drop(index=SHIFTED)
+        assert users.loc[(strategy, str(SHIFTED)), "below"]
+        assert users.loc[(strategy, str(SHIFTED)), "p_adjusted"] < 0.01
+        others = users.loc[strategy].drop(index=str(SHIFTED))
         assert not others["below"].any()
     # UCM calibrates on the user's own rows: exchangeable by construction.
     assert not users.loc["ucm", "below"].any()
@@ -75,11 +75,11 @@ def test_the_verdicts_are_user_verdicts_of_the_runs_cells(saved: Path) -> None:
         .rename(columns={"userid": "user"})
     )
     n_cal = {
-        (r.strategy, r.iteration, None if pd.isna(r.user) else int(r.user)): r.n_cal
+        (r.strategy, r.iteration, None if pd.isna(r.user) else r.user): r.n_cal
         for r in splits.itertuples()
     }
     cells["n_cal"] = [
-        n_cal[(s, i, None if s == "mm" else int(u))]
+        n_cal[(s, i, None if s == "mm" else u)]
         for s, i, u in zip(cells.strategy, cells.iteration, cells.user, strict=True)
     ]
     expected = user_verdicts(cells, alpha=0.05, rule="study")
@@ -194,11 +194,11 @@ def test_class_conditional_cells_are_exact(tmp_path: Path) -> None:
     # By hand: per user and iteration, the classes' cells convolved (UCM: the
     # iterations too), each with its own size and the study rule's rank.
     preds = run.predictions
-    user = preds[(preds.strategy == "ucm") & (preds.userid == 3)]
+    user = preds[(preds.strategy == "ucm") & (preds.userid == "3")]
     m, n, k, covered = [], [], [], 0
     for iteration, part in user.groupby("iteration"):
         sizes = splits[
-            (splits.strategy == "ucm") & (splits.iteration == iteration) & (splits.user == 3)
+            (splits.strategy == "ucm") & (splits.iteration == iteration) & (splits.user == "3")
         ]["n_cal_class"].iloc[0]
         for c, label in enumerate(run.classes):
             rows = part[part.y_true == label]
@@ -208,8 +208,8 @@ def test_class_conditional_cells_are_exact(tmp_path: Path) -> None:
             covered += int(rows.covered.sum())
     p = float(null_pmf(m, n, k)[: covered + 1].sum())
     table = run.user_coverage.set_index(["strategy", "user"])
-    assert table.loc[("ucm", 3), "p_value"] == pytest.approx(p, rel=1e-12)
-    assert table.loc[("uim", SHIFTED), "below"]
+    assert table.loc[("ucm", "3"), "p_value"] == pytest.approx(p, rel=1e-12)
+    assert table.loc[("uim", str(SHIFTED)), "below"]
     folder = run.save(tmp_path / "run")
     splits = pd.read_parquet(folder / "splits.parquet")
     splits.at[0, "n_cal_class"] = [1, 2, 3]

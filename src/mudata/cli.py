@@ -23,6 +23,8 @@ from mudata.cli_options import (
     data_home_option,
     fetch_options,
     manual_dir_option,
+    render_table,
+    table_option,
     verbose_option,
 )
 from mudata.entry import DatasetEntry, RemoteFile
@@ -58,7 +60,8 @@ def main() -> None:
       mudata init ~/my-files --name mine   draft an entry from files you have
       mudata register mine.toml        add a dataset of your own
 
-    -v and --data-home may come before or after the command.
+    -v and --data-home may come before or after the command, as in mueval;
+    see docs/cli.md for the conventions both tools share.
     """
 
 
@@ -67,9 +70,17 @@ main.add_command(init_command)
 
 @main.command("list")
 @data_home_option
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def list_command(data_home: Path | None, as_json: bool) -> None:
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print JSON (more fields per dataset) instead of a table.",
+)
+@table_option
+def list_command(data_home: Path | None, as_json: bool, table_format: str) -> None:
     """List the registered datasets."""
+    if as_json and table_format != "text":
+        raise click.UsageError("give --json or --table, not both")
     broken: dict[str, RegistryError] = {}
     entries = load_registry(data_home, broken=broken)
     for exc in broken.values():
@@ -78,10 +89,13 @@ def list_command(data_home: Path | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps([_summary(e) for e in entries.values()], indent=2))
         return
+    rows = [(name, entries[name].title, entries[name].licence) for name in sorted(entries)]
+    if table_format != "text":
+        click.echo(render_table(("name", "title", "licence"), rows, table_format))
+        return
     width = max((len(n) for n in entries), default=4)
-    for name in sorted(entries):
-        entry = entries[name]
-        click.echo(f"{name:<{width}}  {entry.title}  [{entry.licence}]")
+    for name, title, licence in rows:
+        click.echo(f"{name:<{width}}  {title}  [{licence}]")
 
 
 def _summary(entry: DatasetEntry) -> dict:

@@ -10,11 +10,11 @@ from typing import Any
 
 import click
 
-from mudata.cli_options import init_help_options, init_options
+from mudata.cli_options import LoggingCommand, init_help_options, init_options
 from mudata.files import atomic_write
 
 
-@click.command("init")
+@click.command("init", cls=LoggingCommand)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @init_options
 @init_help_options

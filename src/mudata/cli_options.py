@@ -7,6 +7,10 @@ checks: :func:`fetch_options` declares them once (``--data-home``,
 exit codes in one place (2 for usage errors, 1 for the rest, one line for a
 bug). The global options ``-v`` and ``--data-home`` are accepted both before
 and after the subcommand name (:func:`verbose_option`, :func:`data_home_option`).
+Every option that takes several names or numbers takes repeats and comma lists
+alike (:func:`list_option`), and every command that prints a table takes
+``--table {text,csv,markdown}`` (:data:`table_option`, :func:`render_table`).
+The conventions are written down in ``docs/cli.md``.
 
 mueval imports these so that ``mueval evaluate`` and ``mudata fetch`` cannot
 drift apart.
@@ -14,9 +18,11 @@ drift apart.
 
 from __future__ import annotations
 
+import csv
+import io
 import logging
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -25,17 +31,23 @@ import click
 __all__ = [
     "DATA_HOME_KEY",
     "SOURCE_OPTIONS",
+    "TABLE_FORMATS",
     "VERBOSE_KEY",
     "ErrorMappingGroup",
     "LoggingCommand",
     "build_options",
+    "configure_logging",
     "data_home_option",
     "dataset_source_options",
     "fetch_options",
     "init_help_options",
     "init_options",
+    "list_option",
     "manual_dir_option",
+    "render_table",
+    "split_commas",
     "stack",
+    "table_option",
     "verbose_option",
 ]
 
@@ -95,6 +107,106 @@ def data_home_option(func: F | None = None, *, expose_value: bool = True) -> Any
         )(f)
 
     return decorate(func) if func is not None else decorate
+
+
+def split_commas(
+    _ctx: click.Context, param: click.Parameter, value: Sequence[str] | None
+) -> tuple[str, ...]:
+    """The values of a list option, repeats and comma lists alike, in the order given.
+
+    ``--x a,b --x c`` gives ``("a", "b", "c")``; spaces around an item are
+    dropped. An option given with nothing but commas is a usage error.
+
+    Examples
+    --------
+    >>> split_commas(None, None, ("a, b", "c"))
+    ('a', 'b', 'c')
+    """
+    given = tuple(value or ())
+    items = tuple(part.strip() for v in given for part in str(v).split(",") if part.strip())
+    if given and not items:
+        name = param.opts[0] if param is not None and param.opts else "the option"
+        raise click.BadParameter(f"{name}: expected values separated by commas, got {given!r}")
+    return items
+
+
+def list_option(*param_decls: str, **attrs: Any) -> Callable[[F], F]:
+    """An option that takes several values: repeated (``--x a --x b``), as a comma
+    list (``--x a,b``) or both; the command receives a tuple of str.
+
+    One declaration for every list option of both tools, so that none takes
+    only one of the two forms. Options whose values may hold a comma (paths,
+    shell globs) stay repeat-only and do not use this.
+    """
+    attrs.setdefault("metavar", "A,B,...")
+    return click.option(*param_decls, multiple=True, callback=split_commas, **attrs)
+
+
+#: The forms ``--table`` offers; ``text`` is each command's aligned layout.
+TABLE_FORMATS: tuple[str, ...] = ("text", "csv", "markdown")
+
+#: ``--table FORMAT``, on every command that prints a table; the command receives
+#: ``table_format``.
+table_option = click.option(
+    "--table",
+    "table_format",
+    type=click.Choice(TABLE_FORMATS),
+    default="text",
+    show_default=True,
+    help="Print the table as aligned text, CSV or a Markdown table (the same rows and "
+    "columns); with csv or markdown, stdout holds the table alone and every other line "
+    "goes to stderr.",
+)
+
+
+def render_table(header: Sequence[str], rows: Sequence[Sequence[object]], table_format: str) -> str:
+    """One table as ``text`` (left-aligned columns), ``csv`` or ``markdown``.
+
+    Parameters
+    ----------
+    header : sequence of str
+        Column names.
+    rows : sequence of sequence
+        One sequence of cells per row, as long as ``header``; cells are printed
+        with ``str`` (None as empty).
+    table_format : {"text", "csv", "markdown"}
+
+    Returns
+    -------
+    str
+        Without a final newline.
+
+    Examples
+    --------
+    >>> print(render_table(["a", "b"], [[1, "x|y"]], "markdown"))
+    | a | b |
+    | --- | --- |
+    | 1 | x\\|y |
+    """
+    cells = [["" if c is None else str(c) for c in row] for row in rows]
+    head = [str(h) for h in header]
+    if table_format == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(head)
+        writer.writerows(cells)
+        return buffer.getvalue().rstrip("\n")
+    if table_format == "markdown":
+
+        def line(values: Sequence[str]) -> str:
+            # A pipe would end the cell and a newline the row.
+            safe = [" ".join(v.replace("|", "\\|").split()) for v in values]
+            return "| " + " | ".join(safe) + " |"
+
+        return "\n".join([line(head), line(["---"] * len(head)), *map(line, cells)])
+    if table_format == "text":
+        widths = [max(len(r[i]) for r in [head, *cells]) for i in range(len(head))]
+        return "\n".join(
+            "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
+            for r in [head, *cells]
+        )
+    message = f"unknown table format {table_format!r}; valid: {', '.join(TABLE_FORMATS)}"
+    raise ValueError(message)
 
 
 def manual_dir_option(func: F) -> F:
@@ -295,32 +407,21 @@ init_options = stack(
 )
 
 
-def _comma_list(_ctx: click.Context, _param: click.Parameter, value: str | None) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    names = tuple(v.strip() for v in value.split(",") if v.strip())
-    if not names:
-        raise click.BadParameter("expected column names or numbers separated by commas")
-    return names
-
-
 #: ``mudata init``: what the files cannot say, named by the user.
 init_help_options = stack(
     click.option("--label", metavar="COL", help="The label column (a name, or a 1-based number)."),
     click.option("--user", metavar="COL", help="The user column."),
     click.option("--time", metavar="COL", help="The time column."),
     click.option("--recording", metavar="COL", help="The column telling recordings apart."),
-    click.option(
+    list_option(
         "--channels",
         metavar="A,B,C",
-        callback=_comma_list,
-        help="Signal columns, in threes (names, or 1-based numbers for files without a header).",
+        help="Signal columns, in threes (names, or 1-based numbers for files without a "
+        "header); a comma list, or repeated.",
     ),
-    click.option(
+    list_option(
         "--features",
-        metavar="A,B,...",
-        callback=_comma_list,
-        help="Feature columns of a feature table.",
+        help="Feature columns of a feature table; a comma list, or repeated.",
     ),
     click.option(
         "--path-pattern",
@@ -332,13 +433,14 @@ init_help_options = stack(
         "--include",
         metavar="GLOB",
         multiple=True,
-        help="Only files matching GLOB are data (repeatable).",
+        help="Only files matching GLOB are data (repeatable; a glob may hold a comma, so "
+        "no comma lists).",
     ),
     click.option(
         "--exclude",
         metavar="GLOB",
         multiple=True,
-        help="Leave files matching GLOB out (repeatable).",
+        help="Leave files matching GLOB out (repeatable; no comma lists, as for --include).",
     ),
     click.option(
         "--window",

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 from mueval.comparison.significance import UNSAVED
 from mueval.report.tables import format_table
 from mueval.runfolder import RunFolder, read_run_folder, write_run
+from mueval.runfolder.columns import run_file_frame
 
 __all__ = ["Run"]
 
@@ -112,6 +113,15 @@ class Run:
     path: Path | None = None
     _arrow: pa.Table | None = field(default=None, repr=False)
     _predictions_file: Path | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        # User ids as text in every table, as in the run folder and in mudata's
+        # tables (a run in memory holds them as integers where they were numbers).
+        self.splits = run_file_frame("splits.parquet", self.splits)
+        for name in ("user_coverage", "coverage_summary", "user_validity", "user_cohorts"):
+            frame = getattr(self, name)
+            if frame is not None:
+                setattr(self, name, run_file_frame(name, frame))
 
     @property
     def config(self) -> dict[str, Any]:

@@ -5,7 +5,10 @@ An error mueval raises on purpose becomes a usage error (exit 2, for
 :class:`~mueval.errors.MuevalError`, and an ``OSError`` from the file system)
 with its own message. Anything else is a
 bug: one line says so (exit 1), and the traceback is printed only with ``-v``
-on the ``mueval`` group.
+(before or after the command's name).
+
+Every command takes ``-v``/``--verbose`` and ``--data-home`` as ``mudata``'s
+do (:mod:`mudata.cli_options`): the two tools follow one convention.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 import click
 
+from mudata.cli_options import VERBOSE_KEY, configure_logging, verbose_option
 from mueval.errors import MuevalError, UsageError
 
 __all__ = ["Command", "Group", "LazyGroup", "map_errors"]
@@ -34,7 +38,7 @@ def map_errors(ctx: click.Context, call: Any) -> Any:
         # disk) is a runtime failure to report, not a bug.
         raise click.ClickException(str(exc)) from exc
     except Exception as exc:
-        if ctx.find_root().params.get("verbose"):
+        if ctx.meta.get(VERBOSE_KEY, 0) > 0:
             click.echo(traceback.format_exc(), err=True, nl=False)
             hint = ""
         else:
@@ -46,9 +50,18 @@ def map_errors(ctx: click.Context, call: Any) -> Any:
 
 class Command(click.Command):
     """A command whose errors are mapped by :func:`map_errors`, even when it is
-    invoked on its own rather than through the group."""
+    invoked on its own rather than through the group.
+
+    It accepts ``-v`` after its name as well (counted with any before it), and
+    sets up logging from the total before it runs.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        verbose_option(self)
 
     def invoke(self, ctx: click.Context) -> Any:
+        configure_logging(ctx.meta.get(VERBOSE_KEY, 0))
         return map_errors(ctx, lambda: super(Command, self).invoke(ctx))
 
 

@@ -11,38 +11,60 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from mudata.cli_options import dataset_source_options
+from mudata.cli_options import dataset_source_options, list_option, render_table, table_option
 from mueval.cli.base import Command
 from mueval.cli.options import jobs_option
 from mueval.names import CLASSIFIERS, CURVE_USES, SCORES, SMALL_CAL_POLICIES, THRESHOLD_RULES
 
-__all__ = ["curve_command", "format_curve"]
+__all__ = ["curve_command", "curve_rows", "format_curve"]
 
 
-def format_curve(frame: pd.DataFrame) -> str:
-    """The curve as a plain-text table, one line per (use, k), intervals in brackets.
+def curve_rows(frame: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """The curve's header and rows as printed: one row per (use, k), intervals in brackets.
 
-    Coverage and accuracy in percent; ``*`` marks a point where some calibration
-    set was too small and got the ``--small-cal`` answer.
+    Coverage and accuracy in percent; ``*`` after n_cal marks a point where some
+    calibration set was too small and got the ``--small-cal`` answer.
     """
 
     def cell(row, metric: str, scale: float, digits: int) -> str:
         mean, low, high = (row[metric], row[f"{metric}_low"], row[f"{metric}_high"])
         return f"{scale * mean:.{digits}f} [{scale * low:.{digits}f}, {scale * high:.{digits}f}]"
 
-    header = (
-        f"{'use':<12}{'k':>5}{'users':>7}  {'coverage %':<22}{'set size':<23}"
-        f"{'accuracy %':<22}{'n_cal':>7}"
-    )
-    lines = [header, "-" * len(header)]
-    for _, row in frame.iterrows():
-        flag = " *" if row["n_small_cal"] else ""
-        lines.append(
-            f"{row['use']:<12}{int(row['k']):>5}{int(row['n_users']):>7}  "
-            f"{cell(row, 'coverage', 100, 1):<22}{cell(row, 'setsize', 1, 2):<23}"
-            f"{cell(row, 'accuracy', 100, 1):<22}{row['n_cal']:>7.0f}{flag}"
-        )
-    return "\n".join(lines)
+    header = ["use", "k", "users", "coverage %", "set size", "accuracy %", "n_cal"]
+    rows = [
+        [
+            str(row["use"]),
+            str(int(row["k"])),
+            str(int(row["n_users"])),
+            cell(row, "coverage", 100, 1),
+            cell(row, "setsize", 1, 2),
+            cell(row, "accuracy", 100, 1),
+            f"{row['n_cal']:.0f}" + (" *" if row["n_small_cal"] else ""),
+        ]
+        for _, row in frame.iterrows()
+    ]
+    return header, rows
+
+
+def format_curve(frame: pd.DataFrame) -> str:
+    """The curve as a plain-text table (:func:`curve_rows` in aligned columns)."""
+    header, rows = curve_rows(frame)
+    widths = (12, 5, 7, 22, 23, 22, 7)
+    left = (True, False, False, True, True, True, False)
+
+    def line(cells: list[str]) -> str:
+        # The flag after n_cal hangs beyond the column, so the figures stay aligned.
+        *main, last = cells
+        figure, _, flag = last.partition(" ")
+        parts = [
+            c.ljust(w) if is_left else c.rjust(w)
+            for c, w, is_left in zip([*main, figure], widths, left, strict=True)
+        ]
+        parts[2] += "  "  # the space before the first interval column
+        return "".join(parts) + (f" {flag}" if flag else "")
+
+    head = line(header)
+    return "\n".join([head, "-" * len(head), *map(line, rows)])
 
 
 #: What ``mueval --help`` lists for the command (also in ``mueval.cli.main``).
@@ -53,7 +75,6 @@ SHORT_HELP = "Coverage, set size and accuracy against k labelled windows of the 
 @click.option("--dataset", "dataset", metavar="NAME", help="A mudata dataset (e.g. gestures).")
 @click.option(
     "--data",
-    "--table",
     "data_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Your own table, .parquet or .csv: a user column, a label column, numeric features.",
@@ -66,21 +87,21 @@ SHORT_HELP = "Coverage, set size and accuracy against k labelled windows of the 
     type=click.Choice(CLASSIFIERS),
     default="rf",
     show_default=True,
-    help="One classifier.",
+    help="One classifier (mueval evaluate, report and compare take several, all by default).",
 )
-@click.option(
+@list_option(
     "--k",
     "ks",
-    default="0,5,10,20,50",
+    default=("0", "5", "10", "20", "50"),
     show_default=True,
-    help="Numbers of labelled windows of the target user, comma-separated.",
+    help="Numbers of labelled windows of the target user; repeat or comma list.",
 )
-@click.option(
+@list_option(
     "--use",
     "uses",
-    default="calibration",
+    default=("calibration",),
     show_default=True,
-    help=f"What the k windows do; one or a comma list of {', '.join(CURVE_USES)}. "
+    help=f"What the k windows do; repeat or comma list of {', '.join(CURVE_USES)}. "
     "calibration: they calibrate (k=0: the other users' 40 % calibrate, as in uim); "
     "adaptation: they join the training rows; both: k//2 train, the rest calibrate.",
 )
@@ -128,7 +149,9 @@ SHORT_HELP = "Coverage, set size and accuracy against k labelled windows of the 
     show_default=True,
     help="A calibration set below max(1/alpha, 1/(1-alpha)) rows (k < 20 at alpha "
     "0.05): answer every class (full-set), record NaN (skip) or stop (error). "
-    "Points it touched are marked * and hollow in the figure.",
+    "Points it touched are marked * and hollow in the figure. (mueval evaluate "
+    "defaults to error: there a small calibration set is a mistake, here small k are "
+    "the point.)",
 )
 @click.option(
     "--min-test",
@@ -145,17 +168,19 @@ SHORT_HELP = "Coverage, set size and accuracy against k labelled windows of the 
     help="Write curve.csv, curve_users.csv, curve.png and run.json here.",
 )
 @click.option("--overwrite", is_flag=True, help="Replace the files of a non-empty --out.")
+@table_option
 @dataset_source_options
 def curve_command(
     dataset: str | None,
     data_file: Path | None,
     user_col: str,
     label_col: str,
-    ks: str,
-    uses: str,
+    ks: tuple[str, ...],
+    uses: tuple[str, ...],
     out: Path | None,
     overwrite: bool,
     jobs: int,
+    table_format: str,
     data_home: Path | None,
     manual_dir: Path | None,
     mirror: str | None,
@@ -178,7 +203,7 @@ def curve_command(
     from mueval.data.table import load_data
     from mueval.evaluation.labelcurve import CurveConfig, curve_run, parse_ks, parse_uses
 
-    config = CurveConfig(ks=parse_ks(ks), uses=parse_uses(uses), **options)
+    config = CurveConfig(ks=parse_ks(",".join(ks)), uses=parse_uses(uses), **options)
     if out is not None and out.is_dir() and any(out.iterdir()) and not overwrite:
         raise click.UsageError(f"{out} is not empty; give --overwrite to replace its curve files")
     source = (
@@ -200,13 +225,19 @@ def curve_command(
     )
     result = curve_run(table, config, jobs=jobs)
     info = table.info
+    # With --table csv or markdown, stdout holds the table alone.
+    aside = table_format != "text"
     click.echo(
         f"{info.get('name')}: {info['n_users']} users, {len(table.classes)} classes; "
         f"classifier={config.classifier}, alpha={config.alpha}, "
-        f"iterations={config.iterations}, intervals: Student-t 95 % over users"
+        f"iterations={config.iterations}, intervals: Student-t 95 % over users",
+        err=aside,
     )
-    click.echo(format_curve(result.curve))
+    if aside:
+        click.echo(render_table(*curve_rows(result.curve), table_format))
+    else:
+        click.echo(format_curve(result.curve))
     for note in result.notes:
         click.echo(f"note: {note}", err=True)
     if out is not None:
-        click.echo(f"\ncurve folder: {result.save(out, overwrite=overwrite)}")
+        click.echo(f"\ncurve folder: {result.save(out, overwrite=overwrite)}", err=aside)

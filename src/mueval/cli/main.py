@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from mudata.cli_options import SOURCE_OPTIONS
+from mudata.cli_options import SOURCE_OPTIONS, data_home_option, render_table, verbose_option
 from mueval.cli.base import LazyGroup
 from mueval.cli.options import evaluate_options
 from mueval.names import parse_classifiers, parse_strategies
@@ -50,14 +50,14 @@ _LAZY_COMMANDS = {
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 @click.version_option(__version__, prog_name="mueval")
-@click.option(
-    "-v",
-    "--verbose",
-    is_flag=True,
-    help="Show the traceback of an internal error (a bug to report).",
-)
-def main(verbose: bool) -> None:
-    """Multi-user evaluation of classifiers with split conformal prediction."""
+@verbose_option
+@data_home_option(expose_value=False)
+def main() -> None:
+    """Multi-user evaluation of classifiers with split conformal prediction.
+
+    -v and --data-home may come before or after the command, as in mudata;
+    see docs/cli.md for the conventions both tools share.
+    """
 
 
 @main.command()
@@ -79,6 +79,7 @@ def evaluate(
     out: Path | None,
     overwrite: bool,
     strict: bool,
+    table_format: str,
     **options: Any,
 ) -> None:
     """Evaluate classifiers under the multi-user strategies with split conformal
@@ -119,6 +120,8 @@ def evaluate(
     # With --out the predictions stream to the folder while the tasks run.
     result = evaluate_table(table, config, out=out, overwrite=overwrite, **options)
     info = table.info
+    # With --table csv or markdown, stdout holds the table alone.
+    aside = table_format != "text"
     click.echo(
         f"{info.get('name')}: {info['n_rows']} rows, {info['n_users']} users, "
         f"{len(table.classes)} classes, {info['n_features']} features; "
@@ -128,13 +131,20 @@ def evaluate(
         f"{', blocked split' if config.split == 'blocked' else ''}"
         f"{f', {config.user_folds} user folds' if config.user_folds else ''}"
         f"; users below target at level {config.user_level:g} after "
-        f"{config.user_correction} (exact per-user test)"
+        f"{config.user_correction} (exact per-user test)",
+        err=aside,
     )
-    click.echo(result.table())
+    if aside:
+        # Here, not at the top: the report's table module, only for csv or markdown.
+        from mueval.report.tables import table_rows
+
+        click.echo(render_table(*table_rows(result.summary), table_format))
+    else:
+        click.echo(result.table())
     for note in result.notes:
         click.echo(f"note: {note}", err=True)
     if result.path is not None:
-        click.echo(f"\nrun folder: {result.path}")
+        click.echo(f"\nrun folder: {result.path}", err=aside)
     click.echo(f"time: {result.info['timings']['total_s']:.1f} s", err=True)
     # The run's warnings end the output, where a user looks; all of them are in
     # run.json and the report, and on Run.warnings in Python.

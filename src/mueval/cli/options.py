@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from mudata.cli_options import dataset_source_options, stack
+from mudata.cli_options import dataset_source_options, list_option, stack, table_option
 from mueval.names import (
     BACKENDS,
     CLASSIFIERS,
@@ -67,13 +67,13 @@ evaluate_options = stack(
     ),
     click.option("--user-col", default="userid", show_default=True, help="User column of --data."),
     click.option("--label-col", default="label", show_default=True, help="Label column of --data."),
-    click.option("--strategy", "-s", "strategies", multiple=True, help=_STRATEGY_HELP),
-    click.option(
+    list_option("--strategy", "-s", "strategies", help=_STRATEGY_HELP),
+    list_option(
         "--classifier",
         "-c",
         "classifiers",
-        multiple=True,
-        help=f"Classifier; repeat or comma list: {', '.join(CLASSIFIERS)} or all. [default: all]",
+        help=f"Classifiers; repeat or comma list: {', '.join(CLASSIFIERS)} or all. "
+        "[default: all; mueval curve takes one, rf by default]",
     ),
     click.option(
         "--alpha",
@@ -87,7 +87,8 @@ evaluate_options = stack(
         type=click.IntRange(min=1),
         default=20,
         show_default=True,
-        help="Repetitions; iteration i uses seed seed-base + i.",
+        help="Repetitions; iteration i uses seed seed-base + i. (mueval curve defaults "
+        "to 5: it fits models per target user and iteration.)",
     ),
     click.option(
         "--seed-base",
@@ -152,7 +153,8 @@ evaluate_options = stack(
         help="A calibration set below max(1/alpha, 1/(1-alpha)) rows (20 at alpha 0.05; "
         "both threshold rules refuse it): stop with an error; skip it (NaN conformal "
         "metrics); or full-set: answer every class (an infinite threshold, the valid "
-        "conservative answer). Skipped and full-set tasks are noted in run.json.",
+        "conservative answer). Skipped and full-set tasks are noted in run.json. "
+        "(mueval curve defaults to full-set: its small k are below the minimum by design.)",
     ),
     click.option(
         "--split",
@@ -213,6 +215,7 @@ evaluate_options = stack(
         type=click.Path(file_okay=False, path_type=Path),
         help="Write the run folder here (atomically).",
     ),
+    table_option,
     click.option("--overwrite", is_flag=True, help="Replace an existing --out folder."),
     dataset_source_options,
     click.option(
@@ -267,17 +270,19 @@ report_options = stack(
         is_flag=True,
         help="Replace an earlier report of mueval report in --out (never anything else).",
     ),
-    click.option(
+    list_option(
         "--strategy",
+        "-s",
         "strategies",
-        multiple=True,
-        help="Strategy code to include (repeatable; default: all in the run).",
+        help="Strategies to include, codes or aliases as for evaluate; repeat or comma "
+        "list. [default: all in the run]",
     ),
-    click.option(
+    list_option(
         "--classifier",
+        "-c",
         "classifiers",
-        multiple=True,
-        help="Classifier code to include (repeatable; default: all in the run).",
+        help="Classifiers to include; repeat or comma list. [default: all in the run; "
+        "mueval curve takes one, rf by default]",
     ),
     click.option(
         "--n-boot",
@@ -340,21 +345,19 @@ compare_options = stack(
         show_default=True,
         help="Metric compared between strategies.",
     ),
-    click.option(
+    list_option(
         "--strategy",
         "-s",
         "strategies",
-        multiple=True,
-        help="Strategy to compare; repeat or give a comma list (codes or aliases as for "
-        "evaluate). [default: every strategy in the runs]",
+        help="Strategies to compare, codes or aliases as for evaluate; repeat or comma "
+        "list. [default: every strategy in the runs]",
     ),
-    click.option(
+    list_option(
         "--classifier",
         "-c",
         "classifiers",
-        multiple=True,
-        help="Classifier to compare; repeat or give a comma list. "
-        "[default: every classifier in the runs]",
+        help="Classifiers to compare; repeat or comma list. "
+        "[default: every classifier in the runs; mueval curve takes one, rf by default]",
     ),
     click.option(
         "--all-pairs",
@@ -371,6 +374,7 @@ compare_options = stack(
         help="Also write the whole table as CSV here: one row per test, every column "
         "(notes, library warnings, cautions) the terminal leaves out.",
     ),
+    table_option,
     click.option(
         "--guarantees",
         is_flag=True,

@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 import pandas as pd
 
+from mudata.cli_options import render_table
 from mueval.cli.base import Command
 from mueval.cli.options import compare_options, jobs_option, report_options
 from mueval.comparison.significance import (
@@ -72,16 +73,8 @@ def report_command(
     from mueval.report.folder import prepare_report_folder, remove_stale_figures
 
     run = _read(run_dir)
-    present_s = set(run.predictions["strategy"])
-    present_c = set(run.predictions["classifier"])
-    for opt, asked, present in (
-        ("--strategy", strategies, present_s),
-        ("--classifier", classifiers, present_c),
-    ):
-        unknown = sorted(set(asked) - present)
-        if unknown:
-            msg = f"{unknown} not in the run; choose from {sorted(present)}"
-            raise click.BadParameter(msg, param_hint=opt)
+    strategies = _in_run(strategies, parse_strategies, run, "strategy")
+    classifiers = _in_run(classifiers, parse_classifiers, run, "classifier")
     target = out if out is not None else run_dir / "report"
     try:
         prepare_report_folder(target, overwrite=overwrite)
@@ -112,6 +105,20 @@ def report_command(
         click.echo(f"note: {note}", err=True)
 
 
+def _in_run(asked: tuple[str, ...], parse, run: RunFolder, column: str) -> tuple[str, ...]:
+    """The codes asked for (aliases and ``all`` expanded as by evaluate), each present
+    in the run; ``all`` or nothing asked: every one of the run (``()``)."""
+    if not asked or any(a.lower() == "all" for a in asked):
+        return ()
+    present = set(run.predictions[column])
+    codes = parse(asked)
+    unknown = [c for c in codes if c not in present]
+    if unknown:
+        msg = f"{', '.join(unknown)} not in the run; choose from {', '.join(sorted(present))}"
+        raise click.BadParameter(msg, param_hint=f"--{column}")
+    return tuple(codes)
+
+
 @click.command("compare", cls=Command)
 @compare_options
 def compare_command(
@@ -122,6 +129,7 @@ def compare_command(
     all_pairs: bool,
     out: Path | None,
     guarantees: bool,
+    table_format: str,
 ) -> None:
     """Test differences between strategies in one or more run folders of one dataset.
 
@@ -140,8 +148,12 @@ def compare_command(
         raise click.BadParameter(str(exc), param_hint=hint) from exc
     runs = [_read(p) for p in run_dirs]
     if guarantees:
-        _compare_guarantees(runs, out, codes_s, codes_c, all_pairs=all_pairs)
+        _compare_guarantees(
+            runs, out, codes_s, codes_c, all_pairs=all_pairs, table_format=table_format
+        )
         return
+    # With --table csv or markdown, stdout holds the table alone.
+    aside = table_format != "text"
     result = compare_runs(
         runs, metric=metric, strategies=codes_s, classifiers=codes_c, all_pairs=all_pairs
     )
@@ -153,17 +165,26 @@ def compare_command(
     ):
         click.echo(
             f"metric: {metric}; cells: p-value and the study's stars (ns p > 0.05, * <= 0.05, "
-            "..., **** <= 0.0001)"
+            "..., **** <= 0.0001)",
+            err=aside,
         )
-        click.echo(wide_table(table).to_string(index=False))
-    click.echo(f"welch: {STUDY_TEST}; corrected: {CORRECTED_TEST}; wilcoxon: {WILCOXON_TEST}.")
+        click.echo(_shown(wide_table(table), table_format))
+    legend = f"welch: {STUDY_TEST}; corrected: {CORRECTED_TEST}; wilcoxon: {WILCOXON_TEST}."
+    click.echo(legend, err=aside)
     for note in table_notes(table):
-        click.echo(note)
+        click.echo(note, err=aside)
     if out is not None:
         _write_csv(table, out)
-        click.echo(f"wrote {out} (every test with its notes)")
+        click.echo(f"wrote {out} (every test with its notes)", err=aside)
     else:
-        click.echo("--out FILE writes every test with its statistic, df and notes.")
+        click.echo("--out FILE writes every test with its statistic, df and notes.", err=aside)
+
+
+def _shown(frame: pd.DataFrame, table_format: str) -> str:
+    """A printed table: pandas' aligned text, or :func:`render_table`'s CSV or Markdown."""
+    if table_format == "text":
+        return frame.to_string(index=False)
+    return render_table(list(frame.columns), frame.astype(object).values.tolist(), table_format)
 
 
 # The columns printed (--out writes them all).
@@ -184,8 +205,10 @@ def _compare_guarantees(
     classifiers: list[str] | None,
     *,
     all_pairs: bool,
+    table_format: str,
 ) -> None:
-    """``mueval compare --guarantees``: the summaries side by side, then the tests."""
+    """``mueval compare --guarantees``: the summaries side by side, then the tests
+    (two tables, a blank line between them, whatever ``table_format``)."""
     # Here, not at the top: scipy, which `mueval --help` does without.
     from mueval.comparison.guarantees import compare_guarantees
 
@@ -210,20 +233,22 @@ def _compare_guarantees(
             shown[col] = shown[col].map(lambda v: f"{v:.3f}")
     tests = tests.copy()
     tests["p_value"] = tests["p_value"].map(lambda v: f"{v:.3g}")
+    aside = table_format != "text"
     with pd.option_context("display.max_columns", None, "display.width", 250):
         click.echo(
             f"target coverage: {1 - result.alpha:g}; n_below: users "
             f"{' / '.join(dict.fromkeys(result.verdicts))} (exact per-user test); intervals: "
-            "Clopper-Pearson 95 %, a description of the observed rate"
+            "Clopper-Pearson 95 %, a description of the observed rate",
+            err=aside,
         )
-        click.echo(shown.to_string(index=False))
+        click.echo(_shown(shown, table_format))
         click.echo("")
-        click.echo(tests.to_string(index=False))
+        click.echo(_shown(tests, table_format))
     if out is not None:
         tests_out = out.with_name(f"{out.stem}.tests.csv")
         _write_csv(summary, out)
         _write_csv(result.tests.loc[tests.index], tests_out)
-        click.echo(f"wrote {out} and {tests_out}")
+        click.echo(f"wrote {out} and {tests_out}", err=aside)
 
 
 def _write_csv(table: pd.DataFrame, out: Path) -> None:

@@ -753,7 +753,7 @@ def _pooled_against_users(
     # Pooled against per user.
     per_user: dict[object, dict[str, np.ndarray]] = {}
     skipped = 0
-    for u in np.unique(users):
+    for u in sorted(pd.unique(users), key=natural_key):  # "2" before "10"
         mask = users == u
         if mask.sum() < _MIN_USER_ROWS:
             skipped += 1

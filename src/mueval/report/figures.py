@@ -23,6 +23,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from mueval.data.table import natural_key
 from mueval.files import write_atomic
 
 __all__ = [
@@ -410,7 +411,7 @@ def per_user_figure(
     target : float, optional
         Coverage target; users whose mean falls below it are drawn hollow red-edged.
     """
-    users = sorted(per_user["user"].unique())
+    users = sorted(per_user["user"].unique(), key=natural_key)  # "2" before "10"
     strats = list(dict.fromkeys(per_user["strategy_label"]))
     fig, ax = plt.subplots(
         figsize=(max(6.5, 0.45 * len(users) * max(1, len(strats)) ** 0.5 + 3), 4.8),

@@ -17,7 +17,13 @@ from mueval.names import (
     STRATEGY_NAMES,
 )
 
-__all__ = ["PERCENT_METRICS", "format_cell", "format_diagnostic_cell", "format_table"]
+__all__ = [
+    "PERCENT_METRICS",
+    "format_cell",
+    "format_diagnostic_cell",
+    "format_table",
+    "table_rows",
+]
 
 
 def format_cell(mean: float, sd: float, percent: bool) -> str:
@@ -91,14 +97,7 @@ def format_table(
     for strategy in [s for s in STRATEGIES if s in set(summary["strategy"])]:
         part = summary[summary["strategy"] == strategy]
         classifiers = [c for c in CLASSIFIERS if c in set(part["classifier"])]
-        cells = {
-            (row.metric, row.classifier): (
-                format_diagnostic_cell(row.metric, row.mean, row.sd)
-                if row.metric in diagnostics
-                else format_cell(row.mean, row.sd, row.metric in PERCENT_METRICS)
-            )
-            for row in part.itertuples()
-        }
+        cells = _cells(part, diagnostics)
         header = ["metric", *[CLASSIFIER_NAMES[c] for c in classifiers]]
         lines = [header]
         for metric in metrics:
@@ -125,3 +124,48 @@ def format_table(
             body += [rule, *text[n_study:]]
         blocks.append("\n".join(body))
     return "\n\n".join(blocks)
+
+
+def _cells(part: pd.DataFrame, diagnostics: Sequence[str]) -> dict[tuple[str, str], str]:
+    """(metric, classifier) -> the printed ``mean±sd`` of one strategy's summary rows."""
+    return {
+        (row.metric, row.classifier): (
+            format_diagnostic_cell(row.metric, row.mean, row.sd)
+            if row.metric in diagnostics
+            else format_cell(row.mean, row.sd, row.metric in PERCENT_METRICS)
+        )
+        for row in part.itertuples()
+    }
+
+
+def table_rows(
+    summary: pd.DataFrame,
+    metrics: Sequence[str] = METRICS,
+    diagnostics: Sequence[str] | None = None,
+) -> tuple[list[str], list[list[str]]]:
+    """The cells of :func:`format_table` as one table: a header and one row per
+    (strategy, metric), for ``--table csv`` or ``markdown``.
+
+    Parameters
+    ----------
+    summary, metrics, diagnostics
+        As for :func:`format_table`.
+
+    Returns
+    -------
+    header : list of str
+        ``strategy, metric`` and one column per classifier of the run.
+    rows : list of list of str
+    """
+    if diagnostics is None:
+        present = set(summary["metric"])
+        diagnostics = [d for d in FULL_DIAGNOSTICS if d in present]
+    classifiers = [c for c in CLASSIFIERS if c in set(summary["classifier"])]
+    header = ["strategy", "metric", *[CLASSIFIER_NAMES[c] for c in classifiers]]
+    rows = []
+    for strategy in [s for s in STRATEGIES if s in set(summary["strategy"])]:
+        cells = _cells(summary[summary["strategy"] == strategy], diagnostics)
+        for metric in [*metrics, *diagnostics]:
+            label = f"{metric} (%)" if metric in PERCENT_METRICS else metric
+            rows.append([strategy, label, *[cells.get((metric, c), "") for c in classifiers]])
+    return header, rows

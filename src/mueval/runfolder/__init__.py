@@ -1,6 +1,7 @@
 """The run folder: the one owner of its format, its writing and its reading.
 
 - :mod:`.format`: the version, the marker and the names of files and columns;
+- :mod:`.columns`: user ids as text, and no column that does not apply to a run;
 - :mod:`.records`: the checked run folder, its error, and how its files are opened;
 - :mod:`.write`: the predictions table, atomic writing and safe replacement;
 - :mod:`.read`: reading with every file checked;

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from mudata.files import describe_kind
 from mueval.names import USER_CORRECTIONS
+from mueval.runfolder.columns import run_file_frame
 from mueval.runfolder.consistency import check_consistency
 from mueval.runfolder.format import (
     FORMAT_VERSION,
@@ -262,6 +263,9 @@ def read_run_folder(path: str | Path) -> RunFolder:
             root, "diagnostics.parquet", _read_table(root, "diagnostics.parquet")
         )
     predictions = _to_pandas(root, "predictions.parquet", arrow_predictions)
+    # Folders written before ids were text hold integers: the same ids as text.
+    splits = run_file_frame("splits.parquet", splits)
+    predictions = run_file_frame("predictions.parquet", predictions)
     run_folder = RunFolder(
         root, run, list(run["classes"]), summary, splits, predictions, diagnostics
     )

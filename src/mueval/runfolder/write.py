@@ -39,9 +39,9 @@ import pyarrow.parquet as pq
 
 from mudata.files import describe_kind
 from mueval.errors import OutputError
-from mueval.evaluation.aggregate import user_dtype
 from mueval.evaluation.records import EvalResult
 from mueval.files import check_inside, neutralise_formulas
+from mueval.runfolder.columns import run_file_frame, text_ids
 from mueval.runfolder.format import (
     CONDITIONAL_COVERAGE_FILE,
     COVERAGE_SUMMARY_FILE,
@@ -74,13 +74,14 @@ def predictions_table(
     results : sequence of EvalResult
     classes : sequence of str
     table_users : ndarray of int64 or of str, shape (n_rows,)
-        User of every row of the dataset table (numeric ids are written as
-        whole numbers, any other ids as text).
+        User of every row of the dataset table (written as text whatever
+        their type in memory).
     y : ndarray of int, shape (n_rows,)
         True class index of every row.
-    target_dtype : {"Int64", "string"}, optional
-        Type of ``target_user`` (default: :func:`~mueval.evaluation.aggregate.user_dtype`
-        of the results' targets); a stream of batches gives the whole run's.
+    target_dtype : str, optional
+        Not used: ``target_user`` and ``userid`` are always text
+        (:func:`mueval.runfolder.columns.text_ids`); accepted for the callers
+        that still pass the run's id type.
 
     Returns
     -------
@@ -110,25 +111,21 @@ def predictions_table(
         values[:] = [getattr(r, attr) for r in kept]
         return np.repeat(values, counts)
 
-    target_users = [r.user for r in kept]
     set_names = names[np.nonzero(sets)[1]] if n else np.zeros(0, dtype=object)
     set_offsets = np.concatenate([[0], np.cumsum(set_size)]).astype(np.int32)
     k_offsets = (np.arange(n + 1) * K).astype(np.int32)
-    numeric_users = np.issubdtype(np.asarray(table_users).dtype, np.integer)
     users = np.asarray(table_users)[rows]
-    # Scalars through pandas, so that readers get target_user back as Int64 (the
-    # pandas metadata of the file says so) rather than float64 with NaN.
+    # Scalars through pandas, so that readers get target_user back as text with
+    # <NA> for the mixed model (the pandas metadata of the file says so).
     scalars = pd.DataFrame(
         {
             "strategy": pd.Series(repeat("strategy"), dtype=str),
             "classifier": pd.Series(repeat("classifier"), dtype=str),
             "iteration": repeat("iteration", np.int64),
             "seed": repeat("seed", np.int64),
-            "target_user": pd.array(repeat("user"), dtype=target_dtype or user_dtype(target_users)),
-            "userid": pd.array(
-                users.astype(np.int64) if numeric_users else users.astype(object),
-                dtype="int64" if numeric_users else "string",
-            ),
+            # Ids as text, as mudata publishes them (mueval.runfolder.columns).
+            "target_user": text_ids(repeat("user")),
+            "userid": text_ids(users),
             "row_id": rows,
             "y_true": pd.Series(names[y_true], dtype=str),
             "y_pred": pd.Series(names[y_pred], dtype=str),
@@ -602,7 +599,10 @@ def finish_run_folder(
 
         writers: list[tuple[str, Any]] = [
             ("summary.csv", lambda p: neutralise_formulas(summary).to_csv(p, index=False)),
-            ("splits.parquet", lambda p: splits.to_parquet(p, index=False)),
+            (
+                "splits.parquet",
+                lambda p: run_file_frame("splits.parquet", splits).to_parquet(p, index=False),
+            ),
             ("predictions.parquet", write_predictions),
         ]
         if diagnostics is not None:
@@ -625,7 +625,12 @@ def finish_run_folder(
         ):
             if frame is not None:
                 writers.append(
-                    (name, lambda p, f=frame: neutralise_formulas(f).to_csv(p, index=False))
+                    (
+                        name,
+                        lambda p, f=frame, n=name: neutralise_formulas(run_file_frame(n, f)).to_csv(
+                            p, index=False
+                        ),
+                    )
                 )
         for name, write in writers:
             write(check_inside(tmp, tmp / name))
@@ -668,8 +673,8 @@ class PredictionStream:
     table_users : ndarray, shape (n_rows,)
     y : ndarray of int, shape (n_rows,)
         As for :func:`predictions_table`.
-    target_dtype : {"Int64", "string"}
-        Type of ``target_user`` for the whole run (each batch sees only its own).
+    target_dtype : str
+        As for :func:`predictions_table` (not used: ids are written as text).
     rows_per_group : int, optional
         Rows buffered before a row group is written (default
         :data:`ROWS_PER_GROUP`).

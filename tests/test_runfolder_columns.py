@@ -134,9 +134,13 @@ def test_compare_table_forms_hold_the_text_tables_rows(default_run) -> None:
     assert text.exit_code == as_csv.exit_code == markdown.exit_code == 0, as_csv.output
     rows = _csv(as_csv.stdout)
     assert "metric:" not in as_csv.stdout  # stdout holds the table alone
-    # The text table: a header line, then one line per row.
-    table_lines = text.stdout.split("metric: coverage\n", 1)[1].splitlines()
-    assert len(rows) == len([line for line in table_lines if not line.startswith("note")])
+    # The text table: a header line, then one line per row, between the "metric:"
+    # line and the legend of the tests.
+    lines = text.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("metric: coverage"))
+    end = next(i for i, line in enumerate(lines) if line.startswith("welch: "))
+    table_lines = lines[start + 1 : end]
+    assert len(rows) == len(table_lines) > 1
     assert rows[0] == table_lines[0].split()
     assert markdown.stdout.splitlines()[0] == "| " + " | ".join(rows[0]) + " |"
 

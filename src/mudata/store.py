@@ -17,6 +17,7 @@ two renames, a descriptor edited by hand).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -27,8 +28,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mudata.errors import CorruptTableError, MudataError, StorageError
+from mudata.errors import CorruptTableError, MudataError, ParseError, StorageError
 from mudata.files import atomic_path, atomic_write, read_regular
+from mudata.parquet_bounds import check_parquet
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +187,14 @@ def load_table(parquet_path: Path, *, verify: bool = True) -> tuple[pd.DataFrame
     CorruptTableError
         The file cannot be read as Parquet, has no provenance, or its rows do
         not match ``table_sha256``.
+    LimitError
+        Its footer declares more rows than the expansion cap allows
+        (:func:`mudata.parquet_bounds.check_parquet`).
     """
+    # The cached table is checked against its footer as any Parquet input: a
+    # damaged or replaced file must not fill the memory (LimitError says so).
+    with contextlib.suppress(ParseError):  # an unreadable footer is reported below
+        check_parquet(parquet_path, f"the cached table {parquet_path}")
     try:
         arrow = pq.read_table(parquet_path)
         frame = arrow.to_pandas()

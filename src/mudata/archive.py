@@ -283,15 +283,15 @@ class ArchiveIndex:
 
     # ------------------------------------------------------------ scanning
 
-    def _too_many(self, count: int, declared: bool) -> LimitError:
+    def _too_many(self, count: int | None = None) -> LimitError:
+        """The refusal of an archive of more members than the cap (``count``: as its end record declares)."""
+        held = (
+            f"declares {count:,} members, more than the cap of {self.member_cap:,}"
+            if count is not None
+            else f"holds more than the cap of {self.member_cap:,} members"
+        )
         message = (
-            f"archive {self.path} "
-            + (
-                f"declares {count:,} members"
-                if declared
-                else f"holds more than {count - 1:,} members"
-            )
-            + f", more than the cap of {self.member_cap:,}; refusing it. Raise the cap with "
+            f"archive {self.path} {held}; refusing it. Raise the cap with "
             f"${MEMBERS_ENV} if the archive is trusted."
         )
         return LimitError(message)
@@ -301,7 +301,7 @@ class ArchiveIndex:
     ) -> None:
         self._count += 1
         if self._count > self.member_cap:
-            raise self._too_many(self._count, declared=False)
+            raise self._too_many()
         name = normalise_member(raw_name, self.path)
         if name in self._seen:
             message = (
@@ -331,7 +331,7 @@ class ArchiveIndex:
             # The count first: parsing the directory holds every entry in memory.
             declared = zip_declared_count(self._fh)
             if declared is not None and declared > self.member_cap:
-                raise self._too_many(declared, declared=True)
+                raise self._too_many(declared)
             self._fh.seek(0)
             self._zip = zipfile.ZipFile(self._fh)
             for info in self._zip.infolist():

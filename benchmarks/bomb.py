@@ -1,10 +1,10 @@
-"""Benchmark: peak memory of ``mudata fetch`` against hostile mirrors.
+r"""Benchmark: peak memory and time of mudata and mueval against hostile inputs.
 
-Each case serves one hostile file from a local HTTP server on 127.0.0.1 as the
-release file of a built-in dataset, runs ``mudata fetch NAME --mirror URL`` in
-a fresh subprocess, and reports the child's peak resident memory
-(``ru_maxrss`` from ``os.wait4``), its exit code, wall time and the last line
-of its error. The cases:
+Each fetch case serves one hostile file from a local HTTP server on 127.0.0.1
+as the release file of a built-in dataset and runs ``mudata fetch NAME
+--mirror URL``; other cases run ``mudata register`` or a ``mueval`` command.
+Each runs in a fresh subprocess; the benchmark reports its peak resident
+memory, its exit code, wall time and the last line of its error. The cases:
 
 * ``zip-bomb``: ``har70.zip`` of about 1 MB whose subject CSV inflates to
   1 GiB of zeros (the issue's "1.3 MB zip expanding to 1 GiB");
@@ -13,22 +13,42 @@ of its error. The cases:
   without the archive hash (as a hostile registry copy would have);
 * ``oversize``: a mirror streaming 400 MB for the gestures archive, which the
   registry records at 2,156,283 bytes;
+* ``zip-inf``: the zip bomb again with ``--max-expansion inf``;
+* ``zip-many``: ``har70.zip`` of 20,000 tiny members (``--members``);
+* ``tar-many``: the WISDM ``.tar.gz`` holding 100,000 tiny members;
+* ``data-parquet``: ``mueval evaluate --data`` on a Parquet file of 30 million
+  equal rows (a few hundred KB);
+* ``run-parquet``: ``mueval report`` on a run folder whose
+  ``predictions.parquet`` is 30 million copies of one real row;
+* ``path-pattern``: a ``long-signals`` entry whose ``path_pattern``
+  ``(?P<user>(?:[a-z]+\d*)+)`` backtracks on a 35-character file name;
+* ``jobs-64``: ``mueval evaluate --jobs 64`` on a small table;
+* ``classes-8k``, ``classes-100k``: ``mudata register`` of an entry with that
+  many classes;
 * ``baseline``: ``mudata list``, the memory of the interpreter and imports.
+
+Each child runs in its own process group; the group's summed resident memory
+and the largest high-water mark (``VmHWM``) of any one of its processes are
+sampled every 0.1 s (so that ``--jobs`` workers count), and the group is
+killed past ``--kill-mb`` or ``--timeout`` (reported as such). ``--cases``
+picks cases by name.
 
 Run::
 
-    python benchmarks/bomb.py [--size-mib 1024]
+    python benchmarks/bomb.py [--size-mib 1024] [--cases zip-many,jobs-64]
 
-Target: every case under 500 MB peak, exit code 1 (a clean error), and no file
-left in the raw folder.
+Target: every case under 500 MB peak, exit code 1 (a clean error) or 0 (a
+correct result: jobs-64, classes-8k), and no file left in the raw folder.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
 import re
+import signal
 import struct
 import subprocess
 import sys
@@ -40,6 +60,10 @@ import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 MIB = 2**20
 ROOT = Path(__file__).resolve().parents[1]
@@ -115,37 +139,199 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client stopped reading: what we want
 
 
-def run(args: list[str], env: dict[str, str]) -> tuple[int, float, float, str]:
-    """Exit code, peak RSS (MB), wall seconds and last stderr line of ``mudata ARGS``."""
+def many_zip(count: int) -> bytes:
+    """``har70.zip`` of ``count`` one-row subject files."""
+    buffer = io.BytesIO()
+    row = b"timestamp,back_x,back_y,back_z,thigh_x,thigh_y,thigh_z,label\n2019-01-01 00:00:00.000,0,0,0,0,0,0,1\n"
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        for i in range(count):
+            zf.writestr(zipfile.ZipInfo(f"har70plus/{i}.csv", (2020, 1, 1, 0, 0, 0)), row)
+    return buffer.getvalue()
+
+
+def many_tar(count: int) -> bytes:
+    """The WISDM ``.tar.gz`` holding ``count`` one-byte members."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as tf:
+        for i in range(count):
+            info = tarfile.TarInfo(f"WISDM_ar_v1.1/m{i}.txt")
+            info.size = 1
+            tf.addfile(info, io.BytesIO(b"x"))
+    return buffer.getvalue()
+
+
+def constant_parquet(path: Path, row: pa.Table, rows: int, group: int = 1_000_000) -> None:
+    """``rows`` copies of the one-row table ``row``, written a row group at a time."""
+    block = row.take(pa.array(np.zeros(group, dtype=np.int64)))
+    with pq.ParquetWriter(path, block.schema) as writer:
+        for _ in range(rows // group):
+            writer.write_table(block)
+
+
+def _group_memory_mb(pgid: int) -> tuple[float, float]:
+    """Summed resident memory and largest high-water mark of group ``pgid`` (Linux /proc).
+
+    ``VmHWM`` is reset by ``exec``, unlike ``ru_maxrss``, which a child forked
+    from this (large) benchmark process inherits.
+    """
+    total = largest = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat_fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            if int(stat_fields[2]) != pgid:
+                continue
+            status = Path(f"/proc/{entry}/status").read_text()
+        except (OSError, IndexError, ValueError):
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        total += int(fields.get("VmRSS", "0 kB").split()[0])
+        largest = max(largest, int(fields.get("VmHWM", "0 kB").split()[0]))
+    return total / 1024, largest / 1024
+
+
+def run(
+    command: list[str], env: dict[str, str], kill_mb: float, timeout: float
+) -> tuple[str, float, float, str]:
+    """Exit (or why killed), peak MB, wall seconds and last stderr line of ``command``."""
     started = time.perf_counter()
+    err_file = tempfile.TemporaryFile()  # noqa: SIM115 - read and closed below
     child = subprocess.Popen(
-        [sys.executable, "-m", "mudata.cli", *args],
+        command,
         cwd=ROOT,
         env={**os.environ, **env},
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=err_file,
+        start_new_session=True,
     )
-    assert child.stderr is not None
-    err = child.stderr.read().decode(errors="replace")
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
+    peak, killed = 0.0, ""
+    while True:
+        pid, status = os.waitpid(child.pid, os.WNOHANG)
+        if pid:
+            break
+        peak = max(peak, *_group_memory_mb(child.pid))
+        elapsed = time.perf_counter() - started
+        if not killed and (peak > kill_mb or elapsed > timeout):
+            killed = f"killed>{kill_mb:.0f}MB" if peak > kill_mb else f"killed>{timeout:.0f}s"
+            os.killpg(child.pid, signal.SIGKILL)
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(child.pid, signal.SIGKILL)  # workers left behind
     wall = time.perf_counter() - started
+    err_file.seek(0)
+    err = err_file.read().decode(errors="replace")
+    err_file.close()
     last = err.strip().splitlines()[-1] if err.strip() else ""
-    return child.returncode, usage.ru_maxrss / 1024, wall, last
+    code = killed or str(os.waitstatus_to_exitcode(status))
+    return code, peak, wall, last
+
+
+def _classes_entry(folder: Path, count: int) -> Path:
+    """``tiny`` entry (tests/tiny_entry.py) with ``count`` classes."""
+    sys.path.insert(0, str(ROOT))
+    # Here, not at the top: the test helper is only needed by the classes cases.
+    from tests.tiny_entry import write_tiny_entry
+
+    toml = write_tiny_entry(folder, name=f"c{count}")
+    extra = "".join(f'\n[[classes]]\ncode = "k{i}"\nname = "k{i}"\n' for i in range(count - 2))
+    toml.write_text(toml.read_text(encoding="utf-8") + extra, encoding="utf-8")
+    return toml
+
+
+_PATTERN_ENTRY = """\
+name = "pattern"
+title = "Backtracking path pattern"
+version = "1"
+homepage = "https://example.org/p"
+licence = "CC0-1.0"
+citation = "Someone (2026)."
+sampling_rate_hz = 50
+reader = "long-signals"
+min_per_class = 1
+
+[reader_options]
+format = "csv"
+label_col = "label"
+time_col = "t"
+members = "*.csv"
+path_pattern = '^(?P<user>(?:[a-z]+\\d*)+)\\.csv$'
+
+[recipe]
+name = "study-window"
+window = 2
+
+[[files]]
+name = "{name}"
+path = "{path}"
+
+[[sensors]]
+name = "acc"
+channels = ["x", "y", "z"]
+
+[[classes]]
+code = "walk"
+name = "walk"
+
+[[classes]]
+code = "run"
+name = "run"
+"""
+
+
+def _mueval_cases(folder: Path) -> dict[str, list[str]]:
+    """The run folder, the data files and the mueval commands of the mueval cases."""
+    sys.path.insert(0, str(ROOT))
+    # Here, not at the top: the test helper is only needed by the mueval cases.
+    from tests.test_evaluate_runner import make_frame
+
+    data = folder / "table.csv"
+    make_frame(n_users=4).to_csv(data, index=False)
+    run_folder = folder / "run"
+    subprocess.run(
+        [sys.executable, "-m", "mueval.cli.main", "evaluate", "--data", str(data), "-s", "mm",
+         "-c", "nb", "--iterations", "2", "--out", str(run_folder), "--no-progress"],
+        check=True, capture_output=True, cwd=ROOT,
+    )  # fmt: skip
+    real = pq.read_table(run_folder / "predictions.parquet")
+    (run_folder / "predictions.parquet").unlink()
+    constant_parquet(run_folder / "predictions.parquet", real.slice(0, 1), 30_000_000)
+    bomb = folder / "bomb.parquet"
+    one = pa.Table.from_pandas(make_frame(n_users=1).head(1), preserve_index=False)
+    constant_parquet(bomb, one, 30_000_000)
+    print(f"run-parquet: predictions.parquet {os.path.getsize(run_folder / 'predictions.parquet') / 1024:.0f} KB; "
+          f"data-parquet: {os.path.getsize(bomb) / 1024:.0f} KB, 30,000,000 rows")  # fmt: skip
+    mueval = [sys.executable, "-m", "mueval.cli.main"]
+    return {
+        "data-parquet": [*mueval, "evaluate", "--data", str(bomb), "-s", "mm", "-c", "nb",
+                         "--iterations", "1", "--no-progress"],
+        "run-parquet": [*mueval, "report", str(run_folder), "--out", str(folder / "report")],
+        "jobs-64": [*mueval, "evaluate", "--data", str(data), "-s", "mm,udm,uim,ucm", "-c", "rf",
+                    "--iterations", "4", "--jobs", "64", "--no-progress"],
+    }  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size-mib", type=int, default=1024, help="bytes a bomb expands to")
+    parser.add_argument("--cases", default="all", help="comma list of case names, or all")
+    parser.add_argument("--kill-mb", type=float, default=2500, help="kill a case past this")
+    parser.add_argument("--timeout", type=float, default=150, help="kill a case past this (s)")
     options = parser.parse_args()
     size = options.size_mib * MIB
+    chosen = None if options.cases == "all" else set(options.cases.split(","))
 
-    bomb = zip_bomb(size)
+    def wanted(*names: str) -> bool:
+        return chosen is None or bool(chosen & set(names))
+
+    bomb = zip_bomb(size) if wanted("zip-bomb", "zip-liar", "zip-inf") else b""
     _Handler.files = {
         "har70.zip": bomb,
-        "liar/har70.zip": zip_liar(bomb, MIB),
-        "WISDM_ar_v1.1.tar.gz": tar_bomb(size),
+        "liar/har70.zip": zip_liar(bomb, MIB) if bomb else b"",
+        "WISDM_ar_v1.1.tar.gz": tar_bomb(size) if wanted("tar-bomb") else b"",
         "gestures-dataset.zip": 400 * MIB,
+        "many/har70.zip": many_zip(20_000) if wanted("zip-many") else b"",
+        "many/WISDM_ar_v1.1.tar.gz": many_tar(100_000) if wanted("tar-many") else b"",
     }
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -158,27 +344,57 @@ def main() -> None:
         # A hostile registry copy: no archive hash, so the tar must be opened.
         wisdm = re.sub(r'(name = "WISDM_ar_v1.1.tar.gz"\nurl = .*\n)sha256 = .*\n', r"\1", wisdm)
         (registry / "wisdm.toml").write_text(wisdm, encoding="utf-8")
+        named = Path(folder) / "pattern"
+        named.mkdir()
+        signals = named / ("a" * 35 + "!.csv")
+        signals.write_text("t,x,y,z,label\n0,1,1,1,walk\n1,2,2,2,walk\n", encoding="utf-8")
+        (registry / "pattern.toml").write_text(
+            _PATTERN_ENTRY.format(name=signals.name, path=signals.as_posix()), encoding="utf-8"
+        )
         env = {"NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1", "MUDATA_REGISTRY": str(registry)}
         common = ["--allow-unverified", "--no-progress"]
+        mudata = [sys.executable, "-m", "mudata.cli"]
+
+        def fetch(case: str, name: str, *args: str) -> list[str]:
+            home = Path(folder) / "homes" / case
+            return [*mudata, "fetch", name, "--data-home", str(home), *args]
+
         cases = {
-            "zip-bomb": ["fetch", "har70", "--mirror", url, *common],
-            "zip-liar": ["fetch", "har70", "--mirror", url + "/liar", *common],
-            "tar-bomb": ["fetch", "wisdm", "--mirror", url, *common],
-            "oversize": ["fetch", "gestures", "--mirror", url, "--no-progress"],
-            "baseline": ["list"],
+            "zip-bomb": fetch("zip-bomb", "har70", "--mirror", url, *common),
+            "zip-liar": fetch("zip-liar", "har70", "--mirror", url + "/liar", *common),
+            "zip-inf": fetch(
+                "zip-inf", "har70", "--mirror", url, *common, "--max-expansion", "inf"
+            ),
+            "zip-many": fetch("zip-many", "har70", "--mirror", url + "/many", *common),
+            "tar-bomb": fetch("tar-bomb", "wisdm", "--mirror", url, *common),
+            "tar-many": fetch("tar-many", "wisdm", "--mirror", url + "/many", *common),
+            "oversize": fetch("oversize", "gestures", "--mirror", url, "--no-progress"),
+            "path-pattern": fetch("path-pattern", "pattern", *common),
         }
-        print(f"bomb archives: zip {len(bomb) / MIB:.2f} MiB -> {options.size_mib} MiB; "
-              f"tar.gz {len(_Handler.files['WISDM_ar_v1.1.tar.gz']) / MIB:.2f} MiB")  # fmt: skip
-        print(f"{'case':<10} {'exit':>4} {'peak MB':>8} {'wall s':>7}  error")
+        if wanted("data-parquet", "run-parquet", "jobs-64"):
+            cases.update(_mueval_cases(Path(folder)))
+        for count, name in ((8_000, "classes-8k"), (100_000, "classes-100k")):
+            if wanted(name):
+                toml = _classes_entry(Path(folder) / name, count)
+                home = Path(folder) / "homes" / name
+                cases[name] = [*mudata, "register", str(toml), "--data-home", str(home)]
+        cases["baseline"] = [*mudata, "list"]
+        if bomb:
+            print(f"bomb archives: zip {len(bomb) / MIB:.2f} MiB -> {options.size_mib} MiB")
+        if _Handler.files["many/har70.zip"]:
+            print(
+                f"zip-many: {len(_Handler.files['many/har70.zip']) / MIB:.2f} MiB, 20,000 members"
+            )
+        print(f"{'case':<13} {'exit':>11} {'peak MB':>8} {'wall s':>7}  error")
         worst = 0.0
-        for name, args in cases.items():
-            home = Path(folder) / name
-            code, peak, wall, last = run([*args[:2], "--data-home", str(home), *args[2:]]
-                                         if args[0] == "fetch" else args, env)  # fmt: skip
-            leftovers = sorted(p.name for p in (home.glob("*/raw/*")))
+        for name, command in cases.items():
+            if not wanted(name) and name != "baseline":
+                continue
+            code, peak, wall, last = run(command, env, options.kill_mb, options.timeout)
+            leftovers = sorted(p.name for p in (Path(folder) / "homes" / name).glob("*/raw/*"))
             worst = max(worst, peak)
-            print(f"{name:<10} {code:>4} {peak:>8.0f} {wall:>7.2f}  {last[:150]}"
-                  + (f"  LEFT: {leftovers}" if leftovers else ""))  # fmt: skip
+            print(f"{name:<13} {code:>11} {peak:>8.0f} {wall:>7.2f}  {last[:160]}"
+                  + (f"  LEFT: {leftovers}" if leftovers else ""), flush=True)  # fmt: skip
     server.shutdown()
     print(f"worst peak: {worst:.0f} MB (target: under 500 MB)")
 

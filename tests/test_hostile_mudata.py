@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import socket
 import stat
 import struct
@@ -1107,3 +1108,193 @@ def test_concurrent_builds_of_one_dataset_build_it_once(local_toy: tuple[dict, P
     outputs = [child.communicate(timeout=120)[0].strip() for child in children]
     assert all(child.returncode == 0 for child in children)
     assert outputs[0] == outputs[1]  # the same file: a rebuild would have replaced it
+
+
+# --- Bounds: member count, Parquet footers, path patterns, classes ----------------------
+
+
+def _many_members(path: Path, count: int, kind: str) -> Path:
+    """A zip or tar of ``count`` one-byte members."""
+    if kind == "zip":
+        with zipfile.ZipFile(path, "w") as zf:
+            for i in range(count):
+                zf.writestr(f"toy/m{i}.txt", b"x")
+    else:
+        with tarfile.open(path, "w:gz") as tf:
+            for i in range(count):
+                info = tarfile.TarInfo(f"toy/m{i}.txt")
+                info.size = 1
+                tf.addfile(info, io.BytesIO(b"x"))
+    return path
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar"])
+def test_archive_of_more_members_than_the_cap_is_refused_naming_both(
+    tmp_path: Path, kind: str
+) -> None:
+    # Here, not at the top: the archive index is the unit under attack.
+    from mudata.archive import MEMBERS_ENV, ArchiveIndex
+
+    path = _many_members(tmp_path / f"many.{kind}", 30, kind)
+    with pytest.raises(LimitError) as caught:
+        ArchiveIndex(path, member_cap=20)
+    message = str(caught.value)
+    # A zip's count comes from its end record, before its directory is parsed.
+    held = (
+        "declares 30 members, more than the cap of 20"
+        if kind == "zip"
+        else "holds more than the cap of 20 members"
+    )
+    assert held in message and MEMBERS_ENV in message
+    with ArchiveIndex(path, member_cap=30) as index:
+        assert len(index.names()) == 30
+
+
+def test_member_cap_from_the_environment_reaches_the_readers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _many_members(tmp_path / "many.zip", 12, "zip")
+    monkeypatch.setenv("MUDATA_MAX_MEMBERS", "10")
+    with pytest.raises(LimitError, match="declares 12 members, more than the cap of 10"):
+        Sources([path]).names()
+    monkeypatch.setenv("MUDATA_MAX_MEMBERS", "ten")
+    with pytest.raises(UsageError, match=r"\$MUDATA_MAX_MEMBERS must be a positive whole"):
+        Sources([path]).names()
+
+
+def _parquet_bomb(rows: int = 200_000, columns: int = 50) -> bytes:
+    """A Parquet file of a few dozen KB declaring ``rows`` x ``columns`` int64 zeros."""
+    # Here, not at the top: only the Parquet bounds need pyarrow directly.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    zeros = pa.array(np.zeros(rows, dtype=np.int64))
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({f"c{i}": zeros for i in range(columns)}), buffer)
+    return buffer.getvalue()
+
+
+def test_parquet_footer_declaring_too_much_is_refused_unread(tmp_path: Path) -> None:
+    # Here, not at the top: the footer check is the unit under attack.
+    from mudata.parquet_bounds import check_parquet
+
+    bomb = _parquet_bomb()
+    assert len(bomb) < 1_000_000
+    with pytest.raises(LimitError) as caught:
+        check_parquet(bomb, "bomb.parquet")
+    message = str(caught.value)
+    assert "bomb.parquet: declares 200,000 rows x 50 columns" in message
+    assert f"{len(bomb):,}-byte file" in message and "MUDATA_MAX_EXPANSION" in message
+    # The same file under a cap that admits it; a file object is left where it was.
+    handle = io.BytesIO(bomb)
+    assert check_parquet(handle, "bomb.parquet", ratio=1e6).num_rows == 200_000
+    assert handle.tell() == 0
+    with pytest.raises(ParseError, match="not a readable Parquet file"):
+        check_parquet(b"PAR1 not parquet", "fake.parquet")
+
+
+def test_parquet_member_of_a_release_is_checked_before_it_is_read(tmp_path: Path) -> None:
+    # Here, not at the top: the reader is the unit under attack.
+    from mudata.readers.tabular import read_feature_table
+    from tests.entries import entry
+
+    (tmp_path / "table.parquet").write_bytes(_parquet_bomb())
+    options = {"format": "parquet", "members": "*.parquet", "user_col": "c0", "label_col": "c1"}
+    own = entry("feature-table", options, [(0, "zero"), (1, "one")], recipe={"name": "precomputed"})
+    with pytest.raises(LimitError, match="table.parquet: declares 200,000 rows"):
+        read_feature_table(own, Sources([tmp_path]))
+
+
+def test_cached_table_declaring_too_much_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "toy.parquet"
+    path.write_bytes(_parquet_bomb())
+    with pytest.raises(LimitError, match=r"the cached table .*toy.parquet: declares 200,000 rows"):
+        load_table(path)
+
+
+def test_backtracking_path_pattern_is_matched_in_linear_time(tmp_path: Path) -> None:
+    # Here, not at the top: the reader is the unit under attack.
+    from mudata.readers.tabular import read_long_signals
+    from tests.entries import entry
+
+    # With Python's re this search takes minutes (exponential backtracking);
+    # a regression shows as a hung test.
+    name = "a" * 35 + "!.txt"
+    (tmp_path / name).write_text("0 1 2 0\n1 2 3 0\n", encoding="utf-8")
+    options = {
+        "format": "text",
+        "members": "*.txt",
+        "header": False,
+        "columns": {"ax": 1, "ay": 2, "az": 3, "lab": 4},
+        "label_col": "lab",
+        "path_pattern": r"^(?P<user>(?:[a-z]+\d*)+)\.txt$",
+    }
+    own = entry("long-signals", options, [(0, "zero"), (1, "one")])
+    with pytest.raises(ParseError) as caught:
+        read_long_signals(own, Sources([tmp_path]))
+    # The message quotes the pattern as the entry wrote it.
+    assert "does not match reader_options.path_pattern '^(?P<user>(?:[a-z]+\\\\d*)+)" in str(
+        caught.value
+    )
+
+
+@pytest.mark.parametrize(
+    ("pattern", "found"),
+    [
+        (r"(?P<user>[a-z]+)/(?P=user)", "cannot be matched in linear time"),
+        (r"(?P<user>\w+)(?=\.csv)", "cannot be matched in linear time"),
+        (r"(?P<user>[a-z]+", "is not a regular expression (missing ), unterminated subpattern"),
+    ],
+)
+def test_path_patterns_needing_backtracking_or_broken_are_registry_errors(
+    tmp_path: Path, pattern: str, found: str
+) -> None:
+    # Here, not at the top: the reader is the unit under attack.
+    from mudata.readers.tabular import read_long_signals
+    from tests.entries import entry
+
+    options = {"format": "csv", "members": "*.csv", "label_col": "label", "path_pattern": pattern}
+    own = entry("long-signals", options, [(0, "zero"), (1, "one")])
+    with pytest.raises(RegistryError, match=re.escape(found)):
+        read_long_signals(own, Sources([tmp_path]))
+
+
+def test_linear_patterns_keep_python_unicode_classes() -> None:
+    # Here, not at the top: the pattern compiler is the unit under test.
+    from mudata.readers.linear_regex import compile_linear
+
+    pattern = compile_linear(r"(?P<user>\w+)/(?P<label>[\w-]+)_(?P<recording>\d+)\.csv$")
+    match = pattern.search("data/Jürgen/gehen-schnell_٣.csv")
+    assert match is not None
+    assert match.groupdict() == {"user": "Jürgen", "label": "gehen-schnell", "recording": "٣"}
+    assert set(pattern.groupindex) == {"user", "label", "recording"}
+    assert compile_linear(r"[]a]+").search("x]a]") is not None  # ']' first in a set
+
+
+def test_entry_with_more_classes_than_the_cap_is_refused_before_the_schema() -> None:
+    # Here, not at the top: the cap is read from the unit under test.
+    from mudata.registry import MAX_CLASSES
+
+    data = {
+        "name": "many",
+        "title": "Many classes",
+        "version": "1",
+        "homepage": "https://example.org",
+        "licence": "CC-BY-4.0",
+        "citation": "Own, 2026.",
+        "sampling_rate_hz": 50.0,
+        "reader": "feature-table",
+        "reader_options": {"user_col": "u", "label_col": "l"},
+        "recipe": {"name": "precomputed"},
+        "min_per_class": 1,
+        "classes": [{"code": i, "name": f"c{i}"} for i in range(MAX_CLASSES)],
+        "files": [{"name": "data", "path": "data"}],
+    }
+    assert len(parse_entry(data).classes) == MAX_CLASSES  # at the cap: accepted
+    data["classes"].append({"code": MAX_CLASSES, "name": "one more"})
+    with pytest.raises(RegistryError, match=f"field 'classes': {MAX_CLASSES + 1:,} entries"):
+        parse_entry(data)
+    # Duplicates are still found, by counting once.
+    twice = [*data["classes"][:5], {"code": 3, "name": "again"}]
+    with pytest.raises(RegistryError, match=r"duplicated class codes \['3'\]"):
+        parse_entry({**data, "classes": twice})

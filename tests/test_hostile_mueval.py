@@ -996,3 +996,52 @@ def test_what_counts_as_a_run_folder_for_overwrite(tmp_path: Path, real_run) -> 
         run = _copy(real_run, tmp_path / f"run{i}")
         plant(run)
         assert run_folder_problem(run) == f"it holds entries mueval did not write: {entry}"
+
+
+# --- Bounds: Parquet footers and --jobs --------------------------------------------------
+
+
+def _parquet_bomb(path: Path, rows: int = 200_000, columns: int = 50) -> Path:
+    """A Parquet file of a few dozen KB declaring ``rows`` x ``columns`` int64 zeros."""
+    # Here, not at the top: only the bombs are written with pyarrow directly.
+    import pyarrow as pa
+
+    zeros = pa.array(np.zeros(rows, dtype=np.int64))
+    pq.write_table(pa.table({f"c{i}": zeros for i in range(columns)}), path)
+    return path
+
+
+def test_data_parquet_declaring_too_many_rows_is_refused_unread(tmp_path: Path) -> None:
+    bomb = _parquet_bomb(tmp_path / "bomb.parquet")
+    result = _evaluate(bomb, tmp_path / "run")
+    assert result.exit_code == 1, result.output
+    assert f"{bomb}: declares 200,000 rows x 50 columns" in result.output
+    assert "$MUDATA_MAX_EXPANSION" in result.output and "--max-expansion" not in result.output
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("name", ["predictions.parquet", "splits.parquet"])
+def test_run_folder_parquet_declaring_too_many_rows_is_refused_by_report_and_compare(
+    tmp_path: Path, real_run, name: str
+) -> None:
+    run = _copy(real_run, tmp_path / "run")
+    (run / name).unlink()
+    _parquet_bomb(run / name)
+    for args in (("report", str(run), "--out", str(tmp_path / "report")), ("compare", str(run))):
+        result = _mueval(*args)
+        assert result.exit_code == 1, result.output
+        assert f"{run / name}: declares 200,000 rows x 50 columns" in result.output
+    assert not (tmp_path / "report").exists()
+
+
+def test_jobs_above_the_cpu_count_is_lowered_with_a_warning(tmp_path: Path) -> None:
+    # Here, not at the top: the CPU count is read from the unit under test.
+    from mueval.cli.options import usable_cpus
+
+    cpus = usable_cpus()
+    result = _evaluate(_csv(tmp_path / "data"), tmp_path / "run", "--jobs", str(cpus + 62))
+    assert result.exit_code == 0, result.output
+    assert (
+        f"warning: --jobs {cpus + 62} is more than the {cpus} CPU(s) here; using {cpus}"
+        in result.output
+    )

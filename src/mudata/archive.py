@@ -14,7 +14,10 @@ what would let two of them differ or would let an archive do harm:
 * archives whose members declare more bytes than the expansion cap
   (:func:`max_expansion`), checked before anything is decompressed, and
   members that yield more bytes than they declare, checked while
-  decompressing.
+  decompressing;
+* archives of more members than the member cap (:func:`max_members`): a zip's
+  count is read from its end record before its directory is parsed, a tar's
+  headers are counted as they are read.
 """
 
 from __future__ import annotations
@@ -38,6 +41,12 @@ from mudata.files import open_regular, sha256_file
 
 EXPANSION_ENV = "MUDATA_MAX_EXPANSION"
 DEFAULT_MAX_EXPANSION = 100.0
+MEMBERS_ENV = "MUDATA_MAX_MEMBERS"
+#: Members (files and folders) an archive may hold. The largest release known
+#: here has about 3,500; each member costs time and memory in every reader.
+DEFAULT_MAX_MEMBERS = 50_000
+_EOCD = b"PK\x05\x06"
+_ZIP64_EOCD = b"PK\x06\x06"
 # Small archives of very regular text (test fixtures, a toy CSV) compress
 # better than 100:1; below this many bytes the ratio is not enforced.
 EXPANSION_FLOOR = 64 * 2**20
@@ -88,6 +97,56 @@ def max_expansion(value: float | str | None = None) -> float:
         message = f"{source} must be a positive number (bytes out per archive byte, or inf); got {value!r}"
         raise UsageError(message)
     return ratio
+
+
+def max_members(value: int | str | None = None) -> int:
+    """The member cap: how many members (files and folders) an archive may hold.
+
+    Parameters
+    ----------
+    value : int or str, optional
+        The cap; default ``$MUDATA_MAX_MEMBERS``, else :data:`DEFAULT_MAX_MEMBERS`.
+
+    Raises
+    ------
+    UsageError
+        The value is not a positive integer.
+    """
+    source = "max_members"
+    if value is None:
+        value = os.environ.get(MEMBERS_ENV) or DEFAULT_MAX_MEMBERS
+        source = f"${MEMBERS_ENV}"
+    try:
+        count = int(value)
+    except (TypeError, ValueError):
+        count = 0
+    if count <= 0:
+        message = f"{source} must be a positive whole number of archive members; got {value!r}"
+        raise UsageError(message)
+    return count
+
+
+def zip_declared_count(fh: IO[bytes]) -> int | None:
+    """The member count a zip's end record declares, or None when no end record is found.
+
+    Read from the last 64 KiB (the end record and its comment) and, for a
+    zip64 archive, its zip64 end record; the central directory is not parsed.
+    """
+    size = fh.seek(0, os.SEEK_END)
+    start = max(0, size - (1 << 16) - 22)
+    fh.seek(start)
+    tail = fh.read()
+    at = tail.rfind(_EOCD)
+    if at < 0 or at + 22 > len(tail):
+        return None
+    (count,) = struct.unpack_from("<H", tail, at + 10)
+    zip64 = tail.rfind(_ZIP64_EOCD, 0, at)
+    if zip64 >= 0 and zip64 + 40 <= len(tail):
+        (count64,) = struct.unpack_from("<Q", tail, zip64 + 32)
+        count = max(count, count64)
+    elif count == 0xFFFF:
+        return None  # a zip64 record outside the tail read: the directory says
+    return count
 
 
 def expansion_budget(archive_size: int, ratio: float) -> float:
@@ -164,13 +223,16 @@ class ArchiveIndex:
         the members are then read from, and a mismatch is a ChecksumError.
     ratio : float, optional
         Expansion cap (see :func:`max_expansion`).
+    member_cap : int, optional
+        Member cap (see :func:`max_members`).
 
     Raises
     ------
     ParseError
         Not an archive, corrupt, or holding a refused member (see module docstring).
     LimitError
-        The members declare more bytes than the expansion cap allows.
+        The members declare more bytes than the expansion cap allows, or are
+        more than the member cap.
     ChecksumError
         ``sha256`` given and the archive differs.
     """
@@ -182,6 +244,7 @@ class ArchiveIndex:
         *,
         sha256: str | None = None,
         ratio: float | None = None,
+        member_cap: int | None = None,
     ) -> None:
         self.path = Path(path)
         self._fh = open_regular(self.path, "archive")
@@ -193,6 +256,7 @@ class ArchiveIndex:
             if sha256 is not None:
                 self._check_own_hash(sha256)
             self.budget = expansion_budget(size, max_expansion(ratio))
+            self.member_cap = max_members(member_cap)
             self.kind = _kind(self._fh, kind)
             if self.kind is None:
                 message = f"{self.path} is not a zip or tar archive"
@@ -219,9 +283,25 @@ class ArchiveIndex:
 
     # ------------------------------------------------------------ scanning
 
+    def _too_many(self, count: int | None = None) -> LimitError:
+        """The refusal of an archive of more members than the cap (``count``: as its end record declares)."""
+        held = (
+            f"declares {count:,} members, more than the cap of {self.member_cap:,}"
+            if count is not None
+            else f"holds more than the cap of {self.member_cap:,} members"
+        )
+        message = (
+            f"archive {self.path} {held}; refusing it. Raise the cap with "
+            f"${MEMBERS_ENV} if the archive is trusted."
+        )
+        return LimitError(message)
+
     def _add(
         self, raw_name: str, info: zipfile.ZipInfo | tarfile.TarInfo, size: int, is_dir: bool
     ) -> None:
+        self._count += 1
+        if self._count > self.member_cap:
+            raise self._too_many()
         name = normalise_member(raw_name, self.path)
         if name in self._seen:
             message = (
@@ -246,13 +326,19 @@ class ArchiveIndex:
     def _scan(self) -> None:
         self._seen: dict[str, str] = {}
         self._declared = 0
-        self._fh.seek(0)
+        self._count = 0
         if self.kind == "zip":
+            # The count first: parsing the directory holds every entry in memory.
+            declared = zip_declared_count(self._fh)
+            if declared is not None and declared > self.member_cap:
+                raise self._too_many(declared)
+            self._fh.seek(0)
             self._zip = zipfile.ZipFile(self._fh)
             for info in self._zip.infolist():
                 self._check_zip_info(info)
                 self._add(info.filename, info, info.file_size, info.is_dir())
         else:
+            self._fh.seek(0)
             self._tar = tarfile.open(fileobj=self._fh, mode="r:*")  # noqa: SIM115 - closed by close()
             # Iterating reads one header at a time; the budget is checked before
             # the data of the next member is skipped (decompressed).

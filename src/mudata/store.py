@@ -18,6 +18,7 @@ two renames, a descriptor edited by hand).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -29,8 +30,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mudata.croissant import croissant
-from mudata.errors import CorruptTableError, MudataError, StorageError
+from mudata.errors import CorruptTableError, MudataError, ParseError, StorageError
 from mudata.files import atomic_path, atomic_write, read_regular, sha256_file
+from mudata.parquet_bounds import check_parquet
 
 log = logging.getLogger(__name__)
 
@@ -197,7 +199,14 @@ def read_unchecked(parquet_path: Path) -> tuple[pd.DataFrame, dict[str, Any] | N
     ------
     CorruptTableError
         The file cannot be read as Parquet.
+    LimitError
+        Its footer declares more rows than the expansion cap allows
+        (:func:`mudata.parquet_bounds.check_parquet`).
     """
+    # The cached table is checked against its footer as any Parquet input: a
+    # damaged or replaced file must not fill the memory (LimitError says so).
+    with contextlib.suppress(ParseError):  # an unreadable footer is reported below
+        check_parquet(parquet_path, f"the cached table {parquet_path}")
     try:
         arrow = pq.read_table(parquet_path)
         frame = arrow.to_pandas()

@@ -49,8 +49,9 @@ from mudata.drafting.selection import Selection, format_of, select
 from mudata.drafting.toml_text import to_toml
 from mudata.drafting.windows import window_report
 from mudata.entry import DatasetEntry
-from mudata.errors import ParseError, UsageError
+from mudata.errors import LimitError, ParseError, UsageError
 from mudata.files import describe_kind, sha256_file
+from mudata.parquet_bounds import check_parquet
 from mudata.pipeline import labelled_features
 from mudata.readers import get_reader
 from mudata.readers.base import Pin, Pins, RawTable, Sources
@@ -264,6 +265,7 @@ def sniff(data: bytes, suffix: str) -> Sniffed:
 
 def _read(data: bytes, sniffed: Sniffed, member: str) -> pd.DataFrame:
     if sniffed.fmt == "parquet":
+        check_parquet(data, member)
         return pd.read_parquet(io.BytesIO(data))
     if sniffed.fmt == "mat":
         table = read_mat(data, member)
@@ -417,7 +419,7 @@ def draft_entry(
         try:
             first = _read(data, sniffed, first_member)
         except (ValueError, OSError) as exc:
-            if isinstance(exc, ParseError):
+            if isinstance(exc, ParseError | LimitError):
                 raise
             message = f"{first_member}: cannot be read as {sniffed.fmt} ({type(exc).__name__}: {str(exc)[:200]})"
             raise ParseError(message) from None

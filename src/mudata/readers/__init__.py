@@ -12,7 +12,8 @@ A reader is a callable ``(entry, sources) -> FeatureTable | SignalTable``
 
 Modules: ``base`` (the tables readers return and the verified :class:`Sources`
 they read through), ``decode`` (compressed files, MATLAB arrays, separators),
-``_text`` (helpers of the text readers), and one module per format:
+``_text`` (helpers of the text readers), ``linear_regex`` (``path_pattern``
+matched in linear time), and one module per format:
 ``wisdm``, ``har70``, ``opportunity``, ``gestures``, ``tabular`` (CSV, Parquet
 and text tables: feature tables and long signals).
 """

@@ -17,6 +17,7 @@ path alone gives (tests/test_readers_signals.py checks them against each other).
 from __future__ import annotations
 
 import io
+from collections import Counter
 from pathlib import PurePosixPath
 
 import numpy as np
@@ -240,7 +241,9 @@ def read_har70(entry: DatasetEntry, sources: Sources) -> SignalTable:
             raise ParseError(message)
         subjects.append((int(stem), member))
     subjects.sort()
-    duplicated = sorted({u for u, _ in subjects if [s for s, _ in subjects].count(u) > 1})
+    # Counted once: a count per subject made an archive of many members quadratic.
+    counts = Counter(u for u, _ in subjects)
+    duplicated = sorted(u for u, n in counts.items() if n > 1)
     if duplicated:
         message = f"subjects {duplicated} appear in more than one file among {members}"
         raise ParseError(message)

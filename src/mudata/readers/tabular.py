@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import io
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,7 +24,8 @@ from pyarrow import ArrowException
 
 from mudata.classes import user_names
 from mudata.entry import DatasetEntry
-from mudata.errors import MissingFileError, ParseError, RegistryError, excerpt
+from mudata.errors import LimitError, MissingFileError, ParseError, RegistryError, excerpt
+from mudata.parquet_bounds import check_parquet
 from mudata.readers._text import (
     check_encoding,
     columns_option,
@@ -36,6 +36,7 @@ from mudata.readers._text import (
 )
 from mudata.readers.base import FeatureTable, SignalTable, Sources
 from mudata.readers.decode import SEPARATORS, SPREADSHEET_MISSING, read_mat
+from mudata.readers.linear_regex import LinearPattern, PatternError, compile_linear
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +102,12 @@ def _delimited_options(entry: DatasetEntry) -> tuple[str | None, str]:
 
 
 def _parse(
-    data: bytes, member: str, fmt: str, entry: DatasetEntry, text_columns: Sequence[str] = ()
+    data: bytes,
+    member: str,
+    fmt: str,
+    entry: DatasetEntry,
+    text_columns: Sequence[str] = (),
+    ratio: float | None = None,
 ) -> pd.DataFrame:
     """One member's (decompressed) bytes as a table: CSV, Parquet, text or MATLAB.
 
@@ -126,6 +132,7 @@ def _parse(
         as_text = {positions[c] - 1: str for c in text_columns if c in positions}
     try:
         if fmt == "parquet":
+            check_parquet(data, member, ratio=ratio)
             return pd.read_parquet(io.BytesIO(data))
         if fmt == "mat":
             table = read_mat(data, member, str_option(entry, "variable", None))
@@ -146,7 +153,7 @@ def _parse(
                 dtype=as_text or None,
             )
     except (ValueError, OSError, ArrowException) as exc:
-        if isinstance(exc, ParseError):
+        if isinstance(exc, ParseError | LimitError):
             raise
         message = f"{member}: cannot be read as {fmt} ({type(exc).__name__}: {str(exc)[:200]})"
         raise ParseError(message) from None
@@ -180,7 +187,9 @@ def _load(
         raise MissingFileError(message)
     tables = []
     for member in members:
-        table = _parse(sources.read_decoded(member), member, fmt, entry, text_columns)
+        table = _parse(
+            sources.read_decoded(member), member, fmt, entry, text_columns, sources.max_expansion
+        )
         if table.columns.duplicated().any():
             twice = sorted({str(c) for c in table.columns[table.columns.duplicated()]})
             message = (
@@ -320,7 +329,7 @@ class _LongOptions:
     time_col: str | None
     segment_col: str | None
     recording_col: str | None
-    pattern: re.Pattern[str] | None
+    pattern: LinearPattern | None
     channels: list[str]
     time_order: str = "strict"
 
@@ -331,15 +340,16 @@ class _LongOptions:
         return [c for c in named if c] + self.channels
 
 
-def _path_pattern(entry: DatasetEntry) -> re.Pattern[str] | None:
+def _path_pattern(entry: DatasetEntry) -> LinearPattern | None:
     text = str_option(entry, "path_pattern", None)
     if text is None:
         return None
     where = f"invalid registry entry '{entry.name}': field 'reader_options.path_pattern'"
     try:
-        pattern = re.compile(text)
-    except re.error as exc:
-        message = f"{where}: {excerpt(text)} is not a regular expression ({exc})"
+        # Linear-time matching: the pattern comes from an entry anyone may write.
+        pattern = compile_linear(text)
+    except PatternError as exc:
+        message = f"{where}: {excerpt(text)} {exc}"
         raise RegistryError(message) from None
     unknown = set(pattern.groupindex) - {"user", "label", "recording"}
     if unknown:

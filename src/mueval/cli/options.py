@@ -10,6 +10,7 @@ folder speak the same names. Nothing here imports pandas, scikit-learn or MAPIE:
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -29,6 +30,28 @@ from mueval.names import (
 )
 from mueval.names import STRATEGY_ALIASES as ALIASES
 
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the OS tells it)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # macOS and Windows have no affinity call
+        return os.cpu_count() or 1
+
+
+def _cap_jobs(ctx: click.Context, param: click.Parameter, value: int) -> int:
+    """--jobs above the CPU count only multiplies memory (each worker holds the data)."""
+    cpus = usable_cpus()
+    if value > cpus:
+        click.echo(
+            f"warning: --jobs {value} is more than the {cpus} CPU(s) here; using {cpus} "
+            f"(each worker holds its own copy of the data, so more would only add memory)",
+            err=True,
+        )
+        return cpus
+    return value
+
+
 #: Worker processes for evaluate, curve and report; one declaration for the three.
 jobs_option = click.option(
     "--jobs",
@@ -36,7 +59,9 @@ jobs_option = click.option(
     type=click.IntRange(min=-1),
     default=1,
     show_default=True,
-    help="Parallel worker processes (loky); -1 = all cores. Results do not depend on it.",
+    callback=_cap_jobs,
+    help="Parallel worker processes (loky); -1 = all cores. Results do not depend on it. "
+    "More than the CPU count is lowered to it, with a warning.",
 )
 
 __all__ = ["compare_options", "evaluate_options", "jobs_option", "report_options"]

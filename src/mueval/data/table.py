@@ -21,6 +21,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from mudata.archive import EXPANSION_ENV
+from mudata.errors import LimitError as MudataLimitError
+from mudata.errors import ParseError as MudataParseError
+from mudata.parquet_bounds import check_parquet
 from mueval.errors import DataError, UsageError
 from mueval.files import open_input
 
@@ -326,6 +330,16 @@ class _PandasMetadataError(Exception):
     """The pandas metadata inside a Parquet file could not be applied."""
 
 
+def _check_parquet_footer(content: bytes, path: Path) -> None:
+    """Refuse, unread, a Parquet file whose footer declares more than the expansion cap."""
+    try:
+        check_parquet(content, str(path), hint=f"${EXPANSION_ENV}")
+    except MudataLimitError as exc:
+        raise DataError(str(exc)) from None
+    except MudataParseError:
+        pass  # not Parquet: the read says what pyarrow found
+
+
 def _parquet_frame(content: bytes) -> pd.DataFrame:
     table = pq.read_table(io.BytesIO(content))
     try:
@@ -362,6 +376,9 @@ def load_file(path: str | Path, *, user_col: str = "userid", label_col: str = "l
             message = f"cannot read {path}: {exc.strerror or exc}"
             raise DataError(message) from exc
     kind = "CSV (utf-8)" if suffix == ".csv" else "Parquet"
+    if suffix != ".csv":
+        # The footer first: a small file of constant columns can declare millions of rows.
+        _check_parquet_footer(content, path)
     try:
         if suffix == ".csv":
             # The user column as text: read as numbers, "01" and "1" (two people)

@@ -11,6 +11,7 @@ that names it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import stat
@@ -20,7 +21,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from mudata.archive import EXPANSION_ENV
+from mudata.errors import LimitError as MudataLimitError
+from mudata.errors import ParseError as MudataParseError
 from mudata.files import describe_kind
+from mudata.parquet_bounds import check_parquet
 from mueval.names import USER_CORRECTIONS
 from mueval.runfolder.columns import run_file_frame
 from mueval.runfolder.consistency import check_consistency
@@ -188,7 +193,13 @@ def _read_table(root: Path, name: str) -> pd.DataFrame | pa.Table:
         with open_run_file(root / name) as handle:
             if name.endswith(".csv"):
                 return pd.read_csv(handle, encoding="utf-8")
+            # The footer first: a small file of constant columns can declare
+            # millions of rows; an unreadable footer is reported below as pyarrow says.
+            with contextlib.suppress(MudataParseError):
+                check_parquet(handle, str(root / name), hint=f"${EXPANSION_ENV}")
             return pq.read_table(handle)
+    except MudataLimitError as exc:
+        raise RunFolderError(str(exc)) from None
     except (OSError, ValueError, pa.ArrowException) as exc:
         # pyarrow's ArrowInvalid, pandas' EmptyDataError and decoding errors are
         # ValueErrors; ArrowNotImplementedError (e.g. a damaged integer width) is not.

@@ -1006,3 +1006,43 @@ def test_concurrent_builds_of_one_dataset_build_it_once(local_toy: tuple[dict, P
     outputs = [child.communicate(timeout=120)[0].strip() for child in children]
     assert all(child.returncode == 0 for child in children)
     assert outputs[0] == outputs[1]  # the same file: a rebuild would have replaced it
+
+
+# ------------------------------------------ untrusted names printed escaped (issue 18)
+
+#: A member name that would clear the screen, forge a line and reverse the text.
+SPOOF = "toy/\x1b[2J\x1b[31mred\r\nerror: forged\u202egnp.csv"
+
+
+def _spoof_registry(tmp_path: Path) -> dict[str, str]:
+    archive = zip_bytes([(MEMBER, GOOD), (SPOOF, EVIL)])
+    (tmp_path / "toy.zip").write_bytes(archive)
+    spec = {"name": "toy.zip", "path": str(tmp_path / "toy.zip"), "archive": "zip"}
+    spec["members"] = pinned()  # the archive itself unpinned: its members are
+    registry = tmp_path / "registry"
+    registry.mkdir()
+    (registry / "toy.toml").write_text(_toml(entry_data([spec])), encoding="utf-8")
+    return {"MUDATA_REGISTRY": str(registry), "MUDATA_HOME": str(tmp_path / "home")}
+
+
+def _raw_controls(data: bytes) -> list[str]:
+    """Every control or bidi character in ``data`` other than a line break or tab."""
+    text = data.decode("utf-8")
+    return [c for c in text if not c.isprintable() and c not in "\n\t"]
+
+
+def test_a_spoofing_member_name_is_printed_escaped_by_the_cli(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "mudata.cli", "fetch", "toy"],
+        cwd=PROJECT_ROOT,
+        env={**os.environ, **_spoof_registry(tmp_path)},
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1, result.stderr
+    assert b"not listed" in result.stderr
+    assert _raw_controls(result.stderr) == []
+    # The name is shown, escaped, on the error's own line: no forged second line.
+    assert b"\\x1b[2J\\x1b[31mred\\r\\nerror: forged\\u202egnp.csv" in result.stderr
+    assert b"\nerror: forged" not in result.stderr

@@ -22,6 +22,7 @@ import sys
 import threading
 from pathlib import Path
 
+import click
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
@@ -994,3 +995,76 @@ def test_what_counts_as_a_run_folder_for_overwrite(tmp_path: Path, real_run) -> 
         run = _copy(real_run, tmp_path / f"run{i}")
         plant(run)
         assert run_folder_problem(run) == f"it holds entries mueval did not write: {entry}"
+
+
+# ------------------------------- every message printed escaped, whatever raised it
+
+
+#: Clear screen, colour, CR, NUL, a C1 CSI, DEL and a right-to-left override.
+HOSTILE = "name\x1b[2J\x1b[31m\r\x00\x9b\x7f\u202eevil\u2066"
+
+
+def _subclasses(base: type) -> list[type]:
+    found, todo = [], [base]
+    while todo:
+        cls = todo.pop()
+        found.append(cls)
+        todo.extend(cls.__subclasses__())
+    return sorted(set(found), key=lambda c: (c.__module__, c.__qualname__))
+
+
+def _error_types() -> list[type]:
+    # Here, not at the top: only this test needs mudata's and mueval's whole error families.
+    import mudata.errors
+    import mueval.errors
+
+    return [
+        *_subclasses(mudata.errors.MudataError),
+        *_subclasses(mueval.errors.MuevalError),
+        OSError,  # a file system failure, reported as a runtime error
+        RuntimeError,  # a bug, reported as an internal error
+    ]
+
+
+def _group_raising(error: BaseException, package: str) -> click.Group:
+    # Here, not at the top: the two command-line groups under test.
+    from mudata.cli import MudataGroup
+    from mueval.cli.base import Group
+
+    @click.group(cls=MudataGroup if package == "mudata" else Group)
+    def group() -> None:
+        pass
+
+    @group.command()
+    def boom() -> None:
+        raise error
+
+    return group
+
+
+@pytest.mark.parametrize("package", ["mudata", "mueval"])
+@pytest.mark.parametrize("error_type", _error_types(), ids=lambda c: c.__qualname__)
+def test_every_error_type_prints_a_hostile_value_escaped(error_type: type, package: str) -> None:
+    error = error_type(f"column {HOSTILE} of file {HOSTILE}: bad\nsecond line")
+    result = CliRunner().invoke(_group_raising(error, package), ["boom"])
+    assert result.exit_code in (1, 2), result.output
+    shown = result.output
+    assert [c for c in shown if not c.isprintable() and c not in "\n\t"] == []
+    # (an internal error folds its whitespace, CR included, into spaces)
+    assert "name\\x1b[2J\\x1b[31m" in shown and "\\x00\\x9b\\x7f\\u202eevil\\u2066" in shown
+    assert "second line" in shown
+
+
+def test_log_lines_are_escaped_by_the_command_line_formatter() -> None:
+    code = (
+        "import logging\n"
+        "from mudata.cli_options import configure_logging\n"
+        "configure_logging(0)\n"
+        f"logging.getLogger('mueval').warning('label %s', {HOSTILE!r})\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, timeout=TIMEOUT, check=True
+    )
+    err = result.stderr.decode("utf-8")
+    assert err.startswith("WARNING mueval: label name\\x1b[2J"), err
+    assert [c for c in err if not c.isprintable() and c not in "\n\t"] == []

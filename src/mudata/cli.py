@@ -22,6 +22,7 @@ from mudata.cli_options import (
     build_options,
     data_home_option,
     fetch_options,
+    printable,
     verbose_option,
 )
 from mudata.entry import DatasetEntry
@@ -72,7 +73,7 @@ def list_command(data_home: Path | None, as_json: bool) -> None:
     entries = load_registry(data_home, broken=broken)
     for exc in broken.values():
         # Said here rather than logged, so that it shows whatever the log set-up.
-        click.echo(f"warning: skipped a registry entry: {exc}", err=True)
+        click.echo(printable(f"warning: skipped a registry entry: {exc}"), err=True)
     if as_json:
         click.echo(json.dumps([_summary(e) for e in entries.values()], indent=2))
         return

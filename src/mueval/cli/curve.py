@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from mudata.cli_options import dataset_source_options
+from mudata.cli_options import dataset_source_options, printable
 from mueval.cli.base import Command
 from mueval.cli.options import jobs_option
 from mueval.names import CLASSIFIERS, CURVE_USES, SCORES, SMALL_CAL_POLICIES, THRESHOLD_RULES
@@ -207,6 +207,6 @@ def curve_command(
     )
     click.echo(format_curve(result.curve))
     for note in result.notes:
-        click.echo(f"note: {note}", err=True)
+        click.echo(printable(f"note: {note}"), err=True)
     if out is not None:
         click.echo(f"\ncurve folder: {result.save(out, overwrite=overwrite)}")

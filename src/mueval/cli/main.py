@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from mudata.cli_options import SOURCE_OPTIONS
+from mudata.cli_options import SOURCE_OPTIONS, configure_logging, printable
 from mueval.cli.base import LazyGroup
 from mueval.cli.options import evaluate_options
 from mueval.names import parse_classifiers, parse_strategies
@@ -58,6 +58,8 @@ _LAZY_COMMANDS = {
 )
 def main(verbose: bool) -> None:
     """Multi-user evaluation of classifiers with split conformal prediction."""
+    # Log lines (mueval's and mudata's) go through the escaping formatter, as mudata's do.
+    configure_logging(0)
 
 
 @main.command()
@@ -132,7 +134,7 @@ def evaluate(
     )
     click.echo(result.table())
     for note in result.notes:
-        click.echo(f"note: {note}", err=True)
+        click.echo(printable(f"note: {note}"), err=True)
     if result.path is not None:
         click.echo(f"\nrun folder: {result.path}")
     click.echo(f"time: {result.info['timings']['total_s']:.1f} s", err=True)
@@ -143,7 +145,7 @@ def evaluate(
     else:
         where = "add --out DIR to keep them in run.json and read them with mueval report"
     for line in warnings_summary(result.warnings, where=where):
-        click.echo(line, err=True)
+        click.echo(printable(line), err=True)
     if strict and any(w["severity"] == "error" for w in result.warnings):
         sys.exit(STRICT_EXIT)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 import pandas as pd
 
+from mudata.cli_options import printable
 from mueval.cli.base import Command
 from mueval.cli.options import compare_options, report_options
 from mueval.comparison.significance import compare_runs, run_labels
@@ -92,9 +93,9 @@ def report_command(
     click.echo(f"wrote {result.html} ({n_png} figures as PNG and SVG in {target / 'figures'})")
     # Each with the severity run.json and the page give it; the sections' notes after.
     for w in result.warnings:
-        click.echo(warning_line(w), err=True)
+        click.echo(printable(warning_line(w)), err=True)
     for note in result.notes:
-        click.echo(f"note: {note}", err=True)
+        click.echo(printable(f"note: {note}"), err=True)
 
 
 @click.command("compare", cls=Command)
@@ -115,7 +116,7 @@ def compare_command(
         return
     result = compare_runs(runs, metric=metric)
     for warning in result.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(printable(f"warning: {warning}"), err=True)
     table = result.table
     shown = table.drop(columns=["note"]).copy()
     for col in ("mean_a", "mean_b", "statistic", "df"):
@@ -135,7 +136,9 @@ def compare_command(
         click.echo(shown.to_string(index=False))
     notes = table[table.note != ""][["classifier", "strategy_a", "strategy_b", "test", "note"]]
     for r in notes.drop_duplicates("note").itertuples():
-        click.echo(f"note ({r.classifier} {r.strategy_a} vs {r.strategy_b}, {r.test}): {r.note}")
+        click.echo(
+            printable(f"note ({r.classifier} {r.strategy_a} vs {r.strategy_b}, {r.test}): {r.note}")
+        )
     if out is not None:
         _write_csv(table, out)
         click.echo(f"wrote {out}")
@@ -154,7 +157,7 @@ def _compare_guarantees(runs: list[RunFolder], out: Path | None) -> None:
 
     result = compare_guarantees(runs)
     for warning in result.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(printable(f"warning: {warning}"), err=True)
     shown = result.summary[list(_GUARANTEE_SHOWN)].copy()
     for col in shown.columns:
         if col.endswith(("coverage", "_low", "_high", "share_below")):

@@ -28,6 +28,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mueval.cli.main import main
 from mueval.errors import OutputError
@@ -1015,9 +1017,19 @@ def _subclasses(base: type) -> list[type]:
 
 def _error_types() -> list[type]:
     # Here, not at the top: only this test needs mudata's and mueval's whole error families.
+    import importlib
+    import pkgutil
+
+    import mudata
     import mudata.errors
+    import mueval
     import mueval.errors
 
+    # Every module of both packages, so that every subclass is defined (and the
+    # list is the same in every pytest-xdist worker).
+    for package in (mudata, mueval):
+        for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+            importlib.import_module(module.name)
     return [
         *_subclasses(mudata.errors.MudataError),
         *_subclasses(mueval.errors.MuevalError),
@@ -1068,3 +1080,98 @@ def test_log_lines_are_escaped_by_the_command_line_formatter() -> None:
     err = result.stderr.decode("utf-8")
     assert err.startswith("WARNING mueval: label name\\x1b[2J"), err
     assert [c for c in err if not c.isprintable() and c not in "\n\t"] == []
+
+
+# ------------------------------------ run-folder files keep labels and ids exactly
+
+
+#: Text a spreadsheet would run, a line break, a NUL, a right-to-left override, the
+#: writer's own prefix, and 10,000 characters.
+_HOSTILE_TEXTS = [
+    "-1",
+    "+1",
+    "+",
+    "-",
+    "=A1",
+    "@SUM(A1)",
+    "'-1",
+    "a\rb",
+    "a\r\nb",
+    "x\x00y",
+    "\u202eevil",
+    "\tq",
+    "L" * 10_000,
+    "walk",
+]
+
+
+def _hostile_frame(labels: list[str], ids: list[str]) -> pd.DataFrame:
+    frame = make_frame(n_users=3, per_class=20)
+    frame["label"] = frame["label"].map(dict(zip(["run", "sit", "walk"], labels)))
+    frame["userid"] = frame["userid"].map(dict(zip([10, 11, 12], ids)))
+    return frame
+
+
+def _as_text(values: object) -> list[str]:
+    return sorted(str(v) for v in pd.unique(pd.Series(values)))
+
+
+@settings(max_examples=6, deadline=None)
+@given(
+    labels=st.lists(st.sampled_from(_HOSTILE_TEXTS), min_size=3, max_size=3, unique=True),
+    ids=st.lists(st.sampled_from(_HOSTILE_TEXTS), min_size=3, max_size=3, unique=True),
+)
+def test_run_folders_read_back_hostile_labels_and_ids_exactly(
+    tmp_path_factory: pytest.TempPathFactory, labels: list[str], ids: list[str]
+) -> None:
+    # Here, not at the top: the Python API, for a run without the command line's parsing.
+    import mueval
+
+    out = tmp_path_factory.mktemp("hostile") / "run"
+    run = mueval.evaluate(
+        _hostile_frame(labels, ids),
+        strategies="mm",
+        classifiers="nb",
+        iterations=1,
+        out=out,
+        progress=False,
+    )
+    read = mueval.Run.load(out)  # what report and compare read
+    assert read.folder().classes == run.folder().classes
+    assert sorted(read.folder().classes) == sorted(labels)
+    assert _as_text(read.predictions["userid"]) == _as_text(run.predictions["userid"])
+    for name in ("user_coverage", "user_validity"):
+        assert _as_text(getattr(read, name)["user"]) == _as_text(getattr(run, name)["user"])
+    by_class = read.conditional_coverage
+    assert set(labels) <= set(by_class.loc[by_class["by"] == "class", "value"])
+    pd.testing.assert_frame_equal(
+        read.size_coverage.reset_index(drop=True),
+        run.size_coverage.reset_index(drop=True),
+        check_dtype=False,
+    )
+
+
+def test_formula_text_is_neutralised_in_the_file_and_restored_on_read(tmp_path: Path) -> None:
+    run = _hostile_frame(["=HYPERLINK(1)", "-1", "'q"], ["+7", "u\r1", "8"])
+    # Here, not at the top: the Python API, for a run without the command line's parsing.
+    import mueval
+
+    mueval.evaluate(run, strategies="mm,uim", classifiers="nb", iterations=2, out=tmp_path / "r")
+    raw = (tmp_path / "r" / "conditional_coverage.csv").read_text(encoding="utf-8")
+    assert ",'=HYPERLINK(1)," in raw and ",'-1," in raw and ",''q," in raw  # spreadsheet-safe
+    result = _mueval("compare", str(tmp_path / "r"))
+    assert "the predictions lack it" not in result.output
+    assert result.exit_code == 0, result.output
+    read = mueval.Run.load(tmp_path / "r").folder()
+    assert sorted(read.classes) == sorted(["=HYPERLINK(1)", "-1", "'q"])
+
+
+def test_run_json_with_its_classes_reordered_is_refused(real_run: Path, tmp_path: Path) -> None:
+    folder = _copy(real_run, tmp_path / "run")
+    info = json.loads((folder / "run.json").read_text())
+    info["classes"] = info["classes"][::-1]
+    (folder / "run.json").write_text(json.dumps(info))
+    with pytest.raises(RunFolderError, match="class order of run.json is not the one") as caught:
+        read_run_folder(folder)
+    assert "pred_set lists" in str(caught.value)
+    assert read_run_folder(real_run).classes != info["classes"]  # the original still reads

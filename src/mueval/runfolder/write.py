@@ -41,7 +41,7 @@ from mudata.files import describe_kind
 from mueval.errors import OutputError
 from mueval.evaluation.aggregate import user_dtype
 from mueval.evaluation.records import EvalResult
-from mueval.files import check_inside, neutralise_formulas
+from mueval.files import check_inside, write_csv
 from mueval.runfolder.format import (
     CONDITIONAL_COVERAGE_FILE,
     COVERAGE_SUMMARY_FILE,
@@ -601,7 +601,7 @@ def finish_run_folder(
                 raise OutputError(message)
 
         writers: list[tuple[str, Any]] = [
-            ("summary.csv", lambda p: neutralise_formulas(summary).to_csv(p, index=False)),
+            ("summary.csv", lambda p: write_csv(summary, p)),
             ("splits.parquet", lambda p: splits.to_parquet(p, index=False)),
             ("predictions.parquet", write_predictions),
         ]
@@ -613,7 +613,7 @@ def finish_run_folder(
             writers.append(
                 (
                     "size_coverage.csv",
-                    lambda p: neutralise_formulas(size_coverage).to_csv(p, index=False),
+                    lambda p: write_csv(size_coverage, p),
                 )
             )
         for name, frame in (
@@ -624,9 +624,7 @@ def finish_run_folder(
             (USER_COHORTS_FILE, user_cohorts),
         ):
             if frame is not None:
-                writers.append(
-                    (name, lambda p, f=frame: neutralise_formulas(f).to_csv(p, index=False))
-                )
+                writers.append((name, lambda p, f=frame: write_csv(f, p)))
         for name, write in writers:
             write(check_inside(tmp, tmp / name))
         info = {

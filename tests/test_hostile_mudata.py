@@ -1046,3 +1046,15 @@ def test_a_spoofing_member_name_is_printed_escaped_by_the_cli(tmp_path: Path) ->
     # The name is shown, escaped, on the error's own line: no forged second line.
     assert b"\\x1b[2J\\x1b[31mred\\r\\nerror: forged\\u202egnp.csv" in result.stderr
     assert b"\nerror: forged" not in result.stderr
+
+
+def test_inline_tables_nested_thousands_deep_are_named_not_an_internal_error(
+    tmp_path: Path,
+) -> None:
+    depth = 3_000
+    entry = tmp_path / "deep.toml"
+    entry.write_text('name = "deep"\nextra = ' + "{a = " * depth + "1" + "}" * depth + "\n")
+    result = CliRunner().invoke(main, ["register", str(entry)], env={"MUDATA_HOME": str(tmp_path)})
+    assert result.exit_code == 1, result.output
+    assert "nested too deep" in result.output and str(entry) in result.output
+    assert "internal error" not in result.output

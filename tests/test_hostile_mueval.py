@@ -1175,3 +1175,25 @@ def test_run_json_with_its_classes_reordered_is_refused(real_run: Path, tmp_path
         read_run_folder(folder)
     assert "pred_set lists" in str(caught.value)
     assert read_run_folder(real_run).classes != info["classes"]  # the original still reads
+
+
+def test_text_fields_of_run_json_are_capped_when_read(real_run: Path, tmp_path: Path) -> None:
+    folder = _copy(real_run, tmp_path / "run")
+    info = json.loads((folder / "run.json").read_text())
+    info["dataset"]["name"] = "N" * 1_000_000
+    info["versions"]["python"] = "\x1b[2J" * 100_000
+    (folder / "run.json").write_text(json.dumps(info))
+    run = read_run_folder(folder).run
+    assert run["dataset"]["name"].startswith("N" * 2_000 + "... (998,000 more characters)")
+    assert len(run["versions"]["python"]) < 10_000 and "\x1b" not in run["versions"]["python"]
+    assert run["classes"] == info["classes"]  # kept whole: they must match the predictions
+
+
+def test_a_huge_message_is_capped_at_the_command_line() -> None:
+    # Here, not at the top: the error a --data file with a huge header would raise.
+    from mueval.errors import DataError
+
+    error = DataError("columns are: " + ", ".join(f"c{i}" for i in range(700_000)))
+    result = CliRunner().invoke(_group_raising(error, "mueval"), ["boom"])
+    assert result.exit_code == 1
+    assert len(result.output) < 10_200 and "more characters)" in result.output

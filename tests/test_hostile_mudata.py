@@ -1058,3 +1058,36 @@ def test_inline_tables_nested_thousands_deep_are_named_not_an_internal_error(
     assert result.exit_code == 1, result.output
     assert "nested too deep" in result.output and str(entry) in result.output
     assert "internal error" not in result.output
+
+
+_HOLD_LOCK = (
+    "import fcntl, os, sys, time\n"
+    "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+    "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+    "print('held', flush=True)\n"
+    "time.sleep(60)\n"
+)
+
+
+def test_a_killed_build_s_part_files_go_at_the_next_run_that_finds_the_table_built(
+    local_toy: tuple[dict, Path],
+) -> None:
+    entry, home = local_toy
+    build(entry, home)
+    folder = parquet_path(parse_entry(entry), home).parent
+    leftovers = [folder / ".toy.parquet.k1ll3d.part", folder / ".datapackage.json.x.part"]
+    for path in leftovers:
+        path.write_bytes(b"half a table")  # what a SIGKILL mid-write leaves
+    holder = subprocess.Popen(  # another process at work there: its files are its own
+        [sys.executable, "-c", _HOLD_LOCK, str(folder / ".lock")], stdout=subprocess.PIPE
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+        build(entry, home)
+        assert all(path.exists() for path in leftovers)
+    finally:
+        holder.kill()
+        holder.wait()
+    build(entry, home)  # served from the cache, no build: the leftovers go all the same
+    assert not any(path.exists() for path in leftovers)
+    assert (folder / "toy.parquet").exists()

@@ -26,7 +26,7 @@ from mudata.errors import (
     ParseError,
     UsageError,
 )
-from mudata.paths import dataset_lock, sweep_stale, table_dir
+from mudata.paths import dataset_lock, sweep_stale, sweep_when_idle, table_dir
 from mudata.readers import FeatureTable, SignalTable, Sources, get_reader
 from mudata.store import load_table, read_provenance, table_fingerprint, write_table
 from mudata.userfilter import filter_users
@@ -36,6 +36,12 @@ if TYPE_CHECKING:
     from mudata.download import FetchedFile
 
 log = logging.getLogger(__name__)
+
+
+def _temporary_files(target: Path) -> tuple[str, ...]:
+    """Name patterns of the temporary files a build writes beside the table ``target``."""
+    return (f".{target.name}.*.part", ".datapackage.json.*.part")
+
 
 # Bump a recipe's version whenever its output for the same input changes;
 # tables built with another version are rebuilt.
@@ -325,6 +331,7 @@ def build_frame(
                 download=download, max_expansion=max_expansion, min_users=min_users,
             )  # fmt: skip
         log.info("%s: already built at %s", entry.name, target)
+        sweep_when_idle(entry.name, data_home, _temporary_files(target))
         return target, frame
     # Here, not at the top: imports pooch's network stack.
     from mudata.download import fetch_sources
@@ -332,8 +339,8 @@ def build_frame(
     with dataset_lock(entry.name, data_home):
         if not force and (frame := current_table(entry, data_home)) is not None:
             return target, frame  # built by another process while this one waited
-        sweep_stale(target.parent, f".{target.name}.*.part")
-        sweep_stale(target.parent, ".datapackage.json.*.part")
+        for pattern in _temporary_files(target):
+            sweep_stale(target.parent, pattern)
         fetched = fetch_sources(
             entry,
             data_home=data_home,

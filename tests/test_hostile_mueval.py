@@ -1197,3 +1197,16 @@ def test_a_huge_message_is_capped_at_the_command_line() -> None:
     result = CliRunner().invoke(_group_raising(error, "mueval"), ["boom"])
     assert result.exit_code == 1
     assert len(result.output) < 10_200 and "more characters)" in result.output
+
+
+def test_uint64_user_ids_past_int64_stay_those_users(tmp_path: Path) -> None:
+    # Here, not at the top: the Python API, to read the run back.
+    import mueval
+
+    frame = make_frame(n_users=3, per_class=20)
+    frame["userid"] = frame["userid"].astype("uint64") + np.uint64(2**63)
+    frame.to_parquet(tmp_path / "u64.parquet")
+    result = _evaluate(tmp_path / "u64.parquet", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    users = {str(u) for u in mueval.Run.load(tmp_path / "run").predictions["userid"]}
+    assert users == {str(u) for u in frame["userid"].unique()}

@@ -37,6 +37,7 @@ from mudata.errors import (
     ChecksumError,
     CorruptTableError,
     DownloadError,
+    EmptyResultError,
     LimitError,
     MissingFileError,
     ParseError,
@@ -1091,3 +1092,21 @@ def test_a_killed_build_s_part_files_go_at_the_next_run_that_finds_the_table_bui
     build(entry, home)  # served from the cache, no build: the leftovers go all the same
     assert not any(path.exists() for path in leftovers)
     assert (folder / "toy.parquet").exists()
+
+
+def test_windows_all_dropped_for_huge_signals_say_so(tmp_path: Path) -> None:
+    # Here, not at the top: the long-signals layout of tests/test_long_signals.py.
+    from mudata.pipeline import build_table
+    from tests.entries import entry
+    from tests.test_long_signals import PATH_OPTIONS, WALK_SIT
+
+    for user in ("f1", "m2"):
+        for label in ("walk", "sit"):
+            (tmp_path / label).mkdir(exist_ok=True)
+            rows = [f"{s}1e308 {s}1e308 1e308" for s in ("", "-") * 15]  # sums overflow
+            (tmp_path / label / f"{user}_t1.txt").write_text("\n".join(rows) + "\n")
+    with pytest.raises(EmptyResultError) as caught:
+        build_table(entry("long-signals", PATH_OPTIONS, WALK_SIT), Sources([tmp_path]))
+    message = str(caught.value)
+    assert "120 rows of the kept classes" in message and "windows dropped" in message
+    assert "no row of a kept class" not in message

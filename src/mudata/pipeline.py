@@ -192,8 +192,7 @@ def labelled_features(
         counts["time_repeats"] = dict(raw.frame.attrs["time_repeats"])
     features = _to_features(raw, kept, entry, counts)
     if features.empty:
-        message = f"{entry.name}: no row of a kept class {entry.class_names} was read"
-        raise EmptyResultError(message)
+        raise EmptyResultError(_nothing_left(entry, kept, counts))
     labelled = features.copy()
     labelled["userid"] = user_names(labelled["userid"])
     feature_columns = [c for c in labelled.columns if c not in ("userid", "label")]
@@ -207,9 +206,22 @@ def labelled_features(
         labelled = labelled.loc[~incomplete].reset_index(drop=True)
     counts["rows_dropped_missing_values"] = int(incomplete.sum())
     if labelled.empty:
-        message = f"{entry.name}: no row of a kept class {entry.class_names} was read"
-        raise EmptyResultError(message)
+        raise EmptyResultError(_nothing_left(entry, kept, counts))
     return labelled, counts
+
+
+def _nothing_left(entry: DatasetEntry, kept: pd.DataFrame, counts: dict[str, Any]) -> str:
+    """Why no feature row is left: nothing of a kept class read, or all of it dropped."""
+    if kept.empty:
+        return f"{entry.name}: no row of a kept class {entry.class_names} was read"
+    windows = {k: v for k, v in counts.get("windows_dropped", {}).items() if v}
+    why = [f"{n:,} windows dropped: {reason}" for reason, n in windows.items()]
+    if counts.get("rows_dropped_missing_values"):
+        why.append(f"{counts['rows_dropped_missing_values']:,} rows with missing feature values")
+    return (
+        f"{entry.name}: {len(kept):,} rows of the kept classes {entry.class_names} were read, "
+        f"but none is left as a feature row ({'; '.join(why) or 'no complete window'})"
+    )
 
 
 def build_table(

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tarfile
 import time
+import unicodedata
 import warnings
 import zipfile
 from pathlib import Path
@@ -1110,3 +1111,38 @@ def test_windows_all_dropped_for_huge_signals_say_so(tmp_path: Path) -> None:
     message = str(caught.value)
     assert "120 rows of the kept classes" in message and "windows dropped" in message
     assert "no row of a kept class" not in message
+
+
+def _init_folder(folder: Path, names: list[str]) -> Path:
+    # Here, not at the top: the tiny feature table of the init tests.
+    from tests.tiny_entry import tiny_rows
+
+    folder.mkdir()
+    for seed, name in enumerate(names):
+        tiny_rows(seed).to_csv(folder / name, index=False)
+    return folder
+
+
+def _init(folder: Path, tmp_path: Path):
+    args = ["init", str(folder), "--name", "mine", "-o", str(tmp_path / "mine.toml")]
+    return CliRunner().invoke(main, [*args, "--user", "who", "--label", "what"])
+
+
+def test_init_refuses_a_file_name_with_a_line_break_naming_it(tmp_path: Path) -> None:
+    folder = _init_folder(tmp_path / "files", ["a\nb.csv", "ok.csv"])
+    result = _init(folder, tmp_path)
+    assert result.exit_code == 2, result.output
+    assert "'a\\nb.csv'" in result.output and "<memory>" not in result.output
+    assert not (tmp_path / "mine.toml").exists()
+
+
+def test_init_refuses_nfc_nfd_twin_names_naming_both(tmp_path: Path) -> None:
+    composed = "caf\u00e9.csv"
+    decomposed = unicodedata.normalize("NFD", composed)
+    folder = _init_folder(tmp_path / "files", [composed, decomposed])
+    if len(list(folder.iterdir())) < 2:
+        pytest.skip("this file system normalises names itself")
+    result = _init(folder, tmp_path)
+    assert result.exit_code == 2, result.output
+    assert ascii(composed) in result.output and ascii(decomposed) in result.output
+    assert not (tmp_path / "mine.toml").exists()

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tarfile
 import time
+import unicodedata
 import warnings
 import zipfile
 from pathlib import Path
@@ -38,6 +39,7 @@ from mudata.errors import (
     ChecksumError,
     CorruptTableError,
     DownloadError,
+    EmptyResultError,
     LimitError,
     MissingFileError,
     ParseError,
@@ -1298,3 +1300,141 @@ def test_entry_with_more_classes_than_the_cap_is_refused_before_the_schema() -> 
     twice = [*data["classes"][:5], {"code": 3, "name": "again"}]
     with pytest.raises(RegistryError, match=r"duplicated class codes \['3'\]"):
         parse_entry({**data, "classes": twice})
+
+
+# ------------------------------------------ untrusted names printed escaped (issue 18)
+
+#: A member name that would clear the screen, forge a line and reverse the text.
+SPOOF = "toy/\x1b[2J\x1b[31mred\r\nerror: forged\u202egnp.csv"
+
+
+def _spoof_registry(tmp_path: Path) -> dict[str, str]:
+    archive = zip_bytes([(MEMBER, GOOD), (SPOOF, EVIL)])
+    (tmp_path / "toy.zip").write_bytes(archive)
+    spec = {"name": "toy.zip", "path": str(tmp_path / "toy.zip"), "archive": "zip"}
+    spec["members"] = pinned()  # the archive itself unpinned: its members are
+    registry = tmp_path / "registry"
+    registry.mkdir()
+    (registry / "toy.toml").write_text(_toml(entry_data([spec])), encoding="utf-8")
+    return {"MUDATA_REGISTRY": str(registry), "MUDATA_HOME": str(tmp_path / "home")}
+
+
+def _raw_controls(data: bytes) -> list[str]:
+    """Every control or bidi character in ``data`` other than a line break or tab."""
+    text = data.decode("utf-8")
+    return [c for c in text if not c.isprintable() and c not in "\n\t"]
+
+
+def test_a_spoofing_member_name_is_printed_escaped_by_the_cli(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "mudata.cli", "fetch", "toy"],
+        cwd=PROJECT_ROOT,
+        env={**os.environ, **_spoof_registry(tmp_path)},
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1, result.stderr
+    assert b"not listed" in result.stderr
+    assert _raw_controls(result.stderr) == []
+    # The name is shown, escaped, on the error's own line: no forged second line.
+    assert b"\\x1b[2J\\x1b[31mred\\r\\nerror: forged\\u202egnp.csv" in result.stderr
+    assert b"\nerror: forged" not in result.stderr
+
+
+def test_inline_tables_nested_thousands_deep_are_named_not_an_internal_error(
+    tmp_path: Path,
+) -> None:
+    depth = 3_000
+    entry = tmp_path / "deep.toml"
+    entry.write_text('name = "deep"\nextra = ' + "{a = " * depth + "1" + "}" * depth + "\n")
+    result = CliRunner().invoke(main, ["register", str(entry)], env={"MUDATA_HOME": str(tmp_path)})
+    assert result.exit_code == 1, result.output
+    assert "nested too deep" in result.output and str(entry) in result.output
+    assert "internal error" not in result.output
+
+
+_HOLD_LOCK = (
+    "import fcntl, os, sys, time\n"
+    "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+    "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+    "print('held', flush=True)\n"
+    "time.sleep(60)\n"
+)
+
+
+def test_a_killed_build_s_part_files_go_at_the_next_run_that_finds_the_table_built(
+    local_toy: tuple[dict, Path],
+) -> None:
+    entry, home = local_toy
+    build(entry, home)
+    folder = parquet_path(parse_entry(entry), home).parent
+    leftovers = [folder / ".toy.parquet.k1ll3d.part", folder / ".datapackage.json.x.part"]
+    for path in leftovers:
+        path.write_bytes(b"half a table")  # what a SIGKILL mid-write leaves
+    holder = subprocess.Popen(  # another process at work there: its files are its own
+        [sys.executable, "-c", _HOLD_LOCK, str(folder / ".lock")], stdout=subprocess.PIPE
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+        build(entry, home)
+        assert all(path.exists() for path in leftovers)
+    finally:
+        holder.kill()
+        holder.wait()
+    build(entry, home)  # served from the cache, no build: the leftovers go all the same
+    assert not any(path.exists() for path in leftovers)
+    assert (folder / "toy.parquet").exists()
+
+
+def test_windows_all_dropped_for_huge_signals_say_so(tmp_path: Path) -> None:
+    # Here, not at the top: the long-signals layout of tests/test_long_signals.py.
+    from mudata.pipeline import build_table
+    from tests.entries import entry
+    from tests.test_long_signals import PATH_OPTIONS, WALK_SIT
+
+    for user in ("f1", "m2"):
+        for label in ("walk", "sit"):
+            (tmp_path / label).mkdir(exist_ok=True)
+            rows = [f"{s}1e308 {s}1e308 1e308" for s in ("", "-") * 15]  # sums overflow
+            (tmp_path / label / f"{user}_t1.txt").write_text("\n".join(rows) + "\n")
+    with pytest.raises(EmptyResultError) as caught:
+        build_table(entry("long-signals", PATH_OPTIONS, WALK_SIT), Sources([tmp_path]))
+    message = str(caught.value)
+    assert "120 rows of the kept classes" in message and "windows dropped" in message
+    assert "no row of a kept class" not in message
+
+
+def _init_folder(folder: Path, names: list[str]) -> Path:
+    # Here, not at the top: the tiny feature table of the init tests.
+    from tests.tiny_entry import tiny_rows
+
+    folder.mkdir()
+    for seed, name in enumerate(names):
+        tiny_rows(seed).to_csv(folder / name, index=False)
+    return folder
+
+
+def _init(folder: Path, tmp_path: Path):
+    args = ["init", str(folder), "--name", "mine", "-o", str(tmp_path / "mine.toml")]
+    return CliRunner().invoke(main, [*args, "--user", "who", "--label", "what"])
+
+
+def test_init_refuses_a_file_name_with_a_line_break_naming_it(tmp_path: Path) -> None:
+    folder = _init_folder(tmp_path / "files", ["a\nb.csv", "ok.csv"])
+    result = _init(folder, tmp_path)
+    assert result.exit_code == 2, result.output
+    assert "'a\\nb.csv'" in result.output and "<memory>" not in result.output
+    assert not (tmp_path / "mine.toml").exists()
+
+
+def test_init_refuses_nfc_nfd_twin_names_naming_both(tmp_path: Path) -> None:
+    composed = "caf\u00e9.csv"
+    decomposed = unicodedata.normalize("NFD", composed)
+    folder = _init_folder(tmp_path / "files", [composed, decomposed])
+    if len(list(folder.iterdir())) < 2:
+        pytest.skip("this file system normalises names itself")
+    result = _init(folder, tmp_path)
+    assert result.exit_code == 2, result.output
+    assert ascii(composed) in result.output and ascii(decomposed) in result.output
+    assert not (tmp_path / "mine.toml").exists()

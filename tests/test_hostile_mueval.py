@@ -22,11 +22,14 @@ import sys
 import threading
 from pathlib import Path
 
+import click
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mueval.cli.main import main
 from mueval.errors import OutputError
@@ -1045,3 +1048,216 @@ def test_jobs_above_the_cpu_count_is_lowered_with_a_warning(tmp_path: Path) -> N
         f"warning: --jobs {cpus + 62} is more than the {cpus} CPU(s) here; using {cpus}"
         in result.output
     )
+
+
+# ------------------------------- every message printed escaped, whatever raised it
+
+
+#: Clear screen, colour, CR, NUL, a C1 CSI, DEL and a right-to-left override.
+HOSTILE = "name\x1b[2J\x1b[31m\r\x00\x9b\x7f\u202eevil\u2066"
+
+
+def _subclasses(base: type) -> list[type]:
+    found, todo = [], [base]
+    while todo:
+        cls = todo.pop()
+        found.append(cls)
+        todo.extend(cls.__subclasses__())
+    return sorted(set(found), key=lambda c: (c.__module__, c.__qualname__))
+
+
+def _error_types() -> list[type]:
+    # Here, not at the top: only this test needs mudata's and mueval's whole error families.
+    import importlib
+    import pkgutil
+
+    import mudata
+    import mudata.errors
+    import mueval
+    import mueval.errors
+
+    # Every module of both packages, so that every subclass is defined (and the
+    # list is the same in every pytest-xdist worker).
+    for package in (mudata, mueval):
+        for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+            importlib.import_module(module.name)
+    return [
+        *_subclasses(mudata.errors.MudataError),
+        *_subclasses(mueval.errors.MuevalError),
+        OSError,  # a file system failure, reported as a runtime error
+        RuntimeError,  # a bug, reported as an internal error
+    ]
+
+
+def _group_raising(error: BaseException, package: str) -> click.Group:
+    # Here, not at the top: the two command-line groups under test.
+    from mudata.cli import MudataGroup
+    from mueval.cli.base import Group
+
+    @click.group(cls=MudataGroup if package == "mudata" else Group)
+    def group() -> None:
+        pass
+
+    @group.command()
+    def boom() -> None:
+        raise error
+
+    return group
+
+
+@pytest.mark.parametrize("package", ["mudata", "mueval"])
+@pytest.mark.parametrize("error_type", _error_types(), ids=lambda c: c.__qualname__)
+def test_every_error_type_prints_a_hostile_value_escaped(error_type: type, package: str) -> None:
+    error = error_type(f"column {HOSTILE} of file {HOSTILE}: bad\nsecond line")
+    result = CliRunner().invoke(_group_raising(error, package), ["boom"])
+    assert result.exit_code in (1, 2), result.output
+    shown = result.output
+    assert [c for c in shown if not c.isprintable() and c not in "\n\t"] == []
+    # (an internal error folds its whitespace, CR included, into spaces)
+    assert "name\\x1b[2J\\x1b[31m" in shown and "\\x00\\x9b\\x7f\\u202eevil\\u2066" in shown
+    assert "second line" in shown
+
+
+def test_log_lines_are_escaped_by_the_command_line_formatter() -> None:
+    code = (
+        "import logging\n"
+        "from mudata.cli_options import configure_logging\n"
+        "configure_logging(0)\n"
+        f"logging.getLogger('mueval').warning('label %s', {HOSTILE!r})\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, timeout=TIMEOUT, check=True
+    )
+    err = result.stderr.decode("utf-8")
+    assert err.startswith("WARNING mueval: label name\\x1b[2J"), err
+    assert [c for c in err if not c.isprintable() and c not in "\n\t"] == []
+
+
+# ------------------------------------ run-folder files keep labels and ids exactly
+
+
+#: Text a spreadsheet would run, a line break, a NUL, a right-to-left override, the
+#: writer's own prefix, and 10,000 characters.
+_HOSTILE_TEXTS = [
+    "-1",
+    "+1",
+    "+",
+    "-",
+    "=A1",
+    "@SUM(A1)",
+    "'-1",
+    "a\rb",
+    "a\r\nb",
+    "x\x00y",
+    "\u202eevil",
+    "\tq",
+    "L" * 10_000,
+    "walk",
+]
+
+
+def _hostile_frame(labels: list[str], ids: list[str]) -> pd.DataFrame:
+    frame = make_frame(n_users=3, per_class=20)
+    frame["label"] = frame["label"].map(dict(zip(["run", "sit", "walk"], labels)))
+    frame["userid"] = frame["userid"].map(dict(zip([10, 11, 12], ids)))
+    return frame
+
+
+def _as_text(values: object) -> list[str]:
+    return sorted(str(v) for v in pd.unique(pd.Series(values)))
+
+
+@settings(max_examples=6, deadline=None)
+@given(
+    labels=st.lists(st.sampled_from(_HOSTILE_TEXTS), min_size=3, max_size=3, unique=True),
+    ids=st.lists(st.sampled_from(_HOSTILE_TEXTS), min_size=3, max_size=3, unique=True),
+)
+def test_run_folders_read_back_hostile_labels_and_ids_exactly(
+    tmp_path_factory: pytest.TempPathFactory, labels: list[str], ids: list[str]
+) -> None:
+    # Here, not at the top: the Python API, for a run without the command line's parsing.
+    import mueval
+
+    out = tmp_path_factory.mktemp("hostile") / "run"
+    run = mueval.evaluate(
+        _hostile_frame(labels, ids),
+        strategies="mm",
+        classifiers="nb",
+        iterations=1,
+        out=out,
+        progress=False,
+    )
+    read = mueval.Run.load(out)  # what report and compare read
+    assert read.folder().classes == run.folder().classes
+    assert sorted(read.folder().classes) == sorted(labels)
+    assert _as_text(read.predictions["userid"]) == _as_text(run.predictions["userid"])
+    for name in ("user_coverage", "user_validity"):
+        assert _as_text(getattr(read, name)["user"]) == _as_text(getattr(run, name)["user"])
+    by_class = read.conditional_coverage
+    assert set(labels) <= set(by_class.loc[by_class["by"] == "class", "value"])
+    pd.testing.assert_frame_equal(
+        read.size_coverage.reset_index(drop=True),
+        run.size_coverage.reset_index(drop=True),
+        check_dtype=False,
+    )
+
+
+def test_formula_text_is_neutralised_in_the_file_and_restored_on_read(tmp_path: Path) -> None:
+    run = _hostile_frame(["=HYPERLINK(1)", "-1", "'q"], ["+7", "u\r1", "8"])
+    # Here, not at the top: the Python API, for a run without the command line's parsing.
+    import mueval
+
+    mueval.evaluate(run, strategies="mm,uim", classifiers="nb", iterations=2, out=tmp_path / "r")
+    raw = (tmp_path / "r" / "conditional_coverage.csv").read_text(encoding="utf-8")
+    assert ",'=HYPERLINK(1)," in raw and ",'-1," in raw and ",''q," in raw  # spreadsheet-safe
+    result = _mueval("compare", str(tmp_path / "r"))
+    assert "the predictions lack it" not in result.output
+    assert result.exit_code == 0, result.output
+    read = mueval.Run.load(tmp_path / "r").folder()
+    assert sorted(read.classes) == sorted(["=HYPERLINK(1)", "-1", "'q"])
+
+
+def test_run_json_with_its_classes_reordered_is_refused(real_run: Path, tmp_path: Path) -> None:
+    folder = _copy(real_run, tmp_path / "run")
+    info = json.loads((folder / "run.json").read_text())
+    info["classes"] = info["classes"][::-1]
+    (folder / "run.json").write_text(json.dumps(info))
+    with pytest.raises(RunFolderError, match="class order of run.json is not the one") as caught:
+        read_run_folder(folder)
+    assert "pred_set lists" in str(caught.value)
+    assert read_run_folder(real_run).classes != info["classes"]  # the original still reads
+
+
+def test_text_fields_of_run_json_are_capped_when_read(real_run: Path, tmp_path: Path) -> None:
+    folder = _copy(real_run, tmp_path / "run")
+    info = json.loads((folder / "run.json").read_text())
+    info["dataset"]["name"] = "N" * 1_000_000
+    info["versions"]["python"] = "\x1b[2J" * 100_000
+    (folder / "run.json").write_text(json.dumps(info))
+    run = read_run_folder(folder).run
+    assert run["dataset"]["name"].startswith("N" * 2_000 + "... (998,000 more characters)")
+    assert len(run["versions"]["python"]) < 10_000 and "\x1b" not in run["versions"]["python"]
+    assert run["classes"] == info["classes"]  # kept whole: they must match the predictions
+
+
+def test_a_huge_message_is_capped_at_the_command_line() -> None:
+    # Here, not at the top: the error a --data file with a huge header would raise.
+    from mueval.errors import DataError
+
+    error = DataError("columns are: " + ", ".join(f"c{i}" for i in range(700_000)))
+    result = CliRunner().invoke(_group_raising(error, "mueval"), ["boom"])
+    assert result.exit_code == 1
+    assert len(result.output) < 10_200 and "more characters)" in result.output
+
+
+def test_uint64_user_ids_past_int64_stay_those_users(tmp_path: Path) -> None:
+    # Here, not at the top: the Python API, to read the run back.
+    import mueval
+
+    frame = make_frame(n_users=3, per_class=20)
+    frame["userid"] = frame["userid"].astype("uint64") + np.uint64(2**63)
+    frame.to_parquet(tmp_path / "u64.parquet")
+    result = _evaluate(tmp_path / "u64.parquet", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    users = {str(u) for u in mueval.Run.load(tmp_path / "run").predictions["userid"]}
+    assert users == {str(u) for u in frame["userid"].unique()}

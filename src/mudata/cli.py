@@ -23,6 +23,7 @@ from mudata.cli_options import (
     data_home_option,
     fetch_options,
     manual_dir_option,
+    printable,
     render_table,
     table_option,
     verbose_option,
@@ -85,7 +86,7 @@ def list_command(data_home: Path | None, as_json: bool, table_format: str) -> No
     entries = load_registry(data_home, broken=broken)
     for exc in broken.values():
         # Said here rather than logged, so that it shows whatever the log set-up.
-        click.echo(f"warning: skipped a registry entry: {exc}", err=True)
+        click.echo(printable(f"warning: skipped a registry entry: {exc}"), err=True)
     if as_json:
         click.echo(json.dumps([_summary(e) for e in entries.values()], indent=2))
         return

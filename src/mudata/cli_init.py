@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from mudata.cli_options import LoggingCommand, init_help_options, init_options
+from mudata.cli_options import LoggingCommand, init_help_options, init_options, printable
 from mudata.files import atomic_write
 
 
@@ -57,6 +57,6 @@ def init_command(
         choices=Choices(**choices),
     )
     atomic_write(target, draft.toml)
-    click.echo("\n".join(draft.report), err=True)
+    click.echo(printable("\n".join(draft.report)), err=True)
     click.echo(f"draft written to {target}; edit it, then: mudata register {target}", err=True)
     click.echo(str(target))

@@ -28,6 +28,8 @@ from typing import Any, ClassVar, TypeVar
 
 import click
 
+from mudata.display import MESSAGE_LIMIT, EscapingFormatter, shown
+
 __all__ = [
     "DATA_HOME_KEY",
     "SOURCE_OPTIONS",
@@ -44,6 +46,7 @@ __all__ = [
     "init_options",
     "list_option",
     "manual_dir_option",
+    "printable",
     "render_table",
     "split_commas",
     "stack",
@@ -292,10 +295,28 @@ def fetch_options(func: F) -> F:
     return dataset_source_options(func)
 
 
+def printable(message: object) -> str:
+    """A message (an error, a warning, a note) as the command line prints it: every
+    unprintable character but its own line breaks and tabs escaped, cut to
+    :data:`MESSAGE_LIMIT` characters.
+
+    The last net under the messages: a name, label or excerpt that no message
+    builder escaped still reaches the terminal escaped.
+    """
+    return shown(str(message), MESSAGE_LIMIT, quote=False, keep="\n\t")
+
+
 def configure_logging(verbosity: int) -> None:
     """WARNING by default, INFO with -v, DEBUG with -vv (for the whole process)."""
     level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    root = logging.getLogger()
+    if not root.handlers:
+        # As logging.basicConfig would, with a formatter that escapes what the
+        # messages quote (member names, labels, ids) and caps each line.
+        handler = logging.StreamHandler()
+        handler.setFormatter(EscapingFormatter("%(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+        root.setLevel(level)
     if verbosity > 0:
         # basicConfig does nothing where handlers exist already (an embedding
         # application, pytest): the asked-for level must hold all the same.
@@ -339,15 +360,15 @@ class ErrorMappingGroup(click.Group):
         except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except self.usage_errors as exc:
-            raise click.UsageError(str(exc)) from None
+            raise click.UsageError(printable(exc)) from None
         except self.runtime_errors as exc:
-            raise click.ClickException(str(exc)) from None
+            raise click.ClickException(printable(exc)) from None
         except Exception as exc:
             verbose = ctx.meta.get(VERBOSE_KEY, 0) > 0
             if verbose:
                 traceback.print_exc()
             message = (
-                f"internal error in {self.program} ({type(exc).__name__}: {str(exc)[:200]}); "
+                f"internal error in {self.program} ({type(exc).__name__}: {shown(str(exc), quote=False)}); "
                 f"this is a bug, please report it"
                 + ("" if verbose else "; run with -v for the traceback")
             )

@@ -12,6 +12,8 @@ aliasing.
 
 from __future__ import annotations
 
+from mudata.display import shown
+
 
 class MudataError(Exception):
     """Base class of every error raised on purpose by :mod:`mudata`."""
@@ -83,18 +85,9 @@ class InternalError(MudataError, RuntimeError):
     """An unexpected failure inside mudata (a bug): reported as one line by the CLI."""
 
 
-EXCERPT_LIMIT = 200
-
-
-def excerpt(value: object, limit: int = EXCERPT_LIMIT) -> str:
-    """``repr(value)`` cut to about ``limit`` characters, saying how much was left out.
-
-    Every error message that quotes file content goes through this, so that a
-    hostile file (a 256 MiB "header") cannot blow up a message, a log or a terminal.
-    """
-    text = repr(value) if not isinstance(value, str) else repr(value[: limit + 1])
-    if isinstance(value, str) and len(value) > limit:
-        return f"{text[: limit + 1]}... ({len(value) - limit:,} more characters)"
-    if len(text) > limit:
-        return f"{text[:limit]}... ({len(text) - limit:,} more characters)"
-    return text
+#: The one renderer of untrusted values in messages (escaped, cut to
+#: :data:`mudata.display.EXCERPT_LIMIT` characters), under the name the readers have always used:
+#: every error message that quotes file content goes through it, so that a hostile
+#: file (a 256 MiB "header", a name with escape sequences) cannot blow up or
+#: spoof a message, a log or a terminal.
+excerpt = shown

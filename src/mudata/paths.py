@@ -170,3 +170,29 @@ def sweep_stale(folder: Path, pattern: str, keep: Iterable[str] = ()) -> list[Pa
             log.info("removed %s, a temporary file left by an interrupted run", path)
             removed.append(path)
     return removed
+
+
+def sweep_when_idle(name: str, home: Path | str | None, patterns: Iterable[str]) -> list[Path]:
+    """:func:`sweep_stale` for each pattern in the dataset's folder, when no process works there.
+
+    For the runs that find the table built and take no lock (a ``load``): the
+    leftovers of a killed run go now rather than at the next build. The lock is
+    tried without waiting; when another process holds it, its temporary files
+    are its own and nothing is removed.
+    """
+    folder = table_dir(name, home)
+    path = folder / ".lock"
+    if path in _held:  # this process holds the lock already
+        return [p for pattern in patterns for p in sweep_stale(folder, pattern)]
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:  # no lock file: no mudata run ever wrote here
+        return []
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # another process is at work here
+            return []
+        return [p for pattern in patterns for p in sweep_stale(folder, pattern)]
+    finally:
+        os.close(fd)  # closing releases the lock

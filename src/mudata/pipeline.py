@@ -27,7 +27,7 @@ from mudata.errors import (
     UsageError,
 )
 from mudata.paths import data_home as resolve_home
-from mudata.paths import dataset_lock, home_identity, sweep_stale, table_dir
+from mudata.paths import dataset_lock, home_identity, sweep_stale, sweep_when_idle, table_dir
 from mudata.readers import FeatureTable, SignalTable, Sources, get_reader
 from mudata.store import load_table, read_provenance, table_fingerprint, write_table
 from mudata.userfilter import filter_users
@@ -37,6 +37,12 @@ if TYPE_CHECKING:
     from mudata.download import FetchedFile
 
 log = logging.getLogger(__name__)
+
+
+def _temporary_files(target: Path) -> tuple[str, ...]:
+    """Name patterns of the temporary files a build writes beside the table ``target``."""
+    return (f".{target.name}.*.part", ".datapackage.json.*.part", ".croissant.json.*.part")
+
 
 # Bump a recipe's version whenever its output for the same input changes;
 # tables built with another version are rebuilt.
@@ -187,8 +193,7 @@ def labelled_features(
         counts["time_repeats"] = dict(raw.frame.attrs["time_repeats"])
     features = _to_features(raw, kept, entry, counts)
     if features.empty:
-        message = f"{entry.name}: no row of a kept class {entry.class_names} was read"
-        raise EmptyResultError(message)
+        raise EmptyResultError(_nothing_left(entry, kept, counts))
     labelled = features.copy()
     labelled["userid"] = user_names(labelled["userid"])
     feature_columns = [c for c in labelled.columns if c not in ("userid", "label")]
@@ -202,9 +207,22 @@ def labelled_features(
         labelled = labelled.loc[~incomplete].reset_index(drop=True)
     counts["rows_dropped_missing_values"] = int(incomplete.sum())
     if labelled.empty:
-        message = f"{entry.name}: no row of a kept class {entry.class_names} was read"
-        raise EmptyResultError(message)
+        raise EmptyResultError(_nothing_left(entry, kept, counts))
     return labelled, counts
+
+
+def _nothing_left(entry: DatasetEntry, kept: pd.DataFrame, counts: dict[str, Any]) -> str:
+    """Why no feature row is left: nothing of a kept class read, or all of it dropped."""
+    if kept.empty:
+        return f"{entry.name}: no row of a kept class {entry.class_names} was read"
+    windows = {k: v for k, v in counts.get("windows_dropped", {}).items() if v}
+    why = [f"{n:,} windows dropped: {reason}" for reason, n in windows.items()]
+    if counts.get("rows_dropped_missing_values"):
+        why.append(f"{counts['rows_dropped_missing_values']:,} rows with missing feature values")
+    return (
+        f"{entry.name}: {len(kept):,} rows of the kept classes {entry.class_names} were read, "
+        f"but none is left as a feature row ({'; '.join(why) or 'no complete window'})"
+    )
 
 
 def build_table(
@@ -333,6 +351,7 @@ def build_frame(
             frame.attrs["provenance"].get("built", "time not recorded"),
             entry.name,
         )
+        sweep_when_idle(entry.name, data_home, _temporary_files(target))
         return target, frame
     # Here, not at the top: imports pooch's network stack.
     from mudata.download import fetch_sources
@@ -340,9 +359,8 @@ def build_frame(
     with dataset_lock(entry.name, data_home):
         if not force and (frame := current_table(entry, data_home)) is not None:
             return target, frame  # built by another process while this one waited
-        sweep_stale(target.parent, f".{target.name}.*.part")
-        sweep_stale(target.parent, ".datapackage.json.*.part")
-        sweep_stale(target.parent, ".croissant.json.*.part")
+        for pattern in _temporary_files(target):
+            sweep_stale(target.parent, pattern)
         fetched = fetch_sources(
             entry,
             data_home=data_home,

@@ -13,6 +13,7 @@ import json
 import logging
 import math
 import os
+import sys
 import tomllib
 from collections import Counter
 from functools import lru_cache
@@ -300,6 +301,15 @@ def read_entry_toml(path: Path | str) -> dict[str, Any]:
         raise RegistryError(message) from None
     except tomllib.TOMLDecodeError as exc:
         message = f"invalid registry entry {path}: not valid TOML ({exc})"
+        raise RegistryError(message) from None
+    except RecursionError:
+        # tomllib parses nested tables and arrays recursively: thousands of levels
+        # exhaust Python's stack long before any entry could need them.
+        message = (
+            f"invalid registry entry {path}: tables or arrays nested too deep to parse "
+            f"(more than Python's recursion limit of {sys.getrecursionlimit()}); a registry "
+            f"entry nests a few levels at most"
+        )
         raise RegistryError(message) from None
 
 

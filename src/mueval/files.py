@@ -12,7 +12,8 @@ Three rules:
   destination is neither followed nor opened; an existing destination that is
   not a regular file is refused rather than replaced.
 
-It also neutralises formula-leading text cells of CSV output (CSV injection).
+It also neutralises formula-leading text cells of CSV output (CSV injection), in a
+form that reads back exactly (:func:`write_csv`, :func:`restore_formulas`).
 """
 
 from __future__ import annotations
@@ -33,11 +34,16 @@ __all__ = [
     "check_inside",
     "neutralise_formulas",
     "open_input",
+    "restore_formulas",
     "write_atomic",
+    "write_csv",
 ]
 
 #: Leading characters that make a spreadsheet read a cell as a formula (OWASP).
 FORMULA_LEADS: tuple[str, ...] = ("=", "+", "-", "@", "\t", "\r")
+
+#: What :func:`neutralise_formulas` prefixes (and :func:`restore_formulas` removes).
+FORMULA_QUOTE = "'"
 
 
 def _refusal(path: Path | str, what: str, kind: str) -> str:
@@ -164,8 +170,18 @@ def write_atomic(folder: str | Path, name: str, write: Callable[[Path], None]) -
     return dest
 
 
+def _is_risky(value: object) -> bool:
+    return isinstance(value, str) and value.startswith((*FORMULA_LEADS, FORMULA_QUOTE))
+
+
 def neutralise_formulas(frame: pd.DataFrame) -> pd.DataFrame:
     """Prefix ``'`` to text cells a spreadsheet would run as a formula.
+
+    Text that already starts with ``'`` is prefixed too, so the prefix can be
+    undone exactly (:func:`restore_formulas`): a label ``-1`` is written ``'-1``
+    and a label ``'x`` is written ``''x``, and both read back as they were. A
+    spreadsheet shows the cell without its first ``'``, so it shows the text
+    as it was as well.
 
     Only text cells are touched: numeric columns (negative numbers included) are
     left as they are, so the CSV still reads back as numbers.
@@ -178,17 +194,64 @@ def neutralise_formulas(frame: pd.DataFrame) -> pd.DataFrame:
     -------
     DataFrame
         A copy when anything changed, else ``frame`` itself.
+
+    Examples
+    --------
+    >>> neutralise_formulas(pd.DataFrame({"label": ["-1", "walk", "'q"]}))["label"].tolist()
+    ["'-1", 'walk', "''q"]
     """
     out = frame
     for col in frame.columns:
         series = frame[col]
         if pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
             continue
-        risky = series.map(lambda v: isinstance(v, str) and v.startswith(FORMULA_LEADS))
-        if bool(risky.any()):
+        if bool(series.map(_is_risky).any()):
             if out is frame:
                 out = frame.copy()
-            out[col] = series.map(
-                lambda v: "'" + v if isinstance(v, str) and v.startswith(FORMULA_LEADS) else v
-            )
+            out[col] = series.map(lambda v: FORMULA_QUOTE + v if _is_risky(v) else v)
     return out
+
+
+def restore_formulas(frame: pd.DataFrame) -> pd.DataFrame:
+    """Undo :func:`neutralise_formulas`: drop the first ``'`` of every text cell.
+
+    Every text cell that starts with ``'`` was prefixed by the writer (which
+    prefixes text starting with ``'`` too), so the text comes back exactly.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        As read from a CSV that :func:`write_csv` wrote.
+
+    Returns
+    -------
+    DataFrame
+        A copy when anything changed, else ``frame`` itself.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"label": ["-1", "walk", "'q"]})
+    >>> restore_formulas(neutralise_formulas(table)).equals(table)
+    True
+    """
+    out = frame
+    for col in frame.columns:
+        series = frame[col]
+        if pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
+            continue
+        quoted = series.map(lambda v: isinstance(v, str) and v.startswith(FORMULA_QUOTE))
+        if bool(quoted.any()):
+            if out is frame:
+                out = frame.copy()
+            out[col] = series.where(~quoted, series.str[1:])
+    return out
+
+
+def write_csv(frame: pd.DataFrame, path: Path) -> None:
+    """``frame`` as CSV at ``path``, formula-safe and exact once read back.
+
+    Text a spreadsheet would run as a formula is prefixed (:func:`neutralise_formulas`,
+    undone by :func:`restore_formulas`), and lines end in CR LF (RFC 4180), so a
+    field holding a CR or LF of its own is quoted and read back whole.
+    """
+    neutralise_formulas(frame).to_csv(path, index=False, lineterminator="\r\n")

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 
 from mueval.comparison.significance import UNSAVED
 from mueval.report.tables import format_table
-from mueval.runfolder import RunFolder, read_run_folder, write_run
+from mueval.runfolder import RunFolder, read_run_csv, read_run_folder, write_run
 from mueval.runfolder.columns import run_file_frame
 
 __all__ = ["Run"]
@@ -218,8 +218,10 @@ class Run:
         """
         folder = read_run_folder(path)
         size_coverage = None
-        if (folder.path / "size_coverage.csv").is_file():
-            size_coverage = pd.read_csv(folder.path / "size_coverage.csv")
+        if (folder.path / "size_coverage.csv").exists() or (
+            folder.path / "size_coverage.csv"
+        ).is_symlink():
+            size_coverage = read_run_csv(folder.path, "size_coverage.csv")
         return cls(
             summary=folder.summary,
             splits=folder.splits,

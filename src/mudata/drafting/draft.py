@@ -34,6 +34,7 @@ import io
 import os
 import re
 import stat
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -43,6 +44,7 @@ import pandas as pd
 
 from mudata.archive import ArchiveIndex, sniff_kind
 from mudata.classes import code_text, is_numeric_column, user_sort_key
+from mudata.display import shown
 from mudata.drafting.layout import propose_layout
 from mudata.drafting.records import Choices, Layout, Sniffed
 from mudata.drafting.selection import Selection, format_of, select
@@ -137,6 +139,36 @@ def _folder_files(folder: Path) -> list[str]:
     return names
 
 
+def _check_names(names: list[str], where: object) -> None:
+    """Refuse names a registry entry cannot hold, or could not tell apart, naming them.
+
+    A control character (a line break, an escape) has no place in a member path
+    of an entry, and two names equal once Unicode-normalised (``é`` as one code
+    point and as ``e`` plus an accent, from two file systems) are one member to
+    the readers, which would refuse the draft at ``fetch``.
+    """
+    odd = [n for n in names if not n.isprintable()]
+    if odd:
+        message = (
+            f"mudata init: {len(odd)} file name(s) in {shown(where, quote=False)} hold control "
+            f"or invisible characters a registry entry cannot hold, such as {shown(odd[0])}; "
+            f"rename them, or leave them out with --exclude"
+        )
+        raise UsageError(message)
+    seen: dict[str, str] = {}
+    for name in names:
+        key = unicodedata.normalize("NFC", name)
+        if key in seen:
+            message = (
+                f"mudata init: {shown(seen[key])} and {shown(name)} in {shown(where, quote=False)} "
+                f"(code points {seen[key][:200]!a} and {name[:200]!a}) "
+                f"are the same name once Unicode-normalised (NFC), so the readers cannot tell "
+                f"them apart; rename one of them, or leave one out with --exclude"
+            )
+            raise UsageError(message)
+        seen[key] = name
+
+
 def _collect_folder(folder: Path, base: Path, choices: Choices) -> Collected:
     names = _folder_files(folder)
     selection = select(
@@ -147,6 +179,7 @@ def _collect_folder(folder: Path, base: Path, choices: Choices) -> Collected:
         where=str(folder),
     )
     members = selection.members
+    _check_names(members, folder)
     pins = {n: sha256_file(folder / n) for n in members}
     spec = {
         "name": folder.name or "data",
@@ -174,6 +207,7 @@ def _collect_archive(archive: Path, kind: str, base: Path, choices: Choices) -> 
             exclude=choices.exclude,
             where=str(archive),
         )
+    _check_names(selection.members, archive)
     digest = sha256_file(archive)
     spec = {
         "name": archive.name,

@@ -258,7 +258,7 @@ class Sources:
         observed = hashlib.sha256(data).hexdigest()
         expected = pins.sha256 if pins is not None and inner == "" else pin.sha256 if pin else None
         if expected is not None and observed != expected:
-            where = f"{root}" if inner == "" else f"member '{name}' of {root}"
+            where = f"{root}" if inner == "" else f"member {excerpt(name)} of {root}"
             message = (
                 f"sha256 mismatch for {where}"
                 + (f" ({pins.label})" if pins is not None and pins.label else "")
@@ -308,7 +308,7 @@ def _admit(root: Path, name: str, pins: Pins | None, pin: Pin | None) -> None:
     """Refuse, before reading it, a member that the pins of its root do not allow."""
     if pins is None or pins.sha256 is not None or (pin is not None and pin.sha256):
         return
-    what = f"member '{name}' of {root}" + (f" ({pins.label})" if pins.label else "")
+    what = f"member {excerpt(name)} of {root}" + (f" ({pins.label})" if pins.label else "")
     if pin is None and pins.pins_members:
         message = (
             f"{what} is read by the reader but not listed in the registry entry, which "

@@ -19,7 +19,8 @@ from typing import Any
 
 import click
 
-from mudata.cli_options import VERBOSE_KEY, configure_logging, verbose_option
+from mudata.cli_options import VERBOSE_KEY, configure_logging, printable, verbose_option
+from mudata.display import shown
 from mueval.errors import MuevalError, UsageError
 
 __all__ = ["Command", "Group", "LazyGroup", "map_errors"]
@@ -32,18 +33,18 @@ def map_errors(ctx: click.Context, call: Any) -> Any:
     except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
         raise
     except UsageError as exc:
-        raise click.UsageError(str(exc), ctx=ctx) from exc
+        raise click.UsageError(printable(exc), ctx=ctx) from exc
     except (MuevalError, OSError) as exc:
         # OSError: a file that cannot be read or written (permissions, a full
         # disk) is a runtime failure to report, not a bug.
-        raise click.ClickException(str(exc)) from exc
+        raise click.ClickException(printable(exc)) from exc
     except Exception as exc:
         if ctx.meta.get(VERBOSE_KEY, 0) > 0:
             click.echo(traceback.format_exc(), err=True, nl=False)
             hint = ""
         else:
             hint = " (run with -v for the traceback)"
-        found = " ".join(str(exc).split())[:200]
+        found = shown(" ".join(str(exc).split()), quote=False)
         message = f"internal error, please report it: {type(exc).__name__}: {found}{hint}"
         raise click.ClickException(message) from exc
 

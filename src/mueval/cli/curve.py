@@ -11,7 +11,13 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from mudata.cli_options import dataset_source_options, list_option, render_table, table_option
+from mudata.cli_options import (
+    dataset_source_options,
+    list_option,
+    printable,
+    render_table,
+    table_option,
+)
 from mueval.cli.base import Command
 from mueval.cli.options import jobs_option
 from mueval.names import CLASSIFIERS, CURVE_USES, SCORES, SMALL_CAL_POLICIES, THRESHOLD_RULES
@@ -238,6 +244,6 @@ def curve_command(
     else:
         click.echo(format_curve(result.curve))
     for note in result.notes:
-        click.echo(f"note: {note}", err=True)
+        click.echo(printable(f"note: {note}"), err=True)
     if out is not None:
         click.echo(f"\ncurve folder: {result.save(out, overwrite=overwrite)}", err=aside)

@@ -17,7 +17,13 @@ from typing import Any
 
 import click
 
-from mudata.cli_options import SOURCE_OPTIONS, data_home_option, render_table, verbose_option
+from mudata.cli_options import (
+    SOURCE_OPTIONS,
+    data_home_option,
+    printable,
+    render_table,
+    verbose_option,
+)
 from mueval.cli.base import LazyGroup
 from mueval.cli.options import evaluate_options
 from mueval.names import parse_classifiers, parse_strategies
@@ -142,7 +148,7 @@ def evaluate(
     else:
         click.echo(result.table())
     for note in result.notes:
-        click.echo(f"note: {note}", err=True)
+        click.echo(printable(f"note: {note}"), err=True)
     if result.path is not None:
         click.echo(f"\nrun folder: {result.path}", err=aside)
     click.echo(f"time: {result.info['timings']['total_s']:.1f} s", err=True)
@@ -153,7 +159,7 @@ def evaluate(
     else:
         where = "add --out DIR to keep them in run.json and read them with mueval report"
     for line in warnings_summary(result.warnings, where=where):
-        click.echo(line, err=True)
+        click.echo(printable(line), err=True)
     if strict and any(w["severity"] == "error" for w in result.warnings):
         sys.exit(STRICT_EXIT)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from mudata.cli_options import render_table
+from mudata.cli_options import printable, render_table
 from mueval.cli.base import Command
 from mueval.cli.options import compare_options, jobs_option, report_options
 from mueval.comparison.significance import (
@@ -100,9 +100,9 @@ def report_command(
     click.echo(f"wrote {result.html} ({n_png} figures as PNG and SVG in {target / 'figures'})")
     # Each with the severity run.json and the page give it; the sections' notes after.
     for w in result.warnings:
-        click.echo(warning_line(w), err=True)
+        click.echo(printable(warning_line(w)), err=True)
     for note in result.notes:
-        click.echo(f"note: {note}", err=True)
+        click.echo(printable(f"note: {note}"), err=True)
 
 
 def _in_run(asked: tuple[str, ...], parse, run: RunFolder, column: str) -> tuple[str, ...]:
@@ -158,7 +158,7 @@ def compare_command(
         runs, metric=metric, strategies=codes_s, classifiers=codes_c, all_pairs=all_pairs
     )
     for warning in result.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(printable(f"warning: {warning}"), err=True)
     table = result.table
     with pd.option_context(
         "display.max_rows", None, "display.max_columns", None, "display.width", 250
@@ -172,7 +172,7 @@ def compare_command(
     legend = f"welch: {STUDY_TEST}; corrected: {CORRECTED_TEST}; wilcoxon: {WILCOXON_TEST}."
     click.echo(legend, err=aside)
     for note in table_notes(table):
-        click.echo(note, err=aside)
+        click.echo(printable(note), err=aside)
     if out is not None:
         _write_csv(table, out)
         click.echo(f"wrote {out} (every test with its notes)", err=aside)
@@ -214,7 +214,7 @@ def _compare_guarantees(
 
     result = compare_guarantees(runs)
     for warning in result.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(printable(f"warning: {warning}"), err=True)
     summary, tests = result.summary, result.tests
     if strategies is not None:
         summary = summary[summary.strategy.map(_code).isin(strategies)]

@@ -102,6 +102,9 @@ def user_ids(raw: pd.Series) -> np.ndarray:
     if pd.api.types.is_bool_dtype(raw):
         return raw.astype(str).to_numpy(dtype=object)
     if pd.api.types.is_integer_dtype(raw):
+        if pd.api.types.is_unsigned_integer_dtype(raw) and len(raw) and raw.max() > _INT64_MAX:
+            # Past int64 a cast would wrap to negative ids: ids this large stay text.
+            return raw.astype(str).to_numpy(dtype=object)
         return raw.to_numpy(dtype=np.int64)
     if pd.api.types.is_float_dtype(raw):
         values = raw.to_numpy(dtype=float)
@@ -125,6 +128,9 @@ def user_ids(raw: pd.Series) -> np.ndarray:
             return numbers.to_numpy()
     return text.to_numpy(dtype=object)
 
+
+#: The largest user id kept as a number (larger unsigned ids are kept as text).
+_INT64_MAX = np.iinfo(np.int64).max
 
 #: At most this many characters of file content in a message, as in mudata.
 _EXCERPT = 200

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from mueval.runfolder.format import FORMAT_VERSION, REQUIRED_FILES, RUN_FILES, RUN_FORMAT
-from mueval.runfolder.read import read_run_folder
+from mueval.runfolder.read import read_run_csv, read_run_folder
 from mueval.runfolder.records import RunFolder, RunFolderError
 from mueval.runfolder.write import (
     PredictionStream,
@@ -37,6 +37,7 @@ __all__ = [
     "finish_run_folder",
     "open_run_folder",
     "predictions_table",
+    "read_run_csv",
     "read_run_folder",
     "recover_leftovers",
     "run_folder_problem",

@@ -42,6 +42,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from mudata.display import shown
 from mueval.data.users import user_texts
 from mueval.guarantees.validity import benjamini_hochberg
 from mueval.names import CLASSIFIERS, FULL_DIAGNOSTICS, STRATEGIES
@@ -70,7 +71,7 @@ def _first(wrong: np.ndarray) -> int | None:
 
 
 def _show(value: object) -> str:
-    return repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+    return shown(value, 60)
 
 
 def _check_codes_of(path: object, frame: pd.DataFrame) -> None:
@@ -229,6 +230,20 @@ def _set_members(run: RunFolder, preds: pa.Table) -> tuple[np.ndarray, np.ndarra
         first = keys[np.argmax(twice)]
         msg = (
             f"{path}: {_row(run, first // k)}: pred_set names {_show(run.classes[first % k])} twice"
+        )
+        raise RunFolderError(msg)
+    # The writer lists each set's members in the order of the class list, the
+    # order of p_values and proba too: members out of that order mean run.json's
+    # list is not the one the predictions were written with (e.g. reordered).
+    same_row = parents[1:] == parents[:-1]
+    i = _first(same_row & (index[1:] < index[:-1]))
+    if i is not None:
+        before, after = run.classes[index[i]], run.classes[index[i + 1]]
+        msg = (
+            f"{path}: {_row(run, parents[i])}: pred_set lists {_show(before)} before "
+            f"{_show(after)}, but run.json's classes {_show(run.classes)} put "
+            f"{_show(after)} first; the class order of run.json is not the one the "
+            f"predictions (their pred_set, p_values and proba) were written with"
         )
         raise RunFolderError(msg)
     return parents, index

@@ -19,6 +19,7 @@ import pandas as pd
 
 from mueval.conformal.condition import Condition, parse_condition
 from mueval.data.users import user_text
+from mueval.files import restore_formulas
 from mueval.guarantees.compute import compute_guarantees, true_pvalues, validity_table
 from mueval.guarantees.records import (
     CONDITIONAL_COVERAGE_COLUMNS,
@@ -52,9 +53,9 @@ __all__ = ["load_guarantees"]
 def _restore_users(column: pd.Series, users: pd.Series, where: Path) -> pd.Series:
     """Map a CSV's user ids (read as text) back to the predictions' own values.
 
-    A CSV loses the type of an id (``"07"`` and ``7``), and the writer prefixes
-    ``'`` to text a spreadsheet would run as a formula: the predictions are the
-    reference, so each id is looked up in them by its text.
+    A CSV loses the type of an id (``"07"`` and ``7``): the predictions are the
+    reference, so each id is looked up in them by its text (the writer's
+    formula-safe prefix is already undone).
     """
     known = {user_text(u): u for u in pd.unique(users)}
 
@@ -62,8 +63,6 @@ def _restore_users(column: pd.Series, users: pd.Series, where: Path) -> pd.Serie
         key = str(text)
         if key in known:
             return known[key]
-        if key.startswith("'") and key[1:] in known:
-            return known[key[1:]]
         msg = f"{where}: user {key!r} is not a user of predictions.parquet"
         raise RunFolderError(msg[:300])
 
@@ -80,7 +79,7 @@ def _read_csv(
     text = dict.fromkeys([*user_cols, *text_cols], str)
     try:
         with open_run_file(path) as handle:
-            frame = pd.read_csv(handle, encoding="utf-8", dtype=text)
+            frame = restore_formulas(pd.read_csv(handle, encoding="utf-8", dtype=text))
     except (OSError, ValueError) as exc:
         found = " ".join(str(exc).split())[:200] or type(exc).__name__
         msg = f"{path}: expected a CSV file written by `mueval evaluate`, found: {found}"

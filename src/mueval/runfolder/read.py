@@ -22,10 +22,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mudata.archive import EXPANSION_ENV
+from mudata.display import shown
 from mudata.errors import LimitError as MudataLimitError
 from mudata.errors import ParseError as MudataParseError
 from mudata.files import describe_kind
 from mudata.parquet_bounds import check_parquet
+from mueval.files import restore_formulas
 from mueval.names import USER_CORRECTIONS
 from mueval.runfolder.columns import run_file_frame
 from mueval.runfolder.consistency import check_consistency
@@ -40,10 +42,14 @@ from mueval.runfolder.format import (
 from mueval.runfolder.guarantees import load_guarantees
 from mueval.runfolder.records import RunFolder, RunFolderError, open_run_file
 
-__all__ = ["read_run_folder"]
+__all__ = ["read_run_csv", "read_run_folder"]
 
 # A run.json is a few kilobytes; a huge one is not ours and is not read whole.
 _MAX_RUN_JSON = 64 * 2**20
+
+#: At most this many characters of any text field of run.json once read (a
+#: dataset name, a version, a warning), but the classes.
+RUN_TEXT_LIMIT = 2_000
 
 
 def _missing(columns: pd.Index, required: tuple[str, ...]) -> list[str]:
@@ -156,6 +162,17 @@ def _check_verdict_config(path: Path, config: dict) -> None:
         raise RunFolderError(msg[:300])
 
 
+def _capped(value: object) -> object:
+    """``value`` with every string in it cut to :data:`RUN_TEXT_LIMIT` characters."""
+    if isinstance(value, str):
+        return value if len(value) <= RUN_TEXT_LIMIT else shown(value, RUN_TEXT_LIMIT, quote=False)
+    if isinstance(value, list):
+        return [_capped(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _capped(v) for k, v in value.items()}
+    return value
+
+
 def _read_run_json(root: Path) -> dict:
     path = root / "run.json"
     with open_run_file(path) as handle:
@@ -168,9 +185,17 @@ def _read_run_json(root: Path) -> dict:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         msg = f"{path}: expected JSON, found a parse error: {str(exc)[:200]}"
         raise RunFolderError(msg) from exc
+    except RecursionError as exc:
+        msg = (
+            f"{path}: expected the JSON of a run, found arrays or objects nested too deep to parse"
+        )
+        raise RunFolderError(msg) from exc
     if not isinstance(run, dict):
         msg = f"{path}: expected a JSON object, found {type(run).__name__}"
         raise RunFolderError(msg)
+    # Text fields reach the report and the terminal: none longer than a page. The
+    # classes stay whole, as they must match the predictions' labels exactly.
+    run = {k: v if k == "classes" else _capped(v) for k, v in run.items()}
     version = run.get("format_version")
     if version != FORMAT_VERSION or isinstance(version, bool):
         msg = (
@@ -192,7 +217,7 @@ def _read_table(root: Path, name: str) -> pd.DataFrame | pa.Table:
     try:
         with open_run_file(root / name) as handle:
             if name.endswith(".csv"):
-                return pd.read_csv(handle, encoding="utf-8")
+                return restore_formulas(pd.read_csv(handle, encoding="utf-8"))
             # The footer first: a small file of constant columns can declare
             # millions of rows; an unreadable footer is reported below as pyarrow says.
             with contextlib.suppress(MudataParseError):
@@ -207,6 +232,20 @@ def _read_table(root: Path, name: str) -> pd.DataFrame | pa.Table:
         found = " ".join(str(exc).split())[:200] or type(exc).__name__
         msg = f"{root / name}: expected a {kind} file written by `mueval evaluate`, found: {found}"
         raise RunFolderError(msg) from exc
+
+
+def read_run_csv(root: str | Path, name: str) -> pd.DataFrame:
+    """One CSV file of a run folder, read as :func:`read_run_folder` reads its own.
+
+    Opened as a regular file that is no link (:func:`~mueval.runfolder.records.open_run_file`),
+    and the writer's formula-safe prefix undone, so labels and ids read back exactly.
+
+    Raises
+    ------
+    RunFolderError
+        The file is a link, not a regular file, or not a CSV file.
+    """
+    return _read_table(Path(root), name)
 
 
 def _to_pandas(root: Path, name: str, table: pa.Table) -> pd.DataFrame:

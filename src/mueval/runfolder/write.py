@@ -40,7 +40,7 @@ import pyarrow.parquet as pq
 from mudata.files import describe_kind
 from mueval.errors import OutputError
 from mueval.evaluation.records import EvalResult
-from mueval.files import check_inside, neutralise_formulas
+from mueval.files import check_inside, write_csv
 from mueval.runfolder.columns import run_file_frame, text_ids
 from mueval.runfolder.format import (
     CONDITIONAL_COVERAGE_FILE,
@@ -598,7 +598,7 @@ def finish_run_folder(
                 raise OutputError(message)
 
         writers: list[tuple[str, Any]] = [
-            ("summary.csv", lambda p: neutralise_formulas(summary).to_csv(p, index=False)),
+            ("summary.csv", lambda p: write_csv(summary, p)),
             (
                 "splits.parquet",
                 lambda p: run_file_frame("splits.parquet", splits).to_parquet(p, index=False),
@@ -613,7 +613,7 @@ def finish_run_folder(
             writers.append(
                 (
                     "size_coverage.csv",
-                    lambda p: neutralise_formulas(size_coverage).to_csv(p, index=False),
+                    lambda p: write_csv(size_coverage, p),
                 )
             )
         for name, frame in (
@@ -625,12 +625,7 @@ def finish_run_folder(
         ):
             if frame is not None:
                 writers.append(
-                    (
-                        name,
-                        lambda p, f=frame, n=name: neutralise_formulas(run_file_frame(n, f)).to_csv(
-                            p, index=False
-                        ),
-                    )
+                    (name, lambda p, f=frame, n=name: write_csv(run_file_frame(n, f), p))
                 )
         for name, write in writers:
             write(check_inside(tmp, tmp / name))

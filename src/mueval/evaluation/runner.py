@@ -507,7 +507,7 @@ def _run_dask(
     """
     try:
         # Here, not at the top: an optional dependency, and a heavy one.
-        from distributed import Client, LocalCluster
+        from distributed import Client, KilledWorker, LocalCluster
     except ImportError as exc:  # optional dependency
         message = "the dask backend needs dask.distributed: pip install 'dask[distributed]'"
         raise UsageError(message) from exc
@@ -541,6 +541,16 @@ def _run_dask(
         # In submission order (as_completed would need a default client); the
         # results are sorted by key afterwards anyway.
         nested = _collect((f.result() for f in _progress(futures, len(futures), progress)), on_task)
+    except KilledWorker as exc:
+        # Dask moves the tasks of a lost worker to the others (the table is on
+        # every worker); it gives a task up once it has lost more workers while
+        # running it than distributed.scheduler.allowed-failures lets it.
+        message = (
+            f"a dask worker died while running a task, and the scheduler gave the task up "
+            f"after losing too many workers to it (distributed.scheduler.allowed-failures): "
+            f"{' '.join(str(exc).split())[:300]}"
+        )
+        raise EvaluationError(message) from exc
     finally:
         client.close()
         if cluster is not None:

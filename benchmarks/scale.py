@@ -1,25 +1,34 @@
 """Benchmark: UIM and UCM as the number of users grows.
 
-For each size, a synthetic table (:func:`mueval.data.synthetic.make_users`) is
-evaluated with UIM and UCM, one iteration, GaussianNB and the random forest, on
-a local Dask cluster (``backend="dask"``): leave-one-user-out at the smallest
-size, ``--user-folds`` at the larger ones. The run folder is written to a
-temporary folder (predictions streamed in row groups), as ``mueval evaluate
---out`` does. Each size runs in a subprocess of its own, so that its peak
-memory (``ru_maxrss``) is its own; the Dask workers are that subprocess's
-children and are counted apart.
+For each size, a synthetic table (:func:`mueval.data.synthetic.make_users`, 60
+rows per user) is evaluated with UIM and UCM, one iteration, GaussianNB and the
+random forest, on a local Dask cluster (``backend="dask"``): with
+``--user-folds K`` every size uses K grouped folds of users; without it the
+first size runs leave-one-user-out and the others ``--folds`` folds. The run
+folder is written to a temporary folder (predictions streamed in row groups),
+as ``mueval evaluate --out`` does. Each size runs in a subprocess of its own,
+so that its peak memory (``ru_maxrss``) is its own; the Dask workers are that
+subprocess's children and are counted apart.
 
 Run::
 
     python benchmarks/scale.py [--sizes 50 200 1000] [--folds 10] [--workers 2]
+    python benchmarks/scale.py --sizes 1000 3000 10000 --user-folds 10
 
 Printed per size: users, rows, fits per classifier, wall seconds (and those of
-the tasks), peak
-resident memory of the main process and of the largest worker, and the cost
-per (users x rows) in microseconds: wall seconds divided by the product of the
-number of users and the number of rows, the work leave-one-user-out grows
-with (one fit on nearly all rows per user); with a fixed number of user folds
-it falls as users are added.
+the tasks), peak resident memory of the main process, of the main process
+before the run (imports and the table: ``base MB``) and of the largest worker,
+and the cost per (users x rows) in microseconds: wall seconds divided by the
+product of the number of users and the number of rows, the work
+leave-one-user-out grows with (one fit on nearly all rows per user); with a
+fixed number of user folds it falls as users are added.
+
+The closing note fits, by least squares on the logarithms, the exponent ``b``
+of ``value ~ (users x rows) ** b`` for the wall time, the main process's peak,
+its growth over the base (peak minus base) and the largest worker's peak, and
+the same exponents against the rows alone (with 60 rows per user, users x rows
+is 60 users squared, so an exponent against rows is twice the one against
+users x rows).
 """
 
 from __future__ import annotations
@@ -33,8 +42,18 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROWS_PER_USER = 60
 CLASSIFIERS = ("nb", "rf")
+
+
+def _rss_mb() -> float:
+    """Resident memory of this process now, in MB (Linux ``/proc``)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def one_size(n_users: int, folds: int | None, workers: int) -> dict:
@@ -49,6 +68,7 @@ def one_size(n_users: int, folds: int | None, workers: int) -> dict:
     config = EvalConfig(
         strategies=("uim", "ucm"), classifiers=CLASSIFIERS, iterations=1, user_folds=folds
     )
+    base = _rss_mb()
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
         output = evaluate_table(
@@ -60,6 +80,7 @@ def one_size(n_users: int, folds: int | None, workers: int) -> dict:
             out=Path(tmp) / "run",
         )
         wall = time.perf_counter() - start
+        predictions_mb = (Path(tmp) / "run" / "predictions.parquet").stat().st_size / 1e6
     return {
         "users": n_users,
         "rows": len(frame),
@@ -67,15 +88,26 @@ def one_size(n_users: int, folds: int | None, workers: int) -> dict:
         "results": len(output.splits),
         "wall_s": wall,
         "tasks_s": output.info["timings"]["tasks_s"],
+        "timings": output.info["timings"],
+        "base_mb": base,
+        "predictions_mb": predictions_mb,
         "self_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "children_maxrss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
     }
+
+
+def exponent(x: list[float], y: list[float]) -> float:
+    """Least-squares slope of log(y) on log(x): ``y ~ x ** slope``."""
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[50, 200, 1000])
     parser.add_argument("--folds", type=int, default=10, help="user folds above the first size")
+    parser.add_argument(
+        "--user-folds", type=int, default=None, help="user folds at every size (no LOUO)"
+    )
     parser.add_argument("--workers", type=int, default=2, help="local Dask worker processes")
     parser.add_argument("--one", nargs=2, type=int, help=argparse.SUPPRESS)
     options = parser.parse_args()
@@ -85,11 +117,15 @@ def main() -> None:
         return
     print(
         f"{'users':>6} {'rows':>7} {'protocol':>18} {'fits/clf':>8} {'wall s':>8} {'tasks s':>8} "
-        f"{'main MB':>8} {'worker MB':>9} {'us/(user*row)':>13}",
+        f"{'main MB':>8} {'base MB':>8} {'worker MB':>9} {'us/(user*row)':>13}",
         flush=True,
     )
+    measured = []
     for i, n_users in enumerate(options.sizes):
-        folds = 0 if i == 0 else options.folds
+        if options.user_folds is not None:
+            folds = options.user_folds
+        else:
+            folds = 0 if i == 0 else options.folds
         done = subprocess.run(
             [
                 sys.executable,
@@ -105,15 +141,36 @@ def main() -> None:
             text=True,
         )
         r = json.loads(done.stdout.strip().splitlines()[-1])
+        measured.append(r)
         protocol = "leave-one-user-out" if not folds else f"{folds} user folds"
         fits = folds if folds else n_users
         print(
             f"{r['users']:>6} {r['rows']:>7} {protocol:>18} {fits:>8} {r['wall_s']:>8.1f} "
             f"{r['tasks_s']:>8.1f} "
-            f"{r['self_maxrss_mb']:>8.0f} {r['children_maxrss_mb']:>9.0f} "
+            f"{r['self_maxrss_mb']:>8.0f} {r['base_mb']:>8.0f} {r['children_maxrss_mb']:>9.0f} "
             f"{1e6 * r['wall_s'] / (r['users'] * r['rows']):>13.3f}",
             flush=True,
         )
+    if len(measured) < 2:
+        return
+    work = [r["users"] * r["rows"] for r in measured]
+    rows = [r["rows"] for r in measured]
+    series = {
+        "wall time": [r["wall_s"] for r in measured],
+        "main peak": [r["self_maxrss_mb"] for r in measured],
+        "main peak - base": [max(r["self_maxrss_mb"] - r["base_mb"], 1e-3) for r in measured],
+        "worker peak": [r["children_maxrss_mb"] for r in measured],
+    }
+    print("growth exponents b of value ~ x ** b (least squares on logarithms):")
+    for name, values in series.items():
+        print(
+            f"  {name:<17} vs users x rows: {exponent(work, values):5.2f}   "
+            f"vs rows: {exponent(rows, values):5.2f}"
+        )
+    print("per size, run.json timings (s):")
+    for r in measured:
+        parts = ", ".join(f"{k} {v:.1f}" for k, v in r["timings"].items())
+        print(f"  {r['users']:>6} users: {parts}; predictions.parquet {r['predictions_mb']:.1f} MB")
 
 
 if __name__ == "__main__":

@@ -19,9 +19,12 @@ import pytest
 
 import mueval
 from mueval.data.synthetic import make_users
+from mueval.data.table import table_from_frame
 from mueval.errors import EvaluationError
+from mueval.evaluation.records import EvalConfig
+from mueval.evaluation.runner import run
 from mueval.names import CLASSIFIERS, STRATEGIES
-from mueval.runfolder import recover_leftovers
+from mueval.runfolder import PredictionStream, recover_leftovers
 from mueval.runfolder import write as runfolder_write
 
 ARGS = {
@@ -91,6 +94,12 @@ def test_streamed_run_equals_the_in_memory_run(tmp_path) -> None:
     pd.testing.assert_frame_equal(streamed.user_coverage, memory.user_coverage)
     pd.testing.assert_frame_equal(streamed.coverage_summary, memory.coverage_summary)
     assert streamed.warnings == memory.warnings
+    # The validity tests take each row's true-class p-value row group by row
+    # group from the file; the diagnostics pool the sets the stream kept.
+    pd.testing.assert_frame_equal(streamed.user_validity, memory.user_validity)
+    pd.testing.assert_frame_equal(streamed.conditional_coverage, memory.conditional_coverage)
+    pd.testing.assert_frame_equal(streamed.diagnostics, memory.diagnostics)
+    pd.testing.assert_frame_equal(streamed.size_coverage, memory.size_coverage)
     # The folder reads back with every consistency check.
     again = mueval.Run.load(tmp_path / "streamed")
     pd.testing.assert_frame_equal(again.predictions, on_disk)
@@ -176,3 +185,37 @@ def test_a_killed_stream_is_swept_by_the_next_run(tmp_path) -> None:
     notes = recover_leftovers(tmp_path / "run")
     assert notes == [f"removed {partial}, left by an interrupted run"]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_written_results_keep_only_what_the_diagnostics_read(tmp_path) -> None:
+    table = table_from_frame(_frame())
+    config = EvalConfig(strategies=("udm", "ucm"), classifiers=("nb",), iterations=1)
+    args = (table.X, table.y, table.users, table.classes, config)
+    for rows_per_group in (1, 10**9):
+        folder = tmp_path / str(rows_per_group)
+        folder.mkdir()
+        stream = PredictionStream(
+            folder,
+            table.classes,
+            table.users,
+            table.y,
+            target_dtype="Int64",
+            rows_per_group=rows_per_group,
+        )
+        seen = []
+
+        def keep(results, stream=stream, seen=seen):
+            seen.extend(results)
+            stream.add(results)
+
+        run(*args, progress=False, on_task=keep)
+        # One row a group: each result written (and let go) as it came; else
+        # every result waits for close().
+        dropped = [r.proba is None and r.pvalues is None and r.y_pred is None for r in seen]
+        assert all(dropped) if rows_per_group == 1 else not any(dropped)
+        stream.close()
+        assert all(r.proba is None and r.pvalues is None and r.y_pred is None for r in seen)
+        # The diagnostics' rows and sets stay.
+        assert all(r.sets is not None and len(r.rows) == r.n_test > 0 for r in seen)
+        written = pq.read_table(folder / "predictions.parquet")
+        assert written.num_rows == sum(r.n_test for r in seen)

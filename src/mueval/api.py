@@ -35,7 +35,7 @@ from mueval.data.users import user_text
 from mueval.evaluation.aggregate import splits_frame, summary_frame, user_dtype
 from mueval.evaluation.records import EvalConfig
 from mueval.evaluation.runner import run, stage_timings
-from mueval.guarantees.compute import compute_guarantees
+from mueval.guarantees.compute import compute_guarantees, true_pvalues
 from mueval.guarantees.run_diagnostics import (
     ERT_FOLDS,
     WSC_DELTA,
@@ -167,8 +167,9 @@ def _evaluate(
     execution: dict[str, Any],
 ) -> Run:
     """The body of :func:`evaluate_table`; with ``stream``, the predictions go
-    there as tasks finish and their whole table is never built here (the
-    per-task arrays stay until the end: the diagnostics pool them)."""
+    there as tasks finish and their whole table is never built here: a
+    task's probabilities, p-values and point predictions are dropped once
+    written, its rows and sets stay until the diagnostics pool them."""
     condition = config.conditioning
     start = time.perf_counter()
     output = run(
@@ -201,7 +202,7 @@ def _evaluate(
         arrow = predictions = None
         path = stream.close()
         output.timings["predictions_write_s"] = stream.seconds
-        rows = pq.read_table(path, columns=_GUARANTEE_COLUMNS).to_pandas()
+        rows = _guarantee_rows(path, table.classes)
     user_cohorts = _user_cohorts_frame(table, row_cohorts)
     recorded = {
         **config.record(),
@@ -257,6 +258,24 @@ def _evaluate(
         info=info,
         _arrow=arrow,
     )
+
+
+def _guarantee_rows(path: Path, classes: Sequence[str]) -> pd.DataFrame:
+    """The prediction columns the guarantees read, one row group at a time.
+
+    Each row's list of p-values (an object per row once in pandas) is reduced
+    to that of its true class (``p_true``, :func:`true_pvalues`) as its row
+    group is read, so the whole ``p_values`` column is never held in memory.
+    """
+    file = pq.ParquetFile(path)
+    if file.num_row_groups == 0:
+        return pq.read_table(path, columns=_GUARANTEE_COLUMNS).to_pandas()
+    parts = []
+    for i in range(file.num_row_groups):
+        group = file.read_row_group(i, columns=_GUARANTEE_COLUMNS).to_pandas()
+        group["p_true"] = true_pvalues(group, classes)
+        parts.append(group.drop(columns="p_values"))
+    return pd.concat(parts, ignore_index=True)
 
 
 def _user_cohorts_frame(table: Table, row_cohorts: RowCohorts | None) -> pd.DataFrame | None:

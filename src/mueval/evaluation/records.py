@@ -263,10 +263,11 @@ class EvalResult:
         Every name of :data:`METRICS` (NaN when undefined or skipped).
     rows : ndarray of int, shape (n_test,)
         Row positions of the test rows.
-    y_pred : ndarray of int, shape (n_test,)
+    y_pred : ndarray of int, shape (n_test,), or None once written
     sets : ndarray of bool, shape (n_test, K), or None when skipped
-    pvalues : ndarray of float, shape (n_test, K), or None when skipped
-    proba : ndarray of float, shape (n_test, K)
+    pvalues : ndarray of float, shape (n_test, K), or None when skipped or once written
+    proba : ndarray of float, shape (n_test, K), or None once written
+        (:meth:`drop_row_arrays`)
     note : str or None
         Why the conformal metrics are NaN (``--small-cal skip``).
     n_cal_cell : int or None
@@ -298,10 +299,10 @@ class EvalResult:
     n_cal: int
     metrics: dict[str, float]
     rows: np.ndarray
-    y_pred: np.ndarray
+    y_pred: np.ndarray | None
     sets: np.ndarray | None
     pvalues: np.ndarray | None
-    proba: np.ndarray
+    proba: np.ndarray | None
     note: str | None = None
     n_cal_cell: int | None = None
     n_cal_class: tuple[int, ...] | None = None
@@ -352,6 +353,16 @@ class EvalResult:
             note=note,
             timings=timings,
         )
+
+    def drop_row_arrays(self) -> None:
+        """Let go of the per-row arrays only the prediction rows need.
+
+        Once a result's prediction rows are written (``--out`` streams them),
+        its probabilities, p-values and point predictions (``16 K + 8`` bytes a
+        row) are not read again; ``rows`` and ``sets`` stay for the diagnostics,
+        which pool the sets of one (strategy, classifier, iteration).
+        """
+        self.proba = self.pvalues = self.y_pred = None
 
     @property
     def key(self) -> tuple:

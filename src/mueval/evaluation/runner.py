@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -498,6 +499,19 @@ def _collect(
     return nested
 
 
+def _released(futures: list) -> Iterator:
+    """Yield ``futures`` in order, holding none of those already yielded.
+
+    Dask keeps a task's result in its worker's memory as long as a future
+    refers to it: a list of every future held to the end kept every result
+    of the run on the workers. ``futures`` is emptied.
+    """
+    queue = deque(futures)
+    futures.clear()
+    while queue:
+        yield queue.popleft()
+
+
 def _run_dask(
     X, y, n_classes, tasks, config, scheduler, progress, workers, cohorts=None, on_task=None
 ):
@@ -507,7 +521,7 @@ def _run_dask(
     """
     try:
         # Here, not at the top: an optional dependency, and a heavy one.
-        from distributed import Client, LocalCluster
+        from distributed import Client, KilledWorker, LocalCluster
     except ImportError as exc:  # optional dependency
         message = "the dask backend needs dask.distributed: pip install 'dask[distributed]'"
         raise UsageError(message) from exc
@@ -540,7 +554,20 @@ def _run_dask(
         ]
         # In submission order (as_completed would need a default client); the
         # results are sorted by key afterwards anyway.
-        nested = _collect((f.result() for f in _progress(futures, len(futures), progress)), on_task)
+        total = len(futures)
+        nested = _collect(
+            (f.result() for f in _progress(_released(futures), total, progress)), on_task
+        )
+    except KilledWorker as exc:
+        # Dask moves the tasks of a lost worker to the others (the table is on
+        # every worker); it gives a task up once it has lost more workers while
+        # running it than distributed.scheduler.allowed-failures lets it.
+        message = (
+            f"a dask worker died while running a task, and the scheduler gave the task up "
+            f"after losing too many workers to it (distributed.scheduler.allowed-failures): "
+            f"{' '.join(str(exc).split())[:300]}"
+        )
+        raise EvaluationError(message) from exc
     finally:
         client.close()
         if cluster is not None:

@@ -50,7 +50,14 @@ def validity_method(strategy: str, condition: Condition) -> str:
 
 
 def true_pvalues(predictions: pd.DataFrame, classes: Sequence[str]) -> np.ndarray:
-    """The conformal p-value of each row's true class, shape (n,)."""
+    """The conformal p-value of each row's true class, shape (n,).
+
+    A ``p_true`` column, where a reader already took it from the rows'
+    ``p_values`` (:func:`mueval.api.evaluate` does, row group by row group), is
+    that p-value.
+    """
+    if "p_true" in predictions:
+        return predictions["p_true"].to_numpy(dtype=float)
     if not len(predictions):
         return np.zeros(0)
     index = {c: i for i, c in enumerate(classes)}

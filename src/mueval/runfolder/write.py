@@ -658,7 +658,10 @@ class PredictionStream:
     and is renamed ``predictions.parquet`` by :meth:`close`; :meth:`abort`
     removes it. Rows come in the order results are given (the runner gives
     them in task order, the same for any number of workers), each result's
-    rows together and in its own order.
+    rows together and in its own order. Once a result's rows are written, its
+    probabilities, p-values and point predictions are dropped
+    (:meth:`~mueval.evaluation.records.EvalResult.drop_row_arrays`), so the run's
+    memory does not hold them for every task until the end.
 
     Parameters
     ----------
@@ -725,6 +728,9 @@ class PredictionStream:
             )
         self.row_groups += 1
         self.seconds += seconds
+        # Written: the run keeps only what its diagnostics and tables read.
+        for r in self._pending:
+            r.drop_row_arrays()
         self._pending, self._n_pending = [], 0
 
     def close(self) -> Path:

@@ -24,7 +24,8 @@ def run() -> mueval.Run:
 def _hand_interval(run: mueval.Run, strategy: str, user: int) -> tuple[int, int, float, float]:
     """Covered rows, rows and the 95 % Clopper-Pearson interval, from the rows."""
     p = run.predictions
-    mine = p[(p.strategy == strategy) & (p.userid == user)]
+    mine = p[(p.strategy == strategy) & (p.userid == str(user))]  # ids are text
+    assert len(mine) > 0
     k, n = int(mine.covered.sum()), len(mine)
     low = stats.beta.ppf(0.025, k, n - k + 1) if k > 0 else 0.0
     high = stats.beta.ppf(0.975, k + 1, n - k) if k < n else 1.0

@@ -57,6 +57,7 @@ FEATURE_NAMES: tuple[str, ...] = (
 REASON_MISSING = "missing value"
 REASON_SHORT = "sequence shorter than the moving-average span needs"
 REASON_CONSTANT = "constant channel (undefined correlation) or too few samples"
+REASON_OVERFLOW = "samples too large for float64 (a sum or square overflows)"
 
 
 def feature_columns(n_sensors: int) -> list[str]:
@@ -365,7 +366,11 @@ def _finish(
         hit = undefined & flags & ~explained
         dropped[reason] = int(hit.sum())
         explained |= hit
-    dropped[REASON_CONSTANT] = int((undefined & ~explained).sum())
+    # A feature that is infinite, from finite samples, comes from a sum or a square
+    # past float64's range (samples near 1e154 or more), not from a constant channel.
+    overflow = undefined & ~explained & np.isinf(values).any(axis=1)
+    dropped[REASON_OVERFLOW] = int(overflow.sum())
+    dropped[REASON_CONSTANT] = int((undefined & ~explained & ~overflow).sum())
     dropped = {k: v for k, v in dropped.items() if v}
     if dropped:
         detail = ", ".join(f"{n} for {reason}" for reason, n in dropped.items())
@@ -619,4 +624,7 @@ def featurize(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
             f"signal recipes are {sorted(RECIPES)}"
         )
         raise RegistryError(message)
-    return RECIPES[name](signals, entry)
+    # numpy's overflow and invalid-value warnings stay quiet: the windows they
+    # concern get an undefined feature, are dropped and counted with their reason.
+    with np.errstate(over="ignore", invalid="ignore"):
+        return RECIPES[name](signals, entry)

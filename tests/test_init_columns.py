@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from mudata.drafting.columns import (
+    Roles,
     epoch_unit,
     find_roles,
     leak_evidence,
@@ -85,3 +86,11 @@ def test_roles_by_name_by_option_and_the_columns_listed_when_absent():
     assert resolve("2", ["c1", "c2", "c3"], False, "--channels") == "c2"
     with pytest.raises(UsageError, match=r"\(or their numbers 1 to 3\)"):
         resolve("7", ["c1", "c2", "c3"], False, "--channels")
+
+
+def test_missing_cells_in_kept_columns_leave_out_columns_not_chosen():
+    # --features x: PEAK is no signal, though no reason for it is in left_out.
+    roles = Roles(user="u", label="y", signals=["x"], missing={"x": 2, "PEAK": 5, "u": 1})
+    line = next(line for line in roles.report(10) if line.startswith("missing cells"))
+    assert line.endswith("in kept columns: x: 2, u: 1")
+    assert "in 3 column(s) of 10 rows" in line

@@ -106,7 +106,10 @@ class Roles:
             lines += [f"  {c or '(unnamed)'}: {why}" for c, why in shown[:30]]
             if len(shown) > 30:
                 lines.append(f"  ... and {len(shown) - 30} more")
-        kept_missing = {c: n for c, n in self.missing.items() if c not in self.left_out}
+        # Kept: the signals and the role columns. A column left out by --features or
+        # --channels is in neither, though no reason for it is in left_out.
+        kept = {*self.signals, self.user, self.label, self.time, self.recording}
+        kept_missing = {c: n for c, n in self.missing.items() if c in kept}
         if self.missing:
             lines.append(
                 f"missing cells (empty, NA, #N/A, #DIV/0!, ...) in {len(self.missing)} "

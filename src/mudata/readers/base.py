@@ -228,6 +228,15 @@ class Sources:
         """Open a member for binary reading (its bytes are checked first)."""
         yield io.BytesIO(self.read_bytes(member))
 
+    @contextmanager
+    def open_decoded(self, member: str) -> Iterator[IO[bytes]]:
+        """Open a member's decompressed content for binary reading (checked first).
+
+        The stream counterpart of :meth:`read_decoded`: a gzip, bzip2 or xz
+        member is checked as published, then decompressed under the expansion cap.
+        """
+        yield io.BytesIO(self.read_decoded(member))
+
     def read_decoded(self, member: str) -> bytes:
         """The content of a member, checked against its pins, then decompressed.
 

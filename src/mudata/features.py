@@ -36,6 +36,7 @@ number dropped per reason is logged and stored in ``frame.attrs["dropped"]``.
 
 from __future__ import annotations
 
+import itertools
 import logging
 
 import numpy as np
@@ -628,3 +629,271 @@ def featurize(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
     # concern get an undefined feature, are dropped and counted with their reason.
     with np.errstate(over="ignore", invalid="ignore"):
         return RECIPES[name](signals, entry)
+
+
+# --------------------------------------------------------------------------
+# study-window over chunks: the same rows, bit for bit, in bounded memory
+# --------------------------------------------------------------------------
+
+
+class _Sequence:
+    """What the windower keeps of one (user, class, recording) between chunks.
+
+    ``buffer`` holds the raw samples from position ``start`` (0-based, in the
+    sequence) to the last one seen: the samples of the windows not cut yet and
+    the ``span - 1`` before them, which their first moving averages need.
+    """
+
+    __slots__ = ("buffer", "cut", "label", "length", "name", "rank", "recording", "start", "user")
+
+    def __init__(self, user: object, label: object, name: str, rank: int, recording: int) -> None:
+        self.user, self.label, self.name = user, label, name
+        self.rank, self.recording = rank, recording
+        self.buffer: list[np.ndarray] = []
+        self.start = 0  # sequence position of the buffer's first sample
+        self.length = 0  # samples seen so far
+        self.cut = 0  # windows cut so far
+
+
+def _window_block(
+    buffers: list[np.ndarray],
+    starts: np.ndarray,
+    firsts: np.ndarray,
+    counts: np.ndarray,
+    lengths: np.ndarray,
+    groups: list[list[int]],
+    width: int,
+    span: int,
+    recipe: object,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Features of windows ``firsts[q] .. firsts[q] + counts[q] - 1`` of each sequence ``q``.
+
+    ``buffers[q]`` (shape (m, c), all channels) holds sequence ``q``'s samples
+    from position ``starts[q]``; ``lengths[q]`` is its length, or a length past
+    which no window of the block needs a forward mean. The smoothed value of a
+    position is the running mean :func:`study_window` takes for it, computed
+    from the same samples, hence with the same bits.
+
+    Returns
+    -------
+    values : ndarray, shape (n_windows, 16 * k)
+    missing, short : ndarray of bool, shape (n_windows,)
+    """
+    laid = np.concatenate(buffers)
+    bounds = np.concatenate([[0], np.cumsum([b.shape[0] for b in buffers])])
+    used = counts * width
+    sequence = np.repeat(np.arange(counts.size), used)
+    within = np.arange(int(used.sum())) - np.repeat(np.cumsum(used) - used, used)
+    position = firsts[sequence] * width + within  # position in the sequence
+    backward = position >= span - 1
+    index = bounds[:-1][sequence] + position - starts[sequence] - np.where(backward, span - 1, 0)
+    short = ~backward & (position + span - 1 >= lengths[sequence])
+    index = np.ascontiguousarray(index.reshape(-1, width).T)
+    short = np.ascontiguousarray(short.reshape(-1, width).T)
+    n_windows = index.shape[1]
+
+    options = {"sd_ddof": recipe.sd_ddof, "auc": recipe.auc, "meandif": recipe.meandif}
+    laid_nan: np.ndarray | None = None
+    parts, differences = [], []
+    for number, group in enumerate(groups):
+        axes = []
+        for column in group:
+            ordered = np.ascontiguousarray(laid[:, column])
+            nan = np.isnan(ordered)
+            if nan.any():
+                laid_nan = nan if laid_nan is None else laid_nan | nan
+            axes.append(_gather(running_means(ordered, span), index, short))
+        parts.append(_sensor_features(axes, _Regular(width, n_windows), **options))
+        if number == 0 and recipe.second_sensor == "diff":
+            diffs = [a[1:] - a[:-1] for a in axes]
+            differences.append(_sensor_features(diffs, _Regular(width - 1, n_windows), **options))
+    parts += differences
+    missing = _missing_flags(laid_nan, index, short, span)
+    return np.hstack(parts), missing, short.any(axis=0)
+
+
+class StudyWindows:
+    """The ``study-window`` recipe fed chunk by chunk: :func:`study_window`'s rows, bit for bit.
+
+    Each (user, class, recording) sequence keeps, between chunks, the samples
+    of its windows not cut yet and the ``span - 1`` samples before them; a
+    window is cut as soon as a later sample shows that it is not the
+    sequence's last start (which the recipe drops) and the samples seen rule
+    out a sequence too short for the smoothing. Memory is bounded by a chunk,
+    that state per sequence and the feature rows.
+
+    Parameters
+    ----------
+    entry : DatasetEntry
+        With recipe ``study-window``.
+
+    Examples
+    --------
+    >>> windows = StudyWindows(entry)  # doctest: +SKIP
+    >>> for chunk in chunks:  # SignalTable parts, in file order
+    ...     windows.add(chunk)
+    >>> table = windows.finish()  # as featurize(whole table, entry)
+    """
+
+    def __init__(self, entry: DatasetEntry) -> None:
+        recipe = entry.recipe
+        if recipe.name != "study-window" or recipe.window is None:
+            message = (
+                f"dataset '{entry.name}': StudyWindows needs recipe 'study-window' with 'window'"
+            )
+            raise RegistryError(message)
+        self.entry = entry
+        self.width = int(recipe.window)
+        self.span = int(recipe.smoothing)
+        self.groups: list[list[str]] | None = None
+        self.dtypes: tuple[np.dtype, np.dtype] | None = None
+        self.sequences: dict[tuple[str, int, int], _Sequence] = {}
+        self.rows: list[tuple[np.ndarray, ...]] = []
+        self.samples = 0
+
+    def add(self, chunk: SignalTable) -> None:
+        """Take the next rows, in file order; cut every window they complete."""
+        frame = chunk.frame
+        if self.groups is None:
+            self.groups = _sensor_channels(chunk, self.entry)
+            self.dtypes = (frame["userid"].dtype, frame["label"].dtype)
+        rank = _class_rank(frame["label"], self.entry)
+        kept = np.flatnonzero(rank >= 0)
+        if kept.size == 0:
+            return
+        self.samples += kept.size
+        users = frame["userid"].to_numpy()[kept]
+        codes, uniques = pd.factorize(pd.Series(users), use_na_sentinel=False)
+        names = user_names(uniques)
+        recording = (
+            frame["recording"].to_numpy(dtype=np.int64)[kept]
+            if "recording" in frame.columns
+            else np.zeros(kept.size, dtype=np.int64)
+        )
+        kept_rank = rank[kept]
+        keys = [codes.astype(np.int64), kept_rank, recording]
+        key = _combined_key(keys)
+        order = np.argsort(key, kind="stable") if key is not None else np.lexsort(keys[::-1])
+        change = np.zeros(max(order.size - 1, 0), dtype=bool)
+        for part in keys:
+            change |= part[order][1:] != part[order][:-1]
+        bounds = np.concatenate([[0], np.flatnonzero(change) + 1, [order.size]])
+        channels = [c for group in self.groups for c in group]
+        values = frame[channels].to_numpy(dtype=np.float64)[kept[order]]
+        labels = frame["label"].to_numpy()[kept]
+        touched = []
+        for lo, hi in itertools.pairwise(bounds):
+            row = order[lo]
+            name = str(names[codes[row]])
+            ident = (name, int(kept_rank[row]), int(recording[row]))
+            sequence = self.sequences.get(ident)
+            if sequence is None:
+                sequence = _Sequence(users[row], labels[row], *ident)
+                self.sequences[ident] = sequence
+            sequence.buffer.append(values[lo:hi])
+            sequence.length += hi - lo
+            touched.append(sequence)
+        # Windows whose every smoothed sample is known (a sequence of 2 * span - 2
+        # samples or more has no undefined forward mean), and not the last start.
+        ready = [s for s in touched if s.length >= 2 * self.span - 2]
+        with np.errstate(over="ignore", invalid="ignore"):
+            self._cut(ready, ended=False)
+
+    def _column_groups(self) -> list[list[int]]:
+        """Each sensor's channels as column numbers of the buffers."""
+        groups, first = [], 0
+        for group in self.groups or []:
+            groups.append(list(range(first, first + len(group))))
+            first += len(group)
+        return groups
+
+    def _cut(self, sequences: list[_Sequence], *, ended: bool) -> None:
+        counts = np.array(
+            [max(int(window_count(s.length, self.width)) - s.cut, 0) for s in sequences],
+            dtype=np.int64,
+        )
+        cutting = [s for s, n in zip(sequences, counts, strict=True) if n > 0]
+        for s in sequences:
+            s.buffer = [np.concatenate(s.buffer)] if len(s.buffer) > 1 else s.buffer
+        if cutting:
+            counts = counts[counts > 0]
+            values, missing, short = _window_block(
+                [s.buffer[0] for s in cutting],
+                np.array([s.start for s in cutting], dtype=np.int64),
+                np.array([s.cut for s in cutting], dtype=np.int64),
+                counts,
+                np.array([s.length for s in cutting], dtype=np.int64),
+                self._column_groups(),
+                self.width,
+                self.span,
+                self.entry.recipe,
+            )
+            which = np.repeat(np.arange(len(cutting)), counts)
+            number = np.concatenate(
+                [np.arange(s.cut, s.cut + n) for s, n in zip(cutting, counts, strict=True)]
+            )
+            self.rows.append(
+                (np.array(cutting, dtype=object)[which], number, values, missing, short)
+            )
+            for s, n in zip(cutting, counts, strict=True):
+                s.cut += int(n)
+        if ended:
+            return
+        for s in cutting:
+            # Keep the samples from the next window's first backward mean on.
+            keep_from = max(s.cut * self.width - self.span + 1, 0)
+            s.buffer = [s.buffer[0][keep_from - s.start :]]
+            s.start = keep_from
+
+    def finish(self) -> pd.DataFrame:
+        """Cut the windows left once every sequence is complete; return the table.
+
+        Returns
+        -------
+        pandas.DataFrame
+            What :func:`featurize` returns for all the chunks as one table, with
+            the same ``attrs`` (``dropped``, ``samples_unused``).
+        """
+        columns = feature_columns(
+            len(self.groups or self.entry.sensors) + (self.entry.recipe.second_sensor == "diff")
+        )
+        if self.samples == 0:
+            return _empty_frame(columns)
+        sequences = list(self.sequences.values())
+        with np.errstate(over="ignore", invalid="ignore"):
+            self._cut(sequences, ended=True)
+        lengths = np.array([s.length for s in sequences], dtype=np.int64)
+        unused = int((lengths - window_count(lengths, self.width) * self.width).sum())
+        if not self.rows:
+            empty = _empty_frame(columns)
+            empty.attrs["samples_unused"] = unused
+            return empty
+        owners, number, values, missing, short = (
+            np.concatenate([part[k] for part in self.rows]) for k in range(5)
+        )
+        self.rows = []
+        names = user_sort_key({s.name for s in sequences})
+        user_rank = {name: i for i, name in enumerate(names)}
+        order = np.lexsort(
+            (
+                number,
+                np.array([s.recording for s in owners], dtype=np.int64),
+                np.array([s.rank for s in owners], dtype=np.int64),
+                np.array([user_rank[s.name] for s in owners], dtype=np.int64),
+            )
+        )
+        owners = owners[order]
+        user_dtype, label_dtype = self.dtypes or (np.dtype(object), np.dtype(object))
+        users = np.array([s.user for s in owners], dtype=object).astype(user_dtype)
+        labels = np.array([s.label for s in owners], dtype=object).astype(label_dtype)
+        reasons = {REASON_MISSING: missing[order], REASON_SHORT: short[order]}
+        with np.errstate(over="ignore", invalid="ignore"):
+            table = _finish(users, labels, values[order], columns, reasons, self.entry, "windows")
+        table.attrs["samples_unused"] = unused
+        if unused:
+            log.info(
+                "%s: %d samples after the last complete window of a sequence left out",
+                self.entry.name,
+                unused,
+            )
+        return table

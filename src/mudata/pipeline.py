@@ -10,6 +10,7 @@ import hashlib
 import json
 import logging
 import platform
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +29,14 @@ from mudata.errors import (
 )
 from mudata.paths import data_home as resolve_home
 from mudata.paths import dataset_lock, home_identity, sweep_stale, sweep_when_idle, table_dir
-from mudata.readers import FeatureTable, SignalTable, Sources, get_reader
+from mudata.readers import (
+    FeatureTable,
+    SignalStream,
+    SignalTable,
+    Sources,
+    get_reader,
+    get_stream_reader,
+)
 from mudata.store import load_table, read_provenance, table_fingerprint, write_table
 from mudata.userfilter import filter_users
 from mudata.version import __version__
@@ -150,9 +158,15 @@ def _to_features(
     # Here, not at the top: numpy-heavy; only for signal readers.
     from mudata.features import featurize
 
-    features = featurize(SignalTable(kept), entry)
+    return _window_counts(featurize(SignalTable(kept), entry), len(kept), entry, counts)
+
+
+def _window_counts(
+    features: pd.DataFrame, n_kept: int, entry: DatasetEntry, counts: dict[str, Any]
+) -> pd.DataFrame:
+    """Add what the signal recipe left out of ``n_kept`` samples to ``counts``; name the labels."""
     counts["samples_outside_windows"] = int(features.attrs.get("samples_unused", 0))
-    counts["samples_in_features"] = len(kept) - counts["samples_outside_windows"]
+    counts["samples_in_features"] = n_kept - counts["samples_outside_windows"]
     counts["windows_dropped"] = {
         str(k): int(v) for k, v in features.attrs.get("dropped", {}).items()
     }
@@ -160,8 +174,55 @@ def _to_features(
     return _name_labels(features, entry) if len(features) else features
 
 
+def _stream_features(
+    entry: DatasetEntry, stream: SignalStream
+) -> tuple[pd.DataFrame, dict[str, Any], int]:
+    """:func:`_label_raw` and :func:`_to_features` of a table read in chunks.
+
+    Each chunk is labelled, counted and windowed as it comes; what the whole
+    path counts over the table is added up over the chunks, and a kept class
+    never seen is the same error once every chunk has been read.
+
+    Returns
+    -------
+    (DataFrame, dict, int)
+        The feature rows (labels named), the counts, and the samples of kept classes.
+    """
+    # Here, not at the top: numpy-heavy; only for signal readers.
+    from mudata.features import StudyWindows
+
+    windows = StudyWindows(entry)
+    rows_read = n_kept = 0
+    dropped: Counter[str] = Counter()
+    labels = []
+    for chunk in stream:
+        frame = chunk.frame
+        matched = match_classes(frame["label"], entry, check_seen=False)
+        dropped.update(matched.dropped)
+        labels.append(frame["label"].drop_duplicates())
+        rows_read += len(frame)
+        n_kept += int((matched.rank >= 0).sum())
+        windows.add(chunk)
+    seen = pd.concat(labels, ignore_index=True) if labels else pd.Series([], dtype="int64")
+    match_classes(seen.drop_duplicates(), entry, where=f"reader '{entry.reader}'")
+    dropped_codes = {k: int(v) for k, v in sorted(dropped.items()) if v}
+    log_dropped(entry.name, dropped_codes, rows_read, "rows read")
+    counts: dict[str, Any] = {
+        "rows_read": rows_read,
+        "rows_dropped_by_class_code": dropped_codes,
+    }
+    if stream.attrs.get("time_repeats"):
+        counts["time_repeats"] = dict(stream.attrs["time_repeats"])
+    features = _window_counts(windows.finish(), n_kept, entry, counts)
+    return features, counts, n_kept
+
+
 def labelled_features(
-    entry: DatasetEntry, sources: Sources, *, raw: FeatureTable | SignalTable | None = None
+    entry: DatasetEntry,
+    sources: Sources,
+    *,
+    raw: FeatureTable | SignalTable | None = None,
+    stream: SignalStream | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Every stage before the user filter: read, label, featurize, drop missing values.
 
@@ -174,6 +235,11 @@ def labelled_features(
     raw : FeatureTable or SignalTable, optional
         What the entry's reader already gave for these sources (``mudata
         init`` reads the files once for its counts and its preview).
+    stream : SignalStream, optional
+        The same table in chunks. By default, an entry with the
+        ``study-window`` recipe whose reader has a stream reader
+        (:func:`mudata.readers.get_stream_reader`) is read and windowed in
+        chunks, in bounded memory; the table is the same, bit for bit.
 
     Returns
     -------
@@ -181,19 +247,22 @@ def labelled_features(
         ``userid`` (text), ``label`` (class names), then float64 features;
         and the counts of rows read and dropped so far, by reason.
     """
-    if raw is None:
-        raw = get_reader(entry.reader)(entry, sources)
-    kept, dropped_codes = _label_raw(raw, entry)
-    counts: dict[str, Any] = {
-        "rows_read": len(raw.frame),
-        "rows_dropped_by_class_code": dropped_codes,
-    }
-    if raw.frame.attrs.get("time_repeats"):
-        # Samples sharing the time of the previous one, by file: kept in file order.
-        counts["time_repeats"] = dict(raw.frame.attrs["time_repeats"])
-    features = _to_features(raw, kept, entry, counts)
+    if raw is None and stream is None and entry.recipe.name == "study-window":
+        stream_reader = get_stream_reader(entry.reader)
+        stream = stream_reader(entry, sources) if stream_reader is not None else None
+    if stream is not None:
+        features, counts, n_kept = _stream_features(entry, stream)
+    else:
+        if raw is None:
+            raw = get_reader(entry.reader)(entry, sources)
+        kept, dropped_codes = _label_raw(raw, entry)
+        counts = {"rows_read": len(raw.frame), "rows_dropped_by_class_code": dropped_codes}
+        if raw.frame.attrs.get("time_repeats"):
+            # Samples sharing the time of the previous one, by file: kept in file order.
+            counts["time_repeats"] = dict(raw.frame.attrs["time_repeats"])
+        features, n_kept = _to_features(raw, kept, entry, counts), len(kept)
     if features.empty:
-        raise EmptyResultError(_nothing_left(entry, kept, counts))
+        raise EmptyResultError(_nothing_left(entry, n_kept, counts))
     labelled = features.copy()
     labelled["userid"] = user_names(labelled["userid"])
     feature_columns = [c for c in labelled.columns if c not in ("userid", "label")]
@@ -207,20 +276,20 @@ def labelled_features(
         labelled = labelled.loc[~incomplete].reset_index(drop=True)
     counts["rows_dropped_missing_values"] = int(incomplete.sum())
     if labelled.empty:
-        raise EmptyResultError(_nothing_left(entry, kept, counts))
+        raise EmptyResultError(_nothing_left(entry, n_kept, counts))
     return labelled, counts
 
 
-def _nothing_left(entry: DatasetEntry, kept: pd.DataFrame, counts: dict[str, Any]) -> str:
+def _nothing_left(entry: DatasetEntry, n_kept: int, counts: dict[str, Any]) -> str:
     """Why no feature row is left: nothing of a kept class read, or all of it dropped."""
-    if kept.empty:
+    if not n_kept:
         return f"{entry.name}: no row of a kept class {entry.class_names} was read"
     windows = {k: v for k, v in counts.get("windows_dropped", {}).items() if v}
     why = [f"{n:,} windows dropped: {reason}" for reason, n in windows.items()]
     if counts.get("rows_dropped_missing_values"):
         why.append(f"{counts['rows_dropped_missing_values']:,} rows with missing feature values")
     return (
-        f"{entry.name}: {len(kept):,} rows of the kept classes {entry.class_names} were read, "
+        f"{entry.name}: {n_kept:,} rows of the kept classes {entry.class_names} were read, "
         f"but none is left as a feature row ({'; '.join(why) or 'no complete window'})"
     )
 

@@ -11,7 +11,8 @@ A reader is a callable ``(entry, sources) -> FeatureTable | SignalTable``
 (see :mod:`mudata.readers.base`).
 
 Modules: ``base`` (the tables readers return and the verified :class:`Sources`
-they read through), ``decode`` (compressed files, MATLAB arrays, separators),
+they read through), ``stream`` (the chunks of a reader that reads its files
+piece by piece, :data:`STREAM_READERS`), ``decode`` (compressed files, MATLAB arrays, separators),
 ``_text`` (helpers of the text readers), ``linear_regex`` (``path_pattern``
 matched in linear time), and one module per format:
 ``wisdm``, ``har70``, ``opportunity``, ``gestures``, ``tabular`` (CSV, Parquet
@@ -26,6 +27,7 @@ from importlib.metadata import entry_points
 
 from mudata.errors import RegistryError
 from mudata.readers.base import FeatureTable, Reader, SignalTable, Sources
+from mudata.readers.stream import SignalStream, StreamReader
 
 ENTRY_POINT_GROUP = "mudata.readers"
 
@@ -36,6 +38,15 @@ BUILTIN_READERS: dict[str, str] = {
     "gestures-txt": "mudata.readers.gestures:read_gestures",
     "feature-table": "mudata.readers.tabular:read_feature_table",
     "long-signals": "mudata.readers.tabular:read_long_signals",
+}
+
+
+#: Readers that also read their files in chunks, for releases larger than memory
+#: (:mod:`mudata.readers.stream`): reader name to ``module:function`` of a
+#: ``(entry, sources, *, chunk_bytes) -> SignalStream`` whose chunks laid end to
+#: end are the reader's table.
+STREAM_READERS: dict[str, str] = {
+    "har70-csv": "mudata.readers.har70:stream_har70",
 }
 
 
@@ -141,13 +152,26 @@ def get_reader(name: str) -> Reader:
     return getattr(importlib.import_module(module_name), attr)
 
 
+def get_stream_reader(name: str) -> StreamReader | None:
+    """The chunked reader of the reader called ``name``; None when it has none."""
+    target = STREAM_READERS.get(name)
+    if target is None:
+        return None
+    module_name, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
 __all__ = [
     "READER_OPTIONS",
+    "STREAM_READERS",
     "FeatureTable",
     "Reader",
+    "SignalStream",
     "SignalTable",
     "Sources",
+    "StreamReader",
     "available_readers",
     "check_reader_options",
     "get_reader",
+    "get_stream_reader",
 ]

@@ -31,29 +31,46 @@ def text_encoding(entry: DatasetEntry) -> str:
     return encoding
 
 
-def decode_text(data: bytes, member: str, encoding: str = DEFAULT_ENCODING) -> str:
+def decode_text(
+    data: bytes,
+    member: str,
+    encoding: str = DEFAULT_ENCODING,
+    *,
+    line_shift: int = 0,
+    offset_shift: int = 0,
+) -> str:
     """``data`` decoded; a byte the encoding cannot decode is a ParseError naming it.
 
     The message gives the file, the line, the byte and the encoding, and how to
-    name another encoding (``reader_options.encoding``).
+    name another encoding (``reader_options.encoding``). When ``data`` is a
+    part of the file, ``line_shift`` and ``offset_shift`` turn its line
+    numbers and byte offsets into the file's.
     """
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
+        line = data.count(b"\n", 0, exc.start) + 1 + line_shift
         message = (
-            f"{member}, line {line}: byte {data[exc.start]:#04x} at offset {exc.start} is not "
+            f"{member}, line {line}: byte {data[exc.start]:#04x} at offset "
+            f"{exc.start + offset_shift} is not "
             f"valid {encoding} text; if the file uses another encoding, name it in the "
             f"registry entry as reader_options.encoding (e.g. 'latin-1')"
         )
         raise ParseError(message) from None
 
 
-def check_encoding(data: bytes, member: str, encoding: str = DEFAULT_ENCODING) -> None:
+def check_encoding(
+    data: bytes,
+    member: str,
+    encoding: str = DEFAULT_ENCODING,
+    *,
+    line_shift: int = 0,
+    offset_shift: int = 0,
+) -> None:
     """Raise the :func:`decode_text` error when ``data`` is not valid ``encoding`` text."""
     if encoding.lower().replace("_", "-") in ("utf-8", "utf8") and data.isascii():
         return  # the common case, checked without building a string
-    decode_text(data, member, encoding)
+    decode_text(data, member, encoding, line_shift=line_shift, offset_shift=offset_shift)
 
 
 _WHITESPACE = np.zeros(256, dtype=bool)

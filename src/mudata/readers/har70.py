@@ -8,6 +8,9 @@ number raises :class:`~mudata.errors.ParseError` naming the file and its line.
 Nothing is silently dropped. Blank lines (e.g. a trailing one) are skipped;
 CRLF and LF line ends are both accepted.
 
+:func:`stream_har70` reads the same files in blocks of lines, for releases
+larger than memory; its chunks laid end to end are :func:`read_har70`'s table.
+
 Plain files are parsed with Arrow's CSV reader; whatever it refuses, or
 reads as NaN or infinity, is parsed again by the strict pandas path, whose
 errors name the line. The outcome, a table or an error, is the one the strict
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import io
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import PurePosixPath
 
 import numpy as np
@@ -37,6 +41,7 @@ from mudata.readers._text import (
     text_encoding,
 )
 from mudata.readers.base import SignalTable, Sources
+from mudata.readers.stream import CHUNK_BYTES, SignalStream, line_blocks
 
 CHANNELS = ("back_x", "back_y", "back_z", "thigh_x", "thigh_y", "thigh_z")
 HEADER = ("timestamp", *CHANNELS, "label")
@@ -121,17 +126,21 @@ def _parse_arrow(data: bytes, wanted: list[str]) -> dict[str, np.ndarray] | None
 
 
 def _parse_strict(
-    data: bytes, member: str, names: list[str], wanted: list[str], encoding: str
+    data: bytes, member: str, names: list[str], wanted: list[str], encoding: str, shift: int = 0
 ) -> dict[str, np.ndarray]:
-    """The wanted columns with pandas' parser, every malformed line named with its number."""
+    """The wanted columns with pandas' parser, every malformed line named with its number.
+
+    ``shift`` is added to the line numbers of ``data`` to give the file's.
+    """
     # The tokenizer fills a short row with NaN without complaint: count the
     # fields of every line first (vectorised over the bytes).
     counts = delimited_field_counts(data)
     bad = np.flatnonzero((counts != len(names)) & (counts != 0))
     if bad.size:
         message = (
-            f"{member}, line {int(bad[0]) + 1}: expected {len(names)} comma-separated "
-            f"fields, found {int(counts[bad[0]])} ({bad.size} such line(s) in all)"
+            f"{member}, line {int(bad[0]) + 1 + shift}: expected {len(names)} comma-separated "
+            f"fields, found {int(counts[bad[0]])} ({bad.size} such line(s) up to line "
+            f"{counts.size + shift})"
         )
         raise ParseError(message)
     try:
@@ -155,7 +164,7 @@ def _parse_strict(
         for column in wanted:
             row = first_non_numeric(text[column].replace("", "x"))
             if row is not None:
-                line = csv_line_of_row(data, row)
+                line = csv_line_of_row(data, row) + shift
                 message = f"{member}, line {line}: column '{column}' is not a number: {excerpt(text[column].iloc[row])}"
                 raise ParseError(message) from None
         message = f"{member}: a value is not a number"
@@ -164,22 +173,32 @@ def _parse_strict(
 
 
 def _read_subject(
-    data: bytes, member: str, channels: list[str], label: str, encoding: str = "utf-8"
+    data: bytes,
+    member: str,
+    channels: list[str],
+    label: str,
+    encoding: str = "utf-8",
+    *,
+    shift: tuple[int, int] = (0, 0),
 ) -> dict[str, np.ndarray]:
     """Parse one subject's CSV strictly; errors name ``member`` and the line.
 
-    Returns the channels (float64) and ``label`` (int64 codes) by name.
+    ``data`` is the file, or its header line followed by a part of its lines:
+    ``shift`` (lines, bytes) turns the line numbers and byte offsets of
+    ``data`` into the file's. Returns the channels (float64) and ``label``
+    (int64 codes) by name.
     """
-    check_encoding(data, member, encoding)
+    lines, offset = shift
+    check_encoding(data, member, encoding, line_shift=lines, offset_shift=offset)
     wanted = [*channels, label]
     names = _header_names(data, member, wanted, encoding)
     columns = _parse_arrow(data, wanted) if _plain(data, names, encoding) else None
     if columns is None:
-        columns = _parse_strict(data, member, names, wanted, encoding)
+        columns = _parse_strict(data, member, names, wanted, encoding, lines)
     for column in wanted:
         empty = np.flatnonzero(np.isnan(columns[column]))
         if empty.size:
-            line = csv_line_of_row(data, int(empty[0]))
+            line = csv_line_of_row(data, int(empty[0])) + lines
             message = (
                 f"{member}, line {line}: column '{column}' is empty or NaN; "
                 f"the HAR70+ release has no missing values"
@@ -189,11 +208,44 @@ def _read_subject(
     # An infinite code is no class either (and has no integer to cast to).
     fractional = np.flatnonzero(~np.isfinite(codes) | (codes != np.round(codes)))
     if fractional.size:
-        line = csv_line_of_row(data, int(fractional[0]))
+        line = csv_line_of_row(data, int(fractional[0])) + lines
         message = f"{member}, line {line}: label must be an integer code, found {float(codes[fractional[0]])!r}"
         raise ParseError(message)
     columns[label] = codes.astype(np.int64)
     return columns
+
+
+def _options(entry: DatasetEntry) -> tuple[list[str], str, str]:
+    """The entry's ``channels``, ``label_column`` and ``encoding``."""
+    channels = list_option(entry, "channels", list(CHANNELS))
+    label = str_option(entry, "label_column", "label")
+    return channels, label, text_encoding(entry)
+
+
+def _subjects(entry: DatasetEntry, sources: Sources) -> list[tuple[int, str]]:
+    """(subject, member) of every subject file, subjects ascending; checked as documented."""
+    pattern = str_option(entry, "members", "*.csv")
+    members = [n for n in sources.names(pattern) if not _is_resource_fork(n)]
+    if not members:
+        message = (
+            f"no HAR70+ subject file matching '{pattern}' in {', '.join(map(str, sources.roots))}"
+        )
+        raise MissingFileError(message)
+    subjects: list[tuple[int, str]] = []
+    for member in members:
+        stem = PurePosixPath(member).stem
+        if not stem.isdigit():
+            message = f"{member}: HAR70+ subject files are named by the subject number (e.g. 501.csv); found {excerpt(stem)}"
+            raise ParseError(message)
+        subjects.append((int(stem), member))
+    subjects.sort()
+    # Counted once: a count per subject made an archive of many members quadratic.
+    counts = Counter(u for u, _ in subjects)
+    duplicated = sorted(u for u, n in counts.items() if n > 1)
+    if duplicated:
+        message = f"subjects {duplicated} appear in more than one file among {members}"
+        raise ParseError(message)
+    return subjects
 
 
 def read_har70(entry: DatasetEntry, sources: Sources) -> SignalTable:
@@ -222,32 +274,8 @@ def read_har70(entry: DatasetEntry, sources: Sources) -> SignalTable:
     ParseError
         When a file stem is not an integer or a row is malformed (file and line named).
     """
-    pattern = str_option(entry, "members", "*.csv")
-    channels = list_option(entry, "channels", list(CHANNELS))
-    label = str_option(entry, "label_column", "label")
-    encoding = text_encoding(entry)
-
-    members = [n for n in sources.names(pattern) if not _is_resource_fork(n)]
-    if not members:
-        message = (
-            f"no HAR70+ subject file matching '{pattern}' in {', '.join(map(str, sources.roots))}"
-        )
-        raise MissingFileError(message)
-    subjects: list[tuple[int, str]] = []
-    for member in members:
-        stem = PurePosixPath(member).stem
-        if not stem.isdigit():
-            message = f"{member}: HAR70+ subject files are named by the subject number (e.g. 501.csv); found {excerpt(stem)}"
-            raise ParseError(message)
-        subjects.append((int(stem), member))
-    subjects.sort()
-    # Counted once: a count per subject made an archive of many members quadratic.
-    counts = Counter(u for u, _ in subjects)
-    duplicated = sorted(u for u, n in counts.items() if n > 1)
-    if duplicated:
-        message = f"subjects {duplicated} appear in more than one file among {members}"
-        raise ParseError(message)
-
+    channels, label, encoding = _options(entry)
+    subjects = _subjects(entry, sources)
     parsed = [
         _read_subject(sources.read_bytes(member), member, channels, label, encoding)
         for _, member in subjects
@@ -265,3 +293,96 @@ def read_har70(entry: DatasetEntry, sources: Sources) -> SignalTable:
         copy=False,
     )
     return SignalTable(frame)
+
+
+def _is_utf8(encoding: str) -> bool:
+    return encoding.lower().replace("_", "-") in ("utf-8", "utf8")
+
+
+def _at_least_one(blocks: Iterator[bytes]) -> Iterator[bytes]:
+    empty = True
+    for block in blocks:
+        empty = False
+        yield block
+    if empty:
+        yield b""
+
+
+def _subject_chunks(
+    subjects: list[tuple[int, str]],
+    sources: Sources,
+    channels: list[str],
+    label: str,
+    encoding: str,
+    chunk_bytes: int,
+) -> Iterator[SignalTable]:
+    """Each subject file's lines, a block at a time, parsed as :func:`read_har70` parses a file.
+
+    Each block is parsed behind the file's header line, with the shift that
+    keeps the line numbers and byte offsets of its errors the file's own.
+    """
+    for number, (user, member) in enumerate(subjects):
+        with sources.open(member) as stream:
+            # Blocks end at a line end, which in UTF-8 never splits a character;
+            # another encoding's file is parsed in one block.
+            blocks = line_blocks(stream, chunk_bytes if _is_utf8(encoding) else 1 << 62)
+            header = b""
+            lines = offset = 0  # lines and bytes of the file before the block
+            # An empty file is one empty block: its error is read_har70's.
+            for block in _at_least_one(blocks):
+                body = block
+                if not offset:
+                    header = block[: block.find(b"\n") + 1] or block
+                    body = block[len(header) :]
+                    offset = len(header)
+                    lines = header.count(b"\n")
+                columns = _read_subject(
+                    header + body,
+                    member,
+                    channels,
+                    label,
+                    encoding,
+                    shift=(lines - header.count(b"\n"), offset - len(header)),
+                )
+                lines += body.count(b"\n")
+                offset += len(body)
+                n = len(columns[label])
+                frame = pd.DataFrame(
+                    {
+                        "userid": np.full(n, user, dtype=np.int64),
+                        "label": columns[label],
+                        "segment": np.full(n, number, dtype=np.int64),
+                        **{c: columns[c] for c in channels},
+                    },
+                    copy=False,
+                )
+                yield SignalTable(frame)
+
+
+def stream_har70(
+    entry: DatasetEntry, sources: Sources, *, chunk_bytes: int = CHUNK_BYTES
+) -> SignalStream:
+    """:func:`read_har70`'s table in chunks of about ``chunk_bytes`` of text.
+
+    The options, the checks and the errors are :func:`read_har70`'s; those
+    about the files (none found, a stem that is not a number, a subject
+    twice) are raised here, those about their lines as the chunks are read.
+    When a file holds several malformed lines, the one named is the first
+    of the first chunk that holds one.
+
+    Parameters
+    ----------
+    entry : DatasetEntry
+        As for :func:`read_har70`.
+    sources : Sources
+        The verified release.
+    chunk_bytes : int
+        Bytes of text parsed at a time (whole lines: a little more).
+
+    Returns
+    -------
+    SignalStream
+    """
+    channels, label, encoding = _options(entry)
+    subjects = _subjects(entry, sources)
+    return SignalStream(_subject_chunks(subjects, sources, channels, label, encoding, chunk_bytes))

@@ -1,0 +1,87 @@
+"""Raw samples read in chunks: what a reader of long-format signals gives the pipeline.
+
+A release larger than memory cannot be one :class:`~mudata.readers.base.SignalTable`.
+A reader that can read its members piece by piece also offers a *stream
+reader*, ``(entry, sources, *, chunk_bytes=CHUNK_BYTES) -> SignalStream``
+(listed in :data:`mudata.readers.STREAM_READERS`), whose chunks, laid end to
+end, are the table its whole reader returns. The ``study-window`` recipe
+windows them as they come (:class:`mudata.features.StudyWindows`), so memory
+is bounded by a chunk, a few samples per (user, class, recording) and the
+feature rows.
+
+The rules a stream keeps, so that the table built from it is the whole
+path's, bit for bit:
+
+* rows come in the order of the whole table (file order, members in their
+  order); a chunk may end anywhere, even inside a recording;
+* every chunk has the whole table's columns, each with one dtype in all chunks;
+* counters that the whole table keeps in ``frame.attrs`` (``time_repeats``)
+  are in :attr:`SignalStream.attrs` once the chunks are exhausted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from mudata.entry import DatasetEntry
+from mudata.readers.base import SignalTable, Sources
+
+#: Bytes of text a stream reader parses at a time (whole lines, so a little more).
+CHUNK_BYTES = 1 << 24
+
+
+@dataclass
+class SignalStream:
+    """Raw samples in chunks (see the module docstring).
+
+    Attributes
+    ----------
+    chunks : iterable of SignalTable
+        Consumed once, in order.
+    attrs : dict
+        The counters of the whole table's ``frame.attrs``, complete once
+        ``chunks`` is exhausted.
+    """
+
+    chunks: Iterable[SignalTable]
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    def __iter__(self) -> Iterator[SignalTable]:
+        return iter(self.chunks)
+
+
+#: A stream reader: ``(entry, sources, *, chunk_bytes=CHUNK_BYTES) -> SignalStream``.
+StreamReader = Callable[[DatasetEntry, Sources], SignalStream]
+
+
+def line_blocks(stream: IO[bytes], size: int) -> Iterator[bytes]:
+    """The bytes of ``stream`` in blocks of whole lines of about ``size`` bytes.
+
+    Each block but the last ends with a newline; a line longer than ``size``
+    is one block of its own. The blocks laid end to end are the stream's bytes.
+
+    Parameters
+    ----------
+    stream : binary file object
+    size : int
+        Bytes read at a time (``size >= 1``).
+    """
+    if size < 1:
+        message = f"block size must be at least 1 byte, got {size}"
+        raise ValueError(message)
+    rest = b""
+    while True:
+        data = stream.read(size)
+        if not data:
+            break
+        data = rest + data if rest else data
+        end = data.rfind(b"\n") + 1
+        if end == 0:
+            rest = data  # no line end yet: read on
+            continue
+        rest = data[end:]
+        yield data[:end]
+    if rest:
+        yield rest

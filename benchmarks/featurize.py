@@ -3,7 +3,8 @@
 Builds, in a temporary folder, a ``har70.zip`` in the official format (one CSV
 per subject, header ``timestamp,back_x,...,thigh_z,label``) with 18 subjects of
 about 125,000 samples each (6 channels, 50 Hz, the 5 kept classes plus stairs
-in long runs), then times the real reader and the recipe separately.
+in long runs; ``har70_release.py``), then times the real reader and the recipe
+separately.
 
 Run::
 
@@ -28,59 +29,11 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
+from har70_release import HEADER, csv_lines, har70_entry
 
-from mudata.entry import ClassSpec, DatasetEntry, Recipe, RemoteFile, Sensor
 from mudata.features import featurize
 from mudata.readers.base import Sources
 from mudata.readers.har70 import read_har70
-
-CHANNELS = ("back_x", "back_y", "back_z", "thigh_x", "thigh_y", "thigh_z")
-
-
-def har70_entry() -> DatasetEntry:
-    return DatasetEntry(
-        name="har70",
-        title="HAR70+ (benchmark)",
-        version="bench",
-        homepage="https://example.invalid",
-        licence="CC BY 4.0",
-        citation="benchmark",
-        sampling_rate_hz=50.0,
-        reader="har70-csv",
-        recipe=Recipe(name="study-window", window=150),
-        classes=tuple(
-            ClassSpec(c, n)
-            for c, n in [
-                (1, "walking"),
-                (3, "shuffling"),
-                (6, "standing"),
-                (7, "sitting"),
-                (8, "lying"),
-            ]
-        ),
-        files=(RemoteFile(name="har70.zip", path="har70.zip"),),
-        sensors=(Sensor("back", CHANNELS[:3]), Sensor("thigh", CHANNELS[3:])),
-        reader_options={"members": "*.csv"},
-    )
-
-
-def subject_csv(rng: np.random.Generator, n: int) -> bytes:
-    """One subject's CSV: runs of 10 s to 5 min per activity, 6-decimal values."""
-    labels = np.empty(n, dtype=np.int64)
-    pos = 0
-    while pos < n:
-        run = int(rng.integers(500, 15000))
-        labels[pos : pos + run] = rng.choice(
-            [1, 3, 4, 5, 6, 7, 8], p=[0.3, 0.05, 0.02, 0.02, 0.2, 0.2, 0.21]
-        )
-        pos += run
-    stamps = pd.Timestamp("2021-03-24 14:42:03.839") + pd.to_timedelta(np.arange(n) * 20, unit="ms")
-    values = np.cumsum(rng.normal(0, 0.01, size=(n, 6)), axis=0) + rng.normal(0, 0.05, size=(n, 6))
-    frame = pd.DataFrame(np.round(values, 6), columns=list(CHANNELS))
-    frame.insert(0, "timestamp", stamps.strftime("%Y-%m-%d %H:%M:%S.%f").str[:-3])
-    frame["label"] = labels
-    return frame.to_csv(index=False, float_format="%.6f").encode()
 
 
 def main() -> None:
@@ -96,10 +49,10 @@ def main() -> None:
         if not path.exists():
             with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
                 for user in range(501, 501 + args.users):
-                    zf.writestr(f"har70plus/{user}.csv", subject_csv(rng, args.samples))
+                    zf.writestr(f"har70plus/{user}.csv", HEADER + csv_lines(rng, args.samples))
         built = time.perf_counter() - t0
 
-        entry = har70_entry()
+        entry = har70_entry(path="har70.zip")
         load = os.getloadavg()[0]
         sources = Sources([path])
         t0, c0 = time.perf_counter(), time.process_time()

@@ -1,18 +1,17 @@
 """Benchmark: build a table from a long-format release of one or more GB of CSV.
 
 For each size given to ``--gb``, writes into a temporary folder (removed
-after) a release in the HAR70+ format: one CSV per user (``501.csv``, ...,
-header ``timestamp,back_x,...,thigh_z,label``), each a 24 h recording at
-50 Hz (4,320,000 samples), with as many users as the size needs (the last
-one's recording cut short to reach it). A day is a sequence of synthetic
-hours drawn from six distinct ones (6-decimal random-walk values, activity
-runs of 10 s to 5 min), so that writing gigabytes is not the slow part.
+after) a release in the HAR70+ format (``har70_release.py``): one CSV per
+user (``501.csv``, ..., header ``timestamp,back_x,...,thigh_z,label``), each a
+24 h recording at 50 Hz (4,320,000 samples), with as many users as the size
+needs (the last one's recording cut short to reach it).
 
 Then it runs, each in a fresh process whose peak resident memory
 (``ru_maxrss``) is read at its end:
 
-* ``build``: the HAR70+ reader and the ``study-window`` recipe (window 150,
-  span 10), the path ``mudata fetch`` takes;
+* ``build``: :func:`mudata.pipeline.build_table`, the path ``mudata fetch``
+  takes (the HAR70+ stream reader, the ``study-window`` recipe with window
+  150 and span 10 fed chunk by chunk, the user filter and the checks);
 * ``pyarrow``: Arrow's streaming CSV reader over the same files, every column
   parsed, nothing else done: the floor for any reader of these files.
 
@@ -38,102 +37,19 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-CHANNELS = ("back_x", "back_y", "back_z", "thigh_x", "thigh_y", "thigh_z")
-HEADER = ",".join(("timestamp", *CHANNELS, "label")) + "\n"
-RATE_HZ = 50
-HOUR = 3600 * RATE_HZ
-DAY = 24 * HOUR
-
-
-def synthetic_hour(rng: np.random.Generator, start_ms: int) -> bytes:
-    """One hour of samples as CSV lines (no header), the HAR70+ way of writing them."""
-    # Here, not at the top: the child processes of this script never write data.
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    labels = np.empty(HOUR, dtype=np.int64)
-    pos = 0
-    while pos < HOUR:
-        run = int(rng.integers(500, 15000))
-        labels[pos : pos + run] = rng.choice(
-            [1, 3, 4, 5, 6, 7, 8], p=[0.3, 0.05, 0.02, 0.02, 0.2, 0.2, 0.21]
-        )
-        pos += run
-    stamps = np.datetime64(start_ms, "ms") + np.arange(HOUR) * np.timedelta64(1000 // RATE_HZ, "ms")
-    columns = {"timestamp": pa.array(stamps)}
-    for channel in CHANNELS:
-        walk = np.cumsum(rng.normal(0, 0.01, HOUR)) + rng.normal(0, 0.05, HOUR)
-        columns[channel] = pa.array(np.round(walk, 6))
-    columns["label"] = pa.array(labels)
-    sink = pa.BufferOutputStream()
-    options = pacsv.WriteOptions(include_header=False, quoting_style="none")
-    pacsv.write_csv(pa.table(columns), sink, options)
-    return sink.getvalue().to_pybytes()
-
-
-def write_release(folder: Path, size_bytes: float, rng: np.random.Generator) -> tuple[int, int]:
-    """Write user files into ``folder`` up to about ``size_bytes``: (users, samples)."""
-    hours = [synthetic_hour(rng, 1616596923839 + k * 3_600_000) for k in range(6)]
-    line_bytes = sum(map(len, hours)) / (6 * HOUR)
-    samples_left = int(size_bytes / line_bytes)
-    users = samples = 0
-    while samples_left > 0:
-        n = min(DAY, samples_left)
-        with open(folder / f"{501 + users}.csv", "wb") as fh:
-            fh.write(HEADER.encode())
-            whole, rest = divmod(n, HOUR)
-            for _ in range(whole):
-                fh.write(hours[int(rng.integers(6))])
-            if rest:
-                block = hours[int(rng.integers(6))]
-                cut = 0
-                for _ in range(rest):
-                    cut = block.index(b"\n", cut) + 1
-                fh.write(block[:cut])
-        users += 1
-        samples += n
-        samples_left -= n
-    return users, samples
-
-
-def har70_entry():
-    """The HAR70+ entry's reader, sensors, classes and recipe (no files pinned)."""
-    # Here, not at the top: the parent process never imports mudata.
-    from mudata.entry import ClassSpec, DatasetEntry, Recipe, RemoteFile, Sensor
-
-    kept = [(1, "walking"), (3, "shuffling"), (6, "standing"), (7, "sitting"), (8, "lying")]
-    return DatasetEntry(
-        name="har70",
-        title="HAR70+ (benchmark)",
-        version="bench",
-        homepage="https://example.invalid",
-        licence="CC BY 4.0",
-        citation="benchmark",
-        sampling_rate_hz=float(RATE_HZ),
-        reader="har70-csv",
-        recipe=Recipe(name="study-window", window=150, smoothing=10),
-        classes=tuple(ClassSpec(c, n) for c, n in kept),
-        files=(RemoteFile(name="har70", path="har70"),),
-        sensors=(Sensor("back", CHANNELS[:3]), Sensor("thigh", CHANNELS[3:])),
-        reader_options={"members": "*.csv"},
-    )
+from har70_release import har70_entry, write_release
 
 
 def child_build(folder: Path) -> dict:
-    """Read and featurize the release in ``folder``: samples, windows and times."""
+    """Build the table of the release in ``folder`` as ``mudata fetch`` does: samples, rows."""
     # Here, not at the top: only this child process pays for importing mudata.
-    from mudata.features import featurize
+    from mudata.pipeline import build_table
     from mudata.readers.base import Sources
-    from mudata.readers.har70 import read_har70
 
-    entry = har70_entry()
     sources = Sources([folder])
-    signals = read_har70(entry, sources)
-    samples = len(signals.frame)
-    table = featurize(signals, entry)
+    table, counts = build_table(har70_entry(), sources)
     sources.close()
-    return {"samples": samples, "rows": len(table)}
+    return {"samples": counts["rows_read"], "rows": len(table)}
 
 
 def child_pyarrow(folder: Path) -> dict:
@@ -151,7 +67,9 @@ def child_pyarrow(folder: Path) -> dict:
 
 def run_child(kind: str, folder: Path) -> dict:
     command = [sys.executable, __file__, "--child", kind, str(folder)]
-    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    done = subprocess.run(command, check=False, capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"the {kind} child failed:\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

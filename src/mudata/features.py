@@ -384,8 +384,11 @@ def _finish(
             detail,
         )
     keep = ~undefined
-    frame = pd.DataFrame({"userid": userid[keep], "label": labels[keep]})
-    frame = pd.concat([frame, pd.DataFrame(values[keep], columns=columns)], axis=1)
+    # The features are one block, copied once at most (none when no row is
+    # dropped); the id columns are put before it without copying it.
+    frame = pd.DataFrame(values if keep.all() else values[keep], columns=columns, copy=False)
+    frame.insert(0, "label", labels[keep])
+    frame.insert(0, "userid", userid[keep])
     frame.attrs["dropped"] = dropped
     return frame
 
@@ -868,10 +871,9 @@ class StudyWindows:
             empty = _empty_frame(columns)
             empty.attrs["samples_unused"] = unused
             return empty
-        owners, number, values, missing, short = (
-            np.concatenate([part[k] for part in self.rows]) for k in range(5)
+        owners, number, missing, short = (
+            np.concatenate([part[k] for part in self.rows]) for k in (0, 1, 3, 4)
         )
-        self.rows = []
         names = user_sort_key({s.name for s in sequences})
         user_rank = {name: i for i, name in enumerate(names)}
         order = np.lexsort(
@@ -883,12 +885,22 @@ class StudyWindows:
             )
         )
         owners = owners[order]
+        # Each part's feature rows go straight to their sorted place, and the part
+        # is let go: the rows are held once, not three times.
+        where = np.empty_like(order)
+        where[order] = np.arange(order.size)
+        values = np.empty((order.size, self.rows[0][2].shape[1]))
+        first = 0
+        while self.rows:
+            part = self.rows.pop(0)[2]
+            values[where[first : first + part.shape[0]]] = part
+            first += part.shape[0]
         user_dtype, label_dtype = self.dtypes or (np.dtype(object), np.dtype(object))
         users = np.array([s.user for s in owners], dtype=object).astype(user_dtype)
         labels = np.array([s.label for s in owners], dtype=object).astype(label_dtype)
         reasons = {REASON_MISSING: missing[order], REASON_SHORT: short[order]}
         with np.errstate(over="ignore", invalid="ignore"):
-            table = _finish(users, labels, values[order], columns, reasons, self.entry, "windows")
+            table = _finish(users, labels, values, columns, reasons, self.entry, "windows")
         table.attrs["samples_unused"] = unused
         if unused:
             log.info(

@@ -140,7 +140,7 @@ def _label_raw(
 def _name_labels(features: pd.DataFrame, entry: DatasetEntry) -> pd.DataFrame:
     """Feature rows of a signal recipe carry raw codes: give them their class names."""
     matched = match_classes(features["label"], entry, check_seen=False)
-    features = features.copy()
+    features = features.copy(deep=False)  # copy-on-write: only the label column is new
     features["label"] = matched.names.astype(str)
     return features
 
@@ -263,10 +263,14 @@ def labelled_features(
         features, n_kept = _to_features(raw, kept, entry, counts), len(kept)
     if features.empty:
         raise EmptyResultError(_nothing_left(entry, n_kept, counts))
-    labelled = features.copy()
+    # Copy-on-write: the columns replaced are copied, the features stay shared
+    # (a table's features built in chunks are not held twice here).
+    labelled = features.copy(deep=False)
+    del features
     labelled["userid"] = user_names(labelled["userid"])
     feature_columns = [c for c in labelled.columns if c not in ("userid", "label")]
-    labelled[feature_columns] = labelled[feature_columns].astype("float64")
+    if any(labelled[c].dtype != "float64" for c in feature_columns):
+        labelled[feature_columns] = labelled[feature_columns].astype("float64")
     incomplete = labelled[feature_columns].isna().any(axis=1)
     if incomplete.any():
         # Readers of precomputed tables may carry missing values; the study keeps none.

@@ -29,7 +29,7 @@ from mudata.entry import DatasetEntry
 from mudata.readers.base import SignalTable, Sources
 
 #: Bytes of text a stream reader parses at a time (whole lines, so a little more).
-CHUNK_BYTES = 1 << 24
+CHUNK_BYTES = 1 << 22
 
 
 @dataclass

@@ -4,7 +4,8 @@ For each size given to ``--gb``, writes into a temporary folder (removed
 after) a release in the HAR70+ format (``har70_release.py``): one CSV per
 user (``501.csv``, ..., header ``timestamp,back_x,...,thigh_z,label``), each a
 24 h recording at 50 Hz (4,320,000 samples), with as many users as the size
-needs (the last one's recording cut short to reach it).
+needs (the last one's recording cut short to reach it; below two days, two
+users of half the size each, as a table needs two users).
 
 Then it runs, each in a fresh process whose peak resident memory
 (``ru_maxrss``) is read at its end:

@@ -154,6 +154,17 @@ def test_chunks_of_one_user_class_interleaved_with_others_join_up():
     assert_same_bits(chunked(frame, entry, np.arange(1, len(frame))), want)
 
 
+def test_ids_that_would_name_one_user_are_the_whole_table_s_error():
+    frame = interleaved_signals(np.random.default_rng(2), 900, recordings=False)
+    # The text and the number would both be user "7".
+    frame["userid"] = pd.Series(["7" if i % 3 == 0 else 7 for i in range(900)], dtype=object)
+    entry = har70_entry(window=10, smoothing=4)
+    with pytest.raises(ParseError, match="would both become user '7'"):
+        featurize(SignalTable(frame), entry)
+    with pytest.raises(ParseError, match="would both become user '7'"):
+        chunked(frame, entry, [100, 101, 450])
+
+
 def test_nothing_kept_and_no_complete_window_are_the_whole_table_s_empty_results():
     frame = interleaved_signals(np.random.default_rng(1), 200, recordings=False)
     for labels, window in (([4, 5], 10), ([1], 10_000)):

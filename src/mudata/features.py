@@ -767,7 +767,9 @@ class StudyWindows:
         self.samples += kept.size
         users = frame["userid"].to_numpy()[kept]
         codes, uniques = pd.factorize(pd.Series(users), use_na_sentinel=False)
-        names = user_names(uniques)
+        # Ids that differ but name one user (1 and "1") are one sequence, as in study_window.
+        by_name, names = pd.factorize(user_names(uniques))
+        codes = by_name[codes]
         recording = (
             frame["recording"].to_numpy(dtype=np.int64)[kept]
             if "recording" in frame.columns

@@ -730,12 +730,11 @@ class StudyWindows:
     entry : DatasetEntry
         With recipe ``study-window``.
 
-    Examples
-    --------
-    >>> windows = StudyWindows(entry)  # doctest: +SKIP
-    >>> for chunk in chunks:  # SignalTable parts, in file order
-    ...     windows.add(chunk)
-    >>> table = windows.finish()  # as featurize(whole table, entry)
+    Notes
+    -----
+    ``windows = StudyWindows(entry)``, then ``windows.add(chunk)`` for each
+    chunk (a :class:`SignalTable`, in file order), then ``windows.finish()``,
+    which returns what ``featurize(whole table, entry)`` returns.
     """
 
     def __init__(self, entry: DatasetEntry) -> None:

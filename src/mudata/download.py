@@ -335,8 +335,12 @@ def _hash_archive_members(
             name = normalise_member(member.path, path)
             if name in index.members:
                 what = f"member '{member.path}' of archive {path} ({_what(entry, remote)})"
-                data = index.read(name, member.size, what)
-                found[member.path] = hashlib.sha256(data).hexdigest()
+                # In chunks: a member without a registry size may be as large as
+                # the expansion cap lets it be.
+                digest = hashlib.sha256()
+                for chunk in index.chunks(name, member.size, what):
+                    digest.update(chunk)
+                found[member.path] = digest.hexdigest()
     return found
 
 

@@ -444,7 +444,7 @@ class Sources:
             source.chunks = _file_chunks(source.file, path, limit, piece)
         if cap is not None and source.size > cap:
             source.close()
-            raise _too_large(source.what, cap, f"holds {source.size:,} bytes")
+            raise _too_large(source.what, cap, f"holds {source.size:,} bytes, more")
         if cap is not None:
             source.chunks = _capped(source.chunks, source.what, cap)
         return source
@@ -492,7 +492,7 @@ class Sources:
         try:
             for chunk in stream:
                 if cap is not None and spool.size + len(chunk) > cap:
-                    raise _too_large(source.what, cap, "decompresses to more than that")
+                    raise _too_large(source.what, cap, "decompresses to more bytes")
                 spool.write(chunk)
         except MudataError:
             if decoding and not hashing.failed and _expected(source) is not None:
@@ -601,7 +601,7 @@ def _capped(chunks: Iterator[bytes], what: str, cap: int) -> Iterator[bytes]:
         for chunk in chunks:
             total += len(chunk)
             if total > cap:
-                raise _too_large(what, cap, "yields more than that")
+                raise _too_large(what, cap, "yields more bytes")
             yield chunk
     finally:
         close = getattr(chunks, "close", None)
@@ -612,7 +612,7 @@ def _capped(chunks: Iterator[bytes], what: str, cap: int) -> Iterator[bytes]:
 def _too_large(what: str, cap: int, found: str) -> LimitError:
     """The refusal of a member too large to be read whole."""
     message = (
-        f"{what} {found}: more than {cap:,} bytes, the cap on a member read whole "
+        f"{what} {found} than the cap on a member read whole, {cap:,} bytes "
         f"(${READ_ENV}, default {DEFAULT_MAX_READ_BYTES:,}); refusing it. If the file is trusted, "
         f"raise the cap with {READ_ENV}={cap * 4}; readers of long-format signals stream "
         f"members in chunks instead of reading them whole"

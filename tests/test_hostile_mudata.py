@@ -1633,8 +1633,10 @@ def test_the_spool_folder_is_private_and_gone_after_an_interrupt_mid_stream(
 _BOMB_SCRIPT = """
 import gzip, os, sys, zipfile, zlib
 from pathlib import Path
+from mudata.download import fetch_sources
 from mudata.errors import LimitError
 from mudata.readers.base import Sources
+from mudata.registry import parse_entry
 
 folder, size = Path(sys.argv[1]), int(sys.argv[2])
 block = b"0" * 2**20  # not NUL: a gzip of NUL bytes also reads as an empty tar
@@ -1647,7 +1649,19 @@ with open(folder / "bomb.csv.gz", "wb") as out:
     for _ in range(size // 2**20):
         out.write(packer.compress(block))
     out.write(packer.flush())
-outcomes = []
+# fetch hashes a listed member that has no registry size: in chunks, not whole.
+entry = {
+    "name": "bomb", "title": "Bomb", "version": "1", "homepage": "https://example.invalid/b",
+    "licence": "CC0-1.0", "citation": "Nobody (2026).", "sampling_rate_hz": 20,
+    "reader": "feature-table", "recipe": {"name": "precomputed"}, "min_per_class": 1,
+    "reader_options": {"user_col": "user", "label_col": "label", "members": "*.csv"},
+    "classes": [{"code": "walk", "name": "walk"}, {"code": "run", "name": "run"}],
+    "files": [{"name": "bomb.zip", "path": str(folder / "bomb.zip"), "archive": "zip",
+               "members": [{"path": "toy/data.csv"}]}],
+}
+fetched = fetch_sources(parse_entry(entry), data_home=folder / "home", progress=False,
+                        allow_unverified=True, max_expansion=float("inf"))
+outcomes = [str(len(fetched[0].members))]
 for root, member in ((folder / "bomb.zip", "toy/data.csv"), (folder / "bomb.csv.gz", "bomb.csv.gz")):
     sources = Sources([root], max_expansion=float("inf"), spool_dir=folder / "spool")
     try:
@@ -1666,7 +1680,8 @@ print(" ".join(outcomes), peak)
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads VmHWM from /proc")
 def test_an_expansion_bomb_with_the_cap_lifted_stays_bounded_in_memory(tmp_path: Path) -> None:
-    """512 MiB members with --max-expansion inf: refused whole, streamed to disk, under 400 MB."""
+    """512 MiB members with --max-expansion inf: hashed by fetch, refused whole, streamed to
+    disk, all under 400 MB (each alone took more than 512 MB when read whole)."""
     size = 512 * 2**20
     (tmp_path / "spool").mkdir()
     done = subprocess.run(
@@ -1676,6 +1691,6 @@ def test_an_expansion_bomb_with_the_cap_lifted_stays_bounded_in_memory(tmp_path:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     *outcomes, peak = done.stdout.split()
-    assert outcomes == ["refused", str(size), "refused", str(size)]
+    assert outcomes == ["1", "refused", str(size), "refused", str(size)]
     assert int(peak) < 400, f"peak resident memory {peak} MB"
     assert list((tmp_path / "spool").iterdir()) == []

@@ -445,7 +445,9 @@ class Sources:
         if cap is not None and source.size > cap:
             source.close()
             raise _too_large(source.what, cap, f"holds {source.size:,} bytes, more")
-        if cap is not None:
+        if cap is not None and source.file is not None:
+            # An archive member never yields more than it declares (checked
+            # just above against the cap); a file may grow after its fstat.
             source.chunks = _capped(source.chunks, source.what, cap)
         return source
 

@@ -427,7 +427,7 @@ class Sources:
         pin = pins.members.get(name) if pins is not None else None
         _admit(root, name, pins, pin)
         limit = pin.size if pin is not None else None
-        source = _Member(name, root, inner, pins, pin, f"member '{name}' of {root}")
+        source = _Member(name, root, inner, pins, pin, f"member {excerpt(name)} of {root}")
         if i in self._archives:
             archive = self._archives[i]
             source.size = archive.size(inner)

@@ -456,9 +456,10 @@ def test_a_changed_value_is_caught_by_the_table_hash(local_toy: tuple[dict, Path
     pd.testing.assert_frame_equal(build(entry, home), original)
 
 
-def test_damaged_table_without_its_raw_files_is_a_clear_error(
+def _fetched_toy(
     http_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> tuple[dict[str, Any], Path]:
+    """Register a pinned toy archive served on 127.0.0.1, fetch it; its entry and home."""
     payload = zip_bytes([(MEMBER, GOOD)])
     url = serve(http_server, "toy.zip", payload)
     registry = tmp_path / "registry"
@@ -468,6 +469,13 @@ def test_damaged_table_without_its_raw_files_is_a_clear_error(
     monkeypatch.setenv("MUDATA_REGISTRY", str(registry))
     home = tmp_path / "home"
     mudata.fetch("toy", data_home=home, progress=False)
+    return entry, home
+
+
+def test_damaged_table_without_its_raw_files_is_a_clear_error(
+    http_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, home = _fetched_toy(http_server, tmp_path, monkeypatch)
     path = home / "toy" / "toy.parquet"
     path.write_bytes(path.read_bytes()[:-40] + bytes(40))
     # With the raw file still cached, the table is rebuilt offline.
@@ -484,15 +492,7 @@ def test_damaged_table_without_its_raw_files_is_a_clear_error(
 def test_verify_rebuilds_from_the_download_cache_and_never_downloads(
     http_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    payload = zip_bytes([(MEMBER, GOOD)])
-    url = serve(http_server, "toy.zip", payload)
-    registry = tmp_path / "registry"
-    registry.mkdir()
-    entry = entry_data([archive_file(url, sha256=sha(payload))])
-    (registry / "toy.toml").write_text(_toml(entry), encoding="utf-8")
-    monkeypatch.setenv("MUDATA_REGISTRY", str(registry))
-    home = tmp_path / "home"
-    mudata.fetch("toy", data_home=home, progress=False)
+    entry, home = _fetched_toy(http_server, tmp_path, monkeypatch)
     assert mudata.verify("toy", data_home=home).status == "verified"
 
     # A forger rewrites a value and the hash beside it: served, but verify names the row.
@@ -513,6 +513,7 @@ def test_verify_rebuilds_from_the_download_cache_and_never_downloads(
 
     # The cached raw file changed too: nothing pinned to rebuild from, and no download.
     cached = raw_dir("toy", home) / "toy.zip"
+    payload = cached.read_bytes()
     cached.write_bytes(payload[:-1] + bytes([payload[-1] ^ 1]))
     result = mudata.verify("toy", data_home=home)
     assert result.status == "unverifiable" and "sha256 mismatch" in result.message

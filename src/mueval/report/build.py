@@ -150,10 +150,11 @@ class BuildResult:
 class _Figures:
     """Saves figures under ``out/figures`` and returns their embedded HTML."""
 
-    def __init__(self, out: Path, *, enabled: bool = True) -> None:
+    def __init__(self, out: Path, *, enabled: bool = True, svg: bool = False) -> None:
         self.dir = real_folder(out / "figures")
         self.paths: list[Path] = []
         self.enabled = enabled
+        self.svg = svg
 
     def add(self, fig, name: str, caption: str) -> str:
         if not self.enabled:
@@ -161,9 +162,10 @@ class _Figures:
             # closed undrawn and leaves no trace on the page.
             plt.close(fig)
             return ""
-        png, svg = F.save_figure(fig, check_inside(self.dir, self.dir / name))
-        self.paths.extend([png, svg])
-        return figure_html(png, alt=caption, caption=caption, svg_name=svg.name)
+        png, *svg = F.save_figure(fig, check_inside(self.dir, self.dir / name), svg=self.svg)
+        self.paths.extend([png, *svg])
+        svg_name = svg[0].name if svg else None
+        return figure_html(png, alt=caption, caption=caption, svg_name=svg_name)
 
 
 def _fmt_ci(value: float, lo: float, hi: float) -> str:
@@ -473,6 +475,8 @@ class _Pair:
     seed: int
     #: Matrices with their bootstrap intervals, for the details table.
     intervals: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
+    #: (low, high) of every statistic of :data:`setstats.SET_STATISTICS`.
+    bounds: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
 def _natural_order(classes: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -585,7 +589,6 @@ def _study_pictures(figs: _Figures, p: _Pair, top_sets: int, min_count: int) -> 
 def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object]:
     """Inclusion rates, co-membership and phi, with the phi floor explained."""
     sets, classes, label, stem = p.sets, p.classes, p.label, p.stem
-    n_boot, seed, groups = p.n_boot, p.seed, p.groups
     k = len(classes)
     body: list[str] = []
     # The review's diagnostics.
@@ -600,7 +603,7 @@ def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object
         )
     )
     incl = S.inclusion_rate(sets)
-    ilo, ihi = S.bootstrap_ci(S.inclusion_rate, sets, n_boot=n_boot, seed=seed, groups=groups)
+    ilo, ihi = p.bounds["inclusion"]
     body.append(
         figs.add(
             F.inclusion_figure(incl, ilo, ihi, classes, title=f"Inclusion rate per class, {label}"),
@@ -610,7 +613,7 @@ def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object
     )
 
     com = S.comembership_rate(sets)
-    clo, chi = S.bootstrap_ci(S.comembership_rate, sets, n_boot=n_boot, seed=seed, groups=groups)
+    clo, chi = p.bounds["co-membership"]
     top = float(np.nanmax(com - np.diag(np.diag(com)))) if k > 1 else 1.0
     body.append(
         figs.add(
@@ -632,9 +635,7 @@ def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object
     )
 
     phi = S.phi_matrix(sets)
-    plo, phi_hi = S.bootstrap_ci(
-        lambda z: S.phi_matrix(z).phi, sets, n_boot=n_boot, seed=seed, groups=groups
-    )
+    plo, phi_hi = p.bounds["phi"]
     never = (com == 0) & np.isfinite(phi.phi)
     np.fill_diagonal(never, False)
     fig = F.heatmap_figure(
@@ -695,10 +696,9 @@ def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object
 def _directional(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray]:
     """The soft confusion and coverage confusion matrices."""
     sets, y, proba, classes, label, stem = p.sets, p.y, p.proba, p.classes, p.label, p.stem
-    n_boot, seed, groups = p.n_boot, p.seed, p.groups
     body: list[str] = []
     soft = S.soft_confusion(proba, y)
-    slo, shi = S.bootstrap_ci(S.soft_confusion, proba, y, n_boot=n_boot, seed=seed, groups=groups)
+    slo, shi = p.bounds["soft"]
     body.append(
         figs.add(
             F.heatmap_figure(
@@ -718,9 +718,7 @@ def _directional(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray]:
     )
 
     covc = S.coverage_confusion(sets, y)
-    vlo, vhi = S.bootstrap_ci(
-        S.coverage_confusion, sets, y, n_boot=n_boot, seed=seed, groups=groups
-    )
+    vlo, vhi = p.bounds["coverage confusion"]
     body.append(
         figs.add(
             F.heatmap_figure(
@@ -849,6 +847,10 @@ def _pair_section(
     min_count: int,
 ) -> tuple[Section, list[str]]:
     pair, intro = _pair_data(run, s, c, n_boot, seed)
+    # One pass of resamples for every interval of the section (see setstats).
+    pair.bounds = S.bootstrap_set_statistics(
+        pair.sets, pair.y, pair.proba, n_boot=n_boot, seed=seed, groups=pair.groups
+    )
     body = [intro, *_study_pictures(figs, pair, top_sets, min_count)]
     membership, com, phi = _membership(figs, pair)
     directional, covc = _directional(figs, pair)
@@ -871,14 +873,14 @@ def _pair_subset(run: RunFolder, s: str, c: str) -> RunFolder:
 
 
 def _pair_task(
-    run: RunFolder, out: Path, s: str, c: str, options: dict[str, int]
+    run: RunFolder, out: Path, s: str, c: str, options: dict[str, int], svg: bool
 ) -> tuple[Section, list[str], list[Path]]:
     """One (strategy, classifier) section with its figures, in this process or a worker."""
     # Workers start a fresh interpreter: the non-interactive backend, and the same
     # settings build_report sets around the build.
     matplotlib.use("Agg")
     with matplotlib.rc_context({"text.parse_math": False}):
-        figs = _Figures(out)
+        figs = _Figures(out, svg=svg)
         sec, warnings = _pair_section(run, figs, s, c, **options)
     return sec, warnings, figs.paths
 
@@ -890,6 +892,7 @@ def _draw_pairs(
     *,
     jobs: int,
     options: dict[str, int],
+    svg: bool,
     bar: tqdm,
 ) -> list[tuple[Section, list[str], list[Path]]]:
     """Every pair's section, in order; with ``jobs != 1`` drawn by worker processes
@@ -898,10 +901,12 @@ def _draw_pairs(
     if workers <= 1:
         found = []
         for s, c in pairs:
-            found.append(_pair_task(run, out, s, c, options))
+            found.append(_pair_task(run, out, s, c, options, svg))
             bar.update()
         return found
-    tasks = (delayed(_pair_task)(_pair_subset(run, s, c), out, s, c, options) for s, c in pairs)
+    tasks = (
+        delayed(_pair_task)(_pair_subset(run, s, c), out, s, c, options, svg) for s, c in pairs
+    )
     found = []
     for result in Parallel(n_jobs=workers, backend="loky", return_as="generator")(tasks):
         found.append(result)
@@ -923,8 +928,9 @@ def build_report(
     figures: str = "summary",
     others: Sequence[RunFolder] = (),
     jobs: int = 1,
+    svg: bool = False,
 ) -> BuildResult:
-    """Write ``report.html`` and ``figures/*.png|svg`` under ``out``.
+    """Write ``report.html`` and ``figures/*.png`` (and ``*.svg``) under ``out``.
 
     Parameters
     ----------
@@ -952,6 +958,10 @@ def build_report(
     jobs : int, default 1
         Worker processes drawing the (strategy, classifier) sections with
         ``figures="all"`` (loky; -1: every core). The page is the same for any value.
+    svg : bool, default False
+        Also write each figure as SVG beside its PNG (vector copies, for print or
+        editing). The page embeds the PNGs either way, so it needs no SVG; an SVG
+        adds about half again to each figure's drawing time.
 
     Raises
     ------
@@ -981,6 +991,7 @@ def build_report(
             figures=figures,
             others=others,
             jobs=jobs,
+            svg=svg,
         )
 
 
@@ -998,6 +1009,7 @@ def _build(
     figures: str,
     others: Sequence[RunFolder] = (),
     jobs: int = 1,
+    svg: bool = False,
 ) -> BuildResult:
     present_s = [_stoken(s) for s in dict.fromkeys(run.predictions["strategy"])]
     present_c = [_ctoken(c) for c in dict.fromkeys(run.predictions["classifier"])]
@@ -1013,8 +1025,8 @@ def _build(
     classifiers = [_ctoken(c) for c in classifiers] if classifiers else present_c
     target = 1.0 - run.alpha
     # Section figures only for --figures all; page one's unless --figures none.
-    figs = _Figures(out, enabled=figures == "all")
-    page_figs = _Figures(out, enabled=figures != "none")
+    figs = _Figures(out, enabled=figures == "all", svg=svg)
+    page_figs = _Figures(out, enabled=figures != "none", svg=svg)
     guarantees = _guarantees(run)
     page_one = _page_one(run, page_figs, guarantees, strategies, classifiers, target)
 
@@ -1044,6 +1056,7 @@ def _build(
             pairs,
             jobs=jobs,
             options={"n_boot": n_boot, "seed": seed, "top_sets": top_sets, "min_count": min_count},
+            svg=svg,
             bar=bar,
         )
     else:

@@ -1,7 +1,7 @@
 """The report's figures, drawn with matplotlib (Agg backend, no display needed).
 
 Every function returns a :class:`matplotlib.figure.Figure`; :func:`save_figure`
-writes it as PNG and SVG. Class names label the axes, matrices carry colour bars,
+writes it as PNG (and, when asked, SVG). Class names label the axes, matrices carry colour bars,
 coverage plots carry the target line 1 - alpha.
 """
 
@@ -478,30 +478,41 @@ def inclusion_figure(
 
 
 @_plain_text
-def save_figure(fig: Figure, stem: Path, *, dpi: int = 100) -> tuple[Path, Path]:
-    """Write ``stem.png`` and ``stem.svg`` and close the figure.
+def save_figure(fig: Figure, stem: Path, *, svg: bool = False, dpi: int = 100) -> list[Path]:
+    """Write ``stem.png`` (and ``stem.svg`` when ``svg``) and close the figure.
 
     Each file is written under a temporary name and renamed into place
     (:func:`mueval.files.write_atomic`): a link or FIFO planted at either name is
-    refused, never written through.
+    refused, never written through. The figure is laid out and drawn once per
+    file; the SVG reuses the layout the PNG settled.
 
     Returns
     -------
-    (png_path, svg_path)
+    list of Path
+        The PNG, then the SVG if written.
     """
     stem.parent.mkdir(parents=True, exist_ok=True)
     try:
-        png = write_atomic(
-            stem.parent, f"{stem.name}.png", lambda path: fig.savefig(path, dpi=dpi, format="png")
-        )
-        # The layout is settled by the first drawing; re-solving it for the SVG only
-        # costs time (it is the slowest part of drawing).
-        fig.set_layout_engine("none")
-        # Text as SVG text, not outlines: smaller files, selectable labels, faster.
-        with matplotlib.rc_context({"svg.fonttype": "none"}):
-            svg = write_atomic(
-                stem.parent, f"{stem.name}.svg", lambda path: fig.savefig(path, format="svg")
+        paths = [
+            write_atomic(
+                stem.parent,
+                f"{stem.name}.png",
+                lambda path: fig.savefig(path, dpi=dpi, format="png"),
             )
+        ]
+        if svg:
+            # The layout is settled by the first drawing; re-solving it for the SVG
+            # only costs time (it is the slowest part of drawing).
+            fig.set_layout_engine("none")
+            # Text as SVG text, not outlines: smaller files, selectable labels, faster.
+            with matplotlib.rc_context({"svg.fonttype": "none"}):
+                paths.append(
+                    write_atomic(
+                        stem.parent,
+                        f"{stem.name}.svg",
+                        lambda path: fig.savefig(path, format="svg"),
+                    )
+                )
     finally:
         plt.close(fig)
-    return png, svg
+    return paths

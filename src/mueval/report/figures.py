@@ -17,9 +17,11 @@ import matplotlib
 
 matplotlib.use("Agg")  # the report is built on servers and in CI: never open a window
 
+import matplotlib.image as mpimg
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
@@ -477,14 +479,27 @@ def inclusion_figure(
     return fig
 
 
+def _png(fig: Figure, path: Path, dpi: int) -> None:
+    """Draw ``fig`` once on an Agg canvas at ``dpi`` and write its pixels as PNG.
+
+    The pixels are those ``fig.savefig(path, dpi=dpi, format="png")`` writes.
+    """
+    fig.set_dpi(dpi)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    # RGBA with the figure's dpi in the header, as savefig writes it.
+    mpimg.imsave(path, np.asarray(canvas.buffer_rgba()), format="png", dpi=dpi)
+
+
 @_plain_text
 def save_figure(fig: Figure, stem: Path, *, svg: bool = False, dpi: int = 100) -> list[Path]:
     """Write ``stem.png`` (and ``stem.svg`` when ``svg``) and close the figure.
 
     Each file is written under a temporary name and renamed into place
     (:func:`mueval.files.write_atomic`): a link or FIFO planted at either name is
-    refused, never written through. The figure is laid out and drawn once per
-    file; the SVG reuses the layout the PNG settled.
+    refused, never written through. The PNG is laid out and drawn in one pass
+    (``savefig`` would lay it out in a pass of its own first, drawing every text
+    twice); the SVG reuses the layout the PNG settled.
 
     Returns
     -------
@@ -493,13 +508,7 @@ def save_figure(fig: Figure, stem: Path, *, svg: bool = False, dpi: int = 100) -
     """
     stem.parent.mkdir(parents=True, exist_ok=True)
     try:
-        paths = [
-            write_atomic(
-                stem.parent,
-                f"{stem.name}.png",
-                lambda path: fig.savefig(path, dpi=dpi, format="png"),
-            )
-        ]
+        paths = [write_atomic(stem.parent, f"{stem.name}.png", lambda path: _png(fig, path, dpi))]
         if svg:
             # The layout is settled by the first drawing; re-solving it for the SVG
             # only costs time (it is the slowest part of drawing).

@@ -8,7 +8,6 @@ coverage plots carry the target line 1 - alpha.
 from __future__ import annotations
 
 import functools
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -22,6 +21,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
@@ -190,17 +190,18 @@ def cooccurrence_graph_figure(counts: np.ndarray, classes: Sequence[str], *, tit
     xy = np.column_stack([np.cos(angles), np.sin(angles)])
     fig, ax = plt.subplots(figsize=(7.5, 7.5), layout="constrained")
     top = c.max() if c.size and c.max() > 0 else 1.0
-    for i in range(k):
-        for j in range(i + 1, k):
-            if c[i, j] > 0:
-                ax.plot(
-                    xy[[i, j], 0],
-                    xy[[i, j], 1],
-                    color="#4c72b0",
-                    linewidth=0.5 + 9.5 * c[i, j] / top,
-                    alpha=0.6,
-                    zorder=1,
-                )
+    # Every edge in one collection (one artist, however many classes).
+    i, j = np.nonzero(np.triu(c > 0, 1))
+    ax.add_collection(
+        LineCollection(
+            np.stack([xy[i], xy[j]], axis=1),
+            colors="#4c72b0",
+            linewidths=0.5 + 9.5 * c[i, j] / top,
+            alpha=0.6,
+            zorder=1,
+        ),
+        autolim=False,
+    )
     degree = c.sum(axis=1)
     dmax = degree.max() if degree.max() > 0 else 1.0
     ax.scatter(
@@ -221,6 +222,16 @@ def cooccurrence_graph_figure(counts: np.ndarray, classes: Sequence[str], *, tit
     note = f"edge width: pair count (max {int(top)}); node size: weighted degree (max {int(dmax)})"
     ax.text(0.5, 0.0, note, transform=ax.transAxes, ha="center", fontsize=8)
     return fig
+
+
+def _set_frequencies(sets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``sets`` (n, K) and their counts, most frequent first;
+    ties in the order the sets first occur (as ``Counter.most_common`` orders them)."""
+    if sets.shape[0] == 0:
+        return np.zeros((0, sets.shape[1]), dtype=bool), np.zeros(0, dtype=int)
+    distinct, first, counts = np.unique(sets, axis=0, return_index=True, return_counts=True)
+    order = np.lexsort((first, -counts))
+    return distinct[order], counts[order]
 
 
 @_plain_text
@@ -245,10 +256,12 @@ def multiset_figure(
     """
     z = np.asarray(sets, dtype=bool)
     n = z.shape[0]
-    freq = Counter(map(tuple, z.astype(np.int8)))
-    shown = [(s, f) for s, f in freq.most_common() if f >= min_count][:top]
+    members, counts = _set_frequencies(z)
+    n_distinct = counts.size
+    keep = np.flatnonzero(counts >= min_count)[:top]
+    members, counts = members[keep], counts[keep]
     k = len(classes)
-    width = max(6.0, 0.38 * len(shown) + 3.0)
+    width = max(6.0, 0.38 * len(counts) + 3.0)
     height = 3.2 + 0.26 * k
     fig, (ax_bar, ax_dot) = plt.subplots(
         2,
@@ -258,28 +271,31 @@ def multiset_figure(
         layout="constrained",
         gridspec_kw={"height_ratios": [1.2, max(1.0, 0.1 * k)]},
     )
-    x = np.arange(len(shown))
-    shares = np.array([f / n for _, f in shown]) if shown else np.zeros(0)
-    ax_bar.bar(x, shares, color="#4c72b0")
-    for xi, (_, f) in zip(x, shown, strict=True):
-        ax_bar.text(xi, f / n, str(f), ha="center", va="bottom", fontsize=7)
+    x = np.arange(len(counts))
+    shares = counts / n if n else np.zeros(0)
+    bars = ax_bar.bar(x, shares, color="#4c72b0")
+    ax_bar.bar_label(bars, labels=[str(f) for f in counts], fontsize=7)
     ax_bar.set_ylabel("share of sets")
-    covered = sum(f for _, f in shown)
     ax_bar.set_title(
-        f"{title}\n{len(shown)} most frequent of {len(freq)} distinct sets "
-        f"(count >= {min_count}), covering {covered} of {n} rows"
+        f"{title}\n{len(counts)} most frequent of {n_distinct} distinct sets "
+        f"(count >= {min_count}), covering {int(counts.sum())} of {n} rows"
     )
     ax_dot.set_yticks(range(k), labels=classes)
     ax_dot.set_ylim(k - 0.5, -0.5)
-    for xi, (members, _) in zip(x, shown, strict=True):
-        on = np.flatnonzero(np.asarray(members))
-        ax_dot.scatter(np.full(k, xi), np.arange(k), s=18, color="#dddddd", zorder=1)
-        if on.size:
-            ax_dot.scatter(np.full(on.size, xi), on, s=30, color="black", zorder=3)
-            ax_dot.plot([xi, xi], [on.min(), on.max()], color="black", linewidth=1.5, zorder=2)
-        else:
-            ax_dot.text(xi, -0.45, "empty", rotation=90, ha="center", va="top", fontsize=7)
-    ax_dot.set_xticks(x, labels=[str(int(np.sum(s))) for s, _ in shown])
+    # One artist per kind (grey grid, members, spans), not three per column: the
+    # drawing time grows with the artists, not with the points.
+    grid_x, grid_y = np.meshgrid(x, np.arange(k), indexing="ij")
+    ax_dot.scatter(grid_x.ravel(), grid_y.ravel(), s=18, color="#dddddd", zorder=1)
+    on_col, on_row = np.nonzero(members)
+    ax_dot.scatter(on_col, on_row, s=30, color="black", zorder=3)
+    has = members.any(axis=1)
+    rows = np.arange(k)
+    top_row = np.array([rows[m].min() for m in members[has]], dtype=float)
+    bottom_row = np.array([rows[m].max() for m in members[has]], dtype=float)
+    ax_dot.vlines(x[has], top_row, bottom_row, color="black", linewidth=1.5, zorder=2)
+    for xi in x[~has]:
+        ax_dot.text(xi, -0.45, "empty", rotation=90, ha="center", va="top", fontsize=7)
+    ax_dot.set_xticks(x, labels=[str(int(s)) for s in members.sum(axis=1)])
     ax_dot.set_xlabel("prediction set (column; label = set size)")
     ax_dot.set_ylabel("class")
     return fig

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
+from matplotlib.figure import Figure
 from tqdm import tqdm
 
 from mueval.comparison.significance import (
@@ -156,12 +158,18 @@ class _Figures:
         self.enabled = enabled
         self.svg = svg
 
-    def add(self, fig, name: str, caption: str) -> str:
+    def add(self, fig: Figure | Callable[[], Figure], name: str, caption: str) -> str:
+        """Save ``fig`` (or the figure ``fig()`` makes) and return its HTML.
+
+        A figure not asked for leaves no trace on the page; given as a callable,
+        it is not even made (making the axes costs as much as a small drawing).
+        """
         if not self.enabled:
-            # Drawing is the slow part of a figure: a figure not asked for is
-            # closed undrawn and leaves no trace on the page.
-            plt.close(fig)
+            if isinstance(fig, Figure):
+                plt.close(fig)
             return ""
+        if not isinstance(fig, Figure):
+            fig = fig()
         png, *svg = F.save_figure(fig, check_inside(self.dir, self.dir / name), svg=self.svg)
         self.paths.extend([png, *svg])
         svg_name = svg[0].name if svg else None
@@ -311,7 +319,8 @@ def _comparison_section(
             continue
         sub = table[(table.classifier == c) & (table.test == STUDY_TEST)]
         comps = [(_sname(r.strategy_a), _sname(r.strategy_b), r.stars) for r in sub.itertuples()]
-        fig = F.coverage_boxplot_figure(
+        fig = partial(
+            F.coverage_boxplot_figure,
             values,
             target=target,
             comparisons=comps,
@@ -364,7 +373,9 @@ def _setsize_section(
     else:
         sm["strategy_label"] = sm.strategy.map(_sname)
         sm["classifier_label"] = sm.classifier.map(_cname)
-        fig = F.setsize_lollipop_figure(sm, title="Set size across classifiers and strategies")
+        fig = partial(
+            F.setsize_lollipop_figure, sm, title="Set size across classifiers and strategies"
+        )
         body.append(
             figs.add(
                 fig,
@@ -401,7 +412,8 @@ def _per_user_section(
         cu = cu.sort_values("strategy", key=lambda col: col.map(order), kind="stable")
         size = size.sort_values("strategy", key=lambda col: col.map(order), kind="stable")
         cu["strategy_label"] = cu.strategy.map(_sname)
-        fig = F.per_user_figure(
+        fig = partial(
+            F.per_user_figure,
             cu,
             target=target,
             ylabel="coverage (mean over iterations)",
@@ -416,8 +428,11 @@ def _per_user_section(
         )
         su = size[size.classifier == c].copy()
         su["strategy_label"] = su.strategy.map(_sname)
-        fig = F.per_user_figure(
-            su, ylabel="set size (mean over iterations)", title=f"Set size per user, {_cname(c)}"
+        fig = partial(
+            F.per_user_figure,
+            su,
+            ylabel="set size (mean over iterations)",
+            title=f"Set size per user, {_cname(c)}",
         )
         body.append(
             figs.add(
@@ -859,13 +874,20 @@ def _pair_section(
     return Section(pair.label, pair_anchor(s, c), body), warnings
 
 
-def _pair_subset(run: RunFolder, s: str, c: str) -> RunFolder:
-    """The run as one (strategy, classifier) section reads it: its predictions only,
-    so that a worker process receives a pair's rows, not the whole run."""
-    keep = (run.predictions.strategy == s) & (run.predictions.classifier == c)
+def _pair_rows(predictions: pd.DataFrame) -> dict[tuple[str, str], np.ndarray]:
+    """Row positions of each (strategy, classifier) in ``predictions``, found in one
+    pass (comparing the text columns once per pair costs seconds on a large run)."""
+    groups = predictions.groupby(["strategy", "classifier"], sort=False, observed=True)
+    return {(str(s), str(c)): rows for (s, c), rows in groups.indices.items()}
+
+
+def _pair_subset(run: RunFolder, rows: np.ndarray) -> RunFolder:
+    """The run as one (strategy, classifier) section reads it: its predictions only
+    (``rows``, positions), so that a worker process receives a pair's rows, not the
+    whole run."""
     return replace(
         run,
-        predictions=run.predictions[keep],
+        predictions=run.predictions.iloc[rows],
         splits=run.splits.iloc[:0],
         summary=run.summary.iloc[:0],
         diagnostics=None,
@@ -888,7 +910,7 @@ def _pair_task(
 def _draw_pairs(
     run: RunFolder,
     out: Path,
-    pairs: list[tuple[str, str]],
+    pairs: dict[tuple[str, str], np.ndarray],
     *,
     jobs: int,
     options: dict[str, int],
@@ -900,12 +922,13 @@ def _draw_pairs(
     workers = min(len(pairs), (os.cpu_count() or 1) if jobs == -1 else jobs)
     if workers <= 1:
         found = []
-        for s, c in pairs:
-            found.append(_pair_task(run, out, s, c, options, svg))
+        for (s, c), rows in pairs.items():
+            found.append(_pair_task(_pair_subset(run, rows), out, s, c, options, svg))
             bar.update()
         return found
     tasks = (
-        delayed(_pair_task)(_pair_subset(run, s, c), out, s, c, options, svg) for s, c in pairs
+        delayed(_pair_task)(_pair_subset(run, rows), out, s, c, options, svg)
+        for (s, c), rows in pairs.items()
     )
     found = []
     for result in Parallel(n_jobs=workers, backend="loky", return_as="generator")(tasks):
@@ -1011,8 +1034,9 @@ def _build(
     jobs: int = 1,
     svg: bool = False,
 ) -> BuildResult:
-    present_s = [_stoken(s) for s in dict.fromkeys(run.predictions["strategy"])]
-    present_c = [_ctoken(c) for c in dict.fromkeys(run.predictions["classifier"])]
+    # In order of first appearance, as the run wrote them.
+    present_s = [_stoken(str(s)) for s in pd.unique(run.predictions["strategy"])]
+    present_c = [_ctoken(str(c)) for c in pd.unique(run.predictions["classifier"])]
     for name, asked, present in (
         ("strategy", strategies, present_s),
         ("classifier", classifiers, present_c),
@@ -1041,12 +1065,9 @@ def _build(
     user_section, _ = _per_user_section(run, figs, strategies, classifiers, target)
     sections.append(user_section)
     sections += _conditional_sections(run, guarantees, strategies, classifiers, target)
-    pairs = [
-        (s, c)
-        for s in strategies
-        for c in classifiers
-        if ((run.predictions.strategy == s) & (run.predictions.classifier == c)).any()
-    ]
+    rows = _pair_rows(run.predictions)
+    # The sections in the order of the grid: strategies, then classifiers.
+    pairs = {(s, c): rows[(s, c)] for s in strategies for c in classifiers if (s, c) in rows}
     section_warnings: list[str] = []
     bar = tqdm(total=len(pairs), desc="report", unit="pair", disable=not progress, file=sys.stderr)
     if figures == "all":
@@ -1206,8 +1227,14 @@ def _page_one(
     ]
     body.append(
         figs.add(
-            overview_figure(
-                summary, strategies, classifiers, target=target, slabel=_sname, clabel=_cname
+            partial(
+                overview_figure,
+                summary,
+                strategies,
+                classifiers,
+                target=target,
+                slabel=_sname,
+                clabel=_cname,
             ),
             "overview_coverage",
             "Pooled coverage with its 95 % interval, per strategy and classifier",
@@ -1218,7 +1245,8 @@ def _page_one(
         sub = users[users.strategy == s]
         if sub.empty:
             continue
-        fig = strategy_users_figure(
+        fig = partial(
+            strategy_users_figure,
             sub,
             classifiers,
             target=target,

@@ -12,6 +12,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from matplotlib.collections import LineCollection, PathCollection
+from matplotlib.font_manager import FontProperties
+from matplotlib.textpath import TextPath
 
 from mueval.report import figures as F
 from mueval.report import setstats as S
@@ -110,7 +112,32 @@ def test_heatmap_shows_the_matrix_with_undefined_cells_masked():
     shown = image.get_array()
     np.testing.assert_array_equal(shown.mask, ~np.isfinite(m))
     np.testing.assert_array_equal(shown.filled(np.nan), m)
+    # The printed values: one glyph outline per finite cell, at its centre, the
+    # outline of the value's two-decimal text.
+    (glyphs,) = [c for c in fig.axes[0].collections if isinstance(c, PathCollection)]
+    rows, cols = np.nonzero(np.isfinite(m))
+    np.testing.assert_array_equal(glyphs.get_offsets(), np.column_stack([cols, rows]))
+    for path, value in zip(glyphs.get_paths(), m[rows, cols], strict=True):
+        want = TextPath((0, 0), f"{value:.2f}", prop=FontProperties(size=7))
+        centre = want.get_extents().get_points().mean(axis=0)
+        np.testing.assert_allclose(path.vertices, want.vertices - centre)
     plt.close(fig)
+
+
+def test_heatmap_prints_no_values_for_a_large_matrix_unless_asked():
+    m = np.linspace(0, 1, 13 * 13).reshape(13, 13)
+    names = [f"c{i}" for i in range(13)]
+    fig = F.heatmap_figure(m, names, title="t", xlabel="x", ylabel="y", cbar_label="c")
+    assert not [c for c in fig.axes[0].collections if isinstance(c, PathCollection)]
+    fig = F.heatmap_figure(
+        m, names, title="t", xlabel="x", ylabel="y", cbar_label="c", annotate=True
+    )
+    (glyphs,) = [c for c in fig.axes[0].collections if isinstance(c, PathCollection)]
+    assert len(glyphs.get_paths()) == 13 * 13
+    # Dark text on light cells, light text on dark cells (viridis: 0 dark, 1 light).
+    faces = glyphs.get_facecolors()
+    assert tuple(faces[0][:3]) == (1.0, 1.0, 1.0) and tuple(faces[-1][:3]) == (0.0, 0.0, 0.0)
+    plt.close("all")
 
 
 def test_the_png_written_in_one_pass_has_the_pixels_savefig_writes(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 from collections import Counter
 
+import matplotlib
 import matplotlib.image as mpimg
 import matplotlib.pyplot as plt
 import numpy as np
@@ -122,6 +123,26 @@ def test_heatmap_shows_the_matrix_with_undefined_cells_masked():
         centre = want.get_extents().get_points().mean(axis=0)
         np.testing.assert_allclose(path.vertices, want.vertices - centre)
     plt.close(fig)
+
+
+def test_heatmap_values_as_text_print_the_same_strings_in_the_same_colours():
+    """For SVG copies the values stay text: the same strings, cells and colours
+    as the glyph outlines."""
+    m = S.comembership_rate(random_sets(6))
+    m[2, 3] = np.nan
+    kw = {"title": "t", "xlabel": "x", "ylabel": "y", "cbar_label": "c"}
+    fig = F.heatmap_figure(m, CLASSES, values_as_text=True, **kw)
+    texts = fig.axes[0].texts
+    rows, cols = np.nonzero(np.isfinite(m))
+    assert [t.get_text() for t in texts] == [f"{v:.2f}" for v in m[rows, cols]]
+    assert [tuple(map(round, t.get_position())) for t in texts] == list(zip(cols, rows))
+    assert not [c for c in fig.axes[0].collections if isinstance(c, PathCollection)]
+    outlines = F.heatmap_figure(m, CLASSES, **kw)
+    (glyphs,) = [c for c in outlines.axes[0].collections if isinstance(c, PathCollection)]
+    np.testing.assert_array_equal(
+        [matplotlib.colors.to_rgba(t.get_color()) for t in texts], glyphs.get_facecolors()
+    )
+    plt.close("all")
 
 
 def test_heatmap_prints_no_values_for_a_large_matrix_unless_asked():

@@ -549,7 +549,10 @@ def _study_pictures(figs: _Figures, p: _Pair, top_sets: int, min_count: int) -> 
     body.append(
         figs.add(
             F.cooccurrence_matrix_figure(
-                S.column_normalise(counts), classes, title=f"Co-occurrence matrix, {label}"
+                S.column_normalise(counts),
+                classes,
+                title=f"Co-occurrence matrix, {label}",
+                values_as_text=figs.svg,
             ),
             f"{stem}_cooccurrence_matrix",
             f"Co-occurrence matrix, {label}: pairs counted within sets, diagonal zero, columns sum "
@@ -566,7 +569,10 @@ def _study_pictures(figs: _Figures, p: _Pair, top_sets: int, min_count: int) -> 
     body.append(
         figs.add(
             F.confusion_figure(
-                S.confusion_matrix_colnorm(y, yp, k), classes, title=f"Confusion matrix, {label}"
+                S.confusion_matrix_colnorm(y, yp, k),
+                classes,
+                title=f"Confusion matrix, {label}",
+                values_as_text=figs.svg,
             ),
             f"{stem}_confusion",
             f"Confusion matrix, {label}: column-normalised, rows predicted, columns true",
@@ -579,6 +585,7 @@ def _study_pictures(figs: _Figures, p: _Pair, top_sets: int, min_count: int) -> 
                 classes,
                 title=f"Zero-diagonal confusion matrix, {label}",
                 zero_diagonal=True,
+                values_as_text=figs.svg,
             ),
             f"{stem}_confusion_zero_diagonal",
             f"Zero-diagonal confusion matrix (ZDCM), {label}: diagonal set to 0 before normalising",
@@ -642,6 +649,7 @@ def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object
                 cmap="viridis",
                 vmin=0.0,
                 vmax=max(top, 1e-9),
+                values_as_text=figs.svg,
             ),
             f"{stem}_comembership",
             f"Co-membership rate, {label} (colour scale capped at the "
@@ -664,6 +672,7 @@ def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object
         vmin=-1.0,
         vmax=1.0,
         nan_label="undefined: class in every set or in none",
+        values_as_text=figs.svg,
     )
     ax = fig.axes[0]
     rr, cc = np.nonzero(never)
@@ -725,6 +734,7 @@ def _directional(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray]:
                 cbar_label="mean predicted probability of b",
                 cmap="Blues",
                 nan_label="no row of this true class",
+                values_as_text=figs.svg,
             ),
             f"{stem}_soft_confusion",
             f"Soft confusion matrix, {label}: rows true class a, "
@@ -745,6 +755,7 @@ def _directional(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray]:
                 cbar_label="share of sets containing b",
                 cmap="Purples",
                 nan_label="no row of this true class",
+                values_as_text=figs.svg,
             ),
             f"{stem}_coverage_confusion",
             f"Coverage confusion matrix, {label}: diagonal is the class-wise coverage",

@@ -65,6 +65,31 @@ def _plain_text(func: _F) -> _F:
     return wrapper  # type: ignore[return-value]
 
 
+def _cell_colours(im, values: np.ndarray) -> np.ndarray:
+    """Black on light cells, white on dark ones (the cell's own luminance), so
+    diverging maps stay legible; RGBA, shape (n, 4)."""
+    rgba = im.cmap(im.norm(values))
+    lum = 0.299 * rgba[:, 0] + 0.587 * rgba[:, 1] + 0.114 * rgba[:, 2]
+    return np.where(lum[:, None] > 0.5, [[0.0, 0.0, 0.0, 1.0]], [[1.0, 1.0, 1.0, 1.0]])
+
+
+def _text_cells(ax, im, m: np.ndarray) -> None:
+    """Each finite cell's value as a text artist (for SVG: text stays text)."""
+    rows, cols = np.nonzero(np.isfinite(m))
+    for r, c, colour in zip(rows, cols, _cell_colours(im, m[rows, cols]), strict=True):
+        # Out of the layout: cells cannot overflow.
+        ax.text(
+            c,
+            r,
+            f"{m[r, c]:.2f}",
+            ha="center",
+            va="center",
+            fontsize=7,
+            color=colour,
+            in_layout=False,
+        )
+
+
 def _annotate_cells(ax, im, m: np.ndarray) -> PathCollection:
     """Print each finite cell's value (two decimals, 7 pt) at its centre.
 
@@ -74,8 +99,6 @@ def _annotate_cells(ax, im, m: np.ndarray) -> PathCollection:
     follows the cell's own luminance, so diverging maps stay legible.
     """
     rows, cols = np.nonzero(np.isfinite(m))
-    rgba = im.cmap(im.norm(m[rows, cols]))
-    lum = 0.299 * rgba[:, 0] + 0.587 * rgba[:, 1] + 0.114 * rgba[:, 2]
     prop = FontProperties(size=7)
     shapes: dict[str, mpath.Path] = {}
     paths = []
@@ -92,7 +115,7 @@ def _annotate_cells(ax, im, m: np.ndarray) -> PathCollection:
         offsets=np.column_stack([cols, rows]),
         offset_transform=ax.transData,
         transform=Affine2D().scale(ax.figure.dpi / 72.0),
-        facecolors=np.where(lum[:, None] > 0.5, [[0.0, 0.0, 0.0, 1.0]], [[1.0, 1.0, 1.0, 1.0]]),
+        facecolors=_cell_colours(im, m[rows, cols]),
         edgecolors="none",
         zorder=3,
     )
@@ -119,6 +142,7 @@ def heatmap_figure(
     vmin: float | None = 0.0,
     vmax: float | None = 1.0,
     annotate: bool | None = None,
+    values_as_text: bool = False,
     nan_label: str = "undefined / no data",
 ) -> Figure:
     """A class-by-class matrix as a heat map; NaN cells hatched grey.
@@ -130,6 +154,9 @@ def heatmap_figure(
     classes : sequence of str, length K
     annotate : bool, optional
         Print values in the cells; by default only when K <= 12.
+    values_as_text : bool
+        Print them as text artists (text in an SVG: selectable, smaller) rather
+        than as one collection of glyph outlines (much faster to draw as PNG).
     """
     m = np.asarray(matrix, dtype=float)
     k = len(classes)
@@ -152,7 +179,9 @@ def heatmap_figure(
     fig.colorbar(im, ax=ax, label=cbar_label, shrink=0.8)
     if annotate is None:
         annotate = k <= 12
-    if annotate:
+    if annotate and values_as_text:
+        _text_cells(ax, im, m)
+    elif annotate:
         _annotate_cells(ax, im, m)
     if len(nan_cells):
         ax.legend(
@@ -167,9 +196,11 @@ def heatmap_figure(
 
 @_plain_text
 def cooccurrence_matrix_figure(
-    colnorm: np.ndarray, classes: Sequence[str], *, title: str
+    colnorm: np.ndarray, classes: Sequence[str], *, title: str, values_as_text: bool = False
 ) -> Figure:
-    """The study's co-occurrence matrix: pair counts, diagonal zero, columns sum to 1."""
+    """The study's co-occurrence matrix: pair counts, diagonal zero, columns sum to 1.
+
+    ``values_as_text`` as for :func:`heatmap_figure`."""
     return heatmap_figure(
         colnorm,
         classes,
@@ -178,14 +209,22 @@ def cooccurrence_matrix_figure(
         ylabel="class in the same set",
         cbar_label="share of the column's co-occurrences",
         cmap="magma",
+        values_as_text=values_as_text,
     )
 
 
 @_plain_text
 def confusion_figure(
-    cm: np.ndarray, classes: Sequence[str], *, title: str, zero_diagonal: bool = False
+    cm: np.ndarray,
+    classes: Sequence[str],
+    *,
+    title: str,
+    zero_diagonal: bool = False,
+    values_as_text: bool = False,
 ) -> Figure:
-    """Column-normalised confusion matrix, rows predicted, columns true."""
+    """Column-normalised confusion matrix, rows predicted, columns true.
+
+    ``values_as_text`` as for :func:`heatmap_figure`."""
     label = "share of the true class's errors" if zero_diagonal else "share of the true class"
     return heatmap_figure(
         cm,
@@ -196,6 +235,7 @@ def confusion_figure(
         cbar_label=label,
         cmap="Blues",
         nan_label="no row (or no error) of this true class",
+        values_as_text=values_as_text,
     )
 
 

@@ -994,8 +994,8 @@ def build_report(
         ``figures="all"`` (loky; -1: every core). The page is the same for any value.
     svg : bool, default False
         Also write each figure as SVG beside its PNG (vector copies, for print or
-        editing). The page embeds the PNGs either way, so it needs no SVG; an SVG
-        adds about half again to each figure's drawing time.
+        editing). The page embeds the PNGs either way, so it needs no SVG; the
+        copies take longer to draw than the PNGs.
 
     Raises
     ------

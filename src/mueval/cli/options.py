@@ -353,7 +353,14 @@ report_options = stack(
         default="summary",
         show_default=True,
         help="none: no figure; summary: page one's figures and one coverage-per-user figure "
-        "per strategy; all: also every (strategy, classifier) section's figures (slow).",
+        "per strategy; all: also every (strategy, classifier) section's figures.",
+    ),
+    click.option(
+        "--svg/--no-svg",
+        default=False,
+        show_default=True,
+        help="Also write each figure as SVG beside its PNG in figures/ (vector copies for "
+        "print; the page embeds the PNGs either way).",
     ),
     click.option(
         "--with",

@@ -16,7 +16,7 @@ from mueval.data.table import table_from_frame
 from mueval.errors import UsageError
 from mueval.evaluation.records import EvalConfig
 from mueval.evaluation.runner import run, run_task
-from mueval.evaluation.splits import make_splits, user_folds
+from mueval.evaluation.splits import make_splits, user_folds, user_rows
 from mueval.names import METRICS
 
 N_USERS = 7
@@ -238,3 +238,21 @@ def test_targets_sharing_a_calibration_set_get_their_one_target_floats(table, co
             a.metrics[k] == b.metrics[k] or (np.isnan(a.metrics[k]) and np.isnan(b.metrics[k]))
             for k in a.metrics
         )
+
+
+@pytest.mark.parametrize(
+    "users",
+    [
+        np.array([7]),
+        np.array([3, 1, 3, 2, 1, 3]),
+        np.array(["S10", "S2", "S10", "a"], dtype=object),
+        np.random.default_rng(0).integers(0, 50, 2_000),
+    ],
+)
+def test_user_rows_equal_a_pass_per_user(users):
+    found = user_rows(users)
+    assert list(found) == np.unique(users).tolist()
+    for user, rows in found.items():
+        expected = np.flatnonzero(users == user)
+        assert rows.dtype == expected.dtype
+        np.testing.assert_array_equal(rows, expected)

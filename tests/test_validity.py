@@ -328,3 +328,14 @@ def test_rank_ks_test_equals_scipy_bit_for_bit(n_cal, counts):
 def test_rank_ks_test_equals_scipy_on_any_sample(n_cal, raw):
     positions = n_cal - np.minimum(np.array(raw), n_cal) + 0.5
     assert rank_ks_test(n_cal, positions) == _scipy_rank_test(n_cal, positions)
+
+
+@given(
+    st.integers(min_value=19, max_value=80),
+    st.lists(st.integers(min_value=0, max_value=80), min_size=1, max_size=40),
+)
+def test_rank_ks_test_reuses_exact_pvalues_only_where_scipy_agrees(n_cal, raw):
+    # Small sizes: scipy's exact branch, whose result is kept per (sizes, D+);
+    # many samples share sizes and D+, so later ones are answered from there.
+    positions = n_cal - np.minimum(np.array(raw), n_cal) + 0.5
+    assert rank_ks_test(n_cal, positions) == _scipy_rank_test(n_cal, positions)

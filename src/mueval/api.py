@@ -40,6 +40,7 @@ from mueval.guarantees.run_diagnostics import (
     ERT_FOLDS,
     WSC_DELTA,
     WSC_DIRECTIONS,
+    PoolDiagnostics,
     diagnose,
     diagnostic_names,
 )
@@ -136,7 +137,12 @@ def evaluate_table(
         return _evaluate(table, config, None, row_cohorts, diagnostics, execution)
     target, tmp = open_run_folder(out, overwrite)
     stream = PredictionStream(
-        tmp, table.classes, table.users, table.y, target_dtype=_target_dtype(table, config)
+        tmp,
+        table.classes,
+        table.users,
+        table.y,
+        target_dtype=_target_dtype(table, config),
+        pooled=True,
     )
     try:
         result = _evaluate(table, config, stream, row_cohorts, diagnostics, execution)
@@ -167,11 +173,29 @@ def _evaluate(
     execution: dict[str, Any],
 ) -> Run:
     """The body of :func:`evaluate_table`; with ``stream``, the predictions go
-    there as tasks finish and their whole table is never built here: a
-    task's probabilities, p-values and point predictions are dropped once
-    written, its rows and sets stay until the diagnostics pool them."""
+    there as tasks finish and their whole table is never built here: the
+    diagnostics take each task's rows and sets as it arrives
+    (:class:`PoolDiagnostics`, one iteration's pools at a time), then its
+    arrays are dropped once written."""
     condition = config.conditioning
     start = time.perf_counter()
+    pooled = None
+    on_task = None
+    if stream is not None:
+        pooled = PoolDiagnostics(
+            table.X,
+            table.y,
+            table.users,
+            alpha=config.alpha,
+            level=diagnostics,
+            jobs=execution.get("jobs", 1),
+        )
+
+        def on_task(results: list) -> None:
+            # The diagnostics first: the stream lets go of what they read.
+            pooled.add(results)
+            stream.add(results)
+
     output = run(
         table.X,
         table.y,
@@ -179,20 +203,26 @@ def _evaluate(
         table.classes,
         config,
         cohorts=row_cohorts,
-        on_task=None if stream is None else stream.add,
+        on_task=on_task,
         **execution,
     )
     t0 = time.perf_counter()
-    diag = diagnose(
-        output.results,
-        table.X,
-        table.y,
-        table.users,
-        alpha=config.alpha,
-        level=diagnostics,
-        jobs=execution.get("jobs", 1),
+    if pooled is not None:
+        diag = pooled.finish()
+    else:
+        diag = diagnose(
+            output.results,
+            table.X,
+            table.y,
+            table.users,
+            alpha=config.alpha,
+            level=diagnostics,
+            jobs=execution.get("jobs", 1),
+        )
+    # Streamed, most pools were diagnosed while the tasks ran: count those seconds.
+    output.timings["diagnostics_s"] = (
+        time.perf_counter() - t0 if pooled is None else pooled.seconds
     )
-    output.timings["diagnostics_s"] = time.perf_counter() - t0
     splits = splits_frame(output.results)
     summary = summary_frame(splits, diag.frame if diag.names else None)
     if stream is None:

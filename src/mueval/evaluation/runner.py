@@ -136,6 +136,9 @@ def _evaluate_split(X, y, n_classes, split, classifier, config, cohorts=None) ->
     # The fit and the predictions serve every (target, strategy): share them.
     n_results = sum(len(t.calibrations) for t in targets)
     shared_conf = _shared_calibrations(targets, proba_all, offsets, y, config, cohorts)
+    # The labels of each calibration set once: a fold's users share the UIM
+    # set, and taking them per user cost a pass over it per user.
+    y_cals: dict[int, np.ndarray] = {}
     out = []
     for target in targets:
         n_test = len(target.test)
@@ -165,7 +168,10 @@ def _evaluate_split(X, y, n_classes, split, classifier, config, cohorts=None) ->
             )
             by_cohort = None if cohorts is None else (cohorts, cal, target.test)
             given = shared_conf.get((strategy, id(cal), id(target.test)))
-            _conformal_step(result, proba_cal, y[cal], y[target.test], config, by_cohort, given)
+            if id(cal) not in y_cals:
+                y_cals[id(cal)] = y[cal]
+            y_cal = y_cals[id(cal)]
+            _conformal_step(result, proba_cal, y_cal, y[target.test], config, by_cohort, given)
             out.append(result)
     return out
 

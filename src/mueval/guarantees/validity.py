@@ -86,6 +86,10 @@ _KEYS = ["strategy", "classifier"]
 #: computes the exact p-value; above it, the asymptotic formula.
 _KS_EXACT_MAX = 10_000
 
+#: scipy's exact (statistic, p-value) by (n_cal, n_test, D+), in this process.
+_EXACT_RESULTS: dict[tuple[int, int, float], tuple[float, float]] = {}
+_EXACT_RESULTS_MAX = 100_000
+
 
 def benjamini_hochberg(pvalues: ArrayLike) -> np.ndarray:
     """Benjamini-Hochberg adjusted p-values (step-up, independent or PRDS tests).
@@ -182,7 +186,8 @@ def rank_ks_test(n_cal: int, positions: np.ndarray) -> tuple[float, float]:
     The same statistic and p-value as ``scipy.stats.ks_2samp(np.arange(1.0, n_cal + 1),
     positions, alternative="greater")``, at a cost that does not grow with
     ``n_cal`` where scipy takes its asymptotic formula (either sample above
-    10,000 rows): a user's test rows are few while the calibration set of UIM
+    10,000 rows; below, scipy's exact p-value, computed once per sizes and
+    statistic): a user's test rows are few while the calibration set of UIM
     or MM holds a share of every other user's rows, so scipy's sort and
     search over the calibration positions made the tests of all users grow
     with the square of the users.
@@ -203,12 +208,6 @@ def rank_ks_test(n_cal: int, positions: np.ndarray) -> tuple[float, float]:
     """
     positions = np.asarray(positions, dtype=np.float64)
     n_test = positions.size
-    if max(n_cal, n_test) <= _KS_EXACT_MAX:
-        with warnings.catch_warnings():
-            # An exact computation that overflows falls back to the asymptotic one.
-            warnings.simplefilter("ignore", RuntimeWarning)
-            result = stats.ks_2samp(np.arange(1.0, n_cal + 1), positions, alternative="greater")
-        return float(result.statistic), float(result.pvalue)
     # The ECDF difference is largest at a test position or at the last
     # calibration position before one (or the last of all): between two test
     # positions the calibration ECDF only rises. Each candidate's value is
@@ -219,6 +218,22 @@ def rank_ks_test(n_cal: int, positions: np.ndarray) -> tuple[float, float]:
     cal_le = np.minimum(np.floor(points), n_cal).astype(np.int64)
     test_le = np.searchsorted(ordered, points, side="right")
     d = np.max(cal_le / n_cal - test_le / n_test)
+    if max(n_cal, n_test) <= _KS_EXACT_MAX:
+        # scipy's exact p-value is a function of (n_cal, n_test, d) alone; its
+        # call costs milliseconds whatever the sizes, and users with the same
+        # sizes share few values of d, so each is computed once.
+        key = (n_cal, n_test, float(d))
+        if key not in _EXACT_RESULTS:
+            if len(_EXACT_RESULTS) >= _EXACT_RESULTS_MAX:
+                _EXACT_RESULTS.clear()
+            with warnings.catch_warnings():
+                # An exact computation that overflows falls back to the asymptotic one.
+                warnings.simplefilter("ignore", RuntimeWarning)
+                result = stats.ks_2samp(
+                    np.arange(1.0, n_cal + 1), positions, alternative="greater"
+                )
+            _EXACT_RESULTS[key] = (float(result.statistic), float(result.pvalue))
+        return _EXACT_RESULTS[key]
     # scipy's asymptotic one-sided p-value (Hodges 1958, eq. 5.3), as it writes it.
     m, n = sorted([float(n_cal), float(n_test)], reverse=True)
     en = m * n / (m + n)

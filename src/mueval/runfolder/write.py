@@ -714,6 +714,11 @@ class PredictionStream:
     def add(self, results: Sequence[EvalResult]) -> None:
         """Take one task's results; write a row group once enough rows wait."""
         kept = [r for r in results if r.sets is not None]
+        if self._pooled:
+            # Skipped results write no rows; the diagnostics have what they need.
+            for r in results:
+                if r.sets is None:
+                    r.drop_row_arrays(pooled=True)
         self._pending += kept
         self._n_pending += sum(r.n_test for r in kept)
         if self._n_pending >= self._rows_per_group:

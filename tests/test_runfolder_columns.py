@@ -163,9 +163,7 @@ def _natural_order_by_joined_texts(frame: pd.DataFrame) -> pd.DataFrame:
         block = (keys != keys.shift()).cumsum().to_numpy()
     else:
         block = np.zeros(len(frame), dtype=np.int64)
-    rank = [
-        (-1,) if pd.isna(u) else (0, natural_key(u)) for u in frame["user"].astype(object)
-    ]
+    rank = [(-1,) if pd.isna(u) else (0, natural_key(u)) for u in frame["user"].astype(object)]
     order = sorted(range(len(frame)), key=lambda i: (block[i], rank[i]))
     return frame.iloc[order].reset_index(drop=True)
 
@@ -188,6 +186,4 @@ def test_natural_user_order_equals_joined_text_blocks(seed) -> None:
     expected = _natural_order_by_joined_texts(frame)
     pd.testing.assert_frame_equal(natural_user_order(frame), expected)
     alone = frame[["user", "value"]]
-    pd.testing.assert_frame_equal(
-        natural_user_order(alone), _natural_order_by_joined_texts(alone)
-    )
+    pd.testing.assert_frame_equal(natural_user_order(alone), _natural_order_by_joined_texts(alone))

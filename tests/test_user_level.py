@@ -578,6 +578,4 @@ def test_user_verdicts_equal_the_user_by_user_reference(seed, combine):
     expected = _verdicts_user_by_user(cells, combine=combine)
     columns = list(expected.columns)
     pd.testing.assert_frame_equal(out[columns], expected)
-    assert out["combine"].tolist() == [
-        combine or default_combine(s) for s in expected["strategy"]
-    ]
+    assert out["combine"].tolist() == [combine or default_combine(s) for s in expected["strategy"]]

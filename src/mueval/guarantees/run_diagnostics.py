@@ -415,7 +415,7 @@ class PoolDiagnostics:
             earlier = [p for p in self._open if p[2] < r.iteration]
             if earlier:
                 self._diagnose(earlier)
-            seed, parts = self._open.setdefault(pool, (r.seed, []))
+            _, parts = self._open.setdefault(pool, (r.seed, []))
             if r.sets is not None:
                 rows = np.asarray(r.rows, dtype=np.int64)
                 covered = r.sets[np.arange(rows.size), self._y[rows]]

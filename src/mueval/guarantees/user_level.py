@@ -455,7 +455,9 @@ def _per_user_pvalues(frame: pd.DataFrame, combine: str | None, split: str) -> p
         pvalues.append(p)
         expected.append(e)
     sums = grouped.agg(
-        n_iterations=("iteration", "nunique"), n_test=("n_test", "sum"), n_covered=("n_covered", "sum")
+        n_iterations=("iteration", "nunique"),
+        n_test=("n_test", "sum"),
+        n_covered=("n_covered", "sum"),
     ).reset_index(drop=True)
     out = keys.assign(
         n_iterations=sums["n_iterations"].astype(int).to_numpy(),

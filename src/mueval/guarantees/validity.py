@@ -229,9 +229,7 @@ def rank_ks_test(n_cal: int, positions: np.ndarray) -> tuple[float, float]:
             with warnings.catch_warnings():
                 # An exact computation that overflows falls back to the asymptotic one.
                 warnings.simplefilter("ignore", RuntimeWarning)
-                result = stats.ks_2samp(
-                    np.arange(1.0, n_cal + 1), positions, alternative="greater"
-                )
+                result = stats.ks_2samp(np.arange(1.0, n_cal + 1), positions, alternative="greater")
             _EXACT_RESULTS[key] = (float(result.statistic), float(result.pvalue))
         return _EXACT_RESULTS[key]
     # scipy's asymptotic one-sided p-value (Hodges 1958, eq. 5.3), as it writes it.

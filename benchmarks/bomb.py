@@ -13,7 +13,20 @@ memory, its exit code, wall time and the last line of its error. The cases:
   without the archive hash (as a hostile registry copy would have);
 * ``oversize``: a mirror streaming 400 MB for the gestures archive, which the
   registry records at 2,156,283 bytes;
-* ``zip-inf``: the zip bomb again with ``--max-expansion inf``;
+* ``zip-inf``: the zip bomb with ``--max-expansion inf``, as the Smartwatch
+  Gestures archive of an entry without its hash and size (the gestures
+  reader reads each member whole: refused by the whole-read cap,
+  ``MUDATA_MAX_READ_BYTES``);
+* ``tar-inf``: the ``.tar.gz`` bomb with ``--max-expansion inf``, for a WISDM
+  entry without any hash (the ARFF member is read whole);
+* ``gz-inf``: ``mudata init`` on a folder holding a ``.csv.gz`` that
+  decompresses to ``--size-mib``, with ``MUDATA_MAX_EXPANSION=inf`` (the
+  decompressed stream goes to a spool on disk, refused at the whole-read cap);
+* ``stream-inf``: the same ``.csv.gz`` read as a stream
+  (``Sources.open_decoded``) with the expansion cap lifted: decompressed into
+  a spool on disk, then read through in 1 MiB chunks (a correct result, exit 0);
+* ``har70-inf``: the zip bomb as ``har70.zip`` with ``--max-expansion inf``
+  (through the HAR70+ reader);
 * ``zip-many``: ``har70.zip`` of 20,000 tiny members (``--members``);
 * ``tar-many``: the WISDM ``.tar.gz`` holding 100,000 tiny members;
 * ``data-parquet``: ``mueval evaluate --data`` on a Parquet file of 30 million
@@ -57,6 +70,7 @@ import tempfile
 import threading
 import time
 import zipfile
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
@@ -89,6 +103,22 @@ def zip_liar(bomb: bytes, declared: int) -> bytes:
     struct.pack_into("<I", payload, local + 22, declared)
     struct.pack_into("<I", payload, central + 24, declared)
     return bytes(payload)
+
+
+def gzip_bomb(path: Path, size: int) -> None:
+    """A gzip file at ``path`` that decompresses to ``size`` bytes of ``0``, written in chunks."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = b"0" * MIB
+    with open(path, "wb") as out:
+        for _ in range(size // MIB):
+            out.write(packer.compress(block))
+        out.write(packer.flush())
+
+
+def _open_copy(text: str, name: str) -> str:
+    """A registry entry renamed ``name``, without any sha256 or size line (a hostile copy)."""
+    text = re.sub(r"^(sha256|size) = .*\n", "", text, flags=re.M)
+    return re.sub(r'^name = ".*"$', f'name = "{name}"', text, count=1, flags=re.M)
 
 
 def tar_bomb(size: int) -> bytes:
@@ -311,6 +341,39 @@ def _mueval_cases(folder: Path) -> dict[str, list[str]]:
     }  # fmt: skip
 
 
+_STREAM_SCRIPT = """
+import sys
+from pathlib import Path
+from mudata.readers.base import Sources
+
+sources = Sources([Path(sys.argv[1])], max_expansion=float("inf"))
+with sources.open_decoded("subject1.csv.gz") as fh:
+    total = sum(len(chunk) for chunk in iter(lambda: fh.read(2**20), b""))
+print(f"{total:,} bytes streamed", file=sys.stderr)
+"""
+
+
+def _write_registry(folder: Path) -> Path:
+    """The registry folder of the cases: hostile copies of built-in entries and the pattern entry."""
+    registry = folder / "registry"
+    registry.mkdir()
+    wisdm = (ROOT / "registry" / "wisdm.toml").read_text(encoding="utf-8")
+    # A hostile registry copy: no archive hash, so the tar must be opened.
+    wisdm = re.sub(r'(name = "WISDM_ar_v1.1.tar.gz"\nurl = .*\n)sha256 = .*\n', r"\1", wisdm)
+    (registry / "wisdm.toml").write_text(wisdm, encoding="utf-8")
+    for builtin, copy in (("wisdm", "wisdm-open"), ("gestures", "gestures-open")):
+        text = (ROOT / "registry" / f"{builtin}.toml").read_text(encoding="utf-8")
+        (registry / f"{copy}.toml").write_text(_open_copy(text, copy), encoding="utf-8")
+    named = folder / "pattern"
+    named.mkdir()
+    signals = named / ("a" * 35 + "!.csv")
+    signals.write_text("t,x,y,z,label\n0,1,1,1,walk\n1,2,2,2,walk\n", encoding="utf-8")
+    (registry / "pattern.toml").write_text(
+        _PATTERN_ENTRY.format(name=signals.name, path=signals.as_posix()), encoding="utf-8"
+    )
+    return registry
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size-mib", type=int, default=1024, help="bytes a bomb expands to")
@@ -324,11 +387,14 @@ def main() -> None:
     def wanted(*names: str) -> bool:
         return chosen is None or bool(chosen & set(names))
 
-    bomb = zip_bomb(size) if wanted("zip-bomb", "zip-liar", "zip-inf") else b""
+    bomb = zip_bomb(size) if wanted("zip-bomb", "zip-liar", "har70-inf") else b""
+    gestures_bomb = zip_bomb(size, "gestures-dataset/U01/01/01.txt") if wanted("zip-inf") else b""
+    tarred = tar_bomb(size) if wanted("tar-bomb", "tar-inf") else b""
     _Handler.files = {
         "har70.zip": bomb,
+        "inf/gestures-dataset.zip": gestures_bomb,
         "liar/har70.zip": zip_liar(bomb, MIB) if bomb else b"",
-        "WISDM_ar_v1.1.tar.gz": tar_bomb(size) if wanted("tar-bomb") else b"",
+        "WISDM_ar_v1.1.tar.gz": tarred,
         "gestures-dataset.zip": 400 * MIB,
         "many/har70.zip": many_zip(20_000) if wanted("zip-many") else b"",
         "many/WISDM_ar_v1.1.tar.gz": many_tar(100_000) if wanted("tar-many") else b"",
@@ -338,20 +404,16 @@ def main() -> None:
     url = f"http://127.0.0.1:{server.server_address[1]}"
 
     with tempfile.TemporaryDirectory() as folder:
-        registry = Path(folder) / "registry"
-        registry.mkdir()
-        wisdm = (ROOT / "registry" / "wisdm.toml").read_text(encoding="utf-8")
-        # A hostile registry copy: no archive hash, so the tar must be opened.
-        wisdm = re.sub(r'(name = "WISDM_ar_v1.1.tar.gz"\nurl = .*\n)sha256 = .*\n', r"\1", wisdm)
-        (registry / "wisdm.toml").write_text(wisdm, encoding="utf-8")
-        named = Path(folder) / "pattern"
-        named.mkdir()
-        signals = named / ("a" * 35 + "!.csv")
-        signals.write_text("t,x,y,z,label\n0,1,1,1,walk\n1,2,2,2,walk\n", encoding="utf-8")
-        (registry / "pattern.toml").write_text(
-            _PATTERN_ENTRY.format(name=signals.name, path=signals.as_posix()), encoding="utf-8"
-        )
-        env = {"NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1", "MUDATA_REGISTRY": str(registry)}
+        registry = _write_registry(Path(folder))
+        gz_folder = Path(folder) / "gz-inf"
+        gz_folder.mkdir()
+        if wanted("gz-inf", "stream-inf"):
+            gzip_bomb(gz_folder / "subject1.csv.gz", size)
+        # The children's spools go here, so that one left behind shows.
+        spools = Path(folder) / "tmp"
+        spools.mkdir()
+        env = {"NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1", "MUDATA_REGISTRY": str(registry),
+               "TMPDIR": str(spools)}  # fmt: skip
         common = ["--allow-unverified", "--no-progress"]
         mudata = [sys.executable, "-m", "mudata.cli"]
 
@@ -359,12 +421,23 @@ def main() -> None:
             home = Path(folder) / "homes" / case
             return [*mudata, "fetch", name, "--data-home", str(home), *args]
 
+        inf = ("--max-expansion", "inf")
         cases = {
             "zip-bomb": fetch("zip-bomb", "har70", "--mirror", url, *common),
             "zip-liar": fetch("zip-liar", "har70", "--mirror", url + "/liar", *common),
-            "zip-inf": fetch(
-                "zip-inf", "har70", "--mirror", url, *common, "--max-expansion", "inf"
-            ),
+            "zip-inf": fetch("zip-inf", "gestures-open", "--mirror", url + "/inf", *common, *inf),
+            "tar-inf": fetch("tar-inf", "wisdm-open", "--mirror", url, *common, *inf),
+            "gz-inf": [
+                *mudata,
+                "init",
+                str(gz_folder),
+                "--name",
+                "gz",
+                "-o",
+                str(Path(folder) / "gz.toml"),
+            ],
+            "stream-inf": [sys.executable, "-c", _STREAM_SCRIPT, str(gz_folder)],
+            "har70-inf": fetch("har70-inf", "har70", "--mirror", url, *common, *inf),
             "zip-many": fetch("zip-many", "har70", "--mirror", url + "/many", *common),
             "tar-bomb": fetch("tar-bomb", "wisdm", "--mirror", url, *common),
             "tar-many": fetch("tar-many", "wisdm", "--mirror", url + "/many", *common),
@@ -379,8 +452,14 @@ def main() -> None:
                 home = Path(folder) / "homes" / name
                 cases[name] = [*mudata, "register", str(toml), "--data-home", str(home)]
         cases["baseline"] = [*mudata, "list"]
-        if bomb:
-            print(f"bomb archives: zip {len(bomb) / MIB:.2f} MiB -> {options.size_mib} MiB")
+        if bomb or gestures_bomb:
+            zipped = len(bomb or gestures_bomb) / MIB
+            print(f"bomb archives: zip {zipped:.2f} MiB -> {options.size_mib} MiB")
+        if tarred:
+            print(f"tar bomb: .tar.gz {len(tarred) / MIB:.2f} MiB -> {options.size_mib} MiB")
+        if wanted("gz-inf", "stream-inf"):
+            packed = (gz_folder / "subject1.csv.gz").stat().st_size / MIB
+            print(f"gz-inf: .csv.gz {packed:.2f} MiB -> {options.size_mib} MiB")
         if _Handler.files["many/har70.zip"]:
             print(
                 f"zip-many: {len(_Handler.files['many/har70.zip']) / MIB:.2f} MiB, 20,000 members"
@@ -390,8 +469,12 @@ def main() -> None:
         for name, command in cases.items():
             if not wanted(name) and name != "baseline":
                 continue
-            code, peak, wall, last = run(command, env, options.kill_mb, options.timeout)
+            extra = {"MUDATA_MAX_EXPANSION": "inf"} if name == "gz-inf" else {}
+            code, peak, wall, last = run(
+                command, {**env, **extra}, options.kill_mb, options.timeout
+            )
             leftovers = sorted(p.name for p in (Path(folder) / "homes" / name).glob("*/raw/*"))
+            leftovers += sorted(p.name for p in spools.iterdir())
             worst = max(worst, peak)
             print(f"{name:<13} {code:>11} {peak:>8.0f} {wall:>7.2f}  {last[:160]}"
                   + (f"  LEFT: {leftovers}" if leftovers else ""), flush=True)  # fmt: skip

@@ -3,7 +3,9 @@
 Builds (or reuses) a WISDM run folder with every strategy and classifier
 (5 x 4), then builds the report from the folder at each level, as
 ``mueval report RUN_DIR --figures LEVEL`` does (reading the folder included),
-and prints the wall time, the size of ``report.html`` and of its figures.
+and prints the wall time, the size of ``report.html``, and the number and
+total size of the figure files, with the load average before each build (the
+machine may be shared).
 
 Usage::
 
@@ -11,15 +13,18 @@ Usage::
 
 ``--iterations`` (default 20, the study's) sets the run's iterations when the
 run folder has to be built; an existing run folder is reused as it is.
-``--jobs`` (default 2) is used for the evaluation and, for each value of
-``--report-jobs`` (default ``1,2``), the report draws the sections of
-``--figures all`` with that many worker processes. ``--strategy`` and
+``--jobs`` (default 2) is used for the evaluation; every level is built once
+for each value of ``--report-jobs`` (default ``1,2``), the worker processes
+that draw the sections of ``--figures all`` (the other levels draw in the main
+process, so their time should not change with it). ``--svg`` also writes the
+SVG copies, as ``mueval report --svg`` does. ``--strategy`` and
 ``--classifier`` (comma lists) narrow the report, as ``mueval report`` does.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import tempfile
 import time
@@ -64,6 +69,7 @@ def main() -> None:
     parser.add_argument("--report-jobs", default="1,2")
     parser.add_argument("--strategy", default="")
     parser.add_argument("--classifier", default="")
+    parser.add_argument("--svg", action="store_true")
     args = parser.parse_args()
     narrow = {
         "strategies": [s for s in args.strategy.split(",") if s] or None,
@@ -76,22 +82,24 @@ def main() -> None:
         f"{info.predictions.classifier.nunique()} classifiers, "
         f"{info.run['config']['iterations']} iterations, {len(info.predictions)} prediction rows"
     )
-    print(
-        f"{'figures':>8} {'jobs':>4} {'build s':>8} {'page MB':>8} {'figures MB':>10} {'PNGs':>5}"
-    )
+    print(f"cores: {os.cpu_count()}; SVG copies: {'yes' if args.svg else 'no'}")
+    header = f"{'figures':>8} {'jobs':>4} {'load':>5} {'build s':>8} {'page MB':>8} "
+    print(header + f"{'PNGs':>5} {'SVGs':>5} {'figures MB':>10}")
     for level in args.levels.split(","):
-        # Workers only draw the sections of --figures all.
-        for jobs in [int(j) for j in args.report_jobs.split(",")] if level == "all" else [1]:
+        for jobs in [int(j) for j in args.report_jobs.split(",")]:
             out = Path(tempfile.mkdtemp(prefix=f"report-{level}-"))
+            load = os.getloadavg()[0]
             start = time.perf_counter()
             result = build_report(
-                read_run_folder(args.run_dir), out, figures=level, jobs=jobs, **narrow
+                read_run_folder(args.run_dir), out, figures=level, jobs=jobs, svg=args.svg, **narrow
             )
             seconds = time.perf_counter() - start
             n_png = sum(1 for p in result.figures if p.suffix == ".png")
+            n_svg = sum(1 for p in result.figures if p.suffix == ".svg")
             print(
-                f"{level:>8} {jobs:4d} {seconds:8.1f} {_size(result.html) / 2**20:8.2f} "
-                f"{_size(out / 'figures') / 2**20:10.2f} {n_png:5d}",
+                f"{level:>8} {jobs:4d} {load:5.1f} {seconds:8.1f} "
+                f"{_size(result.html) / 2**20:8.2f} {n_png:5d} {n_svg:5d} "
+                f"{_size(out / 'figures') / 2**20:10.2f}",
                 flush=True,
             )
             shutil.rmtree(out)

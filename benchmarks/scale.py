@@ -15,6 +15,11 @@ Run::
     python benchmarks/scale.py [--sizes 50 200 1000] [--folds 10] [--workers 2]
     python benchmarks/scale.py --sizes 1000 3000 10000 --user-folds 10
 
+Each size has ``--timeout`` seconds (default 1,800): a size that runs over
+is stopped with its Dask workers, reported with the last progress line it
+printed (tasks done and seconds), the larger sizes are skipped, and the
+exponents are fitted on the sizes that finished.
+
 Printed per size: users, rows, fits per classifier, wall seconds (and those of
 the tasks), peak resident memory of the main process, of the main process
 before the run (imports and the table: ``base MB``) and of the largest worker,
@@ -35,7 +40,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -76,7 +83,9 @@ def one_size(n_users: int, folds: int | None, workers: int) -> dict:
             config,
             backend="dask",
             workers=workers,
-            progress=False,
+            # Log lines on stderr (every 10 % of the tasks): what a size that
+            # runs out of time reports.
+            progress=None,
             out=Path(tmp) / "run",
         )
         wall = time.perf_counter() - start
@@ -93,7 +102,33 @@ def one_size(n_users: int, folds: int | None, workers: int) -> dict:
         "predictions_mb": predictions_mb,
         "self_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "children_maxrss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+        # Other work on the machine stretches the wall time: say how much there was.
+        "load_1min": os.getloadavg()[0],
     }
+
+
+def _run_size(command: list[str], timeout: float) -> dict:
+    """Run one size in a subprocess of its own session; its figures, or what it
+    reached when ``timeout`` ran out (the whole session, Dask workers too, is
+    killed then)."""
+    child = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        out, err = child.communicate()
+        lines = [line for line in err.splitlines() if line.startswith("mueval:")]
+        return {"timed_out": True, "last_progress": lines[-1] if lines else None}
+    if child.returncode != 0:
+        message = f"{' '.join(command)} failed ({child.returncode}):\n{err[-2000:]}"
+        raise RuntimeError(message)
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def exponent(x: list[float], y: list[float]) -> float:
@@ -109,12 +144,16 @@ def main() -> None:
         "--user-folds", type=int, default=None, help="user folds at every size (no LOUO)"
     )
     parser.add_argument("--workers", type=int, default=2, help="local Dask worker processes")
+    parser.add_argument(
+        "--timeout", type=float, default=1800.0, help="seconds allowed per size (default 1800)"
+    )
     parser.add_argument("--one", nargs=2, type=int, help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.one:
         n_users, folds = options.one
         print(json.dumps(one_size(n_users, folds or None, options.workers)))
         return
+    print(f"load average (1, 5, 15 min) at the start: {os.getloadavg()}", flush=True)
     print(
         f"{'users':>6} {'rows':>7} {'protocol':>18} {'fits/clf':>8} {'wall s':>8} {'tasks s':>8} "
         f"{'main MB':>8} {'base MB':>8} {'worker MB':>9} {'us/(user*row)':>13}",
@@ -126,21 +165,26 @@ def main() -> None:
             folds = options.user_folds
         else:
             folds = 0 if i == 0 else options.folds
-        done = subprocess.run(
-            [
-                sys.executable,
-                __file__,
-                "--one",
-                str(n_users),
-                str(folds),
-                "--workers",
-                str(options.workers),
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        r = json.loads(done.stdout.strip().splitlines()[-1])
+        command = [
+            sys.executable,
+            __file__,
+            "--one",
+            str(n_users),
+            str(folds),
+            "--workers",
+            str(options.workers),
+        ]
+        r = _run_size(command, options.timeout)
+        if "timed_out" in r:
+            print(
+                f"{n_users:>6} {n_users * ROWS_PER_USER:>7} stopped after {options.timeout:.0f} s "
+                f"(--timeout); last progress: {r['last_progress'] or 'none'}",
+                flush=True,
+            )
+            skipped = options.sizes[i + 1 :]
+            if skipped:
+                print(f"  larger sizes skipped: {' '.join(map(str, skipped))}", flush=True)
+            break
         measured.append(r)
         protocol = "leave-one-user-out" if not folds else f"{folds} user folds"
         fits = folds if folds else n_users
@@ -152,6 +196,7 @@ def main() -> None:
             flush=True,
         )
     if len(measured) < 2:
+        _print_timings(measured)
         return
     work = [r["users"] * r["rows"] for r in measured]
     rows = [r["rows"] for r in measured]
@@ -167,10 +212,18 @@ def main() -> None:
             f"  {name:<17} vs users x rows: {exponent(work, values):5.2f}   "
             f"vs rows: {exponent(rows, values):5.2f}"
         )
+    _print_timings(measured)
+
+
+def _print_timings(measured: list[dict]) -> None:
+    """Each finished size's ``run.json`` timings."""
     print("per size, run.json timings (s):")
     for r in measured:
         parts = ", ".join(f"{k} {v:.1f}" for k, v in r["timings"].items())
-        print(f"  {r['users']:>6} users: {parts}; predictions.parquet {r['predictions_mb']:.1f} MB")
+        print(
+            f"  {r['users']:>6} users: {parts}; predictions.parquet {r['predictions_mb']:.1f} MB; "
+            f"load average at its end {r['load_1min']:.1f}"
+        )
 
 
 if __name__ == "__main__":

@@ -24,6 +24,11 @@ def _csv(tmp_path: Path, frame: pd.DataFrame | None = None) -> Path:
     return path
 
 
+def _data_args(path: Path) -> tuple[str, ...]:
+    """``--data`` naming the user and label columns of :func:`_csv`."""
+    return ("--data", str(path), "--user-col", "subject", "--label-col", "activity")
+
+
 def _invoke(*args: str):
     return CliRunner().invoke(main, ["evaluate", *args], catch_exceptions=False)
 
@@ -32,12 +37,7 @@ def test_own_csv_end_to_end_writes_the_run_folder(tmp_path: Path) -> None:
     path = _csv(tmp_path)
     out = tmp_path / "run"
     result = _invoke(
-        "--data",
-        str(path),
-        "--user-col",
-        "subject",
-        "--label-col",
-        "activity",
+        *_data_args(path),
         "-s",
         "mm,ucm",
         "-s",
@@ -135,12 +135,7 @@ def test_real_gestures_two_iterations(tmp_path: Path, gestures_zip: Path) -> Non
 )
 def test_unknown_choice_exits_2_and_lists_valid_ones(tmp_path, option, value, valid) -> None:
     result = _invoke(
-        "--data",
-        str(_csv(tmp_path)),
-        "--user-col",
-        "subject",
-        "--label-col",
-        "activity",
+        *_data_args(_csv(tmp_path)),
         option,
         value,
     )
@@ -165,12 +160,7 @@ def test_user_with_one_class_is_a_clear_error_for_udm(tmp_path) -> None:
     path = _csv(tmp_path, frame)
     out = tmp_path / "run"
     result = _invoke(
-        "--data",
-        str(path),
-        "--user-col",
-        "subject",
-        "--label-col",
-        "activity",
+        *_data_args(path),
         "-s",
         "udm",
         "-c",
@@ -189,9 +179,7 @@ def test_user_with_one_class_is_a_clear_error_for_udm(tmp_path) -> None:
 def test_nan_label_is_a_clear_error_with_the_count(tmp_path) -> None:
     frame = make_frame(n_users=3)
     frame.loc[[4, 9, 200], "label"] = np.nan
-    result = _invoke(
-        "--data", str(_csv(tmp_path, frame)), "--user-col", "subject", "--label-col", "activity"
-    )
+    result = _invoke(*_data_args(_csv(tmp_path, frame)))
     assert result.exit_code == 1
     assert "label column 'activity' has 3 missing value(s) of 315 rows" in result.output
 
@@ -199,21 +187,14 @@ def test_nan_label_is_a_clear_error_with_the_count(tmp_path) -> None:
 def test_non_numeric_feature_columns_are_named(tmp_path) -> None:
     frame = make_frame(n_users=3)
     frame["phone"] = "android"
-    result = _invoke(
-        "--data", str(_csv(tmp_path, frame)), "--user-col", "subject", "--label-col", "activity"
-    )
+    result = _invoke(*_data_args(_csv(tmp_path, frame)))
     assert result.exit_code == 1 and "not numeric: phone" in result.output
 
 
 def test_dataset_too_small_for_a_split(tmp_path) -> None:
     frame = make_frame(n_users=2, per_class=2)  # 6 rows per user, 2 per class
     result = _invoke(
-        "--data",
-        str(_csv(tmp_path, frame)),
-        "--user-col",
-        "subject",
-        "--label-col",
-        "activity",
+        *_data_args(_csv(tmp_path, frame)),
         "-s",
         "udm",
         "-c",
@@ -233,7 +214,7 @@ def test_dataset_too_small_for_a_split(tmp_path) -> None:
 def test_failed_run_leaves_no_folder_and_existing_folder_is_kept(tmp_path) -> None:
     small = _csv(tmp_path, make_frame(n_users=3, per_class=10))  # UDM cal of 6 rows
     out = tmp_path / "run"
-    args = ("--data", str(small), "--user-col", "subject", "--label-col", "activity")
+    args = _data_args(small)
     args += ("-s", "udm", "-c", "nb", "--iterations", "1", "--out", str(out))
     result = _invoke(*args)
     assert result.exit_code == 1 and "--small-cal skip" in result.output
@@ -274,12 +255,7 @@ def test_mondrian_aps_uam_and_progress_bar(tmp_path) -> None:
         main,
         [
             "evaluate",
-            "--data",
-            str(path),
-            "--user-col",
-            "subject",
-            "--label-col",
-            "activity",
+            *_data_args(path),
             "-s",
             "uam,mm",
             "-c",
@@ -311,12 +287,7 @@ def test_mondrian_aps_uam_and_progress_bar(tmp_path) -> None:
 
 def test_jobs_zero_is_a_usage_error(tmp_path) -> None:
     result = _invoke(
-        "--data",
-        str(_csv(tmp_path)),
-        "--user-col",
-        "subject",
-        "--label-col",
-        "activity",
+        *_data_args(_csv(tmp_path)),
         "--jobs",
         "0",
         "-c",
@@ -329,12 +300,7 @@ def test_jobs_zero_is_a_usage_error(tmp_path) -> None:
 
 def test_log_lines_instead_of_a_bar_when_stderr_is_not_a_terminal(tmp_path) -> None:
     args = (
-        "--data",
-        str(_csv(tmp_path)),
-        "--user-col",
-        "subject",
-        "--label-col",
-        "activity",
+        *_data_args(_csv(tmp_path)),
         "-c",
         "nb",
         "-s",
@@ -355,12 +321,7 @@ def test_string_user_ids_stay_the_users_names(tmp_path) -> None:
     frame["userid"] = frame["userid"].map({10: "carol", 11: "alice", 12: "bob"})
     out = tmp_path / "run"
     result = _invoke(
-        "--data",
-        str(_csv(tmp_path, frame)),
-        "--user-col",
-        "subject",
-        "--label-col",
-        "activity",
+        *_data_args(_csv(tmp_path, frame)),
         "-c",
         "nb",
         "-s",
@@ -386,12 +347,7 @@ def test_out_that_cannot_be_written_fails_before_any_work(tmp_path) -> None:
         main,
         [
             "evaluate",
-            "--data",
-            str(path),
-            "--user-col",
-            "subject",
-            "--label-col",
-            "activity",
+            *_data_args(path),
             "-s",
             "mm",
             "-c",

@@ -9,6 +9,7 @@ subprocess with a timeout, so that a regression shows as a failure, not a hang.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
@@ -455,9 +456,10 @@ def test_a_changed_value_is_caught_by_the_table_hash(local_toy: tuple[dict, Path
     pd.testing.assert_frame_equal(build(entry, home), original)
 
 
-def test_damaged_table_without_its_raw_files_is_a_clear_error(
+def _fetched_toy(
     http_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> tuple[dict[str, Any], Path]:
+    """Register a pinned toy archive served on 127.0.0.1, fetch it; its entry and home."""
     payload = zip_bytes([(MEMBER, GOOD)])
     url = serve(http_server, "toy.zip", payload)
     registry = tmp_path / "registry"
@@ -467,6 +469,13 @@ def test_damaged_table_without_its_raw_files_is_a_clear_error(
     monkeypatch.setenv("MUDATA_REGISTRY", str(registry))
     home = tmp_path / "home"
     mudata.fetch("toy", data_home=home, progress=False)
+    return entry, home
+
+
+def test_damaged_table_without_its_raw_files_is_a_clear_error(
+    http_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, home = _fetched_toy(http_server, tmp_path, monkeypatch)
     path = home / "toy" / "toy.parquet"
     path.write_bytes(path.read_bytes()[:-40] + bytes(40))
     # With the raw file still cached, the table is rebuilt offline.
@@ -483,15 +492,7 @@ def test_damaged_table_without_its_raw_files_is_a_clear_error(
 def test_verify_rebuilds_from_the_download_cache_and_never_downloads(
     http_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    payload = zip_bytes([(MEMBER, GOOD)])
-    url = serve(http_server, "toy.zip", payload)
-    registry = tmp_path / "registry"
-    registry.mkdir()
-    entry = entry_data([archive_file(url, sha256=sha(payload))])
-    (registry / "toy.toml").write_text(_toml(entry), encoding="utf-8")
-    monkeypatch.setenv("MUDATA_REGISTRY", str(registry))
-    home = tmp_path / "home"
-    mudata.fetch("toy", data_home=home, progress=False)
+    entry, home = _fetched_toy(http_server, tmp_path, monkeypatch)
     assert mudata.verify("toy", data_home=home).status == "verified"
 
     # A forger rewrites a value and the hash beside it: served, but verify names the row.
@@ -512,6 +513,7 @@ def test_verify_rebuilds_from_the_download_cache_and_never_downloads(
 
     # The cached raw file changed too: nothing pinned to rebuild from, and no download.
     cached = raw_dir("toy", home) / "toy.zip"
+    payload = cached.read_bytes()
     cached.write_bytes(payload[:-1] + bytes([payload[-1] ^ 1]))
     result = mudata.verify("toy", data_home=home)
     assert result.status == "unverifiable" and "sha256 mismatch" in result.message
@@ -1439,3 +1441,257 @@ def test_init_refuses_nfc_nfd_twin_names_naming_both(tmp_path: Path) -> None:
     assert result.exit_code == 2, result.output
     assert ascii(composed) in result.output and ascii(decomposed) in result.output
     assert not (tmp_path / "mine.toml").exists()
+
+
+# ------------------------- members as bounded streams, spooled while hashed (issue 18)
+
+BIG = b"".join(b"%d,walk,%d\n" % (i, i * 7) for i in range(300_000))  # about 4 MiB: spooled to disk
+
+
+def _gzip(data: bytes) -> bytes:
+    return gzip.compress(data, compresslevel=1, mtime=0)
+
+
+def _roots(tmp_path: Path, kind: str) -> tuple[Path, str]:
+    """A release root of ``kind`` holding BIG as the member returned (by its name)."""
+    if kind == "zip":
+        (tmp_path / "r.zip").write_bytes(zip_bytes([("toy/small.csv", GOOD), (MEMBER, BIG)]))
+        return tmp_path / "r.zip", MEMBER
+    if kind in ("tar", "tar.gz"):
+        mode = "w" if kind == "tar" else "w:gz"
+        (tmp_path / "r.tar").write_bytes(tar_bytes([("toy/small.csv", GOOD), (MEMBER, BIG)], mode))
+        return tmp_path / "r.tar", MEMBER
+    if kind == "folder":
+        (tmp_path / "r" / "toy").mkdir(parents=True)
+        (tmp_path / "r" / MEMBER).write_bytes(BIG)
+        return tmp_path / "r", MEMBER
+    if kind == "gzip member":
+        (tmp_path / "r.zip").write_bytes(zip_bytes([("toy/data.csv.gz", _gzip(BIG))]))
+        return tmp_path / "r.zip", "toy/data.csv.gz"
+    (tmp_path / "data.csv").write_bytes(BIG)  # a plain file as the root
+    return tmp_path / "data.csv", "data.csv"
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar", "tar.gz", "folder", "gzip member", "plain file"])
+def test_a_stream_holds_the_bytes_a_whole_read_returns(tmp_path: Path, kind: str) -> None:
+    root, member = _roots(tmp_path, kind)
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    streamed = Sources([root], spool_dir=spool)
+    with streamed.open_decoded(member) as fh:
+        assert fh.tell() == 0
+        seen = fh.read()
+    with streamed.open(member) as fh:
+        published = fh.read()
+    whole = Sources([root])
+    assert seen == whole.read_decoded(member) == BIG
+    assert published == whole.read_bytes(member)
+    assert streamed.reads == whole.reads  # recorded the same way: the published bytes' hash
+    assert list(spool.iterdir()) == []  # every spool removed when its block ended
+
+
+def _mismatched_gzip_release(tmp_path: Path) -> dict:
+    """A local entry whose ``.csv.gz`` member holds EVIL while the registry pins GOOD."""
+    (tmp_path / "rel").mkdir()
+    (tmp_path / "rel" / "toy.zip").write_bytes(zip_bytes([("toy/data.csv.gz", _gzip(EVIL))]))
+    good = _gzip(GOOD)
+    members = [{"path": "toy/data.csv.gz", "sha256": sha(good), "size": len(good)}]
+    spec = {"name": "toy.zip", "path": str(tmp_path / "rel" / "toy.zip"), "archive": "zip"}
+    return entry_data([{**spec, "members": members}], members="*.csv.gz")
+
+
+def test_a_hash_mismatch_on_the_stream_hands_over_nothing_and_leaves_no_spool(
+    tmp_path: Path,
+) -> None:
+    entry = _mismatched_gzip_release(tmp_path)
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    good = _gzip(GOOD)
+    pins = Pins(members={"toy/data.csv.gz": Pin(sha(good), None)}, label="file 'toy.zip'")
+    sources = Sources([tmp_path / "rel" / "toy.zip"], [pins], spool_dir=spool)
+    for opener in (sources.open, sources.open_decoded):
+        with (
+            pytest.raises(ChecksumError, match=f"expected {sha(good)}, actual {sha(_gzip(EVIL))}"),
+            opener("toy/data.csv.gz"),
+        ):
+            pytest.fail("the block ran on bytes that did not match their pin")
+    assert list(spool.iterdir()) == [] and not sources.reads
+    with pytest.raises(ChecksumError):
+        build(entry, tmp_path / "home")
+    assert no_table(tmp_path / "home")
+
+
+def test_a_corrupt_stream_whose_hash_differs_is_a_checksum_error(tmp_path: Path) -> None:
+    """Decoding fails before the hash is known: the hash still decides the error, as before."""
+    good = _gzip(GOOD)
+    bad = good[:20] + bytes(len(good) - 20)  # the deflate data zeroed: not a readable stream
+    (tmp_path / "toy.zip").write_bytes(zip_bytes([("toy/data.csv.gz", bad)]))
+    pinned_good = Pins(members={"toy/data.csv.gz": Pin(sha(good), len(good))})
+    with (
+        pytest.raises(ChecksumError),
+        Sources([tmp_path / "toy.zip"], [pinned_good]).open_decoded("toy/data.csv.gz"),
+    ):
+        pass
+    pinned_bad = Pins(members={"toy/data.csv.gz": Pin(sha(bad), len(bad))})
+    with pytest.raises(ParseError, match="not a readable gzip stream"):
+        Sources([tmp_path / "toy.zip"], [pinned_bad]).read_decoded("toy/data.csv.gz")
+
+
+def test_a_whole_read_past_the_cap_is_refused_naming_member_size_and_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, member = _roots(tmp_path, "folder")
+    sources = Sources([root], max_read=100_000)
+    with pytest.raises(LimitError) as caught:
+        sources.read_bytes(member)
+    message = str(caught.value)
+    for part in (MEMBER, f"holds {len(BIG):,} bytes", "100,000", "MUDATA_MAX_READ_BYTES", "stream"):
+        assert part in message, message
+    with sources.open(member) as fh:  # a stream is not capped: its memory is constant
+        assert fh.read() == BIG
+    (tmp_path / "z").mkdir()
+    zipped, gz = _roots(tmp_path / "z", "gzip member")
+    with pytest.raises(
+        LimitError,
+        match=r"decompresses to more bytes than the cap on a member read whole, 100,000 bytes",
+    ):
+        Sources([zipped], max_read=100_000).read_decoded(gz)
+    monkeypatch.setenv("MUDATA_MAX_READ_BYTES", "1000")
+    with pytest.raises(LimitError, match="read whole, 1,000 bytes"):
+        Sources([root]).read_bytes(member)
+    monkeypatch.setenv("MUDATA_MAX_READ_BYTES", "lots")
+    with pytest.raises(UsageError, match=r"\$MUDATA_MAX_READ_BYTES must be a positive whole"):
+        Sources([root])
+
+
+@pytest.mark.parametrize(
+    ("function", "value"),
+    [("max_members", "0"), ("max_members", "2.5"), ("max_members", "inf"),
+     ("max_expansion", "-1"), ("max_expansion", "nan"), ("max_expansion", "lots")],
+)  # fmt: skip
+def test_caps_parse_option_and_environment_alike(
+    function: str, value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mudata import archive
+
+    parse = getattr(archive, function)
+    with pytest.raises(UsageError, match=f"^{function} must be a positive"):
+        parse(value)
+    monkeypatch.setenv(
+        {"max_members": "MUDATA_MAX_MEMBERS"}.get(function, "MUDATA_MAX_EXPANSION"), value
+    )
+    with pytest.raises(UsageError, match=r"^\$MUDATA_MAX_\w+ must be a positive"):
+        parse()
+
+
+def test_a_spool_that_would_fill_the_disk_is_refused_and_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mudata.readers import spool as spool_module
+
+    root, member = _roots(tmp_path, "zip")
+    free = os.statvfs(tmp_path).f_bavail * os.statvfs(tmp_path).f_frsize
+    monkeypatch.setattr(spool_module, "RESERVE", free + 2**30)  # more than the disk has free
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    sources = Sources([root], spool_dir=spool)
+    with pytest.raises(LimitError, match=r"no room to hold it .* refusing it rather than fill"):
+        sources.open(member).__enter__()
+    assert list(spool.iterdir()) == [] and not sources.reads
+
+
+def test_the_spool_folder_is_private_and_gone_after_an_interrupt_mid_stream(
+    tmp_path: Path,
+) -> None:
+    import signal
+    import threading
+
+    (tmp_path / "big.csv.gz").write_bytes(_gzip(bytes(300 * 2**20)))  # 300 KB, 300 MiB out
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    sources = Sources([tmp_path], max_expansion=float("inf"), spool_dir=spool)
+    seen: dict[str, int] = {}
+    main_thread = threading.get_ident()
+
+    def interrupt_once_spooling() -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            for folder in spool.iterdir():
+                seen["mode"] = stat.S_IMODE(folder.stat().st_mode)
+                signal.pthread_kill(main_thread, signal.SIGINT)
+                return
+            time.sleep(0.001)
+
+    watcher = threading.Thread(target=interrupt_once_spooling)
+    watcher.start()
+    with pytest.raises(KeyboardInterrupt), sources.open_decoded("big.csv.gz"):
+        pytest.fail("the whole stream was spooled before the interrupt")
+    watcher.join()
+    assert seen["mode"] == 0o700
+    assert list(spool.iterdir()) == [] and not sources.reads
+
+
+_BOMB_SCRIPT = """
+import gzip, os, sys, zipfile, zlib
+from pathlib import Path
+from mudata.download import fetch_sources
+from mudata.errors import LimitError
+from mudata.readers.base import Sources
+from mudata.registry import parse_entry
+
+folder, size = Path(sys.argv[1]), int(sys.argv[2])
+block = b"0" * 2**20  # not NUL: a gzip of NUL bytes also reads as an empty tar
+with zipfile.ZipFile(folder / "bomb.zip", "w", zipfile.ZIP_DEFLATED) as zf:
+    with zf.open("toy/data.csv", "w") as fh:
+        for _ in range(size // 2**20):
+            fh.write(block)
+packer = zlib.compressobj(1, zlib.DEFLATED, 31)
+with open(folder / "bomb.csv.gz", "wb") as out:
+    for _ in range(size // 2**20):
+        out.write(packer.compress(block))
+    out.write(packer.flush())
+# fetch hashes a listed member that has no registry size: in chunks, not whole.
+entry = {
+    "name": "bomb", "title": "Bomb", "version": "1", "homepage": "https://example.invalid/b",
+    "licence": "CC0-1.0", "citation": "Nobody (2026).", "sampling_rate_hz": 20,
+    "reader": "feature-table", "recipe": {"name": "precomputed"}, "min_per_class": 1,
+    "reader_options": {"user_col": "user", "label_col": "label", "members": "*.csv"},
+    "classes": [{"code": "walk", "name": "walk"}, {"code": "run", "name": "run"}],
+    "files": [{"name": "bomb.zip", "path": str(folder / "bomb.zip"), "archive": "zip",
+               "members": [{"path": "toy/data.csv"}]}],
+}
+fetched = fetch_sources(parse_entry(entry), data_home=folder / "home", progress=False,
+                        allow_unverified=True, max_expansion=float("inf"))
+outcomes = [str(len(fetched[0].members))]
+for root, member in ((folder / "bomb.zip", "toy/data.csv"), (folder / "bomb.csv.gz", "bomb.csv.gz")):
+    sources = Sources([root], max_expansion=float("inf"), spool_dir=folder / "spool")
+    try:
+        sources.read_decoded(member)
+        outcomes.append("read whole")
+    except LimitError as exc:
+        outcomes.append("refused" if "MUDATA_MAX_READ_BYTES" in str(exc) else str(exc))
+    with sources.open_decoded(member) as fh:
+        total = sum(len(chunk) for chunk in iter(lambda: fh.read(2**20), b""))
+    outcomes.append(str(total))
+status = Path("/proc/self/status").read_text()
+peak = int(next(l for l in status.splitlines() if l.startswith("VmHWM")).split()[1]) // 1024
+print(" ".join(outcomes), peak)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads VmHWM from /proc")
+def test_an_expansion_bomb_with_the_cap_lifted_stays_bounded_in_memory(tmp_path: Path) -> None:
+    """512 MiB members with --max-expansion inf: hashed by fetch, refused whole, streamed to
+    disk, all under 400 MB (each alone took more than 512 MB when read whole)."""
+    size = 512 * 2**20
+    (tmp_path / "spool").mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", _BOMB_SCRIPT, str(tmp_path), str(size)],
+        capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "MUDATA_MAX_READ_BYTES": str(300 * 2**20)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    *outcomes, peak = done.stdout.split()
+    assert outcomes == ["1", "refused", str(size), "refused", str(size)]
+    assert int(peak) < 400, f"peak resident memory {peak} MB"
+    assert list((tmp_path / "spool").iterdir()) == []

@@ -559,7 +559,9 @@ def test_mathtext_labels_are_drawn_as_plain_text(tmp_path: Path) -> None:
     run = tmp_path / "run"
     result = _evaluate(_csv(tmp_path / "data", frame), run)
     assert result.exit_code == 0, result.output
-    result = _mueval("report", str(run), "--n-boot", "10", "--strategy", "uim", "--figures", "all")
+    result = _mueval(
+        "report", str(run), "--n-boot", "10", "--strategy", "uim", "--figures", "all", "--svg"
+    )
     assert result.exit_code == 0, result.output
     svg = (run / "report" / "figures" / "uim_nb_confusion.svg").read_text(encoding="utf-8")
     assert "$\\frac{1$" in svg and "a $ b" in svg

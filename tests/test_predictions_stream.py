@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
@@ -23,6 +24,7 @@ from mueval.data.table import table_from_frame
 from mueval.errors import EvaluationError
 from mueval.evaluation.records import EvalConfig
 from mueval.evaluation.runner import run
+from mueval.guarantees.run_diagnostics import PoolDiagnostics, diagnose
 from mueval.names import CLASSIFIERS, STRATEGIES
 from mueval.runfolder import PredictionStream, recover_leftovers
 from mueval.runfolder import write as runfolder_write
@@ -219,3 +221,81 @@ def test_written_results_keep_only_what_the_diagnostics_read(tmp_path) -> None:
         assert all(r.sets is not None and len(r.rows) == r.n_test > 0 for r in seen)
         written = pq.read_table(folder / "predictions.parquet")
         assert written.num_rows == sum(r.n_test for r in seen)
+
+
+@pytest.mark.parametrize("level", ["basic", "full"])
+@pytest.mark.parametrize("small_cal", ["error", "skip"])
+def test_pools_diagnosed_as_results_arrive_equal_the_whole_run(tmp_path, level, small_cal) -> None:
+    # Hostile: --small-cal skip with users too small to calibrate UCM (results
+    # without sets, pools of MM and UDM next to them), two iterations, and a
+    # stream that lets go of every result's rows and sets once written.
+    frame = _frame()
+    if small_cal == "skip":
+        small = make_users(2, n_classes=3, rows_per_user=24, n_features=4, seed=9)
+        frame = pd.concat([frame, small.assign(userid=small["userid"] + 100)], ignore_index=True)
+    table = table_from_frame(frame)
+    config = EvalConfig(
+        strategies=("mm", "udm", "uim", "ucm"),
+        classifiers=("nb",),
+        iterations=2,
+        small_cal=small_cal,
+    )
+    pooled = PoolDiagnostics(table.X, table.y, table.users, alpha=0.05, level=level)
+    stream = PredictionStream(
+        tmp_path,
+        table.classes,
+        table.users,
+        table.y,
+        target_dtype="Int64",
+        rows_per_group=1,
+        pooled=True,
+    )
+
+    def both(results):
+        pooled.add(results)
+        stream.add(results)
+
+    out = run(table.X, table.y, table.users, table.classes, config, progress=False, on_task=both)
+    stream.close()
+    assert all(r.sets is None and r.rows.size == 0 for r in out.results)
+    streamed = pooled.finish()
+    kept = run(table.X, table.y, table.users, table.classes, config, progress=False)
+    if small_cal == "skip":
+        assert any(r.sets is None for r in kept.results)
+    whole = diagnose(kept.results, table.X, table.y, table.users, alpha=0.05, level=level)
+    pd.testing.assert_frame_equal(streamed.frame, whole.frame)
+    pd.testing.assert_frame_equal(streamed.size_coverage, whole.size_coverage)
+    assert streamed.names == whole.names and len(whole.frame) == 8
+    # A result of a pool already diagnosed is refused by name.
+    with pytest.raises(ValueError, match="iteration 1 arrived after"):
+        pooled.add([kept.results[0]])
+
+
+@pytest.mark.usefixtures("small_row_groups")
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"condition": "class"},
+        {"condition": "class+cohort:site"},
+        {"strategies": ["mm", "ucm", "uxc"], "user_folds": 2},
+        {"strategies": ["mm", "uim"], "condition": "cohort:site", "classifiers": ["nb"]},
+    ],
+    ids=["class", "class-cohort", "uxc", "mm-cohort"],
+)
+def test_guarantees_read_block_by_block_equal_the_whole_frame(tmp_path, options) -> None:
+    # The streamed run reads one (strategy, classifier)'s rows at a time; the
+    # in-memory run computes on every row at once. Hostile: Mondrian cells,
+    # cohorts (MM's uniform validity test, coverage per cohort), UXC (no
+    # verdict), and blocks whose rows are spread over many row groups.
+    frame = _frame()
+    if "cohort" in options.get("condition", ""):
+        frame["site"] = np.where(frame["userid"] % 2 == 0, "north", "south")
+    args = {**ARGS, "small_cal": "full-set", **options}
+    streamed = mueval.evaluate(frame, out=tmp_path / "streamed", **args)
+    memory = mueval.evaluate(frame, **args)
+    pd.testing.assert_frame_equal(streamed.user_coverage, memory.user_coverage)
+    pd.testing.assert_frame_equal(streamed.coverage_summary, memory.coverage_summary)
+    pd.testing.assert_frame_equal(streamed.user_validity, memory.user_validity)
+    pd.testing.assert_frame_equal(streamed.conditional_coverage, memory.conditional_coverage)
+    assert streamed.warnings == memory.warnings
+    assert len(memory.user_coverage) and len(memory.conditional_coverage)

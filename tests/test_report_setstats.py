@@ -237,6 +237,57 @@ def test_cluster_bootstrap_is_wider_when_users_differ():
     assert (hi_r - lo_r)[0] < 0.15
 
 
+def _reference_intervals(z, y, proba, groups, n_boot, seed):
+    """Each statistic resampled on its own, row by row, by bootstrap_ci."""
+    kw = {"n_boot": n_boot, "seed": seed, "groups": groups}
+    return {
+        "inclusion": S.bootstrap_ci(S.inclusion_rate, z, **kw),
+        "co-membership": S.bootstrap_ci(S.comembership_rate, z, **kw),
+        "phi": S.bootstrap_ci(lambda s: S.phi_matrix(s).phi, z, **kw),
+        "soft": S.bootstrap_ci(S.soft_confusion, proba, y, **kw),
+        "coverage confusion": S.bootstrap_ci(S.coverage_confusion, z, y, **kw),
+    }
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(5, 60),
+    k=st.integers(2, 5),
+    n_groups=st.sampled_from([None, 1, 2, 7]),
+)
+def test_set_statistics_from_group_totals_match_resampling_the_rows(seed, n, k, n_groups):
+    """The report's one-pass bootstrap draws the same resamples as bootstrap_ci and
+    gives the same intervals: exactly for the 0/1 statistics, to rounding for the
+    soft confusion matrix (floating-point probabilities summed in another order)."""
+    rng = np.random.default_rng(seed)
+    # Some classes in every set or in none, some true classes absent: NaN entries too.
+    z = rng.random((n, k)) < rng.choice([0.0, 0.3, 0.7, 1.0], size=k)
+    y = rng.integers(0, max(1, k - 1), size=n)
+    proba = rng.dirichlet(np.ones(k), size=n)
+    groups = None if n_groups is None else rng.integers(0, n_groups, size=n).astype(str)
+    found = S.bootstrap_set_statistics(z, y, proba, n_boot=30, seed=seed, groups=groups)
+    expected = _reference_intervals(z, y, proba, groups, 30, seed)
+    assert set(found) == set(S.SET_STATISTICS) == set(expected)
+    for name, (lo, hi) in expected.items():
+        if name == "soft":
+            np.testing.assert_allclose(found[name][0], lo, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(found[name][1], hi, rtol=1e-12, atol=1e-12)
+        else:
+            np.testing.assert_array_equal(found[name][0], lo, err_msg=name)
+            np.testing.assert_array_equal(found[name][1], hi, err_msg=name)
+
+
+def test_set_statistics_bootstrap_names_mismatched_inputs():
+    z = np.zeros((4, 3), dtype=bool)
+    with pytest.raises(DataError, match=r"scores: expected shape \(4, 3\)"):
+        S.bootstrap_set_statistics(z, np.zeros(4, int), np.zeros((4, 2)))
+    with pytest.raises(DataError, match=r"found 4 and 3"):
+        S.bootstrap_set_statistics(z, np.zeros(3, int), np.zeros((4, 3)))
+    with pytest.raises(DataError, match=r"groups: expected 4 rows"):
+        S.bootstrap_set_statistics(z, np.zeros(4, int), np.zeros((4, 3)), groups=[1, 2])
+
+
 def test_bad_inputs_name_what_was_expected():
     with pytest.raises(DataError, match=r"sets must be a 2-D boolean array"):
         S.cooccurrence_matrix(np.zeros(3, dtype=bool))

@@ -8,6 +8,7 @@ import csv
 import io
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -18,7 +19,7 @@ import mueval
 from mueval.cli.main import main
 from mueval.data.synthetic import make_users
 from mueval.data.table import natural_key
-from mueval.runfolder.columns import USER_COLUMNS, text_ids
+from mueval.runfolder.columns import USER_COLUMNS, natural_user_order, text_ids
 
 # 12 users, so that "10" sorts after "2" only in natural order.
 N_USERS = 12
@@ -152,3 +153,37 @@ def test_curve_table_csv(table_csv: Path) -> None:
     rows = _csv(result.stdout)
     assert rows[0] == ["use", "k", "users", "coverage %", "set size", "accuracy %", "n_cal"]
     assert [r[1] for r in rows[1:]] == ["0", "5", "10"]
+
+
+def _natural_order_by_joined_texts(frame: pd.DataFrame) -> pd.DataFrame:
+    """The brute-force reference: blocks found by joining each row's texts."""
+    before = list(frame.columns[: frame.columns.get_loc("user")])
+    if before:
+        keys = frame[before].map(str).agg("\x1f".join, axis=1)
+        block = (keys != keys.shift()).cumsum().to_numpy()
+    else:
+        block = np.zeros(len(frame), dtype=np.int64)
+    rank = [(-1,) if pd.isna(u) else (0, natural_key(u)) for u in frame["user"].astype(object)]
+    order = sorted(range(len(frame)), key=lambda i: (block[i], rank[i]))
+    return frame.iloc[order].reset_index(drop=True)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_natural_user_order_equals_joined_text_blocks(seed) -> None:
+    # Hostile: one-row blocks, blocks that come back later, missing keys and
+    # users, numbers and texts in one key column, and users "2" and "10".
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    frame = pd.DataFrame(
+        {
+            "strategy": rng.choice(["ucm", "uim", "mm"], n),
+            "classifier": rng.choice(np.array(["nb", None, 3], dtype=object), n),
+            "iteration": rng.integers(1, 3, n),
+            "user": rng.choice(np.array(["1", "2", "10", "S3", None], dtype=object), n),
+            "value": np.arange(n),
+        }
+    )
+    expected = _natural_order_by_joined_texts(frame)
+    pd.testing.assert_frame_equal(natural_user_order(frame), expected)
+    alone = frame[["user", "value"]]
+    pd.testing.assert_frame_equal(natural_user_order(alone), _natural_order_by_joined_texts(alone))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -13,8 +15,8 @@ from mueval.data.synthetic import MIN_PER_CLASS, make_users
 from mueval.data.table import table_from_frame
 from mueval.errors import UsageError
 from mueval.evaluation.records import EvalConfig
-from mueval.evaluation.runner import run
-from mueval.evaluation.splits import make_splits, user_folds
+from mueval.evaluation.runner import run, run_task
+from mueval.evaluation.splits import make_splits, user_folds, user_rows
 from mueval.names import METRICS
 
 N_USERS = 7
@@ -184,3 +186,73 @@ def test_a_fold_predicts_its_shared_uim_calibration_once(table, monkeypatch):
         for s in splits
     ]
     assert sorted(seen) == sorted(expected)
+
+
+@pytest.mark.parametrize("condition", [None, "class"])
+@pytest.mark.parametrize("score", ["lac", "aps"])
+def test_targets_sharing_a_calibration_set_get_their_one_target_floats(table, condition, score):
+    # The users of a fold share one UIM calibration set and are conformalized
+    # on it together; the reference is each target served by a split of its
+    # own (one model fit on the same rows). Hostile: targets with one test
+    # row, and a class left out of the calibration set (Mondrian: no threshold).
+    config = EvalConfig(
+        strategies=("uim", "ucm"),
+        classifiers=("nb",),
+        iterations=1,
+        user_folds=3,
+        score=score,
+        condition=condition,
+    )
+    splits = make_splits(table.y, table.users, ["uim", "ucm"], 1, 101, n_user_folds=3)
+    split = splits[0]
+    uim = split.targets[0].calibrations["uim"]
+    if condition == "class":
+        uim = uim[table.y[uim] != 0]
+    targets = tuple(
+        dataclasses.replace(
+            t, test=t.test[:1] if i % 2 else t.test, calibrations={**t.calibrations, "uim": uim}
+        )
+        for i, t in enumerate(split.targets)
+    )
+    split = dataclasses.replace(split, targets=targets)
+    together = run_task(table.X, table.y, len(table.classes), split, "nb", config)
+    apart = [
+        r
+        for t in targets
+        for r in run_task(
+            table.X,
+            table.y,
+            len(table.classes),
+            dataclasses.replace(split, targets=(t,)),
+            "nb",
+            config,
+        )
+    ]
+    assert len(targets) >= 2 and len(together) == len(apart) == 2 * len(targets)
+    for a, b in zip(together, apart, strict=True):
+        assert (a.strategy, a.user, a.n_cal) == (b.strategy, b.user, b.n_cal)
+        np.testing.assert_array_equal(a.sets, b.sets)
+        np.testing.assert_array_equal(a.pvalues, b.pvalues)
+        assert a.threshold == b.threshold or (np.isnan(a.threshold) and np.isnan(b.threshold))
+        assert a.metrics == b.metrics or all(
+            a.metrics[k] == b.metrics[k] or (np.isnan(a.metrics[k]) and np.isnan(b.metrics[k]))
+            for k in a.metrics
+        )
+
+
+@pytest.mark.parametrize(
+    "users",
+    [
+        np.array([7]),
+        np.array([3, 1, 3, 2, 1, 3]),
+        np.array(["S10", "S2", "S10", "a"], dtype=object),
+        np.random.default_rng(0).integers(0, 50, 2_000),
+    ],
+)
+def test_user_rows_equal_a_pass_per_user(users):
+    found = user_rows(users)
+    assert list(found) == np.unique(users).tolist()
+    for user, rows in found.items():
+        expected = np.flatnonzero(users == user)
+        assert rows.dtype == expected.dtype
+        np.testing.assert_array_equal(rows, expected)

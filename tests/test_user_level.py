@@ -20,6 +20,7 @@ from mueval.conformal.pvalues import conformal_pvalues
 from mueval.conformal.sets import conformalize
 from mueval.conformal.thresholds import lac_sets, lac_threshold, min_calibration_size
 from mueval.guarantees.user_level import (
+    NO_VERDICT_STRATEGIES,
     adjust_pvalues,
     covered_pmf,
     default_combine,
@@ -506,3 +507,75 @@ def test_statement_6_row_pooling_weights_users_equally_only_with_equal_counts():
         per_user = np.mean([(u >= s).mean() for u in users])
         assert bool(pooled == pytest.approx(per_user)) is equal
     # {p > alpha} is MAPIE's rank without its 1e-8 tolerance (see statement 4).
+
+
+def _verdicts_user_by_user(cells, combine=None, split="random", **options):
+    """The brute-force reference: one pandas group per user, as the table was first built."""
+    frame = cells.copy()
+    frame["rank"] = frame["rank"].astype(float)
+    rows = []
+    for (strategy, classifier, user), group in frame.groupby(
+        ["strategy", "classifier", "user"], sort=True
+    ):
+        how = combine or default_combine(str(strategy), split)
+        if group["rank"].isna().any() or strategy in NO_VERDICT_STRATEGIES:
+            p = expected = math.nan
+        else:
+            m = group["n_test"].to_numpy(dtype=np.int64)
+            n = group["n_cal"].to_numpy(dtype=np.int64)
+            k = group["rank"].to_numpy(dtype=np.int64)
+            expected = float(np.sum(m * np.where(k > n, 1.0, k / (n + 1))))
+            if how == "convolution":
+                p = lower_pvalue(int(group["n_covered"].sum()), m, n, k)
+            else:
+                per_iteration = [
+                    lower_pvalue(int(g["n_covered"].sum()), g["n_test"], g["n_cal"], g["rank"])
+                    for _, g in group.groupby("iteration")
+                ]
+                p = float(min(1.0, len(per_iteration) * min(per_iteration)))
+        rows.append(
+            {
+                "strategy": strategy,
+                "classifier": classifier,
+                "user": user,
+                "n_iterations": int(group["iteration"].nunique()),
+                "n_test": int(group["n_test"].sum()),
+                "n_covered": int(group["n_covered"].sum()),
+                "expected_covered": expected,
+                "p_value": p,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("combine", [None, "convolution", "bonferroni"])
+def test_user_verdicts_equal_the_user_by_user_reference(seed, combine):
+    # Hostile: users with one cell and one test row, Mondrian cells (several
+    # rows per iteration), no covered row, full sets (rank n + 1), no verdict
+    # (uxc, nan ranks), users in no particular order, ids "2" and "10".
+    rng = np.random.default_rng(seed)
+    n_rows = int(rng.integers(1, 60))
+    n_test = rng.integers(1, 12, n_rows)
+    n_cal = rng.integers(19, 60, n_rows)
+    rank = np.array([threshold_rank(int(n), 0.1, "study") for n in n_cal], dtype=float)
+    rank[rng.random(n_rows) < 0.1] = np.nan
+    full = rng.random(n_rows) < 0.1
+    rank[full] = n_cal[full] + 1
+    cells = pd.DataFrame(
+        {
+            "strategy": rng.choice(["ucm", "uim", "mm", "uxc"], n_rows),
+            "classifier": rng.choice(["nb", "rf"], n_rows),
+            "user": rng.choice(["1", "2", "10", "S3"], n_rows),
+            "iteration": rng.integers(1, 4, n_rows),
+            "n_cal": n_cal,
+            "n_test": n_test,
+            "n_covered": (n_test * rng.choice([0.0, 0.5, 1.0], n_rows)).astype(int),
+            "rank": rank,
+        }
+    )
+    out = user_verdicts(cells, alpha=0.1, combine=combine)
+    expected = _verdicts_user_by_user(cells, combine=combine)
+    columns = list(expected.columns)
+    pd.testing.assert_frame_equal(out[columns], expected)
+    assert out["combine"].tolist() == [combine or default_combine(s) for s in expected["strategy"]]

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from mueval.errors import DataError, UsageError
-from mueval.guarantees.validity import benjamini_hochberg, user_validity
+from mueval.guarantees.validity import benjamini_hochberg, rank_ks_test, user_validity
 
 # ---------------------------------------------------------------------------
 # Benjamini-Hochberg
@@ -282,3 +282,60 @@ def test_rank_method_errors():
         user_validity(varying, method="rank")
     with pytest.raises(UsageError, match="'uniform', 'rank'"):
         user_validity(rows, method="two-sided")
+
+
+# ---------------------------------------------------------------------------
+# rank_ks_test against scipy's ks_2samp on the whole calibration sample
+# ---------------------------------------------------------------------------
+
+
+def _scipy_rank_test(n_cal, positions):
+    """The brute-force reference: scipy on all ``n_cal`` calibration positions."""
+    result = stats.ks_2samp(np.arange(1.0, n_cal + 1), positions, alternative="greater")
+    return float(result.statistic), float(result.pvalue)
+
+
+@pytest.mark.parametrize("n_cal", [25, 10_000, 10_001, 12_347, 60_000])
+@pytest.mark.parametrize(
+    "counts",
+    [
+        [0],  # one test row, above every calibration score
+        ["n"],  # one test row, below every calibration score
+        [0] * 40,  # ties among test rows at the top
+        ["n"] * 40,  # ties at the bottom: the largest D+
+        [1, 1, 2, "n", "n"],
+        "random",
+        "random-many",
+    ],
+)
+def test_rank_ks_test_equals_scipy_bit_for_bit(n_cal, counts):
+    rng = np.random.default_rng(n_cal)
+    if counts == "random":
+        counts = rng.integers(0, n_cal + 1, 30)
+    elif counts == "random-many":
+        # More test rows than scipy computes exactly: its asymptotic branch.
+        counts = rng.integers(0, n_cal + 1, 10_003)
+    else:
+        counts = np.array([n_cal if c == "n" else c for c in counts])
+    positions = n_cal - counts + 0.5
+    assert rank_ks_test(n_cal, positions) == _scipy_rank_test(n_cal, positions)
+
+
+@given(
+    st.integers(min_value=10_001, max_value=40_000),
+    st.lists(st.integers(min_value=0, max_value=40_000), min_size=1, max_size=50),
+)
+def test_rank_ks_test_equals_scipy_on_any_sample(n_cal, raw):
+    positions = n_cal - np.minimum(np.array(raw), n_cal) + 0.5
+    assert rank_ks_test(n_cal, positions) == _scipy_rank_test(n_cal, positions)
+
+
+@given(
+    st.integers(min_value=19, max_value=80),
+    st.lists(st.integers(min_value=0, max_value=80), min_size=1, max_size=40),
+)
+def test_rank_ks_test_reuses_exact_pvalues_only_where_scipy_agrees(n_cal, raw):
+    # Small sizes: scipy's exact branch, whose result is kept per (sizes, D+);
+    # many samples share sizes and D+, so later ones are answered from there.
+    positions = n_cal - np.minimum(np.array(raw), n_cal) + 0.5
+    assert rank_ks_test(n_cal, positions) == _scipy_rank_test(n_cal, positions)

@@ -32,6 +32,7 @@ import tarfile
 import unicodedata
 import zipfile
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Self
@@ -71,6 +72,66 @@ CORRUPT_ARCHIVE_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+def parse_cap(
+    value: float | str | None,
+    *,
+    option: str,
+    env: str,
+    default: float,
+    unit: str,
+    whole: bool = False,
+) -> float:
+    """A positive cap given as an option, else by an environment variable, else its default.
+
+    The one parser of mudata's caps (:func:`max_expansion`, :func:`max_members`
+    and :func:`mudata.readers.base.max_read_bytes`), so that each reads the
+    option and the environment the same way and words a bad value the same way.
+
+    Parameters
+    ----------
+    value : float or str, optional
+        The option's value; None reads ``$env``, and an unset or empty
+        variable gives ``default``.
+    option, env : str
+        The option's and the variable's names, for the message.
+    default : float
+        The cap when neither is given.
+    unit : str
+        What the cap counts, for the message ("archive members").
+    whole : bool
+        The cap must be a whole number (``inf`` is then refused too).
+
+    Raises
+    ------
+    UsageError
+        The value is not a positive number (a whole one when ``whole``).
+
+    Examples
+    --------
+    >>> parse_cap("inf", option="max_expansion", env="X", default=100.0, unit="bytes")
+    inf
+    >>> parse_cap(None, option="max_members", env="UNSET_X", default=5, unit="members", whole=True)
+    5
+    """
+    source = option
+    if value is None:
+        value = os.environ.get(env) or default
+        source = f"${env}"
+    try:
+        cap = float(value)
+        if whole:
+            cap = (
+                int(value) if isinstance(value, (int, str)) else int(cap) if cap.is_integer() else 0
+            )
+    except (TypeError, ValueError, OverflowError):
+        cap = float("nan")
+    if not cap > 0:
+        kind = "positive whole number" if whole else "positive number"
+        message = f"{source} must be a {kind} of {unit}; got {excerpt(str(value))}"
+        raise UsageError(message)
+    return cap
+
+
 def max_expansion(value: float | str | None = None) -> float:
     """The expansion cap: how many bytes an archive may expand to per byte it holds.
 
@@ -85,18 +146,13 @@ def max_expansion(value: float | str | None = None) -> float:
     UsageError
         The value is not a positive number.
     """
-    source = "max_expansion"
-    if value is None:
-        value = os.environ.get(EXPANSION_ENV) or DEFAULT_MAX_EXPANSION
-        source = f"${EXPANSION_ENV}"
-    try:
-        ratio = float(value)
-    except (TypeError, ValueError):
-        ratio = float("nan")
-    if not ratio > 0:
-        message = f"{source} must be a positive number (bytes out per archive byte, or inf); got {value!r}"
-        raise UsageError(message)
-    return ratio
+    return parse_cap(
+        value,
+        option="max_expansion",
+        env=EXPANSION_ENV,
+        default=DEFAULT_MAX_EXPANSION,
+        unit="bytes out per archive byte (or inf)",
+    )
 
 
 def max_members(value: int | str | None = None) -> int:
@@ -112,18 +168,16 @@ def max_members(value: int | str | None = None) -> int:
     UsageError
         The value is not a positive integer.
     """
-    source = "max_members"
-    if value is None:
-        value = os.environ.get(MEMBERS_ENV) or DEFAULT_MAX_MEMBERS
-        source = f"${MEMBERS_ENV}"
-    try:
-        count = int(value)
-    except (TypeError, ValueError):
-        count = 0
-    if count <= 0:
-        message = f"{source} must be a positive whole number of archive members; got {value!r}"
-        raise UsageError(message)
-    return count
+    return int(
+        parse_cap(
+            value,
+            option="max_members",
+            env=MEMBERS_ENV,
+            default=DEFAULT_MAX_MEMBERS,
+            unit="archive members",
+            whole=True,
+        )
+    )
 
 
 def zip_declared_count(fh: IO[bytes]) -> int | None:
@@ -380,6 +434,10 @@ class ArchiveIndex:
         """Normalised names of the regular-file members, in archive order."""
         return list(self.members)
 
+    def size(self, name: str) -> int:
+        """The size the archive declares for member ``name`` (it never yields more)."""
+        return self.members[name].size
+
     def read(self, name: str, limit: int | None = None, what: str | None = None) -> bytes:
         """The bytes of member ``name``, at most its declared size (and ``limit``).
 
@@ -390,13 +448,32 @@ class ArchiveIndex:
         ParseError
             The member cannot be decompressed (corrupt data, bad CRC).
         """
+        return b"".join(self.chunks(name, limit, what))
+
+    def chunks(
+        self, name: str, limit: int | None = None, what: str | None = None
+    ) -> Iterator[bytes]:
+        """The bytes of member ``name`` in chunks of at most 1 MiB, checked as :meth:`read` checks them.
+
+        A generator: the member is opened when the first chunk is asked for and
+        closed when the generator ends or is closed. A member that yields more
+        than it declares (or than ``limit``) is refused one chunk past the
+        bound, and one that yields less when it ends, so a consumer that stops
+        early never sees more than the bound.
+
+        Raises
+        ------
+        LimitError
+            The member yields more bytes than it declares or than ``limit``.
+        ParseError
+            The member cannot be decompressed, or is shorter than it declares.
+        """
         entry = self.members[name]
         bound = entry.size if limit is None else min(entry.size, limit)
         label = what or f"member '{name}' of {self.path}"
+        total = 0
         try:
             with self._open(entry) as fh:
-                chunks = []
-                total = 0
                 while chunk := fh.read(min(_CHUNK, bound + 1 - total)):
                     total += len(chunk)
                     if total > bound:
@@ -410,17 +487,15 @@ class ArchiveIndex:
                             + "; refusing it"
                         )
                         raise LimitError(message)
-                    chunks.append(chunk)
+                    yield chunk
         except (LimitError, ParseError):
             raise
         except CORRUPT_ARCHIVE_ERRORS as exc:
             message = f"{label} cannot be read ({type(exc).__name__}: {str(exc)[:200]}); the archive is probably corrupt"
             raise ParseError(message) from None
-        data = b"".join(chunks)
-        if len(data) < entry.size:
-            message = f"{label} is truncated: {len(data):,} bytes of the {entry.size:,} it declares"
+        if total < entry.size:
+            message = f"{label} is truncated: {total:,} bytes of the {entry.size:,} it declares"
             raise ParseError(message)
-        return data
 
     def _open(self, entry: _Entry) -> IO[bytes]:
         if self._zip is not None:

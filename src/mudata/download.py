@@ -335,8 +335,12 @@ def _hash_archive_members(
             name = normalise_member(member.path, path)
             if name in index.members:
                 what = f"member '{member.path}' of archive {path} ({_what(entry, remote)})"
-                data = index.read(name, member.size, what)
-                found[member.path] = hashlib.sha256(data).hexdigest()
+                # In chunks: a member without a registry size may be as large as
+                # the expansion cap lets it be.
+                digest = hashlib.sha256()
+                for chunk in index.chunks(name, member.size, what):
+                    digest.update(chunk)
+                found[member.path] = digest.hexdigest()
     return found
 
 
@@ -619,10 +623,8 @@ def _unpinned_reads_changed(now: FetchedFile, record: dict) -> bool:
         if listing_sha256(sources.index) != record.get("listing_sha256"):
             return True
         for name, sha in unpinned.items():
-            if (
-                name not in sources.index
-                or hashlib.sha256(sources.read_bytes(name)).hexdigest() != sha
-            ):
+            # Hashed in chunks: an unpinned member may be larger than a whole read allows.
+            if name not in sources.index or sources.sha256(name) != sha:
                 return True
     finally:
         sources.close()

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from mueval.comparison.guarantees import compare_guarantees as compare_folders
@@ -35,11 +36,16 @@ from mueval.data.users import user_text
 from mueval.evaluation.aggregate import splits_frame, summary_frame, user_dtype
 from mueval.evaluation.records import EvalConfig
 from mueval.evaluation.runner import run, stage_timings
-from mueval.guarantees.compute import compute_guarantees, true_pvalues
+from mueval.guarantees.compute import (
+    compute_guarantees,
+    compute_guarantees_by_block,
+    true_pvalues,
+)
 from mueval.guarantees.run_diagnostics import (
     ERT_FOLDS,
     WSC_DELTA,
     WSC_DIRECTIONS,
+    PoolDiagnostics,
     diagnose,
     diagnostic_names,
 )
@@ -136,7 +142,12 @@ def evaluate_table(
         return _evaluate(table, config, None, row_cohorts, diagnostics, execution)
     target, tmp = open_run_folder(out, overwrite)
     stream = PredictionStream(
-        tmp, table.classes, table.users, table.y, target_dtype=_target_dtype(table, config)
+        tmp,
+        table.classes,
+        table.users,
+        table.y,
+        target_dtype=_target_dtype(table, config),
+        pooled=True,
     )
     try:
         result = _evaluate(table, config, stream, row_cohorts, diagnostics, execution)
@@ -167,11 +178,29 @@ def _evaluate(
     execution: dict[str, Any],
 ) -> Run:
     """The body of :func:`evaluate_table`; with ``stream``, the predictions go
-    there as tasks finish and their whole table is never built here: a
-    task's probabilities, p-values and point predictions are dropped once
-    written, its rows and sets stay until the diagnostics pool them."""
+    there as tasks finish and their whole table is never built here: the
+    diagnostics take each task's rows and sets as it arrives
+    (:class:`PoolDiagnostics`, one iteration's pools at a time), then its
+    arrays are dropped once written."""
     condition = config.conditioning
     start = time.perf_counter()
+    pooled = None
+    on_task = None
+    if stream is not None:
+        pooled = PoolDiagnostics(
+            table.X,
+            table.y,
+            table.users,
+            alpha=config.alpha,
+            level=diagnostics,
+            jobs=execution.get("jobs", 1),
+        )
+
+        def on_task(results: list) -> None:
+            # The diagnostics first: the stream lets go of what they read.
+            pooled.add(results)
+            stream.add(results)
+
     output = run(
         table.X,
         table.y,
@@ -179,30 +208,33 @@ def _evaluate(
         table.classes,
         config,
         cohorts=row_cohorts,
-        on_task=None if stream is None else stream.add,
+        on_task=on_task,
         **execution,
     )
     t0 = time.perf_counter()
-    diag = diagnose(
-        output.results,
-        table.X,
-        table.y,
-        table.users,
-        alpha=config.alpha,
-        level=diagnostics,
-        jobs=execution.get("jobs", 1),
-    )
-    output.timings["diagnostics_s"] = time.perf_counter() - t0
+    if pooled is not None:
+        diag = pooled.finish()
+    else:
+        diag = diagnose(
+            output.results,
+            table.X,
+            table.y,
+            table.users,
+            alpha=config.alpha,
+            level=diagnostics,
+            jobs=execution.get("jobs", 1),
+        )
+    # Streamed, most pools were diagnosed while the tasks ran: count those seconds.
+    output.timings["diagnostics_s"] = time.perf_counter() - t0 if pooled is None else pooled.seconds
     splits = splits_frame(output.results)
     summary = summary_frame(splits, diag.frame if diag.names else None)
     if stream is None:
         arrow = predictions_table(output.results, table.classes, table.users, table.y)
         predictions = rows = arrow.to_pandas()
     else:
-        arrow = predictions = None
+        arrow = predictions = rows = None
         path = stream.close()
         output.timings["predictions_write_s"] = stream.seconds
-        rows = _guarantee_rows(path, table.classes)
     user_cohorts = _user_cohorts_frame(table, row_cohorts)
     recorded = {
         **config.record(),
@@ -215,16 +247,25 @@ def _evaluate(
         **_diagnostics_config(diagnostics),
     }
     t0 = time.perf_counter()
-    found = compute_guarantees(
-        rows,
-        splits,
-        alpha=config.alpha,
-        n_classes=len(table.classes),
-        classes=table.classes,
-        condition=condition,
-        user_cohorts=user_cohorts,
-        config=recorded,
-    )
+    options = {
+        "alpha": config.alpha,
+        "n_classes": len(table.classes),
+        "classes": table.classes,
+        "condition": condition,
+        "user_cohorts": user_cohorts,
+        "config": recorded,
+    }
+    blocks = None if rows is not None else _blocks_of(path)
+    if blocks is not None and blocks[0]:
+        # One (strategy, classifier)'s rows at a time, read back from the file.
+        def read_block(strategy: str, classifier: str) -> pd.DataFrame:
+            return _guarantee_rows(path, table.classes, block=(strategy, classifier))
+
+        found = compute_guarantees_by_block(read_block, *blocks, splits, **options)
+    else:
+        if rows is None:
+            rows = _guarantee_rows(path, table.classes)
+        found = compute_guarantees(rows, splits, **options)
     # Intervals, verdicts, validity tests and warnings: after the tasks, so
     # timed apart (the exact KS tests of the validity check dominate it).
     output.timings["guarantees_s"] = time.perf_counter() - t0
@@ -260,22 +301,52 @@ def _evaluate(
     )
 
 
-def _guarantee_rows(path: Path, classes: Sequence[str]) -> pd.DataFrame:
+def _guarantee_rows(
+    path: Path, classes: Sequence[str], block: tuple[str, str] | None = None
+) -> pd.DataFrame:
     """The prediction columns the guarantees read, one row group at a time.
 
     Each row's list of p-values (an object per row once in pandas) is reduced
     to that of its true class (``p_true``, :func:`true_pvalues`) as its row
     group is read, so the whole ``p_values`` column is never held in memory.
+    With ``block`` (strategy, classifier), only that block's rows.
     """
     file = pq.ParquetFile(path)
     if file.num_row_groups == 0:
         return pq.read_table(path, columns=_GUARANTEE_COLUMNS).to_pandas()
     parts = []
     for i in range(file.num_row_groups):
-        group = file.read_row_group(i, columns=_GUARANTEE_COLUMNS).to_pandas()
+        if block is not None:
+            keys = file.read_row_group(i, columns=["strategy", "classifier"])
+            mask = pc.and_(
+                pc.equal(keys["strategy"], block[0]), pc.equal(keys["classifier"], block[1])
+            )
+            if not pc.any(mask).as_py():
+                continue
+            arrow = file.read_row_group(i, columns=_GUARANTEE_COLUMNS).filter(mask)
+        else:
+            arrow = file.read_row_group(i, columns=_GUARANTEE_COLUMNS)
+        group = arrow.to_pandas()
         group["p_true"] = true_pvalues(group, classes)
         parts.append(group.drop(columns="p_values"))
+    if not parts:
+        empty = file.read_row_group(0, columns=_GUARANTEE_COLUMNS).slice(0, 0).to_pandas()
+        return empty.assign(p_true=np.zeros(0)).drop(columns="p_values")
     return pd.concat(parts, ignore_index=True)
+
+
+def _blocks_of(path: Path) -> tuple[list[str], list[str]]:
+    """The strategies and the classifiers of a predictions file, each in the
+    order of its first row, read one row group at a time."""
+    file = pq.ParquetFile(path)
+    strategies: dict[str, None] = {}
+    classifiers: dict[str, None] = {}
+    for i in range(file.num_row_groups):
+        keys = file.read_row_group(i, columns=["strategy", "classifier"])
+        for found, column in ((strategies, "strategy"), (classifiers, "classifier")):
+            for value in pc.unique(keys[column]).to_pylist():
+                found.setdefault(value, None)
+    return list(strategies), list(classifiers)
 
 
 def _user_cohorts_frame(table: Table, row_cohorts: RowCohorts | None) -> pd.DataFrame | None:

@@ -17,26 +17,28 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import io
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
-from mudata.archive import ArchiveIndex, sniff_kind
+from mudata.archive import ArchiveIndex, parse_cap, sniff_kind
 from mudata.entry import DatasetEntry
 from mudata.errors import (
     ChecksumError,
     LimitError,
     MissingFileError,
+    MudataError,
     ParseError,
     UnpinnedMemberError,
     UsageError,
     excerpt,
 )
 from mudata.files import links_and_special_files, open_regular
-from mudata.readers.decode import decompress
+from mudata.readers.decode import compression_of, decoded_chunks
+from mudata.readers.spool import Spool
 
 if TYPE_CHECKING:
     # Annotations only: `mudata list` reads the registry, which checks reader
@@ -126,6 +128,92 @@ class Read:
     verified: bool
 
 
+#: Environment variable of the cap on a member read whole (:func:`max_read_bytes`).
+READ_ENV = "MUDATA_MAX_READ_BYTES"
+#: Bytes a member read whole may hold (decompressed). The largest member of a
+#: built-in release is an OPPORTUNITY recording of 51,803,164 bytes; a member
+#: read whole is parsed in memory at several times its size, so five times that
+#: already asks for gigabytes. Readers of long-format signals stream instead.
+DEFAULT_MAX_READ_BYTES = 256 * 2**20
+_CHUNK = 1 << 20
+
+
+def max_read_bytes(value: int | str | None = None) -> int:
+    """The cap on the bytes of a member read whole (:meth:`Sources.read_bytes`).
+
+    Parameters
+    ----------
+    value : int or str, optional
+        The cap; default ``$MUDATA_MAX_READ_BYTES``, else
+        :data:`DEFAULT_MAX_READ_BYTES`.
+
+    Raises
+    ------
+    UsageError
+        The value is not a positive whole number.
+    """
+    return int(
+        parse_cap(
+            value,
+            option="max_read_bytes",
+            env=READ_ENV,
+            default=DEFAULT_MAX_READ_BYTES,
+            unit="bytes of a member read whole",
+            whole=True,
+        )
+    )
+
+
+@dataclass
+class _Hashing:
+    """The published bytes of one member as they pass: their hash, their count, and how they ended."""
+
+    chunks: Iterator[bytes]
+    digest: Any = field(default_factory=hashlib.sha256)
+    size: int = 0
+    failed: bool = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            for chunk in self.chunks:
+                self.digest.update(chunk)
+                self.size += len(chunk)
+                yield chunk
+        except BaseException:
+            self.failed = True
+            raise
+
+
+@dataclass
+class _Member:
+    """One member being read: where it is, its pins, its size as published, and its chunks."""
+
+    name: str
+    root: Path
+    inner: str
+    pins: Pins | None
+    pin: Pin | None
+    what: str
+    size: int = 0
+    chunks: Iterator[bytes] = field(default_factory=lambda: iter(()))
+    file: IO[bytes] | None = None
+
+    def close(self) -> None:
+        """Close the member's chunks (an archive member) and its file (a plain file)."""
+        close = getattr(self.chunks, "close", None)
+        if close is not None:
+            close()
+        if self.file is not None:
+            self.file.close()
+
+
+def _expected(source: _Member) -> str | None:
+    """The hash a member's bytes must have: the root's for a plain file, else the member's pin."""
+    if source.pins is not None and source.inner == "":
+        return source.pins.sha256
+    return source.pin.sha256 if source.pin else None
+
+
 class Sources:
     """Read-only view over the verified files of a release.
 
@@ -134,9 +222,13 @@ class Sources:
     archive (zip or tar, read through :class:`mudata.archive.ArchiveIndex`), a
     folder holding the extracted members, or a plain file.
 
-    Every member is read whole, hashed, and checked against its ``pins``
-    before a reader sees a byte of it; :attr:`reads` records each member read
-    and whether its bytes were pinned.
+    Every member is hashed and checked against its ``pins`` before a reader
+    sees a byte of it; :attr:`reads` records each member read and whether its
+    bytes were pinned. :meth:`open` and :meth:`open_decoded` stream a member
+    in chunks of 1 MiB into a spool (:class:`mudata.readers.spool.Spool`:
+    memory up to 1 MiB, then an unnamed file in a private temporary folder),
+    so memory stays constant whatever the member's size; :meth:`read_bytes`
+    and :meth:`read_decoded` return the whole member, up to :func:`max_read_bytes`.
 
     Parameters
     ----------
@@ -147,6 +239,10 @@ class Sources:
         recorded as unverified (tests and direct use of a reader).
     max_expansion : float, optional
         Expansion cap of archives (see :func:`mudata.archive.max_expansion`).
+    max_read : int, optional
+        Cap on a member read whole (see :func:`max_read_bytes`).
+    spool_dir : Path, optional
+        Where spool folders are made; default the system's temporary folder.
     """
 
     def __init__(
@@ -155,12 +251,16 @@ class Sources:
         pins: list[Pins | None] | None = None,
         *,
         max_expansion: float | None = None,
+        max_read: int | None = None,
+        spool_dir: Path | None = None,
     ) -> None:
         self.roots = [Path(r) for r in roots]
         self.pins = list(pins) if pins is not None else [None] * len(self.roots)
         if len(self.pins) != len(self.roots):
             raise ValueError("Sources: one Pins (or None) per root")
         self.max_expansion = max_expansion
+        self.max_read = max_read_bytes(max_read)
+        self.spool_dir = spool_dir
         self._archives: dict[int, ArchiveIndex] = {}
         self._index: dict[str, tuple[int, str]] | None = None
         self.reads: dict[tuple[Path, str], Read] = {}
@@ -225,30 +325,100 @@ class Sources:
 
     @contextmanager
     def open(self, member: str) -> Iterator[IO[bytes]]:
-        """Open a member for binary reading (its bytes are checked first)."""
-        yield io.BytesIO(self.read_bytes(member))
+        """Open a member for binary reading, its bytes as published, checked first.
+
+        The member is streamed in chunks of 1 MiB into a spool (memory up to
+        1 MiB, then a file in a private temporary folder) while it is hashed;
+        the spool is handed over, at its start, only once the hash matched the
+        pin, and removed when the ``with`` block ends, however it ends. Memory
+        stays constant whatever the member's size. An uncompressed file in a
+        folder (or given as the root) is not copied: it is hashed through its
+        open descriptor, then handed over from its start.
+
+        Raises
+        ------
+        ChecksumError
+            The member's hash differs from its pin; nothing is handed over.
+        LimitError
+            The member is longer than its pin or its declared size, or holding
+            it would fill the disk.
+        """
+        with self._spooled(member, decode=False) as (fh, _):
+            yield fh
 
     @contextmanager
     def open_decoded(self, member: str) -> Iterator[IO[bytes]]:
         """Open a member's decompressed content for binary reading (checked first).
 
-        The stream counterpart of :meth:`read_decoded`: a gzip, bzip2 or xz
-        member is checked as published, then decompressed under the expansion cap.
+        The stream counterpart of :meth:`read_decoded`, as :meth:`open` is of
+        :meth:`read_bytes`: a gzip, bzip2 or xz member is hashed as published
+        and decompressed chunk by chunk, under the expansion cap, into the
+        spool; its bytes are handed over only once the hash matched.
         """
-        yield io.BytesIO(self.read_decoded(member))
+        with self._spooled(member, decode=True) as (fh, _):
+            yield fh
 
     def read_decoded(self, member: str) -> bytes:
         """The content of a member, checked against its pins, then decompressed.
 
         A gzip, bzip2 or xz member (``.csv.gz``, ...) is checked as published
         and decompressed under the expansion cap
-        (:func:`mudata.readers.decode.decompress`); other members are returned
-        as :meth:`read_bytes` gives them.
+        (:func:`mudata.readers.decode.decoded_chunks`) into a spool, which is
+        read back once the hash matched; other members are returned as
+        :meth:`read_bytes` gives them.
+
+        Raises
+        ------
+        LimitError
+            The decompressed content is larger than :func:`max_read_bytes`
+            (besides what :meth:`open_decoded` refuses).
         """
-        return decompress(self.read_bytes(member), member, ratio=self.max_expansion)
+        if compression_of(self.find(member)) is None:
+            return self.read_bytes(member)
+        with self._spooled(member, decode=True, cap=self.max_read) as (fh, size):
+            return _read_back(fh, size, member)
 
     def read_bytes(self, member: str) -> bytes:
-        """The whole content of a member, checked against its pins."""
+        """The whole content of a member, checked against its pins.
+
+        The member is refused before it is read when it declares more than
+        :func:`max_read_bytes`, and one chunk past its declared size when it
+        yields more (so at most that many bytes are ever held).
+
+        Raises
+        ------
+        LimitError
+            The member is larger than :func:`max_read_bytes` (besides what
+            :meth:`open` refuses).
+        """
+        source = self._member(member, cap=self.max_read)
+        try:
+            hashing = _Hashing(source.chunks)
+            # One piece for a file (read at once), chunks for an archive member.
+            data = b"".join(hashing)
+            self._verify(source, hashing)
+        finally:
+            source.close()
+        return data
+
+    def sha256(self, member: str) -> str:
+        """The SHA-256 of a member as published, read in chunks, checked against its pin."""
+        source = self._member(member)
+        try:
+            hashing = _Hashing(source.chunks)
+            for _ in hashing:
+                pass
+            self._verify(source, hashing)
+        finally:
+            source.close()
+        return hashing.digest.hexdigest()
+
+    def _member(self, member: str, *, cap: int | None = None) -> _Member:
+        """The published bytes of a member, opened and bounded, its pins admitting it.
+
+        ``cap`` (a whole read): refused at once when the member declares more,
+        and a file is read in one piece.
+        """
         if self._closed:
             raise ValueError("read from closed Sources")
         name = self.find(member)
@@ -257,17 +427,95 @@ class Sources:
         pin = pins.members.get(name) if pins is not None else None
         _admit(root, name, pins, pin)
         limit = pin.size if pin is not None else None
+        source = _Member(name, root, inner, pins, pin, f"member {excerpt(name)} of {root}")
         if i in self._archives:
-            data = self._archives[i].read(inner, limit, f"member '{name}' of {root}")
+            archive = self._archives[i]
+            source.size = archive.size(inner)
+            source.chunks = archive.chunks(inner, limit, source.what)
         else:
             path = Path(inner) if inner else root
+            source.what = str(path)
             # A file found in a folder root must not be, or lie under, a link.
             folder = root if inner and root.is_dir() and path.is_relative_to(root) else None
-            data = _read_file(path, limit, folder)
-        observed = hashlib.sha256(data).hexdigest()
-        expected = pins.sha256 if pins is not None and inner == "" else pin.sha256 if pin else None
+            source.file = open_regular(path, "file", inside=folder)
+            source.size = os.fstat(source.file.fileno()).st_size
+            # A whole read takes a file in one piece (refused below if over the cap).
+            piece = source.size + 1 if cap is not None else _CHUNK
+            source.chunks = _file_chunks(source.file, path, limit, piece)
+        if cap is not None and source.size > cap:
+            source.close()
+            raise _too_large(source.what, cap, f"holds {source.size:,} bytes, more")
+        if cap is not None and source.file is not None:
+            # An archive member never yields more than it declares (checked
+            # just above against the cap); a file may grow after its fstat.
+            source.chunks = _capped(source.chunks, source.what, cap)
+        return source
+
+    @contextmanager
+    def _spooled(
+        self, member: str, *, decode: bool, cap: int | None = None
+    ) -> Iterator[tuple[IO[bytes], int]]:
+        """The member's bytes (decoded when ``decode``) and their count, once its hash matched.
+
+        Published bytes pass in chunks through a hash, then (``decode``)
+        through a decompressor, into a :class:`Spool` that ``cap`` bounds.
+        """
+        source = self._member(member)
+        try:
+            hashing = _Hashing(source.chunks)
+            decoding = decode and compression_of(source.name) is not None
+            if source.file is not None and not decoding:
+                # Hashed where it is, then read again from its start: this
+                # trusts that nobody writes the file while mudata holds it
+                # open (out of scope, docs/trust.md), and saves a copy of what
+                # may be a recording larger than memory.
+                for _ in hashing:
+                    pass
+                self._verify(source, hashing)
+                source.file.seek(0)
+                yield source.file, hashing.size
+                return
+            with Spool(source.what, self.spool_dir) as spool:
+                self._fill(spool, source, hashing, decoding, cap)
+                self._verify(source, hashing)
+                yield spool.reader(), spool.size
+        finally:
+            source.close()
+
+    def _fill(
+        self, spool: Spool, source: _Member, hashing: _Hashing, decoding: bool, cap: int | None
+    ) -> None:
+        """Pass the member's bytes (decoded when ``decoding``) into ``spool``, at most ``cap``."""
+        stream = (
+            decoded_chunks(hashing, source.name, source.size, ratio=self.max_expansion)
+            if decoding
+            else iter(hashing)
+        )
+        try:
+            for chunk in stream:
+                if cap is not None and spool.size + len(chunk) > cap:
+                    raise _too_large(source.what, cap, "decompresses to more bytes")
+                spool.write(chunk)
+        except MudataError:
+            if decoding and not hashing.failed and _expected(source) is not None:
+                # A stream that fails to decode may be a stream that changed: the
+                # hash says which, as it did when members were read whole first.
+                for _ in hashing:
+                    pass
+                self._verify(source, hashing)
+            raise
+
+    def _verify(self, source: _Member, hashing: _Hashing) -> None:
+        """Check the hash of what passed against the pin, and record the read."""
+        observed = hashing.digest.hexdigest()
+        expected = _expected(source)
+        pins = source.pins
         if expected is not None and observed != expected:
-            where = f"{root}" if inner == "" else f"member {excerpt(name)} of {root}"
+            where = (
+                f"{source.root}"
+                if source.inner == ""
+                else f"member {excerpt(source.name)} of {source.root}"
+            )
             message = (
                 f"sha256 mismatch for {where}"
                 + (f" ({pins.label})" if pins is not None and pins.label else "")
@@ -275,9 +523,10 @@ class Sources:
                 f"were checked; nothing was built from them."
             )
             raise ChecksumError(message)
-        verified = pins is not None and (pins.sha256 is not None or bool(pin and pin.sha256))
-        self.reads[(root, name)] = Read(root, name, observed, verified)
-        return data
+        verified = pins is not None and (
+            pins.sha256 is not None or bool(source.pin and source.pin.sha256)
+        )
+        self.reads[(source.root, source.name)] = Read(source.root, source.name, observed, verified)
 
     def close(self) -> None:
         """Release open archives; the index (the names) stays readable."""
@@ -334,14 +583,54 @@ def _admit(root: Path, name: str, pins: Pins | None, pin: Pin | None) -> None:
         raise UsageError(message)
 
 
-def _read_file(path: Path, limit: int | None, inside: Path | None = None) -> bytes:
-    with open_regular(path, "file", inside=inside) as fh:
-        data = fh.read() if limit is None else fh.read(limit + 1)
-    if limit is not None and len(data) > limit:
+def _file_chunks(
+    fh: IO[bytes], path: Path, limit: int | None, piece: int = _CHUNK
+) -> Iterator[bytes]:
+    """The bytes of an open file in pieces, refused one piece past ``limit`` (the pinned size)."""
+    total = 0
+    while chunk := fh.read(piece if limit is None else min(piece, limit + 1 - total)):
+        total += len(chunk)
+        if limit is not None and total > limit:
+            message = f"{path} holds more than {limit:,} bytes, the size the registry records; refusing it"
+            raise LimitError(message)
+        yield chunk
+
+
+def _capped(chunks: Iterator[bytes], what: str, cap: int) -> Iterator[bytes]:
+    """``chunks``, refused once they pass ``cap`` bytes (a member read whole)."""
+    total = 0
+    try:
+        for chunk in chunks:
+            total += len(chunk)
+            if total > cap:
+                raise _too_large(what, cap, "yields more bytes")
+            yield chunk
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
+
+
+def _too_large(what: str, cap: int, found: str) -> LimitError:
+    """The refusal of a member too large to be read whole."""
+    message = (
+        f"{what} {found} than the cap on a member read whole, {cap:,} bytes "
+        f"(${READ_ENV}, default {DEFAULT_MAX_READ_BYTES:,}); refusing it. If the file is trusted, "
+        f"raise the cap with {READ_ENV}={cap * 4}; readers of long-format signals stream "
+        f"members in chunks instead of reading them whole"
+    )
+    return LimitError(message)
+
+
+def _read_back(fh: IO[bytes], size: int, member: str) -> bytes:
+    """The ``size`` checked bytes of ``fh``, read from its start in one piece."""
+    data = fh.read(size + 1)
+    if len(data) != size:
         message = (
-            f"{path} holds more than {limit:,} bytes, the size the registry records; refusing it"
+            f"{member} changed while it was read: {len(data):,} bytes where {size:,} were "
+            f"checked; nothing was built from them"
         )
-        raise LimitError(message)
+        raise ChecksumError(message)
     return data
 
 

@@ -1,9 +1,10 @@
 """Bytes as published, made parseable: compressed streams, MATLAB files and delimited text.
 
-* :func:`decompress` -- gzip, bzip2 and xz single files (``.csv.gz``,
-  ``.txt.bz2``, ...) and such members of archives, streamed in chunks under
-  the archive expansion cap (:func:`mudata.archive.max_expansion`), so that a
-  small hostile stream cannot fill the memory;
+* :func:`decoded_chunks` (and :func:`decompress` for whole bytes) -- gzip,
+  bzip2 and xz single files (``.csv.gz``, ``.txt.bz2``, ...) and such members
+  of archives, decompressed chunk by chunk as they are read, under the archive
+  expansion cap (:func:`mudata.archive.max_expansion`), so that a small
+  hostile stream cannot fill the memory;
 * :func:`read_mat` -- a MATLAB ``.mat`` file (v4 to v7.2, through
   :func:`scipy.io.loadmat`) as a table of numbered columns; v7.3 files are
   HDF5 and refused with a message naming the format;
@@ -22,11 +23,12 @@ import io
 import lzma
 import re
 import zlib
+from collections.abc import Iterable, Iterator
 from pathlib import PurePosixPath
 from typing import IO, TYPE_CHECKING
 
 from mudata.archive import expansion_budget, max_expansion
-from mudata.errors import LimitError, ParseError, excerpt
+from mudata.errors import LimitError, MudataError, ParseError, excerpt
 
 if TYPE_CHECKING:
     # Sources decompress with this module; `mudata list` imports Sources and
@@ -69,6 +71,86 @@ def data_suffix(name: str) -> str:
     return path.suffix.lower()
 
 
+class ChunkReader(io.RawIOBase):
+    """A read-only binary file over an iterator of byte chunks (for the stdlib decompressors).
+
+    The decompressors of :mod:`gzip`, :mod:`bz2` and :mod:`lzma` read their
+    input through ``read``; this lets them take a member chunk by chunk as it
+    is hashed, instead of its whole bytes.
+    """
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self._chunks = iter(chunks)
+        # A view, not a slice, of the chunk being read: the decompressors ask
+        # for a few KiB at a time, and slicing would copy the rest each time.
+        self._pending = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        view = memoryview(buffer).cast("B")
+        while not self._pending:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._pending = memoryview(chunk)
+        n = min(len(view), len(self._pending))
+        view[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+
+def decoded_chunks(
+    chunks: Iterable[bytes], name: str, compressed_size: int, *, ratio: float | None = None
+) -> Iterator[bytes]:
+    """The decompressed content of a stream given in ``chunks``, in chunks of at most 1 MiB.
+
+    Parameters
+    ----------
+    chunks : iterable of bytes
+        The stream as published, in order.
+    name : str
+        Its path; the suffix says the compression (none: the chunks pass as they are).
+    compressed_size : int
+        Its size as published (at least what ``chunks`` yield): the expansion
+        budget is counted from it.
+    ratio : float, optional
+        Expansion cap (bytes out per byte in); default as for archives.
+
+    Raises
+    ------
+    LimitError
+        The stream expands beyond the cap (raised as soon as the output passes
+        it, so no more than the budget is ever produced).
+    ParseError
+        The stream is corrupt or truncated.
+    """
+    kind = compression_of(name)
+    if kind is None:
+        yield from chunks
+        return
+    budget = expansion_budget(compressed_size, max_expansion(ratio))
+    total = 0
+    try:
+        with _OPENERS[kind](ChunkReader(chunks)) as stream:
+            while chunk := stream.read(_CHUNK):
+                total += len(chunk)
+                if total > budget:
+                    message = (
+                        f"{name}: the {kind} stream expands to more than {budget:,.0f} bytes "
+                        f"({compressed_size:,} compressed); raise the cap with $MUDATA_MAX_EXPANSION "
+                        f"or --max-expansion if the file is trusted"
+                    )
+                    raise LimitError(message)
+                yield chunk
+    except MudataError:
+        raise  # the chunks' own refusals (a member past its size), and the cap above
+    except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
+        message = f"{name}: not a readable {kind} stream ({type(exc).__name__}: {str(exc)[:200]}); the file is probably truncated or corrupt"
+        raise ParseError(message) from None
+
+
 def decompress(data: bytes, name: str, *, ratio: float | None = None) -> bytes:
     """The decompressed content of ``data`` (named ``name``), or ``data`` if not compressed.
 
@@ -88,29 +170,9 @@ def decompress(data: bytes, name: str, *, ratio: float | None = None) -> bytes:
     ParseError
         The stream is corrupt or truncated.
     """
-    kind = compression_of(name)
-    if kind is None:
+    if compression_of(name) is None:
         return data
-    budget = expansion_budget(len(data), max_expansion(ratio))
-    chunks, total = [], 0
-    try:
-        with _OPENERS[kind](io.BytesIO(data)) as stream:
-            while chunk := stream.read(_CHUNK):
-                total += len(chunk)
-                if total > budget:
-                    message = (
-                        f"{name}: the {kind} stream expands to more than {budget:,.0f} bytes "
-                        f"({len(data):,} compressed); raise the cap with $MUDATA_MAX_EXPANSION "
-                        f"or --max-expansion if the file is trusted"
-                    )
-                    raise LimitError(message)
-                chunks.append(chunk)
-    except LimitError:
-        raise
-    except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
-        message = f"{name}: not a readable {kind} stream ({type(exc).__name__}: {str(exc)[:200]}); the file is probably truncated or corrupt"
-        raise ParseError(message) from None
-    return b"".join(chunks)
+    return b"".join(decoded_chunks([data], name, len(data), ratio=ratio))
 
 
 def head(stream: IO[bytes], name: str, size: int = 1 << 16) -> bytes:

@@ -11,7 +11,9 @@ folder speak the same names. Nothing here imports pandas, scikit-learn or MAPIE:
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -29,6 +31,8 @@ from mueval.names import (
     USER_CORRECTIONS,
 )
 from mueval.names import STRATEGY_ALIASES as ALIASES
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def usable_cpus() -> int:
@@ -80,6 +84,31 @@ _STRATEGY_HELP = (
     "[default: mm,udm,uim,ucm]"
 )
 
+
+def strategy_option(help_text: str = _STRATEGY_HELP) -> Callable[[F], F]:
+    """``-s/--strategy``: one or more strategies, as repeats or a comma list."""
+    return list_option("--strategy", "-s", "strategies", help=help_text)
+
+
+def classifier_option(default: str) -> Callable[[F], F]:
+    """``-c/--classifier``: one or more classifiers; ``default`` says what none means here."""
+    return list_option(
+        "--classifier",
+        "-c",
+        "classifiers",
+        help=f"Classifiers; repeat or comma list: {', '.join(CLASSIFIERS)} or all. "
+        f"[default: {default}; mueval curve takes one, rf by default]",
+    )
+
+
+def _included(what: str, where: str) -> str:
+    """Help of -s in report and compare: which strategies of the run(s) are taken."""
+    return (
+        f"Strategies {what}, codes or aliases as for evaluate; repeat or comma list. "
+        f"[default: every strategy in {where}]"
+    )
+
+
 #: ``mueval evaluate``: the data, what to evaluate, how, where the tasks run, the output.
 evaluate_options = stack(
     click.option("--dataset", "dataset", metavar="NAME", help="A mudata dataset (e.g. wisdm)."),
@@ -92,14 +121,8 @@ evaluate_options = stack(
     ),
     click.option("--user-col", default="userid", show_default=True, help="User column of --data."),
     click.option("--label-col", default="label", show_default=True, help="Label column of --data."),
-    list_option("--strategy", "-s", "strategies", help=_STRATEGY_HELP),
-    list_option(
-        "--classifier",
-        "-c",
-        "classifiers",
-        help=f"Classifiers; repeat or comma list: {', '.join(CLASSIFIERS)} or all. "
-        "[default: all; mueval curve takes one, rf by default]",
-    ),
+    strategy_option(),
+    classifier_option("all"),
     click.option(
         "--alpha",
         type=click.FloatRange(0, 1, min_open=True, max_open=True),
@@ -295,20 +318,8 @@ report_options = stack(
         is_flag=True,
         help="Replace an earlier report of mueval report in --out (never anything else).",
     ),
-    list_option(
-        "--strategy",
-        "-s",
-        "strategies",
-        help="Strategies to include, codes or aliases as for evaluate; repeat or comma "
-        "list. [default: all in the run]",
-    ),
-    list_option(
-        "--classifier",
-        "-c",
-        "classifiers",
-        help="Classifiers to include; repeat or comma list. [default: all in the run; "
-        "mueval curve takes one, rf by default]",
-    ),
+    strategy_option(_included("to include", "the run")),
+    classifier_option("every classifier in the run"),
     click.option(
         "--n-boot",
         type=click.IntRange(min=10),
@@ -342,7 +353,14 @@ report_options = stack(
         default="summary",
         show_default=True,
         help="none: no figure; summary: page one's figures and one coverage-per-user figure "
-        "per strategy; all: also every (strategy, classifier) section's figures (slow).",
+        "per strategy; all: also every (strategy, classifier) section's figures.",
+    ),
+    click.option(
+        "--svg/--no-svg",
+        default=False,
+        show_default=True,
+        help="Also write each figure as SVG beside its PNG in figures/ (vector copies for "
+        "print; the page embeds the PNGs either way).",
     ),
     click.option(
         "--with",
@@ -370,20 +388,8 @@ compare_options = stack(
         show_default=True,
         help="Metric compared between strategies.",
     ),
-    list_option(
-        "--strategy",
-        "-s",
-        "strategies",
-        help="Strategies to compare, codes or aliases as for evaluate; repeat or comma "
-        "list. [default: every strategy in the runs]",
-    ),
-    list_option(
-        "--classifier",
-        "-c",
-        "classifiers",
-        help="Classifiers to compare; repeat or comma list. "
-        "[default: every classifier in the runs; mueval curve takes one, rf by default]",
-    ),
+    strategy_option(_included("to compare", "the runs")),
+    classifier_option("every classifier in the runs"),
     click.option(
         "--all-pairs",
         is_flag=True,

@@ -59,6 +59,7 @@ def report_command(
     min_count: int,
     progress: bool | None,
     figures: str,
+    svg: bool,
     others: tuple[Path, ...],
     jobs: int,
 ) -> None:
@@ -93,11 +94,13 @@ def report_command(
         figures=figures,
         others=[_read(p) for p in others],
         jobs=jobs,
+        svg=svg,
     )
     if overwrite:
         remove_stale_figures(target, result.figures)
     n_png = sum(1 for p in result.figures if p.suffix == ".png")
-    click.echo(f"wrote {result.html} ({n_png} figures as PNG and SVG in {target / 'figures'})")
+    kinds = "PNG and SVG" if svg else "PNG"
+    click.echo(f"wrote {result.html} ({n_png} figures as {kinds} in {target / 'figures'})")
     # Each with the severity run.json and the page give it; the sections' notes after.
     for w in result.warnings:
         click.echo(printable(warning_line(w)), err=True)

@@ -354,15 +354,22 @@ class EvalResult:
             timings=timings,
         )
 
-    def drop_row_arrays(self) -> None:
+    def drop_row_arrays(self, *, pooled: bool = False) -> None:
         """Let go of the per-row arrays only the prediction rows need.
 
         Once a result's prediction rows are written (``--out`` streams them),
         its probabilities, p-values and point predictions (``16 K + 8`` bytes a
-        row) are not read again; ``rows`` and ``sets`` stay for the diagnostics,
-        which pool the sets of one (strategy, classifier, iteration).
+        row) are not read again. ``rows`` and ``sets`` stay for the diagnostics,
+        which pool the sets of one (strategy, classifier, iteration), unless
+        ``pooled``: the diagnostics have taken what they need
+        (:class:`~mueval.guarantees.run_diagnostics.PoolDiagnostics`), and
+        ``rows`` becomes an empty array and ``sets`` None (the result then
+        says nothing more about which rows it had or whether it was skipped).
         """
         self.proba = self.pvalues = self.y_pred = None
+        if pooled:
+            self.rows = np.zeros(0, dtype=np.int64)
+            self.sets = None
 
     @property
     def key(self) -> tuple:

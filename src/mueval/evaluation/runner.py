@@ -135,6 +135,10 @@ def _evaluate_split(X, y, n_classes, split, classifier, config, cohorts=None) ->
     predict_s = time.perf_counter() - clock
     # The fit and the predictions serve every (target, strategy): share them.
     n_results = sum(len(t.calibrations) for t in targets)
+    shared_conf = _shared_calibrations(targets, proba_all, offsets, y, config, cohorts)
+    # The labels of each calibration set once: a fold's users share the UIM
+    # set, and taking them per user cost a pass over it per user.
+    y_cals: dict[int, np.ndarray] = {}
     out = []
     for target in targets:
         n_test = len(target.test)
@@ -163,9 +167,84 @@ def _evaluate_split(X, y, n_classes, split, classifier, config, cohorts=None) ->
                 timings=dict(shared),
             )
             by_cohort = None if cohorts is None else (cohorts, cal, target.test)
-            _conformal_step(result, proba_cal, y[cal], y[target.test], config, by_cohort)
+            given = shared_conf.get((strategy, id(cal), id(target.test)))
+            if id(cal) not in y_cals:
+                y_cals[id(cal)] = y[cal]
+            y_cal = y_cals[id(cal)]
+            _conformal_step(result, proba_cal, y_cal, y[target.test], config, by_cohort, given)
             out.append(result)
     return out
+
+
+def _shared_calibrations(
+    targets: Sequence,
+    proba_all: np.ndarray,
+    offsets: dict[int, int],
+    y: np.ndarray,
+    config: EvalConfig,
+    cohorts: RowCohorts | None,
+) -> dict[tuple[str, int, int], tuple[ConformalOutput, float]]:
+    """Sets and p-values of every target whose calibration set other targets share.
+
+    The users of a fold share one UIM calibration set, which holds a share
+    of every other user's rows: conformalizing each user on it apart scored,
+    sorted and took the quantile of those rows once per user, so a task's
+    cost grew with the square of its users. Here the test rows of all the
+    targets that share a calibration set are conformalized together, once,
+    and each target gets its own rows back. Under the study's threshold rule
+    every set and p-value is a function of its own test row and the
+    calibration scores only, so they are the same floats as one target at a
+    time. MAPIE's rule (its APS and RAPS draw random numbers per test row)
+    and cohort calibration (one calibration subset per test row's cohort,
+    and a note per target) keep the one-target path, and so does a shared
+    set the conformal step refuses (each target then gets its own error or
+    ``--small-cal`` answer).
+
+    Returns
+    -------
+    dict
+        ``(strategy, id(calibration rows), id(test rows))`` -> (that target's
+        :class:`ConformalOutput`, its share of the seconds spent).
+    """
+    if config.threshold != "study" or cohorts is not None:
+        return {}
+    groups: dict[tuple[str, int], list] = {}
+    for target in targets:
+        for strategy, cal in target.calibrations.items():
+            groups.setdefault((strategy, id(cal)), []).append((target, cal))
+    shared: dict[tuple[str, int, int], tuple[ConformalOutput, float]] = {}
+    for (strategy, cal_id), members in groups.items():
+        if len(members) < 2:
+            continue
+        cal = members[0][1]
+        tests = [t.test for t, _ in members]
+        proba_test = np.concatenate(
+            [proba_all[offsets[id(t)] : offsets[id(t)] + len(t)] for t in tests]
+        )
+        proba_cal = proba_all[offsets[cal_id] : offsets[cal_id] + len(cal)]
+        clock = time.perf_counter()
+        try:
+            conf = conformalize(
+                proba_cal,
+                y[cal],
+                proba_test,
+                alpha=config.alpha,
+                score=config.score,
+                mondrian=config.conditioning.per_class,
+                threshold=config.threshold,
+            )
+        except EvaluationError:
+            continue
+        seconds = (time.perf_counter() - clock) / len(members)
+        start = 0
+        for test in tests:
+            stop = start + len(test)
+            part = ConformalOutput(
+                conf.sets[start:stop], conf.pvalues[start:stop], conf.n_cal, conf.threshold
+            )
+            shared[(strategy, cal_id, id(test))] = (part, seconds)
+            start = stop
+    return shared
 
 
 def _eval_layout(targets: Sequence) -> tuple[dict[int, int], np.ndarray]:
@@ -202,17 +281,23 @@ def _conformal_step(
     y_test: np.ndarray,
     config: EvalConfig,
     by_cohort: tuple[RowCohorts, np.ndarray, np.ndarray] | None = None,
+    given: tuple[ConformalOutput, float] | None = None,
 ) -> None:
     """Conformalize ``result``'s test rows on one calibration set and fill in its
     sets, p-values, threshold, conformal metrics, note and timings (in place).
 
     ``by_cohort``: the rows' cohorts and the calibration and test row positions, for
-    cohort-conditional calibration."""
+    cohort-conditional calibration. ``given``: the sets and p-values already
+    computed with other targets of the same calibration set
+    (:func:`_shared_calibrations`), and the seconds they took."""
     metrics = result.metrics
     conf = None
     clock = time.perf_counter()
     try:
-        conf = _conformalize(result, proba_cal, y_cal, config, by_cohort)
+        if given is not None:
+            conf = given[0]
+        else:
+            conf = _conformalize(result, proba_cal, y_cal, config, by_cohort)
     except EvaluationError as exc:
         where = _where(result.strategy, result.user, result.seed, result.classifier)
         message = f"{where}: {exc}"
@@ -229,7 +314,8 @@ def _conformal_step(
         else:
             result.note = f"{message}; answered with the full set (every class)"
             conf = full_sets(proba_cal, y_cal, result.proba, score=config.score)
-    result.timings["conformal_s"] = time.perf_counter() - clock
+    shared_s = 0.0 if given is None else given[1]
+    result.timings["conformal_s"] = time.perf_counter() - clock + shared_s
     clock = time.perf_counter()
     if conf is not None and conf.note:
         result.note = (

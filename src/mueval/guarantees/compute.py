@@ -11,7 +11,7 @@ warnings they drive (:mod:`.run_warnings`). A run folder stores them
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -29,6 +29,7 @@ from mueval.guarantees.validity import user_validity
 
 __all__ = [
     "compute_guarantees",
+    "compute_guarantees_by_block",
     "conditional_tables",
     "true_pvalues",
     "validity_method",
@@ -196,8 +197,26 @@ def compute_guarantees(
     validity = None
     if classes is not None:
         validity = validity_table(predictions, splits, classes, condition or Condition())
-    summary = coverage_summary(per_user, alpha=alpha, confidence=CONFIDENCE, seed=seed)
     sets = set_statistics(predictions, n_classes=n_classes)
+    return _summarised(
+        per_user, conditional, validity, sets, splits, alpha, n_classes, seed, config, user_cohorts
+    )
+
+
+def _summarised(
+    per_user: pd.DataFrame,
+    conditional: pd.DataFrame | None,
+    validity: pd.DataFrame | None,
+    sets: pd.DataFrame,
+    splits: pd.DataFrame,
+    alpha: float,
+    n_classes: int,
+    seed: int,
+    config: Mapping[str, Any] | None,
+    user_cohorts: pd.DataFrame | None,
+) -> Guarantees:
+    """The summary over users and the warnings, from the per-user tables."""
+    summary = coverage_summary(per_user, alpha=alpha, confidence=CONFIDENCE, seed=seed)
     settings = verdict_settings(config)
     found = collect_warnings(
         summary,
@@ -211,4 +230,95 @@ def compute_guarantees(
     )
     return Guarantees(
         per_user, summary, [asdict(w) for w in found], conditional, validity, user_cohorts
+    )
+
+
+def compute_guarantees_by_block(
+    read_block: Callable[[str, str], pd.DataFrame],
+    strategies: Sequence[str],
+    classifiers: Sequence[str],
+    splits: pd.DataFrame,
+    *,
+    alpha: float,
+    n_classes: int,
+    classes: Sequence[str],
+    seed: int = 0,
+    condition: Condition | None = None,
+    user_cohorts: pd.DataFrame | None = None,
+    config: Mapping[str, Any] | None = None,
+) -> Guarantees:
+    """:func:`compute_guarantees` reading one (strategy, classifier)'s rows at a time.
+
+    Every per-row computation of the guarantees (the verdicts and their
+    correction, the intervals, the validity tests and their adjustment,
+    coverage per class and cohort, the set statistics) stays within one
+    strategy and classifier; only the summary over users and the warnings
+    take several, and they read the per-user tables. So the rows are read
+    block by block, and the main process holds one block's rows (its share
+    of the run's) instead of all of them. The tables are those of
+    :func:`compute_guarantees` on all the rows, in its order.
+
+    Parameters
+    ----------
+    read_block : callable
+        ``read_block(strategy, classifier)``: that block's prediction rows, as
+        :func:`compute_guarantees` takes them (a ``p_true`` column will do
+        for ``p_values``).
+    strategies, classifiers : sequence of str
+        Every strategy and classifier of the rows, each in the order of its
+        first row (coverage per class and cohort keeps that order).
+    splits, alpha, n_classes, classes, seed, condition, user_cohorts, config
+        As for :func:`compute_guarantees`.
+
+    Returns
+    -------
+    Guarantees
+    """
+    cohorts = _cohorts_series(user_cohorts)
+    condition = condition or Condition()
+    parts: dict[tuple[str, str], tuple] = {}
+    for strategy in strategies:
+        for classifier in classifiers:
+            rows = read_block(strategy, classifier)
+            if not len(rows):
+                continue
+            parts[strategy, classifier] = (
+                user_coverage_table(
+                    rows, splits, alpha=alpha, config=config, seed=seed, classes=classes
+                ),
+                conditional_tables(rows, alpha=alpha, classes=classes, cohorts=cohorts),
+                validity_table(rows, splits, classes, condition),
+                set_statistics(rows, n_classes=n_classes),
+            )
+            del rows
+    if not parts:
+        message = (
+            "compute_guarantees_by_block needs prediction rows; give none to compute_guarantees"
+        )
+        raise ValueError(message)
+    # The whole-frame functions sort by strategy and classifier as text ...
+    by_text = sorted(parts)
+    # ... coverage per class and cohort by their first rows ...
+    by_rows = sorted(parts, key=lambda k: (strategies.index(k[0]), classifiers.index(k[1])))
+    # ... and the validity tests give the exact ("rank") ones first.
+    methods = ("rank", "uniform")
+    by_method = sorted(parts, key=lambda k: (methods.index(validity_method(k[0], condition)), k))
+    per_user = pd.concat([parts[k][0] for k in by_text], ignore_index=True)
+    conditional = pd.concat(
+        [
+            table[table["by"] == by]
+            for by in ("class", "cohort")
+            for table in (parts[k][1] for k in by_rows)
+        ],
+        ignore_index=True,
+    )
+    tests = [parts[k][2] for k in by_method if len(parts[k][2])]
+    validity = (
+        pd.concat(tests, ignore_index=True)
+        if tests
+        else pd.DataFrame(columns=list(USER_VALIDITY_COLUMNS))
+    )
+    sets = pd.concat([parts[k][3] for k in by_text], ignore_index=True)
+    return _summarised(
+        per_user, conditional, validity, sets, splits, alpha, n_classes, seed, config, user_cohorts
     )

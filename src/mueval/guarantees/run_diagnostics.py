@@ -43,8 +43,10 @@ from mueval.evaluation.records import EvalResult
 from mueval.metrics import diagnostics as dx
 from mueval.names import (
     BASIC_DIAGNOSTICS,
+    CLASSIFIERS,
     DIAGNOSTIC_LEVELS,
     FULL_DIAGNOSTICS,
+    STRATEGIES,
     TASK_KEY_DTYPES,
 )
 
@@ -53,6 +55,7 @@ __all__ = [
     "WSC_DELTA",
     "WSC_DIRECTIONS",
     "Diagnostics",
+    "PoolDiagnostics",
     "diagnose",
     "diagnose_pool",
     "diagnostic_names",
@@ -222,6 +225,66 @@ def _pools(
     return pools
 
 
+def _pool_calls(
+    pools: Sequence[tuple[tuple[str, str, int, int], np.ndarray, np.ndarray, np.ndarray]],
+    users: np.ndarray,
+    y: np.ndarray,
+    X_scaled: np.ndarray | None,
+    *,
+    alpha: float,
+    level: str,
+    jobs: int,
+) -> list[tuple[dict[str, float], dict, float]]:
+    """:func:`diagnose_pool` of each pool, in parallel for the ``full`` level."""
+    # Each worker gets only its pool's rows (the whole table is not shipped).
+    calls = [
+        (
+            (covered, set_size, users[rows], y[rows], None if X_scaled is None else X_scaled[rows]),
+            key[3],
+        )
+        for key, rows, covered, set_size in pools
+    ]
+    if level == "full" and jobs != 1 and len(calls) > 1:
+        return Parallel(n_jobs=jobs, backend="loky")(
+            delayed(_timed_pool)(*a, alpha=alpha, seed=seed, level=level) for a, seed in calls
+        )
+    return [_timed_pool(*a, alpha=alpha, seed=seed, level=level) for a, seed in calls]
+
+
+def _assemble(level: str, names: tuple[str, ...], done: Sequence[tuple]) -> Diagnostics:
+    """The :class:`Diagnostics` of ``(key, n_rows, values, ssc, seconds)`` per pool, in order."""
+    records, ssc_rows = [], []
+    seconds: dict[str, float] = {}
+    for key, n_rows, values, ssc, took in done:
+        strategy, classifier, iteration, seed = key
+        slot = f"{strategy}/{classifier}"
+        seconds[slot] = seconds.get(slot, 0.0) + took
+        records.append((strategy, classifier, iteration, seed, n_rows, *values.values()))
+        ssc_rows += [
+            (strategy, classifier, iteration, size, cov, count)
+            for size, (cov, count) in ssc.items()
+        ]
+    frame = pd.DataFrame.from_records(records, columns=[*_KEYS, *names])
+    frame = frame.astype(
+        {
+            **TASK_KEY_DTYPES,
+            "n_rows": "int64",
+            **dict.fromkeys(names, "float64"),
+        }
+    )
+    size_coverage = pd.DataFrame.from_records(ssc_rows, columns=_SSC_COLUMNS).astype(
+        {
+            "strategy": str,
+            "classifier": str,
+            "iteration": "int64",
+            "set_size": "int64",
+            "coverage": "float64",
+            "count": "int64",
+        }
+    )
+    return Diagnostics(level, names, frame, size_coverage, seconds)
+
+
 def diagnose(
     results: Sequence[EvalResult],
     X: np.ndarray,
@@ -255,55 +318,137 @@ def diagnose(
     -------
     Diagnostics
         Empty frames for ``"none"``.
+
+    See Also
+    --------
+    PoolDiagnostics : the same tables from results handed over as they arrive.
     """
     names = diagnostic_names(level)
     y = np.asarray(y, dtype=np.int64)
     users = np.asarray(users)
     pools = _pools(results, y) if names else []
     X_scaled = scale_features(X) if level == "full" else None
-
-    # Each worker gets only its pool's rows (the whole table is not shipped).
-    calls = [
-        (
-            (covered, set_size, users[rows], y[rows], None if X_scaled is None else X_scaled[rows]),
-            key[3],
-        )
-        for key, rows, covered, set_size in pools
+    outs = _pool_calls(pools, users, y, X_scaled, alpha=alpha, level=level, jobs=jobs)
+    done = [
+        (key, rows.size, values, ssc, took)
+        for (key, rows, _, _), (values, ssc, took) in zip(pools, outs, strict=True)
     ]
-    if level == "full" and jobs != 1 and len(calls) > 1:
-        outs = Parallel(n_jobs=jobs, backend="loky")(
-            delayed(_timed_pool)(*a, alpha=alpha, seed=seed, level=level) for a, seed in calls
-        )
-    else:
-        outs = [_timed_pool(*a, alpha=alpha, seed=seed, level=level) for a, seed in calls]
+    return _assemble(level, names, done)
 
-    records, ssc_rows = [], []
-    seconds: dict[str, float] = {}
-    for (key, rows, _, _), (values, ssc, took) in zip(pools, outs, strict=True):
-        strategy, classifier, iteration, seed = key
-        slot = f"{strategy}/{classifier}"
-        seconds[slot] = seconds.get(slot, 0.0) + took
-        records.append((strategy, classifier, iteration, seed, rows.size, *values.values()))
-        ssc_rows += [
-            (strategy, classifier, iteration, size, cov, count)
-            for size, (cov, count) in ssc.items()
-        ]
-    frame = pd.DataFrame.from_records(records, columns=[*_KEYS, *names])
-    frame = frame.astype(
-        {
-            **TASK_KEY_DTYPES,
-            "n_rows": "int64",
-            **dict.fromkeys(names, "float64"),
-        }
-    )
-    size_coverage = pd.DataFrame.from_records(ssc_rows, columns=_SSC_COLUMNS).astype(
-        {
-            "strategy": str,
-            "classifier": str,
-            "iteration": "int64",
-            "set_size": "int64",
-            "coverage": "float64",
-            "count": "int64",
-        }
-    )
-    return Diagnostics(level, names, frame, size_coverage, seconds)
+
+class PoolDiagnostics:
+    """:func:`diagnose` computed pool by pool while the tasks' results arrive.
+
+    Each (strategy, classifier, iteration) pool needs all its test rows at
+    once (HSIC and the coverage gaps are not sums over rows), but only its
+    own: a pool is diagnosed as soon as the results of a later iteration
+    arrive (the runner hands them over in task order, iteration after
+    iteration), and its arrays are let go. The main process then holds the
+    row positions, covered flags and set sizes (17 bytes a row) of one
+    iteration's pools, not of the whole run, and nothing of a result's sets.
+    The tables are those :func:`diagnose` computes from all the results.
+
+    Parameters
+    ----------
+    X, y, users, alpha, level, jobs
+        As for :func:`diagnose`.
+
+    Examples
+    --------
+    >>> from mueval.data.synthetic import make_users
+    >>> from mueval.data.table import table_from_frame
+    >>> from mueval.evaluation.records import EvalConfig
+    >>> from mueval.evaluation.runner import run
+    >>> table = table_from_frame(make_users(4, n_classes=2, rows_per_user=60, seed=0))
+    >>> config = EvalConfig(strategies=("ucm",), classifiers=("nb",), iterations=2)
+    >>> pooled = PoolDiagnostics(table.X, table.y, table.users, alpha=0.05)
+    >>> out = run(table.X, table.y, table.users, table.classes, config, progress=False,
+    ...           on_task=pooled.add)
+    >>> streamed = pooled.finish()
+    >>> whole = diagnose(out.results, table.X, table.y, table.users, alpha=0.05)
+    >>> streamed.frame.equals(whole.frame)
+    True
+    """
+
+    def __init__(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        users: np.ndarray,
+        *,
+        alpha: float,
+        level: str = "basic",
+        jobs: int = 1,
+    ) -> None:
+        self.names = diagnostic_names(level)
+        self.level = level
+        self._y = np.asarray(y, dtype=np.int64)
+        self._users = np.asarray(users)
+        self._X_scaled = scale_features(X) if level == "full" else None
+        self._options = {"alpha": alpha, "level": level, "jobs": jobs}
+        # Pool -> (seed, [(result key, rows, covered, set_size), ...]).
+        self._open: dict[tuple[str, str, int], tuple[int, list]] = {}
+        self._done: list[tuple[tuple, tuple, int, dict, dict, float]] = []
+        self._closed: set[tuple[str, str, int]] = set()
+        #: Seconds spent in :meth:`add` and :meth:`finish`.
+        self.seconds = 0.0
+
+    def add(self, results: Sequence[EvalResult]) -> None:
+        """Take one task's results (before or after their rows are written).
+
+        Raises
+        ------
+        ValueError
+            A result of a pool already diagnosed (results out of iteration order).
+        """
+        if not self.names:
+            return
+        clock = time.perf_counter()
+        for r in results:
+            pool = (r.strategy, r.classifier, r.iteration)
+            if pool in self._closed:
+                message = (
+                    f"a result of {r.strategy} / {r.classifier} iteration {r.iteration} arrived "
+                    "after that pool was diagnosed: results must come iteration after iteration"
+                )
+                raise ValueError(message)
+            earlier = [p for p in self._open if p[2] < r.iteration]
+            if earlier:
+                self._diagnose(earlier)
+            _, parts = self._open.setdefault(pool, (r.seed, []))
+            if r.sets is not None:
+                rows = np.asarray(r.rows, dtype=np.int64)
+                covered = r.sets[np.arange(rows.size), self._y[rows]]
+                parts.append((r.key, rows, covered, r.sets.sum(axis=1).astype(np.int64)))
+        self.seconds += time.perf_counter() - clock
+
+    def _diagnose(self, which: Sequence[tuple[str, str, int]]) -> None:
+        pools = []
+        for pool in which:
+            seed, parts = self._open.pop(pool)
+            self._closed.add(pool)
+            # In result order, as diagnose() pools the sorted results.
+            parts.sort(key=lambda part: part[0])
+            if parts:
+                rows = np.concatenate([p[1] for p in parts])
+                covered = np.concatenate([p[2] for p in parts])
+                set_size = np.concatenate([p[3] for p in parts])
+            else:
+                rows = np.zeros(0, dtype=np.int64)
+                covered = np.zeros(0, dtype=bool)
+                set_size = np.zeros(0, dtype=np.int64)
+            pools.append(((*pool, seed), rows, covered, set_size))
+        outs = _pool_calls(pools, self._users, self._y, self._X_scaled, **self._options)
+        for (key, rows, _, _), (values, ssc, took) in zip(pools, outs, strict=True):
+            order = (STRATEGIES.index(key[0]), CLASSIFIERS.index(key[1]), key[2])
+            self._done.append((order, key, rows.size, values, ssc, took))
+
+    def finish(self) -> Diagnostics:
+        """Diagnose the pools still open and return every pool's tables, in
+        :func:`diagnose`'s order."""
+        clock = time.perf_counter()
+        if self._open:
+            self._diagnose(list(self._open))
+        done = [entry[1:] for entry in sorted(self._done, key=lambda entry: entry[0])]
+        self.seconds += time.perf_counter() - clock
+        return _assemble(self.level, self.names, done)

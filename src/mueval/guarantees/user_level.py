@@ -416,6 +416,58 @@ def verdict_label(level: float, correction: str) -> str:
 
 
 _REQUIRED = ("strategy", "classifier", "user", "iteration", "n_cal", "n_test", "n_covered")
+_USER_KEYS = ["strategy", "classifier", "user"]
+
+
+def _per_user_pvalues(frame: pd.DataFrame, combine: str | None, split: str) -> pd.DataFrame:
+    """One row per (strategy, classifier, user) of ``cells`` with its p-value.
+
+    The cells are grouped once (a group number per row, then one stable sort)
+    and each user's p-value computed on array slices: a pandas group object
+    per user cost more than the exact p-values themselves. The rows of a
+    user keep their order in ``frame``, as pandas' groups do, so every sum is
+    the same float.
+    """
+    grouped = frame.groupby(_USER_KEYS, sort=True)
+    group_of = grouped.ngroup().to_numpy()
+    # Rows with a missing key (group -1) belong to no group, as in pandas.
+    order = np.argsort(group_of, kind="stable")
+    order = order[group_of[order] >= 0]
+    bounds = np.flatnonzero(np.diff(group_of[order])) + 1
+    starts = np.concatenate([[0], bounds])
+    stops = np.concatenate([bounds, [len(order)]])
+    columns = {
+        name: frame[name].to_numpy()[order]
+        for name in ("n_test", "n_cal", "rank", "n_covered", "iteration")
+    }
+    keys = frame[_USER_KEYS].iloc[order[starts]].reset_index(drop=True)
+    how = [combine or default_combine(str(s), split) for s in keys["strategy"]]
+    pvalues, expected = [], []
+    for start, stop, way in zip(starts.tolist(), stops.tolist(), how, strict=True):
+        p, e = _user_pvalue(
+            columns["n_test"][start:stop],
+            columns["n_cal"][start:stop],
+            columns["rank"][start:stop].astype(np.float64),
+            columns["n_covered"][start:stop].astype(np.int64),
+            columns["iteration"][start:stop],
+            way,
+        )
+        pvalues.append(p)
+        expected.append(e)
+    sums = grouped.agg(
+        n_iterations=("iteration", "nunique"),
+        n_test=("n_test", "sum"),
+        n_covered=("n_covered", "sum"),
+    ).reset_index(drop=True)
+    out = keys.assign(
+        n_iterations=sums["n_iterations"].astype(int).to_numpy(),
+        n_test=sums["n_test"].astype(int).to_numpy(),
+        n_covered=sums["n_covered"].astype(int).to_numpy(),
+        expected_covered=expected,
+        p_value=pvalues,
+        combine=how,
+    )
+    return out
 
 
 def _ranks(cells: pd.DataFrame, alpha: float, rule: str | None, small_cal: str) -> np.ndarray:
@@ -450,21 +502,29 @@ def _ranks(cells: pd.DataFrame, alpha: float, rule: str | None, small_cal: str) 
     return out
 
 
-def _user_pvalue(group: pd.DataFrame, combine: str) -> tuple[float, float]:
-    """(p-value, expected covered count) of one user; nan when any rank is nan."""
-    if group["rank"].isna().any():
+def _user_pvalue(
+    m: np.ndarray,
+    n: np.ndarray,
+    k: np.ndarray,
+    covered: np.ndarray,
+    iteration: np.ndarray,
+    combine: str,
+) -> tuple[float, float]:
+    """(p-value, expected covered count) of one user's cells; nan when any rank is nan.
+
+    ``k`` holds float ranks (nan: no verdict); the others one entry per cell.
+    """
+    if np.isnan(k).any():
         return math.nan, math.nan
-    m = group["n_test"].to_numpy(dtype=np.int64)
-    n = group["n_cal"].to_numpy(dtype=np.int64)
-    k = group["rank"].to_numpy(dtype=np.int64)
+    m = m.astype(np.int64)
+    n = n.astype(np.int64)
+    k = k.astype(np.int64)
     # Expected coverage of a rank-k threshold: k / (n + 1), or 1 without one.
     expected = float(np.sum(m * np.where(k > n, 1.0, k / (n + 1))))
     if combine == "convolution":
-        return lower_pvalue(int(group["n_covered"].sum()), m, n, k), expected
-    # One exact p-value per iteration (the sum over its cells), on arrays: a
-    # groupby per user costs more than the p-values themselves.
-    covered = group["n_covered"].to_numpy(dtype=np.int64)
-    _, which = np.unique(group["iteration"].to_numpy(), return_inverse=True)
+        return lower_pvalue(int(covered.sum()), m, n, k), expected
+    # One exact p-value per iteration (the sum over its cells).
+    _, which = np.unique(iteration, return_inverse=True)
     per_iteration = [
         lower_pvalue(int(covered[mask].sum()), m[mask], n[mask], k[mask])
         for mask in (which == i for i in range(which.max() + 1))
@@ -557,28 +617,9 @@ def user_verdicts(
     frame["rank"] = _ranks(frame, alpha, rule, small_cal)
     frame.loc[frame["strategy"].isin(NO_VERDICT_STRATEGIES), "rank"] = np.nan
 
-    rows = []
-    for (strategy, classifier, user), group in frame.groupby(
-        ["strategy", "classifier", "user"], sort=True
-    ):
-        how = combine or default_combine(str(strategy), split)
-        p, expected = _user_pvalue(group, how)
-        rows.append(
-            {
-                "strategy": strategy,
-                "classifier": classifier,
-                "user": user,
-                "n_iterations": int(group["iteration"].nunique()),
-                "n_test": int(group["n_test"].sum()),
-                "n_covered": int(group["n_covered"].sum()),
-                "expected_covered": expected,
-                "p_value": p,
-                "combine": how,
-            }
-        )
-    out = pd.DataFrame(rows)
-    if out.empty:
-        return out
+    if frame.empty:
+        return pd.DataFrame()
+    out = _per_user_pvalues(frame, combine, split)
     out["p_adjusted"] = np.nan
     for _, idx in out.groupby(["strategy", "classifier"], sort=False).groups.items():
         out.loc[idx, "p_adjusted"] = adjust_pvalues(out.loc[idx, "p_value"].to_numpy(), correction)

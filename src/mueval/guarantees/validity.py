@@ -75,12 +75,20 @@ from mueval.guarantees.frame_checks import (
     require_columns,
 )
 
-__all__ = ["METHODS", "benjamini_hochberg", "user_validity"]
+__all__ = ["METHODS", "benjamini_hochberg", "rank_ks_test", "user_validity"]
 
 #: Test methods of :func:`user_validity`.
 METHODS = ("uniform", "rank")
 
 _KEYS = ["strategy", "classifier"]
+
+#: Largest sample size for which ``scipy.stats.ks_2samp`` (method "auto")
+#: computes the exact p-value; above it, the asymptotic formula.
+_KS_EXACT_MAX = 10_000
+
+#: scipy's exact (statistic, p-value) by (n_cal, n_test, D+), in this process.
+_EXACT_RESULTS: dict[tuple[int, int, float], tuple[float, float]] = {}
+_EXACT_RESULTS_MAX = 100_000
 
 
 def benjamini_hochberg(pvalues: ArrayLike) -> np.ndarray:
@@ -169,12 +177,67 @@ def _ks_test(group: pd.DataFrame, method: str, where: str) -> tuple[float, float
         )
         raise DataError(message)
     n_cal = int(n_cal_values[0])
-    positions = _calibration_positions(p, n_cal, where)
-    with warnings.catch_warnings():
-        # Large samples fall back to the asymptotic distribution; that is expected.
-        warnings.simplefilter("ignore", RuntimeWarning)
-        result = stats.ks_2samp(np.arange(1.0, n_cal + 1), positions, alternative="greater")
-    return float(result.statistic), float(result.pvalue)
+    return rank_ks_test(n_cal, _calibration_positions(p, n_cal, where))
+
+
+def rank_ks_test(n_cal: int, positions: np.ndarray) -> tuple[float, float]:
+    """One-sided two-sample KS test of test positions against calibration positions ``1..n_cal``.
+
+    The same statistic and p-value as ``scipy.stats.ks_2samp(np.arange(1.0, n_cal + 1),
+    positions, alternative="greater")``, at a cost that does not grow with
+    ``n_cal`` where scipy takes its asymptotic formula (either sample above
+    10,000 rows; below, scipy's exact p-value, computed once per sizes and
+    statistic): a user's test rows are few while the calibration set of UIM
+    or MM holds a share of every other user's rows, so scipy's sort and
+    search over the calibration positions made the tests of all users grow
+    with the square of the users.
+
+    Parameters
+    ----------
+    n_cal : int
+        Calibration positions ``1, 2, ..., n_cal``.
+    positions : ndarray of float, shape (n_test,)
+        Test positions, halfway between integers (:func:`_calibration_positions`),
+        so no test position ties with a calibration one.
+
+    Returns
+    -------
+    (float, float)
+        ``D+`` (the largest excess of the calibration ECDF over the test
+        ECDF) and its p-value.
+    """
+    positions = np.asarray(positions, dtype=np.float64)
+    n_test = positions.size
+    # The ECDF difference is largest at a test position or at the last
+    # calibration position before one (or the last of all): between two test
+    # positions the calibration ECDF only rises. Each candidate's value is
+    # the float expression scipy evaluates there, so the maximum is its own.
+    ordered = np.sort(positions)
+    below = np.floor(ordered)
+    points = np.concatenate([ordered, below[below >= 1], [float(n_cal)]])
+    cal_le = np.minimum(np.floor(points), n_cal).astype(np.int64)
+    test_le = np.searchsorted(ordered, points, side="right")
+    d = np.max(cal_le / n_cal - test_le / n_test)
+    if max(n_cal, n_test) <= _KS_EXACT_MAX:
+        # scipy's exact p-value is a function of (n_cal, n_test, d) alone; its
+        # call costs milliseconds whatever the sizes, and users with the same
+        # sizes share few values of d, so each is computed once.
+        key = (n_cal, n_test, float(d))
+        if key not in _EXACT_RESULTS:
+            if len(_EXACT_RESULTS) >= _EXACT_RESULTS_MAX:
+                _EXACT_RESULTS.clear()
+            with warnings.catch_warnings():
+                # An exact computation that overflows falls back to the asymptotic one.
+                warnings.simplefilter("ignore", RuntimeWarning)
+                result = stats.ks_2samp(np.arange(1.0, n_cal + 1), positions, alternative="greater")
+            _EXACT_RESULTS[key] = (float(result.statistic), float(result.pvalue))
+        return _EXACT_RESULTS[key]
+    # scipy's asymptotic one-sided p-value (Hodges 1958, eq. 5.3), as it writes it.
+    m, n = sorted([float(n_cal), float(n_test)], reverse=True)
+    en = m * n / (m + n)
+    z = np.sqrt(en) * d
+    expt = -2 * z**2 - 2 * z * (m + 2 * n) / np.sqrt(m * n * (m + n)) / 3.0
+    return float(d), float(np.clip(np.exp(expt), 0, 1))
 
 
 def _frame_for_tests(

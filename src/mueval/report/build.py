@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
+from matplotlib.figure import Figure
 from tqdm import tqdm
 
 from mueval.comparison.significance import (
@@ -150,20 +152,28 @@ class BuildResult:
 class _Figures:
     """Saves figures under ``out/figures`` and returns their embedded HTML."""
 
-    def __init__(self, out: Path, *, enabled: bool = True) -> None:
+    def __init__(self, out: Path, *, enabled: bool = True, svg: bool = False) -> None:
         self.dir = real_folder(out / "figures")
         self.paths: list[Path] = []
         self.enabled = enabled
+        self.svg = svg
 
-    def add(self, fig, name: str, caption: str) -> str:
+    def add(self, fig: Figure | Callable[[], Figure], name: str, caption: str) -> str:
+        """Save ``fig`` (or the figure ``fig()`` makes) and return its HTML.
+
+        A figure not asked for leaves no trace on the page; given as a callable,
+        it is not even made (making the axes costs as much as a small drawing).
+        """
         if not self.enabled:
-            # Drawing is the slow part of a figure: a figure not asked for is
-            # closed undrawn and leaves no trace on the page.
-            plt.close(fig)
+            if isinstance(fig, Figure):
+                plt.close(fig)
             return ""
-        png, svg = F.save_figure(fig, check_inside(self.dir, self.dir / name))
-        self.paths.extend([png, svg])
-        return figure_html(png, alt=caption, caption=caption, svg_name=svg.name)
+        if not isinstance(fig, Figure):
+            fig = fig()
+        png, *svg = F.save_figure(fig, check_inside(self.dir, self.dir / name), svg=self.svg)
+        self.paths.extend([png, *svg])
+        svg_name = svg[0].name if svg else None
+        return figure_html(png, alt=caption, caption=caption, svg_name=svg_name)
 
 
 def _fmt_ci(value: float, lo: float, hi: float) -> str:
@@ -309,7 +319,8 @@ def _comparison_section(
             continue
         sub = table[(table.classifier == c) & (table.test == STUDY_TEST)]
         comps = [(_sname(r.strategy_a), _sname(r.strategy_b), r.stars) for r in sub.itertuples()]
-        fig = F.coverage_boxplot_figure(
+        fig = partial(
+            F.coverage_boxplot_figure,
             values,
             target=target,
             comparisons=comps,
@@ -362,7 +373,9 @@ def _setsize_section(
     else:
         sm["strategy_label"] = sm.strategy.map(_sname)
         sm["classifier_label"] = sm.classifier.map(_cname)
-        fig = F.setsize_lollipop_figure(sm, title="Set size across classifiers and strategies")
+        fig = partial(
+            F.setsize_lollipop_figure, sm, title="Set size across classifiers and strategies"
+        )
         body.append(
             figs.add(
                 fig,
@@ -399,7 +412,8 @@ def _per_user_section(
         cu = cu.sort_values("strategy", key=lambda col: col.map(order), kind="stable")
         size = size.sort_values("strategy", key=lambda col: col.map(order), kind="stable")
         cu["strategy_label"] = cu.strategy.map(_sname)
-        fig = F.per_user_figure(
+        fig = partial(
+            F.per_user_figure,
             cu,
             target=target,
             ylabel="coverage (mean over iterations)",
@@ -414,8 +428,11 @@ def _per_user_section(
         )
         su = size[size.classifier == c].copy()
         su["strategy_label"] = su.strategy.map(_sname)
-        fig = F.per_user_figure(
-            su, ylabel="set size (mean over iterations)", title=f"Set size per user, {_cname(c)}"
+        fig = partial(
+            F.per_user_figure,
+            su,
+            ylabel="set size (mean over iterations)",
+            title=f"Set size per user, {_cname(c)}",
         )
         body.append(
             figs.add(
@@ -473,6 +490,8 @@ class _Pair:
     seed: int
     #: Matrices with their bootstrap intervals, for the details table.
     intervals: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
+    #: (low, high) of every statistic of :data:`setstats.SET_STATISTICS`.
+    bounds: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
 def _natural_order(classes: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -530,7 +549,10 @@ def _study_pictures(figs: _Figures, p: _Pair, top_sets: int, min_count: int) -> 
     body.append(
         figs.add(
             F.cooccurrence_matrix_figure(
-                S.column_normalise(counts), classes, title=f"Co-occurrence matrix, {label}"
+                S.column_normalise(counts),
+                classes,
+                title=f"Co-occurrence matrix, {label}",
+                values_as_text=figs.svg,
             ),
             f"{stem}_cooccurrence_matrix",
             f"Co-occurrence matrix, {label}: pairs counted within sets, diagonal zero, columns sum "
@@ -547,7 +569,10 @@ def _study_pictures(figs: _Figures, p: _Pair, top_sets: int, min_count: int) -> 
     body.append(
         figs.add(
             F.confusion_figure(
-                S.confusion_matrix_colnorm(y, yp, k), classes, title=f"Confusion matrix, {label}"
+                S.confusion_matrix_colnorm(y, yp, k),
+                classes,
+                title=f"Confusion matrix, {label}",
+                values_as_text=figs.svg,
             ),
             f"{stem}_confusion",
             f"Confusion matrix, {label}: column-normalised, rows predicted, columns true",
@@ -560,6 +585,7 @@ def _study_pictures(figs: _Figures, p: _Pair, top_sets: int, min_count: int) -> 
                 classes,
                 title=f"Zero-diagonal confusion matrix, {label}",
                 zero_diagonal=True,
+                values_as_text=figs.svg,
             ),
             f"{stem}_confusion_zero_diagonal",
             f"Zero-diagonal confusion matrix (ZDCM), {label}: diagonal set to 0 before normalising",
@@ -585,7 +611,6 @@ def _study_pictures(figs: _Figures, p: _Pair, top_sets: int, min_count: int) -> 
 def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object]:
     """Inclusion rates, co-membership and phi, with the phi floor explained."""
     sets, classes, label, stem = p.sets, p.classes, p.label, p.stem
-    n_boot, seed, groups = p.n_boot, p.seed, p.groups
     k = len(classes)
     body: list[str] = []
     # The review's diagnostics.
@@ -600,7 +625,7 @@ def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object
         )
     )
     incl = S.inclusion_rate(sets)
-    ilo, ihi = S.bootstrap_ci(S.inclusion_rate, sets, n_boot=n_boot, seed=seed, groups=groups)
+    ilo, ihi = p.bounds["inclusion"]
     body.append(
         figs.add(
             F.inclusion_figure(incl, ilo, ihi, classes, title=f"Inclusion rate per class, {label}"),
@@ -610,7 +635,7 @@ def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object
     )
 
     com = S.comembership_rate(sets)
-    clo, chi = S.bootstrap_ci(S.comembership_rate, sets, n_boot=n_boot, seed=seed, groups=groups)
+    clo, chi = p.bounds["co-membership"]
     top = float(np.nanmax(com - np.diag(np.diag(com)))) if k > 1 else 1.0
     body.append(
         figs.add(
@@ -624,6 +649,7 @@ def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object
                 cmap="viridis",
                 vmin=0.0,
                 vmax=max(top, 1e-9),
+                values_as_text=figs.svg,
             ),
             f"{stem}_comembership",
             f"Co-membership rate, {label} (colour scale capped at the "
@@ -632,9 +658,7 @@ def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object
     )
 
     phi = S.phi_matrix(sets)
-    plo, phi_hi = S.bootstrap_ci(
-        lambda z: S.phi_matrix(z).phi, sets, n_boot=n_boot, seed=seed, groups=groups
-    )
+    plo, phi_hi = p.bounds["phi"]
     never = (com == 0) & np.isfinite(phi.phi)
     np.fill_diagonal(never, False)
     fig = F.heatmap_figure(
@@ -648,6 +672,7 @@ def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object
         vmin=-1.0,
         vmax=1.0,
         nan_label="undefined: class in every set or in none",
+        values_as_text=figs.svg,
     )
     ax = fig.axes[0]
     rr, cc = np.nonzero(never)
@@ -695,10 +720,9 @@ def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object
 def _directional(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray]:
     """The soft confusion and coverage confusion matrices."""
     sets, y, proba, classes, label, stem = p.sets, p.y, p.proba, p.classes, p.label, p.stem
-    n_boot, seed, groups = p.n_boot, p.seed, p.groups
     body: list[str] = []
     soft = S.soft_confusion(proba, y)
-    slo, shi = S.bootstrap_ci(S.soft_confusion, proba, y, n_boot=n_boot, seed=seed, groups=groups)
+    slo, shi = p.bounds["soft"]
     body.append(
         figs.add(
             F.heatmap_figure(
@@ -710,6 +734,7 @@ def _directional(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray]:
                 cbar_label="mean predicted probability of b",
                 cmap="Blues",
                 nan_label="no row of this true class",
+                values_as_text=figs.svg,
             ),
             f"{stem}_soft_confusion",
             f"Soft confusion matrix, {label}: rows true class a, "
@@ -718,9 +743,7 @@ def _directional(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray]:
     )
 
     covc = S.coverage_confusion(sets, y)
-    vlo, vhi = S.bootstrap_ci(
-        S.coverage_confusion, sets, y, n_boot=n_boot, seed=seed, groups=groups
-    )
+    vlo, vhi = p.bounds["coverage confusion"]
     body.append(
         figs.add(
             F.heatmap_figure(
@@ -732,6 +755,7 @@ def _directional(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray]:
                 cbar_label="share of sets containing b",
                 cmap="Purples",
                 nan_label="no row of this true class",
+                values_as_text=figs.svg,
             ),
             f"{stem}_coverage_confusion",
             f"Coverage confusion matrix, {label}: diagonal is the class-wise coverage",
@@ -849,6 +873,10 @@ def _pair_section(
     min_count: int,
 ) -> tuple[Section, list[str]]:
     pair, intro = _pair_data(run, s, c, n_boot, seed)
+    # One pass of resamples for every interval of the section (see setstats).
+    pair.bounds = S.bootstrap_set_statistics(
+        pair.sets, pair.y, pair.proba, n_boot=n_boot, seed=seed, groups=pair.groups
+    )
     body = [intro, *_study_pictures(figs, pair, top_sets, min_count)]
     membership, com, phi = _membership(figs, pair)
     directional, covc = _directional(figs, pair)
@@ -857,13 +885,20 @@ def _pair_section(
     return Section(pair.label, pair_anchor(s, c), body), warnings
 
 
-def _pair_subset(run: RunFolder, s: str, c: str) -> RunFolder:
-    """The run as one (strategy, classifier) section reads it: its predictions only,
-    so that a worker process receives a pair's rows, not the whole run."""
-    keep = (run.predictions.strategy == s) & (run.predictions.classifier == c)
+def _pair_rows(predictions: pd.DataFrame) -> dict[tuple[str, str], np.ndarray]:
+    """Row positions of each (strategy, classifier) in ``predictions``, found in one
+    pass (comparing the text columns once per pair costs seconds on a large run)."""
+    groups = predictions.groupby(["strategy", "classifier"], sort=False, observed=True)
+    return {(str(s), str(c)): rows for (s, c), rows in groups.indices.items()}
+
+
+def _pair_subset(run: RunFolder, rows: np.ndarray) -> RunFolder:
+    """The run as one (strategy, classifier) section reads it: its predictions only
+    (``rows``, positions), so that a worker process receives a pair's rows, not the
+    whole run."""
     return replace(
         run,
-        predictions=run.predictions[keep],
+        predictions=run.predictions.iloc[rows],
         splits=run.splits.iloc[:0],
         summary=run.summary.iloc[:0],
         diagnostics=None,
@@ -871,14 +906,14 @@ def _pair_subset(run: RunFolder, s: str, c: str) -> RunFolder:
 
 
 def _pair_task(
-    run: RunFolder, out: Path, s: str, c: str, options: dict[str, int]
+    run: RunFolder, out: Path, s: str, c: str, options: dict[str, int], svg: bool
 ) -> tuple[Section, list[str], list[Path]]:
     """One (strategy, classifier) section with its figures, in this process or a worker."""
     # Workers start a fresh interpreter: the non-interactive backend, and the same
     # settings build_report sets around the build.
     matplotlib.use("Agg")
     with matplotlib.rc_context({"text.parse_math": False}):
-        figs = _Figures(out)
+        figs = _Figures(out, svg=svg)
         sec, warnings = _pair_section(run, figs, s, c, **options)
     return sec, warnings, figs.paths
 
@@ -886,10 +921,11 @@ def _pair_task(
 def _draw_pairs(
     run: RunFolder,
     out: Path,
-    pairs: list[tuple[str, str]],
+    pairs: dict[tuple[str, str], np.ndarray],
     *,
     jobs: int,
     options: dict[str, int],
+    svg: bool,
     bar: tqdm,
 ) -> list[tuple[Section, list[str], list[Path]]]:
     """Every pair's section, in order; with ``jobs != 1`` drawn by worker processes
@@ -897,11 +933,14 @@ def _draw_pairs(
     workers = min(len(pairs), (os.cpu_count() or 1) if jobs == -1 else jobs)
     if workers <= 1:
         found = []
-        for s, c in pairs:
-            found.append(_pair_task(run, out, s, c, options))
+        for (s, c), rows in pairs.items():
+            found.append(_pair_task(_pair_subset(run, rows), out, s, c, options, svg))
             bar.update()
         return found
-    tasks = (delayed(_pair_task)(_pair_subset(run, s, c), out, s, c, options) for s, c in pairs)
+    tasks = (
+        delayed(_pair_task)(_pair_subset(run, rows), out, s, c, options, svg)
+        for (s, c), rows in pairs.items()
+    )
     found = []
     for result in Parallel(n_jobs=workers, backend="loky", return_as="generator")(tasks):
         found.append(result)
@@ -923,8 +962,9 @@ def build_report(
     figures: str = "summary",
     others: Sequence[RunFolder] = (),
     jobs: int = 1,
+    svg: bool = False,
 ) -> BuildResult:
-    """Write ``report.html`` and ``figures/*.png|svg`` under ``out``.
+    """Write ``report.html`` and ``figures/*.png`` (and ``*.svg``) under ``out``.
 
     Parameters
     ----------
@@ -952,6 +992,10 @@ def build_report(
     jobs : int, default 1
         Worker processes drawing the (strategy, classifier) sections with
         ``figures="all"`` (loky; -1: every core). The page is the same for any value.
+    svg : bool, default False
+        Also write each figure as SVG beside its PNG (vector copies, for print or
+        editing). The page embeds the PNGs either way, so it needs no SVG; the
+        copies take longer to draw than the PNGs.
 
     Raises
     ------
@@ -981,6 +1025,7 @@ def build_report(
             figures=figures,
             others=others,
             jobs=jobs,
+            svg=svg,
         )
 
 
@@ -998,9 +1043,11 @@ def _build(
     figures: str,
     others: Sequence[RunFolder] = (),
     jobs: int = 1,
+    svg: bool = False,
 ) -> BuildResult:
-    present_s = [_stoken(s) for s in dict.fromkeys(run.predictions["strategy"])]
-    present_c = [_ctoken(c) for c in dict.fromkeys(run.predictions["classifier"])]
+    # In order of first appearance, as the run wrote them.
+    present_s = [_stoken(str(s)) for s in pd.unique(run.predictions["strategy"])]
+    present_c = [_ctoken(str(c)) for c in pd.unique(run.predictions["classifier"])]
     for name, asked, present in (
         ("strategy", strategies, present_s),
         ("classifier", classifiers, present_c),
@@ -1013,8 +1060,8 @@ def _build(
     classifiers = [_ctoken(c) for c in classifiers] if classifiers else present_c
     target = 1.0 - run.alpha
     # Section figures only for --figures all; page one's unless --figures none.
-    figs = _Figures(out, enabled=figures == "all")
-    page_figs = _Figures(out, enabled=figures != "none")
+    figs = _Figures(out, enabled=figures == "all", svg=svg)
+    page_figs = _Figures(out, enabled=figures != "none", svg=svg)
     guarantees = _guarantees(run)
     page_one = _page_one(run, page_figs, guarantees, strategies, classifiers, target)
 
@@ -1029,12 +1076,9 @@ def _build(
     user_section, _ = _per_user_section(run, figs, strategies, classifiers, target)
     sections.append(user_section)
     sections += _conditional_sections(run, guarantees, strategies, classifiers, target)
-    pairs = [
-        (s, c)
-        for s in strategies
-        for c in classifiers
-        if ((run.predictions.strategy == s) & (run.predictions.classifier == c)).any()
-    ]
+    rows = _pair_rows(run.predictions)
+    # The sections in the order of the grid: strategies, then classifiers.
+    pairs = {(s, c): rows[(s, c)] for s in strategies for c in classifiers if (s, c) in rows}
     section_warnings: list[str] = []
     bar = tqdm(total=len(pairs), desc="report", unit="pair", disable=not progress, file=sys.stderr)
     if figures == "all":
@@ -1044,6 +1088,7 @@ def _build(
             pairs,
             jobs=jobs,
             options={"n_boot": n_boot, "seed": seed, "top_sets": top_sets, "min_count": min_count},
+            svg=svg,
             bar=bar,
         )
     else:
@@ -1193,8 +1238,14 @@ def _page_one(
     ]
     body.append(
         figs.add(
-            overview_figure(
-                summary, strategies, classifiers, target=target, slabel=_sname, clabel=_cname
+            partial(
+                overview_figure,
+                summary,
+                strategies,
+                classifiers,
+                target=target,
+                slabel=_sname,
+                clabel=_cname,
             ),
             "overview_coverage",
             "Pooled coverage with its 95 % interval, per strategy and classifier",
@@ -1205,7 +1256,8 @@ def _page_one(
         sub = users[users.strategy == s]
         if sub.empty:
             continue
-        fig = strategy_users_figure(
+        fig = partial(
+            strategy_users_figure,
             sub,
             classifiers,
             target=target,

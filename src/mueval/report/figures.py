@@ -1,14 +1,13 @@
 """The report's figures, drawn with matplotlib (Agg backend, no display needed).
 
 Every function returns a :class:`matplotlib.figure.Figure`; :func:`save_figure`
-writes it as PNG and SVG. Class names label the axes, matrices carry colour bars,
+writes it as PNG (and, when asked, SVG). Class names label the axes, matrices carry colour bars,
 coverage plots carry the target line 1 - alpha.
 """
 
 from __future__ import annotations
 
 import functools
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -17,11 +16,18 @@ import matplotlib
 
 matplotlib.use("Agg")  # the report is built on servers and in CI: never open a window
 
+import matplotlib.image as mpimg
+import matplotlib.path as mpath
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import LineCollection, PathCollection
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Patch
+from matplotlib.textpath import TextPath
+from matplotlib.transforms import Affine2D
 
 from mueval.data.table import natural_key
 from mueval.files import write_atomic
@@ -59,6 +65,65 @@ def _plain_text(func: _F) -> _F:
     return wrapper  # type: ignore[return-value]
 
 
+def _cell_colours(im, values: np.ndarray) -> np.ndarray:
+    """Black on light cells, white on dark ones (the cell's own luminance), so
+    diverging maps stay legible; RGBA, shape (n, 4)."""
+    rgba = im.cmap(im.norm(values))
+    lum = 0.299 * rgba[:, 0] + 0.587 * rgba[:, 1] + 0.114 * rgba[:, 2]
+    return np.where(lum[:, None] > 0.5, [[0.0, 0.0, 0.0, 1.0]], [[1.0, 1.0, 1.0, 1.0]])
+
+
+def _text_cells(ax, im, m: np.ndarray) -> None:
+    """Each finite cell's value as a text artist (for SVG: text stays text)."""
+    rows, cols = np.nonzero(np.isfinite(m))
+    for r, c, colour in zip(rows, cols, _cell_colours(im, m[rows, cols]), strict=True):
+        # Out of the layout: cells cannot overflow.
+        ax.text(
+            c,
+            r,
+            f"{m[r, c]:.2f}",
+            ha="center",
+            va="center",
+            fontsize=7,
+            color=colour,
+            in_layout=False,
+        )
+
+
+def _annotate_cells(ax, im, m: np.ndarray) -> PathCollection:
+    """Print each finite cell's value (two decimals, 7 pt) at its centre.
+
+    One collection of glyph outlines, not one text artist per cell: a text
+    artist costs milliseconds to lay out and draw, and a 20-class matrix has
+    400 of them. Out of the layout (cells cannot overflow). The text colour
+    follows the cell's own luminance, so diverging maps stay legible.
+    """
+    rows, cols = np.nonzero(np.isfinite(m))
+    prop = FontProperties(size=7)
+    shapes: dict[str, mpath.Path] = {}
+    paths = []
+    for value in m[rows, cols]:
+        text = f"{value:.2f}"
+        if text not in shapes:
+            shape = TextPath((0, 0), text, prop=prop)
+            (x0, y0), (x1, y1) = shape.get_extents().get_points()
+            # Centred on the cell, in points (the collection scales them to pixels).
+            shapes[text] = shape.transformed(Affine2D().translate(-(x0 + x1) / 2, -(y0 + y1) / 2))
+        paths.append(shapes[text])
+    glyphs = PathCollection(
+        paths,
+        offsets=np.column_stack([cols, rows]),
+        offset_transform=ax.transData,
+        transform=Affine2D().scale(ax.figure.dpi / 72.0),
+        facecolors=_cell_colours(im, m[rows, cols]),
+        edgecolors="none",
+        zorder=3,
+    )
+    glyphs.set_in_layout(False)
+    ax.add_collection(glyphs, autolim=False)
+    return glyphs
+
+
 def _matrix_size(k: int) -> tuple[float, float]:
     side = min(max(4.5, 0.42 * k + 2.5), 12.0)
     return side + 1.3, side
@@ -77,6 +142,7 @@ def heatmap_figure(
     vmin: float | None = 0.0,
     vmax: float | None = 1.0,
     annotate: bool | None = None,
+    values_as_text: bool = False,
     nan_label: str = "undefined / no data",
 ) -> Figure:
     """A class-by-class matrix as a heat map; NaN cells hatched grey.
@@ -88,6 +154,9 @@ def heatmap_figure(
     classes : sequence of str, length K
     annotate : bool, optional
         Print values in the cells; by default only when K <= 12.
+    values_as_text : bool
+        Print them as text artists (text in an SVG: selectable, smaller) rather
+        than as one collection of glyph outlines (much faster to draw as PNG).
     """
     m = np.asarray(matrix, dtype=float)
     k = len(classes)
@@ -110,26 +179,10 @@ def heatmap_figure(
     fig.colorbar(im, ax=ax, label=cbar_label, shrink=0.8)
     if annotate is None:
         annotate = k <= 12
-    if annotate:
-        # Text colour from the cell's own luminance, so diverging maps stay legible.
-        rgba = im.cmap(im.norm(np.nan_to_num(m)))
-        lum = 0.299 * rgba[..., 0] + 0.587 * rgba[..., 1] + 0.114 * rgba[..., 2]
-        for r in range(k):
-            for c in range(k):
-                if np.isfinite(m[r, c]):
-                    colour = "black" if lum[r, c] > 0.5 else "white"
-                    # Out of the layout: cells cannot overflow, and measuring
-                    # hundreds of texts dominates the drawing time.
-                    ax.text(
-                        c,
-                        r,
-                        f"{m[r, c]:.2f}",
-                        ha="center",
-                        va="center",
-                        fontsize=7,
-                        color=colour,
-                        in_layout=False,
-                    )
+    if annotate and values_as_text:
+        _text_cells(ax, im, m)
+    elif annotate:
+        _annotate_cells(ax, im, m)
     if len(nan_cells):
         ax.legend(
             handles=[Patch(facecolor="#d9d9d9", hatch="///", edgecolor="#888888", label=nan_label)],
@@ -143,9 +196,11 @@ def heatmap_figure(
 
 @_plain_text
 def cooccurrence_matrix_figure(
-    colnorm: np.ndarray, classes: Sequence[str], *, title: str
+    colnorm: np.ndarray, classes: Sequence[str], *, title: str, values_as_text: bool = False
 ) -> Figure:
-    """The study's co-occurrence matrix: pair counts, diagonal zero, columns sum to 1."""
+    """The study's co-occurrence matrix: pair counts, diagonal zero, columns sum to 1.
+
+    ``values_as_text`` as for :func:`heatmap_figure`."""
     return heatmap_figure(
         colnorm,
         classes,
@@ -154,14 +209,22 @@ def cooccurrence_matrix_figure(
         ylabel="class in the same set",
         cbar_label="share of the column's co-occurrences",
         cmap="magma",
+        values_as_text=values_as_text,
     )
 
 
 @_plain_text
 def confusion_figure(
-    cm: np.ndarray, classes: Sequence[str], *, title: str, zero_diagonal: bool = False
+    cm: np.ndarray,
+    classes: Sequence[str],
+    *,
+    title: str,
+    zero_diagonal: bool = False,
+    values_as_text: bool = False,
 ) -> Figure:
-    """Column-normalised confusion matrix, rows predicted, columns true."""
+    """Column-normalised confusion matrix, rows predicted, columns true.
+
+    ``values_as_text`` as for :func:`heatmap_figure`."""
     label = "share of the true class's errors" if zero_diagonal else "share of the true class"
     return heatmap_figure(
         cm,
@@ -172,6 +235,7 @@ def confusion_figure(
         cbar_label=label,
         cmap="Blues",
         nan_label="no row (or no error) of this true class",
+        values_as_text=values_as_text,
     )
 
 
@@ -188,17 +252,18 @@ def cooccurrence_graph_figure(counts: np.ndarray, classes: Sequence[str], *, tit
     xy = np.column_stack([np.cos(angles), np.sin(angles)])
     fig, ax = plt.subplots(figsize=(7.5, 7.5), layout="constrained")
     top = c.max() if c.size and c.max() > 0 else 1.0
-    for i in range(k):
-        for j in range(i + 1, k):
-            if c[i, j] > 0:
-                ax.plot(
-                    xy[[i, j], 0],
-                    xy[[i, j], 1],
-                    color="#4c72b0",
-                    linewidth=0.5 + 9.5 * c[i, j] / top,
-                    alpha=0.6,
-                    zorder=1,
-                )
+    # Every edge in one collection (one artist, however many classes).
+    i, j = np.nonzero(np.triu(c > 0, 1))
+    ax.add_collection(
+        LineCollection(
+            np.stack([xy[i], xy[j]], axis=1),
+            colors="#4c72b0",
+            linewidths=0.5 + 9.5 * c[i, j] / top,
+            alpha=0.6,
+            zorder=1,
+        ),
+        autolim=False,
+    )
     degree = c.sum(axis=1)
     dmax = degree.max() if degree.max() > 0 else 1.0
     ax.scatter(
@@ -219,6 +284,16 @@ def cooccurrence_graph_figure(counts: np.ndarray, classes: Sequence[str], *, tit
     note = f"edge width: pair count (max {int(top)}); node size: weighted degree (max {int(dmax)})"
     ax.text(0.5, 0.0, note, transform=ax.transAxes, ha="center", fontsize=8)
     return fig
+
+
+def _set_frequencies(sets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``sets`` (n, K) and their counts, most frequent first;
+    ties in the order the sets first occur (as ``Counter.most_common`` orders them)."""
+    if sets.shape[0] == 0:
+        return np.zeros((0, sets.shape[1]), dtype=bool), np.zeros(0, dtype=int)
+    distinct, first, counts = np.unique(sets, axis=0, return_index=True, return_counts=True)
+    order = np.lexsort((first, -counts))
+    return distinct[order], counts[order]
 
 
 @_plain_text
@@ -243,10 +318,12 @@ def multiset_figure(
     """
     z = np.asarray(sets, dtype=bool)
     n = z.shape[0]
-    freq = Counter(map(tuple, z.astype(np.int8)))
-    shown = [(s, f) for s, f in freq.most_common() if f >= min_count][:top]
+    members, counts = _set_frequencies(z)
+    n_distinct = counts.size
+    keep = np.flatnonzero(counts >= min_count)[:top]
+    members, counts = members[keep], counts[keep]
     k = len(classes)
-    width = max(6.0, 0.38 * len(shown) + 3.0)
+    width = max(6.0, 0.38 * len(counts) + 3.0)
     height = 3.2 + 0.26 * k
     fig, (ax_bar, ax_dot) = plt.subplots(
         2,
@@ -256,28 +333,31 @@ def multiset_figure(
         layout="constrained",
         gridspec_kw={"height_ratios": [1.2, max(1.0, 0.1 * k)]},
     )
-    x = np.arange(len(shown))
-    shares = np.array([f / n for _, f in shown]) if shown else np.zeros(0)
-    ax_bar.bar(x, shares, color="#4c72b0")
-    for xi, (_, f) in zip(x, shown, strict=True):
-        ax_bar.text(xi, f / n, str(f), ha="center", va="bottom", fontsize=7)
+    x = np.arange(len(counts))
+    shares = counts / n if n else np.zeros(0)
+    bars = ax_bar.bar(x, shares, color="#4c72b0")
+    ax_bar.bar_label(bars, labels=[str(f) for f in counts], fontsize=7)
     ax_bar.set_ylabel("share of sets")
-    covered = sum(f for _, f in shown)
     ax_bar.set_title(
-        f"{title}\n{len(shown)} most frequent of {len(freq)} distinct sets "
-        f"(count >= {min_count}), covering {covered} of {n} rows"
+        f"{title}\n{len(counts)} most frequent of {n_distinct} distinct sets "
+        f"(count >= {min_count}), covering {int(counts.sum())} of {n} rows"
     )
     ax_dot.set_yticks(range(k), labels=classes)
     ax_dot.set_ylim(k - 0.5, -0.5)
-    for xi, (members, _) in zip(x, shown, strict=True):
-        on = np.flatnonzero(np.asarray(members))
-        ax_dot.scatter(np.full(k, xi), np.arange(k), s=18, color="#dddddd", zorder=1)
-        if on.size:
-            ax_dot.scatter(np.full(on.size, xi), on, s=30, color="black", zorder=3)
-            ax_dot.plot([xi, xi], [on.min(), on.max()], color="black", linewidth=1.5, zorder=2)
-        else:
-            ax_dot.text(xi, -0.45, "empty", rotation=90, ha="center", va="top", fontsize=7)
-    ax_dot.set_xticks(x, labels=[str(int(np.sum(s))) for s, _ in shown])
+    # One artist per kind (grey grid, members, spans), not three per column: the
+    # drawing time grows with the artists, not with the points.
+    grid_x, grid_y = np.meshgrid(x, np.arange(k), indexing="ij")
+    ax_dot.scatter(grid_x.ravel(), grid_y.ravel(), s=18, color="#dddddd", zorder=1)
+    on_col, on_row = np.nonzero(members)
+    ax_dot.scatter(on_col, on_row, s=30, color="black", zorder=3)
+    has = members.any(axis=1)
+    rows = np.arange(k)
+    top_row = np.array([rows[m].min() for m in members[has]], dtype=float)
+    bottom_row = np.array([rows[m].max() for m in members[has]], dtype=float)
+    ax_dot.vlines(x[has], top_row, bottom_row, color="black", linewidth=1.5, zorder=2)
+    for xi in x[~has]:
+        ax_dot.text(xi, -0.45, "empty", rotation=90, ha="center", va="top", fontsize=7)
+    ax_dot.set_xticks(x, labels=[str(int(s)) for s in members.sum(axis=1)])
     ax_dot.set_xlabel("prediction set (column; label = set size)")
     ax_dot.set_ylabel("class")
     return fig
@@ -477,31 +557,49 @@ def inclusion_figure(
     return fig
 
 
+def _png(fig: Figure, path: Path, dpi: int) -> None:
+    """Draw ``fig`` once on an Agg canvas at ``dpi`` and write its pixels as PNG.
+
+    The pixels are those ``fig.savefig(path, dpi=dpi, format="png")`` writes.
+    """
+    fig.set_dpi(dpi)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    # RGBA with the figure's dpi in the header, as savefig writes it.
+    mpimg.imsave(path, np.asarray(canvas.buffer_rgba()), format="png", dpi=dpi)
+
+
 @_plain_text
-def save_figure(fig: Figure, stem: Path, *, dpi: int = 100) -> tuple[Path, Path]:
-    """Write ``stem.png`` and ``stem.svg`` and close the figure.
+def save_figure(fig: Figure, stem: Path, *, svg: bool = False, dpi: int = 100) -> list[Path]:
+    """Write ``stem.png`` (and ``stem.svg`` when ``svg``) and close the figure.
 
     Each file is written under a temporary name and renamed into place
     (:func:`mueval.files.write_atomic`): a link or FIFO planted at either name is
-    refused, never written through.
+    refused, never written through. The PNG is laid out and drawn in one pass
+    (``savefig`` would lay it out in a pass of its own first, drawing every text
+    twice); the SVG reuses the layout the PNG settled.
 
     Returns
     -------
-    (png_path, svg_path)
+    list of Path
+        The PNG, then the SVG if written.
     """
     stem.parent.mkdir(parents=True, exist_ok=True)
     try:
-        png = write_atomic(
-            stem.parent, f"{stem.name}.png", lambda path: fig.savefig(path, dpi=dpi, format="png")
-        )
-        # The layout is settled by the first drawing; re-solving it for the SVG only
-        # costs time (it is the slowest part of drawing).
-        fig.set_layout_engine("none")
-        # Text as SVG text, not outlines: smaller files, selectable labels, faster.
-        with matplotlib.rc_context({"svg.fonttype": "none"}):
-            svg = write_atomic(
-                stem.parent, f"{stem.name}.svg", lambda path: fig.savefig(path, format="svg")
-            )
+        paths = [write_atomic(stem.parent, f"{stem.name}.png", lambda path: _png(fig, path, dpi))]
+        if svg:
+            # The layout is settled by the first drawing; re-solving it for the SVG
+            # only costs time (it is the slowest part of drawing).
+            fig.set_layout_engine("none")
+            # Text as SVG text, not outlines: smaller files, selectable labels, faster.
+            with matplotlib.rc_context({"svg.fonttype": "none"}):
+                paths.append(
+                    write_atomic(
+                        stem.parent,
+                        f"{stem.name}.svg",
+                        lambda path: fig.savefig(path, format="svg"),
+                    )
+                )
     finally:
         plt.close(fig)
-    return png, svg
+    return paths

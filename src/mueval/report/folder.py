@@ -15,9 +15,8 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from mudata.files import describe_kind
+from mudata.files import atomic_write, describe_kind, open_regular
 from mueval.errors import OutputError
-from mueval.files import write_atomic
 from mueval.runfolder.format import REPORT_FORMAT, REPORT_MARKER
 
 __all__ = ["prepare_report_folder", "real_folder", "remove_stale_figures", "report_folder_problem"]
@@ -26,13 +25,18 @@ __all__ = ["prepare_report_folder", "real_folder", "remove_stale_figures", "repo
 _MARKER_MAX_BYTES = 4096
 
 
-def _marker_ok(path: Path) -> bool:
+def _marker_ok(folder: Path) -> bool:
+    """Whether ``folder`` holds a report marker of mueval's: a regular file, not a
+    link (mudata's one check for files read inside a folder), of a marker's size."""
     try:
-        st = os.lstat(path)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > _MARKER_MAX_BYTES:
+        with open_regular(
+            folder / REPORT_MARKER, "report marker", OutputError, inside=folder
+        ) as fh:
+            text = fh.read(_MARKER_MAX_BYTES + 1)
+        if len(text) > _MARKER_MAX_BYTES:
             return False
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        info = json.loads(text.decode("utf-8"))
+    except (OSError, ValueError):  # OutputError (a link, a FIFO) included
         return False
     return isinstance(info, dict) and info.get("format") == REPORT_FORMAT
 
@@ -77,7 +81,7 @@ def report_folder_problem(folder: str | Path) -> str | None:
             more = len(foreign) - 5
             shown = ", ".join(foreign[:5]) + (f" and {more} more" if more > 0 else "")
             return f"it holds entries mueval report did not write: {shown}"
-        if not _marker_ok(folder / REPORT_MARKER):
+        if not _marker_ok(folder):
             return f"it holds no readable {REPORT_MARKER} (the marker mueval report writes)"
     except OSError as exc:
         return f"cannot inspect it ({exc.strerror or exc})"
@@ -172,7 +176,13 @@ def prepare_report_folder(out: str | Path, *, overwrite: bool = False) -> Path:
                 raise OutputError(msg)
     real_folder(out)
     marker = json.dumps({"format": REPORT_FORMAT, "format_version": 1}) + "\n"
-    write_atomic(out, REPORT_MARKER, lambda p: p.write_text(marker, encoding="utf-8"))
+    try:
+        # Written beside and renamed over: a link planted at the name since the
+        # check above is replaced, never written through.
+        atomic_write(out / REPORT_MARKER, marker)
+    except OSError as exc:
+        msg = f"cannot write the report into {out}: {exc.strerror or exc}"
+        raise OutputError(msg) from exc
     return out
 
 

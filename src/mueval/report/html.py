@@ -137,7 +137,8 @@ def table_html(
 def figure_html(png: Path, *, alt: str, caption: str, svg_name: str | None = None) -> str:
     """An ``<img>`` with the PNG embedded as base64, and its caption."""
     data = base64.b64encode(Path(png).read_bytes()).decode("ascii")
-    link = f" (files: {esc(Path(png).name)}, {esc(svg_name)})" if svg_name else ""
+    name = esc(Path(png).name)
+    link = f" (files: {name}, {esc(svg_name)})" if svg_name else f" (file: {name})"
     return (
         f'<figure><img alt="{esc(alt)}" src="data:image/png;base64,{data}">'
         f"<figcaption>{esc(caption)}{link}</figcaption></figure>"

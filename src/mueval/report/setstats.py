@@ -28,9 +28,11 @@ from mueval.errors import DataError
 from mueval.metrics.array_checks import as_labels, as_sets
 
 __all__ = [
+    "SET_STATISTICS",
     "PhiResult",
     "PoolingWarning",
     "bootstrap_ci",
+    "bootstrap_set_statistics",
     "column_normalise",
     "comembership_rate",
     "confusion_matrix_colnorm",
@@ -173,8 +175,11 @@ def phi_matrix(sets: np.ndarray) -> PhiResult:
     PhiResult
     """
     z = _as_sets(sets)
-    r = inclusion_rate(z)
-    e = comembership_rate(z)
+    return _phi_from_rates(inclusion_rate(z), comembership_rate(z))
+
+
+def _phi_from_rates(r: np.ndarray, e: np.ndarray) -> PhiResult:
+    """Phi from the inclusion rates ``r`` (K,) and co-membership rates ``e`` (K, K)."""
     var = r * (1.0 - r)
     undefined = ~((r > 0) & (r < 1))
     denom = np.sqrt(np.outer(var, var))
@@ -292,7 +297,12 @@ def bootstrap_ci(
             pick = rng.integers(0, len(members), size=len(members))
             idx = np.concatenate([members[i] for i in pick])
         draws.append(np.asarray(stat_fn(*(np.asarray(a)[idx] for a in arrays)), dtype=float))
-    stack = np.stack(draws)
+    return _percentile_interval(np.stack(draws), level)
+
+
+def _percentile_interval(stack: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """The percentile interval of resampled statistics ``stack`` (n_boot, *S), as
+    :func:`bootstrap_ci` forms it."""
     tail = (1.0 - level) / 2.0 * 100.0
     enough = np.isfinite(stack).mean(axis=0) > 0.5
     # All-NaN entries (undefined in every resample) warn; they are masked below.
@@ -300,9 +310,133 @@ def bootstrap_ci(
         warnings.simplefilter("ignore", RuntimeWarning)
         low = np.nanpercentile(stack, tail, axis=0)
         high = np.nanpercentile(stack, 100.0 - tail, axis=0)
-    low = np.where(enough, low, np.nan)
-    high = np.where(enough, high, np.nan)
-    return low, high
+    return np.where(enough, low, np.nan), np.where(enough, high, np.nan)
+
+
+#: The statistics :func:`bootstrap_set_statistics` returns, by name.
+SET_STATISTICS = ("inclusion", "co-membership", "phi", "soft", "coverage confusion")
+
+
+def _set_statistics(totals: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The set statistics from row totals: ``n`` (), ``z`` (K,), ``zz`` (K, K),
+    ``per_class`` (K,), ``proba_by_class`` and ``sets_by_class`` (K, K).
+
+    Each is the function of this module applied to the rows the totals sum
+    (:func:`inclusion_rate`, :func:`comembership_rate`, :func:`phi_matrix`,
+    :func:`soft_confusion`, :func:`coverage_confusion`), in the same arithmetic.
+    """
+    n = float(totals["n"])
+    r = totals["z"] / n if n > 0 else np.full(totals["z"].shape, np.nan)
+    e = totals["zz"] / max(n, 1.0)
+    counts = totals["per_class"]
+    has = counts > 0
+    by_class = {}
+    for name in ("proba_by_class", "sets_by_class"):
+        out = np.full(totals[name].shape, np.nan)
+        out[has] = totals[name][has] / counts[has, None]
+        by_class[name] = out
+    return {
+        "inclusion": r,
+        "co-membership": e,
+        "phi": _phi_from_rates(r, e).phi,
+        "soft": by_class["proba_by_class"],
+        "coverage confusion": by_class["sets_by_class"],
+    }
+
+
+def _weighted_totals(
+    zf: np.ndarray, one_hot: np.ndarray, scores: np.ndarray, weights: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Row totals, each row counted ``weights`` times (integers: 0/1 sums stay exact)."""
+    wz = zf * weights[:, None]
+    wy = one_hot * weights[:, None]
+    return {
+        "n": weights.sum(),
+        "z": wz.sum(axis=0),
+        "zz": wz.T @ zf,
+        "per_class": wy.sum(axis=0),
+        "proba_by_class": wy.T @ scores,
+        "sets_by_class": wy.T @ zf,
+    }
+
+
+def bootstrap_set_statistics(
+    sets: np.ndarray,
+    y_true: np.ndarray,
+    scores: np.ndarray,
+    *,
+    n_boot: int = 200,
+    level: float = 0.95,
+    seed: int = 0,
+    groups: np.ndarray | None = None,
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Percentile bootstrap intervals of every set statistic, from the same resamples.
+
+    Every statistic here is a ratio of sums over rows, so a resample's value
+    follows from each group's totals weighted by how often the resample drew the
+    group: the rows are summed once, not once per resample. The resamples are
+    the ones :func:`bootstrap_ci` draws with the same ``seed`` and ``groups``
+    (each row its own group when ``groups`` is None), and so are the intervals,
+    up to the order in which floating-point probabilities are added.
+
+    Parameters
+    ----------
+    sets : ndarray of bool, shape (n, K)
+    y_true : ndarray of int, shape (n,)
+    scores : ndarray of float, shape (n, K)
+        Class probabilities, for the soft confusion matrix.
+    n_boot, level, seed, groups
+        As for :func:`bootstrap_ci`.
+
+    Returns
+    -------
+    dict
+        For each name of :data:`SET_STATISTICS`, ``(low, high)`` of the
+        statistic's shape: (K,) for the inclusion rates, (K, K) for the others.
+    """
+    z = _as_sets(sets)
+    n, k = z.shape
+    s = np.asarray(scores, dtype=float)
+    if s.shape != (n, k):
+        msg = f"scores: expected shape {(n, k)} (as sets), found {s.shape}"
+        raise DataError(msg)
+    y = _as_labels(y_true, k, "y_true")
+    if y.size != n:
+        msg = f"sets and y_true: expected the same number of rows, found {n} and {y.size}"
+        raise DataError(msg)
+    zf = z.astype(float)
+    one_hot = np.zeros((n, k))
+    one_hot[np.arange(n), y] = 1.0
+    rng = np.random.default_rng(seed)
+    draws: dict[str, list[np.ndarray]] = {name: [] for name in SET_STATISTICS}
+    if groups is None:
+        # Each row its own group: a resample is a weight per row (memory O(n K)).
+        def resample() -> dict[str, np.ndarray]:
+            weights = np.bincount(rng.integers(0, n, size=n), minlength=n).astype(float)
+            return _weighted_totals(zf, one_hot, s, weights)
+
+    else:
+        g = np.asarray(groups)
+        if g.shape[0] != n:
+            msg = f"groups: expected {n} rows (as sets), found {g.shape[0]}"
+            raise DataError(msg)
+        labels, inverse = np.unique(g, return_inverse=True)
+        # Group i is labels[i], as bootstrap_ci numbers them: the same draws pick it.
+        per_group = [
+            _weighted_totals(zf[m], one_hot[m], s[m], np.ones(int(m.sum())))
+            for m in (inverse == i for i in range(labels.size))
+        ]
+        stacked = {name: np.stack([t[name] for t in per_group]) for name in per_group[0]}
+
+        def resample() -> dict[str, np.ndarray]:
+            size = labels.size
+            weights = np.bincount(rng.integers(0, size, size=size), minlength=size).astype(float)
+            return {name: np.tensordot(weights, t, axes=1) for name, t in stacked.items()}
+
+    for _ in range(n_boot):
+        for name, value in _set_statistics(resample()).items():
+            draws[name].append(value)
+    return {name: _percentile_interval(np.stack(draws[name]), level) for name in SET_STATISTICS}
 
 
 @dataclass(frozen=True)

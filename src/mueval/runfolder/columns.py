@@ -125,8 +125,15 @@ def natural_user_order(frame: pd.DataFrame) -> pd.DataFrame:
         return frame
     before = list(frame.columns[: frame.columns.get_loc("user")])
     if before:
-        keys = frame[before].astype(str).agg("\x1f".join, axis=1)
-        block = (keys != keys.shift()).cumsum().to_numpy()
+        # A new block starts where any column before ``user`` changes, read as
+        # text; compared column by column on factorized codes, not by joining
+        # each row's texts in Python (seconds per million rows).
+        changed = np.zeros(len(frame), dtype=bool)
+        changed[0] = True
+        for column in before:
+            codes = pd.factorize(frame[column].astype(str))[0]
+            changed[1:] |= codes[1:] != codes[:-1]
+        block = np.cumsum(changed)
     else:
         block = np.zeros(len(frame), dtype=np.int64)
     codes, uniques = pd.factorize(frame["user"].astype(object), use_na_sentinel=True)

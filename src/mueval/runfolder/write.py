@@ -661,7 +661,8 @@ class PredictionStream:
     rows together and in its own order. Once a result's rows are written, its
     probabilities, p-values and point predictions are dropped
     (:meth:`~mueval.evaluation.records.EvalResult.drop_row_arrays`), so the run's
-    memory does not hold them for every task until the end.
+    memory does not hold them for every task until the end (nor their row
+    positions and sets, with ``pooled``).
 
     Parameters
     ----------
@@ -676,6 +677,10 @@ class PredictionStream:
     rows_per_group : int, optional
         Rows buffered before a row group is written (default
         :data:`ROWS_PER_GROUP`).
+    pooled : bool, default False
+        The diagnostics took each result's rows and sets before it was given
+        here (:class:`~mueval.guarantees.run_diagnostics.PoolDiagnostics`):
+        a written result lets go of them too (``drop_row_arrays(pooled=True)``).
     """
 
     def __init__(
@@ -687,7 +692,9 @@ class PredictionStream:
         *,
         target_dtype: str,
         rows_per_group: int | None = None,
+        pooled: bool = False,
     ) -> None:
+        self._pooled = pooled
         if rows_per_group is None:
             rows_per_group = ROWS_PER_GROUP
         if rows_per_group < 1:
@@ -707,6 +714,11 @@ class PredictionStream:
     def add(self, results: Sequence[EvalResult]) -> None:
         """Take one task's results; write a row group once enough rows wait."""
         kept = [r for r in results if r.sets is not None]
+        if self._pooled:
+            # Skipped results write no rows; the diagnostics have what they need.
+            for r in results:
+                if r.sets is None:
+                    r.drop_row_arrays(pooled=True)
         self._pending += kept
         self._n_pending += sum(r.n_test for r in kept)
         if self._n_pending >= self._rows_per_group:
@@ -730,7 +742,7 @@ class PredictionStream:
         self.seconds += seconds
         # Written: the run keeps only what its diagnostics and tables read.
         for r in self._pending:
-            r.drop_row_arrays()
+            r.drop_row_arrays(pooled=self._pooled)
         self._pending, self._n_pending = [], 0
 
     def close(self) -> Path:

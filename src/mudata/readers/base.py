@@ -133,7 +133,8 @@ READ_ENV = "MUDATA_MAX_READ_BYTES"
 #: Bytes a member read whole may hold (decompressed). The largest member of a
 #: built-in release is an OPPORTUNITY recording of 51,803,164 bytes; a member
 #: read whole is parsed in memory at several times its size, so five times that
-#: already asks for gigabytes. Readers of long-format signals stream instead.
+#: already asks for gigabytes. The HAR70+ reader streams its members instead;
+#: the others (long-signals included) read whole and stop here.
 DEFAULT_MAX_READ_BYTES = 256 * 2**20
 _CHUNK = 1 << 20
 
@@ -616,8 +617,9 @@ def _too_large(what: str, cap: int, found: str) -> LimitError:
     message = (
         f"{what} {found} than the cap on a member read whole, {cap:,} bytes "
         f"(${READ_ENV}, default {DEFAULT_MAX_READ_BYTES:,}); refusing it. If the file is trusted, "
-        f"raise the cap with {READ_ENV}={cap * 4}; readers of long-format signals stream "
-        f"members in chunks instead of reading them whole"
+        f"raise the cap with {READ_ENV}={cap * 4}. Only the HAR70+ reader (har70-csv) "
+        f"streams members in chunks; the other readers, long-signals included, read each "
+        f"member whole"
     )
     return LimitError(message)
 

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mudata.entry import Recipe, RemoteFile
-from mudata.errors import ParseError, RegistryError
+from mudata.errors import LimitError, ParseError, RegistryError
 from mudata.features import StudyWindows, featurize
 from mudata.pipeline import build_frame, labelled_features
 from mudata.readers import get_stream_reader
@@ -197,6 +197,32 @@ def test_line_blocks_lay_end_to_end_and_end_at_line_ends(data, size):
     assert b"".join(blocks) == data
     assert all(b.endswith(b"\n") for b in blocks[:-1])
     assert all(b for b in blocks)
+
+
+def test_line_blocks_refuse_a_line_without_end_before_gathering_it() -> None:
+    # An expansion bomb of zeros, or a binary file, has no line break: it is
+    # refused once the pending line passes max_line, not gathered into memory.
+    data = b"back_x,label\n" + b"0" * 5000
+    blocks = line_blocks(io.BytesIO(data), 100, max_line=1000, what="member 'x.csv'")
+    assert next(blocks) == b"back_x,label\n"
+    with pytest.raises(
+        LimitError,
+        match=r"member 'x.csv': a line runs past 1,000 bytes without a line break \(from byte 13\)",
+    ):
+        next(blocks)
+    # A line of exactly max_line bytes, and one that ends, are accepted.
+    assert b"".join(line_blocks(io.BytesIO(b"1" * 999 + b"\n"), 100, max_line=1000)) == (
+        b"1" * 999 + b"\n"
+    )
+
+
+def test_stream_har70_in_another_encoding_keeps_the_whole_read_cap(tmp_path, monkeypatch):
+    sources = har70_release(tmp_path)
+    entry = har70_entry()
+    entry = replace(entry, reader_options={**entry.reader_options, "encoding": "latin-1"})
+    monkeypatch.setenv("MUDATA_MAX_READ_BYTES", "1000")
+    with pytest.raises(LimitError, match=r"holds more than the cap on a member read whole, 1,000"):
+        list(stream_har70(entry, sources))
 
 
 def har70_release(tmp_path, *, crlf=False, bom=False, blank=False):

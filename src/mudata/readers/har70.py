@@ -23,6 +23,7 @@ import io
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import PurePosixPath
+from typing import IO
 
 import numpy as np
 import pandas as pd
@@ -30,7 +31,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from mudata.entry import DatasetEntry
-from mudata.errors import MissingFileError, ParseError, excerpt
+from mudata.errors import LimitError, MissingFileError, ParseError, excerpt
 from mudata.readers._text import (
     check_encoding,
     csv_line_of_row,
@@ -40,7 +41,7 @@ from mudata.readers._text import (
     str_option,
     text_encoding,
 )
-from mudata.readers.base import SignalTable, Sources
+from mudata.readers.base import READ_ENV, SignalTable, Sources, max_read_bytes
 from mudata.readers.stream import CHUNK_BYTES, SignalStream, line_blocks
 
 CHANNELS = ("back_x", "back_y", "back_z", "thigh_x", "thigh_y", "thigh_z")
@@ -299,6 +300,20 @@ def _is_utf8(encoding: str) -> bool:
     return encoding.lower().replace("_", "-") in ("utf-8", "utf8")
 
 
+def _whole(stream: IO[bytes], member: str) -> bytes:
+    """A member read in one piece, under the cap on a member read whole."""
+    cap = max_read_bytes()
+    data = stream.read(cap + 1)
+    if len(data) > cap:
+        message = (
+            f"member {excerpt(member)} holds more than the cap on a member read whole, "
+            f"{cap:,} bytes (${READ_ENV}); a file not in UTF-8 is parsed in one piece. "
+            f"Convert it to UTF-8 to have it read in blocks, or raise the cap if it is trusted"
+        )
+        raise LimitError(message)
+    return data
+
+
 def _at_least_one(blocks: Iterator[bytes]) -> Iterator[bytes]:
     empty = True
     for block in blocks:
@@ -325,7 +340,10 @@ def _subject_chunks(
         with sources.open(member) as stream:
             # Blocks end at a line end, which in UTF-8 never splits a character;
             # another encoding's file is parsed in one block.
-            blocks = line_blocks(stream, chunk_bytes if _is_utf8(encoding) else 1 << 62)
+            if _is_utf8(encoding):
+                blocks = line_blocks(stream, chunk_bytes, what=f"member {excerpt(member)}")
+            else:
+                blocks = iter([_whole(stream, member)])
             header = b""
             lines = offset = 0  # lines and bytes of the file before the block
             # An empty file is one empty block: its error is read_har70's.

@@ -26,10 +26,14 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from mudata.entry import DatasetEntry
+from mudata.errors import LimitError
 from mudata.readers.base import SignalTable, Sources
 
 #: Bytes of text a stream reader parses at a time (whole lines, so a little more).
 CHUNK_BYTES = 1 << 22
+#: Longest line a stream reader accepts: thousands of columns of numbers fit
+#: many times over; a stream without line breaks stops here instead of filling memory.
+MAX_LINE_BYTES = 1 << 26
 
 
 @dataclass
@@ -56,7 +60,9 @@ class SignalStream:
 StreamReader = Callable[[DatasetEntry, Sources], SignalStream]
 
 
-def line_blocks(stream: IO[bytes], size: int) -> Iterator[bytes]:
+def line_blocks(
+    stream: IO[bytes], size: int, *, max_line: int = MAX_LINE_BYTES, what: str = "the file"
+) -> Iterator[bytes]:
     """The bytes of ``stream`` in blocks of whole lines of about ``size`` bytes.
 
     Each block but the last ends with a newline; a line longer than ``size``
@@ -67,21 +73,42 @@ def line_blocks(stream: IO[bytes], size: int) -> Iterator[bytes]:
     stream : binary file object
     size : int
         Bytes read at a time (``size >= 1``).
+    max_line : int, optional
+        Longest line accepted, in bytes: a stream that runs on without a line
+        break (an expansion bomb of zeros, a binary file) is refused here
+        rather than gathered into memory.
+    what : str, optional
+        Names the stream in the error.
+
+    Raises
+    ------
+    LimitError
+        A line runs past ``max_line`` bytes.
     """
     if size < 1:
         message = f"block size must be at least 1 byte, got {size}"
         raise ValueError(message)
-    rest = b""
+    pending: list[bytes] = []  # the parts of a line not yet ended (joined once)
+    pending_bytes = 0
+    offset = 0  # bytes of the stream before the pending line
     while True:
         data = stream.read(size)
         if not data:
             break
-        data = rest + data if rest else data
         end = data.rfind(b"\n") + 1
         if end == 0:
-            rest = data  # no line end yet: read on
+            pending.append(data)
+            pending_bytes += len(data)
+            if pending_bytes > max_line:
+                message = (
+                    f"{what}: a line runs past {max_line:,} bytes without a line break "
+                    f"(from byte {offset:,}); this is not a file of text lines"
+                )
+                raise LimitError(message)
             continue
-        rest = data[end:]
-        yield data[:end]
-    if rest:
-        yield rest
+        block = b"".join([*pending, data[:end]]) if pending else data[:end]
+        offset += len(block)
+        pending, pending_bytes = ([data[end:]], len(data) - end) if end < len(data) else ([], 0)
+        yield block
+    if pending:
+        yield b"".join(pending)

@@ -24,7 +24,7 @@ from mudata.pipeline import build_frame, labelled_features
 from mudata.readers import get_stream_reader
 from mudata.readers.base import SignalTable, Sources
 from mudata.readers.har70 import read_har70, stream_har70
-from mudata.readers.stream import line_blocks
+from mudata.readers.stream import coalesced, line_blocks
 from mudata.store import table_fingerprint
 from mudata.userfilter import filter_users
 from mudata.validate import validate_table
@@ -369,3 +369,19 @@ def test_published_table_hash_is_the_whole_path_s(tmp_path):
     kept, _ = filter_users(labelled, entry.class_names, entry.min_per_class, dataset=entry.name)
     whole = validate_table(kept, entry.class_names, entry.min_per_class, dataset=entry.name)
     assert frame.attrs["provenance"]["table_sha256"] == table_fingerprint(whole)
+
+
+@given(sizes=st.lists(st.integers(0, 7), max_size=30), min_rows=st.integers(1, 12))
+def test_coalesced_joins_small_chunks_in_order(sizes, min_rows):
+    # A release of many tiny files gives many tiny chunks: they are joined,
+    # in order, into chunks of at least min_rows rows (all but the last).
+    start = np.cumsum([0, *sizes])
+    chunks = [
+        SignalTable(pd.DataFrame({"userid": ["u"] * n, "back_x": np.arange(a, a + n, dtype=float)}))
+        for a, n in zip(start, sizes, strict=False)
+    ]
+    joined = [c.frame for c in coalesced(chunks, min_rows)]
+    assert all(len(f) >= min_rows for f in joined[:-1])
+    got = np.concatenate([f["back_x"].to_numpy() for f in joined]) if joined else np.array([])
+    np.testing.assert_array_equal(got, np.arange(sum(sizes), dtype=float))
+    assert all(f.index.equals(pd.RangeIndex(len(f))) for f in joined)

@@ -37,6 +37,7 @@ from mudata.readers import (
     get_reader,
     get_stream_reader,
 )
+from mudata.readers.stream import coalesced
 from mudata.store import load_table, read_provenance, table_fingerprint, write_table
 from mudata.userfilter import filter_users
 from mudata.version import __version__
@@ -195,7 +196,7 @@ def _stream_features(
     rows_read = n_kept = 0
     dropped: Counter[str] = Counter()
     labels = []
-    for chunk in stream:
+    for chunk in coalesced(stream):
         frame = chunk.frame
         matched = match_classes(frame["label"], entry, check_seen=False)
         dropped.update(matched.dropped)

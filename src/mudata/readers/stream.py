@@ -23,11 +23,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from mudata.entry import DatasetEntry
 from mudata.errors import LimitError
 from mudata.readers.base import SignalTable, Sources
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Bytes of text a stream reader parses at a time (whole lines, so a little more).
 CHUNK_BYTES = 1 << 22
@@ -54,6 +57,40 @@ class SignalStream:
 
     def __iter__(self) -> Iterator[SignalTable]:
         return iter(self.chunks)
+
+
+def coalesced(chunks: Iterable[SignalTable], min_rows: int = 1 << 16) -> Iterator[SignalTable]:
+    """``chunks`` joined, in order, into chunks of at least ``min_rows`` rows (but the last).
+
+    A release of many tiny files gives one tiny chunk per file; windowing them
+    one at a time costs a fixed overhead each. Chunk boundaries never change the
+    table (see the module docstring), so small chunks are joined first.
+
+    Parameters
+    ----------
+    chunks : iterable of SignalTable
+    min_rows : int, optional
+        Rows gathered before a chunk is passed on; memory holds at most about
+        this many rows plus one incoming chunk.
+    """
+    pending: list[pd.DataFrame] = []
+    rows = 0
+    for chunk in chunks:
+        pending.append(chunk.frame)
+        rows += len(chunk.frame)
+        if rows >= min_rows:
+            yield SignalTable(_joined(pending))
+            pending, rows = [], 0
+    if pending:
+        yield SignalTable(_joined(pending))
+
+
+def _joined(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """One frame of ``frames`` in order (the frame itself when there is one)."""
+    # Here, not at the top: `mudata list` imports the readers and must not pay for pandas.
+    import pandas as pd
+
+    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
 
 #: A stream reader: ``(entry, sources, *, chunk_bytes=CHUNK_BYTES) -> SignalStream``.

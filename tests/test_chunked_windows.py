@@ -381,7 +381,7 @@ def test_coalesced_joins_small_chunks_in_order(sizes, min_rows):
         for a, n in zip(start, sizes, strict=False)
     ]
     joined = [c.frame for c in coalesced(chunks, min_rows)]
-    assert all(len(f) >= min_rows for f in joined[:-1])
+    assert all(len(f) >= min_rows for f in joined[:-1])  # fewer than 256 chunks here
     got = np.concatenate([f["back_x"].to_numpy() for f in joined]) if joined else np.array([])
     np.testing.assert_array_equal(got, np.arange(sum(sizes), dtype=float))
     assert all(f.index.equals(pd.RangeIndex(len(f))) for f in joined)

@@ -59,8 +59,15 @@ class SignalStream:
         return iter(self.chunks)
 
 
+#: Chunks joined at most at once (each pending frame holds a few kilobytes of its own).
+MAX_PENDING_FRAMES = 256
+
+
 def coalesced(chunks: Iterable[SignalTable], min_rows: int = 1 << 16) -> Iterator[SignalTable]:
-    """``chunks`` joined, in order, into chunks of at least ``min_rows`` rows (but the last).
+    """``chunks`` joined, in order, into chunks of ``min_rows`` rows or more.
+
+    The last chunk may be shorter, and so may one joined from
+    :data:`MAX_PENDING_FRAMES` chunks.
 
     A release of many tiny files gives one tiny chunk per file; windowing them
     one at a time costs a fixed overhead each. Chunk boundaries never change the
@@ -78,7 +85,8 @@ def coalesced(chunks: Iterable[SignalTable], min_rows: int = 1 << 16) -> Iterato
     for chunk in chunks:
         pending.append(chunk.frame)
         rows += len(chunk.frame)
-        if rows >= min_rows:
+        # A frame costs kilobytes of its own: many tiny ones are joined early.
+        if rows >= min_rows or len(pending) >= MAX_PENDING_FRAMES:
             yield SignalTable(_joined(pending))
             pending, rows = [], 0
     if pending:

@@ -38,12 +38,13 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
 
 from mudata.classes import match_classes, user_names, user_sort_key
-from mudata.entry import DatasetEntry
+from mudata.entry import DatasetEntry, Recipe
 from mudata.errors import ParseError, RegistryError
 from mudata.readers.base import SignalTable
 from mudata.windowing import running_means, window_count
@@ -493,6 +494,52 @@ def _missing_flags(
     return touched.any(axis=0)
 
 
+def _window_features(
+    sensors: Iterable[Iterable[np.ndarray]],
+    recipe: Recipe,
+    index: np.ndarray,
+    short: np.ndarray,
+) -> tuple[list[np.ndarray], np.ndarray | None]:
+    """The 16 features of each sensor's windows, and where a sample is missing.
+
+    Parameters
+    ----------
+    sensors : iterable of iterable of ndarray
+        Each sensor's axes, every sample of the sequences laid end to end;
+        consumed once, an axis at a time.
+    recipe : Recipe
+        Its ``smoothing`` span, ``second_sensor`` and feature options.
+    index, short : ndarray, shape (window, n_windows)
+        From :func:`_window_index`: the sample behind each window position, and
+        whether its smoothing runs short of the sequence.
+
+    Returns
+    -------
+    parts : list of ndarray
+        One (n_windows, 16) block per sensor; the differences sensor of
+        ``second_sensor = "diff"`` comes last.
+    nan : ndarray of bool or None
+        Where any axis is NaN, over the laid samples (None when none is).
+    """
+    width, n_windows = index.shape
+    span = int(recipe.smoothing)
+    options = {"sd_ddof": recipe.sd_ddof, "auc": recipe.auc, "meandif": recipe.meandif}
+    any_nan: np.ndarray | None = None
+    parts, differences = [], []
+    for number, group in enumerate(sensors):
+        axes = []
+        for ordered in group:
+            nan = np.isnan(ordered)
+            if nan.any():
+                any_nan = nan if any_nan is None else any_nan | nan
+            axes.append(_gather(running_means(ordered, span), index, short))
+        parts.append(_sensor_features(axes, _Regular(width, n_windows), **options))
+        if number == 0 and recipe.second_sensor == "diff":
+            diffs = [a[1:] - a[:-1] for a in axes]
+            differences.append(_sensor_features(diffs, _Regular(width - 1, n_windows), **options))
+    return parts + differences, any_nan
+
+
 def study_window(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
     """The ``study-window`` recipe; see the module docstring and ``docs/datasets.md``.
 
@@ -523,22 +570,13 @@ def study_window(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
         return empty
     index, short = _window_index(bounds, counts, width, span)
 
-    ordered_nan: np.ndarray | None = None
-    options = {"sd_ddof": recipe.sd_ddof, "auc": recipe.auc, "meandif": recipe.meandif}
-    parts, differences = [], []
-    for number, group in enumerate(channels):
-        axes = []
-        for channel in group:
-            ordered = frame[channel].to_numpy(dtype=np.float64)[order]
-            nan = np.isnan(ordered)
-            if nan.any():
-                ordered_nan = nan if ordered_nan is None else ordered_nan | nan
-            axes.append(_gather(running_means(ordered, span), index, short))
-        parts.append(_sensor_features(axes, _Regular(width, n_windows), **options))
-        if number == 0 and recipe.second_sensor == "diff":
-            diffs = [a[1:] - a[:-1] for a in axes]
-            differences.append(_sensor_features(diffs, _Regular(width - 1, n_windows), **options))
-    parts += differences  # the differences sensor comes last
+    parts, ordered_nan = _window_features(
+        # Generators: one channel's reordered copy is alive at a time, as before.
+        ((frame[c].to_numpy(dtype=np.float64)[order] for c in group) for group in channels),
+        recipe,
+        index,
+        short,
+    )
 
     first = np.repeat(order[bounds[:-1]], counts)
     reasons = {
@@ -693,24 +731,13 @@ def _window_block(
     short = ~backward & (position + span - 1 >= lengths[sequence])
     index = np.ascontiguousarray(index.reshape(-1, width).T)
     short = np.ascontiguousarray(short.reshape(-1, width).T)
-    n_windows = index.shape[1]
 
-    options = {"sd_ddof": recipe.sd_ddof, "auc": recipe.auc, "meandif": recipe.meandif}
-    laid_nan: np.ndarray | None = None
-    parts, differences = [], []
-    for number, group in enumerate(groups):
-        axes = []
-        for column in group:
-            ordered = np.ascontiguousarray(laid[:, column])
-            nan = np.isnan(ordered)
-            if nan.any():
-                laid_nan = nan if laid_nan is None else laid_nan | nan
-            axes.append(_gather(running_means(ordered, span), index, short))
-        parts.append(_sensor_features(axes, _Regular(width, n_windows), **options))
-        if number == 0 and recipe.second_sensor == "diff":
-            diffs = [a[1:] - a[:-1] for a in axes]
-            differences.append(_sensor_features(diffs, _Regular(width - 1, n_windows), **options))
-    parts += differences
+    parts, laid_nan = _window_features(
+        ((np.ascontiguousarray(laid[:, column]) for column in group) for group in groups),
+        recipe,
+        index,
+        short,
+    )
     missing = _missing_flags(laid_nan, index, short, span)
     return np.hstack(parts), missing, short.any(axis=0)
 

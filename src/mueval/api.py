@@ -186,15 +186,14 @@ def _evaluate(
     start = time.perf_counter()
     pooled = None
     on_task = None
+    # The same diagnostics whether pooled as tasks finish or computed at the end.
+    diagnostic_options = {
+        "alpha": config.alpha,
+        "level": diagnostics,
+        "jobs": execution.get("jobs", 1),
+    }
     if stream is not None:
-        pooled = PoolDiagnostics(
-            table.X,
-            table.y,
-            table.users,
-            alpha=config.alpha,
-            level=diagnostics,
-            jobs=execution.get("jobs", 1),
-        )
+        pooled = PoolDiagnostics(table.X, table.y, table.users, **diagnostic_options)
 
         def on_task(results: list) -> None:
             # The diagnostics first: the stream lets go of what they read.
@@ -215,15 +214,7 @@ def _evaluate(
     if pooled is not None:
         diag = pooled.finish()
     else:
-        diag = diagnose(
-            output.results,
-            table.X,
-            table.y,
-            table.users,
-            alpha=config.alpha,
-            level=diagnostics,
-            jobs=execution.get("jobs", 1),
-        )
+        diag = diagnose(output.results, table.X, table.y, table.users, **diagnostic_options)
     # Streamed, most pools were diagnosed while the tasks ran: count those seconds.
     output.timings["diagnostics_s"] = time.perf_counter() - t0 if pooled is None else pooled.seconds
     splits = splits_frame(output.results)

@@ -221,7 +221,9 @@ def log_dropped(dataset: str, dropped: dict[str, int], total: int, what: str = "
 # ----------------------------------------------------------------- user ids
 
 
-def user_names(values: pd.Series | np.ndarray) -> np.ndarray:
+def user_names(
+    values: pd.Series | np.ndarray, *, seen: dict[str, object] | None = None
+) -> np.ndarray:
     """User ids as text: integers and integral floats without a decimal part.
 
     Two raw ids that would get one name (``" 1"`` and ``"1"``, ``1`` and ``"1"``)
@@ -230,6 +232,10 @@ def user_names(values: pd.Series | np.ndarray) -> np.ndarray:
     Parameters
     ----------
     values : Series or ndarray, shape (n,)
+    seen : dict, optional
+        Names already given to raw ids (name to raw id), for ids read in
+        parts: a raw id of an earlier part that gets the same name as one of
+        ``values`` is the same error. Updated in place.
 
     Returns
     -------
@@ -245,12 +251,12 @@ def user_names(values: pd.Series | np.ndarray) -> np.ndarray:
     texts = np.array(
         [code_text(u) if not isinstance(u, str) else u.strip() for u in uniques], dtype=object
     )
-    if len(set(texts)) < len(texts):
+    if seen is not None or len(set(texts)) < len(texts):
         # Two raw ids with one name ("1" and " 1", or 1 and "1") would merge two
         # people silently: name both rather than guess.
-        first: dict[str, object] = {}
+        first: dict[str, object] = seen if seen is not None else {}
         for raw, text in zip(uniques, texts, strict=True):
-            if text in first:
+            if text in first and first[text] != raw:
                 message = (
                     f"user ids {excerpt(first[text])} and {excerpt(raw)} would both become "
                     f"user {excerpt(text)}; user ids are text and must differ as text"

@@ -785,7 +785,12 @@ class StudyWindows:
         frame = chunk.frame
         if self.groups is None:
             self.groups = _sensor_channels(chunk, self.entry)
-            self.dtypes = (frame["userid"].dtype, frame["label"].dtype)
+            # A pandas text dtype is not numpy's: its values go as objects, as the
+            # whole table's .to_numpy() gives them.
+            self.dtypes = tuple(  # type: ignore[assignment]
+                d if isinstance(d, np.dtype) else np.dtype(object)
+                for d in (frame["userid"].dtype, frame["label"].dtype)
+            )
         rank = _class_rank(frame["label"], self.entry)
         kept = np.flatnonzero(rank >= 0)
         if kept.size == 0:

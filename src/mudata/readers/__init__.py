@@ -47,6 +47,7 @@ BUILTIN_READERS: dict[str, str] = {
 #: end are the reader's table.
 STREAM_READERS: dict[str, str] = {
     "har70-csv": "mudata.readers.har70:stream_har70",
+    "long-signals": "mudata.readers.long_stream:stream_long_signals",
 }
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -101,13 +101,15 @@ def _delimited_options(entry: DatasetEntry) -> tuple[str | None, str]:
     return separator, decimal
 
 
-def _parse(
+def parse_member(
     data: bytes,
     member: str,
     fmt: str,
     entry: DatasetEntry,
     text_columns: Sequence[str] = (),
     ratio: float | None = None,
+    *,
+    dtypes: Mapping[str, object] | None = None,
 ) -> pd.DataFrame:
     """One member's (decompressed) bytes as a table: CSV, Parquet, text or MATLAB.
 
@@ -116,6 +118,10 @@ def _parse(
     columns are not kept. A MATLAB file has no header: its array's columns
     are numbered in the same way. Spreadsheet error cells (``#DIV/0!``, ...)
     read as missing values.
+
+    ``dtypes`` (column name to dtype) fixes the type of delimited text
+    columns instead of pandas' inference: a part of a file is read with the
+    types the whole file gets (:mod:`mudata.readers.long_stream`).
     """
     header = entry.reader_options.get("header", True) if fmt != "mat" else False
     if not isinstance(header, bool):
@@ -125,11 +131,12 @@ def _parse(
     encoding = text_encoding(entry)
     separator, decimal = _delimited_options(entry)
     # Ids are text: read as numbers, "01" and "1" (two people) would become one.
+    fixed: dict[str, object] = {**(dtypes or {}), **dict.fromkeys(text_columns, str)}
     if header:
-        as_text: dict[str | int, type] = dict.fromkeys(text_columns, str)
+        as_text: dict[str | int, object] = dict(fixed)
     else:
         positions = columns_option(entry, "columns", {})
-        as_text = {positions[c] - 1: str for c in text_columns if c in positions}
+        as_text = {positions[c] - 1: t for c, t in fixed.items() if c in positions}
     try:
         if fmt == "parquet":
             check_parquet(data, member, ratio=ratio)
@@ -175,8 +182,28 @@ def _load(
 ) -> list[tuple[str, pd.DataFrame]]:
     """Every member matching ``members``, parsed (``text_columns`` read as text, never
     as numbers); each must hold ``required``."""
-    options = entry.reader_options
-    fmt = str(options.get("format", "csv")).lower()
+    fmt, members = matching_members(entry, sources)
+    tables = []
+    for member in members:
+        table = parse_member(
+            sources.read_decoded(member), member, fmt, entry, text_columns, sources.max_expansion
+        )
+        check_columns(table, member, required)
+        tables.append((member, table))
+    return tables
+
+
+def matching_members(entry: DatasetEntry, sources: Sources) -> tuple[str, list[str]]:
+    """The entry's ``format`` and the members matching its ``members`` glob, in order.
+
+    Raises
+    ------
+    RegistryError
+        An unknown format.
+    MissingFileError
+        No member matches.
+    """
+    fmt = str(entry.reader_options.get("format", "csv")).lower()
     if fmt not in FORMATS:
         message = f"dataset '{entry.name}': reader_options.format is '{fmt}'; expected one of {list(FORMATS)}"
         raise RegistryError(message)
@@ -185,36 +212,49 @@ def _load(
     if not members:
         message = f"dataset '{entry.name}': no file matching '{pattern}' in {', '.join(map(str, sources.roots))}"
         raise MissingFileError(message)
-    tables = []
-    for member in members:
-        table = _parse(
-            sources.read_decoded(member), member, fmt, entry, text_columns, sources.max_expansion
-        )
-        if table.columns.duplicated().any():
-            twice = sorted({str(c) for c in table.columns[table.columns.duplicated()]})
-            message = (
-                f"{member}: column name(s) {excerpt(twice)} appear more than once in the header"
-            )
-            raise ParseError(message)
-        missing = [c for c in required if c not in table.columns]
-        if missing:
-            message = f"{member}: missing column(s) {excerpt(missing)}; columns found: {excerpt(list(table.columns))}"
-            raise ParseError(message)
-        tables.append((member, table))
-    return tables
+    return fmt, members
 
 
-def _text_users(values: pd.Series, member: str, column: str) -> np.ndarray:
-    """User ids as text (:func:`mudata.classes.user_names`); a blank id is an error."""
+def check_columns(table: pd.DataFrame, member: str, required: list[str]) -> None:
+    """A parsed member must name each column once and hold every ``required`` one."""
+    if table.columns.duplicated().any():
+        twice = sorted({str(c) for c in table.columns[table.columns.duplicated()]})
+        message = f"{member}: column name(s) {excerpt(twice)} appear more than once in the header"
+        raise ParseError(message)
+    missing = [c for c in required if c not in table.columns]
+    if missing:
+        message = f"{member}: missing column(s) {excerpt(missing)}; columns found: {excerpt(list(table.columns))}"
+        raise ParseError(message)
+
+
+def text_users(
+    values: pd.Series,
+    member: str,
+    column: str,
+    *,
+    row_shift: int = 0,
+    seen: dict[str, object] | None = None,
+) -> np.ndarray:
+    """User ids as text (:func:`mudata.classes.user_names`); a blank id is an error.
+
+    For a part of a file: ``row_shift`` rows come before ``values`` (for the
+    row named), and ``seen`` carries the ids of the parts before it.
+    """
     blank = values.isna().to_numpy() | values.astype(str).str.strip().eq("").to_numpy(dtype=bool)
     bad = np.flatnonzero(blank)
     if bad.size:
-        message = f"{member}: user column '{column}' is blank at row {int(bad[0])}"
+        message = f"{member}: user column '{column}' is blank at row {int(bad[0]) + row_shift}"
         raise ParseError(message)
-    return user_names(values)
+    return user_names(values, seen=seen)
 
 
-def _numeric(table: pd.DataFrame, columns: list[str], member: str) -> pd.DataFrame:
+def numeric_columns(
+    table: pd.DataFrame, columns: list[str], member: str, *, row_shift: int = 0
+) -> pd.DataFrame:
+    """``columns`` of ``table`` as float64; a value that is not a number is an error.
+
+    ``row_shift`` rows of the file come before ``table`` (for the row named).
+    """
     out = {}
     for column in columns:
         if pd.api.types.is_numeric_dtype(table[column]) and not pd.api.types.is_bool_dtype(
@@ -226,7 +266,7 @@ def _numeric(table: pd.DataFrame, columns: list[str], member: str) -> pd.DataFra
         bad = np.flatnonzero(values.isna().to_numpy() & table[column].notna().to_numpy())
         if bad.size:
             message = (
-                f"{member}: column '{column}' must be numeric; row {int(bad[0])} "
+                f"{member}: column '{column}' must be numeric; row {int(bad[0]) + row_shift} "
                 f"holds {excerpt(table[column].iloc[bad[0]])}"
             )
             raise ParseError(message)
@@ -302,14 +342,16 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
             chosen = list(feature_cols)
         frame = pd.DataFrame(
             {
-                "userid": _text_users(table[user_col], member, user_col),
+                "userid": text_users(table[user_col], member, user_col),
                 "label": table[label_col].to_numpy(),
             }
         )
         frames.append(
             (
                 member,
-                pd.concat([frame, _numeric(table, chosen, member).reset_index(drop=True)], axis=1),
+                pd.concat(
+                    [frame, numeric_columns(table, chosen, member).reset_index(drop=True)], axis=1
+                ),
             )
         )
     columns = list(frames[0][1].columns)
@@ -321,7 +363,7 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
 
 
 @dataclass(frozen=True)
-class _LongOptions:
+class LongOptions:
     """The checked ``reader_options`` of ``long-signals``."""
 
     user_col: str | None
@@ -360,7 +402,7 @@ def _path_pattern(entry: DatasetEntry) -> LinearPattern | None:
     return pattern
 
 
-def _long_options(entry: DatasetEntry) -> _LongOptions:
+def long_options(entry: DatasetEntry) -> LongOptions:
     """Read and cross-check the options: each role comes from one column or one path group."""
     pattern = _path_pattern(entry)
     groups = set(pattern.groupindex) if pattern else set()
@@ -407,7 +449,7 @@ def _long_options(entry: DatasetEntry) -> _LongOptions:
             f"{excerpt(time_order)} is not one of {list(TIME_ORDERS)}"
         )
         raise RegistryError(message)
-    return _LongOptions(
+    return LongOptions(
         found["user"],
         found["label"],
         time_col,
@@ -419,7 +461,7 @@ def _long_options(entry: DatasetEntry) -> _LongOptions:
     )
 
 
-def _path_groups(options: _LongOptions, member: str) -> dict[str, str]:
+def path_groups(options: LongOptions, member: str) -> dict[str, str]:
     """The named groups of ``path_pattern`` in ``member``'s path (searched, not anchored)."""
     if options.pattern is None:
         return {}
@@ -441,9 +483,41 @@ def time_values(values: pd.Series, member: str, column: str) -> np.ndarray:
     ParseError
         A value is neither a number nor a date/time, or is blank (row named).
     """
+    numbers = time_numbers(values, member, column)
+    check_time_blank(numbers, member, column)
+    return numbers
+
+
+def check_time_blank(numbers: np.ndarray, member: str, column: str, row_shift: int = 0) -> None:
+    """A blank time (NaN in :func:`time_numbers`) is an error naming the row."""
+    missing = np.flatnonzero(np.isnan(numbers))
+    if missing.size:
+        message = f"{member}: time column '{column}' is blank at row {int(missing[0]) + row_shift}"
+        raise ParseError(message)
+
+
+def time_numbers(
+    values: pd.Series,
+    member: str,
+    column: str,
+    *,
+    row_shift: int = 0,
+    numeric: bool | None = None,
+) -> np.ndarray:
+    """:func:`time_values` with blank times left as NaN.
+
+    Text is read as numbers when every value of it is one, else as date/times.
+    For a part of a file, ``numeric`` gives that decision, taken over the
+    whole file, and ``row_shift`` rows of the file come before ``values``.
+
+    Raises
+    ------
+    ParseError
+        A value is neither a number nor a date/time (row named).
+    """
     if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
         numbers = values.to_numpy(dtype=np.float64)
-    elif first_non_numeric(values) is None:
+    elif numeric if numeric is not None else first_non_numeric(values) is None:
         numbers = pd.to_numeric(values).to_numpy(dtype=np.float64)
     else:
         # Text timestamps: "9:00" must come before "10:00", so compare instants, not text.
@@ -451,16 +525,12 @@ def time_values(values: pd.Series, member: str, column: str) -> np.ndarray:
         bad = np.flatnonzero(parsed.isna().to_numpy() & values.notna().to_numpy())
         if bad.size:
             message = (
-                f"{member}: time column '{column}', row {int(bad[0])}: "
+                f"{member}: time column '{column}', row {int(bad[0]) + row_shift}: "
                 f"{excerpt(values.iloc[bad[0]])} is neither a number nor a date/time"
             )
             raise ParseError(message)
         numbers = parsed.to_numpy(dtype="datetime64[ns]").astype(np.int64).astype(np.float64)
         numbers[parsed.isna().to_numpy()] = np.nan
-    missing = np.flatnonzero(np.isnan(numbers))
-    if missing.size:
-        message = f"{member}: time column '{column}' is blank at row {int(missing[0])}"
-        raise ParseError(message)
     return numbers
 
 
@@ -502,27 +572,38 @@ def check_time(
     if bad.size:
         row = int(order[bad[0] + 1])
         before = int(order[bad[0]])
-        message = (
-            f"{member}, row {row} (line {row + 1 + header}): time column '{column}' goes "
-            f"back from the time of row {before} inside one recording "
-            f"({np.unique(recording).size} recording(s) in this file). If the file holds "
-            f"several recordings that each restart their clock, name the column that tells "
-            f"them apart as reader_options.recording_col, or a 'recording' group in "
-            f'path_pattern; if the rows are in the right order already, set time_order = "file".'
-        )
-        raise ParseError(message)
+        raise time_goes_back(member, column, row, before, header, np.unique(recording).size)
     return int(np.count_nonzero(same & (step == 0)))
 
 
+def time_goes_back(
+    member: str, column: str, row: int, before: int, header: int, recordings: int
+) -> ParseError:
+    """The error of :func:`check_time`: time at ``row`` is before the time at ``before``.
+
+    ``recordings`` is the number of recordings in the file, ``header`` the
+    lines before its first row.
+    """
+    message = (
+        f"{member}, row {row} (line {row + 1 + header}): time column '{column}' goes "
+        f"back from the time of row {before} inside one recording "
+        f"({recordings} recording(s) in this file). If the file holds "
+        f"several recordings that each restart their clock, name the column that tells "
+        f"them apart as reader_options.recording_col, or a 'recording' group in "
+        f'path_pattern; if the rows are in the right order already, set time_order = "file".'
+    )
+    return ParseError(message)
+
+
 def _member_frame(
-    member: str, table: pd.DataFrame, options: _LongOptions, number: int, header: int
+    member: str, table: pd.DataFrame, options: LongOptions, number: int, header: int
 ) -> tuple[pd.DataFrame, int]:
     """One member's rows (user, label, a recording key and the channels, in file
     order), and how many of its times repeat the previous one (:func:`check_time`)."""
-    groups = _path_groups(options, member)
+    groups = path_groups(options, member)
     n = len(table)
     users = (
-        _text_users(table[options.user_col], member, options.user_col)
+        text_users(table[options.user_col], member, options.user_col)
         if options.user_col
         else np.full(n, groups["user"], dtype=object)
     )
@@ -550,7 +631,7 @@ def _member_frame(
     if options.segment_col:
         frame["_segment"] = table[options.segment_col].to_numpy()
     frame = pd.concat(
-        [frame, _numeric(table, options.channels, member).reset_index(drop=True)], axis=1
+        [frame, numeric_columns(table, options.channels, member).reset_index(drop=True)], axis=1
     )
     return frame, repeats
 
@@ -608,7 +689,7 @@ def read_long_signals(entry: DatasetEntry, sources: Sources) -> SignalTable:
         named), a path does not match ``path_pattern``, a channel is not
         numeric, or time goes back inside a recording (file and row named).
     """
-    options = _long_options(entry)
+    options = long_options(entry)
     header = int(entry.reader_options.get("header", True) is not False)
     frames, repeats = [], {}
     for number, (member, table) in enumerate(

@@ -10,6 +10,7 @@ import hashlib
 import json
 import logging
 import platform
+import shutil
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,6 +52,27 @@ log = logging.getLogger(__name__)
 def _temporary_files(target: Path) -> tuple[str, ...]:
     """Name patterns of the temporary files a build writes beside the table ``target``."""
     return (f".{target.name}.*.part", ".datapackage.json.*.part", ".croissant.json.*.part")
+
+
+def _spool_dir(entry: DatasetEntry, data_home: Path | str | None) -> Path:
+    """Where a build spools members: ``<data home>/<name>/.spool``, emptied first.
+
+    On the data home's disk, not ``$TMPDIR`` (often a small memory-backed
+    /tmp), since a release may be larger than memory. Called under the
+    dataset's lock, so whatever is there was left by a killed run.
+    """
+    folder = table_dir(entry.name, data_home) / SPOOL_FOLDER
+    if folder.is_dir() and not folder.is_symlink():
+        for stale in folder.glob("mudata-spool-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+            log.info("removed %s, a spool left by an interrupted run", stale)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    folder.chmod(0o700)  # its owner's only, also when an older run made it otherwise
+    return folder
+
+
+#: The folder, in a dataset's folder of the data home, where its build spools members.
+SPOOL_FOLDER = ".spool"
 
 
 # Bump a recipe's version whenever its output for the same input changes;
@@ -446,7 +468,10 @@ def build_frame(
             max_expansion=max_expansion,
         )
         sources = Sources(
-            [f.root for f in fetched], [f.pins for f in fetched], max_expansion=max_expansion
+            [f.root for f in fetched],
+            [f.pins for f in fetched],
+            max_expansion=max_expansion,
+            spool_dir=_spool_dir(entry, data_home),
         )
         try:
             table, drops = build_table(entry, sources, min_users=min_users)

@@ -1,0 +1,415 @@
+"""The long-signals reader in chunks (:mod:`mudata.readers.long_stream`) against the whole read.
+
+:func:`mudata.readers.tabular.read_long_signals` is the reference: every release
+here is read both ways, and the chunks laid end to end must be its table bit for
+bit (dtypes, ids, labels, segment and recording numbers, channel bits, the
+``time_repeats`` counter), or raise its error, whatever the chunk size.
+Releases are written in the shape of real ones: a README and a codebook beside
+the data, a row counter, repeated timestamps, users split across files and
+interleaved inside one, gzip members, CRLF line ends, a BOM, and a label column
+that reads as numbers for the first thousand rows and as text after.
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mudata.entry import RemoteFile
+from mudata.errors import LimitError, ParseError
+from mudata.pipeline import build_frame, labelled_features
+from mudata.readers import get_stream_reader
+from mudata.readers.base import Sources
+from mudata.readers.long_stream import stream_long_signals
+from mudata.readers.spool import Spool
+from mudata.readers.tabular import read_long_signals
+from mudata.store import table_fingerprint
+from mudata.userfilter import filter_users
+from mudata.validate import validate_table
+from tests.entries import entry
+
+CLASSES = [(1, "sitting"), (2, "standing"), ("walk", "walking"), ("run", "running")]
+OPTIONS = {
+    "format": "csv",
+    "members": "data/*.csv*",
+    "user_col": "subject",
+    "label_col": "activity",
+    "time_col": "timestamp",
+    "recording_col": "trial",
+}
+SIZES = [1, 300, 4096, 10**9]
+
+
+def signals(
+    rng: np.random.Generator, n: int, users: list[str], *, text_after: int | None
+) -> pd.DataFrame:
+    """``n`` samples of ``users`` interleaved in runs, with repeated times and a counter.
+
+    The label is a number (1, 2) up to row ``text_after`` and a word after it,
+    so that a block read alone types it otherwise than the whole file.
+    """
+    run = rng.integers(1, 40, size=n)
+    starts = np.cumsum(run)
+    starts = starts[starts < n]
+    lengths = np.diff([0, *starts, n])
+    user = np.repeat(rng.choice(users, size=lengths.size), lengths)
+    labels = np.repeat(rng.choice([1, 2], size=lengths.size), lengths).astype(object)
+    if text_after is not None:
+        labels[text_after:] = np.where(labels[text_after:] == 1, "walk", "run")
+    trial = np.repeat(rng.integers(1, 3, size=lengths.size), lengths)
+    frame = pd.DataFrame({"row": np.arange(n), "subject": user, "trial": trial})
+    frame["activity"] = labels
+    # Each (user, trial) has its own clock, 20 ms a step, a tenth of the steps repeated.
+    steps = np.where(rng.random(n) < 0.1, 0, 20)
+    key = frame["subject"] + "/" + frame["trial"].astype(str)
+    frame.insert(1, "timestamp", 1_600_000_000_000 + steps.cumsum())
+    frame["timestamp"] = frame.groupby(key)["timestamp"].cummax()
+    values = rng.normal(size=(n, 3)).round(6)
+    values[rng.random((n, 3)) < 0.003] = np.nan
+    for i, axis in enumerate(("ax", "ay", "az")):
+        frame[axis] = values[:, i]
+    return frame
+
+
+def csv_bytes(frame: pd.DataFrame, *, crlf: bool = False, bom: bool = False) -> bytes:
+    text = frame.to_csv(index=False, lineterminator="\r\n" if crlf else "\n")
+    return (b"\xef\xbb\xbf" if bom else b"") + text.encode()
+
+
+def write_release(root: Path, seed: int = 0, *, n: int = 600) -> Path:
+    """A release folder: README, codebook, and three data files of three shapes."""
+    rng = np.random.default_rng(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "README.txt").write_text("Wrist accelerometer, 50 Hz.\nSee codebook.csv.\n")
+    (root / "codebook.csv").write_text("code,activity\n1,sitting\n2,standing\nwalk,walking\n")
+    data = root / "data"
+    data.mkdir(exist_ok=True)
+    (data / "part1.csv").write_bytes(
+        csv_bytes(signals(rng, n, ["P01", "P02"], text_after=n - 100), crlf=True, bom=True)
+    )
+    with gzip.open(data / "part2.csv.gz", "wb") as fh:
+        fh.write(csv_bytes(signals(rng, n, ["P02", "P03", "007"], text_after=None)))
+    (data / "part3.csv").write_bytes(csv_bytes(signals(rng, n // 3, ["P04"], text_after=0)))
+    return root
+
+
+def long_entry(classes=CLASSES, **options: object):
+    return entry("long-signals", {**OPTIONS, **options}, classes)
+
+
+def streamed(entry_, sources: Sources, size: int) -> tuple[pd.DataFrame, dict]:
+    stream = stream_long_signals(entry_, sources, chunk_bytes=size)
+    chunks = [c.frame for c in stream]
+    assert all(len(c) for c in chunks)
+    return pd.concat(chunks, ignore_index=True), stream.attrs
+
+
+def assert_same_table(got: pd.DataFrame, attrs: dict, want: pd.DataFrame) -> None:
+    """The same columns, dtypes and values; channels compared as bits (NaN too)."""
+    assert list(got.columns) == list(want.columns)
+    assert list(got.dtypes) == list(want.dtypes)
+    for column in ("userid", "label", "segment", "recording"):
+        assert got[column].tolist() == want[column].tolist(), column
+        assert [type(v) for v in got[column]] == [type(v) for v in want[column]], column
+    channels = [c for c in want.columns if c not in ("userid", "label", "segment", "recording")]
+    np.testing.assert_array_equal(
+        got[channels].to_numpy(np.float64).view(np.int64),
+        want[channels].to_numpy(np.float64).view(np.int64),
+    )
+    assert attrs["time_repeats"] == want.attrs["time_repeats"]
+
+
+# --------------------------------------------------------------------------
+# The same table
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Path:
+    return write_release(tmp_path_factory.mktemp("release"), n=600)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_every_chunk_size_gives_the_whole_table(release, size):
+    entry_ = long_entry()
+    want = read_long_signals(entry_, Sources([release])).frame
+    # What makes the release hard is there: a label typed as text only in the
+    # last 100 rows of part1.csv, ids mixing letters and digits, repeats.
+    # part1.csv's codes 1 and 2 are text ("1"), part2.csv's numbers.
+    assert want["label"].map(type).value_counts().to_dict() == {str: 600 + 200, int: 600}
+    assert sum(want.attrs["time_repeats"].values()) > 100
+    got, attrs = streamed(entry_, Sources([release]), size)
+    assert_same_table(got, attrs, want)
+
+
+VARIANTS = {
+    "recordings are users": {"recording_col": None, "time_order": "file"},
+    "segments from a column": {"segment_col": "trial", "recording_col": None, "time_order": "file"},
+    "no time column": {"time_col": None},
+    "a counter as a channel": {"channels": ["ax", "ay", "az", "row"]},
+}
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS), ids=list(VARIANTS))
+@pytest.mark.parametrize("size", [97, 10**9])
+def test_other_options_give_the_whole_table(release, variant, size):
+    options = {**OPTIONS, **VARIANTS[variant]}
+    entry_ = entry("long-signals", {k: v for k, v in options.items() if v is not None}, CLASSES)
+    want = read_long_signals(entry_, Sources([release])).frame
+    got, attrs = streamed(entry_, Sources([release]), size)
+    assert_same_table(got, attrs, want)
+
+
+def test_text_without_header_and_ids_from_paths(tmp_path):
+    rng = np.random.default_rng(5)
+    for user in ("f1", "m2"):
+        for label in ("walk", "run"):
+            folder = tmp_path / label
+            folder.mkdir(exist_ok=True)
+            values = rng.normal(size=(120, 3))
+            text = "\n".join("  ".join(f"{v:.5f}" for v in row) for row in values)
+            (folder / f"{user}_t1.txt").write_text(text + "\n\n")
+    entry_ = entry(
+        "long-signals",
+        {
+            "format": "text",
+            "members": "*.txt",
+            "header": False,
+            "columns": {"ax": 1, "ay": 2, "az": 3},
+            "path_pattern": r"(?P<label>[a-z]+)/(?P<user>[a-z]+\d+)_t(?P<recording>\d+)\.txt$",
+        },
+        [("walk", "walking"), ("run", "running")],
+    )
+    want = read_long_signals(entry_, Sources([tmp_path])).frame
+    for size in (1, 100, 10**9):
+        got, attrs = streamed(entry_, Sources([tmp_path]), size)
+        assert_same_table(got, attrs, want)
+
+
+@given(
+    seed=st.integers(0, 2**16),
+    n=st.integers(1, 300),
+    text_after=st.one_of(st.none(), st.integers(0, 300)),
+    size=st.integers(1, 3000),
+    crlf=st.booleans(),
+)
+@settings(max_examples=25, deadline=None)
+def test_any_cut_gives_the_whole_table(tmp_path_factory, seed, n, text_after, size, crlf):
+    root = tmp_path_factory.mktemp("cut")
+    frame = signals(np.random.default_rng(seed), n, ["1", "A", "02"], text_after=text_after)
+    (root / "data").mkdir()
+    (root / "data" / "s.csv").write_bytes(csv_bytes(frame, crlf=crlf))
+    entry_ = long_entry()
+    want = read_long_signals(entry_, Sources([root])).frame
+    got, attrs = streamed(entry_, Sources([root]), size)
+    assert_same_table(got, attrs, want)
+
+
+def test_long_signals_is_built_through_its_stream_reader():
+    assert get_stream_reader("long-signals") is stream_long_signals
+
+
+# --------------------------------------------------------------------------
+# The same errors
+# --------------------------------------------------------------------------
+
+
+def edited(root: Path, edit) -> Path:
+    """A one-file release whose CSV lines went through ``edit`` (a list of lines, changed in place)."""
+    frame = signals(np.random.default_rng(9), 400, ["P01", "P02"], text_after=None)
+    lines = csv_bytes(frame).decode().splitlines()
+    edit(lines)
+    (root / "data").mkdir(parents=True, exist_ok=True)
+    (root / "data" / "s.csv").write_bytes(
+        ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape")
+    )
+    return root
+
+
+def set_field(lines: list[str], line: int, column: str, value: str) -> None:
+    names = lines[0].split(",")
+    fields = lines[line].split(",")
+    fields[names.index(column)] = value
+    lines[line] = ",".join(fields)
+
+
+def _several(lines):
+    # A bad channel early and a blank user late: the whole reader checks users first.
+    set_field(lines, 20, "ay", "oops")
+    set_field(lines, 390, "subject", " ")
+
+
+def _back_then_channel(lines):
+    # A time going back late, a bad channel early: time is checked before channels.
+    set_field(lines, 30, "az", "x")
+    names = lines[0].split(",")
+    before = int(lines[350].split(",")[names.index("timestamp")])
+    trial, subject = (lines[350].split(",")[names.index(c)] for c in ("trial", "subject"))
+    for i in range(351, 400):
+        fields = lines[i].split(",")
+        if fields[names.index("trial")] == trial and fields[names.index("subject")] == subject:
+            set_field(lines, i, "timestamp", str(before - 1000))
+            break
+
+
+EDITS = {
+    "blank user late": lambda lines: set_field(lines, 380, "subject", ""),
+    "ids that merge": lambda lines: set_field(lines, 300, "subject", " P01"),
+    "user before channel": _several,
+    "time back before channel": _back_then_channel,
+    "time not a time": lambda lines: set_field(lines, 250, "timestamp", "soon"),
+    "blank time": lambda lines: set_field(lines, 350, "timestamp", ""),
+    "channel not a number": lambda lines: set_field(lines, 333, "az", "1,5"),
+    "too many fields": lambda lines: lines.__setitem__(200, lines[200] + ",9"),
+    "one more field on a first data line": lambda lines: lines.__setitem__(1, lines[1] + ",9"),
+    "missing column": lambda lines: lines.__setitem__(0, lines[0].replace("ax", "a_x")),
+    "bad UTF-8 late": lambda lines: lines.__setitem__(390, lines[390] + "\udcff"),
+    "empty file": lambda lines: lines.clear(),
+}
+
+
+@pytest.mark.parametrize("edit", list(EDITS), ids=list(EDITS))
+def test_errors_are_the_whole_read_s(tmp_path, edit):
+    root = edited(tmp_path, EDITS[edit])
+    entry_ = long_entry()
+    with pytest.raises((ParseError, LimitError)) as whole:
+        read_long_signals(entry_, Sources([root]))
+    for size in (1, 333, 10**9):
+        with pytest.raises(type(whole.value)) as chunked:
+            streamed(entry_, Sources([root]), size)
+        assert str(chunked.value) == str(whole.value), size
+
+
+def test_time_going_back_names_the_first_recording_s_row_and_counts_recordings(tmp_path):
+    def edit(lines):
+        # Two recordings go back; the whole reader names the one seen first in the file.
+        names = lines[0].split(",")
+        col = names.index("timestamp")
+        for row in (370, 120):
+            fields = lines[row].split(",")
+            fields[col] = str(int(fields[col]) - 10**6)
+            lines[row] = ",".join(fields)
+
+    root = edited(tmp_path, edit)
+    entry_ = long_entry()
+    with pytest.raises(ParseError, match="goes back") as whole:
+        read_long_signals(entry_, Sources([root]))
+    for size in (1, 2000, 10**9):
+        with pytest.raises(ParseError) as chunked:
+            streamed(entry_, Sources([root]), size)
+        assert str(chunked.value) == str(whole.value)
+
+
+def test_a_member_s_column_error_comes_before_an_earlier_member_s_value_error(tmp_path):
+    root = write_release(tmp_path, n=600)
+    frame = signals(np.random.default_rng(1), 600, ["P01"], text_after=None)
+    frame.loc[500, "subject"] = ""
+    (root / "data" / "part1.csv").write_bytes(csv_bytes(frame))
+    (root / "data" / "part3.csv").write_bytes(b"row,subject\n1,P09\n")
+    entry_ = long_entry()
+    with pytest.raises(ParseError, match="part3.csv: missing column") as whole:
+        read_long_signals(entry_, Sources([root]))
+    with pytest.raises(ParseError) as chunked:
+        streamed(entry_, Sources([root]), 100)
+    assert str(chunked.value) == str(whole.value)
+
+
+# --------------------------------------------------------------------------
+# Members read whole
+# --------------------------------------------------------------------------
+
+
+def test_a_file_with_quotes_is_read_whole_and_said_so(tmp_path, caplog):
+    frame = signals(np.random.default_rng(2), 300, ["P01", "P,2"], text_after=100)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "q.csv").write_bytes(csv_bytes(frame))
+    assert b'"P,2"' in (tmp_path / "data" / "q.csv").read_bytes()
+    entry_ = long_entry()
+    want = read_long_signals(entry_, Sources([tmp_path])).frame
+    with caplog.at_level(logging.INFO, logger="mudata.readers.long_stream"):
+        got, attrs = streamed(entry_, Sources([tmp_path]), 50)
+    assert_same_table(got, attrs, want)
+    assert "q.csv: read whole, not in parts: it holds quotes" in caplog.text
+    with pytest.raises(LimitError, match=r"q\.csv: must be read whole, since it holds quotes"):
+        streamed(entry_, Sources([tmp_path], max_read=1000), 50)
+
+
+def test_a_file_over_the_read_cap_is_read_in_parts(tmp_path):
+    root = write_release(tmp_path, n=900)
+    entry_ = long_entry()
+    want = read_long_signals(entry_, Sources([root])).frame
+    with pytest.raises(LimitError):
+        read_long_signals(entry_, Sources([root], max_read=20_000))
+    got, attrs = streamed(entry_, Sources([root], max_read=20_000), 4096)
+    assert_same_table(got, attrs, want)
+
+
+# --------------------------------------------------------------------------
+# Through the pipeline
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [997, 10**9])
+def test_pipeline_counts_and_rows_are_the_whole_path_s(release, size):
+    entry_ = long_entry()
+    sources = Sources([release])
+    want, want_counts = labelled_features(entry_, sources, raw=read_long_signals(entry_, sources))
+    got, counts = labelled_features(
+        entry_, sources, stream=stream_long_signals(entry_, sources, chunk_bytes=size)
+    )
+    assert counts == want_counts
+    assert counts["time_repeats"]
+    assert list(got.dtypes) == list(want.dtypes)
+    assert got["userid"].tolist() == want["userid"].tolist()
+    assert got["label"].tolist() == want["label"].tolist()
+    features = [c for c in want.columns if c not in ("userid", "label")]
+    np.testing.assert_array_equal(
+        got[features].to_numpy(np.float64).view(np.int64),
+        want[features].to_numpy(np.float64).view(np.int64),
+    )
+
+
+def test_published_table_hash_is_the_whole_path_s(tmp_path):
+    raw = write_release(tmp_path / "raw", seed=3, n=3000)
+    # Two classes kept: the words of part1.csv and part3.csv are rows dropped by code.
+    entry_ = replace(
+        long_entry(CLASSES[:2]), files=(RemoteFile("data", path=str(raw), glob="**/*"),)
+    )
+    _, frame = build_frame(entry_, data_home=tmp_path / "home", allow_unverified=True)
+    sources = Sources([raw])
+    labelled, counts = labelled_features(entry_, sources, raw=read_long_signals(entry_, sources))
+    kept, _ = filter_users(labelled, entry_.class_names, entry_.min_per_class, dataset=entry_.name)
+    whole = validate_table(kept, entry_.class_names, entry_.min_per_class, dataset=entry_.name)
+    assert frame.attrs["provenance"]["table_sha256"] == table_fingerprint(whole)
+    assert frame.attrs["provenance"]["counts"]["time_repeats"] == counts["time_repeats"]
+
+
+def test_a_build_spools_in_the_data_home_and_sweeps_what_a_killed_run_left(tmp_path, monkeypatch):
+    raw = write_release(tmp_path / "raw", seed=5)
+    # Two classes kept: the words of part1.csv and part3.csv are rows dropped by code.
+    entry_ = replace(
+        long_entry(CLASSES[:2]), files=(RemoteFile("data", path=str(raw), glob="**/*"),)
+    )
+    parents = []
+    made = Spool.__init__
+
+    def record(self, what, folder=None):
+        parents.append(folder)
+        made(self, what, folder)
+
+    monkeypatch.setattr(Spool, "__init__", record)
+    spool = tmp_path / "home" / "own" / ".spool"
+    spool.mkdir(parents=True)
+    (spool / "mudata-spool-0123456789abcdef").mkdir()  # a killed run's
+    build_frame(entry_, data_home=tmp_path / "home", allow_unverified=True)
+    assert parents and set(parents) == {spool}  # part2.csv.gz, decompressed
+    assert spool.stat().st_mode & 0o777 == 0o700
+    assert list(spool.iterdir()) == []

@@ -21,7 +21,10 @@ and prints samples per second and peak memory of each, with the load average
 
 Run::
 
-    python benchmarks/featurize_large.py --gb 1 4 [--tmp DIR]
+    python benchmarks/featurize_large.py --gb 1 4 [--tmp DIR] [--format long-signals]
+
+``--format long-signals`` builds the same files with the generic
+``long-signals`` reader (users from the file names) instead of ``har70-csv``.
 """
 
 from __future__ import annotations
@@ -40,15 +43,32 @@ from pathlib import Path
 import numpy as np
 from har70_release import har70_entry, write_release
 
+#: ``--format long-signals``: the same files read by the generic reader (users from
+#: the file names), in chunks (``mudata.readers.long_stream``). The synthetic
+#: hours are drawn from a few, so their clocks restart: time is not checked
+#: (``time_order = "file"``), as the HAR70+ reader does not check it.
+LONG_SIGNALS = {
+    "members": "*.csv",
+    "path_pattern": r"(?P<user>\d+)\.csv$",
+    "label_col": "label",
+    "time_col": "timestamp",
+    "time_order": "file",
+}
 
-def child_build(folder: Path) -> dict:
+
+def child_build(folder: Path, reader: str = "har70-csv") -> dict:
     """Build the table of the release in ``folder`` as ``mudata fetch`` does: samples, rows."""
     # Here, not at the top: only this child process pays for importing mudata.
+    from dataclasses import replace
+
     from mudata.pipeline import build_table
     from mudata.readers.base import Sources
 
+    entry = har70_entry()
+    if reader == "long-signals":
+        entry = replace(entry, reader=reader, reader_options=LONG_SIGNALS)
     sources = Sources([folder])
-    table, counts = build_table(har70_entry(), sources)
+    table, counts = build_table(entry, sources)
     sources.close()
     return {"samples": counts["rows_read"], "rows": len(table)}
 
@@ -76,7 +96,10 @@ def run_child(kind: str, folder: Path) -> dict:
 
 def child_main(kind: str, folder: Path) -> None:
     t0, c0 = time.perf_counter(), time.process_time()
-    result = (child_build if kind == "build" else child_pyarrow)(folder)
+    kind, _, reader = kind.partition(":")
+    result = (
+        child_build(folder, reader or "har70-csv") if kind == "build" else child_pyarrow(folder)
+    )
     result["wall_s"] = time.perf_counter() - t0
     result["cpu_s"] = time.process_time() - c0
     result["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -87,6 +110,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gb", type=float, nargs="+", default=[1.0, 4.0])
     parser.add_argument("--tmp", type=Path, default=None, help="folder for the temporary data")
+    parser.add_argument(
+        "--format",
+        choices=["har70-csv", "long-signals"],
+        default="har70-csv",
+        help="the reader that builds the table (long-signals: the generic long-format reader)",
+    )
     parser.add_argument("--child", nargs=2, metavar=("KIND", "FOLDER"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -109,7 +138,7 @@ def main() -> None:
                 flush=True,
             )
             for kind in ("pyarrow", "build"):
-                result = run_child(kind, folder)
+                result = run_child(f"{kind}:{args.format}" if kind == "build" else kind, folder)
                 result.update(kind=kind, gb=size / 1e9, load=os.getloadavg()[0])
                 rows.append(result)
                 print(

@@ -8,10 +8,11 @@ private folder (mode 0700) made for it, checking as it goes that the disk
 keeps :data:`RESERVE` bytes free. Closing the spool, on success, on an error
 or on ``KeyboardInterrupt``, removes the folder and the file.
 
-The folder is made under the ``folder`` given, by default the system's
-temporary folder (``$TMPDIR``, see :func:`tempfile.gettempdir`): the roots a
-release is read from may be read-only (``--manual-dir``, a shared copy), and
-``Sources`` is used without a data home (``mudata init``, tests).
+The folder is made under the ``folder`` given (a build gives
+``<data home>/<name>/.spool``), by default the system's temporary folder
+(``$TMPDIR``, see :func:`tempfile.gettempdir`): the roots a release is read
+from may be read-only (``--manual-dir``, a shared copy), and ``Sources`` is
+used without a data home (``mudata init``, tests).
 """
 
 from __future__ import annotations
@@ -119,7 +120,8 @@ class Spool:
         message = (
             f"{self.what}: no room to hold it while it is checked, after {self.size:,} bytes "
             f"in {self.parent} ({why}); refusing it rather than fill the disk. Free some space "
-            f"there, or set TMPDIR to a folder on a larger disk"
+            f"there, or point {'the data home (MUDATA_HOME)' if self._parent is not None else 'TMPDIR'} "
+            f"to a folder on a larger disk"
         )
         return LimitError(message)
 

@@ -342,6 +342,17 @@ def test_a_file_with_quotes_is_read_whole_and_said_so(tmp_path, caplog):
         streamed(entry_, Sources([tmp_path], max_read=1000), 50)
 
 
+def test_a_malformed_line_of_a_file_over_the_read_cap_is_named_in_its_part(tmp_path):
+    root = edited(tmp_path, EDITS["too many fields"])
+    entry_ = long_entry()
+    with pytest.raises(ParseError) as whole:
+        read_long_signals(entry_, Sources([root]))
+    with pytest.raises(ParseError) as chunked:
+        streamed(entry_, Sources([root], max_read=5000), 4096)
+    assert str(chunked.value).startswith(str(whole.value).split("line")[0])
+    assert "in the part of the file after its line" in str(chunked.value)
+
+
 def test_a_file_over_the_read_cap_is_read_in_parts(tmp_path):
     root = write_release(tmp_path, n=900)
     entry_ = long_entry()

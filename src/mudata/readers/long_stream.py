@@ -230,15 +230,18 @@ def _plan(reading: _Reading, member: str) -> _Plan:
         for data, lines in _blocks(fh, reading, member):
             try:
                 table = reading.parse(data, member, None)
-            except ParseError:
+            except ParseError as exc:
                 # A block read alone may fail where the whole file does not
                 # (or fail naming its own line): the whole read decides.
-                table = _whole_capped(
-                    reading, member, "a block of it cannot be read alone", size, lines
-                )
-                return _whole_plan(
-                    reading, member, "a block of it cannot be read alone", table, groups
-                )
+                why = "a block of it cannot be read alone"
+                if size > reading.sources.max_read:
+                    message = (
+                        f"{exc}; in the part of the file after its line {lines:,} (the file "
+                        f"holds {size:,} bytes, more than the {reading.sources.max_read:,} read "
+                        f"whole at most, so a line named here is counted from that part)"
+                    )
+                    raise ParseError(message) from None
+                return _whole_plan(reading, member, why, reading.whole(member), groups)
             if not isinstance(table.index, pd.RangeIndex):
                 why = "a line has one more field than the header"
                 return _whole_plan(
@@ -267,15 +270,12 @@ def _plan(reading: _Reading, member: str) -> _Plan:
     return _Plan(member, None, dtypes, numeric, sample)
 
 
-def _whole_capped(
-    reading: _Reading, member: str, why: str, size: int, lines: int | None = None
-) -> pd.DataFrame:
+def _whole_capped(reading: _Reading, member: str, why: str, size: int) -> pd.DataFrame:
     """The member read whole, or an error saying why it had to be and that it is too large."""
     cap = reading.sources.max_read
     if size > cap:
-        where = f" (the block after line {lines:,})" if lines is not None else ""
         message = (
-            f"{member}: must be read whole, since {why}{where}, and holds {size:,} bytes, "
+            f"{member}: must be read whole, since {why}, and holds {size:,} bytes, "
             f"more than the {cap:,} read whole at most; raise MUDATA_MAX_READ_BYTES if it is "
             f"trusted, or rewrite it as plain CSV without quotes"
         )

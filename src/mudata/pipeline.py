@@ -54,20 +54,26 @@ def _temporary_files(target: Path) -> tuple[str, ...]:
     return (f".{target.name}.*.part", ".datapackage.json.*.part", ".croissant.json.*.part")
 
 
-def _spool_dir(entry: DatasetEntry, data_home: Path | str | None) -> Path:
+def _spool_dir(entry: DatasetEntry, data_home: Path | str | None) -> Path | None:
     """Where a build spools members: ``<data home>/<name>/.spool``, emptied first.
 
     On the data home's disk, not ``$TMPDIR`` (often a small memory-backed
     /tmp), since a release may be larger than memory. Called under the
-    dataset's lock, so whatever is there was left by a killed run.
+    dataset's lock, so whatever is there was left by a killed run. None (the
+    system's temporary folder) when the data home cannot hold it: read-only,
+    or the name taken by a link or a file.
     """
     folder = table_dir(entry.name, data_home) / SPOOL_FOLDER
-    if folder.is_dir() and not folder.is_symlink():
-        for stale in folder.glob("mudata-spool-*"):
-            shutil.rmtree(stale, ignore_errors=True)
-            log.info("removed %s, a spool left by an interrupted run", stale)
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    folder.chmod(0o700)  # its owner's only, also when an older run made it otherwise
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if folder.is_symlink() or not folder.is_dir():
+            return None
+        folder.chmod(0o700)  # its owner's only, also when an older run made it otherwise
+    except OSError:
+        return None
+    for stale in folder.glob("mudata-spool-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+        log.info("removed %s, a spool left by an interrupted run", stale)
     return folder
 
 

@@ -385,13 +385,41 @@ def _finish(
             detail,
         )
     keep = ~undefined
-    # The features are one block, copied once at most (none when no row is
-    # dropped); the id columns are put before it without copying it.
-    frame = pd.DataFrame(values if keep.all() else values[keep], columns=columns, copy=False)
+    # The features are one block, never copied: the rows kept are moved up in
+    # place; the id columns are put before it without copying it.
+    frame = pd.DataFrame(_compact(values, keep), columns=columns, copy=False)
     frame.insert(0, "label", labels[keep])
     frame.insert(0, "userid", userid[keep])
     frame.attrs["dropped"] = dropped
     return frame
+
+
+def _compact(values: np.ndarray, keep: np.ndarray, block: int = 8192) -> np.ndarray:
+    """The rows of ``values`` where ``keep`` holds, moved up in place; a view of them.
+
+    ``values[keep]`` would be a second copy of every feature; here a block of
+    rows at a time is copied. A row only ever moves up, so a block is read
+    before any later row is written over.
+
+    Parameters
+    ----------
+    values : ndarray, shape (n, k)
+        Overwritten.
+    keep : ndarray of bool, shape (n,)
+
+    Returns
+    -------
+    ndarray, shape (keep.sum(), k)
+        The first rows of ``values``.
+    """
+    if keep.all():
+        return values
+    written = 0
+    for first in range(0, keep.size, block):
+        rows = values[first : first + block][keep[first : first + block]]
+        values[written : written + rows.shape[0]] = rows
+        written += rows.shape[0]
+    return values[:written]
 
 
 # --------------------------------------------------------------------------

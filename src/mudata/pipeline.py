@@ -326,6 +326,7 @@ def build_table(
     kept_rows, report = filter_users(
         labelled, entry.class_names, entry.min_per_class, dataset=entry.name, min_users=min_users
     )
+    del labelled  # the rows of users dropped are let go before the checks
     validated = validate_table(
         kept_rows, entry.class_names, entry.min_per_class, dataset=entry.name
     )

@@ -176,7 +176,7 @@ def _window_counts(
 
 
 def _stream_features(
-    entry: DatasetEntry, stream: SignalStream
+    entry: DatasetEntry, stream: SignalStream, spool_dir: Path | None = None
 ) -> tuple[pd.DataFrame, dict[str, Any], int]:
     """:func:`_label_raw` and :func:`_to_features` of a table read in chunks.
 
@@ -192,29 +192,33 @@ def _stream_features(
     # Here, not at the top: numpy-heavy; only for signal readers.
     from mudata.features import StudyWindows
 
-    windows = StudyWindows(entry)
+    windows = StudyWindows(entry, spool_dir=spool_dir)
     rows_read = n_kept = 0
     dropped: Counter[str] = Counter()
     labels = []
-    for chunk in coalesced(stream):
-        frame = chunk.frame
-        matched = match_classes(frame["label"], entry, check_seen=False)
-        dropped.update(matched.dropped)
-        labels.append(frame["label"].drop_duplicates())
-        rows_read += len(frame)
-        n_kept += int((matched.rank >= 0).sum())
-        windows.add(chunk)
-    seen = pd.concat(labels, ignore_index=True) if labels else pd.Series([], dtype="int64")
-    match_classes(seen.drop_duplicates(), entry, where=f"reader '{entry.reader}'")
-    dropped_codes = {k: int(v) for k, v in sorted(dropped.items()) if v}
-    log_dropped(entry.name, dropped_codes, rows_read, "rows read")
-    counts: dict[str, Any] = {
-        "rows_read": rows_read,
-        "rows_dropped_by_class_code": dropped_codes,
-    }
-    if stream.attrs.get("time_repeats"):
-        counts["time_repeats"] = dict(stream.attrs["time_repeats"])
-    features = _window_counts(windows.finish(), n_kept, entry, counts)
+    try:
+        for chunk in coalesced(stream):
+            frame = chunk.frame
+            matched = match_classes(frame["label"], entry, check_seen=False)
+            dropped.update(matched.dropped)
+            labels.append(frame["label"].drop_duplicates())
+            rows_read += len(frame)
+            n_kept += int((matched.rank >= 0).sum())
+            windows.add(chunk)
+        seen = pd.concat(labels, ignore_index=True) if labels else pd.Series([], dtype="int64")
+        match_classes(seen.drop_duplicates(), entry, where=f"reader '{entry.reader}'")
+        dropped_codes = {k: int(v) for k, v in sorted(dropped.items()) if v}
+        log_dropped(entry.name, dropped_codes, rows_read, "rows read")
+        counts: dict[str, Any] = {
+            "rows_read": rows_read,
+            "rows_dropped_by_class_code": dropped_codes,
+        }
+        if stream.attrs.get("time_repeats"):
+            counts["time_repeats"] = dict(stream.attrs["time_repeats"])
+        finished = windows.finish()
+    finally:
+        windows.close()  # the features cut wait on disk: removed however the build ends
+    features = _window_counts(finished, n_kept, entry, counts)
     return features, counts, n_kept
 
 
@@ -252,7 +256,7 @@ def labelled_features(
         stream_reader = get_stream_reader(entry.reader)
         stream = stream_reader(entry, sources) if stream_reader is not None else None
     if stream is not None:
-        features, counts, n_kept = _stream_features(entry, stream)
+        features, counts, n_kept = _stream_features(entry, stream, sources.spool_dir)
     else:
         if raw is None:
             raw = get_reader(entry.reader)(entry, sources)

@@ -67,7 +67,8 @@ def fetch(
         the verified raw files, with a warning.
     """
     parameters = dict(locals())  # every parameter goes to the build under its name
-    return _fetch(**parameters)[0]
+    # Only the path is returned: a table just built is not read back into memory.
+    return _fetch(**parameters, read_back=False)[0]
 
 
 def _fetch(

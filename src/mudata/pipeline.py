@@ -378,7 +378,7 @@ def build(entry: DatasetEntry, **options: Any) -> Path:
     whose rows still match their recorded hash, is returned without reading
     anything else. ``options`` are the keyword arguments of :func:`build_frame`.
     """
-    return build_frame(entry, **options)[0]
+    return build_frame(entry, **options, read_back=False)[0]
 
 
 def build_frame(
@@ -393,7 +393,8 @@ def build_frame(
     download: bool = True,
     max_expansion: float | None = None,
     min_users: int = MIN_USERS,
-) -> tuple[Path, pd.DataFrame]:
+    read_back: bool = True,
+) -> tuple[Path, pd.DataFrame | None]:
     """Build (or find) the table of ``entry``; return its path and its checked rows.
 
     Parameters
@@ -408,6 +409,10 @@ def build_frame(
         fewer is an :class:`~mudata.errors.EmptyResultError` listing the users
         dropped and why. A built table with fewer users is built again, so
         that the error says why.
+    read_back : bool
+        When False, a table just built is not read back from its file, and
+        None stands for its rows (``mudata fetch`` needs only the path); the
+        rows of a table already built are read all the same, to check them.
     Others
         As for :func:`mudata.fetch`.
     """
@@ -421,6 +426,7 @@ def build_frame(
                 entry, data_home=data_home, mirror=mirror, manual_dir=manual_dir,
                 allow_unverified=allow_unverified, progress=progress, force=True,
                 download=download, max_expansion=max_expansion, min_users=min_users,
+                read_back=read_back,
             )  # fmt: skip
         log.info(
             "%s: cached table %s, its raw files verified at build time (%s); "
@@ -463,13 +469,16 @@ def build_frame(
         provenance = _provenance(entry, fetched, sources, table, drops)
         provenance["build"] = build_record(data_home, manual_dir, min_users)
         path = write_table(table, target.parent, entry.name, provenance)
+        del table  # let go before it is read back: the rows are not held twice
     log.info(
         "%s: %d rows, %d users written to %s",
         entry.name,
-        len(table),
+        provenance["counts"]["rows"],
         provenance["counts"]["users"],
         path,
     )
+    if not read_back:
+        return path, None
     frame, record = load_table(path)
     frame.attrs["provenance"] = record
     return path, frame

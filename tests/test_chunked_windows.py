@@ -24,7 +24,7 @@ from mudata.pipeline import build_frame, labelled_features
 from mudata.readers import get_stream_reader
 from mudata.readers.base import SignalTable, Sources
 from mudata.readers.har70 import read_har70, stream_har70
-from mudata.readers.stream import coalesced, line_blocks
+from mudata.readers.stream import SignalStream, coalesced, line_blocks
 from mudata.store import table_fingerprint
 from mudata.userfilter import filter_users
 from mudata.validate import validate_table
@@ -123,6 +123,31 @@ def test_chunked_windows_equal_whole_table_bit_for_bit(
     cuts = np.sort(rng.choice(np.arange(1, len(frame)), size=chunks, replace=False))
     want = featurize(SignalTable(frame), entry)
     assert_same_bits(chunked(frame, entry, cuts), want)
+
+
+def test_features_wait_on_disk_and_are_removed_however_the_build_ends(tmp_path):
+    # Window 2: about one feature row per two samples, megabytes of features on disk.
+    frame = interleaved_signals(np.random.default_rng(5), 200_000, recordings=True, max_run=1500)
+    entry = har70_entry(window=2, smoothing=1)
+    spool = tmp_path / "spool"
+    parts = np.array_split(np.arange(len(frame)), 4)
+    windows = StudyWindows(entry, spool_dir=spool)
+    windows.add(SignalTable(frame.iloc[parts[0]]))
+    assert list(spool.glob("mudata-spool-*"))  # the features cut so far are on disk
+    for part in parts[1:]:
+        windows.add(SignalTable(frame.iloc[part]))
+    assert_same_bits(windows.finish(), featurize(SignalTable(frame), entry))
+    assert not list(spool.iterdir())
+
+    def failing():
+        for part in parts[:3]:
+            yield SignalTable(frame.iloc[part])
+        assert list(spool.glob("mudata-spool-*"))
+        raise ParseError("a damaged line")
+
+    with pytest.raises(ParseError, match="a damaged line"):
+        labelled_features(entry, Sources([], spool_dir=spool), stream=SignalStream(failing()))
+    assert not list(spool.iterdir())
 
 
 @pytest.mark.parametrize("window,span", [(5, 3), (4, 9), (7, DIRECT_MAX_SPAN + 2)])

@@ -54,7 +54,7 @@ BREAKERS: dict[str, tuple[Callable[[pd.DataFrame], pd.DataFrame], str]] = {
         "not_nullable",
     ),
     "label:isin": (lambda t: t.replace({"label": {"sit": "run"}}), "isin"),
-    "feature:dtype": (lambda t: t.assign(f1=np.arange(8, dtype="int64")), "dtype('float64')"),
+    "feature:dtype": (lambda t: t.assign(f1=np.arange(len(t), dtype="int64")), "dtype('float64')"),
     "feature:nullable": (lambda t: t.assign(f1=t["f1"].where(t.index != 3)), "not_nullable"),
     "feature:finite": (lambda t: t.assign(f2=t["f2"].where(t.index != 5, np.inf)), "finite"),
     "table:at least one feature column": (
@@ -151,3 +151,50 @@ def test_a_rule_failing_on_many_rows_does_not_hide_another() -> None:
         and "and 395 more" in text
     )
     assert "column 'f2', check 'not_nullable': 1 failing: nan (row 399)" in text
+
+
+def many_users(copies: int = 6) -> pd.DataFrame:
+    """``good_table`` over and over, each time with two other users: 8 rows a copy."""
+    parts = []
+    for k in range(copies):
+        part = good_table()
+        part["userid"] = part["userid"].map({"1": str(2 * k + 1), "2": str(2 * k + 2)})
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True)
+
+
+def _many_failures(table: pd.DataFrame) -> pd.DataFrame:
+    """Failures of several rules in many blocks: infinities, unknown labels, a short user."""
+    table.loc[table.index % 11 == 0, "f1"] = np.inf
+    table.loc[table.index % 17 == 3, "label"] = "run"
+    return table[~((table["userid"] == "2") & (table["label"] == "sit"))].reset_index(drop=True)
+
+
+@pytest.mark.parametrize("block_rows", [5, 16])
+@pytest.mark.parametrize(
+    "rule", [*(r for r, (b, _) in BREAKERS.items() if b is not None), "many failures"]
+)
+def test_validation_in_blocks_reports_what_the_whole_schema_does(
+    rule: str, block_rows: int
+) -> None:
+    breaker = _many_failures if rule == "many failures" else BREAKERS[rule][0]
+    table = breaker(many_users())
+    with pytest.raises(pa.errors.SchemaErrors) as whole:
+        feature_table_schema(
+            CLASSES, [c for c in table.columns if c.startswith("f")], MIN_PER_CLASS
+        ).validate(table, lazy=True)
+    with pytest.raises(ValidationError) as one_block:
+        validate_table(table, CLASSES, MIN_PER_CLASS, dataset="toy", block_rows=len(table))
+    with pytest.raises(ValidationError) as blocks:
+        validate_table(table, CLASSES, MIN_PER_CLASS, dataset="toy", block_rows=block_rows)
+    assert str(blocks.value) == str(one_block.value)
+    n = len(whole.value.failure_cases)
+    assert str(blocks.value).startswith(f"toy: the feature table fails {n} check(s):")
+    # Every failing row the whole schema names is named, with its row number.
+    for row in whole.value.failure_cases["index"].dropna().astype(int).head(5):
+        assert f"(row {row})" in str(blocks.value)
+
+
+def test_validation_in_blocks_returns_the_table_itself() -> None:
+    table = many_users()
+    assert validate_table(table, CLASSES, MIN_PER_CLASS, dataset="toy", block_rows=5) is table

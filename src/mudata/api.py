@@ -62,12 +62,14 @@ def fetch(
     Returns
     -------
     Path
-        ``<data_home>/<name>/<name>.parquet``. Its rows were checked against
-        the hash recorded when it was built; a damaged table is rebuilt from
-        the verified raw files, with a warning.
+        ``<data_home>/<name>/<name>.parquet``. A table built before was
+        checked against the hash recorded when it was built (a damaged table
+        is rebuilt from the verified raw files, with a warning); a table built
+        now is not read back into memory.
     """
     parameters = dict(locals())  # every parameter goes to the build under its name
-    return _fetch(**parameters)[0]
+    # Only the path is returned: a table just built is not read back into memory.
+    return _fetch(**parameters, read_back=False)[0]
 
 
 def _fetch(

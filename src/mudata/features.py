@@ -39,14 +39,16 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Iterable
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from mudata.classes import match_classes, user_names, user_sort_key
 from mudata.entry import DatasetEntry, Recipe
-from mudata.errors import ParseError, RegistryError
+from mudata.errors import ParseError, RegistryError, StorageError
 from mudata.readers.base import SignalTable
+from mudata.readers.spool import Spool
 from mudata.windowing import running_means, window_count
 
 log = logging.getLogger(__name__)
@@ -385,13 +387,41 @@ def _finish(
             detail,
         )
     keep = ~undefined
-    # The features are one block, copied once at most (none when no row is
-    # dropped); the id columns are put before it without copying it.
-    frame = pd.DataFrame(values if keep.all() else values[keep], columns=columns, copy=False)
+    # The features are one block, never copied: the rows kept are moved up in
+    # place; the id columns are put before it without copying it.
+    frame = pd.DataFrame(_compact(values, keep), columns=columns, copy=False)
     frame.insert(0, "label", labels[keep])
     frame.insert(0, "userid", userid[keep])
     frame.attrs["dropped"] = dropped
     return frame
+
+
+def _compact(values: np.ndarray, keep: np.ndarray, block: int = 8192) -> np.ndarray:
+    """The rows of ``values`` where ``keep`` holds, moved up in place; a view of them.
+
+    ``values[keep]`` would be a second copy of every feature; here a block of
+    rows at a time is copied. A row only ever moves up, so a block is read
+    before any later row is written over.
+
+    Parameters
+    ----------
+    values : ndarray, shape (n, k)
+        Overwritten.
+    keep : ndarray of bool, shape (n,)
+
+    Returns
+    -------
+    ndarray, shape (keep.sum(), k)
+        The first rows of ``values``.
+    """
+    if keep.all():
+        return values
+    written = 0
+    for first in range(0, keep.size, block):
+        rows = values[first : first + block][keep[first : first + block]]
+        values[written : written + rows.shape[0]] = rows
+        written += rows.shape[0]
+    return values[:written]
 
 
 # --------------------------------------------------------------------------
@@ -749,22 +779,29 @@ class StudyWindows:
     of its windows not cut yet and the ``span - 1`` samples before them; a
     window is cut as soon as a later sample shows that it is not the
     sequence's last start (which the recipe drops) and the samples seen rule
-    out a sequence too short for the smoothing. Memory is bounded by a chunk,
-    that state per sequence and the feature rows.
+    out a sequence too short for the smoothing. The features of the windows
+    cut wait on disk (a :class:`~mudata.readers.spool.Spool`) until
+    :meth:`finish` puts them in the table's order: memory is bounded by a
+    chunk, that state per sequence, a few bytes per window, and the table
+    :meth:`finish` returns.
 
     Parameters
     ----------
     entry : DatasetEntry
         With recipe ``study-window``.
+    spool_dir : Path, optional
+        Where the features wait (in a private folder made there, removed by
+        :meth:`finish` or :meth:`close`); default the system's temporary folder.
 
     Notes
     -----
     ``windows = StudyWindows(entry)``, then ``windows.add(chunk)`` for each
     chunk (a :class:`SignalTable`, in file order), then ``windows.finish()``,
-    which returns what ``featurize(whole table, entry)`` returns.
+    which returns what ``featurize(whole table, entry)`` returns. A caller
+    that stops before :meth:`finish` calls :meth:`close`.
     """
 
-    def __init__(self, entry: DatasetEntry) -> None:
+    def __init__(self, entry: DatasetEntry, *, spool_dir: Path | None = None) -> None:
         recipe = entry.recipe
         if recipe.name != "study-window" or recipe.window is None:
             message = (
@@ -777,8 +814,16 @@ class StudyWindows:
         self.groups: list[list[str]] | None = None
         self.dtypes: tuple[np.dtype, np.dtype] | None = None
         self.sequences: dict[tuple[str, int, int], _Sequence] = {}
+        # Per part of windows cut: owners, numbers, missing and short flags; the
+        # features themselves (float64, row after row) are in the spool.
         self.rows: list[tuple[np.ndarray, ...]] = []
+        self.spool = Spool(f"the feature rows of '{entry.name}'", spool_dir)
+        self.n_features = 0
         self.samples = 0
+
+    def close(self) -> None:
+        """Remove the features waiting on disk (done by :meth:`finish` too)."""
+        self.spool.close()
 
     def add(self, chunk: SignalTable) -> None:
         """Take the next rows, in file order; cut every window they complete."""
@@ -868,9 +913,9 @@ class StudyWindows:
             number = np.concatenate(
                 [np.arange(s.cut, s.cut + n) for s, n in zip(cutting, counts, strict=True)]
             )
-            self.rows.append(
-                (np.array(cutting, dtype=object)[which], number, values, missing, short)
-            )
+            self.rows.append((np.array(cutting, dtype=object)[which], number, missing, short))
+            self.n_features = values.shape[1]
+            self.spool.write(memoryview(np.ascontiguousarray(values, dtype=np.float64)).cast("B"))
             for s, n in zip(cutting, counts, strict=True):
                 s.cut += int(n)
         if ended:
@@ -890,6 +935,12 @@ class StudyWindows:
             What :func:`featurize` returns for all the chunks as one table, with
             the same ``attrs`` (``dropped``, ``samples_unused``).
         """
+        try:
+            return self._finish()
+        finally:
+            self.close()
+
+    def _finish(self) -> pd.DataFrame:
         columns = feature_columns(
             len(self.groups or self.entry.sensors) + (self.entry.recipe.second_sensor == "diff")
         )
@@ -905,7 +956,7 @@ class StudyWindows:
             empty.attrs["samples_unused"] = unused
             return empty
         owners, number, missing, short = (
-            np.concatenate([part[k] for part in self.rows]) for k in (0, 1, 3, 4)
+            np.concatenate([part[k] for part in self.rows]) for k in range(4)
         )
         names = user_sort_key({s.name for s in sequences})
         user_rank = {name: i for i, name in enumerate(names)}
@@ -918,16 +969,7 @@ class StudyWindows:
             )
         )
         owners = owners[order]
-        # Each part's feature rows go straight to their sorted place, and the part
-        # is let go: the rows are held once, not three times.
-        where = np.empty_like(order)
-        where[order] = np.arange(order.size)
-        values = np.empty((order.size, self.rows[0][2].shape[1]))
-        first = 0
-        while self.rows:
-            part = self.rows.pop(0)[2]
-            values[where[first : first + part.shape[0]]] = part
-            first += part.shape[0]
+        values = self._sorted_features(order)
         user_dtype, label_dtype = self.dtypes or (np.dtype(object), np.dtype(object))
         users = np.array([s.user for s in owners], dtype=object).astype(user_dtype)
         labels = np.array([s.label for s in owners], dtype=object).astype(label_dtype)
@@ -942,3 +984,28 @@ class StudyWindows:
                 unused,
             )
         return table
+
+    def _sorted_features(self, order: np.ndarray, block_rows: int = 16_384) -> np.ndarray:
+        """The features from the spool, row ``order[i]`` (in the order cut) as row ``i``.
+
+        Read back in the order written, a block at a time, each row straight
+        to its sorted place: the features are held once.
+        """
+        where = np.empty_like(order)
+        where[order] = np.arange(order.size)
+        values = np.empty((order.size, self.n_features))
+        row_bytes = 8 * self.n_features
+        spooled = self.spool.reader()
+        for first in range(0, order.size, block_rows):
+            n = min(block_rows, order.size - first)
+            block = spooled.read(n * row_bytes)
+            if len(block) != n * row_bytes:
+                message = (
+                    f"{self.spool.what}: {len(block):,} bytes read back from "
+                    f"{self.spool.parent}, {n * row_bytes:,} were written"
+                )
+                raise StorageError(message)
+            values[where[first : first + n]] = np.frombuffer(block, dtype=np.float64).reshape(
+                n, self.n_features
+            )
+        return values

@@ -204,7 +204,7 @@ def _window_counts(
 
 
 def _stream_features(
-    entry: DatasetEntry, stream: SignalStream
+    entry: DatasetEntry, stream: SignalStream, spool_dir: Path | None = None
 ) -> tuple[pd.DataFrame, dict[str, Any], int]:
     """:func:`_label_raw` and :func:`_to_features` of a table read in chunks.
 
@@ -220,29 +220,33 @@ def _stream_features(
     # Here, not at the top: numpy-heavy; only for signal readers.
     from mudata.features import StudyWindows
 
-    windows = StudyWindows(entry)
+    windows = StudyWindows(entry, spool_dir=spool_dir)
     rows_read = n_kept = 0
     dropped: Counter[str] = Counter()
     labels = []
-    for chunk in coalesced(stream):
-        frame = chunk.frame
-        matched = match_classes(frame["label"], entry, check_seen=False)
-        dropped.update(matched.dropped)
-        labels.append(frame["label"].drop_duplicates())
-        rows_read += len(frame)
-        n_kept += int((matched.rank >= 0).sum())
-        windows.add(chunk)
-    seen = pd.concat(labels, ignore_index=True) if labels else pd.Series([], dtype="int64")
-    match_classes(seen.drop_duplicates(), entry, where=f"reader '{entry.reader}'")
-    dropped_codes = {k: int(v) for k, v in sorted(dropped.items()) if v}
-    log_dropped(entry.name, dropped_codes, rows_read, "rows read")
-    counts: dict[str, Any] = {
-        "rows_read": rows_read,
-        "rows_dropped_by_class_code": dropped_codes,
-    }
-    if stream.attrs.get("time_repeats"):
-        counts["time_repeats"] = dict(stream.attrs["time_repeats"])
-    features = _window_counts(windows.finish(), n_kept, entry, counts)
+    try:
+        for chunk in coalesced(stream):
+            frame = chunk.frame
+            matched = match_classes(frame["label"], entry, check_seen=False)
+            dropped.update(matched.dropped)
+            labels.append(frame["label"].drop_duplicates())
+            rows_read += len(frame)
+            n_kept += int((matched.rank >= 0).sum())
+            windows.add(chunk)
+        seen = pd.concat(labels, ignore_index=True) if labels else pd.Series([], dtype="int64")
+        match_classes(seen.drop_duplicates(), entry, where=f"reader '{entry.reader}'")
+        dropped_codes = {k: int(v) for k, v in sorted(dropped.items()) if v}
+        log_dropped(entry.name, dropped_codes, rows_read, "rows read")
+        counts: dict[str, Any] = {
+            "rows_read": rows_read,
+            "rows_dropped_by_class_code": dropped_codes,
+        }
+        if stream.attrs.get("time_repeats"):
+            counts["time_repeats"] = dict(stream.attrs["time_repeats"])
+        finished = windows.finish()
+    finally:
+        windows.close()  # the features cut wait on disk: removed however the build ends
+    features = _window_counts(finished, n_kept, entry, counts)
     return features, counts, n_kept
 
 
@@ -280,7 +284,7 @@ def labelled_features(
         stream_reader = get_stream_reader(entry.reader)
         stream = stream_reader(entry, sources) if stream_reader is not None else None
     if stream is not None:
-        features, counts, n_kept = _stream_features(entry, stream)
+        features, counts, n_kept = _stream_features(entry, stream, sources.spool_dir)
     else:
         if raw is None:
             raw = get_reader(entry.reader)(entry, sources)
@@ -354,6 +358,7 @@ def build_table(
     kept_rows, report = filter_users(
         labelled, entry.class_names, entry.min_per_class, dataset=entry.name, min_users=min_users
     )
+    del labelled  # the rows of users dropped are let go before the checks
     validated = validate_table(
         kept_rows, entry.class_names, entry.min_per_class, dataset=entry.name
     )
@@ -401,7 +406,7 @@ def build(entry: DatasetEntry, **options: Any) -> Path:
     whose rows still match their recorded hash, is returned without reading
     anything else. ``options`` are the keyword arguments of :func:`build_frame`.
     """
-    return build_frame(entry, **options)[0]
+    return build_frame(entry, **options, read_back=False)[0]
 
 
 def build_frame(
@@ -416,7 +421,8 @@ def build_frame(
     download: bool = True,
     max_expansion: float | None = None,
     min_users: int = MIN_USERS,
-) -> tuple[Path, pd.DataFrame]:
+    read_back: bool = True,
+) -> tuple[Path, pd.DataFrame | None]:
     """Build (or find) the table of ``entry``; return its path and its checked rows.
 
     Parameters
@@ -431,6 +437,10 @@ def build_frame(
         fewer is an :class:`~mudata.errors.EmptyResultError` listing the users
         dropped and why. A built table with fewer users is built again, so
         that the error says why.
+    read_back : bool
+        When False, a table just built is not read back from its file, and
+        None stands for its rows (``mudata fetch`` needs only the path); the
+        rows of a table already built are read all the same, to check them.
     Others
         As for :func:`mudata.fetch`.
     """
@@ -444,6 +454,7 @@ def build_frame(
                 entry, data_home=data_home, mirror=mirror, manual_dir=manual_dir,
                 allow_unverified=allow_unverified, progress=progress, force=True,
                 download=download, max_expansion=max_expansion, min_users=min_users,
+                read_back=read_back,
             )  # fmt: skip
         log.info(
             "%s: cached table %s, its raw files verified at build time (%s); "
@@ -489,13 +500,16 @@ def build_frame(
         provenance = _provenance(entry, fetched, sources, table, drops)
         provenance["build"] = build_record(data_home, manual_dir, min_users)
         path = write_table(table, target.parent, entry.name, provenance)
+        del table  # let go before it is read back: the rows are not held twice
     log.info(
         "%s: %d rows, %d users written to %s",
         entry.name,
-        len(table),
+        provenance["counts"]["rows"],
         provenance["counts"]["users"],
         path,
     )
+    if not read_back:
+        return path, None
     frame, record = load_table(path)
     frame.attrs["provenance"] = record
     return path, frame

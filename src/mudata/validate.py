@@ -90,12 +90,33 @@ def feature_table_schema(
     )
 
 
+#: Rows checked at a time by :func:`validate_table`: Pandera's checks make
+#: copies of what they check, so a block of rows, not the table, is copied.
+BLOCK_ROWS = 65_536
+
+
 def validate_table(
-    table: pd.DataFrame, classes: list[str], min_per_class: int, *, dataset: str
+    table: pd.DataFrame,
+    classes: list[str],
+    min_per_class: int,
+    *,
+    dataset: str,
+    block_rows: int = BLOCK_ROWS,
 ) -> pd.DataFrame:
     """Validate a feature table; raise :class:`ValidationError` listing every failure.
 
     Every column other than ``userid`` and ``label`` is taken as a feature.
+    The schema of :func:`feature_table_schema` is applied to ``block_rows``
+    rows at a time (its rules of one row, of a column's dtype and of the
+    columns), and its rule over users and classes to the ``userid`` and
+    ``label`` columns of the whole table: the failures, and the message, are
+    those of the schema applied to the whole table at once, without a copy of
+    the features beyond a block.
+
+    Returns
+    -------
+    DataFrame
+        ``table`` itself (the schema changes nothing: it coerces no dtype).
 
     Raises
     ------
@@ -105,14 +126,49 @@ def validate_table(
     """
     feature_columns = [c for c in table.columns if c not in FIRST_COLUMNS]
     schema = feature_table_schema(classes, feature_columns, min_per_class)
+    per_user = [c for c in schema.checks if c.name.startswith("every user")]
+    of_rows = pa.DataFrameSchema(
+        schema.columns,
+        checks=[c for c in schema.checks if c not in per_user],
+        strict=schema.strict,
+        ordered=schema.ordered,
+        unique_column_names=schema.unique_column_names,
+        name=schema.name,
+    )
+    failures = []
+    for first in range(0, max(len(table), 1), block_rows):
+        failures.append(_failures(of_rows, table.iloc[first : first + block_rows]))
+    # The table-wide rule reads two columns of every row: it alone sees the whole table.
+    failures.append(_failures(pa.DataFrameSchema(checks=per_user), table))
+    cases = pd.concat([f for f in failures if f is not None] or [pd.DataFrame()])
+    if cases.empty:
+        return table
+    # A rule on the columns or a dtype fails once per block: it is one failure.
+    # (Failure cases may be unhashable, an Index of duplicated names: compared as text.)
+    key = cases[["column", "check", "failure_case"]].astype(str)
+    cases = cases[~(cases["index"].isna().to_numpy() & key.duplicated().to_numpy())]
+    # Rules in the schema's order (its columns, then the table's), whatever block failed first.
+    position = {name: i for i, name in enumerate(schema.columns)}
+    order = pd.DataFrame(
+        {
+            "column": cases["column"].map(position).fillna(len(position)).to_numpy(),
+            "check_number": cases["check_number"].fillna(-1).to_numpy(),
+            "check": cases["check"].astype(str).to_numpy(),
+        }
+    ).sort_values(["column", "check_number", "check"], kind="stable")
+    cases = cases.iloc[order.index.to_numpy()]
+    message = f"{dataset}: the feature table fails {len(cases)} check(s):\n" + _summary(cases)
+    raise ValidationError(message)
+
+
+def _failures(schema: pa.DataFrameSchema, rows: pd.DataFrame) -> pd.DataFrame | None:
+    """Pandera's failure cases of ``rows`` (index: their row numbers), or None when they pass."""
     try:
-        return schema.validate(table, lazy=True)
+        # In place: a schema that coerces nothing has nothing to write, so no copy of the rows.
+        schema.validate(rows, lazy=True, inplace=True)
     except pa.errors.SchemaErrors as exc:
-        message = (
-            f"{dataset}: the feature table fails {len(exc.failure_cases)} check(s):\n"
-            + _summary(exc.failure_cases)
-        )
-        raise ValidationError(message) from None
+        return exc.failure_cases
+    return None
 
 
 def _summary(cases: pd.DataFrame, examples: int = 5) -> str:

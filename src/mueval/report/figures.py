@@ -90,6 +90,21 @@ def _text_cells(ax, im, m: np.ndarray) -> None:
         )
 
 
+@functools.lru_cache(maxsize=4096)
+def _value_outline(text: str, prop: FontProperties) -> mpath.Path:
+    """The outline of a cell value's text in font ``prop``, centred on (0, 0), in points.
+
+    Kept for the life of the process: the exact extents of a glyph outline (its
+    Bezier curves solved) cost milliseconds, and the same few hundred values
+    ("0.00" to "1.00", "-0.42") recur in every heat map of a report. Callers share
+    the path and must not change it.
+    """
+    # Keyed on the font too (its family follows rcParams when it is made).
+    shape = TextPath((0, 0), text, prop=prop)
+    (x0, y0), (x1, y1) = shape.get_extents().get_points()
+    return shape.transformed(Affine2D().translate(-(x0 + x1) / 2, -(y0 + y1) / 2))
+
+
 def _annotate_cells(ax, im, m: np.ndarray) -> PathCollection:
     """Print each finite cell's value (two decimals, 7 pt) at its centre.
 
@@ -100,18 +115,8 @@ def _annotate_cells(ax, im, m: np.ndarray) -> PathCollection:
     """
     rows, cols = np.nonzero(np.isfinite(m))
     prop = FontProperties(size=7)
-    shapes: dict[str, mpath.Path] = {}
-    paths = []
-    for value in m[rows, cols]:
-        text = f"{value:.2f}"
-        if text not in shapes:
-            shape = TextPath((0, 0), text, prop=prop)
-            (x0, y0), (x1, y1) = shape.get_extents().get_points()
-            # Centred on the cell, in points (the collection scales them to pixels).
-            shapes[text] = shape.transformed(Affine2D().translate(-(x0 + x1) / 2, -(y0 + y1) / 2))
-        paths.append(shapes[text])
     glyphs = PathCollection(
-        paths,
+        [_value_outline(f"{value:.2f}", prop) for value in m[rows, cols]],
         offsets=np.column_stack([cols, rows]),
         offset_transform=ax.transData,
         transform=Affine2D().scale(ax.figure.dpi / 72.0),

@@ -289,3 +289,44 @@ def test_set_indicators_equal_the_run_folders_set_matrix(hostile_run):
     forged.iloc[5] = np.array(["sit", "jump"], dtype=object)
     with pytest.raises(RunFolderError, match="prediction set holds 'jump'"):
         set_indicators(hostile_run, forged)
+
+
+def _phi_like(seed: int, title: str, *, nan: bool = True) -> plt.Figure:
+    m = np.random.default_rng(seed).uniform(-1, 1, (5, 5))
+    if nan:
+        m[0, 0] = np.nan
+    marks = np.zeros((5, 5), bool)
+    marks[1, 2] = marks[2, 1] = True
+    return F.heatmap_figure(
+        m,
+        CLASSES,
+        title=title,
+        xlabel="class j",
+        ylabel="class i",
+        cbar_label="phi",
+        cmap="RdBu_r",
+        vmin=-1.0,
+        vmax=1.0,
+        marks=marks,
+        marks_label="never share a set",
+        nan_label="undefined",
+    )
+
+
+def test_a_heat_map_on_a_settled_layout_has_the_pixels_constrained_layout_gives(tmp_path):
+    F.clear_layouts()
+    F.save_figure(_phi_like(0, "Phi\nfirst pair"), tmp_path / "first")
+    assert F.layout_counts() == {"reused": 0, "solved": 1}
+    (reused,) = F.save_figure(_phi_like(1, "Phi\nsecond"), tmp_path / "reused")
+    assert F.layout_counts() == {"reused": 1, "solved": 1}
+    F.clear_layouts()
+    (fresh,) = F.save_figure(_phi_like(1, "Phi\nsecond"), tmp_path / "fresh")
+    assert F.layout_counts() == {"reused": 0, "solved": 1}
+    np.testing.assert_array_equal(mpimg.imread(reused), mpimg.imread(fresh))
+    # Another shape (no undefined cell: the legend differs) solves its own.
+    F.save_figure(_phi_like(2, "Phi\nthird", nan=False), tmp_path / "other")
+    assert F.layout_counts() == {"reused": 0, "solved": 2}
+    # A title wider than the matrix widens the margins: constrained layout again.
+    wide = _phi_like(3, "Phi\n" + "a title wider than the matrix " * 3)
+    F.save_figure(wide, tmp_path / "wide")
+    assert F.layout_counts() == {"reused": 0, "solved": 3}

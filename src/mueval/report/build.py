@@ -661,7 +661,7 @@ def _study_pictures(figs: _Figures, p: _Pair, top_sets: int, min_count: int) -> 
             F.cooccurrence_matrix_figure(
                 S.column_normalise(counts),
                 classes,
-                title=f"Co-occurrence matrix, {label}",
+                title=f"Co-occurrence matrix\n{label}",
                 values_as_text=figs.svg,
             ),
             f"{stem}_cooccurrence_matrix",
@@ -681,7 +681,7 @@ def _study_pictures(figs: _Figures, p: _Pair, top_sets: int, min_count: int) -> 
             F.confusion_figure(
                 S.confusion_matrix_colnorm(y, yp, k),
                 classes,
-                title=f"Confusion matrix, {label}",
+                title=f"Confusion matrix\n{label}",
                 values_as_text=figs.svg,
             ),
             f"{stem}_confusion",
@@ -693,7 +693,7 @@ def _study_pictures(figs: _Figures, p: _Pair, top_sets: int, min_count: int) -> 
             F.confusion_figure(
                 S.confusion_matrix_colnorm(y, yp, k, zero_diagonal=True),
                 classes,
-                title=f"Zero-diagonal confusion matrix, {label}",
+                title=f"Zero-diagonal confusion matrix\n{label}",
                 zero_diagonal=True,
                 values_as_text=figs.svg,
             ),
@@ -752,7 +752,7 @@ def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object
             F.heatmap_figure(
                 com,
                 classes,
-                title=f"Co-membership rate E[z_i z_j], {label}",
+                title=f"Co-membership rate E[z_i z_j]\n{label}",
                 xlabel="class j",
                 ylabel="class i",
                 cbar_label="share of sets holding both (diagonal: inclusion rate)",
@@ -771,10 +771,11 @@ def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object
     plo, phi_hi = p.bounds["phi"]
     never = (com == 0) & np.isfinite(phi.phi)
     np.fill_diagonal(never, False)
-    fig = F.heatmap_figure(
+    fig = partial(
+        F.heatmap_figure,
         phi.phi,
         classes,
-        title=f"Phi coefficient of set membership, {label}",
+        title=f"Phi coefficient of set membership\n{label}",
         xlabel="class j",
         ylabel="class i",
         cbar_label="phi",
@@ -783,20 +784,9 @@ def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object
         vmax=1.0,
         nan_label="undefined: class in every set or in none",
         values_as_text=figs.svg,
+        marks=never,
+        marks_label="never share a set: value is the floor",
     )
-    ax = fig.axes[0]
-    rr, cc = np.nonzero(never)
-    if rr.size:
-        ax.scatter(
-            cc,
-            rr,
-            marker="x",
-            s=14,
-            color="black",
-            linewidths=0.8,
-            label="never share a set: value is the floor",
-        )
-        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.06), fontsize=8, frameon=False)
     body.append(
         figs.add(
             fig,
@@ -838,7 +828,7 @@ def _directional(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray]:
             F.heatmap_figure(
                 soft,
                 classes,
-                title=f"Soft confusion E[p_b | y = a], {label}",
+                title=f"Soft confusion E[p_b | y = a]\n{label}",
                 xlabel="class b",
                 ylabel="true class a",
                 cbar_label="mean predicted probability of b",
@@ -859,7 +849,7 @@ def _directional(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray]:
             F.heatmap_figure(
                 covc,
                 classes,
-                title=f"Coverage confusion P(b in S | y = a), {label}",
+                title=f"Coverage confusion P(b in S | y = a)\n{label}",
                 xlabel="class b",
                 ylabel="true class a",
                 cbar_label="share of sets containing b",

@@ -4,6 +4,7 @@ one drawing pass against the one ``savefig`` writes."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from collections import Counter
 
@@ -20,7 +21,7 @@ from matplotlib.textpath import TextPath
 import mueval
 from mueval.report import figures as F
 from mueval.report import setstats as S
-from mueval.report.build import per_user_tables, set_indicators
+from mueval.report.build import pair_rows, per_user_tables, set_indicators
 from mueval.runfolder import RunFolder, RunFolderError
 
 CLASSES = ["a", "b", "c", "d", "e"]
@@ -330,3 +331,24 @@ def test_a_heat_map_on_a_settled_layout_has_the_pixels_constrained_layout_gives(
     wide = _phi_like(3, "Phi\n" + "a title wider than the matrix " * 3)
     F.save_figure(wide, tmp_path / "wide")
     assert F.layout_counts() == {"reused": 0, "solved": 3}
+
+
+def test_pair_rows_hold_the_pairs_sets_labels_and_probabilities(hostile_run):
+    """The arrays a section is drawn from (made once for the run, sliced per pair)
+    equal the run folder's own row-by-row conversion of the pair's rows."""
+    for rows in _pairs(hostile_run).values():
+        sub = hostile_run.predictions.iloc[rows]
+        got = pair_rows(hostile_run, rows)
+        np.testing.assert_array_equal(got.sets, hostile_run.set_matrix(sub["pred_set"]))
+        np.testing.assert_array_equal(got.y, hostile_run.class_indices(sub["y_true"]))
+        np.testing.assert_array_equal(got.yp, hostile_run.class_indices(sub["y_pred"]))
+        np.testing.assert_array_equal(got.proba, hostile_run.vector_matrix(sub["proba"]))
+        assert list(got.users) == list(sub["userid"]) and got.n_iterations == 2
+    preds = hostile_run.predictions.copy()
+    preds.loc[preds.index[3], "proba"] = np.array([0.5, 0.5])
+    forged = dataclasses.replace(hostile_run, predictions=preds)
+    strategy = preds["strategy"].iloc[3]
+    with pytest.raises(
+        RunFolderError, match=f"proba of {strategy}/nb: expected vectors of length 4"
+    ):
+        pair_rows(forged, np.arange(len(preds)))

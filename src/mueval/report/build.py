@@ -580,16 +580,16 @@ def set_indicators(run: RunFolder, pred_sets: pd.Series) -> np.ndarray:
     """Prediction sets (lists of class names) as indicators, shape (n, K).
 
     What :meth:`RunFolder.set_matrix` returns, with its error for a name not
-    among the classes, but flattened once rather than walked row by row.
+    among the classes, but from one array of every member rather than row by row.
     """
     n, k = len(pred_sets), len(run.classes)
     out = np.zeros((n, k), dtype=bool)
-    if n == 0:
+    values = pred_sets.to_numpy()
+    lengths = np.fromiter((len(v) for v in values), dtype=np.int64, count=n)
+    if lengths.sum() == 0:
         return out
-    lengths = pred_sets.map(len).to_numpy(dtype=np.int64)
-    # explode gives an empty set one missing value: keep the members only.
-    flat = pred_sets.explode().to_numpy()[np.repeat(lengths > 0, np.maximum(lengths, 1))]
-    codes = pd.Index(run.classes).get_indexer(flat)
+    flat = np.concatenate(list(values)).astype(object, copy=False)
+    codes = _codes(run.classes, flat)
     if (codes < 0).any():
         name = flat[np.flatnonzero(codes < 0)[0]]
         msg = (
@@ -601,23 +601,76 @@ def set_indicators(run: RunFolder, pred_sets: pd.Series) -> np.ndarray:
     return out
 
 
-def pair_rows(run: RunFolder, s: str, c: str, rows: np.ndarray) -> PairRows:
-    """The rows at positions ``rows`` of ``run.predictions`` (those of ``s``, ``c``)."""
-    sub = run.predictions.iloc[rows]
-    k = len(run.classes)
-    proba = run.vector_matrix(sub["proba"])
-    if proba.shape != (len(sub), k):
+def _codes(classes: Sequence[str], names: np.ndarray) -> np.ndarray:
+    """The index of each name in ``classes``, -1 for a name not among them.
+
+    A dictionary look-up per name: pandas' indexer would first copy the names
+    into an index of its own, which takes longer than the look-ups.
+    """
+    lookup = {name: i for i, name in enumerate(classes)}
+    return np.fromiter((lookup.get(n, -1) for n in names), dtype=np.int64, count=len(names))
+
+
+def _class_codes(run: RunFolder, names: pd.Series) -> np.ndarray:
+    """Class names as indices in run order (:meth:`RunFolder.class_indices`, at once)."""
+    values = names.to_numpy(dtype=object)
+    codes = _codes(run.classes, values)
+    if (codes < 0).any():
+        unknown = sorted(set(values[codes < 0]))
         msg = (
-            f"{run.path / 'predictions.parquet'}: proba of {s}/{c}: expected vectors of length "
-            f"{k} (the classes of run.json), found shape {proba.shape}"
+            f"{run.path / 'predictions.parquet'}: expected class names from run.json "
+            f"{run.classes}, found {unknown}"
         )
         raise RunFolderError(msg)
+    return codes
+
+
+@dataclass
+class _RunArrays:
+    """Every prediction row's set, labels and probabilities as arrays, made once
+    for all sections (row by row, per section, it took seconds at 20 iterations)."""
+
+    sets: np.ndarray
+    y: np.ndarray
+    yp: np.ndarray
+    proba: np.ndarray
+
+
+def _run_arrays(run: RunFolder) -> _RunArrays:
+    p = run.predictions
+    k = len(run.classes)
+    vectors = p["proba"].to_numpy()
+    lengths = np.fromiter((len(v) for v in vectors), dtype=np.int64, count=len(vectors))
+    wrong = np.flatnonzero(lengths != k)
+    if wrong.size:
+        first = p.iloc[wrong[0]]
+        bad = lengths[p["strategy"].eq(first["strategy"]) & p["classifier"].eq(first["classifier"])]
+        msg = (
+            f"{run.path / 'predictions.parquet'}: proba of {first['strategy']}/"
+            f"{first['classifier']}: expected vectors of length {k} (the classes of "
+            f"run.json), found lengths {sorted(set(bad.tolist()) - {k})}"
+        )
+        raise RunFolderError(msg)
+    proba = np.stack(vectors).astype(float) if len(vectors) else np.zeros((0, k))
+    return _RunArrays(
+        set_indicators(run, p["pred_set"]),
+        _class_codes(run, p["y_true"]),
+        _class_codes(run, p["y_pred"]),
+        proba,
+    )
+
+
+def pair_rows(run: RunFolder, rows: np.ndarray, arrays: _RunArrays | None = None) -> PairRows:
+    """The rows at positions ``rows`` of ``run.predictions`` (one (strategy,
+    classifier)'s) as arrays; from ``arrays`` when given (made once for the run)."""
+    arrays = arrays if arrays is not None else _run_arrays(run)
+    sub = run.predictions.iloc[rows]
     return PairRows(
         list(run.classes),
-        set_indicators(run, sub["pred_set"]),
-        run.class_indices(sub["y_true"]),
-        run.class_indices(sub["y_pred"]),
-        proba,
+        arrays.sets[rows],
+        arrays.y[rows],
+        arrays.yp[rows],
+        arrays.proba[rows],
         sub["userid"].to_numpy(dtype=object),
         int(sub["iteration"].nunique()),
     )
@@ -1029,10 +1082,11 @@ class _PairDrawing:
         self.options, self.svg = options, svg
         workers = min(len(pairs), (os.cpu_count() or 1) if jobs == -1 else jobs)
         self.futures: dict[tuple[str, str], Any] = {}
+        self.arrays = _run_arrays(run) if pairs else None
         if workers > 1:
             executor = get_reusable_executor(max_workers=workers)
             for s, c in sorted(pairs, key=lambda pair: -len(pairs[pair])):
-                rows = pair_rows(run, s, c, pairs[(s, c)])
+                rows = pair_rows(run, pairs[(s, c)], self.arrays)
                 self.futures[(s, c)] = executor.submit(_pair_task, rows, out, s, c, options, svg)
 
     def collect(self, bar: tqdm) -> list[tuple[Section, list[str], list[Path]]]:
@@ -1042,7 +1096,7 @@ class _PairDrawing:
             if self.futures:
                 found.append(self.futures[(s, c)].result())
             else:
-                rows = pair_rows(self.run, s, c, self.pairs[(s, c)])
+                rows = pair_rows(self.run, self.pairs[(s, c)], self.arrays)
                 found.append(_pair_task(rows, self.out, s, c, self.options, self.svg))
             bar.update()
         return found

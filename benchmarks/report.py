@@ -1,11 +1,13 @@
 """Benchmark ``mueval report``: build time and page size at each ``--figures`` level.
 
 Builds (or reuses) a WISDM run folder with every strategy and classifier
-(5 x 4), then builds the report from the folder at each level, as
-``mueval report RUN_DIR --figures LEVEL`` does (reading the folder included),
-and prints the wall time, the size of ``report.html``, and the number and
-total size of the figure files, with the load average before each build (the
-machine may be shared).
+(5 x 4), then builds the report from the folder at each level, each build a
+fresh ``mueval report RUN_DIR --figures LEVEL --jobs N`` process (importing
+mueval and reading the folder included, nothing warmed by an earlier build),
+and prints the wall time, the CPU time of the build and its worker processes
+(user + system; on a shared machine the wall time follows the load, the CPU
+time much less), the size of ``report.html``, and the number and total size of
+the figure files, with the load average before each build.
 
 Usage::
 
@@ -15,7 +17,8 @@ Usage::
 run folder has to be built; an existing run folder is reused as it is.
 ``--jobs`` (default 2) is used for the evaluation; every level is built once
 for each value of ``--report-jobs`` (default ``1,2``), the worker processes
-that draw the sections of ``--figures all`` (the other levels draw in the main
+that draw the (strategy, classifier) sections of ``--figures all`` while the
+main process builds the rest of the page (the other levels draw in the main
 process, so their time should not change with it). ``--svg`` also writes the
 SVG copies, as ``mueval report --svg`` does. ``--strategy`` and
 ``--classifier`` (comma lists) narrow the report, as ``mueval report`` does.
@@ -25,13 +28,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import mueval
-from mueval.report.build import build_report
 from mueval.runfolder import read_run_folder
 
 
@@ -59,6 +64,28 @@ def _ensure_run(run_dir: Path, manual_dir: Path, iterations: int, jobs: int) -> 
     print(f"evaluated WISDM, {iterations} iterations, in {time.perf_counter() - start:.1f} s")
 
 
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of every finished child process and of the
+    children those waited for (the report's worker processes)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _build(run_dir: Path, out: Path, level: str, jobs: int, args: argparse.Namespace) -> float:
+    """One ``mueval report`` process; its wall time in seconds."""
+    command = [sys.executable, "-c", "from mueval.cli.main import main; main()", "report"]
+    command += [str(run_dir), "--out", str(out), "--figures", level, "--jobs", str(jobs)]
+    command += ["--svg"] if args.svg else []
+    command += ["--strategy", args.strategy] if args.strategy else []
+    command += ["--classifier", args.classifier] if args.classifier else []
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"mueval report exited {done.returncode}:\n{done.stderr[-2000:]}")
+    return seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--manual-dir", type=Path, required=True)
@@ -71,10 +98,6 @@ def main() -> None:
     parser.add_argument("--classifier", default="")
     parser.add_argument("--svg", action="store_true")
     args = parser.parse_args()
-    narrow = {
-        "strategies": [s for s in args.strategy.split(",") if s] or None,
-        "classifiers": [c for c in args.classifier.split(",") if c] or None,
-    }
     _ensure_run(args.run_dir, args.manual_dir, args.iterations, args.jobs)
     info = read_run_folder(args.run_dir)
     print(
@@ -83,26 +106,25 @@ def main() -> None:
         f"{info.run['config']['iterations']} iterations, {len(info.predictions)} prediction rows"
     )
     print(f"cores: {os.cpu_count()}; SVG copies: {'yes' if args.svg else 'no'}")
-    header = f"{'figures':>8} {'jobs':>4} {'load':>5} {'build s':>8} {'page MB':>8} "
+    header = f"{'figures':>8} {'jobs':>4} {'load':>5} {'build s':>8} {'CPU s':>6} {'page MB':>8} "
     print(header + f"{'PNGs':>5} {'SVGs':>5} {'figures MB':>10}")
     for level in args.levels.split(","):
         for jobs in [int(j) for j in args.report_jobs.split(",")]:
-            out = Path(tempfile.mkdtemp(prefix=f"report-{level}-"))
+            out = Path(tempfile.mkdtemp(prefix=f"report-{level}-")) / "report"
             load = os.getloadavg()[0]
-            start = time.perf_counter()
-            result = build_report(
-                read_run_folder(args.run_dir), out, figures=level, jobs=jobs, svg=args.svg, **narrow
-            )
-            seconds = time.perf_counter() - start
-            n_png = sum(1 for p in result.figures if p.suffix == ".png")
-            n_svg = sum(1 for p in result.figures if p.suffix == ".svg")
+            cpu = _children_cpu()
+            seconds = _build(args.run_dir, out, level, jobs, args)
+            cpu = _children_cpu() - cpu
+            files = list((out / "figures").iterdir()) if (out / "figures").is_dir() else []
+            n_png = sum(1 for p in files if p.suffix == ".png")
+            n_svg = sum(1 for p in files if p.suffix == ".svg")
             print(
-                f"{level:>8} {jobs:4d} {load:5.1f} {seconds:8.1f} "
-                f"{_size(result.html) / 2**20:8.2f} {n_png:5d} {n_svg:5d} "
-                f"{_size(out / 'figures') / 2**20:10.2f}",
+                f"{level:>8} {jobs:4d} {load:5.1f} {seconds:8.1f} {cpu:6.1f} "
+                f"{_size(out / 'report.html') / 2**20:8.2f} {n_png:5d} {n_svg:5d} "
+                f"{_size(out / 'figures') / 2**20 if files else 0.0:10.2f}",
                 flush=True,
             )
-            shutil.rmtree(out)
+            shutil.rmtree(out.parent)
 
 
 if __name__ == "__main__":

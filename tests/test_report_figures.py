@@ -4,6 +4,7 @@ one drawing pass against the one ``savefig`` writes."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from collections import Counter
 
@@ -11,13 +12,17 @@ import matplotlib
 import matplotlib.image as mpimg
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 import pytest
 from matplotlib.collections import LineCollection, PathCollection
 from matplotlib.font_manager import FontProperties
 from matplotlib.textpath import TextPath
 
+import mueval
 from mueval.report import figures as F
 from mueval.report import setstats as S
+from mueval.report.build import pair_rows, per_user_tables, set_indicators
+from mueval.runfolder import RunFolder, RunFolderError
 
 CLASSES = ["a", "b", "c", "d", "e"]
 
@@ -183,3 +188,167 @@ def test_the_png_written_in_one_pass_has_the_pixels_savefig_writes(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["figure.png"]
     paths = F.save_figure(makers[0](), tmp_path / "both", svg=True)
     assert [p.name for p in paths] == ["both.png", "both.svg"]
+
+
+def _hostile_frame(seed: int = 0) -> pd.DataFrame:
+    """Three users of 90 rows, a fourth with two rows (one test row per split), a
+    class ("hop") whose few rows sit inside "walk" so that it is never predicted;
+    classes overlap, so that at alpha = 0.4 many sets are empty."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for user in (1, 2, 3):
+        for c, label in enumerate(("sit", "walk", "run")):
+            part = pd.DataFrame(rng.normal(c * 1.0, 1.2, (30, 3)), columns=["a", "b", "c"])
+            part.insert(0, "label", label)
+            part.insert(0, "userid", user)
+            parts.append(part)
+    parts.append(
+        pd.DataFrame(
+            {"userid": [4, 4], "label": ["run", "run"], "a": [2.0, 2.5], "b": [2.0, 1.0]}
+            | {"c": [2.0, 0.5]}
+        )
+    )
+    hop = pd.DataFrame(rng.normal(1.0, 1.2, (6, 3)), columns=["a", "b", "c"])
+    hop.insert(0, "label", "hop")
+    hop.insert(0, "userid", 2)
+    parts.append(hop)
+    return pd.concat(parts, ignore_index=True)
+
+
+@pytest.fixture(scope="module")
+def hostile_run() -> RunFolder:
+    run = mueval.evaluate(
+        _hostile_frame(),
+        strategies="mm,uim,ucm",
+        classifiers="nb",
+        iterations=2,
+        alpha=0.4,
+        small_cal="full-set",  # user 4 calibrates UCM on one row
+        progress=False,
+    )
+    folder = run.folder()
+    p = folder.predictions
+    # The run is as hostile as meant: else the test below would prove less.
+    assert (p.set_size == 0).any()
+    assert "hop" in set(p.y_true) and "hop" not in set(p.y_pred)
+    one = p[(p.strategy == "uim") & (p.userid == "4")]
+    assert one.groupby("iteration").size().tolist() == [1, 1]
+    return folder
+
+
+def _pairs(run: RunFolder) -> dict[tuple[str, str], np.ndarray]:
+    groups = run.predictions.groupby(["strategy", "classifier"], sort=False)
+    return {(str(s), str(c)): rows for (s, c), rows in groups.indices.items()}
+
+
+@pytest.mark.parametrize(("metric", "column"), [("coverage", "covered"), ("setsize", "set_size")])
+def test_per_user_tables_from_the_splits_equal_the_predictions(hostile_run, metric, column):
+    """The per-user figures read splits.parquet (MM, which has no per-user split,
+    its predictions): each user's mean and SD over iterations, as grouped here
+    from the test rows of each (strategy, classifier, user, iteration)."""
+    cov, size = per_user_tables(hostile_run, _pairs(hostile_run))
+    found = {"coverage": cov, "setsize": size}[metric]
+    p = hostile_run.predictions
+    per_it = p.groupby(["strategy", "classifier", "userid", "iteration"])[column].mean()
+    want = per_it.astype(float).groupby(level=[0, 1, 2]).agg(["mean", "std", "count"])
+    found = found.set_index(["strategy", "classifier", "user"]).sort_index()
+    want.index.names = found.index.names
+    want = want.sort_index()
+    assert list(found.index) == list(want.index)
+    # Up to the rounding of a mean (the run sums in its own order).
+    np.testing.assert_allclose(found["value"], want["mean"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(found["sd"], want["std"], rtol=0, atol=1e-12)  # NaN: 1 iteration
+    np.testing.assert_array_equal(found["n"], want["count"])
+    assert found.loc[("mm", "nb", "4"), "n"] == 1  # MM drew user 4 in one iteration
+
+
+def test_per_user_figure_plots_each_users_value_and_circles_those_below(hostile_run):
+    cov, _ = per_user_tables(hostile_run, _pairs(hostile_run))
+    cov = cov.assign(strategy_label=cov.strategy)
+    target = 0.6
+    fig = F.per_user_figure(cov, title="t", ylabel="y", target=target)
+    (ax,) = fig.axes
+    users = sorted(set(cov.user), key=int)
+    assert [t.get_text() for t in ax.get_xticklabels()] == users
+    circles = [c for c in ax.collections if isinstance(c, PathCollection)]
+    for container, circled, s in zip(
+        ax.containers, circles, dict.fromkeys(cov.strategy), strict=True
+    ):
+        want = cov[cov.strategy == s].set_index("user").reindex(users)["value"].to_numpy()
+        x, y = container.lines[0].get_data()
+        np.testing.assert_array_equal(np.asarray(y, float), want)
+        below = want < target
+        np.testing.assert_array_equal(circled.get_offsets()[:, 1], want[below])
+        np.testing.assert_allclose(circled.get_offsets()[:, 0], np.asarray(x)[below])
+    plt.close(fig)
+
+
+def test_set_indicators_equal_the_run_folders_set_matrix(hostile_run):
+    sets = hostile_run.predictions["pred_set"]
+    np.testing.assert_array_equal(set_indicators(hostile_run, sets), hostile_run.set_matrix(sets))
+    forged = sets.copy()
+    forged.iloc[5] = np.array(["sit", "jump"], dtype=object)
+    with pytest.raises(RunFolderError, match="prediction set holds 'jump'"):
+        set_indicators(hostile_run, forged)
+
+
+def _phi_like(seed: int, title: str, *, nan: bool = True) -> plt.Figure:
+    m = np.random.default_rng(seed).uniform(-1, 1, (5, 5))
+    if nan:
+        m[0, 0] = np.nan
+    marks = np.zeros((5, 5), bool)
+    marks[1, 2] = marks[2, 1] = True
+    return F.heatmap_figure(
+        m,
+        CLASSES,
+        title=title,
+        xlabel="class j",
+        ylabel="class i",
+        cbar_label="phi",
+        cmap="RdBu_r",
+        vmin=-1.0,
+        vmax=1.0,
+        marks=marks,
+        marks_label="never share a set",
+        nan_label="undefined",
+    )
+
+
+def test_a_heat_map_on_a_settled_layout_has_the_pixels_constrained_layout_gives(tmp_path):
+    F.clear_layouts()
+    F.save_figure(_phi_like(0, "Phi\nfirst pair"), tmp_path / "first")
+    assert F.layout_counts() == {"reused": 0, "solved": 1}
+    (reused,) = F.save_figure(_phi_like(1, "Phi\nsecond"), tmp_path / "reused")
+    assert F.layout_counts() == {"reused": 1, "solved": 1}
+    F.clear_layouts()
+    (fresh,) = F.save_figure(_phi_like(1, "Phi\nsecond"), tmp_path / "fresh")
+    assert F.layout_counts() == {"reused": 0, "solved": 1}
+    np.testing.assert_array_equal(mpimg.imread(reused), mpimg.imread(fresh))
+    # Another shape (no undefined cell: the legend differs) solves its own.
+    F.save_figure(_phi_like(2, "Phi\nthird", nan=False), tmp_path / "other")
+    assert F.layout_counts() == {"reused": 0, "solved": 2}
+    # A title wider than the matrix widens the margins: constrained layout again.
+    wide = _phi_like(3, "Phi\n" + "a title wider than the matrix " * 3)
+    F.save_figure(wide, tmp_path / "wide")
+    assert F.layout_counts() == {"reused": 0, "solved": 3}
+
+
+def test_pair_rows_hold_the_pairs_sets_labels_and_probabilities(hostile_run):
+    """The arrays a section is drawn from (made once for the run, sliced per pair)
+    equal the run folder's own row-by-row conversion of the pair's rows."""
+    for rows in _pairs(hostile_run).values():
+        sub = hostile_run.predictions.iloc[rows]
+        got = pair_rows(hostile_run, rows)
+        np.testing.assert_array_equal(got.sets, hostile_run.set_matrix(sub["pred_set"]))
+        np.testing.assert_array_equal(got.y, hostile_run.class_indices(sub["y_true"]))
+        np.testing.assert_array_equal(got.yp, hostile_run.class_indices(sub["y_pred"]))
+        np.testing.assert_array_equal(got.proba, hostile_run.vector_matrix(sub["proba"]))
+        assert list(got.users) == list(sub["userid"]) and got.n_iterations == 2
+    preds = hostile_run.predictions.copy()
+    preds.loc[preds.index[3], "proba"] = np.array([0.5, 0.5])
+    forged = dataclasses.replace(hostile_run, predictions=preds)
+    strategy = preds["strategy"].iloc[3]
+    with pytest.raises(
+        RunFolderError, match=f"proba of {strategy}/nb: expected vectors of length 4"
+    ):
+        pair_rows(forged, np.arange(len(preds)))

@@ -66,7 +66,8 @@ def report_command(
     """Build an HTML report (report.html + figures/) from a run folder.
 
     With --figures all, --jobs worker processes draw the (strategy, classifier)
-    sections in parallel; the page does not depend on it.
+    sections in parallel while this process builds the rest of the page; the
+    page does not depend on it.
     """
     # Here, not at the top: matplotlib, which `mueval --help` does without.
     from mueval.guarantees.run_warnings import warning_line

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
+from joblib.externals.loky import get_reusable_executor
 from matplotlib.figure import Figure
 from tqdm import tqdm
 
@@ -386,14 +386,60 @@ def _setsize_section(
     return Section("Set size across classifiers", "setsize", body)
 
 
+def per_user_tables(
+    run: RunFolder,
+    pairs: dict[tuple[str, str], np.ndarray],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Each user's coverage and set size (mean and SD over iterations) for ``pairs``.
+
+    Read from the per-user rows of ``splits.parquet`` (a split's coverage and set
+    size over its user's test rows), which the run wrote as it went; a pair with
+    no per-user split (MM, whose splits pool users) gets its table from its
+    predictions, grouped by each test row's own user once for all such pairs.
+    The values equal those grouped from the predictions for every pair (up to
+    the rounding of a mean).
+
+    Parameters
+    ----------
+    run : RunFolder
+    pairs : dict
+        (strategy, classifier) -> positions of its rows in ``run.predictions``.
+
+    Returns
+    -------
+    coverage, setsize : DataFrame
+        Columns strategy, classifier, user, value, sd, n (iterations), as
+        :func:`mueval.comparison.significance.per_user_values`.
+    """
+    splits = run.splits
+    keys = pd.MultiIndex.from_tuples(list(pairs), names=["strategy", "classifier"])
+    in_pairs = pd.MultiIndex.from_arrays([splits.strategy, splits.classifier]).isin(keys)
+    per_user = splits[in_pairs & splits["user"].notna()]
+    have = set(zip(per_user.strategy, per_user.classifier, strict=True))
+    lacking = [pair for pair in pairs if pair not in have]
+    tables = []
+    for metric in ("coverage", "setsize"):
+        found = [per_user_values(per_user, None, metric)] if len(per_user) else []
+        if lacking:
+            rows = np.sort(np.concatenate([pairs[pair] for pair in lacking]))
+            found.append(per_user_values(splits.iloc[:0], run.predictions.iloc[rows], metric))
+        table = pd.concat(found, ignore_index=True) if found else None
+        if table is None:
+            table = per_user_values(splits.iloc[:0], run.predictions.iloc[:0], metric)
+        tables.append(table)
+    return tables[0], tables[1]
+
+
 def _per_user_section(
-    run: RunFolder, figs: _Figures, strategies: list[str], classifiers: list[str], target: float
+    run: RunFolder,
+    figs: _Figures,
+    strategies: list[str],
+    classifiers: list[str],
+    target: float,
+    pairs: dict[tuple[str, str], np.ndarray],
 ) -> tuple[Section, list[str]]:
-    preds = run.predictions[
-        run.predictions.strategy.isin(strategies) & run.predictions.classifier.isin(classifiers)
-    ]
-    cov = per_user_values(run.splits, preds, "coverage")
-    size = per_user_values(run.splits, preds, "setsize")
+    cov, size = per_user_tables(run, pairs)
+    covered = run.predictions["covered"].to_numpy()
     warnings: list[str] = []
     body = [
         note_html(
@@ -446,7 +492,7 @@ def _per_user_section(
             sub = cu[cu.strategy == s]
             if sub.empty:
                 continue
-            pooled = float(preds[(preds.strategy == s) & (preds.classifier == c)]["covered"].mean())
+            pooled = float(covered[pairs[(s, c)]].mean())
             below = sub[sub.value < target].sort_values("value")
             listed = ", ".join(
                 f"{u} ({v:.3f})" for u, v in zip(below.user, below.value, strict=True)
@@ -502,31 +548,148 @@ def _natural_order(classes: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     return order, rank
 
 
-def _pair_data(run: RunFolder, s: str, c: str, n_boot: int, seed: int) -> tuple[_Pair, str]:
-    sub = run.predictions[(run.predictions.strategy == s) & (run.predictions.classifier == c)]
-    k = len(run.classes)
-    label = f"{_sname(s)}, {_cname(c)}"
-    stem = f"{_stoken(s)}_{_ctoken(c)}"
-    sets = run.set_matrix(sub["pred_set"])
-    y = run.class_indices(sub["y_true"])
-    yp = run.class_indices(sub["y_pred"])
-    proba = run.vector_matrix(sub["proba"])
-    if proba.shape != (len(sub), k):
+@dataclass
+class PairRows:
+    """One (strategy, classifier)'s test rows as arrays: what a worker process
+    drawing its section receives (arrays pickle in one copy each; the rows'
+    Python lists, one object a row, do not).
+
+    Attributes
+    ----------
+    classes : list of str
+        The run's classes, in run.json's order (the columns below).
+    sets : ndarray of bool, shape (n, K)
+    y, yp : ndarray of int, shape (n,)
+        True and predicted class indices.
+    proba : ndarray of float, shape (n, K)
+    users : ndarray, shape (n,)
+        Each row's own user.
+    n_iterations : int
+    """
+
+    classes: list[str]
+    sets: np.ndarray
+    y: np.ndarray
+    yp: np.ndarray
+    proba: np.ndarray
+    users: np.ndarray
+    n_iterations: int
+
+
+def set_indicators(run: RunFolder, pred_sets: pd.Series) -> np.ndarray:
+    """Prediction sets (lists of class names) as indicators, shape (n, K).
+
+    What :meth:`RunFolder.set_matrix` returns, with its error for a name not
+    among the classes, but from one array of every member rather than row by row.
+    """
+    n, k = len(pred_sets), len(run.classes)
+    out = np.zeros((n, k), dtype=bool)
+    values = pred_sets.to_numpy()
+    lengths = np.fromiter((len(v) for v in values), dtype=np.int64, count=n)
+    if lengths.sum() == 0:
+        return out
+    flat = np.concatenate(list(values)).astype(object, copy=False)
+    codes = _codes(run.classes, flat)
+    if (codes < 0).any():
+        name = flat[np.flatnonzero(codes < 0)[0]]
         msg = (
-            f"{run.path / 'predictions.parquet'}: proba of {s}/{c}: expected vectors of length "
-            f"{k} (the classes of run.json), found shape {proba.shape}"
+            f"{run.path / 'predictions.parquet'}: prediction set holds "
+            f"{name!r}, expected one of {run.classes}"
         )
         raise RunFolderError(msg)
+    out[np.repeat(np.arange(n), lengths), codes] = True
+    return out
+
+
+def _codes(classes: Sequence[str], names: np.ndarray) -> np.ndarray:
+    """The index of each name in ``classes``, -1 for a name not among them.
+
+    A dictionary look-up per name: pandas' indexer would first copy the names
+    into an index of its own, which takes longer than the look-ups.
+    """
+    lookup = {name: i for i, name in enumerate(classes)}
+    return np.fromiter((lookup.get(n, -1) for n in names), dtype=np.int64, count=len(names))
+
+
+def _class_codes(run: RunFolder, names: pd.Series) -> np.ndarray:
+    """Class names as indices in run order (:meth:`RunFolder.class_indices`, at once)."""
+    values = names.to_numpy(dtype=object)
+    codes = _codes(run.classes, values)
+    if (codes < 0).any():
+        unknown = sorted(set(values[codes < 0]))
+        msg = (
+            f"{run.path / 'predictions.parquet'}: expected class names from run.json "
+            f"{run.classes}, found {unknown}"
+        )
+        raise RunFolderError(msg)
+    return codes
+
+
+@dataclass
+class _RunArrays:
+    """Every prediction row's set, labels and probabilities as arrays, made once
+    for all sections (row by row, per section, it took seconds at 20 iterations)."""
+
+    sets: np.ndarray
+    y: np.ndarray
+    yp: np.ndarray
+    proba: np.ndarray
+
+
+def _run_arrays(run: RunFolder) -> _RunArrays:
+    p = run.predictions
+    k = len(run.classes)
+    vectors = p["proba"].to_numpy()
+    lengths = np.fromiter((len(v) for v in vectors), dtype=np.int64, count=len(vectors))
+    wrong = np.flatnonzero(lengths != k)
+    if wrong.size:
+        first = p.iloc[wrong[0]]
+        bad = lengths[p["strategy"].eq(first["strategy"]) & p["classifier"].eq(first["classifier"])]
+        msg = (
+            f"{run.path / 'predictions.parquet'}: proba of {first['strategy']}/"
+            f"{first['classifier']}: expected vectors of length {k} (the classes of "
+            f"run.json), found lengths {sorted(set(bad.tolist()) - {k})}"
+        )
+        raise RunFolderError(msg)
+    proba = np.stack(vectors).astype(float) if len(vectors) else np.zeros((0, k))
+    return _RunArrays(
+        set_indicators(run, p["pred_set"]),
+        _class_codes(run, p["y_true"]),
+        _class_codes(run, p["y_pred"]),
+        proba,
+    )
+
+
+def pair_rows(run: RunFolder, rows: np.ndarray, arrays: _RunArrays | None = None) -> PairRows:
+    """The rows at positions ``rows`` of ``run.predictions`` (one (strategy,
+    classifier)'s) as arrays; from ``arrays`` when given (made once for the run)."""
+    arrays = arrays if arrays is not None else _run_arrays(run)
+    sub = run.predictions.iloc[rows]
+    return PairRows(
+        list(run.classes),
+        arrays.sets[rows],
+        arrays.y[rows],
+        arrays.yp[rows],
+        arrays.proba[rows],
+        sub["userid"].to_numpy(dtype=object),
+        int(sub["iteration"].nunique()),
+    )
+
+
+def _pair_data(rows: PairRows, s: str, c: str, n_boot: int, seed: int) -> tuple[_Pair, str]:
+    label = f"{_sname(s)}, {_cname(c)}"
+    stem = f"{_stoken(s)}_{_ctoken(c)}"
     # Figures and tables show the classes in natural order (n2 before n10),
     # whatever order run.json keeps them in: reorder columns, renumber labels.
-    order, rank = _natural_order(run.classes)
-    classes = [run.classes[i] for i in order]
-    sets, proba, y, yp = sets[:, order], proba[:, order], rank[y], rank[yp]
-    users = sub["userid"].to_numpy()
+    order, rank = _natural_order(rows.classes)
+    classes = [rows.classes[i] for i in order]
+    sets, proba = rows.sets[:, order], rows.proba[:, order]
+    y, yp = rank[rows.y], rank[rows.yp]
+    users = rows.users
     n_users = len(np.unique(users))
     groups = users if n_users >= 2 else None
     intro = note_html(
-        f"{len(sub)} test rows pooled over {sub['iteration'].nunique()} iterations and "
+        f"{len(users)} test rows pooled over {rows.n_iterations} iterations and "
         f"{n_users} users. Intervals: percentile bootstrap, {n_boot} resamples"
         + (
             ", resampling whole users (so they carry the between-user variation)."
@@ -551,7 +714,7 @@ def _study_pictures(figs: _Figures, p: _Pair, top_sets: int, min_count: int) -> 
             F.cooccurrence_matrix_figure(
                 S.column_normalise(counts),
                 classes,
-                title=f"Co-occurrence matrix, {label}",
+                title=f"Co-occurrence matrix\n{label}",
                 values_as_text=figs.svg,
             ),
             f"{stem}_cooccurrence_matrix",
@@ -571,7 +734,7 @@ def _study_pictures(figs: _Figures, p: _Pair, top_sets: int, min_count: int) -> 
             F.confusion_figure(
                 S.confusion_matrix_colnorm(y, yp, k),
                 classes,
-                title=f"Confusion matrix, {label}",
+                title=f"Confusion matrix\n{label}",
                 values_as_text=figs.svg,
             ),
             f"{stem}_confusion",
@@ -583,7 +746,7 @@ def _study_pictures(figs: _Figures, p: _Pair, top_sets: int, min_count: int) -> 
             F.confusion_figure(
                 S.confusion_matrix_colnorm(y, yp, k, zero_diagonal=True),
                 classes,
-                title=f"Zero-diagonal confusion matrix, {label}",
+                title=f"Zero-diagonal confusion matrix\n{label}",
                 zero_diagonal=True,
                 values_as_text=figs.svg,
             ),
@@ -642,7 +805,7 @@ def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object
             F.heatmap_figure(
                 com,
                 classes,
-                title=f"Co-membership rate E[z_i z_j], {label}",
+                title=f"Co-membership rate E[z_i z_j]\n{label}",
                 xlabel="class j",
                 ylabel="class i",
                 cbar_label="share of sets holding both (diagonal: inclusion rate)",
@@ -661,10 +824,11 @@ def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object
     plo, phi_hi = p.bounds["phi"]
     never = (com == 0) & np.isfinite(phi.phi)
     np.fill_diagonal(never, False)
-    fig = F.heatmap_figure(
+    fig = partial(
+        F.heatmap_figure,
         phi.phi,
         classes,
-        title=f"Phi coefficient of set membership, {label}",
+        title=f"Phi coefficient of set membership\n{label}",
         xlabel="class j",
         ylabel="class i",
         cbar_label="phi",
@@ -673,20 +837,9 @@ def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object
         vmax=1.0,
         nan_label="undefined: class in every set or in none",
         values_as_text=figs.svg,
+        marks=never,
+        marks_label="never share a set: value is the floor",
     )
-    ax = fig.axes[0]
-    rr, cc = np.nonzero(never)
-    if rr.size:
-        ax.scatter(
-            cc,
-            rr,
-            marker="x",
-            s=14,
-            color="black",
-            linewidths=0.8,
-            label="never share a set: value is the floor",
-        )
-        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.06), fontsize=8, frameon=False)
     body.append(
         figs.add(
             fig,
@@ -728,7 +881,7 @@ def _directional(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray]:
             F.heatmap_figure(
                 soft,
                 classes,
-                title=f"Soft confusion E[p_b | y = a], {label}",
+                title=f"Soft confusion E[p_b | y = a]\n{label}",
                 xlabel="class b",
                 ylabel="true class a",
                 cbar_label="mean predicted probability of b",
@@ -749,7 +902,7 @@ def _directional(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray]:
             F.heatmap_figure(
                 covc,
                 classes,
-                title=f"Coverage confusion P(b in S | y = a), {label}",
+                title=f"Coverage confusion P(b in S | y = a)\n{label}",
                 xlabel="class b",
                 ylabel="true class a",
                 cbar_label="share of sets containing b",
@@ -862,7 +1015,7 @@ def _interval_details(p: _Pair) -> list[str]:
 
 
 def _pair_section(
-    run: RunFolder,
+    rows: PairRows,
     figs: _Figures,
     s: str,
     c: str,
@@ -872,7 +1025,7 @@ def _pair_section(
     top_sets: int,
     min_count: int,
 ) -> tuple[Section, list[str]]:
-    pair, intro = _pair_data(run, s, c, n_boot, seed)
+    pair, intro = _pair_data(rows, s, c, n_boot, seed)
     # One pass of resamples for every interval of the section (see setstats).
     pair.bounds = S.bootstrap_set_statistics(
         pair.sets, pair.y, pair.proba, n_boot=n_boot, seed=seed, groups=pair.groups
@@ -892,21 +1045,8 @@ def _pair_rows(predictions: pd.DataFrame) -> dict[tuple[str, str], np.ndarray]:
     return {(str(s), str(c)): rows for (s, c), rows in groups.indices.items()}
 
 
-def _pair_subset(run: RunFolder, rows: np.ndarray) -> RunFolder:
-    """The run as one (strategy, classifier) section reads it: its predictions only
-    (``rows``, positions), so that a worker process receives a pair's rows, not the
-    whole run."""
-    return replace(
-        run,
-        predictions=run.predictions.iloc[rows],
-        splits=run.splits.iloc[:0],
-        summary=run.summary.iloc[:0],
-        diagnostics=None,
-    )
-
-
 def _pair_task(
-    run: RunFolder, out: Path, s: str, c: str, options: dict[str, int], svg: bool
+    rows: PairRows, out: Path, s: str, c: str, options: dict[str, int], svg: bool
 ) -> tuple[Section, list[str], list[Path]]:
     """One (strategy, classifier) section with its figures, in this process or a worker."""
     # Workers start a fresh interpreter: the non-interactive backend, and the same
@@ -914,38 +1054,57 @@ def _pair_task(
     matplotlib.use("Agg")
     with matplotlib.rc_context({"text.parse_math": False}):
         figs = _Figures(out, svg=svg)
-        sec, warnings = _pair_section(run, figs, s, c, **options)
+        sec, warnings = _pair_section(rows, figs, s, c, **options)
     return sec, warnings, figs.paths
 
 
-def _draw_pairs(
-    run: RunFolder,
-    out: Path,
-    pairs: dict[tuple[str, str], np.ndarray],
-    *,
-    jobs: int,
-    options: dict[str, int],
-    svg: bool,
-    bar: tqdm,
-) -> list[tuple[Section, list[str], list[Path]]]:
-    """Every pair's section, in order; with ``jobs != 1`` drawn by worker processes
-    (loky, one pair a task: the figures are most of the report's time)."""
-    workers = min(len(pairs), (os.cpu_count() or 1) if jobs == -1 else jobs)
-    if workers <= 1:
+class _PairDrawing:
+    """The (strategy, classifier) sections with their figures (``figures="all"``).
+
+    With more than one worker, every section is handed to the worker processes
+    (loky) when this is made, largest first so that no worker is left alone with
+    a long one at the end, each with its own rows only; the main process builds
+    the rest of the page meanwhile, then :meth:`collect` takes the sections in
+    grid order. With one, :meth:`collect` draws them in this process.
+    """
+
+    def __init__(
+        self,
+        run: RunFolder,
+        out: Path,
+        pairs: dict[tuple[str, str], np.ndarray],
+        *,
+        jobs: int,
+        options: dict[str, int],
+        svg: bool,
+    ) -> None:
+        self.run, self.out, self.pairs = run, out, pairs
+        self.options, self.svg = options, svg
+        workers = min(len(pairs), (os.cpu_count() or 1) if jobs == -1 else jobs)
+        self.futures: dict[tuple[str, str], Any] = {}
+        self.arrays = _run_arrays(run) if pairs else None
+        if workers > 1:
+            executor = get_reusable_executor(max_workers=workers)
+            for s, c in sorted(pairs, key=lambda pair: -len(pairs[pair])):
+                rows = pair_rows(run, pairs[(s, c)], self.arrays)
+                self.futures[(s, c)] = executor.submit(_pair_task, rows, out, s, c, options, svg)
+
+    def collect(self, bar: tqdm) -> list[tuple[Section, list[str], list[Path]]]:
+        """Every pair's section, its notes and figure files, in grid order."""
         found = []
-        for (s, c), rows in pairs.items():
-            found.append(_pair_task(_pair_subset(run, rows), out, s, c, options, svg))
+        for s, c in self.pairs:
+            if self.futures:
+                found.append(self.futures[(s, c)].result())
+            else:
+                rows = pair_rows(self.run, self.pairs[(s, c)], self.arrays)
+                found.append(_pair_task(rows, self.out, s, c, self.options, self.svg))
             bar.update()
         return found
-    tasks = (
-        delayed(_pair_task)(_pair_subset(run, rows), out, s, c, options, svg)
-        for (s, c), rows in pairs.items()
-    )
-    found = []
-    for result in Parallel(n_jobs=workers, backend="loky", return_as="generator")(tasks):
-        found.append(result)
-        bar.update()
-    return found
+
+    def cancel(self) -> None:
+        """Drop the sections no worker has started (the build failed)."""
+        for future in self.futures.values():
+            future.cancel()
 
 
 def build_report(
@@ -1062,41 +1221,45 @@ def _build(
     # Section figures only for --figures all; page one's unless --figures none.
     figs = _Figures(out, enabled=figures == "all", svg=svg)
     page_figs = _Figures(out, enabled=figures != "none", svg=svg)
-    guarantees = _guarantees(run)
-    page_one = _page_one(run, page_figs, guarantees, strategies, classifiers, target)
-
-    sections = [_run_section(run), _summary_section(run, strategies, classifiers)]
-    side = side_by_side_section(run, others)
-    if side is not None:
-        sections.insert(0, side)
-    comp_section, _ = _comparison_section(run, figs, strategies, classifiers, target)
-    sections += [comp_section, _setsize_section(run, figs, strategies, classifiers)]
-    # Its point-estimate shortfalls ("lowest 0.946") stay in the section: the
-    # warnings on page one are the interval-driven ones.
-    user_section, _ = _per_user_section(run, figs, strategies, classifiers, target)
-    sections.append(user_section)
-    sections += _conditional_sections(run, guarantees, strategies, classifiers, target)
     rows = _pair_rows(run.predictions)
     # The sections in the order of the grid: strategies, then classifiers.
     pairs = {(s, c): rows[(s, c)] for s in strategies for c in classifiers if (s, c) in rows}
-    section_warnings: list[str] = []
-    bar = tqdm(total=len(pairs), desc="report", unit="pair", disable=not progress, file=sys.stderr)
+    drawing = None
     if figures == "all":
-        drawn = _draw_pairs(
-            run,
-            out,
-            pairs,
-            jobs=jobs,
-            options={"n_boot": n_boot, "seed": seed, "top_sets": top_sets, "min_count": min_count},
-            svg=svg,
-            bar=bar,
+        # First, so that the workers draw while this process builds the rest.
+        options = {"n_boot": n_boot, "seed": seed, "top_sets": top_sets, "min_count": min_count}
+        drawing = _PairDrawing(run, out, pairs, jobs=jobs, options=options, svg=svg)
+    try:
+        guarantees = _guarantees(run)
+        page_one = _page_one(run, page_figs, guarantees, strategies, classifiers, target)
+
+        sections = [_run_section(run), _summary_section(run, strategies, classifiers)]
+        side = side_by_side_section(run, others)
+        if side is not None:
+            sections.insert(0, side)
+        comp_section, _ = _comparison_section(run, figs, strategies, classifiers, target)
+        sections += [comp_section, _setsize_section(run, figs, strategies, classifiers)]
+        # Its point-estimate shortfalls ("lowest 0.946") stay in the section: the
+        # warnings on page one are the interval-driven ones.
+        user_section, _ = _per_user_section(run, figs, strategies, classifiers, target, pairs)
+        sections.append(user_section)
+        sections += _conditional_sections(run, guarantees, strategies, classifiers, target)
+        section_warnings: list[str] = []
+        bar = tqdm(
+            total=len(pairs), desc="report", unit="pair", disable=not progress, file=sys.stderr
         )
-    else:
-        drawn = []
-        for s, c in pairs:
-            drawn.append((*_light_pair_section(run, guarantees, s, c), []))
-            bar.update()
-    bar.close()
+        if drawing is not None:
+            drawn = drawing.collect(bar)
+        else:
+            drawn = []
+            for s, c in pairs:
+                drawn.append((*_light_pair_section(run, guarantees, s, c), []))
+                bar.update()
+        bar.close()
+    except BaseException:
+        if drawing is not None:
+            drawing.cancel()
+        raise
     for sec, w, paths in drawn:
         sec.collapsible = True
         sections.append(sec)

@@ -8,6 +8,7 @@ coverage plots carry the target line 1 - alpha.
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -90,6 +91,21 @@ def _text_cells(ax, im, m: np.ndarray) -> None:
         )
 
 
+@functools.lru_cache(maxsize=4096)
+def _value_outline(text: str, prop: FontProperties) -> mpath.Path:
+    """The outline of a cell value's text in font ``prop``, centred on (0, 0), in points.
+
+    Kept for the life of the process: the exact extents of a glyph outline (its
+    Bezier curves solved) cost milliseconds, and the same few hundred values
+    ("0.00" to "1.00", "-0.42") recur in every heat map of a report. Callers share
+    the path and must not change it.
+    """
+    # Keyed on the font too (its family follows rcParams when it is made).
+    shape = TextPath((0, 0), text, prop=prop)
+    (x0, y0), (x1, y1) = shape.get_extents().get_points()
+    return shape.transformed(Affine2D().translate(-(x0 + x1) / 2, -(y0 + y1) / 2))
+
+
 def _annotate_cells(ax, im, m: np.ndarray) -> PathCollection:
     """Print each finite cell's value (two decimals, 7 pt) at its centre.
 
@@ -100,18 +116,8 @@ def _annotate_cells(ax, im, m: np.ndarray) -> PathCollection:
     """
     rows, cols = np.nonzero(np.isfinite(m))
     prop = FontProperties(size=7)
-    shapes: dict[str, mpath.Path] = {}
-    paths = []
-    for value in m[rows, cols]:
-        text = f"{value:.2f}"
-        if text not in shapes:
-            shape = TextPath((0, 0), text, prop=prop)
-            (x0, y0), (x1, y1) = shape.get_extents().get_points()
-            # Centred on the cell, in points (the collection scales them to pixels).
-            shapes[text] = shape.transformed(Affine2D().translate(-(x0 + x1) / 2, -(y0 + y1) / 2))
-        paths.append(shapes[text])
     glyphs = PathCollection(
-        paths,
+        [_value_outline(f"{value:.2f}", prop) for value in m[rows, cols]],
         offsets=np.column_stack([cols, rows]),
         offset_transform=ax.transData,
         transform=Affine2D().scale(ax.figure.dpi / 72.0),
@@ -144,6 +150,8 @@ def heatmap_figure(
     annotate: bool | None = None,
     values_as_text: bool = False,
     nan_label: str = "undefined / no data",
+    marks: np.ndarray | None = None,
+    marks_label: str = "",
 ) -> Figure:
     """A class-by-class matrix as a heat map; NaN cells hatched grey.
 
@@ -157,6 +165,17 @@ def heatmap_figure(
     values_as_text : bool
         Print them as text artists (text in an SVG: selectable, smaller) rather
         than as one collection of glyph outlines (much faster to draw as PNG).
+    marks : ndarray of bool, shape (K, K), optional
+        Cells to mark with a black x, explained by ``marks_label`` in the legend
+        (below the matrix, with the hatched NaN cells' entry).
+
+    Notes
+    -----
+    The layout constrained layout settles for the first heat map of a shape
+    (size, classes, axis and colour-bar labels and scale, legends, title height)
+    is reused by :func:`save_figure` for the next ones of that shape whose title
+    is no wider than the matrix: the same positions constrained layout would give
+    them, without solving it again (it is the largest part of drawing one).
     """
     m = np.asarray(matrix, dtype=float)
     k = len(classes)
@@ -183,14 +202,32 @@ def heatmap_figure(
         _text_cells(ax, im, m)
     elif annotate:
         _annotate_cells(ax, im, m)
+    handles = []
     if len(nan_cells):
-        ax.legend(
-            handles=[Patch(facecolor="#d9d9d9", hatch="///", edgecolor="#888888", label=nan_label)],
-            loc="upper left",
-            bbox_to_anchor=(0.0, -0.18 - 0.004 * k),
-            fontsize=8,
-            frameon=False,
+        handles.append(
+            Patch(facecolor="#d9d9d9", hatch="///", edgecolor="#888888", label=nan_label)
         )
+    rr, cc = np.nonzero(marks) if marks is not None else ((), ())
+    if len(rr):
+        handles.append(
+            ax.scatter(cc, rr, marker="x", s=14, color="black", linewidths=0.8, label=marks_label)
+        )
+    if handles:
+        # Under the figure, with room made for it: above the matrix is the title's,
+        # and below the matrix the rotated class names' and the axis label's.
+        fig.legend(handles=handles, loc="outside lower left", fontsize=8, frameon=False)
+    legend = fig.legends[0] if fig.legends else None
+    _LAYOUT_SHAPES[fig] = (
+        "heatmap",
+        tuple(fig.get_size_inches()),
+        tuple(classes),
+        xlabel,
+        ylabel,
+        cbar_label,
+        (float(im.norm.vmin), float(im.norm.vmax)),
+        None if legend is None else tuple(t.get_text() for t in legend.get_texts()),
+        title.count("\n"),
+    )
     return fig
 
 
@@ -557,14 +594,93 @@ def inclusion_figure(
     return fig
 
 
+#: The shape of each heat map made (what its layout depends on, title aside).
+_LAYOUT_SHAPES: weakref.WeakKeyDictionary[Figure, tuple] = weakref.WeakKeyDictionary()
+#: Shape (with dpi, fonts and title height) -> the positions constrained layout gave.
+_LAYOUTS: dict[tuple, dict[str, object]] = {}
+_LAYOUT_COUNTS = {"reused": 0, "solved": 0}
+# What else the layout depends on: the fonts and constrained layout's pads.
+_LAYOUT_RC = (
+    "font.family",
+    "font.size",
+    "axes.titlesize",
+    "axes.labelsize",
+    "xtick.labelsize",
+    "ytick.labelsize",
+    "legend.fontsize",
+    "figure.constrained_layout.w_pad",
+    "figure.constrained_layout.h_pad",
+)
+
+
+def layout_counts() -> dict[str, int]:
+    """How many heat maps in this process reused a settled layout and how many
+    had constrained layout solve theirs (a copy)."""
+    return dict(_LAYOUT_COUNTS)
+
+
+def clear_layouts() -> None:
+    """Forget the settled layouts (the next heat map of each shape solves its own)."""
+    _LAYOUTS.clear()
+    _LAYOUT_COUNTS.update(reused=0, solved=0)
+
+
+def _layout_key(fig: Figure, renderer, dpi: int) -> tuple | None:
+    shape = _LAYOUT_SHAPES.get(fig)
+    if shape is None or len(fig.axes) != 2:
+        return None
+    rc = tuple(str(matplotlib.rcParams[name]) for name in _LAYOUT_RC)
+    height = fig.axes[0].title.get_window_extent(renderer).height
+    return (*shape, dpi, rc, round(float(height), 6))
+
+
+def _title_width(fig: Figure, renderer) -> float:
+    return float(fig.axes[0].title.get_window_extent(renderer).width)
+
+
+def _settled(fig: Figure, renderer) -> dict[str, object]:
+    """The positions constrained layout gave a drawn heat map, and the width of its
+    matrix: a title no wider, centred on it, adds nothing to the margins."""
+    return {
+        "positions": [ax.get_position(original=True).frozen() for ax in fig.axes],
+        "anchors": [ax.get_anchor() for ax in fig.axes],
+        "box_aspects": [ax.get_box_aspect() for ax in fig.axes],
+        "aspects": [ax.get_aspect() for ax in fig.axes],
+        "matrix_width": float(fig.axes[0].get_window_extent(renderer).width),
+    }
+
+
+def _reuse(fig: Figure, layout: dict[str, object]) -> None:
+    fig.set_layout_engine("none")
+    for i, ax in enumerate(fig.axes):
+        ax.set_position(layout["positions"][i])
+        ax.set_anchor(layout["anchors"][i])
+        ax.set_box_aspect(layout["box_aspects"][i])
+        ax.set_aspect(layout["aspects"][i])
+
+
 def _png(fig: Figure, path: Path, dpi: int) -> None:
     """Draw ``fig`` once on an Agg canvas at ``dpi`` and write its pixels as PNG.
 
-    The pixels are those ``fig.savefig(path, dpi=dpi, format="png")`` writes.
+    The pixels are those ``fig.savefig(path, dpi=dpi, format="png")`` writes. A
+    heat map whose shape has a settled layout (see :func:`heatmap_figure`) takes
+    it instead of solving constrained layout again.
     """
     fig.set_dpi(dpi)
     canvas = FigureCanvasAgg(fig)
+    renderer = canvas.get_renderer()
+    key = _layout_key(fig, renderer, dpi)
+    layout = _LAYOUTS.get(key) if key is not None else None
+    if layout is not None and _title_width(fig, renderer) <= layout["matrix_width"]:
+        _reuse(fig, layout)
+        _LAYOUT_COUNTS["reused"] += 1
+        key = None
     canvas.draw()
+    if key is not None:
+        _LAYOUT_COUNTS["solved"] += 1
+        settled = _settled(fig, renderer)
+        if key not in _LAYOUTS and _title_width(fig, renderer) <= settled["matrix_width"]:
+            _LAYOUTS[key] = settled
     # RGBA with the figure's dpi in the header, as savefig writes it.
     mpimg.imsave(path, np.asarray(canvas.buffer_rgba()), format="png", dpi=dpi)
 

@@ -10,6 +10,7 @@ the output folder; no user file removed; no hang.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -905,6 +906,28 @@ def test_damaged_pandas_metadata_in_a_parquet_file_is_named(
         f"{run / 'splits.parquet'}: expected a Parquet file written by `mueval evaluate`, "
         f"found pandas metadata that cannot be used: {kind}"
     ) in result.output
+
+
+@pytest.mark.parametrize("name", ["predictions.parquet", "splits.parquet"])
+def test_a_parquet_column_name_that_is_not_utf8_is_named(
+    tmp_path: Path, real_run, name: str
+) -> None:
+    # Found by fuzzing: pyarrow reads the file and decodes the column names only
+    # when they are asked for, so the UnicodeDecodeError came from the caller.
+    run = _copy(real_run, tmp_path / "run")
+    table = pq.read_table(run / name)
+    first = table.column_names[0].encode()
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer, store_schema=False)
+    damaged = buffer.getvalue().replace(first, b"\xff" * len(first))
+    assert damaged != buffer.getvalue()
+    (run / name).write_bytes(damaged)
+    result = _mueval("report", str(run))
+    assert result.exit_code == 1, result.output
+    assert f"{run / name}: expected a Parquet file written by `mueval evaluate`, found: " in (
+        result.output
+    )
+    assert "Traceback" not in result.output
 
 
 def test_a_cut_short_summary_leaving_no_count_is_named(tmp_path: Path, real_run) -> None:

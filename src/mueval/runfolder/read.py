@@ -222,7 +222,11 @@ def _read_table(root: Path, name: str) -> pd.DataFrame | pa.Table:
             # millions of rows; an unreadable footer is reported below as pyarrow says.
             with contextlib.suppress(MudataParseError):
                 check_parquet(handle, str(root / name), hint=f"${EXPANSION_ENV}")
-            return pq.read_table(handle)
+            table = pq.read_table(handle)
+            # Column names are decoded lazily: a name that is not UTF-8 would
+            # raise UnicodeDecodeError wherever they are first asked for.
+            table.schema.names  # noqa: B018
+            return table
     except MudataLimitError as exc:
         raise RunFolderError(str(exc)) from None
     except (OSError, ValueError, pa.ArrowException) as exc:

@@ -9,6 +9,12 @@ import pandas as pd
 
 __all__ = ["user_text", "user_texts"]
 
+#: Kinds of values (pandas' ``infer_dtype``) whose equal values have one text,
+#: so each distinct value may be converted once.
+_FACTORIZABLE = frozenset(
+    {"string", "integer", "floating", "mixed-integer-float", "boolean", "empty"}
+)
+
 
 def user_text(value: object) -> str:
     """A user id as text, whole numbers without a decimal part.
@@ -32,5 +38,17 @@ def user_text(value: object) -> str:
 
 
 def user_texts(values: pd.Series) -> pd.Series:
-    """:func:`user_text` of every value, as a Series of text with the same index."""
-    return values.astype(object).map(user_text)
+    """:func:`user_text` of every value, as a Series of text with the same index.
+
+    Each distinct value is converted once: a run's prediction rows repeat a few
+    thousand ids hundreds of thousands of times.
+    """
+    objects = values.astype(object)
+    if pd.api.types.infer_dtype(objects, skipna=True) not in _FACTORIZABLE:
+        # Values of other types can be equal and still read differently (7 and
+        # Decimal("7.0")): grouping them would give every one the first's text.
+        return objects.map(user_text)
+    codes, distinct = pd.factorize(objects, use_na_sentinel=False)
+    texts = np.array([user_text(value) for value in distinct] + [""], dtype=object)
+    # pandas may keep a code of -1 for a missing value even without the sentinel.
+    return pd.Series(texts[codes], index=values.index)

@@ -535,10 +535,15 @@ def run(
         ``backend``: a stream of predictions written from it is the same file
         for any number of workers.
     in_flight : int, optional
-        Dask backend: the most tasks submitted and not yet gathered (default
-        twice the cluster's worker threads, at least 2). The main process holds
-        the arguments of those tasks and one task's results at a time, however
-        many tasks the run has; the results and files do not depend on it.
+        Dask backend: the most tasks submitted and not yet gathered. The main
+        process holds the arguments of those tasks and one task's results at a
+        time, however many tasks the run has; the results and files do not
+        depend on it. Default: on the local cluster started for the run, twice
+        its worker threads (at least 2); on a ``scheduler`` of the user's,
+        every task (distributed's active memory manager, on by default, drops
+        copies of the scattered table that fewer waiting tasks need, and a
+        lost worker would then take its last copy with it; give a window
+        only where the scheduler runs without it).
 
     Returns
     -------
@@ -727,6 +732,7 @@ def _run_dask(
     """
     try:
         # Here, not at the top: an optional dependency, and a heavy one.
+        import dask
         from distributed import Client, KilledWorker, LocalCluster
     except ImportError as exc:  # optional dependency
         message = "the dask backend needs dask.distributed: pip install 'dask[distributed]'"
@@ -737,14 +743,19 @@ def _run_dask(
             client = Client(scheduler, timeout=30, set_as_default=False)
         else:
             # One thread per worker process: the tasks are CPU-bound Python and
-            # numpy, and each limits its own OpenMP threads to one.
-            cluster = LocalCluster(
-                n_workers=workers,
-                threads_per_worker=1,
-                processes=True,
-                host="127.0.0.1",
-                dashboard_address=None,
-            )
+            # numpy, and each limits its own OpenMP threads to one. The
+            # scheduler's active memory manager is off: its ReduceReplicas
+            # policy drops a broadcast table's copies once fewer tasks wait
+            # for it than workers hold it (a window of tasks in flight), so a
+            # worker lost would take the table's only copy with it.
+            with dask.config.set({"distributed.scheduler.active-memory-manager.start": False}):
+                cluster = LocalCluster(
+                    n_workers=workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    host="127.0.0.1",
+                    dashboard_address=None,
+                )
             client = Client(cluster, set_as_default=False)
     except (OSError, TimeoutError) as exc:
         where = f"the dask scheduler at {scheduler!r}" if scheduler else "a local dask cluster"
@@ -756,8 +767,14 @@ def _run_dask(
         X_f, y_f = client.scatter([X, y], broadcast=True)
         # The cohorts are one code per row: as big as y, so sent once too.
         cohorts_f = None if cohorts is None else client.scatter(cohorts, broadcast=True)
-        if in_flight is None:
+        if in_flight is None and cluster is not None:
             in_flight = max(2, 2 * sum(client.nthreads().values()))
+        elif in_flight is None:
+            # A scheduler of the user's may run the active memory manager
+            # (distributed's default), which keeps a broadcast table on as many
+            # workers as tasks wait for it: every task is submitted at once, so
+            # that every worker keeps the table while the run lasts.
+            in_flight = max(1, tasks.total)
 
         def submit(split: Split, classifier: str):
             return client.submit(

@@ -243,3 +243,15 @@ def test_cohorts_file_through_the_command_line(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "have no cohort, e.g. 6" in result.output
     result = CliRunner().invoke(main, [*args, "--cohorts", str(cohorts)])
     assert result.exit_code == 2 and "the condition has no cohort" in result.output
+
+
+def test_a_cohort_run_on_dask_equals_jobs_1() -> None:
+    # On Dask the rows' cohorts are scattered to the workers once, as the
+    # table is; the sets and p-values must be those of one process.
+    pytest.importorskip("distributed")
+    frame = _frame()
+    args = {**_FAST, "strategies": "mm,uim", "condition": "cohort:band"}
+    local = mueval.evaluate(frame, **args)
+    remote = mueval.evaluate(frame, backend="dask", workers=2, **args)
+    pd.testing.assert_frame_equal(local.predictions, remote.predictions)
+    assert local.splits["n_cal"].tolist() == remote.splits["n_cal"].tolist()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,7 +13,7 @@ from mueval.data.table import table_from_frame
 from mueval.errors import EvaluationError
 from mueval.evaluation.aggregate import splits_frame, summary_frame
 from mueval.evaluation.records import EvalConfig
-from mueval.evaluation.runner import run
+from mueval.evaluation.runner import run, windowed
 from mueval.names import CLASSIC_METRICS, CONFORMAL_METRICS, METRICS
 
 
@@ -249,3 +252,60 @@ def test_progress_away_from_a_terminal_logs_every_tenth(table, capsys) -> None:
     # every task's stages were timed, per strategy and classifier
     assert set(out.stages) == {"udm/nb"}
     assert set(out.stages["udm/nb"]) == {"fit_s", "predict_s", "conformal_s", "metrics_s"}
+
+
+@pytest.mark.parametrize("size", [1, 2, 5])
+def test_windowed_holds_at_most_size_tasks_and_keeps_their_order(size) -> None:
+    # Tasks run on 4 threads, later ones often finishing first; a task is in
+    # flight from its submission until its result is taken.
+    in_flight = [0]
+    most = [0]
+
+    class Watched:
+        def __init__(self, future):
+            self.future = future
+
+        def result(self):
+            in_flight[0] -= 1
+            return self.future.result()
+
+    def work(task):
+        time.sleep(0.002 * (3 - task[0] % 3))
+        return task
+
+    with ThreadPoolExecutor(4) as pool:
+
+        def submit(split, classifier):
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+            return Watched(pool.submit(work, (split, classifier)))
+
+        tasks = [(i, c) for i in range(12) for c in ("nb", "rf")]
+        got = list(windowed(submit, iter(tasks), size))
+    assert got == tasks
+    assert most[0] == size
+    assert in_flight[0] == 0
+
+
+def test_windowed_submits_lazily() -> None:
+    # The next task is not even made before a result is taken: an
+    # iteration's splits are built when the tasks reach them.
+    made = []
+
+    def tasks():
+        for i in range(6):
+            made.append(i)
+            yield i, "nb"
+
+    class Done:
+        def __init__(self, value):
+            self.value = value
+
+        def result(self):
+            return self.value
+
+    stream = windowed(lambda s, c: Done((s, c)), tasks(), 2)
+    assert made == []
+    assert next(stream) == (0, "nb")
+    assert made == [0, 1, 2]
+    assert list(stream) == [(i, "nb") for i in range(1, 6)]

@@ -1286,3 +1286,23 @@ def test_uint64_user_ids_past_int64_stay_those_users(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     users = {str(u) for u in mueval.Run.load(tmp_path / "run").predictions["userid"]}
     assert users == {str(u) for u in frame["userid"].unique()}
+
+
+def test_a_run_marker_that_is_a_link_a_fifo_or_too_big_marks_no_run_folder(
+    tmp_path: Path, real_run
+) -> None:
+    from mueval.runfolder import run_folder_problem
+
+    # A copy of a real run folder is one; each bad run.json then unmakes it.
+    cases = {
+        "link": lambda marker: marker.symlink_to(real_run / "run.json"),
+        "fifo": lambda marker: os.mkfifo(marker),
+        "too big": lambda marker: marker.write_text(" " * (16 * 2**20) + "{}"),
+    }
+    for name, make in cases.items():
+        copy = tmp_path / name.replace(" ", "_")
+        shutil.copytree(real_run, copy)
+        assert run_folder_problem(copy) is None
+        (copy / "run.json").unlink()
+        make(copy / "run.json")
+        assert run_folder_problem(copy) == "it holds no readable run.json", name

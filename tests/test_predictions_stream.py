@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import mueval
+from mueval.api import evaluate_table
 from mueval.data.synthetic import make_users
 from mueval.data.table import table_from_frame
 from mueval.errors import EvaluationError
@@ -299,3 +300,30 @@ def test_guarantees_read_block_by_block_equal_the_whole_frame(tmp_path, options)
     pd.testing.assert_frame_equal(streamed.conditional_coverage, memory.conditional_coverage)
     assert streamed.warnings == memory.warnings
     assert len(memory.user_coverage) and len(memory.conditional_coverage)
+
+
+@pytest.mark.usefixtures("small_row_groups")
+def test_the_files_do_not_depend_on_the_tasks_in_flight(tmp_path) -> None:
+    # One task in flight at a time (each gathered before the next is
+    # submitted) and more in flight than the run has tasks: the same files.
+    pytest.importorskip("distributed")
+    table = table_from_frame(_frame())
+    config = EvalConfig(strategies=("mm", "uim", "ucm"), classifiers=("nb", "knn"), iterations=2)
+    for window in (1, 64):
+        evaluate_table(
+            table,
+            config,
+            backend="dask",
+            workers=2,
+            in_flight=window,
+            progress=False,
+            out=tmp_path / f"window{window}",
+        )
+    for name in ("predictions.parquet", "splits.parquet"):
+        one = pq.read_table(tmp_path / "window1" / name)
+        many = pq.read_table(tmp_path / "window64" / name)
+        assert one.equals(many), name
+    assert pq.ParquetFile(tmp_path / "window1" / "predictions.parquet").metadata.num_row_groups > 1
+    for name in ("user_coverage.csv", "user_validity.csv", "summary.csv"):
+        one = (tmp_path / "window1" / name).read_bytes()
+        assert one == (tmp_path / "window64" / name).read_bytes(), name

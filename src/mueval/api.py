@@ -128,8 +128,9 @@ def evaluate_table(
     """Evaluate a loaded :class:`~mueval.data.table.Table` under ``config``.
 
     ``execution`` holds where the tasks run (``jobs``, ``backend``,
-    ``scheduler``, ``workers``, ``progress``), passed to :func:`mueval.evaluation.runner.run`;
-    see :func:`evaluate` for every parameter.
+    ``scheduler``, ``workers``, ``progress``, and on Dask ``in_flight``, the
+    most tasks submitted and not yet gathered), passed to
+    :func:`mueval.evaluation.runner.run`; see :func:`evaluate` for every parameter.
     """
     diagnostic_names(diagnostics)  # an unknown level fails before any work
     table, row_cohorts = resolve_cohorts(

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 from joblib import Parallel, delayed
+from sklearn.ensemble import RandomForestClassifier
 from threadpoolctl import ThreadpoolController
 from tqdm import tqdm
 
@@ -33,7 +34,7 @@ from mueval.metrics.classic import classification_metrics
 from mueval.metrics.conformal import conformal_metrics
 from mueval.names import BACKENDS, CONFORMAL_METRICS, PVALUE_METRICS
 
-__all__ = ["build_splits", "run", "run_task", "stage_timings"]
+__all__ = ["build_splits", "iteration_splits", "run", "run_task", "stage_timings", "windowed"]
 
 
 def _where(strategy: str, user: int | str | None, seed: int, classifier: str) -> str:
@@ -131,7 +132,7 @@ def _evaluate_split(X, y, n_classes, split, classifier, config, cohorts=None) ->
     # function, not argmax of predict_proba), as in the reference; the test
     # rows of every target come first in eval_rows.
     n_tests = sum(len(t.test) for t in targets)
-    y_pred_all = np.asarray(model.predict(X_eval[:n_tests]), dtype=int)
+    y_pred_all = _point_predictions(model, X_eval[:n_tests], proba_all[:n_tests])
     predict_s = time.perf_counter() - clock
     # The fit and the predictions serve every (target, strategy): share them.
     n_results = sum(len(t.calibrations) for t in targets)
@@ -174,6 +175,23 @@ def _evaluate_split(X, y, n_classes, split, classifier, config, cohorts=None) ->
             _conformal_step(result, proba_cal, y_cal, y[target.test], config, by_cohort, given)
             out.append(result)
     return out
+
+
+def _point_predictions(model, X_test: np.ndarray, proba_test: np.ndarray) -> np.ndarray:
+    """``model.predict(X_test)`` as integers, without a second pass of the forest.
+
+    A random forest's ``predict`` is ``classes_[argmax(predict_proba(X))]``
+    (scikit-learn's ``ForestClassifier.predict``): it ran every tree over the
+    test rows again. ``proba_test`` holds those probabilities already (widened to
+    every class with zeros, which never win: a row's probabilities sum to 1, and
+    the known classes keep their order, so ties go to the same class), and each
+    row's are the same floats whatever rows are predicted with it. Every other
+    model answers its own ``predict`` (SVC's is its decision function, not the
+    argmax of its Platt probabilities).
+    """
+    if isinstance(model, RandomForestClassifier) and model.n_outputs_ == 1:
+        return np.argmax(proba_test, axis=1).astype(int)
+    return np.asarray(model.predict(X_test), dtype=int)
 
 
 def _shared_calibrations(
@@ -365,25 +383,78 @@ def _conformalize(
     )
 
 
+def iteration_splits(
+    y: np.ndarray, users: np.ndarray, config: EvalConfig, classes: Sequence[str], iteration: int
+) -> list[Split]:
+    """Every split of one iteration, in (strategy, user) order."""
+    return make_splits(
+        y,
+        users,
+        config.strategies,
+        iteration,
+        config.seed(iteration),
+        adapt_frac=config.adapt_frac,
+        classes=classes,
+        split=config.split,
+        gap=config.gap,
+        n_user_folds=config.user_folds,
+    )
+
+
 def build_splits(
     y: np.ndarray, users: np.ndarray, config: EvalConfig, classes: Sequence[str]
 ) -> list[Split]:
     """Every split of every iteration, in (iteration, strategy, user) order."""
     splits: list[Split] = []
     for iteration in range(1, config.iterations + 1):
-        splits += make_splits(
-            y,
-            users,
-            config.strategies,
-            iteration,
-            config.seed(iteration),
-            adapt_frac=config.adapt_frac,
-            classes=classes,
-            split=config.split,
-            gap=config.gap,
-            n_user_folds=config.user_folds,
-        )
+        splits += iteration_splits(y, users, config, classes, iteration)
     return splits
+
+
+class _Tasks:
+    """The (split, classifier) tasks of a run, one iteration's splits at a time.
+
+    An iteration's splits hold row positions of the whole table (82 bytes a
+    row at 60 rows a user with UIM and UCM on user folds): building every
+    iteration's before the first task held them all to the end. Here the next
+    iteration's splits are made when the tasks of the one before have all been
+    handed out, so at most two iterations' splits are held (the last tasks of
+    one still running while the next is made). Every iteration has as many
+    splits (the same users, strategies and folds), so the first one gives the
+    number of tasks of the run. ``seconds`` adds up the time spent making
+    splits.
+    """
+
+    def __init__(
+        self, y: np.ndarray, users: np.ndarray, config: EvalConfig, classes: Sequence[str]
+    ) -> None:
+        self._args = (y, users, config, classes)
+        self._classifiers = config.classifiers
+        self._iterations = config.iterations
+        self.seconds = 0.0
+        self._first = self._make(1)
+        self.total = len(self._first) * len(self._classifiers) * self._iterations
+
+    def _make(self, iteration: int) -> list[Split]:
+        clock = time.perf_counter()
+        y, users, config, classes = self._args
+        splits = iteration_splits(y, users, config, classes, iteration)
+        self.seconds += time.perf_counter() - clock
+        return splits
+
+    def __iter__(self) -> Iterator[tuple[Split, str]]:
+        splits, self._first = self._first, []
+        for iteration in range(1, self._iterations + 1):
+            if iteration > 1:
+                splits = self._make(iteration)
+            # Popped as handed out: a split is then held only by its tasks.
+            queue = deque(splits)
+            del splits
+            while queue:
+                split = queue.popleft()
+                for classifier in self._classifiers:
+                    yield split, classifier
+                del split
 
 
 def _progress(iterable: Iterable, total: int, enabled: bool | None) -> Iterator:
@@ -431,6 +502,7 @@ def run(
     workers: int | None = None,
     cohorts: RowCohorts | None = None,
     on_task: Callable[[list[EvalResult]], None] | None = None,
+    in_flight: int | None = None,
 ) -> RunOutput:
     """Evaluate every (split, classifier) task and return sorted results.
 
@@ -462,6 +534,16 @@ def run(
         tasks were made (not the order they finish), whatever ``jobs`` and
         ``backend``: a stream of predictions written from it is the same file
         for any number of workers.
+    in_flight : int, optional
+        Dask backend: the most tasks submitted and not yet gathered. The main
+        process holds the arguments of those tasks and one task's results at a
+        time, however many tasks the run has; the results and files do not
+        depend on it. Default: on the local cluster started for the run, twice
+        its worker threads (at least 2); on a ``scheduler`` of the user's,
+        every task (distributed's active memory manager, on by default, drops
+        copies of the scattered table that fewer waiting tasks need, and a
+        lost worker would then take its last copy with it; give a window
+        only where the scheduler runs without it).
 
     Returns
     -------
@@ -472,6 +554,9 @@ def run(
         raise UsageError(message)
     if jobs == 0 or jobs < -1:
         message = f"jobs must be a positive number of workers or -1 (all cores), got {jobs}"
+        raise UsageError(message)
+    if in_flight is not None and in_flight < 1:
+        message = f"in_flight must be at least 1 task, got {in_flight}"
         raise UsageError(message)
     if workers is not None and workers < 1:
         message = f"workers must be at least 1, got {workers}"
@@ -489,29 +574,40 @@ def run(
     n_classes = len(classes)
     timings: dict[str, float] = {}
 
-    t0 = time.perf_counter()
-    splits = build_splits(y, users, config, classes)
-    tasks = [(s, c) for s in splits for c in config.classifiers]
-    timings["splits_s"] = time.perf_counter() - t0
+    # The first iteration's splits are made here, the others as the tasks go.
+    tasks = _Tasks(y, users, config, classes)
 
     t0 = time.perf_counter()
     if backend == "dask":
         if workers is None:
             workers = jobs if jobs > 1 else (os.cpu_count() or 1)
         nested = _run_dask(
-            X, y, n_classes, tasks, config, scheduler, progress, workers, cohorts, on_task
+            X,
+            y,
+            n_classes,
+            tasks,
+            config,
+            scheduler,
+            progress,
+            workers,
+            cohorts,
+            on_task,
+            in_flight=in_flight,
         )
     elif jobs == 1:
         gen = (run_task(X, y, n_classes, s, c, config, cohorts=cohorts) for s, c in tasks)
-        nested = _collect(_progress(gen, len(tasks), progress), on_task)
+        nested = _collect(_progress(gen, tasks.total, progress), on_task)
     else:
-        # Ordered generator (joblib >= 1.3); the order does not matter, results are
-        # sorted by key below.
+        # Ordered generator (joblib >= 1.3), fed lazily (joblib's pre_dispatch
+        # takes 2 x jobs tasks ahead); results are sorted by key below.
         parallel = Parallel(n_jobs=jobs, backend="loky", return_as="generator")
         gen = parallel(
             delayed(run_task)(X, y, n_classes, s, c, config, cohorts=cohorts) for s, c in tasks
         )
-        nested = _collect(_progress(gen, len(tasks), progress), on_task)
+        nested = _collect(_progress(gen, tasks.total, progress), on_task)
+    # The splits of the later iterations were made while the tasks ran: their
+    # seconds are in both figures.
+    timings["splits_s"] = tasks.seconds
     timings["tasks_s"] = time.perf_counter() - t0
 
     results = sorted((r for group in nested for r in group), key=lambda r: r.key)
@@ -585,28 +681,58 @@ def _collect(
     return nested
 
 
-def _released(futures: list) -> Iterator:
-    """Yield ``futures`` in order, holding none of those already yielded.
+def windowed(submit: Callable[[Split, str], object], tasks: Iterable, size: int) -> Iterator:
+    """Submit ``tasks`` and yield their results in order, ``size`` tasks in flight.
 
     Dask keeps a task's result in its worker's memory as long as a future
-    refers to it: a list of every future held to the end kept every result
-    of the run on the workers. ``futures`` is emptied.
+    refers to it, and the scheduler holds every submitted task's arguments
+    until it runs: submitting all the tasks at once held every split in the
+    scheduler (in the main process on a local cluster) and, with futures kept
+    to the end, every result on the workers. Here a task is submitted when
+    the oldest one's result is taken, and no future is held once its result is
+    yielded. The results come in the order of ``tasks`` (a run's files do not
+    depend on the order in which tasks finish, nor on ``size``).
     """
-    queue = deque(futures)
-    futures.clear()
-    while queue:
-        yield queue.popleft()
+    pending: deque = deque()
+    source = iter(tasks)
+    for split, classifier in source:
+        pending.append(submit(split, classifier))
+        if len(pending) >= size:
+            break
+    while pending:
+        future = pending.popleft()
+        result = future.result()
+        del future
+        for split, classifier in source:
+            pending.append(submit(split, classifier))
+            break
+        yield result
+        del result
 
 
 def _run_dask(
-    X, y, n_classes, tasks, config, scheduler, progress, workers, cohorts=None, on_task=None
+    X,
+    y,
+    n_classes,
+    tasks,
+    config,
+    scheduler,
+    progress,
+    workers,
+    cohorts=None,
+    on_task=None,
+    in_flight=None,
 ):
     """Run the tasks on a Dask cluster: the one at ``scheduler``, or a local one.
 
-    The table is scattered once to every worker (not shipped with each task).
+    The table (and the rows' cohorts) is scattered once to every worker, not
+    shipped with each task: a task carries its split and the configuration.
+    At most ``in_flight`` tasks are submitted and not yet gathered
+    (:func:`windowed`).
     """
     try:
         # Here, not at the top: an optional dependency, and a heavy one.
+        import dask
         from distributed import Client, KilledWorker, LocalCluster
     except ImportError as exc:  # optional dependency
         message = "the dask backend needs dask.distributed: pip install 'dask[distributed]'"
@@ -617,14 +743,19 @@ def _run_dask(
             client = Client(scheduler, timeout=30, set_as_default=False)
         else:
             # One thread per worker process: the tasks are CPU-bound Python and
-            # numpy, and each limits its own OpenMP threads to one.
-            cluster = LocalCluster(
-                n_workers=workers,
-                threads_per_worker=1,
-                processes=True,
-                host="127.0.0.1",
-                dashboard_address=None,
-            )
+            # numpy, and each limits its own OpenMP threads to one. The
+            # scheduler's active memory manager is off: its ReduceReplicas
+            # policy drops a broadcast table's copies once fewer tasks wait
+            # for it than workers hold it (a window of tasks in flight), so a
+            # worker lost would take the table's only copy with it.
+            with dask.config.set({"distributed.scheduler.active-memory-manager.start": False}):
+                cluster = LocalCluster(
+                    n_workers=workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    host="127.0.0.1",
+                    dashboard_address=None,
+                )
             client = Client(cluster, set_as_default=False)
     except (OSError, TimeoutError) as exc:
         where = f"the dask scheduler at {scheduler!r}" if scheduler else "a local dask cluster"
@@ -634,16 +765,32 @@ def _run_dask(
         raise EvaluationError(message) from exc
     try:
         X_f, y_f = client.scatter([X, y], broadcast=True)
-        futures = [
-            client.submit(run_task, X_f, y_f, n_classes, s, c, config, cohorts=cohorts, pure=False)
-            for s, c in tasks
-        ]
-        # In submission order (as_completed would need a default client); the
-        # results are sorted by key afterwards anyway.
-        total = len(futures)
-        nested = _collect(
-            (f.result() for f in _progress(_released(futures), total, progress)), on_task
-        )
+        # The cohorts are one code per row: as big as y, so sent once too.
+        cohorts_f = None if cohorts is None else client.scatter(cohorts, broadcast=True)
+        if in_flight is None and cluster is not None:
+            in_flight = max(2, 2 * sum(client.nthreads().values()))
+        elif in_flight is None:
+            # A scheduler of the user's may run the active memory manager
+            # (distributed's default), which keeps a broadcast table on as many
+            # workers as tasks wait for it: every task is submitted at once, so
+            # that every worker keeps the table while the run lasts.
+            in_flight = max(1, tasks.total)
+
+        def submit(split: Split, classifier: str):
+            return client.submit(
+                run_task,
+                X_f,
+                y_f,
+                n_classes,
+                split,
+                classifier,
+                config,
+                cohorts=cohorts_f,
+                pure=False,
+            )
+
+        gathered = windowed(submit, tasks, in_flight)
+        nested = _collect(_progress(gathered, tasks.total, progress), on_task)
     except KilledWorker as exc:
         # Dask moves the tasks of a lost worker to the others (the table is on
         # every worker); it gives a task up once it has lost more workers while

@@ -37,7 +37,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mudata.files import describe_kind
+from mudata.files import describe_kind, open_regular
 from mueval.errors import OutputError
 from mueval.evaluation.records import EvalResult
 from mueval.files import check_inside, write_csv
@@ -176,14 +176,23 @@ def _refuse_cwd(target: Path, out_dir: str | Path) -> None:
         raise OutputError(message)
 
 
+#: Larger than any ``run.json`` mueval writes: a bigger one is not read.
+_MARKER_MAX_BYTES = 16 * 2**20
+
+
 def _read_marker(folder: Path) -> dict[str, Any] | None:
-    """``run.json`` of ``folder`` if it is a regular file holding a JSON object, else None."""
-    path = folder / "run.json"
+    """``run.json`` of ``folder`` if it is a regular file holding a JSON object, else None.
+
+    Opened as every file read inside a folder is (:func:`mudata.files.open_regular`):
+    not a link, nor under one, and refused if it is not a regular file, a link
+    swapped in after the check failing to open rather than being followed."""
     try:
-        if not stat.S_ISREG(os.lstat(path).st_mode) or path.stat().st_size > 16 * 2**20:
+        with open_regular(folder / "run.json", "run marker", OutputError, inside=folder) as fh:
+            text = fh.read(_MARKER_MAX_BYTES + 1)
+        if len(text) > _MARKER_MAX_BYTES:
             return None
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        info = json.loads(text.decode("utf-8"))
+    except (OSError, ValueError):  # OutputError (a link, a FIFO) included
         return None
     return info if isinstance(info, dict) else None
 

@@ -35,6 +35,7 @@ from mudata.store import table_fingerprint
 from mudata.userfilter import filter_users
 from mudata.validate import validate_table
 from tests.entries import entry
+from tests.test_chunked_windows import assert_same_rows
 
 CLASSES = [(1, "sitting"), (2, "standing"), ("walk", "walking"), ("run", "running")]
 OPTIONS = {
@@ -378,14 +379,7 @@ def test_pipeline_counts_and_rows_are_the_whole_path_s(release, size):
     )
     assert counts == want_counts
     assert counts["time_repeats"]
-    assert list(got.dtypes) == list(want.dtypes)
-    assert got["userid"].tolist() == want["userid"].tolist()
-    assert got["label"].tolist() == want["label"].tolist()
-    features = [c for c in want.columns if c not in ("userid", "label")]
-    np.testing.assert_array_equal(
-        got[features].to_numpy(np.float64).view(np.int64),
-        want[features].to_numpy(np.float64).view(np.int64),
-    )
+    assert_same_rows(got, want)
 
 
 def test_published_table_hash_is_the_whole_path_s(tmp_path):

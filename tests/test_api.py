@@ -135,8 +135,8 @@ def test_a_tampered_folder_is_refused_on_load(run, tmp_path: Path) -> None:
 
 
 def _readme_python_block() -> str:
-    text = (PROJECT_ROOT / "README.md").read_text()
-    section = text.split("### From Python", 1)[1].split("\n### ", 1)[0]
+    text = (PROJECT_ROOT / "docs" / "mueval.md").read_text()
+    section = text.split("## From Python", 1)[1].split("\n## ", 1)[0]
     (block,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
     return block
 
@@ -150,7 +150,7 @@ def test_the_readme_python_section_runs_as_written(tmp_path: Path, monkeypatch) 
     mudata.fetch("gestures", manual_dir=GESTURES_ZIP.parent)
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
-    exec(compile(_readme_python_block(), "README.md", "exec"), namespace)
+    exec(compile(_readme_python_block(), "docs/mueval.md", "exec"), namespace)
     assert (tmp_path / "runs/gestures/report/report.html").is_file()
     again = namespace["again"]
     assert set(again.summary.strategy) == {"mm", "ucm"}

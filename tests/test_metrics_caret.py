@@ -43,6 +43,7 @@ def _caret_available() -> bool:
     return probe.returncode == 0
 
 
+@pytest.mark.caret
 @pytest.mark.skipif(not _caret_available(), reason="Rscript with the caret package not found")
 def test_classic_metrics_equal_caret_on_random_subsets() -> None:
     rng = np.random.default_rng(3)

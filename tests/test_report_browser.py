@@ -22,7 +22,10 @@ from tests.test_report_build import make_run_folder
 from tests.test_run_guarantees import _frame as relabelled_frame
 
 CHROMIUM = Path("/usr/bin/chromium")
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium")
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium"),
+]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 

@@ -91,7 +91,8 @@ def split(rows: np.ndarray, y: np.ndarray, train_size: float, seed: int):
 
 
 def conformal(model, X_cal, y_cal, X_test, seed: int):
-    """Point predictions, MAPIE 0.8.6 sets, p-values, test probabilities, threshold."""
+    """Point predictions, MAPIE 0.8.6 sets, p-values, test probabilities, threshold,
+    calibration scores."""
     mapie = MapieClassifier(estimator=model, cv="prefit", method="score", random_state=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -106,7 +107,7 @@ def conformal(model, X_cal, y_cal, X_test, seed: int):
     counts = (cal_scores[None, None, :] >= test_scores[:, :, None]).sum(axis=2)
     pvalues = (counts + 1) / (len(cal_scores) + 1)
     threshold = float(np.ravel(mapie.quantiles_)[0])
-    return np.asarray(y_pred, dtype=int), sets, pvalues, proba_test, threshold
+    return np.asarray(y_pred, dtype=int), sets, pvalues, proba_test, threshold, cal_scores
 
 
 def caret_metrics(truth: np.ndarray, pred: np.ndarray) -> dict:
@@ -211,7 +212,7 @@ def run(X, labels, users, iterations, strategies, classifiers):
     encoder = LabelEncoder()
     y = encoder.fit_transform(labels)
     rows_out: dict[str, list] = {
-        k: [] for k in ("key", "row", "y_pred", "sets", "pvalues", "proba")
+        k: [] for k in ("key", "row", "y_pred", "sets", "pvalues", "proba", "cal_key", "cal")
     }
     groups, metrics = [], []
     for iteration in range(1, iterations + 1):
@@ -222,7 +223,9 @@ def run(X, labels, users, iterations, strategies, classifiers):
                 X_train, X_cal, X_test = (scaler.transform(X[r]) for r in (train, cal, test))
                 for code in classifiers:
                     model = make_model(code, seed).fit(X_train, y[train])
-                    y_pred, sets, pvalues, proba, q = conformal(model, X_cal, y[cal], X_test, seed)
+                    y_pred, sets, pvalues, proba, q, cal_scores = conformal(
+                        model, X_cal, y[cal], X_test, seed
+                    )
                     g = len(groups)
                     groups.append((strategy, code, iteration, user, len(train), len(cal), q))
                     values = caret_metrics(y[test], y_pred)
@@ -234,6 +237,8 @@ def run(X, labels, users, iterations, strategies, classifiers):
                     rows_out["sets"].append(sets)
                     rows_out["pvalues"].append(pvalues)
                     rows_out["proba"].append(proba)
+                    rows_out["cal_key"].append(np.full(len(cal), g))
+                    rows_out["cal"].append(cal_scores)
         print(f"iteration {iteration} done", file=sys.stderr, flush=True)
     return encoder.classes_, groups, np.asarray(metrics, dtype=float), rows_out
 
@@ -285,9 +290,10 @@ def main() -> None:
         "metrics": list(METRICS),
         "summary": aggregate(groups, metrics),
         "versions": {
-            "mapie": _mapie_version(),
+            "mapie": _version("mapie"),
             "scikit-learn": sklearn.__version__,
             "numpy": np.__version__,
+            "scipy": _version("scipy"),
         },
     }
     np.savez_compressed(
@@ -300,13 +306,15 @@ def main() -> None:
         sets=np.concatenate(rows["sets"]),
         pvalues=np.concatenate(rows["pvalues"]),
         proba=np.concatenate(rows["proba"]),
+        cal_key=np.concatenate(rows["cal_key"]),
+        cal=np.concatenate(rows["cal"]),
     )
 
 
-def _mapie_version() -> str:
+def _version(package: str) -> str:
     from importlib.metadata import version
 
-    return version("mapie")
+    return version(package)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 
 from mueval.comparison.guarantees import compare_guarantees as compare_folders
 from mueval.comparison.significance import compare_runs
+from mueval.cpus import resolve_jobs
 from mueval.data.cohorts import RowCohorts, resolve_cohorts
 from mueval.data.table import Table, load_data, natural_key
 from mueval.data.users import user_text
@@ -127,12 +128,14 @@ def evaluate_table(
 ) -> Run:
     """Evaluate a loaded :class:`~mueval.data.table.Table` under ``config``.
 
-    ``execution`` holds where the tasks run (``jobs``, ``backend``,
+    ``execution`` holds where the tasks run (``jobs``, default every usable CPU, ``backend``,
     ``scheduler``, ``workers``, ``progress``, and on Dask ``in_flight``, the
     most tasks submitted and not yet gathered), passed to
     :func:`mueval.evaluation.runner.run`; see :func:`evaluate` for every parameter.
     """
     diagnostic_names(diagnostics)  # an unknown level fails before any work
+    # Every usable CPU unless told: the results are the same for any count.
+    execution = {**execution, "jobs": resolve_jobs(execution.get("jobs"))}
     table, row_cohorts = resolve_cohorts(
         table,
         cohorts,
@@ -191,7 +194,7 @@ def _evaluate(
     diagnostic_options = {
         "alpha": config.alpha,
         "level": diagnostics,
-        "jobs": execution.get("jobs", 1),
+        "jobs": execution["jobs"],
     }
     if stream is not None:
         pooled = PoolDiagnostics(table.X, table.y, table.users, **diagnostic_options)
@@ -234,7 +237,7 @@ def _evaluate(
         "cohort_column": None if row_cohorts is None else row_cohorts.column,
         # How each strategy's iterations are combined in the per-user verdicts.
         "user_combine": {s: default_combine(s, config.split) for s in config.strategies},
-        "jobs": execution.get("jobs", 1),
+        "jobs": execution["jobs"],
         "backend": execution.get("backend", "loky"),
         **_diagnostics_config(diagnostics),
     }
@@ -372,7 +375,7 @@ def evaluate(
     diagnostics: str = "basic",
     user_level: float = 0.05,
     user_correction: str = "holm",
-    jobs: int = 1,
+    jobs: int | None = None,
     backend: str = "loky",
     scheduler: str | None = None,
     workers: int | None = None,
@@ -434,8 +437,10 @@ def evaluate(
         :mod:`mueval.guarantees.user_level`); changes no set.
     user_correction : {"holm", "bh", "none"}
         Their correction across the users of each strategy and classifier.
-    jobs : int
-        Worker processes (loky); the results do not depend on it.
+    jobs : int, optional
+        Worker processes (loky); the results do not depend on it. None (the
+        default) or -1: every CPU this process may use
+        (:func:`mueval.cpus.usable_cpus`); never more workers than tasks.
     backend : {"loky", "dask"}
         ``dask``: the cluster at ``scheduler``, or a local one of ``workers``
         processes.

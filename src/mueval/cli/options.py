@@ -56,9 +56,10 @@ def _cap_jobs(ctx: click.Context, param: click.Parameter, value: int | None) -> 
 def _jobs_option(default: int | None, what: str) -> Callable[[F], F]:
     """``-j/--jobs``; ``default`` None is every CPU this process may use."""
     shown = (
-        f"[default: every CPU this process may use, {usable_cpus()} here]"
+        f"[default: every CPU this process may use, {usable_cpus()} here; mueval curve "
+        "and report default to 1]"
         if default is None
-        else f"[default: {default}]"
+        else f"[default: {default}; mueval evaluate defaults to every CPU]"
     )
     return click.option(
         "--jobs",

@@ -37,6 +37,7 @@ from mueval.data.users import user_text
 from mueval.evaluation.aggregate import splits_frame, summary_frame, user_dtype
 from mueval.evaluation.records import EvalConfig
 from mueval.evaluation.runner import run, stage_timings
+from mueval.evaluation.stages import StageProgress
 from mueval.guarantees.compute import (
     compute_guarantees,
     compute_guarantees_by_block,
@@ -128,10 +129,12 @@ def evaluate_table(
 ) -> Run:
     """Evaluate a loaded :class:`~mueval.data.table.Table` under ``config``.
 
-    ``execution`` holds where the tasks run (``jobs``, default every usable CPU, ``backend``,
-    ``scheduler``, ``workers``, ``progress``, and on Dask ``in_flight``, the
-    most tasks submitted and not yet gathered), passed to
-    :func:`mueval.evaluation.runner.run`; see :func:`evaluate` for every parameter.
+    ``execution`` holds where the tasks run (``jobs``, default every usable
+    CPU, ``backend``, ``scheduler``, ``workers``, ``progress``, and on Dask
+    ``in_flight``, the most tasks submitted and not yet gathered), passed to
+    :func:`mueval.evaluation.runner.run`; see :func:`evaluate` for every
+    parameter. ``progress`` also shows the stages after the tasks
+    (:class:`~mueval.evaluation.stages.StageProgress`).
     """
     diagnostic_names(diagnostics)  # an unknown level fails before any work
     # Every usable CPU unless told: the results are the same for any count.
@@ -142,8 +145,34 @@ def evaluate_table(
         by_cohort=config.conditioning.by_cohort,
         column=config.conditioning.column,
     )
+    stages = StageProgress(
+        [*_STAGES, *(["saving"] if out is not None else [])], execution.get("progress")
+    )
+    try:
+        return _evaluate_into(
+            table, config, row_cohorts, diagnostics, execution, stages, out, overwrite
+        )
+    finally:
+        stages.close()
+
+
+#: The stages after the tasks, as the progress bar names them (and ``saving`` with ``out``).
+_STAGES = ("diagnostics", "summary", "predictions", "guarantees")
+
+
+def _evaluate_into(
+    table: Table,
+    config: EvalConfig,
+    row_cohorts: RowCohorts | None,
+    diagnostics: str,
+    execution: dict[str, Any],
+    stages: StageProgress,
+    out: str | Path | None,
+    overwrite: bool,
+) -> Run:
+    """:func:`evaluate_table` once its arguments are checked: in memory, or into ``out``."""
     if out is None:
-        return _evaluate(table, config, None, row_cohorts, diagnostics, execution)
+        return _evaluate(table, config, None, row_cohorts, diagnostics, execution, stages)
     target, tmp = open_run_folder(out, overwrite)
     stream = PredictionStream(
         tmp,
@@ -154,14 +183,15 @@ def evaluate_table(
         pooled=True,
     )
     try:
-        result = _evaluate(table, config, stream, row_cohorts, diagnostics, execution)
+        result = _evaluate(table, config, stream, row_cohorts, diagnostics, execution, stages)
     except BaseException:
         stream.abort()
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    result.path = finish_run_folder(
-        target, tmp, predictions=None, overwrite=overwrite, **result._files()
-    )
+    with stages.stage("saving"):
+        result.path = finish_run_folder(
+            target, tmp, predictions=None, overwrite=overwrite, **result._files()
+        )
     result._predictions_file = result.path / "predictions.parquet"
     return result
 
@@ -180,6 +210,7 @@ def _evaluate(
     row_cohorts: RowCohorts | None,
     diagnostics: str,
     execution: dict[str, Any],
+    stages: StageProgress,
 ) -> Run:
     """The body of :func:`evaluate_table`; with ``stream``, the predictions go
     there as tasks finish and their whole table is never built here: the
@@ -215,21 +246,24 @@ def _evaluate(
         **execution,
     )
     t0 = time.perf_counter()
-    if pooled is not None:
-        diag = pooled.finish()
-    else:
-        diag = diagnose(output.results, table.X, table.y, table.users, **diagnostic_options)
+    with stages.stage("diagnostics"):
+        if pooled is not None:
+            diag = pooled.finish()
+        else:
+            diag = diagnose(output.results, table.X, table.y, table.users, **diagnostic_options)
     # Streamed, most pools were diagnosed while the tasks ran: count those seconds.
     output.timings["diagnostics_s"] = time.perf_counter() - t0 if pooled is None else pooled.seconds
-    splits = splits_frame(output.results)
-    summary = summary_frame(splits, diag.frame if diag.names else None)
-    if stream is None:
-        arrow = predictions_table(output.results, table.classes, table.users, table.y)
-        predictions = rows = arrow.to_pandas()
-    else:
-        arrow = predictions = rows = None
-        path = stream.close()
-        output.timings["predictions_write_s"] = stream.seconds
+    with stages.stage("summary"):
+        splits = splits_frame(output.results)
+        summary = summary_frame(splits, diag.frame if diag.names else None)
+    with stages.stage("predictions"):
+        if stream is None:
+            arrow = predictions_table(output.results, table.classes, table.users, table.y)
+            predictions = rows = arrow.to_pandas()
+        else:
+            arrow = predictions = rows = None
+            path = stream.close()
+            output.timings["predictions_write_s"] = stream.seconds
     user_cohorts = _user_cohorts_frame(table, row_cohorts)
     recorded = {
         **config.record(),
@@ -250,17 +284,20 @@ def _evaluate(
         "user_cohorts": user_cohorts,
         "config": recorded,
     }
-    blocks = None if rows is not None else _blocks_of(path)
-    if blocks is not None and blocks[0]:
-        # One (strategy, classifier)'s rows at a time, read back from the file.
-        def read_block(strategy: str, classifier: str) -> pd.DataFrame:
-            return _guarantee_rows(path, table.classes, block=(strategy, classifier))
+    with stages.stage("guarantees"):
+        blocks = None if rows is not None else _blocks_of(path)
+        if blocks is not None and blocks[0]:
+            # One (strategy, classifier)'s rows at a time, read back from the file.
+            def read_block(strategy: str, classifier: str) -> pd.DataFrame:
+                return _guarantee_rows(path, table.classes, block=(strategy, classifier))
 
-        found = compute_guarantees_by_block(read_block, *blocks, splits, **options)
-    else:
-        if rows is None:
-            rows = _guarantee_rows(path, table.classes)
-        found = compute_guarantees(rows, splits, **options)
+            found = compute_guarantees_by_block(
+                read_block, *blocks, splits, on_step=stages.detail, **options
+            )
+        else:
+            if rows is None:
+                rows = _guarantee_rows(path, table.classes)
+            found = compute_guarantees(rows, splits, on_step=stages.detail, **options)
     # Intervals, verdicts, validity tests and warnings: after the tasks, so
     # timed apart (the exact KS tests of the validity check dominate it).
     output.timings["guarantees_s"] = time.perf_counter() - t0

@@ -176,3 +176,24 @@ def test_info_of_an_entry_pinned_on_first_use_says_so(tmp_path: Path, monkeypatc
     assert result.exit_code == 0, result.output
     assert "pinned on first use" in result.output
     assert "needs --allow-unverified" not in result.output
+
+
+def test_fetch_says_the_users_kept_and_dropped_without_v(
+    wisdm_dir: Path, tmp_path: Path, http_server, monkeypatch
+) -> None:
+    # Here, not at the top: the served entry is set up by the real-data tests' helper.
+    from tests.test_pipeline_real import serve_wisdm
+
+    name = serve_wisdm(wisdm_dir, tmp_path, http_server, monkeypatch)
+    args = ("fetch", name, "--data-home", str(tmp_path / "home"), "--mirror", http_server.url)
+    # DATASETS.md: the study keeps 16 of WISDM's 36 users, each with 5 rows of every class.
+    line = "wisdm-mirror: 16 users kept, 20 dropped (fewer than 5 rows of some class)"
+    first = CliRunner().invoke(main, [*args, "--no-progress"])
+    assert first.exit_code == 0, first.output
+    assert line in first.stderr.splitlines()
+    assert line not in first.stdout  # stdout holds the table's path alone
+    assert first.stdout.strip() == str(tmp_path / "home" / name / f"{name}.parquet")
+    # Built already: the same line, from the table's provenance.
+    again = CliRunner().invoke(main, list(args))
+    assert again.exit_code == 0 and line in again.stderr.splitlines()
+    assert http_server.count("/WISDM_ar_v1.1.tar.gz") == 1

@@ -184,7 +184,24 @@ def fetch_command(name: str, data_home: Path | None, **options: Any) -> None:
         f"{len(record['classes'])} classes, {counts['features']} features",
         err=True,
     )
+    click.echo(printable(users_line(record, get_entry(name, data_home))), err=True)
     click.echo(str(path))
+
+
+def users_line(record: dict[str, Any], entry: DatasetEntry) -> str:
+    """One line of the users the filter kept and dropped, from a table's provenance.
+
+    A build under ``-v`` logs each dropped user with its counts; this line is
+    said without it, and again when the table was built before.
+    """
+    counts = record["counts"]
+    dropped = counts.get("users_dropped")
+    kept = f"{record['dataset']}: {counts['users']} users kept"
+    if dropped is None:  # a record written before the filter's report was kept
+        return kept
+    if not dropped:
+        return f"{kept}, none dropped (each has {entry.min_per_class} rows of every class or more)"
+    return f"{kept}, {len(dropped)} dropped (fewer than {entry.min_per_class} rows of some class)"
 
 
 @main.command("verify")

@@ -132,7 +132,7 @@ def test_fetch_into_a_data_home_that_is_a_file_is_a_clean_error(
 def test_info_says_what_fetch_needs_to_verify(name: str, needs_flag: bool, tmp_path: Path) -> None:
     # Here, not at the top: pooch's network stack, for this test only.
     from mudata.download import fetch_sources
-    from mudata.errors import MissingFileError, UsageError
+    from mudata.errors import MissingFileError, UsageError, cli_message
     from mudata.registry import get_entry
 
     result = run("info", name)
@@ -142,7 +142,9 @@ def test_info_says_what_fetch_needs_to_verify(name: str, needs_flag: bool, tmp_p
     expected = UsageError if needs_flag else MissingFileError
     with pytest.raises(expected) as caught:
         fetch_sources(get_entry(name), data_home=tmp_path, download=False)
-    assert ("allow-unverified" in str(caught.value)) == needs_flag
+    # The API's message names its keyword; the command line's, the flag.
+    assert ("allow_unverified=True" in str(caught.value)) == needs_flag
+    assert ("--allow-unverified" in cli_message(caught.value)) == needs_flag
 
 
 def test_info_of_an_entry_pinned_on_first_use_says_so(tmp_path: Path, monkeypatch) -> None:

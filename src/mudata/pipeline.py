@@ -450,7 +450,7 @@ def build_frame(
     target = parquet_path(entry, data_home)
     if min_users < MIN_USERS:
         message = f"min_users must be at least {MIN_USERS}, got {min_users}"
-        raise UsageError(message)
+        raise UsageError(message, cli={"min_users must": "--min-users must"})
     if not force and (frame := current_table(entry, data_home)) is not None:
         if frame["userid"].nunique() < min_users:
             return build_frame(

@@ -119,3 +119,12 @@ def test_an_asked_for_bar_names_each_stage_off_a_terminal(capsys) -> None:
     err = capsys.readouterr().err
     assert "mueval: summary" in err and "mueval: guarantees" in err and "ucm/knn" in err
     assert "2/2" in err
+
+
+def test_a_failed_stage_keeps_its_name(capsys) -> None:
+    progress = StageProgress(["summary", "guarantees"], enabled=True)
+    with pytest.raises(RuntimeError), progress.stage("guarantees"):
+        raise RuntimeError("boom")
+    progress.close(done=False)
+    err = capsys.readouterr().err
+    assert "mueval: guarantees" in err and "checks done" not in err and "0/2" in err

@@ -149,11 +149,14 @@ def evaluate_table(
         [*_STAGES, *(["saving"] if out is not None else [])], execution.get("progress")
     )
     try:
-        return _evaluate_into(
+        result = _evaluate_into(
             table, config, row_cohorts, diagnostics, execution, stages, out, overwrite
         )
-    finally:
-        stages.close()
+    except BaseException:
+        stages.close(done=False)  # the bar keeps the name of the stage that failed
+        raise
+    stages.close()
+    return result
 
 
 #: The stages after the tasks, as the progress bar names them (and ``saving`` with ``out``).

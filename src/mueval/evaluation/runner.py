@@ -516,7 +516,10 @@ def run(
         Class names, sorted.
     config : EvalConfig
     jobs : int
-        Parallel workers for the loky backend (1 = in this process).
+        Parallel workers for the loky backend (1 = in this process, -1 =
+        joblib's count of cores); never more than the tasks. The callers
+        (:func:`mueval.evaluate`, ``mueval evaluate``) default to every usable
+        CPU (:func:`mueval.cpus.resolve_jobs`).
     backend : {"loky", "dask"}
     scheduler : str, optional
         Address of a dask.distributed scheduler (dask backend only).

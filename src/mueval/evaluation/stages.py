@@ -66,11 +66,19 @@ class StageProgress:
         if self._bar is not None:
             self._bar.set_postfix_str(text, refresh=True)
 
-    def close(self) -> None:
-        """End the bar (its last state stays on the terminal, as the tasks' bar does)."""
+    def close(self, *, done: bool = True) -> None:
+        """End the bar; its last state stays on the terminal, as the tasks' bar does.
+
+        Parameters
+        ----------
+        done : bool, default True
+            Every stage ran: the bar says so. False (a stage failed): the bar
+            keeps that stage's name.
+        """
         if self._bar is not None:
-            self._bar.set_description_str("mueval: checks done", refresh=False)
-            self._bar.set_postfix_str("", refresh=False)
+            if done:
+                self._bar.set_description_str("mueval: checks done", refresh=False)
+                self._bar.set_postfix_str("", refresh=False)
             self._bar.close()
             self._bar = None
         self._shown = False

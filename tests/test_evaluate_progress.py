@@ -80,7 +80,7 @@ def test_the_stages_after_the_tasks_are_named_on_a_terminal(tmp_path: Path) -> N
         assert f"mueval: {stage}" in shown, (stage, shown)
     # Within the guarantees, the block or step at work follows the stage's name.
     assert "verdicts" in shown or "ucm/nb" in shown, shown
-    assert "5/5" in shown and "stage" in shown, shown
+    assert "5/5" in shown and "checks done" in shown, shown
     # The tasks' bar comes first, the stages' after it.
     assert shown.index("task") < shown.index("mueval: diagnostics"), shown
     assert (tmp_path / "run" / "run.json").is_file()

@@ -17,7 +17,12 @@ from contextlib import contextmanager
 
 from tqdm import tqdm
 
-__all__ = ["StageProgress"]
+__all__ = ["BAR_FORMAT", "StageProgress"]
+
+#: tqdm's default bar without the rate and the time left, which stages of
+#: such different lengths make meaningless; the elapsed time goes on counting
+#: at each step of the guarantees.
+BAR_FORMAT = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]"
 
 
 class StageProgress:
@@ -53,7 +58,11 @@ class StageProgress:
             return
         if self._bar is None:
             self._bar = tqdm(
-                total=len(self.stages), desc=f"mueval: {name}", unit="stage", file=sys.stderr
+                total=len(self.stages),
+                desc=f"mueval: {name}",
+                unit="stage",
+                file=sys.stderr,
+                bar_format=BAR_FORMAT,
             )
         else:
             self._bar.set_description_str(f"mueval: {name}", refresh=False)

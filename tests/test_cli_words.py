@@ -23,6 +23,7 @@ from mudata.errors import MudataUsageError, cli_message
 from mueval.cli.main import main as mueval_main
 from mueval.errors import DataError, UsageError
 from tests.test_evaluate_runner import make_frame
+from tests.tiny_entry import write_tiny_entry
 
 #: A Python keyword argument as a message would spell it: ``allow_unverified=True``,
 #: ``all_pairs=True``, ``user_folds=3``; or a bare ``=True`` / ``=False`` / ``=None``.
@@ -169,3 +170,40 @@ def test_the_words_survive_pickling_and_wrapping() -> None:
     own = DataError("give all_pairs=True", cli={"all_pairs=True": "--all-pairs"})
     assert cli_message(pickle.loads(pickle.dumps(own))) == "give --all-pairs"
     assert cli_message(ValueError("plain x=None")) == "plain x=None"
+
+
+def _unpinned_tiny(tmp_path: Path, http_server, monkeypatch) -> str:
+    """The tiny entry with its CSV served by ``http_server`` and no sha256 recorded."""
+    toml = write_tiny_entry(http_server.root)
+    text = re.sub(
+        r'path = ".*"\nsha256 = ".*"\n',
+        'url = "https://example.org/features.csv"\n',
+        toml.read_text(),
+    )
+    assert "sha256" not in text
+    registry = tmp_path / "registry"
+    registry.mkdir()
+    (registry / "tiny.toml").write_text(text, encoding="utf-8")
+    monkeypatch.setenv("MUDATA_REGISTRY", str(registry))
+    return "tiny"
+
+
+def test_fetch_and_verify_of_an_unpinned_file_name_no_keyword(
+    tmp_path: Path, http_server, monkeypatch
+) -> None:
+    name = _unpinned_tiny(tmp_path, http_server, monkeypatch)
+    home = ["--data-home", str(tmp_path / "home"), "--mirror", http_server.url]
+    refused = CliRunner().invoke(mudata_main, ["fetch", name, *home, "--no-progress"])
+    _assert_cli_words(refused, 2, "pass --allow-unverified to use it anyway")
+    built = CliRunner().invoke(
+        mudata_main, ["fetch", name, *home, "--allow-unverified", "--no-progress"]
+    )
+    assert built.exit_code == 0, built.output
+    # verify checks pinned bytes only: it says so, and offers no flag of fetch's.
+    checked = CliRunner().invoke(
+        mudata_main, ["verify", name, "--data-home", str(tmp_path / "home")]
+    )
+    _assert_cli_words(checked, 2, "has no sha256 in the registry")
+    assert "allow-unverified" not in checked.output and "cannot be checked" in checked.output
+    result = mudata.verify(name, data_home=tmp_path / "home")
+    assert result.status == "unverifiable" and "allow_unverified" not in result.message

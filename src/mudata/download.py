@@ -46,6 +46,7 @@ from mudata.errors import (
     MudataError,
     ParseError,
     StorageError,
+    UnverifiedDataError,
     UsageError,
     excerpt,
 )
@@ -272,7 +273,9 @@ def _require_verifiable(
         f"for {how}. Refusing to use unverified data; pass allow_unverified=True "
         f"to use it anyway, its observed sha256 will be logged and recorded."
     )
-    raise UsageError(message, cli={"allow_unverified=True": "--allow-unverified"})
+    raise UnverifiedDataError(
+        message, subject=_what(entry, remote), cli={"allow_unverified=True": "--allow-unverified"}
+    )
 
 
 def _size_note(expected: int | None, path: Path) -> str:

@@ -85,6 +85,18 @@ class UnknownDatasetError(MudataUsageError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class UnverifiedDataError(MudataUsageError):
+    """A file or member the registry records no SHA-256 for, asked for without
+    ``allow_unverified``; ``subject`` names it (``mudata verify`` says why it
+    cannot check such a table in its own words)."""
+
+    def __init__(
+        self, *args: object, subject: str = "", cli: Mapping[str, str] | None = None
+    ) -> None:
+        super().__init__(*args, cli=cli)
+        self.subject = subject
+
+
 class RegistryError(MudataError, ValueError):
     """A registry entry (TOML file) is malformed or fails the registry schema."""
 

@@ -33,7 +33,7 @@ from mudata.errors import (
     MudataError,
     ParseError,
     UnpinnedMemberError,
-    UsageError,
+    UnverifiedDataError,
     excerpt,
 )
 from mudata.files import links_and_special_files, open_regular
@@ -581,7 +581,9 @@ def _admit(root: Path, name: str, pins: Pins | None, pin: Pin | None) -> None:
             f"{what} has no sha256 in the registry; refusing unverified data. Pass "
             f"allow_unverified=True to use it, recorded as unverified."
         )
-        raise UsageError(message, cli={"allow_unverified=True": "--allow-unverified"})
+        raise UnverifiedDataError(
+            message, subject=what, cli={"allow_unverified=True": "--allow-unverified"}
+        )
 
 
 def _file_chunks(

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from mueval.data.table import table_from_frame
-from mueval.errors import EvaluationError
+from mueval.errors import EvaluationError, UsageError
 from mueval.evaluation.aggregate import splits_frame, summary_frame
 from mueval.evaluation.records import EvalConfig
 from mueval.evaluation.runner import run, windowed
@@ -309,3 +309,22 @@ def test_windowed_submits_lazily() -> None:
     assert next(stream) == (0, "nb")
     assert made == [0, 1, 2]
     assert list(stream) == [(i, "nb") for i in range(1, 6)]
+
+
+def test_a_failed_task_is_raised_in_task_order_after_those_before_it() -> None:
+    # Here, not at the top: the runner's private pieces, tested as workers use them.
+    import pickle
+
+    from mueval.evaluation.runner import _collect, _task_or_failure, _TaskFailure
+
+    failure = _task_or_failure(None, None, 2, None, "nb", None)  # no split: run_task fails
+    assert isinstance(failure, _TaskFailure) and "Traceback" in failure.where
+    # A worker's failure crosses to the main process pickled, as joblib returns it.
+    failure = pickle.loads(pickle.dumps(failure))
+    later = _TaskFailure(UsageError("the later one"), "")
+    seen = []
+    with pytest.raises(type(failure.error)) as caught:
+        _collect([["a"], ["b"], failure, later, ["c"]], seen.append)
+    assert seen == [["a"], ["b"]]  # what came before it was handed on, nothing after
+    assert caught.value is failure.error
+    assert any("in a worker process" in note for note in caught.value.__notes__)

@@ -180,7 +180,8 @@ def test_the_streamed_file_does_not_depend_on_the_workers(tmp_path) -> None:
     assert pq.read_table(tmp_path / "dask" / "predictions.parquet").equals(one)
 
 
-def test_a_failing_run_leaves_no_file(tmp_path, monkeypatch) -> None:
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_failing_run_leaves_no_file(tmp_path, monkeypatch, jobs) -> None:
     written = []
 
     class Counting(runfolder_write.PredictionStream):
@@ -191,12 +192,14 @@ def test_a_failing_run_leaves_no_file(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(runfolder_write, "ROWS_PER_GROUP", 20)
     monkeypatch.setattr(mueval.api, "PredictionStream", Counting)
     frame = _frame()
-    # The last user keeps 20 rows of each class: its udm calibration set (a fifth,
-    # 12 rows) is too small for alpha = 0.05, after every other split was streamed.
-    last = frame["userid"].iloc[-1]
-    kept = frame[frame.userid == last].groupby("label").head(20)
-    frame = pd.concat([frame[frame.userid != last], kept])
-    with pytest.raises(EvaluationError, match="calibration"):
+    # The last two users keep 20 rows of each class: their udm calibration sets (a
+    # fifth, 12 rows) are too small for alpha = 0.05, after every other split was
+    # streamed. With workers too, the run fails as in one process: with the first
+    # of the two in task order, once the tasks before it were streamed.
+    small = list(pd.unique(frame["userid"]))[-2:]
+    kept = frame[frame.userid.isin(small)].groupby(["userid", "label"]).head(20)
+    frame = pd.concat([frame[~frame.userid.isin(small)], kept])
+    with pytest.raises(EvaluationError, match="calibration") as caught:
         mueval.evaluate(
             frame,
             out=tmp_path / "run",
@@ -204,7 +207,9 @@ def test_a_failing_run_leaves_no_file(tmp_path, monkeypatch) -> None:
             classifiers=["nb"],
             iterations=1,
             progress=False,
+            jobs=jobs,
         )
+    assert f"user {small[0]}," in str(caught.value), str(caught.value)
     assert max(written) > 1  # row groups were on disk when the run failed
     assert list(tmp_path.iterdir()) == []
 

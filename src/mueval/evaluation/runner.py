@@ -14,8 +14,10 @@ from __future__ import annotations
 import os
 import sys
 import time
+import traceback
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -607,7 +609,8 @@ def run(
         n_jobs = jobs if jobs == -1 else min(jobs, tasks.total)
         parallel = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator")
         gen = parallel(
-            delayed(run_task)(X, y, n_classes, s, c, config, cohorts=cohorts) for s, c in tasks
+            delayed(_task_or_failure)(X, y, n_classes, s, c, config, cohorts=cohorts)
+            for s, c in tasks
         )
         nested = _collect(_progress(gen, tasks.total, progress), on_task)
     # The splits of the later iterations were made while the tasks ran: their
@@ -674,12 +677,41 @@ def _class_cells(
     return tuple(int(n) for n in np.bincount(own, minlength=n_classes))
 
 
+@dataclass
+class _TaskFailure:
+    """What a worker's task raised, handed back as its result.
+
+    joblib raises the first error a worker reports, which with several
+    workers is not always the first task's in order: the same run then failed
+    with one message or another. Returned as a value, the failure is raised
+    by :func:`_collect` when its turn in task order comes, so a run fails
+    with the error ``jobs=1`` gives, after the same tasks were handed to
+    ``on_task`` (the same row groups streamed).
+    """
+
+    error: Exception
+    where: str  # the worker's traceback, for -v
+
+
+def _task_or_failure(*args: object, **kwargs: object) -> list[EvalResult] | _TaskFailure:
+    """:func:`run_task` in a worker, its error (if any) returned instead of raised."""
+    try:
+        return run_task(*args, **kwargs)  # type: ignore[arg-type]
+    except Exception as exc:
+        return _TaskFailure(exc, traceback.format_exc())
+
+
 def _collect(
-    results: Iterable[list[EvalResult]], on_task: Callable[[list[EvalResult]], None] | None
+    results: Iterable[list[EvalResult] | _TaskFailure],
+    on_task: Callable[[list[EvalResult]], None] | None,
 ) -> list[list[EvalResult]]:
-    """Every task's results, each handed to ``on_task`` as it arrives."""
+    """Every task's results, each handed to ``on_task`` as it arrives, in task order;
+    the first failed task's error raised in its turn."""
     nested = []
     for group in results:
+        if isinstance(group, _TaskFailure):
+            group.error.add_note(f"in a worker process:\n{group.where}")
+            raise group.error
         if on_task is not None:
             on_task(group)
         nested.append(group)

@@ -35,7 +35,7 @@ def _documented_names(text: str) -> set[str]:
     for line in text.splitlines():
         if m := re.match(r"\.\. currentmodule:: (\S+)", line):
             module = m.group(1)
-        elif m := re.match(r"\.\. autodata:: (\S+)", line):
+        elif m := re.match(r"\.\. (?:autodata|data):: (\S+)", line):
             names.add(m.group(1))
         elif line.startswith(".. autosummary::"):
             in_summary = True
@@ -57,6 +57,15 @@ def test_the_api_reference_names_only_public_names() -> None:
     public = {f"{p.__name__}.{n}" for p in (mudata, mueval) for n in p.__all__}
     extra = _documented_names(API.read_text(encoding="utf-8")) - public
     assert not extra, f"{API} documents names that are not in __all__: {sorted(extra)}"
+
+
+def test_the_api_reference_renders_no_module_docstring_and_no_inherited_one() -> None:
+    """The packages' docstrings list their internal modules, and ``autodata`` on a
+    string shows ``str``'s own docstring: the page uses neither."""
+    text = API.read_text(encoding="utf-8")
+    assert ".. automodule::" not in text
+    assert ".. autodata::" not in text
+    assert "|release|" in text  # the version string itself, from conf.py
 
 
 def _examples() -> list[Path]:

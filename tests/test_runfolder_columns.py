@@ -126,6 +126,8 @@ def test_evaluate_table_csv_is_the_summary_table_alone(default_run) -> None:
     assert cell == f"{100 * mm_coverage['mean']:.2f}±{100 * mm_coverage['sd']:.2f}"
 
 
+# Slow (tens of seconds): .ci/run runs it with -m slow; the default run stays under 5 min.
+@pytest.mark.slow
 def test_compare_table_forms_hold_the_text_tables_rows(default_run) -> None:
     runner = CliRunner()
     folder = str(default_run[0])

@@ -41,7 +41,9 @@ def fetch(
         Data directory; default ``$MUDATA_HOME`` or Pooch's OS cache folder.
     download_if_missing : bool
         If False and the table is not built yet (and no ``manual_dir`` is
-        given), raise :class:`~mudata.errors.MissingFileError` instead of downloading.
+        given), raise :class:`~mudata.errors.MissingFileError` instead of
+        downloading; an entry whose files are all local paths (``demo``, a
+        registered folder) is built all the same, since that downloads nothing.
     mirror : str, optional
         Base address serving the same files under the same names.
     manual_dir : path-like, optional
@@ -83,9 +85,12 @@ def _fetch(
     entry = get_entry(name, data_home)
     # A table that exists but is out of date or damaged is rebuilt from the
     # cached raw files without downloading (or a clear error names the missing one).
+    # An entry whose every file is a local path (the embedded ``demo``, a
+    # registered folder) builds without a download, so it builds here too.
     if (
         not download_if_missing
         and manual_dir is None
+        and any(remote.path is None for remote in entry.files)
         and not parquet_path(entry, data_home).exists()
     ):
         message = (

@@ -8,10 +8,15 @@ rebuilt rows with the cached ones. Builds are deterministic, so the comparison
 is exact: the content hashes are equal or the table differs, and then the
 first differing row is named.
 
+The rows are compared by :func:`mudata.store.table_fingerprint` (SHA-256
+over a canonical encoding, :mod:`mudata.table_hash`), whatever kind of hash
+the cached table records; then the fields of its provenance that
+:func:`mudata.load` serves (:func:`mudata.pipeline.served_provenance`).
+
 Three outcomes (see :class:`Verification`): ``verified`` (exit code 0 in the
 CLI), ``differs`` (1) and ``unverifiable`` (2: no table, raw files missing or
-unpinned, an entry changed since the build, or a table without a build record
-from this data home). Nothing is written: neither the cached table nor the
+unpinned, an entry changed since the build, a table hashed with the old kind
+of ``table_sha256``, or a table without a build record from this data home). Nothing is written: neither the cached table nor the
 raw files are changed, and nothing is downloaded.
 """
 
@@ -74,9 +79,12 @@ class Verification:
         Content hashes (:func:`mudata.store.table_fingerprint`) of the cached
         rows as read now, and of the rebuilt rows.
     first_difference : dict, optional
-        For ``differs`` with tables of the same shape: ``row`` (0-based
-        index), ``userid`` and ``label`` (cached and rebuilt), ``columns``
-        (every column that differs in that row).
+        For ``differs``: what :func:`first_difference` returns (for tables of
+        the same shape, ``row`` (0-based index), ``userid`` and ``label``
+        (cached and rebuilt), ``columns`` (every column that differs in that
+        row)); or, when the rows are equal but a field of the provenance that
+        :func:`mudata.load` serves is not, ``{"kind": "provenance", "fields":
+        [...]}`` (see :func:`provenance_differences`).
     """
 
     dataset: str

@@ -17,21 +17,21 @@ Run::
     python benchmarks/table_hash.py [--rows 1000000] [--repeat 5]
 
 The median of ``--repeat`` runs is printed (CPU time: the steadier number on
-a shared machine). Measured on the shared 2-core machine (load average 5),
-``python benchmarks/table_hash.py --repeat 5``:
+a shared machine). Measured on the shared 2-core machine (load average 3),
+``python benchmarks/table_hash.py --repeat 9``:
 
 =========================  =========  ================  ================
 table                      rows       table_sha256      legacy (pandas)
 =========================  =========  ================  ================
-WISDM                      2,869      0.59 M rows/s     0.93 M rows/s
-synthetic, whole           1,000,000  3.19 M rows/s     3.06 M rows/s
-synthetic, 100,000 chunks  1,000,000  2.39 M rows/s     (not chunked)
+WISDM                      2,869      0.82 M rows/s     1.41 M rows/s
+synthetic, whole           1,000,000  3.15 M rows/s     3.28 M rows/s
+synthetic, 100,000 chunks  1,000,000  2.66 M rows/s     (not chunked)
 =========================  =========  ================  ================
 
-The WISDM table takes 4.8 ms (the fixed cost of reading 41 columns out of
-pandas); the synthetic one 314 ms, of which SHA-256 over its 336 bytes per
-row takes about 190 ms (hashlib here: 1.8 GB/s). Chunks cost the copy of
-the rows left over at each chunk's last block boundary.
+The WISDM table takes 3.5 ms (the fixed cost of reading 41 columns out of
+pandas); the synthetic one 317 ms, of which SHA-256 over its 336 bytes per
+row takes about 190 ms (hashlib here: 1.8 GB/s). In chunks, the rows of each
+block that straddles two chunks are copied once.
 """
 
 from __future__ import annotations

@@ -120,19 +120,24 @@ class TableHasher:
                 f"first chunk, {_shown(self._columns)}"
             )
             raise ValidationError(message)
-        if len(chunk) == 0:
-            return
-        self._pending.append(chunk)
-        self._pending_rows += len(chunk)
-        if self._pending_rows < BLOCK_ROWS:
-            return
-        rows = self._take_pending()
-        whole = len(rows) - len(rows) % BLOCK_ROWS
-        for start in range(0, whole, BLOCK_ROWS):
-            _hash_block(self._digest, rows.iloc[start : start + BLOCK_ROWS], self._columns)
-        if whole < len(rows):
-            self._pending, self._pending_rows = [rows.iloc[whole:]], len(rows) - whole
-        self._rows += whole
+        start = 0
+        if self._pending_rows:
+            # The block begun by earlier chunks: only its rows are copied.
+            start = min(len(chunk), BLOCK_ROWS - self._pending_rows)
+            self._pending.append(chunk.iloc[:start])
+            self._pending_rows += start
+            if self._pending_rows < BLOCK_ROWS:
+                return
+            self._emit(self._take_pending())
+        while len(chunk) - start >= BLOCK_ROWS:
+            self._emit(chunk.iloc[start : start + BLOCK_ROWS])
+            start += BLOCK_ROWS
+        if start < len(chunk):
+            self._pending, self._pending_rows = [chunk.iloc[start:]], len(chunk) - start
+
+    def _emit(self, block: pd.DataFrame) -> None:
+        _hash_block(self._digest, block, self._columns or [])
+        self._rows += len(block)
 
     def hexdigest(self) -> str:
         """The hash of the rows added so far (more may be added after)."""

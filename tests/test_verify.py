@@ -255,6 +255,31 @@ def test_a_table_of_the_old_hash_kind_is_read_and_verify_says_to_rebuild_it(
     assert mudata.verify("wisdm", data_home=home).status == "verified"
 
 
+def test_an_old_kind_table_may_lack_younger_fields_but_not_change_them(home: Path) -> None:
+    def older(frame, provenance):
+        as_old_kind(frame, provenance)
+        del provenance["licence_path"]  # as if written before it was recorded
+        return frame, provenance
+
+    rewrite(home / TABLE, older, hash_rows=legacy_sha256)
+    assert mudata.verify("wisdm", data_home=home).status == "unverifiable"
+    rewrite(home / TABLE, lambda f, p: (f, {**p, "licence": "MIT"}), hash_rows=None)
+    result = mudata.verify("wisdm", data_home=home)
+    assert result.status == "differs"
+    assert [d["field"] for d in result.first_difference["fields"]] == ["licence"]
+
+
+def test_a_missing_field_is_a_difference_in_a_current_table(home: Path) -> None:
+    def drop(frame, provenance):
+        del provenance["citation"]
+        return frame, provenance
+
+    rewrite(home / TABLE, drop)
+    result = mudata.verify("wisdm", data_home=home)
+    assert result.status == "differs"
+    assert "field 'citation' (cached missing" in result.message
+
+
 def test_a_forged_table_of_the_old_kind_is_served_but_differs(home: Path) -> None:
     path = home / TABLE
     rewrite(path, as_old_kind, hash_rows=legacy_sha256)

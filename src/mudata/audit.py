@@ -238,7 +238,10 @@ def _compare(
             f"{describe_difference(where)}. {again}"
         )
         return Verification(entry.name, "differs", message, path, **hashes, first_difference=where)
-    fields = provenance_differences(provenance, served)
+    kind = fingerprint_kind(provenance)
+    # A table of the old kind was written by an older mudata: a field it lacks
+    # may be younger than it (it is reported unverifiable below all the same).
+    fields = provenance_differences(provenance, served, missing_ok=kind == LEGACY_KIND)
     if fields:
         where = {"kind": "provenance", "fields": fields}
         message = (
@@ -246,7 +249,7 @@ def _compare(
             f"{again}"
         )
         return Verification(entry.name, "differs", message, path, **hashes, first_difference=where)
-    recorded, kind = provenance.get("table_sha256"), fingerprint_kind(provenance)
+    recorded = provenance.get("table_sha256")
     try:
         own = recorded_fingerprint(cached_rows, provenance)
     except CorruptTableError as exc:
@@ -285,23 +288,37 @@ def _compare(
 
 
 def provenance_differences(
-    provenance: dict[str, Any], served: dict[str, Any]
+    provenance: dict[str, Any], served: dict[str, Any], *, missing_ok: bool = False
 ) -> list[dict[str, Any]]:
     """The served fields (:func:`mudata.pipeline.served_provenance`) a provenance does not match.
+
+    Parameters
+    ----------
+    provenance : dict
+        The cached table's.
+    served : dict
+        The rebuild's.
+    missing_ok : bool, default False
+        A field the provenance lacks is no difference (a table written by an
+        older mudata, before the field was recorded).
 
     Returns
     -------
     list of dict
         One ``{"field", "cached", "rebuilt"}`` per differing field, in the
-        order of ``served``; ``cached`` is None for a missing field.
+        order of ``served``; a missing field has ``"missing": True`` and
+        ``cached`` None.
     """
     # As the provenance is stored: JSON (tuples become lists, keys text).
     expected = json.loads(json.dumps(served))
-    return [
-        {"field": name, "cached": provenance.get(name), "rebuilt": value}
-        for name, value in expected.items()
-        if provenance.get(name) != value or name not in provenance
-    ]
+    found = []
+    for name, value in expected.items():
+        if name not in provenance:
+            if not missing_ok:
+                found.append({"field": name, "cached": None, "rebuilt": value, "missing": True})
+        elif provenance[name] != value:
+            found.append({"field": name, "cached": provenance[name], "rebuilt": value})
+    return found
 
 
 def first_difference(cached: pd.DataFrame, rebuilt: pd.DataFrame) -> dict[str, Any]:
@@ -361,7 +378,8 @@ def describe_difference(where: dict[str, Any]) -> str:
         return f"the column types differ: {', '.join(where['columns'])}"
     if kind == "provenance":
         return "its provenance differs in " + "; ".join(
-            f"field '{d['field']}' (cached {excerpt(d['cached'], 80)}, rebuilt "
+            f"field '{d['field']}' (cached "
+            f"{'missing' if d.get('missing') else excerpt(d['cached'], 80)}, rebuilt "
             f"{excerpt(d['rebuilt'], 80)})"
             for d in where["fields"]
         )

@@ -124,6 +124,21 @@ def test_a_changed_feature_value_is_named_by_its_column(home: Path) -> None:
     assert (result.first_difference["row"], result.first_difference["columns"]) == (42, ["YAVG"])
 
 
+def test_a_zero_turned_negative_is_named_by_its_column(home: Path) -> None:
+    original = pq.read_table(home / TABLE).to_pandas()
+    zero = int((original["X0"] == 0).to_numpy().argmax())
+    assert original.at[zero, "X0"] == 0 and not np.signbit(original.at[zero, "X0"])
+
+    def negate(frame, provenance):
+        frame.at[zero, "X0"] = -0.0
+        return frame, provenance
+
+    rewrite(home / TABLE, negate)
+    result = mudata.verify("wisdm", data_home=home)
+    assert result.status == "differs"
+    assert (result.first_difference["row"], result.first_difference["columns"]) == (zero, ["X0"])
+
+
 def test_dropped_rows_are_a_difference(home: Path) -> None:
     def drop_last(frame, provenance):
         return frame.iloc[:-3].reset_index(drop=True), provenance

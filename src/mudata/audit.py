@@ -345,6 +345,10 @@ def first_difference(cached: pd.DataFrame, rebuilt: pd.DataFrame) -> dict[str, A
         a = cached[column].iloc[:n].reset_index(drop=True)
         b = rebuilt[column].iloc[:n].reset_index(drop=True)
         differs = ~((a == b) | (a.isna() & b.isna())).to_numpy(dtype=bool)
+        if a.dtype.kind == "f" and b.dtype.kind == "f":
+            # -0.0 == 0.0, but the table hash tells them apart: so does this.
+            differs |= np.signbit(a.to_numpy()) != np.signbit(b.to_numpy())
+            differs &= ~(a.isna() & b.isna()).to_numpy(dtype=bool)
         per_column[column] = differs
         unequal |= differs
     if not unequal.any():

@@ -266,7 +266,9 @@ def verify(
     saw; the table can have been rewritten since (its ``table_sha256`` with
     it). This reads the raw files again, checks each byte against the registry
     entry's hashes, builds the table in memory (nothing is written or
-    downloaded) and compares the rows exactly: builds are deterministic.
+    downloaded) and compares the rows exactly (builds are deterministic),
+    then the provenance fields :func:`load` serves (classes and their order,
+    licence, citation, counts, ...).
 
     Parameters
     ----------
@@ -284,9 +286,11 @@ def verify(
     -------
     Verification
         ``status`` is "verified", "differs" (``first_difference`` names the
-        first differing row: index, user, label, columns) or "unverifiable"
-        (no table; raw files missing, changed or unpinned; an entry changed
-        since the build; or no build record from this data home);
+        first differing row: index, user, label, columns; or the differing
+        provenance fields) or "unverifiable" (no table; raw files missing,
+        changed or unpinned; an entry changed since the build; a
+        ``table_sha256`` of the old kind; or no build record from this data
+        home);
         ``exit_code`` is 0, 1 or 2, as ``mudata verify`` exits.
 
     Examples

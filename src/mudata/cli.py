@@ -212,11 +212,13 @@ def verify_command(
     The raw files (downloaded into the data home, or in the --manual-dir the
     table was built from) are hashed again against the registry entry, the
     table is built again in memory and compared with the cached one, row by
-    row; nothing is written or downloaded.
+    row, and so are the classes, licence, citation and counts its provenance
+    serves; nothing is written or downloaded.
 
     Exit codes: 0 verified; 1 the cached table differs (the first differing
-    row is named); 2 unverifiable (no table, raw files missing or unpinned,
-    or no build record from this data home) or a usage error.
+    row or provenance field is named); 2 unverifiable (no table, raw files
+    missing or unpinned, a table hash of the old kind, or no build record
+    from this data home) or a usage error.
     """
     # Here, not at the top: pandas, pyarrow and Pandera: only for this command.
     from mudata import api

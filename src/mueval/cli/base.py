@@ -30,7 +30,11 @@ def map_errors(ctx: click.Context, call: Any) -> Any:
     """Run ``call()`` and turn the exceptions it raises into Click's."""
     try:
         return call()
-    except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
+    except click.exceptions.ClickException as exc:
+        # click's own messages quote what they were given (a file name, a value).
+        exc.message = printable(exc.message)
+        raise
+    except (click.exceptions.Exit, click.Abort):
         raise
     except UsageError as exc:
         raise click.UsageError(printable(exc), ctx=ctx) from exc

@@ -97,7 +97,8 @@ def report_command(
         remove_stale_figures(target, result.figures)
     n_png = sum(1 for p in result.figures if p.suffix == ".png")
     kinds = "PNG and SVG" if svg else "PNG"
-    click.echo(f"wrote {result.html} ({n_png} figures as {kinds} in {target / 'figures'})")
+    figures = plain(target / "figures")
+    click.echo(f"wrote {plain(result.html)} ({n_png} figures as {kinds} in {figures})")
     # Each with the severity run.json and the page give it; the sections' notes after.
     for w in result.warnings:
         click.echo(printable(warning_line(w)), err=True)

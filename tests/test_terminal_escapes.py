@@ -77,12 +77,16 @@ def _hostile_frame() -> pd.DataFrame:
     return frame
 
 
-def _entry_toml(table: Path, classes: list[str]) -> str:
+#: A title a spreadsheet would run (the classic DDE payload).
+FORMULA_TITLE = "=cmd|' /C calc'!A0"
+
+
+def _entry_toml(table: Path, classes: list[str], name: str = "evil", title: str = "") -> str:
     """A valid entry reading ``table``, every free-text field hostile (TOML escapes)."""
     text = json.dumps  # a JSON string is a TOML basic string, controls escaped
     lines = [
-        'name = "evil"',
-        f"title = {text('Title ' + HOSTILE)}",
+        f"name = {text(name)}",
+        f"title = {text(title or 'Title ' + HOSTILE)}",
         f"version = {text('1' + HOSTILE)}",
         f"homepage = {text('https://example.invalid/' + HOSTILE)}",
         f"description = {text('Line one ' + HOSTILE_LINE + chr(10) + 'two ' + HOSTILE_LINE)}",
@@ -132,6 +136,8 @@ class Hostile:
         self.registry = base / "registry"
         self.registry.mkdir()
         (self.registry / "evil.toml").write_text(_entry_toml(self.table, classes), "utf-8")
+        formula = _entry_toml(self.table, classes, "formula", FORMULA_TITLE)
+        (self.registry / "formula.toml").write_text(formula, "utf-8")
         # An entry the registry skips, with a warning quoting it.
         broken = f"name = {json.dumps('broken')}\ntitle = {json.dumps(HOSTILE)}\n"
         (self.registry / "broken.toml").write_text(broken, "utf-8")
@@ -296,6 +302,9 @@ def test_hostile_calls_print_no_control_character(
     # The generic call: a hostile file name (and bytes) where the command takes its argument.
     generic = invoke(tool, [command, str(hostile.file)], env)
     _check(generic, [command, "<hostile file>"], (0, 1, 2), False)
+    # click's own parse error quoting what it was given, line break and all.
+    unknown = invoke(tool, [command, f"--{HOSTILE}"], env)
+    _check(unknown, [command, "--<hostile>"], (2,), True)
     for args, codes, escaped in SCENARIOS.get((tool, command), lambda h: [])(hostile):
         _check(invoke(tool, args, env), args, codes, escaped)
 
@@ -321,3 +330,46 @@ def test_csv_on_stdout_neutralises_formulas_as_the_out_file_does(
     worst = [dict(zip(header, r))["worst_user"] for r in rows]
     assert worst and all(w.startswith("'=HYPERLINK(") for w in worst), worst
     assert worst == [w["worst_user"] for w in written]
+
+
+def test_list_as_csv_neutralises_a_formula_title(hostile: Hostile) -> None:
+    result = invoke("mudata", ["list", "--table", "csv"], hostile.env)
+    assert result.exit_code == 0, result.output
+    rows = {r[0]: r for r in csv.reader(io.StringIO(result.stdout))}
+    assert rows["formula"][1] == "'" + FORMULA_TITLE
+    # The text form shows the title as it is: no spreadsheet reads it.
+    text = invoke("mudata", ["list"], hostile.env)
+    line = next(line for line in text.stdout.splitlines() if line.startswith("formula "))
+    assert line.split(None, 1)[1].startswith(f"{FORMULA_TITLE}  ["), line
+
+
+#: Every character the escaping must cover: C0 (tab and line feed included),
+#: DEL, C1, the bidi embeddings, overrides and isolates, the marks LRM, RLM and
+#: ALM, the line and paragraph separators.
+MUST_ESCAPE = [
+    *map(chr, range(0x00, 0x20)),
+    "\x7f",
+    *map(chr, range(0x80, 0xA0)),
+    *map(chr, range(0x202A, 0x202F)),
+    *map(chr, range(0x2066, 0x206A)),
+    "\u200e",
+    "\u200f",
+    "\u061c",
+    "\u2028",
+    "\u2029",
+]
+
+
+def test_plain_shows_every_control_and_bidi_character_as_a_visible_escape() -> None:
+    # Here, not at the top: the one function under test, beside the commands.
+    from mudata.display import plain
+
+    for char in MUST_ESCAPE:
+        escaped = plain(f"a{char}b")
+        # The escape is Python's own (repr), written out independently here.
+        code = ord(char)
+        expected = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}.get(char) or (
+            f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+        )
+        assert escaped == f"a{expected}b", (hex(code), escaped)
+        assert plain(escaped) == escaped  # escaping twice changes nothing

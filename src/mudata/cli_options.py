@@ -37,6 +37,7 @@ __all__ = [
     "TABLE_FORMATS",
     "VERBOSE_KEY",
     "ErrorMappingGroup",
+    "EscapedArgumentsCommand",
     "LoggingCommand",
     "build_options",
     "configure_logging",
@@ -345,7 +346,25 @@ def configure_logging(verbosity: int) -> None:
         logging.getLogger().setLevel(level)
 
 
-class LoggingCommand(click.Command):
+class EscapedArgumentsCommand(click.Command):
+    """A command whose argument errors quote the arguments escaped.
+
+    click's own parse errors are one line quoting what was given (an unexpected
+    argument, an unknown option, a bad value): a file name from a glob may hold
+    terminal escapes or a line break, so the whole line is escaped
+    (:func:`mudata.display.plain`).
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.exceptions.ClickException as exc:
+            if isinstance(exc.message, str):
+                exc.message = plain(exc.message)
+            raise
+
+
+class LoggingCommand(EscapedArgumentsCommand):
     """A command that accepts ``-v`` after its name and sets up logging before it runs."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -21,6 +21,9 @@ import csv
 import hashlib
 import io
 import json
+import os
+import subprocess
+import sys
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
@@ -81,8 +84,17 @@ def _hostile_frame() -> pd.DataFrame:
 FORMULA_TITLE = "=cmd|' /C calc'!A0"
 
 
-def _entry_toml(table: Path, classes: list[str], name: str = "evil", title: str = "") -> str:
-    """A valid entry reading ``table``, every free-text field hostile (TOML escapes)."""
+def _entry_toml(
+    table: Path,
+    classes: list[str],
+    name: str = "evil",
+    title: str = "",
+    *,
+    url: str | None = None,
+    sha256: str | None = None,
+) -> str:
+    """A valid entry reading ``table`` (or downloading it from ``url``, under a
+    hostile file name), every free-text field hostile (TOML escapes)."""
     text = json.dumps  # a JSON string is a TOML basic string, controls escaped
     lines = [
         f"name = {text(name)}",
@@ -104,9 +116,12 @@ def _entry_toml(table: Path, classes: list[str], name: str = "evil", title: str 
         'label_col = "label"',
         '[recipe]\nname = "precomputed"',
         "[[files]]",
-        'name = "table.csv"',
-        f"path = {text(str(table))}",
-        f"sha256 = {text(hashlib.sha256(table.read_bytes()).hexdigest())}",
+        *(
+            [f"name = {text(_file_name(HOSTILE) + '.csv')}", f"url = {text(url)}"]
+            if url
+            else ['name = "table.csv"', f"path = {text(str(table))}"]
+        ),
+        f"sha256 = {text(sha256 or hashlib.sha256(table.read_bytes()).hexdigest())}",
     ]
     for code in classes:
         lines += ["[[classes]]", f"code = {text(code)}", f"name = {text('Name ' + code)}"]
@@ -242,10 +257,15 @@ def _mueval_report(h: Hostile) -> list[Call]:
 
 def _mueval_compare(h: Hostile) -> list[Call]:
     one, two = str(h.run), str(h.run_evil)
-    calls: list[Call] = []
-    for form in ("text", "csv", "markdown"):
-        calls.append((["compare", one, two, "--table", form], (0,), True))
-        calls.append((["compare", one, "--guarantees", "--table", form], (0,), True))
+    return [(["compare", one, two, "--table", f], (0,), True) for f in ("text", "csv", "markdown")]
+
+
+def _mueval_compare_guarantees(h: Hostile) -> list[Call]:
+    one, two = str(h.run), str(h.run_evil)
+    calls: list[Call] = [
+        (["compare", one, "--guarantees", "--table", f], (0,), True)
+        for f in ("text", "csv", "markdown")
+    ]
     out = str(h.base / "guarantees.csv")
     calls.append((["compare", one, two, "--guarantees", "--all-pairs", "--out", out], (0,), True))
     return calls
@@ -257,18 +277,26 @@ def _mueval_curve(h: Hostile) -> list[Call]:
     return [(args, (0,), False), ([*args, "--table", "csv"], (0,), False)]
 
 
-SCENARIOS: dict[tuple[str, str], Callable[[Hostile], list[Call]]] = {
-    ("mudata", "list"): _mudata_list,
-    ("mudata", "info"): _mudata_info,
-    ("mudata", "fetch"): _mudata_fetch,
-    ("mudata", "verify"): _mudata_verify,
-    ("mudata", "init"): _mudata_init,
-    ("mudata", "register"): _mudata_register,
-    ("mueval", "evaluate"): _mueval_evaluate,
-    ("mueval", "report"): _mueval_report,
-    ("mueval", "compare"): _mueval_compare,
-    ("mueval", "curve"): _mueval_curve,
+#: Each command's scenarios, in parts small enough for a test each.
+SCENARIOS: dict[tuple[str, str], tuple[Callable[[Hostile], list[Call]], ...]] = {
+    ("mudata", "list"): (_mudata_list,),
+    ("mudata", "info"): (_mudata_info,),
+    ("mudata", "fetch"): (_mudata_fetch,),
+    ("mudata", "verify"): (_mudata_verify,),
+    ("mudata", "init"): (_mudata_init,),
+    ("mudata", "register"): (_mudata_register,),
+    ("mueval", "evaluate"): (_mueval_evaluate,),
+    ("mueval", "report"): (_mueval_report,),
+    ("mueval", "compare"): (_mueval_compare, _mueval_compare_guarantees),
+    ("mueval", "curve"): (_mueval_curve,),
 }
+
+#: (tool, command, part): every command at least once, for its generic calls.
+ALL_CASES = [
+    (tool, command, part)
+    for tool, command in ALL_COMMANDS
+    for part in range(max(1, len(SCENARIOS.get((tool, command), ()))))
+]
 
 
 def test_every_command_has_hostile_scenarios() -> None:
@@ -294,18 +322,20 @@ def _check(result: Result, args: list[str], codes: tuple[int, ...], escaped: boo
         assert ESCAPED in result.output, shown
 
 
-@pytest.mark.parametrize(("tool", "command"), ALL_COMMANDS)
+@pytest.mark.parametrize(("tool", "command", "part"), ALL_CASES)
 def test_hostile_calls_print_no_control_character(
-    hostile: Hostile, tool: str, command: str, tmp_path: Path
+    hostile: Hostile, tool: str, command: str, part: int, tmp_path: Path
 ) -> None:
     env = {**hostile.env, "MUDATA_HOME": str(tmp_path / "home")}
-    # The generic call: a hostile file name (and bytes) where the command takes its argument.
-    generic = invoke(tool, [command, str(hostile.file)], env)
-    _check(generic, [command, "<hostile file>"], (0, 1, 2), False)
-    # click's own parse error quoting what it was given, line break and all.
-    unknown = invoke(tool, [command, f"--{HOSTILE}"], env)
-    _check(unknown, [command, "--<hostile>"], (2,), True)
-    for args, codes, escaped in SCENARIOS.get((tool, command), lambda h: [])(hostile):
+    if part == 0:
+        # A hostile file name (and bytes) where the command takes its argument.
+        generic = invoke(tool, [command, str(hostile.file)], env)
+        _check(generic, [command, "<hostile file>"], (0, 1, 2), False)
+        # click's own parse error quoting what it was given, line break and all.
+        unknown = invoke(tool, [command, f"--{HOSTILE}"], env)
+        _check(unknown, [command, "--<hostile>"], (2,), True)
+    parts = SCENARIOS.get((tool, command), ())
+    for args, codes, escaped in parts[part](hostile) if parts else []:
         _check(invoke(tool, args, env), args, codes, escaped)
 
 
@@ -373,3 +403,45 @@ def test_plain_shows_every_control_and_bidi_character_as_a_visible_escape() -> N
         )
         assert escaped == f"a{expected}b", (hex(code), escaped)
         assert plain(escaped) == escaped  # escaping twice changes nothing
+
+
+def test_a_download_under_a_hostile_name_prints_escaped(
+    hostile: Hostile, http_server, tmp_path: Path
+) -> None:
+    """The network path: a hostile file name downloaded from the local server,
+    with progress bars, then with a wrong hash, then from a hostile mirror."""
+    (http_server.root / "table.csv").write_bytes(hostile.table.read_bytes())
+    classes = sorted(hostile.frame["label"].unique())
+    registry = tmp_path / "registry"
+    registry.mkdir()
+    url = f"{http_server.url}/table.csv"
+    (registry / "served.toml").write_text(_entry_toml(hostile.table, classes, "served", url=url))
+    wrong = _entry_toml(hostile.table, classes, "wrong", url=url, sha256="0" * 64)
+    (registry / "wrong.toml").write_text(wrong)
+    env = {"MUDATA_REGISTRY": str(registry), "MUDATA_HOME": str(tmp_path / "home")}
+    # In its own process, so that Pooch's handler writes to this stderr. With
+    # --progress, tqdm redraws its bar after a CR of its own: that CR is allowed.
+    shown = subprocess.run(
+        [sys.executable, "-m", "mudata.cli", "fetch", "served", "--progress"],
+        env={**os.environ, **env},
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    err = shown.stderr.decode("utf-8")
+    assert shown.returncode == 0, err
+    assert "%|" in err  # the bar was drawn
+    assert set(_raw_controls(err)) == {"\r"}, err
+    assert _raw_controls(shown.stdout.decode("utf-8")) == []
+    assert ESCAPED.replace("http", "http:evil") in err  # Pooch's line, escaped
+    assert not any(line.startswith("forged") for line in err.split("\n")), err
+    calls: list[Call] = [
+        (["fetch", "served", "--no-progress", "--force"], (0,), False),
+        (["info", "served"], (0,), True),
+        (["fetch", "wrong", "--no-progress"], (1,), False),
+        # A 404 is not retried: the address quoted at once.
+        (["fetch", "wrong", "--mirror", f"{http_server.url}/{HOSTILE}"], (1,), True),
+    ]
+    for args, codes, escaped in calls:
+        _check(invoke("mudata", args, env), args, codes, escaped)
+    assert http_server.count("/table.csv") == 2  # the second fetch reuses the raw file

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import Any
 
 __all__ = [
     "EXCERPT_LIMIT",
@@ -148,7 +149,19 @@ class EscapingFormatter(logging.Formatter):
     The record is formatted as usual, then every unprintable character except
     the line breaks and tabs of the message itself is escaped, and the line is
     cut to :data:`MESSAGE_LIMIT` characters (a traceback keeps its lines).
+
+    Parameters
+    ----------
+    *args, **kwargs
+        As for :class:`logging.Formatter`.
+    keep : str, default "\\n\\t"
+        The characters left as they are; ``""`` for a logger whose messages are
+        one line each (Pooch's), so that a line break a value holds is escaped.
     """
 
+    def __init__(self, *args: Any, keep: str = "\n\t", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.keep = keep
+
     def format(self, record: logging.LogRecord) -> str:
-        return shown(super().format(record), MESSAGE_LIMIT, quote=False, keep="\n\t")
+        return shown(super().format(record), MESSAGE_LIMIT, quote=False, keep=self.keep)

@@ -7,12 +7,14 @@ whose user ids and labels carry them (through ``mudata init``, ``register``,
 ``fetch`` and ``mueval evaluate``), and run folders written by real ``mueval
 evaluate`` runs from that table, one of them under a hostile folder name.
 
-The commands are enumerated from the click groups: each gets a generic hostile
-call (a hostile file name as its argument) and the calls listed in
-:data:`SCENARIOS`; a command added to a group without scenarios fails
-:func:`test_every_command_has_hostile_scenarios`. Output is captured with
-``color=True``, so that click does not strip the CSI sequences a terminal
-would receive.
+The commands are enumerated from the click groups: each gets two generic
+hostile calls (a hostile file name as its argument, a hostile unknown option)
+and the calls listed in :data:`SCENARIOS`; a command added to a group without
+scenarios fails :func:`test_every_command_has_hostile_scenarios`. The network
+path downloads a hostile file name from the local server (``http_server``).
+Output is captured with ``color=True``, so that click does not strip the CSI
+sequences a terminal would receive; only the tool's own line breaks and tabs
+(and, with ``--progress``, the CR of tqdm's bar) may remain.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from mudata.cli_options import (
     render_table,
     table_option,
 )
+from mudata.display import plain
 from mueval.cli.base import Command
 from mueval.cli.options import jobs_option
 from mueval.names import CLASSIFIERS, CURVE_USES, SCORES, SMALL_CAL_POLICIES, THRESHOLD_RULES
@@ -234,7 +235,7 @@ def curve_command(
     # With --table csv or markdown, stdout holds the table alone.
     aside = table_format != "text"
     click.echo(
-        f"{info.get('name')}: {info['n_users']} users, {len(table.classes)} classes; "
+        f"{plain(info.get('name'))}: {info['n_users']} users, {len(table.classes)} classes; "
         f"classifier={config.classifier}, alpha={config.alpha}, "
         f"iterations={config.iterations}, intervals: Student-t 95 % over users",
         err=aside,

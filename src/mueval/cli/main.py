@@ -24,6 +24,7 @@ from mudata.cli_options import (
     render_table,
     verbose_option,
 )
+from mudata.display import plain
 from mueval.cli.base import LazyGroup
 from mueval.cli.options import evaluate_options
 from mueval.names import parse_classifiers, parse_strategies
@@ -129,7 +130,7 @@ def evaluate(
     # With --table csv or markdown, stdout holds the table alone.
     aside = table_format != "text"
     click.echo(
-        f"{info.get('name')}: {info['n_rows']} rows, {info['n_users']} users, "
+        f"{plain(info.get('name'))}: {info['n_rows']} rows, {info['n_users']} users, "
         f"{len(table.classes)} classes, {info['n_features']} features; "
         f"alpha={config.alpha}, score={config.score}, threshold={config.threshold}"
         f"{', mondrian' if config.mondrian else ''}"

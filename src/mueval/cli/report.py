@@ -14,6 +14,7 @@ import click
 import pandas as pd
 
 from mudata.cli_options import printable, render_table
+from mudata.display import plain
 from mueval.cli.base import Command
 from mueval.cli.options import compare_options, jobs_option, report_options
 from mueval.comparison.significance import (
@@ -37,11 +38,6 @@ _METRICS = COMPARABLE_METRICS
 
 def _read(path: Path) -> RunFolder:
     return read_run_folder(path)
-
-
-def _printable(text: str) -> str:
-    """Folder names as labels: control characters (terminal escapes) shown as ``?``."""
-    return "".join(ch if ch.isprintable() else "?" for ch in text)
 
 
 @click.command("report", cls=Command)
@@ -101,7 +97,8 @@ def report_command(
         remove_stale_figures(target, result.figures)
     n_png = sum(1 for p in result.figures if p.suffix == ".png")
     kinds = "PNG and SVG" if svg else "PNG"
-    click.echo(f"wrote {result.html} ({n_png} figures as {kinds} in {target / 'figures'})")
+    figures = plain(target / "figures")
+    click.echo(f"wrote {plain(result.html)} ({n_png} figures as {kinds} in {figures})")
     # Each with the severity run.json and the page give it; the sections' notes after.
     for w in result.warnings:
         click.echo(printable(warning_line(w)), err=True)
@@ -187,7 +184,9 @@ def compare_command(
 def _shown(frame: pd.DataFrame, table_format: str) -> str:
     """A printed table: pandas' aligned text, or :func:`render_table`'s CSV or Markdown."""
     if table_format == "text":
-        return frame.to_string(index=False)
+        # Labels and user ids come from run folders: escaped as render_table escapes them.
+        safe = frame.rename(columns=plain).map(lambda v: plain(v) if isinstance(v, str) else v)
+        return safe.to_string(index=False)
     return render_table(list(frame.columns), frame.astype(object).values.tolist(), table_format)
 
 

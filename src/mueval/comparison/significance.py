@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from mudata.display import plain
 from mueval.errors import DataError, UsageError
 from mueval.runfolder import RunFolder
 
@@ -584,19 +585,22 @@ def run_labels(paths: Sequence[Path]) -> list[str]:
     depth = [1] * len(real)
     while True:
         labels = [
-            "/".join(r.parts[-d:]).lstrip("/") or "/" for r, d in zip(real, depth, strict=True)
+            _label("/".join(r.parts[-d:]).lstrip("/") or "/")
+            for r, d in zip(real, depth, strict=True)
         ]
         clashes = {label for label in labels if labels.count(label) > 1}
         if not clashes:
-            return [_printable(label) for label in labels]
+            return labels
         for i, label in enumerate(labels):
             if label in clashes:
                 depth[i] += 1
 
 
-def _printable(text: str) -> str:
-    """Folder names as labels: control characters (terminal escapes) shown as ``?``."""
-    return "".join(ch if ch.isprintable() else "?" for ch in text)
+def _label(text: str) -> str:
+    """A folder name as a label: escaped (``\\x1b``, ``\\u202e``) wherever it is shown,
+    its own backslashes doubled so that two names never give one label (distinct
+    folders reach distinct labels, and :func:`run_labels` ends)."""
+    return plain(text.replace("\\", "\\\\"))
 
 
 @dataclass

@@ -20,6 +20,7 @@ from mueval.comparison.significance import (
     CORRECTED_TEST,
     STUDY_TEST,
     WILCOXON_TEST,
+    adjust_statement,
     compare_runs,
     run_labels,
     table_notes,
@@ -134,6 +135,7 @@ def compare_command(
     out: Path | None,
     guarantees: bool,
     table_format: str,
+    adjust: str,
 ) -> None:
     """Test differences between strategies in one or more run folders of one dataset.
 
@@ -142,6 +144,9 @@ def compare_command(
     labelled tests per pair: the study's Welch t-test over iterations
     (uncorrected), Nadeau and Bengio's corrected resampled t-test (paired by
     iteration) and a Wilcoxon signed-rank test over users (paired by user).
+    The p-values are adjusted by Holm within each test (--adjust none: not);
+    both raw and adjusted are shown. What has nothing to be compared with (a
+    classifier or strategy of one run only) is listed as "not compared: ...".
     The terminal shows one line per pair; --out writes every test and column.
     """
     try:
@@ -150,7 +155,9 @@ def compare_command(
     except UsageError as exc:
         hint = "--strategy" if "strategy" in str(exc) else "--classifier"
         raise click.BadParameter(str(exc), param_hint=hint) from exc
-    runs = [_read(p) for p in run_dirs]
+    # The tests read the splits and predictions; only --guarantees needs the
+    # per-user guarantees, most of the reading time.
+    runs = [read_run_folder(p, guarantees=guarantees) for p in run_dirs]
     if guarantees:
         _compare_guarantees(
             runs, out, codes_s, codes_c, all_pairs=all_pairs, table_format=table_format
@@ -159,7 +166,12 @@ def compare_command(
     # With --table csv or markdown, stdout holds the table alone.
     aside = table_format != "text"
     result = compare_runs(
-        runs, metric=metric, strategies=codes_s, classifiers=codes_c, all_pairs=all_pairs
+        runs,
+        metric=metric,
+        strategies=codes_s,
+        classifiers=codes_c,
+        all_pairs=all_pairs,
+        adjust=adjust,
     )
     for warning in result.warnings:
         click.echo(printable(f"warning: {warning}"), err=True)
@@ -167,16 +179,20 @@ def compare_command(
     with pd.option_context(
         "display.max_rows", None, "display.max_columns", None, "display.width", 250
     ):
+        cells = "p-value" if adjust == "none" else "raw/adjusted p-value"
         click.echo(
-            f"metric: {metric}; cells: p-value and the study's stars (ns p > 0.05, * <= 0.05, "
+            f"metric: {metric}; cells: {cells} and the study's stars (ns p > 0.05, * <= 0.05, "
             "..., **** <= 0.0001)",
             err=aside,
         )
         click.echo(_shown(wide_table(table), table_format))
     legend = f"welch: {STUDY_TEST}; corrected: {CORRECTED_TEST}; wilcoxon: {WILCOXON_TEST}."
     click.echo(legend, err=aside)
+    click.echo(adjust_statement(table), err=aside)
     for note in table_notes(table):
         click.echo(printable(note), err=aside)
+    for line in result.unmatched:
+        click.echo(printable(line), err=aside)
     if out is not None:
         _write_csv(table, out)
         click.echo(f"wrote {out} (every test with its notes)", err=aside)

@@ -414,26 +414,31 @@ def compare_strategies(
     if pairs is None:
         pairs = list(itertools.combinations([s for s in strategies if s in ratios], 2))
     pairs = [(sa, sb) for sa, sb in pairs if sa in ratios and sb in ratios]
+    # Each (strategy, classifier)'s values, grouped once: a pair looks them up
+    # instead of filtering the whole tables again.
+    by_cell = {
+        key: group.set_index(pair_on)["value"]
+        for key, group in it.groupby(["strategy", "classifier"], sort=False)
+    }
+    user_values = {
+        key: dict(zip(group.user, group.value, strict=True))
+        for key, group in users.groupby(["strategy", "classifier"], sort=False)
+    }
+    empty = pd.Series(dtype=float)
     for clf in dict.fromkeys(splits["classifier"]):
         for sa, sb in pairs:
-            va = it[(it.strategy == sa) & (it.classifier == clf)].set_index(pair_on)["value"]
-            vb = it[(it.strategy == sb) & (it.classifier == clf)].set_index(pair_on)["value"]
+            va, vb = by_cell.get((sa, clf), empty), by_cell.get((sb, clf), empty)
             if va.empty or vb.empty:
                 continue
             common = va.index.intersection(vb.index)
             # The larger overlap of the two strategies: the conservative choice.
             ratio = max(ratios[sa][0], ratios[sb][0])
-            ua = users[(users.strategy == sa) & (users.classifier == clf)]
-            ub = users[(users.strategy == sb) & (users.classifier == clf)]
             results = [
                 study_t_test(va.to_numpy(), vb.to_numpy()),
                 corrected_resampled_t_test(
                     va.loc[common].to_numpy(), vb.loc[common].to_numpy(), ratio
                 ),
-                wilcoxon_over_users(
-                    dict(zip(ua.user, ua.value, strict=True)),
-                    dict(zip(ub.user, ub.value, strict=True)),
-                ),
+                wilcoxon_over_users(user_values.get((sa, clf), {}), user_values.get((sb, clf), {})),
             ]
             how = ratios[sa][1] if ratios[sa][0] >= ratios[sb][0] else ratios[sb][1]
             results[1] = replace(
@@ -813,9 +818,7 @@ def _matched_pairs(
 ) -> list[tuple[str, str]]:
     """Each strategy against itself in every other run (labels as :func:`merge_runs`
     gives them), in the runs' order and the first run's strategy order."""
-    present = [
-        list(dict.fromkeys(_filtered(r, strategies, classifiers)[0]["strategy"])) for r in runs
-    ]
+    present = [list(_held(r, strategies, classifiers)) for r in runs]
     order = list(dict.fromkeys(s for codes in present for s in codes))
     pairs = []
     for s in order:

@@ -37,7 +37,6 @@ import pandas as pd
 from scipy import stats
 
 from mueval.errors import DataError, UsageError
-from mueval.guarantees.user_level import adjust_pvalues
 from mueval.names import COMPARE_ADJUSTMENTS
 from mueval.runfolder import RunFolder
 
@@ -57,6 +56,7 @@ __all__ = [
     "compare_runs",
     "compare_strategies",
     "corrected_resampled_t_test",
+    "holm",
     "labels_of",
     "merge_runs",
     "per_iteration_values",
@@ -527,6 +527,43 @@ def table_notes(table: pd.DataFrame) -> list[str]:
     return notes
 
 
+def holm(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Holm's step-down adjusted p-values of one family.
+
+    With the m defined p-values sorted, ``p_(1) <= ... <= p_(m)``, the i-th
+    adjusted value is ``max over j <= i of min(1, (m - j + 1) p_(j))``:
+    rejecting where it is at most ``level`` is Holm's procedure at ``level``
+    (reject ``p_(i)`` while every ``p_(j) <= level / (m - j + 1)``, j <= i).
+    The same rule as the per-user verdicts'
+    (:func:`mueval.guarantees.user_level.adjust_pvalues`), written here so that
+    ``mueval compare`` does not load the verdicts' modules (scikit-learn among them).
+
+    Parameters
+    ----------
+    pvalues : array of float, shape (m,)
+        NaN entries (undefined tests) stay NaN and are not counted in the family.
+
+    Returns
+    -------
+    ndarray of float, shape (m,)
+
+    Examples
+    --------
+    >>> holm([0.01, 0.04, 0.03, 0.005]).round(4).tolist()
+    [0.03, 0.06, 0.06, 0.02]
+    """
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    order = ok[np.argsort(p[ok], kind="stable")]
+    m = order.size
+    # Step-down: the i-th smallest is scaled by m - i + 1; an adjusted value never
+    # falls below an earlier one, nor rises above 1.
+    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    out[order] = np.maximum.accumulate(scaled)
+    return out
+
+
 def adjust_table(table: pd.DataFrame, adjust: str = "holm") -> pd.DataFrame:
     """The table with its p-values adjusted for multiple comparisons, per test.
 
@@ -541,9 +578,9 @@ def adjust_table(table: pd.DataFrame, adjust: str = "holm") -> pd.DataFrame:
     table : DataFrame
         :func:`compare_strategies` output.
     adjust : {"holm", "none"}
-        Holm's step-down (family-wise error at most the level, whatever the
-        dependence between the tests; :func:`mueval.guarantees.user_level.adjust_pvalues`),
-        or none (the adjusted p-value is the raw one).
+        Holm's step-down (:func:`holm`: family-wise error at most the level,
+        whatever the dependence between the tests), or none (the adjusted
+        p-value is the raw one).
 
     Returns
     -------
@@ -571,7 +608,7 @@ def adjust_table(table: pd.DataFrame, adjust: str = "holm") -> pd.DataFrame:
     adjusted = np.full(p.shape, np.nan)
     size = np.zeros(p.shape, dtype=np.int64)
     for rows in out.groupby("test", sort=False).indices.values():
-        adjusted[rows] = adjust_pvalues(p[rows], adjust)
+        adjusted[rows] = holm(p[rows]) if adjust == "holm" else p[rows]
         size[rows] = np.isfinite(p[rows]).sum()
     out["adjust"] = adjust
     out["family_size"] = size

@@ -39,7 +39,6 @@ from mueval.runfolder.format import (
     SPLITS_COLUMNS,
     SUMMARY_COLUMNS,
 )
-from mueval.runfolder.guarantees import load_guarantees
 from mueval.runfolder.records import RunFolder, RunFolderError, open_run_file
 
 __all__ = ["read_run_csv", "read_run_folder"]
@@ -335,6 +334,10 @@ def read_run_folder(path: str | Path, *, guarantees: bool = True) -> RunFolder:
     if not guarantees:
         return run_folder
     # After the consistency checks: the guarantees are computed from the rows.
+    # Here, not at the top: their modules (scikit-learn's among them) load only
+    # for the readers that need them.
+    from mueval.runfolder.guarantees import load_guarantees
+
     found = load_guarantees(root, run, predictions, splits)
     run_folder.user_coverage = found.user_coverage
     run_folder.coverage_summary = found.coverage_summary

@@ -179,10 +179,13 @@ def compare_command(
     with pd.option_context(
         "display.max_rows", None, "display.max_columns", None, "display.width", 250
     ):
-        cells = "p-value" if adjust == "none" else "raw/adjusted p-value"
+        cells = (
+            "p-value and the study's stars"
+            if adjust == "none"
+            else "raw/adjusted p-value and the adjusted one's stars"
+        )
         click.echo(
-            f"metric: {metric}; cells: {cells} and the study's stars (ns p > 0.05, * <= 0.05, "
-            "..., **** <= 0.0001)",
+            f"metric: {metric}; cells: {cells} (ns p > 0.05, * <= 0.05, ..., **** <= 0.0001)",
             err=aside,
         )
         click.echo(_shown(wide_table(table), table_format))

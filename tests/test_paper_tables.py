@@ -11,6 +11,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -208,6 +209,10 @@ def test_special_characters_and_formulas():
         r"50\% \& a\_b \{x\} \$y\$ \#1 \textasciitilde{} \textasciicircum{} \textbackslash{}"
     )
     assert "c&d" in paper_markdown(tables)
+    # One iteration: no SD (a dash in LaTeX, an empty CSV cell), and the caption's singular.
+    single = paper_tables(_weird_summary().query("n == 1"))
+    assert r"SD over 1 iteration}" in paper_latex(single)
+    assert np.isnan(pd.read_csv(io.StringIO(paper_csv(single)))["sd"]).all()
 
 
 def test_pdflatex_compiles_the_tables(saved_run, tmp_path):

@@ -129,6 +129,12 @@ class PaperTable:
         """The strategy's display name (its code when it has none)."""
         return STRATEGY_NAMES.get(self.strategy, self.strategy)
 
+    @property
+    def over(self) -> str:
+        """``20 iterations`` (``1 iteration``)."""
+        n = self.n_iterations
+        return f"{n} iteration{'' if n == 1 else 's'}"
+
 
 def _ordered(present: set[str], known: Sequence[str]) -> list[str]:
     """``known``'s order first, then anything else present, sorted."""
@@ -279,8 +285,7 @@ def paper_latex(tables: Sequence[PaperTable], *, label_prefix: str = "tab:mueval
         lines = [
             r"\begin{table}[htbp]",
             r"  \centering",
-            f"  \\caption{{{latex_escape(table.name)}: mean $\\pm$ SD over "
-            f"{table.n_iterations} iterations}}",
+            f"  \\caption{{{latex_escape(table.name)}: mean $\\pm$ SD over {table.over}}}",
             f"  \\label{{{latex_escape(label_prefix + table.strategy)}}}",
             f"  \\begin{{tabular}}{{l{'r' * len(names)}}}",
             r"    \toprule",
@@ -359,7 +364,7 @@ def paper_markdown(tables: Sequence[PaperTable]) -> str:
     for table in tables:
         names = [CLASSIFIER_NAMES.get(c, c) for c in table.classifiers]
         lines = [
-            f"**{table.name}**: mean ± SD over {table.n_iterations} iterations",
+            f"**{table.name}**: mean ± SD over {table.over}",
             "",
             _pipe(["metric", *names]),
             _pipe(["---", *["---:"] * len(names)]),

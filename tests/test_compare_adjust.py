@@ -176,3 +176,11 @@ def test_statement_names_every_test_family():
     ]
     text = adjust_statement(adjust_table(pd.DataFrame(rows)))
     assert "2 pairs x 2 classifiers" in text and "Welch x 4" in text and "Wilcoxon y 0" in text
+
+
+def test_guarantees_name_what_is_not_compared(runs):
+    a, b = runs
+    result = _mueval("compare", "--guarantees", str(a), str(b))
+    assert result.exit_code == 0, result.output
+    assert "not compared: classifier rf only in a" in result.output.splitlines()
+    assert "not compared: strategy ucm only in b" in result.output

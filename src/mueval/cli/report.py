@@ -22,8 +22,10 @@ from mueval.comparison.significance import (
     WILCOXON_TEST,
     adjust_statement,
     compare_runs,
+    labels_of,
     run_labels,
     table_notes,
+    unmatched_lines,
     wide_table,
 )
 from mueval.errors import OutputError, UsageError
@@ -267,6 +269,16 @@ def _compare_guarantees(
         click.echo(_shown(shown, table_format))
         click.echo("")
         click.echo(_shown(tests, table_format))
+    # What has nothing to be matched with in the other runs, named as for the tests.
+    for line in unmatched_lines(
+        runs,
+        labels_of(runs),
+        [],
+        strategies=strategies,
+        classifiers=classifiers,
+        all_pairs=all_pairs,
+    ):
+        click.echo(printable(line), err=aside)
     if out is not None:
         tests_out = out.with_name(f"{out.stem}.tests.csv")
         _write_csv(summary, out)

@@ -197,6 +197,8 @@ def test_special_characters_and_formulas():
     tables = paper_tables(_weird_summary())
     latex = paper_latex(tables)
     assert r"\caption{a\_b:" in latex and r"\caption{=x\%:" in latex
+    # Labels are plain keys: letters, digits, - and :.
+    assert r"\label{tab:mueval-a-b}" in latex and r"\label{tab:mueval--x-}" in latex
     assert r"& c\&d \\" in latex
     assert r"$-0.50 \pm \mbox{--}$" in latex
     _check_latex(latex, 2, 2)
@@ -221,9 +223,13 @@ def test_pdflatex_compiles_the_tables(saved_run, tmp_path):
         pytest.skip("pdflatex is not installed (texlive-latex-base and texlive-latex-recommended)")
     result = _mueval("table", str(saved_run), "--rows", "all", "--out", str(tmp_path / "t.tex"))
     assert result.exit_code == 0, result.output
+    # Names with every special character, an undefined SD: escaped, they compile too.
+    frame = _weird_summary()
+    frame["strategy"] = frame["strategy"].replace("a_b", "a_b&%$#{}~^\\")
+    (tmp_path / "weird.tex").write_text(paper_latex(paper_tables(frame)), encoding="utf-8")
     (tmp_path / "doc.tex").write_text(
         "\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n"
-        "\\input{t.tex}\n\\end{document}\n",
+        "\\input{t.tex}\n\\input{weird.tex}\n\\end{document}\n",
         encoding="utf-8",
     )
     done = subprocess.run(

@@ -237,6 +237,9 @@ def latex_escape(text: str) -> str:
     return _LATEX_PATTERN.sub(lambda m: _LATEX_SPECIAL[m.group(0)], text)
 
 
+# A label is a key, not text: anything but letters, digits, "-" and ":" becomes "-".
+_LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9:-]")
+
 _SCIENTIFIC = re.compile(r"^(-?\d+(?:\.\d+)?)e([+-])(\d+)$")
 
 
@@ -272,7 +275,8 @@ def paper_latex(tables: Sequence[PaperTable], *, label_prefix: str = "tab:mueval
     ----------
     tables : sequence of PaperTable
     label_prefix : str
-        Each table is labelled ``label_prefix + strategy code``.
+        Each table is labelled ``label_prefix + strategy code``, any character
+        but letters, digits, ``-`` and ``:`` made ``-``.
 
     Returns
     -------
@@ -286,7 +290,7 @@ def paper_latex(tables: Sequence[PaperTable], *, label_prefix: str = "tab:mueval
             r"\begin{table}[htbp]",
             r"  \centering",
             f"  \\caption{{{latex_escape(table.name)}: mean $\\pm$ SD over {table.over}}}",
-            f"  \\label{{{latex_escape(label_prefix + table.strategy)}}}",
+            f"  \\label{{{_LABEL_UNSAFE.sub('-', label_prefix + table.strategy)}}}",
             f"  \\begin{{tabular}}{{l{'r' * len(names)}}}",
             r"    \toprule",
             _latex_line(["Metric", *names]),

@@ -94,7 +94,7 @@ SHORT_HELP = "Coverage, set size and accuracy against k labelled windows of the 
     type=click.Choice(CLASSIFIERS),
     default="rf",
     show_default=True,
-    help="One classifier (mueval evaluate, report and compare take several, all by default).",
+    help="One classifier (mueval evaluate, report, compare and table take several, all by default).",
 )
 @list_option(
     "--k",

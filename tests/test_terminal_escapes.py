@@ -273,6 +273,15 @@ def _mueval_compare_guarantees(h: Hostile) -> list[Call]:
     return calls
 
 
+def _mueval_table(h: Hostile) -> list[Call]:
+    # A run folder with a hostile name, in every format: the tables print no
+    # name of it (the folder name is not shown), but nothing raw may pass.
+    return [
+        (["table", str(h.run_evil), "--format", f, "--rows", "all"], (0,), False)
+        for f in ("latex", "csv", "markdown")
+    ]
+
+
 def _mueval_curve(h: Hostile) -> list[Call]:
     args = ["curve", "--data", str(h.table), "-c", "nb", "--k", "0,5", "--iterations", "1"]
     args += ["--min-test", "5"]
@@ -291,6 +300,7 @@ SCENARIOS: dict[tuple[str, str], tuple[Callable[[Hostile], list[Call]], ...]] = 
     ("mueval", "report"): (_mueval_report,),
     ("mueval", "compare"): (_mueval_compare, _mueval_compare_guarantees),
     ("mueval", "curve"): (_mueval_curve,),
+    ("mueval", "table"): (_mueval_table,),
 }
 
 #: (tool, command, part): every command at least once, for its generic calls.

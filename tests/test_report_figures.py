@@ -394,3 +394,26 @@ def test_pair_rows_hold_the_pairs_sets_labels_and_probabilities(hostile_run):
         RunFolderError, match=f"proba of {strategy}/nb: expected vectors of length 4"
     ):
         pair_rows(forged, np.arange(len(preds)))
+
+
+@pytest.mark.parametrize("fmt", ["svg", "pdf"])
+def test_the_vector_file_written_in_one_pass_is_the_one_savefig_writes(tmp_path, fmt):
+    def make():
+        return F.coverage_boxplot_figure(
+            {
+                "MM (mixed)": np.linspace(0.9, 1, 20),
+                "UCM (user-calibrated)": np.linspace(0.92, 0.99, 20),
+            },
+            target=0.95,
+            comparisons=[("MM (mixed)", "UCM (user-calibrated)", "ns")],
+        )
+
+    reference = io.BytesIO()
+    fig = make()
+    settings = {"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "mueval"}
+    with matplotlib.rc_context(settings):
+        date = {"svg": {"Date": None}, "pdf": {"CreationDate": None}}[fmt]
+        fig.savefig(reference, format=fmt, metadata=date)
+    plt.close(fig)
+    written = F.save_figure(make(), tmp_path / "figure", fmt=fmt)
+    assert written.read_bytes() == reference.getvalue()

@@ -621,7 +621,7 @@ def write_curve_figure(figure, folder: Path, *, fmt: str = "svg", dpi: int = 300
     import matplotlib
 
     settings = {"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "mueval"}
-    metadata = {"Date": None} if fmt != "png" else None
+    metadata = {"svg": {"Date": None}, "pdf": {"CreationDate": None}}.get(fmt)
 
     def draw(path: Path) -> None:
         with matplotlib.rc_context({**settings, "text.parse_math": False}):

@@ -27,12 +27,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.backends.backend_pdf import FigureCanvasPdf
+from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.collections import LineCollection, PathCollection
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.patches import Patch
-from matplotlib.textpath import TextPath
+from matplotlib.textpath import TextPath, text_to_path
 from matplotlib.transforms import Affine2D
 
 from mueval.data.table import natural_key
@@ -155,9 +157,17 @@ def _annotate_cells(ax, im, m: np.ndarray) -> PathCollection:
 
 
 def _text_width(text: str, size: float) -> float:
-    """The width of ``text`` in points, the widest of its lines, in the current font."""
+    """The width of ``text`` in points, the widest of its lines, in the current font.
+
+    From the font's advance widths (what a renderer lays text out with), not
+    from a text path's outline: solving a glyph outline's extents costs
+    milliseconds a label.
+    """
     prop = FontProperties(size=size)
-    return max(TextPath((0, 0), line, prop=prop).get_extents().width for line in text.split("\n"))
+    return max(
+        text_to_path.get_text_width_height_descent(line, prop, ismath=False)[0]
+        for line in text.split("\n")
+    )
 
 
 def _wrapped(text: str) -> str:
@@ -804,15 +814,23 @@ _VECTOR_DPI = 72
 
 
 def _vector(fig: Figure, path, fmt: str) -> None:
-    """Write ``fig`` as SVG or PDF: text as text (smaller, selectable), no date
-    and fixed ids (the same figure gives the same bytes)."""
+    """Write ``fig`` as SVG or PDF in one drawing pass: text as text (smaller,
+    selectable), no date and fixed ids (the same figure gives the same bytes).
+
+    The backend prints directly: ``savefig`` would draw the whole figure once
+    without output to lay it out, then again. Constrained layout runs inside
+    the one drawing, and the bytes are those ``savefig`` writes.
+    """
     fig.set_dpi(_VECTOR_DPI)
     renderer = FigureCanvasAgg(fig).get_renderer()
     settings = {"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "mueval"}
 
     def draw() -> None:
         with matplotlib.rc_context(settings):
-            fig.savefig(path, format=fmt, metadata={"Date": None})
+            if fmt == "svg":
+                FigureCanvasSVG(fig).print_svg(path, metadata={"Date": None})
+            else:
+                FigureCanvasPdf(fig).print_pdf(path, metadata={"CreationDate": None})
 
     _draw_settled(fig, renderer, ("vector", _VECTOR_DPI), draw)
 

@@ -27,8 +27,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.backends.backend_pdf import FigureCanvasPdf
-from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.collections import LineCollection, PathCollection
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
@@ -826,10 +824,15 @@ def _vector(fig: Figure, path, fmt: str) -> None:
     settings = {"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "mueval"}
 
     def draw() -> None:
+        # Here, not at the top: the PDF backend, only when a PDF is written.
         with matplotlib.rc_context(settings):
             if fmt == "svg":
+                from matplotlib.backends.backend_svg import FigureCanvasSVG
+
                 FigureCanvasSVG(fig).print_svg(path, metadata={"Date": None})
             else:
+                from matplotlib.backends.backend_pdf import FigureCanvasPdf
+
                 FigureCanvasPdf(fig).print_pdf(path, metadata={"CreationDate": None})
 
     _draw_settled(fig, renderer, ("vector", _VECTOR_DPI), draw)

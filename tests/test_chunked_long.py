@@ -46,7 +46,8 @@ OPTIONS = {
     "time_col": "timestamp",
     "recording_col": "trial",
 }
-SIZES = [1, 300, 4096, 10**9]
+# Blocks of one byte take tens of seconds: .ci/run runs that size with -m slow.
+SIZES = [pytest.param(1, marks=pytest.mark.slow), 300, 4096, 10**9]
 
 
 def signals(
@@ -277,16 +278,17 @@ EDITS = {
 }
 
 
+# Blocks of one byte cost seconds per case: .ci/run runs them with -m slow.
+@pytest.mark.parametrize("size", [pytest.param(1, marks=pytest.mark.slow), 333, 10**9])
 @pytest.mark.parametrize("edit", list(EDITS), ids=list(EDITS))
-def test_errors_are_the_whole_read_s(tmp_path, edit):
+def test_errors_are_the_whole_read_s(tmp_path, edit, size):
     root = edited(tmp_path, EDITS[edit])
     entry_ = long_entry()
     with pytest.raises((ParseError, LimitError)) as whole:
         read_long_signals(entry_, Sources([root]))
-    for size in (1, 333, 10**9):
-        with pytest.raises(type(whole.value)) as chunked:
-            streamed(entry_, Sources([root]), size)
-        assert str(chunked.value) == str(whole.value), size
+    with pytest.raises(type(whole.value)) as chunked:
+        streamed(entry_, Sources([root]), size)
+    assert str(chunked.value) == str(whole.value), size
 
 
 def test_time_going_back_names_the_first_recording_s_row_and_counts_recordings(tmp_path):

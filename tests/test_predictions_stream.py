@@ -133,6 +133,8 @@ def test_writing_time_is_recorded_per_strategy_and_classifier(tmp_path) -> None:
     )
 
 
+# Slow (tens of seconds): .ci/run runs it with -m slow; the default run stays under 5 min.
+@pytest.mark.slow
 @pytest.mark.usefixtures("small_row_groups")
 def test_the_streamed_file_does_not_depend_on_the_workers(tmp_path) -> None:
     frame = _frame()
@@ -302,6 +304,8 @@ def test_guarantees_read_block_by_block_equal_the_whole_frame(tmp_path, options)
     assert len(memory.user_coverage) and len(memory.conditional_coverage)
 
 
+# Slow (tens of seconds): .ci/run runs it with -m slow; the default run stays under 5 min.
+@pytest.mark.slow
 @pytest.mark.usefixtures("small_row_groups")
 def test_the_files_do_not_depend_on_the_tasks_in_flight(tmp_path) -> None:
     # One task in flight at a time (each gathered before the next is

@@ -40,6 +40,7 @@ from mudata.readers import (
 )
 from mudata.readers.stream import coalesced
 from mudata.store import load_table, read_provenance, table_fingerprint, write_table
+from mudata.table_hash import KIND as TABLE_SHA256_KIND
 from mudata.userfilter import filter_users
 from mudata.version import __version__
 
@@ -581,13 +582,15 @@ def build_record(
     }
 
 
-def _provenance(
-    entry: DatasetEntry,
-    fetched: list[FetchedFile],
-    sources: Sources,
-    table: pd.DataFrame,
-    drops: dict[str, Any],
+def served_provenance(
+    entry: DatasetEntry, table: pd.DataFrame, drops: dict[str, Any]
 ) -> dict[str, Any]:
+    """The fields of a table's provenance that follow from its entry and its rows.
+
+    They are what :func:`mudata.load` serves besides the rows (``classes`` as
+    ``target_names``; title, counts, licence and citation in ``DESCR``), so
+    ``mudata verify`` compares each of them with a rebuild's.
+    """
     counts = table.groupby("label", sort=False).size()
     return {
         "dataset": entry.name,
@@ -598,12 +601,8 @@ def _provenance(
         "licence_title": entry.licence_title,
         "licence_path": entry.licence_path,
         "citation": entry.citation,
-        "entry_sha256": entry_fingerprint(entry),
         "reader": entry.reader,
         "recipe": {**entry.recipe.as_dict(), "version": RECIPE_VERSIONS[entry.recipe.name]},
-        "files": [
-            _file_record(f, spec, sources) for f, spec in zip(fetched, entry.files, strict=True)
-        ],
         "classes": entry.class_names,
         "counts": {
             "rows": len(table),
@@ -612,7 +611,24 @@ def _provenance(
             "per_class": {c: int(counts.get(c, 0)) for c in entry.class_names},
             **drops,
         },
+    }
+
+
+def _provenance(
+    entry: DatasetEntry,
+    fetched: list[FetchedFile],
+    sources: Sources,
+    table: pd.DataFrame,
+    drops: dict[str, Any],
+) -> dict[str, Any]:
+    return {
+        **served_provenance(entry, table, drops),
+        "entry_sha256": entry_fingerprint(entry),
+        "files": [
+            _file_record(f, spec, sources) for f, spec in zip(fetched, entry.files, strict=True)
+        ],
         "table_sha256": table_fingerprint(table),
+        "table_sha256_kind": TABLE_SHA256_KIND,
         "mudata_version": __version__,
         "pandas_version": pd.__version__,
         "python_version": platform.python_version(),

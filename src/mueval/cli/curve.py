@@ -20,6 +20,7 @@ from mudata.cli_options import (
     stack,
     table_option,
 )
+from mudata.display import plain
 from mueval.cli.base import Command
 from mueval.cli.options import figure_options, jobs_option
 from mueval.names import CLASSIFIERS, CURVE_USES, SCORES, SMALL_CAL_POLICIES, THRESHOLD_RULES
@@ -95,7 +96,7 @@ SHORT_HELP = "Coverage, set size and accuracy against k labelled windows of the 
     type=click.Choice(CLASSIFIERS),
     default="rf",
     show_default=True,
-    help="One classifier (mueval evaluate, report and compare take several, all by default).",
+    help="One classifier (mueval evaluate, report, compare and table take several, all by default).",
 )
 @list_option(
     "--k",
@@ -255,7 +256,7 @@ def curve_command(
     # With --table csv or markdown, stdout holds the table alone.
     aside = table_format != "text"
     click.echo(
-        f"{info.get('name')}: {info['n_users']} users, {len(table.classes)} classes; "
+        f"{plain(info.get('name'))}: {info['n_users']} users, {len(table.classes)} classes; "
         f"classifier={config.classifier}, alpha={config.alpha}, "
         f"iterations={config.iterations}, intervals: Student-t 95 % over users",
         err=aside,

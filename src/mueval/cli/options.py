@@ -22,7 +22,10 @@ from mueval.names import (
     BACKENDS,
     CLASSIFIERS,
     COMPARABLE_METRICS,
+    COMPARE_ADJUSTMENTS,
     DIAGNOSTIC_LEVELS,
+    PAPER_FORMATS,
+    PAPER_ROWS,
     SCORES,
     SMALL_CAL_POLICIES,
     SPLIT_METHODS,
@@ -74,6 +77,7 @@ __all__ = [
     "figure_options",
     "jobs_option",
     "report_options",
+    "table_options",
 ]
 
 _STRATEGY_HELP = (
@@ -437,6 +441,17 @@ compare_options = stack(
         help="Also write the whole table as CSV here: one row per test, every column "
         "(notes, library warnings, cautions) the terminal leaves out.",
     ),
+    click.option(
+        "--adjust",
+        type=click.Choice(COMPARE_ADJUSTMENTS),
+        default="holm",
+        show_default=True,
+        help="Multiple-comparison correction of the p-values, within each test (Welch, "
+        "corrected, Wilcoxon) over all its pairs and classifiers: holm (Holm's step-down; "
+        "the chance of any false 'significant' is at most the level, whatever the "
+        "dependence between the tests) or none (each test alone, as the study read its "
+        "stars). Both the raw and the adjusted p-values are shown and written.",
+    ),
     table_option,
     click.option(
         "--guarantees",
@@ -447,4 +462,37 @@ compare_options = stack(
         "whether two strategies leave different users below "
         "(--out: the summary, and the tests in OUT's name with .tests.csv).",
     ),
+)
+
+#: ``mueval table RUN_DIR``.
+table_options = stack(
+    click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path)),
+    click.option(
+        "--format",
+        "table_format",
+        type=click.Choice(PAPER_FORMATS),
+        default="latex",
+        show_default=True,
+        help="latex: one booktabs table per strategy, cells $mean \\pm sd$ (the preamble "
+        "needs \\usepackage{booktabs}); csv: one row per strategy, classifier and metric, "
+        "the mean and the SD in columns of their own; markdown: one pipe table per strategy.",
+    ),
+    click.option(
+        "--out",
+        "out",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="Write the table to this file (replaced if it exists; a link is refused). "
+        "[default: print it on stdout]",
+    ),
+    click.option(
+        "--rows",
+        type=click.Choice(PAPER_ROWS),
+        default="study",
+        show_default=True,
+        help="study: the study's 14 rows of its Tables 6-9 (accuracy to OE); all: every "
+        "metric and diagnostic of the run, as evaluate prints them.",
+    ),
+    strategy_option(_included("to include", "the run")),
+    classifier_option("every classifier in the run"),
 )

@@ -74,6 +74,7 @@ jobs_option = click.option(
 __all__ = [
     "compare_options",
     "evaluate_options",
+    "figure_options",
     "jobs_option",
     "report_options",
     "table_options",
@@ -312,6 +313,38 @@ evaluate_options = stack(
     ),
 )
 
+
+def figure_options(where: str) -> tuple[Callable[[F], F], ...]:
+    """``--figure-format``, ``--dpi`` and ``--titles``: how figures are written.
+
+    Shared by every command that writes figures (``mueval report``, ``curve``).
+    """
+    return (
+        click.option(
+            "--figure-format",
+            type=click.Choice(["svg", "pdf", "png"]),
+            default="svg",
+            show_default=True,
+            help=f"Format of the figures in {where}: svg or pdf (vector, for papers), or "
+            "png at --dpi.",
+        ),
+        click.option(
+            "--dpi",
+            type=click.IntRange(10, 2400),
+            default=300,
+            show_default=True,
+            help="Resolution of PNG figures (vector figures have none).",
+        ),
+        click.option(
+            "--titles/--no-titles",
+            default=False,
+            show_default=True,
+            help="Draw a title in each figure. Without, the caption (the page's, or the "
+            "docs') is the only title, as a paper wants it.",
+        ),
+    )
+
+
 #: ``mueval report RUN_DIR``.
 report_options = stack(
     click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path)),
@@ -364,13 +397,7 @@ report_options = stack(
         help="none: no figure; summary: page one's figures and one coverage-per-user figure "
         "per strategy; all: also every (strategy, classifier) section's figures.",
     ),
-    click.option(
-        "--svg/--no-svg",
-        default=False,
-        show_default=True,
-        help="Also write each figure as SVG beside its PNG in figures/ (vector copies for "
-        "print; the page embeds the PNGs either way).",
-    ),
+    *figure_options("figures/"),
     click.option(
         "--with",
         "others",

@@ -58,7 +58,9 @@ def report_command(
     min_count: int,
     progress: bool | None,
     figures: str,
-    svg: bool,
+    figure_format: str,
+    dpi: int,
+    titles: bool,
     others: tuple[Path, ...],
     jobs: int,
 ) -> None:
@@ -94,14 +96,15 @@ def report_command(
         figures=figures,
         others=[_read(p) for p in others],
         jobs=jobs,
-        svg=svg,
+        figure_format=figure_format,
+        dpi=dpi,
+        titles=titles,
     )
     if overwrite:
         remove_stale_figures(target, result.figures)
-    n_png = sum(1 for p in result.figures if p.suffix == ".png")
-    kinds = "PNG and SVG" if svg else "PNG"
-    figures = plain(target / "figures")
-    click.echo(f"wrote {plain(result.html)} ({n_png} figures as {kinds} in {figures})")
+    kind = figure_format.upper() + (f" at {dpi} dpi" if figure_format == "png" else "")
+    folder = plain(target / "figures")
+    click.echo(f"wrote {plain(result.html)} ({len(result.figures)} figures as {kind} in {folder})")
     # Each with the severity run.json and the page give it; the sections' notes after.
     for w in result.warnings:
         click.echo(printable(warning_line(w)), err=True)

@@ -45,6 +45,7 @@ import pandas as pd
 from mudata.archive import ArchiveIndex, sniff_kind
 from mudata.classes import code_text, is_numeric_column, user_sort_key
 from mudata.display import shown
+from mudata.drafting.counters import monotone_channels
 from mudata.drafting.layout import propose_layout
 from mudata.drafting.records import Choices, Layout, Sniffed
 from mudata.drafting.selection import Selection, format_of, select
@@ -457,13 +458,23 @@ def draft_entry(
                 raise
             message = f"{first_member}: cannot be read as {sniffed.fmt} ({type(exc).__name__}: {str(exc)[:200]})"
             raise ParseError(message) from None
-        layout = propose_layout(
-            first, sniffed, collected.members, collected.selection, kind, choices
-        )
-        rate, rate_note = _resolve_rate(layout, sampling_rate_hz)
         window = choices.window if choices.window is not None else WINDOW_SECONDS
-        entry_data = _skeleton(name, layout, collected, rate, min_per_class, window)
-        classes, counts, raw = _classes(entry_data, collected.sources)
+
+        def drafted(ruled_out: dict[str, str] | None = None) -> tuple:
+            layout = propose_layout(
+                first, sniffed, collected.members, collected.selection, kind, choices, ruled_out
+            )
+            rate, rate_note = _resolve_rate(layout, sampling_rate_hz)
+            entry_data = _skeleton(name, layout, collected, rate, min_per_class, window)
+            return layout, rate, rate_note, entry_data, *_classes(entry_data, collected.sources)
+
+        layout, rate, rate_note, entry_data, classes, counts, raw = drafted()
+        if layout.kind == "signals" and not choices.channels:
+            # The first file said these were signals; a channel that never goes back
+            # within any recording of all the files is a time or a counter.
+            late = monotone_channels(raw.frame, layout.channels)
+            if late:
+                layout, rate, rate_note, entry_data, classes, counts, raw = drafted(late)
         entry_data["classes"] = classes
         entry = parse_entry(entry_data, source=output)
         filter_lines, _ = _filter_report(entry, collected.sources, raw)

@@ -298,6 +298,8 @@ def propose_layout(
     notes = [f"format: {fmt}, {'with' if header else 'without'} a header line"]
     if sniffed.separator not in (None, ",") or sniffed.decimal != ".":
         notes.append(f"separator {sniffed.separator!r}, decimal mark {sniffed.decimal!r}")
+    # Preamble and line terminators: each option with its evidence, in the draft too.
+    notes += [f"{key} = {sniffed.lines[key]!r}: {why}" for key, why in sniffed.line_notes.items()]
     notes += roles.notes
     groups = set()
     if choices.path_pattern:
@@ -326,5 +328,14 @@ def propose_layout(
         _rate(first, roles.time, members[0]) if kind == "signals" and roles.time else (None, "")
     )
     return Layout(
-        kind, fmt, header, options, chosen, rate, notes + column_notes, rate_note, roles, comments
+        kind,
+        fmt,
+        header,
+        options,
+        chosen,
+        rate,
+        notes + column_notes,
+        rate_note,
+        roles,
+        {**sniffed.line_notes, **comments},
     )

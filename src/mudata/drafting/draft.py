@@ -294,7 +294,8 @@ def _read(data: bytes, sniffed: Sniffed, member: str) -> pd.DataFrame:
     else:
         if sniffed.lines:
             lines = checked_line_options(sniffed.lines, "mudata init")
-            data = prepare_lines(data.decode("utf-8", "replace"), member, lines).encode()
+            text = data.decode("utf-8", "replace")
+            data = prepare_lines(text, member, lines, sniffed.separator).encode()
         table = pd.read_csv(
             io.BytesIO(data),
             sep=sniffed.separator or r"\s+",

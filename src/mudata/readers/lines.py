@@ -112,8 +112,15 @@ def _uncommented(line: str, comment: str | None) -> str:
     return line.strip()
 
 
-def prepare_lines(text: str, member: str, options: LineOptions) -> str:
+def prepare_lines(
+    text: str, member: str, options: LineOptions, separator: str | None = None
+) -> str:
     """``text`` (a member's decoded lines) as plain delimited text: header (if any), then data.
+
+    A header taken from ``header_line`` loses the spaces around its
+    ``separator`` (``% TimeStamp; Sample No; X-Axis``: the names are
+    ``TimeStamp``, ``Sample No`` and ``X-Axis``); values keep theirs (numbers
+    padded with spaces read as numbers).
 
     Raises
     ------
@@ -162,4 +169,8 @@ def prepare_lines(text: str, member: str, options: LineOptions) -> str:
     body = text[position:]
     if options.comment:
         body = re.sub(r"(?m)^[ \t]*" + re.escape(options.comment) + r"[^\n]*(?:\n|\Z)", "", body)
-    return body if header is None else header + "\n" + body
+    if header is None:
+        return body
+    if separator:
+        header = re.sub(r"[ \t]*" + re.escape(separator) + r"[ \t]*", separator, header)
+    return header + "\n" + body

@@ -151,7 +151,12 @@ def parse_member(
             lines = line_options(entry)
             if lines.any:
                 # Preamble and terminators removed here, so pandas sees plain lines.
-                text = prepare_lines(data.decode(encoding), member, lines)
+                text = prepare_lines(
+                    data.decode(encoding),
+                    member,
+                    lines,
+                    separator or (None if fmt == "text" else ","),
+                )
                 data, encoding = text.encode("utf-8"), "utf-8"
             sep = separator or (r"\s+" if fmt == "text" else ",")
             # low_memory=False: the whole file is typed at once, so a column is

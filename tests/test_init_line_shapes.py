@@ -21,6 +21,7 @@ from click.testing import CliRunner
 
 import mudata
 from mudata.cli import main
+from mudata.drafting.shapes import text_shape
 from mudata.errors import ParseError, RegistryError
 from mudata.readers.base import Sources
 from mudata.readers.lines import LineOptions, checked_line_options, prepare_lines
@@ -87,6 +88,12 @@ def _slashes_padded_bom(number, rows):
     return ("\ufeff" + "\r\n".join(lines) + "\r\n").encode()
 
 
+def _percent_whitespace(number, rows):
+    lines = [f"% recording {number}", "% x y z label"]
+    lines += [f"{x:8.3f} {y:8.3f} {z:8.3f} {label}" for _, x, y, z, label in rows]
+    return ("\n".join(lines) + "\n").encode()
+
+
 def _terminated(number, rows):
     lines = ["x;y;z;label;"] + [f"{x};{y};{z};{label};" for _, x, y, z, label in rows]
     return ("\r\n".join(lines) + "\r\n").encode()
@@ -128,6 +135,13 @@ SHAPES = {
         {"comment": "//", "time_col": "t [s]"},
         ["x", "y", "z"],
         "(0.02, in s, by the column's name)",
+    ),
+    "percent-whitespace": (
+        _percent_whitespace,
+        ["--sampling-rate", str(RATE), "--kind", "signals"],
+        {"format": "text", "comment": "%", "header_line": "last-comment", "label_col": "label"},
+        ["x", "y", "z"],
+        "as given",
     ),
     "terminated": (
         _terminated,
@@ -172,6 +186,14 @@ def test_init_reads_the_shape_as_published_and_the_draft_builds(tmp_path, shape)
     assert (counts == windows).all() and len(counts) == len(USERS) * len(CLASSES), counts
     # the channels are the values written (mean about the label), not a counter or a time
     assert frame["meanX"].between(0.5, 2.5).all(), frame["meanX"]
+
+
+def test_a_header_whose_first_column_is_named_by_a_comment_mark_stays_a_header():
+    shape = text_shape("#,x,y,z\n1,2,3,4\n5,6,7,8\n9,1,2,3\n")
+    assert (shape.header, shape.fields, shape.comment) == (True, ["#", "x", "y", "z"], None)
+    # a label column of words on every line does not make the first line a header
+    shape = text_shape("1,2,3,walk\n4,5,6,walk\n7,8,9,sit\n1,1,1,sit\n")
+    assert not shape.header
 
 
 def test_prepare_lines_by_line_number_and_its_errors():

@@ -143,9 +143,14 @@ def text_shape(text: str) -> Shape:
         if shape.line_end:
             last = re.sub(re.escape(shape.line_end) + r"\s*$", "", last)
         names = _split(last, shape.separator)
+        raw = _split(comments[-1][1], shape.separator)
         if len(names) == len(first) and _names(names, first) and all(names):
             shape.header, shape.fields, shape.header_line = True, names, LAST_COMMENT
             shape.notes["header_line"] = (
                 f"the column names are on the last comment line ({last[:60]!r})"
             )
+        elif len(comments) == 1 and len(raw) == len(first) and _names(raw, first):
+            # "#,x,y,z": a header whose first column the mark names, not a comment.
+            shape.header, shape.fields, shape.comment = True, raw, None
+            shape.notes.pop("comment")
     return shape

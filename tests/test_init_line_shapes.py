@@ -242,18 +242,19 @@ def test_the_schema_refuses_a_bad_line_option_at_register(tmp_path):
     assert result.exit_code != 0 and "reader_options.line_end" in result.output, result.output
 
 
-def test_a_stream_of_a_file_with_a_preamble_is_the_whole_read(tmp_path):
-    """long-signals in chunks reads a member with a preamble whole: the same table."""
-
-    files = _write(tmp_path / "data", _hash_header)
+@pytest.mark.parametrize("shape", ["hash-header", "terminated", "percent-semicolons"])
+def test_a_stream_of_a_shaped_file_is_the_whole_read(tmp_path, shape):
+    """long-signals in chunks: a member with a preamble is read whole, one with a
+    terminator alone in blocks of lines; the table is the whole reader's either way."""
+    writer, args, *_ = SHAPES[shape]
+    files = _write(tmp_path / "data", writer)
     toml = tmp_path / "shape.toml"
-    assert (
-        CliRunner().invoke(main, ["init", str(files), "--name", "shape", "-o", str(toml)]).exit_code
-        == 0
-    )
-    data = tomllib.loads(toml.read_text(encoding="utf-8"))
-    entry = parse_entry(data, source=toml)
+    init = CliRunner().invoke(main, ["init", str(files), "--name", "shape", "-o", str(toml), *args])
+    assert init.exit_code == 0, init.output
+    entry = parse_entry(tomllib.loads(toml.read_text(encoding="utf-8")), source=toml)
     whole = read_long_signals(entry, Sources([files])).frame
     chunks = [c.frame for c in stream_long_signals(entry, Sources([files]), chunk_bytes=4096)]
+    # a whole read gives one chunk per file; blocks of 4 KiB give more
+    assert len(chunks) > (2 if shape == "terminated" else 1)
     assert len(whole) == len(USERS) * len(CLASSES) * ROWS
     pd.testing.assert_frame_equal(pd.concat(chunks, ignore_index=True), whole)

@@ -24,8 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from mudata.drafting.shapes import text_shape
 from mudata.errors import UsageError
-from mudata.readers.decode import COMPRESSIONS, data_suffix, sniff_delimited
+from mudata.readers.decode import COMPRESSIONS, data_suffix
 
 #: Data file suffixes and the reader format each is read as; each may also be
 #: compressed (``.csv.gz``, ``.txt.bz2``, ...).
@@ -132,15 +133,11 @@ def _by_name(
 
 def _signature(head: bytes) -> tuple[str, ...] | None:
     """The header fields of a delimited table (or its field count when it has none)."""
-    text = head.decode("utf-8", "replace").lstrip("\ufeff")
-    separator, _ = sniff_delimited(text)
-    first = text.split("\n", 1)[0].strip()
-    if not first:
+    # After any preamble: comment blocks differing from file to file say nothing.
+    shape = text_shape(head.decode("utf-8", "replace"))
+    if not shape.fields:
         return None
-    fields = first.split(separator) if separator else first.split()
-    fields = [f.strip().strip('"') for f in fields]
-    numeric = all(re.fullmatch(r"[-+0-9.eE,]+", f) for f in fields if f)
-    return (f"{len(fields)} columns",) if numeric else tuple(fields)
+    return tuple(shape.fields) if shape.header else (f"{len(shape.fields)} columns",)
 
 
 def _by_columns(

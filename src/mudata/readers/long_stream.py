@@ -49,6 +49,7 @@ from mudata.readers._text import (
     whitespace_field_counts,
 )
 from mudata.readers.base import SignalTable, Sources
+from mudata.readers.lines import line_options
 from mudata.readers.stream import CHUNK_BYTES, SignalStream, line_blocks
 from mudata.readers.tabular import (
     LongOptions,
@@ -213,6 +214,12 @@ def _plan(reading: _Reading, member: str) -> _Plan:
     groups = options.label_col is None
     if reading.fmt in ("parquet", "mat"):
         return _whole_plan(reading, member, f"it is {reading.fmt}", reading.whole(member), groups)
+    if line_options(reading.entry).preamble:
+        # Its first lines are not the header and the data: a block read alone cannot tell.
+        why = "its data start after a preamble (skip_lines, comment or header_line)"
+        with reading.sources.open_decoded(member) as fh:
+            size = fh.seek(0, 2)
+        return _whole_plan(reading, member, why, _whole_capped(reading, member, why, size), groups)
     if reading.encoding.lower().replace("_", "-") not in ("utf-8", "utf8"):
         # Lines end at a newline byte in UTF-8 only (not in UTF-16, say).
         why = f"it is in {reading.encoding}, not UTF-8"

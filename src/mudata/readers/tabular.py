@@ -37,6 +37,7 @@ from mudata.readers._text import (
 from mudata.readers.base import FeatureTable, SignalTable, Sources
 from mudata.readers.decode import SEPARATORS, SPREADSHEET_MISSING, read_mat
 from mudata.readers.linear_regex import LinearPattern, PatternError, compile_linear
+from mudata.readers.lines import line_options, prepare_lines
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +118,9 @@ def parse_member(
     ``reader_options.columns`` (name = 1-based column number); other
     columns are not kept. A MATLAB file has no header: its array's columns
     are numbered in the same way. Spreadsheet error cells (``#DIV/0!``, ...)
-    read as missing values.
+    read as missing values. ``skip_lines``, ``comment``, ``header_line`` and
+    ``line_end`` remove a preamble and line terminators first
+    (:mod:`mudata.readers.lines`).
 
     ``dtypes`` (column name to dtype) fixes the type of delimited text
     columns instead of pandas' inference: a part of a file is read with the
@@ -145,6 +148,16 @@ def parse_member(
             table = read_mat(data, member, str_option(entry, "variable", None))
         else:
             check_encoding(data, member, encoding)
+            lines = line_options(entry)
+            if lines.any:
+                # Preamble and terminators removed here, so pandas sees plain lines.
+                text = prepare_lines(
+                    data.decode(encoding),
+                    member,
+                    lines,
+                    separator or (None if fmt == "text" else ","),
+                )
+                data, encoding = text.encode("utf-8"), "utf-8"
             sep = separator or (r"\s+" if fmt == "text" else ",")
             # low_memory=False: the whole file is typed at once, so a column is
             # never given mixed types (and pandas' DtypeWarning never shows).

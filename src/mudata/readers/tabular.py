@@ -142,7 +142,7 @@ def parse_member(
             check_parquet(data, member, ratio=ratio)
             return pd.read_parquet(io.BytesIO(data))
         if fmt == "mat":
-            table = read_mat(data, member, str_option(entry, "variable", None))
+            table = read_mat(data, member, str_option(entry, "variable", None), ratio=ratio)
         else:
             check_encoding(data, member, encoding)
             sep = separator or (r"\s+" if fmt == "text" else ",")

@@ -45,3 +45,26 @@ def mat_bomb(path: Path, rows: int, *, written: int | None = None, name: str = "
     with open(path, "wb") as out:
         out.write(text + bytes(8) + struct.pack("<H", 0x0100) + b"IM")
         out.write(struct.pack("<II", _MI_COMPRESSED, len(body)) + body)
+
+
+def wide_csv(path: Path, columns: int) -> None:
+    """A CSV whose header holds ``user``, ``label`` and ``columns - 2`` features, and one row."""
+    names = ["userid", "label", *(f"f{i}" for i in range(columns - 2))]
+    row = ["1", "a", *("0" for _ in range(columns - 2))]
+    path.write_text(",".join(names) + "\n" + ",".join(row) + "\n", encoding="utf-8")
+
+
+def many_classes_csv(path: Path, classes: int) -> None:
+    """A CSV of two users with one row of each of ``classes`` classes (``k0``, ``k1``, ...)."""
+    lines = ["userid,label,f1,f2"]
+    lines += [f"{1 + i % 2},k{i % classes},{i % 7}.5,{i % 3}" for i in range(2 * classes)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def many_member_zip(path: Path, count: int, body: bytes, *, suffix: str = ".csv") -> None:
+    """A zip at ``path`` of ``count`` members ``part{i}{suffix}``, each holding ``body``."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for i in range(count):
+            zf.writestr(zipfile.ZipInfo(f"parts/part{i}{suffix}", (2020, 1, 1, 0, 0, 0)), body)

@@ -25,7 +25,7 @@ from pyarrow import ArrowException
 from mudata.classes import user_names
 from mudata.entry import DatasetEntry
 from mudata.errors import LimitError, MissingFileError, ParseError, RegistryError, excerpt
-from mudata.parquet_bounds import check_parquet
+from mudata.parquet_bounds import check_csv_header, check_parquet
 from mudata.readers._text import (
     check_encoding,
     columns_option,
@@ -44,6 +44,11 @@ FORMATS = ("csv", "parquet", "text", "mat")
 # "text": whitespace-separated columns (.txt, .dat, .log...), read by pandas' C parser;
 # "mat": one numeric 2-D array of a MATLAB v4-v7.2 file (mudata.readers.decode).
 DEFAULT_MEMBERS = {"csv": "*.csv", "parquet": "*.parquet", "text": "*.txt", "mat": "*.mat"}
+#: Members the generic readers (feature-table, long-signals) stack into one
+#: table. Each is parsed into a table of its own first, at some tens of KB of
+#: overhead however few its rows: 49,000 one-row members took gigabytes. The
+#: largest release known here has about 3,500 members.
+MAX_TABLE_MEMBERS = 5_000
 #: ``reader_options.time_order``: "strict" (time must not go back inside a
 #: recording; repeated times are kept in file order) or "file" (samples are
 #: taken in file order; the time column only serves the rate estimate of init).
@@ -146,6 +151,10 @@ def parse_member(
         else:
             check_encoding(data, member, encoding)
             sep = separator or (r"\s+" if fmt == "text" else ",")
+            # The header's columns first: 700,000 of them take gigabytes in pandas.
+            check_csv_header(
+                data, member, separator=None if sep == r"\s+" else sep, encoding=encoding
+            )
             # low_memory=False: the whole file is typed at once, so a column is
             # never given mixed types (and pandas' DtypeWarning never shows).
             table = pd.read_csv(
@@ -202,6 +211,8 @@ def matching_members(entry: DatasetEntry, sources: Sources) -> tuple[str, list[s
         An unknown format.
     MissingFileError
         No member matches.
+    LimitError
+        More than :data:`MAX_TABLE_MEMBERS` members match.
     """
     fmt = str(entry.reader_options.get("format", "csv")).lower()
     if fmt not in FORMATS:
@@ -212,6 +223,13 @@ def matching_members(entry: DatasetEntry, sources: Sources) -> tuple[str, list[s
     if not members:
         message = f"dataset '{entry.name}': no file matching '{pattern}' in {', '.join(map(str, sources.roots))}"
         raise MissingFileError(message)
+    if len(members) > MAX_TABLE_MEMBERS:
+        message = (
+            f"dataset '{entry.name}': {len(members):,} files match '{pattern}', more than the "
+            f"{MAX_TABLE_MEMBERS:,} a table may be stacked from; join them into fewer files, "
+            f"or narrow reader_options.members"
+        )
+        raise LimitError(message)
     return fmt, members
 
 

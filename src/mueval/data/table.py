@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from mudata.archive import EXPANSION_ENV
 from mudata.errors import LimitError as MudataLimitError
 from mudata.errors import ParseError as MudataParseError
-from mudata.parquet_bounds import check_parquet
+from mudata.parquet_bounds import MAX_PARQUET_COLUMNS, check_csv_header, check_parquet
 from mueval.errors import DataError, UsageError
 from mueval.files import open_input
 
@@ -129,6 +129,16 @@ def user_ids(raw: pd.Series) -> np.ndarray:
     return text.to_numpy(dtype=object)
 
 
+#: Classes a table may hold, as a mudata registry entry (``mudata.registry.MAX_CLASSES``):
+#: activity datasets have tens; every row's scores take one value per class.
+MAX_CLASSES = 10_000
+#: Columns a table may hold, as a Parquet or CSV input of mudata.
+MAX_COLUMNS = MAX_PARQUET_COLUMNS
+#: Rows x classes a table may hold: the evaluation keeps a float64 score per
+#: row and class (128 MiB at the cap) and several arrays of that shape. The
+#: largest built-in table (HAR70+, about 15,000 rows of 7 classes) takes 0.6 %.
+MAX_SCORE_CELLS = 2**24
+
 #: The largest user id kept as a number (larger unsigned ids are kept as text).
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -190,6 +200,7 @@ def table_from_frame(
     if len(df) == 0:
         message = f"{source}: the table has no rows"
         raise DataError(message)
+    _check_size(df, label_col, source)
 
     labels = df[label_col]
     n_missing = int(labels.isna().sum())
@@ -259,6 +270,29 @@ def table_from_frame(
         label_col=label_col,
     )
     return Table(X, y, users, classes, [str(f) for f in features], out_info)
+
+
+def _check_size(df: pd.DataFrame, label_col: str, source: str) -> None:
+    """Refuse, before any array is made, a table past the caps on columns, classes and scores."""
+    if df.shape[1] > MAX_COLUMNS:
+        message = (
+            f"{source}: {df.shape[1]:,} columns, more than the {MAX_COLUMNS:,} a table may hold"
+        )
+        raise DataError(message)
+    n_classes = int(df[label_col].nunique(dropna=True))
+    if n_classes > MAX_CLASSES:
+        message = (
+            f"{source}: label column {label_col!r} holds {n_classes:,} classes, more than the "
+            f"{MAX_CLASSES:,} a table may hold (as a mudata registry entry)"
+        )
+        raise DataError(message)
+    if len(df) * n_classes > MAX_SCORE_CELLS:
+        message = (
+            f"{source}: {len(df):,} rows x {n_classes:,} classes make {len(df) * n_classes:,} "
+            f"scores per classifier, more than the {MAX_SCORE_CELLS:,} an evaluation may hold "
+            f"({MAX_SCORE_CELLS * 8 // 2**20:,} MiB of float64); evaluate fewer rows or classes"
+        )
+        raise DataError(message)
 
 
 def import_mudata() -> ModuleType:
@@ -385,6 +419,12 @@ def load_file(path: str | Path, *, user_col: str = "userid", label_col: str = "l
     if suffix != ".csv":
         # The footer first: a small file of constant columns can declare millions of rows.
         _check_parquet_footer(content, path)
+    else:
+        # The header first: 700,000 columns take gigabytes once parsed.
+        try:
+            check_csv_header(content, str(path))
+        except MudataLimitError as exc:
+            raise DataError(str(exc)) from None
     try:
         if suffix == ".csv":
             # The user column as text: read as numbers, "01" and "1" (two people)

@@ -47,9 +47,9 @@ def mat_bomb(path: Path, rows: int, *, written: int | None = None, name: str = "
         out.write(struct.pack("<II", _MI_COMPRESSED, len(body)) + body)
 
 
-def wide_csv(path: Path, columns: int) -> None:
-    """A CSV whose header holds ``user``, ``label`` and ``columns - 2`` features, and one row."""
-    names = ["userid", "label", *(f"f{i}" for i in range(columns - 2))]
+def wide_csv(path: Path, columns: int, *, prefix: str = "f") -> None:
+    """A CSV whose header holds ``userid``, ``label`` and ``columns - 2`` features, and one row."""
+    names = ["userid", "label", *(f"{prefix}{i}" for i in range(columns - 2))]
     row = ["1", "a", *("0" for _ in range(columns - 2))]
     path.write_text(",".join(names) + "\n" + ",".join(row) + "\n", encoding="utf-8")
 

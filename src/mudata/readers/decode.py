@@ -205,11 +205,30 @@ def _is_hdf5(data: bytes) -> bool:
     return data[:8] == _HDF5_SIGNATURE or data[512:520] == _HDF5_SIGNATURE
 
 
+class _ShortReads(io.BytesIO):
+    """Bytes read at most ``limit`` at a time: scipy decompresses what each read gives.
+
+    scipy's zlib stream asks for 128 KiB of compressed bytes at once and
+    inflates them whole: zeros inflate about 1,000 times, so one read of a
+    hostile array's header would make 128 MB. Short reads keep that to
+    ``limit`` times the ratio.
+    """
+
+    def __init__(self, data: bytes, limit: int) -> None:
+        super().__init__(data)
+        self.limit = limit
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        if size is None or size < 0:
+            return super().read()
+        return super().read(min(size, self.limit))
+
+
 def mat_directory(data: bytes, member: str) -> list[tuple[str, tuple[int, ...], str]]:
     """The numeric 2-D arrays a ``.mat`` file declares: name, shape and MATLAB class.
 
     Read with :func:`scipy.io.whosmat`, which decompresses no array (only the
-    first block of each, for its header).
+    first few KiB of each, for its header).
 
     Raises
     ------
@@ -226,7 +245,7 @@ def mat_directory(data: bytes, member: str) -> list[tuple[str, tuple[int, ...], 
     from scipy.io import whosmat
 
     try:
-        directory = whosmat(io.BytesIO(data))
+        directory = whosmat(_ShortReads(data, 1 << 12))
     except (ValueError, TypeError, OSError, NotImplementedError, zlib.error) as exc:
         message = f"{member}: cannot be read as a MATLAB .mat file ({type(exc).__name__}: {str(exc)[:200]})"
         raise ParseError(message) from None
@@ -278,7 +297,8 @@ def mat_arrays(
     _check_mat_size(wanted, len(data), member, ratio)
     try:
         content = (
-            loadmat(io.BytesIO(data), variable_names=[name for name, _, _ in wanted])
+            # Short reads: the headers of the arrays skipped inflate a little only.
+            loadmat(_ShortReads(data, 1 << 16), variable_names=[name for name, _, _ in wanted])
             if wanted
             else {}
         )

@@ -8,7 +8,9 @@ members than a table may be stacked from.
 
 from __future__ import annotations
 
+import io
 import shutil
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from mudata.errors import LimitError
+from mudata.errors import LimitError, ParseError
 from mudata.parquet_bounds import MAX_PARQUET_COLUMNS, check_csv_header
 from mudata.readers.base import Sources
 from mudata.readers.tabular import (
@@ -153,3 +155,39 @@ def test_long_signals_of_more_members_than_the_cap_are_refused(tmp_path: Path) -
     many_member_zip(archive, MAX_TABLE_MEMBERS + 1, rows)
     with pytest.raises(LimitError, match="5,001 files match '\\*.csv', more than the 5,000"):
         read_long_signals(signals_entry({"members": "*.csv"}), Sources([archive]))
+
+
+def test_small_feature_table_members_sharing_a_header_are_read_as_one(tmp_path: Path) -> None:
+    members = {
+        "p/a.csv": b"userid,label,f\n1,a,0.5\n2,b,1.5\n",
+        "p/b.csv": b"userid,label,f\n01,b,2.5",  # no final line break; "01" stays its own user
+        "p/c.csv": b"label,userid,f\na,3,3.5\n",  # another header: parsed on its own
+        "p/d.csv": b"label,userid,f\nb,4,4.5\n",
+    }
+    archive = tmp_path / "parts.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for name, body in members.items():
+            zf.writestr(name, body)
+    entry = parse_entry(
+        {**tiny_entry_data(), "reader_options": {"user_col": "userid", "label_col": "label"}}
+    )
+    frame = read_feature_table(entry, Sources([archive])).frame
+    # Each member read alone, then stacked: what the reader must give.
+    alone = [pd.read_csv(io.BytesIO(body), dtype={"userid": str}) for body in members.values()]
+    expected = pd.concat(alone, ignore_index=True)
+    assert frame["userid"].tolist() == expected["userid"].tolist() == ["1", "2", "01", "3", "4"]
+    assert frame["label"].tolist() == expected["label"].tolist()
+    assert frame["f"].tolist() == expected["f"].tolist()
+
+
+def test_an_error_in_joined_members_names_the_first_and_how_many_more(tmp_path: Path) -> None:
+    archive = tmp_path / "parts.zip"
+    many_member_zip(archive, 3, b"userid,label\n1,a\n")
+    entry = parse_entry(
+        {
+            **tiny_entry_data(),
+            "reader_options": {"user_col": "userid", "label_col": "label", "feature_cols": ["f"]},
+        }
+    )
+    with pytest.raises(ParseError, match=r"parts/part0.csv \(and 2 more files with its header\)"):
+        read_feature_table(entry, Sources([archive]))

@@ -202,6 +202,68 @@ def _load(
     return tables
 
 
+#: A member of a feature table at most this large is parsed together with the
+#: members after it that share its header line (one pandas parse instead of
+#: many: thousands of one-row files otherwise take a second per thousand).
+_COALESCE_MEMBER_BYTES = 1 << 20
+#: Bytes of one such group of members, at most.
+_COALESCE_GROUP_BYTES = 64 << 20
+
+
+def _coalescable(entry: DatasetEntry, fmt: str) -> bool:
+    """Whether members can be joined under one header: delimited text with a header line, in
+    an encoding where a line break is the byte ``\\n``."""
+    wide = text_encoding(entry).lower().replace("-", "").replace("_", "")
+    return (
+        fmt in ("csv", "text")
+        and entry.reader_options.get("header", True) is True
+        and not wide.startswith(("utf16", "utf32"))
+    )
+
+
+def _load_stacked(
+    entry: DatasetEntry, sources: Sources, required: list[str], text_columns: Sequence[str] = ()
+) -> list[tuple[str, pd.DataFrame]]:
+    """As :func:`_load`, but small consecutive members with the same header line are parsed
+    as one table, named by the first of them and how many more it holds."""
+    fmt, members = matching_members(entry, sources)
+    if not _coalescable(entry, fmt):
+        return _load(entry, sources, required, text_columns)
+    groups: list[tuple[bytes, list[str], list[bytes]]] = []
+    size = 0
+    for member in members:
+        data = sources.read_decoded(member)
+        header, _, body = data.partition(b"\n")
+        if body and not body.endswith(b"\n"):
+            body += b"\n"
+        joins = (
+            groups
+            and len(data) <= _COALESCE_MEMBER_BYTES
+            and groups[-1][0] == header
+            and b'"' not in header  # a quoted header may hold a line break
+            and size + len(body) <= _COALESCE_GROUP_BYTES
+        )
+        if joins:
+            groups[-1][1].append(member)
+            groups[-1][2].append(body)
+            size += len(body)
+        else:
+            groups.append((header, [member], [body]))
+            size = len(body)
+    tables = []
+    for header, names, bodies in groups:
+        name = (
+            names[0]
+            if len(names) == 1
+            else f"{names[0]} (and {len(names) - 1:,} more files with its header)"
+        )
+        data = header + b"\n" + b"".join(bodies)
+        table = parse_member(data, name, fmt, entry, text_columns, sources.max_expansion)
+        check_columns(table, name, required)
+        tables.append((name, table))
+    return tables
+
+
 def matching_members(entry: DatasetEntry, sources: Sources) -> tuple[str, list[str]]:
     """The entry's ``format`` and the members matching its ``members`` glob, in order.
 
@@ -329,7 +391,7 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
         _check_roles(entry, "feature_cols", list(feature_cols), roles)
     required = [user_col, label_col, *(feature_cols or [])]
     frames = []
-    for member, table in _load(entry, sources, required, [user_col]):
+    for member, table in _load_stacked(entry, sources, required, [user_col]):
         if feature_cols is None:
             chosen = [
                 c

@@ -507,7 +507,7 @@ def _bounded_cases(
     for columns, case in ((200_000, "csv-200k"), (700_000, "csv-700k")):
         if wanted(case, "csv-700k-fetch"):
             data = files / f"wide{columns}.csv"
-            wide_csv(data, columns, prefix="feat")
+            wide_csv(data, columns, prefix="fea")
             header = len(data.read_bytes().split(b"\n", 1)[0])
             print(f"{case}: {columns:,} columns, a {header / 1e6:.1f} MB header")
             cases[case] = [*evaluate, "--data", str(data)]

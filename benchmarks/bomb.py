@@ -39,8 +39,9 @@ memory, its exit code, wall time and the last line of its error. The cases:
 * ``classes-8k``, ``classes-100k``: ``mudata register`` of an entry with that
   many classes;
 * ``mat-bomb``: a ``long-signals`` entry of ``format = "mat"`` whose 700 KB
-  file holds a compressed 90,000,000 x 1 double array (720 MB);
-* ``data-classes``: ``mueval evaluate --data`` on a CSV of 10,001 classes;
+  file holds a compressed 30,000,000 x 3 double array (720 MB);
+* ``data-classes``: ``mueval evaluate --data`` on a CSV of 10,001 classes of
+  5 rows each;
 * ``csv-200k``, ``csv-700k``: ``mueval evaluate --data`` on a one-row CSV of
   200,000 columns, and of 700,000 columns (a 6.9 MB header);
 * ``csv-700k-fetch``: the 700,000-column CSV as a ``feature-table`` file;
@@ -489,7 +490,7 @@ def _bounded_cases(
     cases: dict[str, list[str]] = {}
     if wanted("mat-bomb"):
         mat = files / "u1_walk.mat"
-        mat_bomb(mat, 90_000_000)
+        mat_bomb(mat, 30_000_000, columns=3)
         _bounded_entry(registry, "matbomb", "long-signals", "mat", mat)
         print(f"mat-bomb: {mat.stat().st_size / 1024:.0f} KB .mat -> 720,000,000 bytes declared")
         cases["mat-bomb"] = [
@@ -502,7 +503,7 @@ def _bounded_cases(
         ]
     if wanted("data-classes"):
         data = files / "classes.csv"
-        many_classes_csv(data, 10_001)
+        many_classes_csv(data, 10_001, per_class=5)
         cases["data-classes"] = [*evaluate, "--data", str(data)]
     for columns, case in ((200_000, "csv-200k"), (700_000, "csv-700k")):
         if wanted(case, "csv-700k-fetch"):

@@ -12,8 +12,10 @@ _MI_INT8, _MI_INT32, _MI_UINT32, _MI_DOUBLE, _MI_MATRIX, _MI_COMPRESSED = 1, 5, 
 _MX_DOUBLE_CLASS = 6
 
 
-def mat_bomb(path: Path, rows: int, *, written: int | None = None, name: str = "x") -> None:
-    """A MATLAB v5 file at ``path`` holding one compressed ``rows`` x 1 double array of zeros.
+def mat_bomb(
+    path: Path, rows: int, *, columns: int = 1, written: int | None = None, name: str = "x"
+) -> None:
+    """A MATLAB v5 file at ``path`` holding one compressed ``rows`` x ``columns`` double array of zeros.
 
     The array's values are compressed a MiB at a time, never held whole; a
     ``written`` below ``rows`` stops after that many values (a file whose
@@ -22,12 +24,12 @@ def mat_bomb(path: Path, rows: int, *, written: int | None = None, name: str = "
     """
     label = name.encode()
     padded = label + bytes(-len(label) % 8)
-    values = rows * 8
+    values = rows * columns * 8
     header = (
         struct.pack("<II", _MI_UINT32, 8)
         + struct.pack("<II", _MX_DOUBLE_CLASS, 0)
         + struct.pack("<II", _MI_INT32, 8)
-        + struct.pack("<ii", rows, 1)
+        + struct.pack("<ii", rows, columns)
         + struct.pack("<II", _MI_INT8, len(label))
         + padded
         + struct.pack("<II", _MI_DOUBLE, values)
@@ -54,10 +56,10 @@ def wide_csv(path: Path, columns: int, *, prefix: str = "f") -> None:
     path.write_text(",".join(names) + "\n" + ",".join(row) + "\n", encoding="utf-8")
 
 
-def many_classes_csv(path: Path, classes: int) -> None:
-    """A CSV of two users with one row of each of ``classes`` classes (``k0``, ``k1``, ...)."""
+def many_classes_csv(path: Path, classes: int, per_class: int = 2) -> None:
+    """A CSV of two users with ``per_class`` rows of each of ``classes`` classes (``k0``, ...)."""
     lines = ["userid,label,f1,f2"]
-    lines += [f"{1 + i % 2},k{i % classes},{i % 7}.5,{i % 3}" for i in range(2 * classes)]
+    lines += [f"{1 + i % 2},k{i % classes},{i % 7}.5,{i % 3}" for i in range(per_class * classes)]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 

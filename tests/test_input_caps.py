@@ -34,7 +34,7 @@ from mudata.registry import parse_entry
 from mueval.cli.main import main
 from mueval.data.cohorts import read_cohorts_file, resolve_cohorts
 from mueval.data.table import MAX_CLASSES, MAX_SCORE_CELLS, load_data
-from mueval.errors import DataError
+from mueval.errors import DataError, UsageError
 from tests.hostile_inputs import many_classes_csv, many_member_zip, wide_csv
 from tests.test_evaluate_runner import make_frame
 from tests.test_readers_decode import signals_entry, tiny_entry_data
@@ -65,6 +65,18 @@ def test_rows_times_classes_past_the_cap_is_refused_before_the_arrays() -> None:
     with pytest.raises(DataError, match=f"{rows:,} rows x 4,000 classes make"):
         load_data(frame)
     load_data(frame.head(MAX_SCORE_CELLS // classes))  # at the cap: read
+
+
+def test_the_score_cap_is_set_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    frame = pd.DataFrame({"userid": [1, 2, 1, 2], "label": [0, 1, 1, 0], "f": 1.0})
+    monkeypatch.setenv("MUEVAL_MAX_SCORES", "7")
+    with pytest.raises(DataError, match="4 rows x 2 classes make 8 scores .*MUEVAL_MAX_SCORES"):
+        load_data(frame)
+    monkeypatch.setenv("MUEVAL_MAX_SCORES", "8")
+    assert load_data(frame).X.shape == (4, 1)
+    monkeypatch.setenv("MUEVAL_MAX_SCORES", "lots")
+    with pytest.raises(UsageError, match="MUEVAL_MAX_SCORES is 'lots'"):
+        load_data(frame)
 
 
 def test_a_csv_header_past_the_column_cap_is_refused_unread(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -134,10 +135,30 @@ def user_ids(raw: pd.Series) -> np.ndarray:
 MAX_CLASSES = 10_000
 #: Columns a table may hold, as a Parquet or CSV input of mudata.
 MAX_COLUMNS = MAX_PARQUET_COLUMNS
-#: Rows x classes a table may hold: the evaluation keeps a float64 score per
-#: row and class (128 MiB at the cap) and several arrays of that shape. The
-#: largest built-in table (HAR70+, about 15,000 rows of 7 classes) takes 0.6 %.
+#: Rows x classes a table may hold by default: the evaluation keeps a float64
+#: score per row and class (128 MiB at the cap) and several arrays of that
+#: shape. The largest built-in table (HAR70+, about 15,000 rows of 7 classes)
+#: takes 0.6 %. ``$MUEVAL_MAX_SCORES`` sets another (:func:`max_score_cells`).
 MAX_SCORE_CELLS = 2**24
+SCORES_ENV = "MUEVAL_MAX_SCORES"
+
+
+def max_score_cells() -> int:
+    """The cap on rows x classes: ``$MUEVAL_MAX_SCORES``, else :data:`MAX_SCORE_CELLS`.
+
+    Raises
+    ------
+    UsageError
+        The variable is set to something other than a positive whole number.
+    """
+    text = os.environ.get(SCORES_ENV, "").strip()
+    if not text:
+        return MAX_SCORE_CELLS
+    if not text.isdigit() or int(text) < 1:
+        message = f"${SCORES_ENV} is {text[:40]!r}; expected a positive whole number"
+        raise UsageError(message)
+    return int(text)
+
 
 #: The largest user id kept as a number (larger unsigned ids are kept as text).
 _INT64_MAX = np.iinfo(np.int64).max
@@ -286,11 +307,13 @@ def _check_size(df: pd.DataFrame, label_col: str, source: str) -> None:
             f"{MAX_CLASSES:,} a table may hold (as a mudata registry entry)"
         )
         raise DataError(message)
-    if len(df) * n_classes > MAX_SCORE_CELLS:
+    cap = max_score_cells()
+    if len(df) * n_classes > cap:
         message = (
             f"{source}: {len(df):,} rows x {n_classes:,} classes make {len(df) * n_classes:,} "
-            f"scores per classifier, more than the {MAX_SCORE_CELLS:,} an evaluation may hold "
-            f"({MAX_SCORE_CELLS * 8 // 2**20:,} MiB of float64); evaluate fewer rows or classes"
+            f"scores per classifier, more than the {cap:,} an evaluation may hold "
+            f"({cap * 8 / 2**20:,.0f} MiB of float64); evaluate fewer rows or classes, or "
+            f"raise the cap with ${SCORES_ENV} if the memory is there"
         )
         raise DataError(message)
 

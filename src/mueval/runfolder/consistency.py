@@ -43,7 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mudata.display import shown
-from mueval.data.table import MAX_SCORE_CELLS
+from mueval.data.table import SCORES_ENV, max_score_cells
 from mueval.data.users import user_texts
 from mueval.guarantees.validity import benjamini_hochberg
 from mueval.names import CLASSIFIERS, FULL_DIAGNOSTICS, STRATEGIES
@@ -530,19 +530,20 @@ def _check_counts(run: RunFolder) -> None:
 
     The per-user verdicts allocate arrays of ``n_cal`` values: a splits file
     saying 200 million would ask for gigabytes. A run's table held at most
-    :data:`~mueval.data.table.MAX_SCORE_CELLS` rows x classes (``mueval
+    :func:`~mueval.data.table.max_score_cells` rows x classes (``mueval
     evaluate`` refuses more), so ``dataset.n_rows`` is bounded by it; each
     split's training, calibration and test rows are disjoint rows of that
     table, so they add up to at most ``n_rows``; and its test rows are rows
     of ``predictions.parquet``.
     """
-    limit = MAX_SCORE_CELLS // max(2, len(run.classes))
+    cells = max_score_cells()
+    limit = cells // max(2, len(run.classes))
     declared = run.run["dataset"].get("n_rows")
     if declared is not None and declared > limit:
         msg = (
             f"{run.path / 'run.json'}: dataset.n_rows is {int(declared):,}; with "
             f"{len(run.classes):,} classes a run holds at most {limit:,} rows "
-            f"({MAX_SCORE_CELLS:,} rows x classes)"
+            f"({cells:,} rows x classes; ${SCORES_ENV} sets another cap)"
         )
         raise RunFolderError(msg)
     bound = limit if declared is None else int(declared)

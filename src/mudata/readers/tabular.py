@@ -25,7 +25,7 @@ from pyarrow import ArrowException
 from mudata.classes import user_names
 from mudata.entry import DatasetEntry
 from mudata.errors import LimitError, MissingFileError, ParseError, RegistryError, excerpt
-from mudata.parquet_bounds import check_parquet
+from mudata.parquet_bounds import check_csv_header, check_parquet
 from mudata.readers._text import (
     check_encoding,
     columns_option,
@@ -45,6 +45,11 @@ FORMATS = ("csv", "parquet", "text", "mat")
 # "text": whitespace-separated columns (.txt, .dat, .log...), read by pandas' C parser;
 # "mat": one numeric 2-D array of a MATLAB v4-v7.2 file (mudata.readers.decode).
 DEFAULT_MEMBERS = {"csv": "*.csv", "parquet": "*.parquet", "text": "*.txt", "mat": "*.mat"}
+#: Members the generic readers (feature-table, long-signals) stack into one
+#: table. Each is parsed into a table of its own first, at some tens of KB of
+#: overhead however few its rows: 49,000 one-row members took gigabytes. The
+#: largest release known here has about 3,500 members.
+MAX_TABLE_MEMBERS = 5_000
 #: ``reader_options.time_order``: "strict" (time must not go back inside a
 #: recording; repeated times are kept in file order) or "file" (samples are
 #: taken in file order; the time column only serves the rate estimate of init).
@@ -145,7 +150,7 @@ def parse_member(
             check_parquet(data, member, ratio=ratio)
             return pd.read_parquet(io.BytesIO(data))
         if fmt == "mat":
-            table = read_mat(data, member, str_option(entry, "variable", None))
+            table = read_mat(data, member, str_option(entry, "variable", None), ratio=ratio)
         else:
             check_encoding(data, member, encoding)
             lines = line_options(entry)
@@ -159,6 +164,10 @@ def parse_member(
                 )
                 data, encoding = text.encode("utf-8"), "utf-8"
             sep = separator or (r"\s+" if fmt == "text" else ",")
+            # The header's columns first: 700,000 of them take gigabytes in pandas.
+            check_csv_header(
+                data, member, separator=None if sep == r"\s+" else sep, encoding=encoding
+            )
             # low_memory=False: the whole file is typed at once, so a column is
             # never given mixed types (and pandas' DtypeWarning never shows).
             table = pd.read_csv(
@@ -206,6 +215,68 @@ def _load(
     return tables
 
 
+#: A member of a feature table at most this large is parsed together with the
+#: members after it that share its header line (one pandas parse instead of
+#: many: thousands of one-row files otherwise take a second per thousand).
+_COALESCE_MEMBER_BYTES = 1 << 20
+#: Bytes of one such group of members, at most.
+_COALESCE_GROUP_BYTES = 64 << 20
+
+
+def _coalescable(entry: DatasetEntry, fmt: str) -> bool:
+    """Whether members can be joined under one header: delimited text with a header line, in
+    an encoding where a line break is the byte ``\\n``."""
+    wide = text_encoding(entry).lower().replace("-", "").replace("_", "")
+    return (
+        fmt in ("csv", "text")
+        and entry.reader_options.get("header", True) is True
+        and not wide.startswith(("utf16", "utf32"))
+    )
+
+
+def _load_stacked(
+    entry: DatasetEntry, sources: Sources, required: list[str], text_columns: Sequence[str] = ()
+) -> list[tuple[str, pd.DataFrame]]:
+    """As :func:`_load`, but small consecutive members with the same header line are parsed
+    as one table, named by the first of them and how many more it holds."""
+    fmt, members = matching_members(entry, sources)
+    if not _coalescable(entry, fmt):
+        return _load(entry, sources, required, text_columns)
+    groups: list[tuple[bytes, list[str], list[bytes]]] = []
+    size = 0
+    for member in members:
+        data = sources.read_decoded(member)
+        header, _, body = data.partition(b"\n")
+        if body and not body.endswith(b"\n"):
+            body += b"\n"
+        joins = (
+            groups
+            and len(data) <= _COALESCE_MEMBER_BYTES
+            and groups[-1][0] == header
+            and b'"' not in header  # a quoted header may hold a line break
+            and size + len(body) <= _COALESCE_GROUP_BYTES
+        )
+        if joins:
+            groups[-1][1].append(member)
+            groups[-1][2].append(body)
+            size += len(body)
+        else:
+            groups.append((header, [member], [body]))
+            size = len(body)
+    tables = []
+    for header, names, bodies in groups:
+        name = (
+            names[0]
+            if len(names) == 1
+            else f"{names[0]} (and {len(names) - 1:,} more files with its header)"
+        )
+        data = header + b"\n" + b"".join(bodies)
+        table = parse_member(data, name, fmt, entry, text_columns, sources.max_expansion)
+        check_columns(table, name, required)
+        tables.append((name, table))
+    return tables
+
+
 def matching_members(entry: DatasetEntry, sources: Sources) -> tuple[str, list[str]]:
     """The entry's ``format`` and the members matching its ``members`` glob, in order.
 
@@ -215,6 +286,8 @@ def matching_members(entry: DatasetEntry, sources: Sources) -> tuple[str, list[s
         An unknown format.
     MissingFileError
         No member matches.
+    LimitError
+        More than :data:`MAX_TABLE_MEMBERS` members match.
     """
     fmt = str(entry.reader_options.get("format", "csv")).lower()
     if fmt not in FORMATS:
@@ -225,6 +298,13 @@ def matching_members(entry: DatasetEntry, sources: Sources) -> tuple[str, list[s
     if not members:
         message = f"dataset '{entry.name}': no file matching '{pattern}' in {', '.join(map(str, sources.roots))}"
         raise MissingFileError(message)
+    if len(members) > MAX_TABLE_MEMBERS:
+        message = (
+            f"dataset '{entry.name}': {len(members):,} files match '{pattern}', more than the "
+            f"{MAX_TABLE_MEMBERS:,} a table may be stacked from; join them into fewer files, "
+            f"or narrow reader_options.members"
+        )
+        raise LimitError(message)
     return fmt, members
 
 
@@ -324,7 +404,7 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
         _check_roles(entry, "feature_cols", list(feature_cols), roles)
     required = [user_col, label_col, *(feature_cols or [])]
     frames = []
-    for member, table in _load(entry, sources, required, [user_col]):
+    for member, table in _load_stacked(entry, sources, required, [user_col]):
         if feature_cols is None:
             chosen = [
                 c

@@ -250,8 +250,11 @@ def test_mudata_list_table_forms_hold_the_same_rows() -> None:
     markdown = runner.invoke(mudata_main, ["list", "--table", "markdown"])
     assert text.exit_code == as_csv.exit_code == markdown.exit_code == 0
     rows = list(csv.reader(io.StringIO(as_csv.stdout)))
-    assert rows[0] == ["name", "title", "licence"]
-    names = [line.split()[0] for line in text.stdout.splitlines()]
+    assert rows[0] == ["name", "built", "download", "users", "title", "licence"]
+    # The text form has the same header (less the licence, bracketed after each title).
+    header, *listed = text.stdout.splitlines()
+    assert header.split() == rows[0][:-1]
+    names = [line.split()[0] for line in listed]
     assert [r[0] for r in rows[1:]] == names
     lines = markdown.stdout.splitlines()
     assert lines[1].startswith("| --- |") and len(lines) == len(rows) + 1

@@ -132,7 +132,7 @@ def test_fetch_into_a_data_home_that_is_a_file_is_a_clean_error(
 def test_info_says_what_fetch_needs_to_verify(name: str, needs_flag: bool, tmp_path: Path) -> None:
     # Here, not at the top: pooch's network stack, for this test only.
     from mudata.download import fetch_sources
-    from mudata.errors import MissingFileError, UsageError
+    from mudata.errors import MissingFileError, UsageError, cli_message
     from mudata.registry import get_entry
 
     result = run("info", name)
@@ -142,7 +142,9 @@ def test_info_says_what_fetch_needs_to_verify(name: str, needs_flag: bool, tmp_p
     expected = UsageError if needs_flag else MissingFileError
     with pytest.raises(expected) as caught:
         fetch_sources(get_entry(name), data_home=tmp_path, download=False)
-    assert ("allow-unverified" in str(caught.value)) == needs_flag
+    # The API's message names its keyword; the command line's, the flag.
+    assert ("allow_unverified=True" in str(caught.value)) == needs_flag
+    assert ("--allow-unverified" in cli_message(caught.value)) == needs_flag
 
 
 def test_info_of_an_entry_pinned_on_first_use_says_so(tmp_path: Path, monkeypatch) -> None:
@@ -176,3 +178,24 @@ def test_info_of_an_entry_pinned_on_first_use_says_so(tmp_path: Path, monkeypatc
     assert result.exit_code == 0, result.output
     assert "pinned on first use" in result.output
     assert "needs --allow-unverified" not in result.output
+
+
+def test_fetch_says_the_users_kept_and_dropped_without_v(
+    wisdm_dir: Path, tmp_path: Path, http_server, monkeypatch
+) -> None:
+    # Here, not at the top: the served entry is set up by the real-data tests' helper.
+    from tests.test_pipeline_real import serve_wisdm
+
+    name = serve_wisdm(wisdm_dir, tmp_path, http_server, monkeypatch)
+    args = ("fetch", name, "--data-home", str(tmp_path / "home"), "--mirror", http_server.url)
+    # DATASETS.md: the study keeps 16 of WISDM's 36 users, each with 5 rows of every class.
+    line = "wisdm-mirror: 16 users kept, 20 dropped (fewer than 5 rows of some class)"
+    first = CliRunner().invoke(main, [*args, "--no-progress"])
+    assert first.exit_code == 0, first.output
+    assert line in first.stderr.splitlines()
+    assert line not in first.stdout  # stdout holds the table's path alone
+    assert first.stdout.strip() == str(tmp_path / "home" / name / f"{name}.parquet")
+    # Built already: the same line, from the table's provenance.
+    again = CliRunner().invoke(main, list(args))
+    assert again.exit_code == 0 and line in again.stderr.splitlines()
+    assert http_server.count("/WISDM_ar_v1.1.tar.gz") == 1

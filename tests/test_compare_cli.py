@@ -133,7 +133,7 @@ def _only(run: RunFolder, strategy: str) -> RunFolder:
 def test_runs_without_a_common_strategy_need_all_pairs(two_runs):
     a, b = (read_run_folder(p) for p in two_runs)
     mm, uim = _only(a, "mm"), _only(b, "uim")
-    with pytest.raises(DataError, match="share no strategy.*--all-pairs"):
+    with pytest.raises(DataError, match="share no strategy.*all_pairs=True"):
         compare_runs([mm, uim])
     table = compare_runs([mm, uim], all_pairs=True).table
     assert set(zip(table.strategy_a, table.strategy_b, strict=True)) == {("mm", "uim")}

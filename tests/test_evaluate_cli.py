@@ -295,7 +295,25 @@ def test_jobs_zero_is_a_usage_error(tmp_path) -> None:
         "-s",
         "mm",
     )
-    assert result.exit_code == 2 and "jobs must be" in result.output
+    assert result.exit_code == 2, result.output
+    assert "'--jobs' / '-j': must be a positive number of worker processes" in result.output
+
+
+def test_jobs_default_to_every_usable_cpu(tmp_path) -> None:
+    # Here, not at the top: the CPU count is what the default is compared with.
+    from mueval.cpus import usable_cpus
+    from tests.test_predictions_stream import assert_same_run_folders
+
+    path = _csv(tmp_path)
+    args = (*_data_args(path), "-c", "nb", "-s", "mm,ucm", "--iterations", "1")
+    default = _invoke(*args, "--out", str(tmp_path / "default"))
+    one = _invoke(*args, "--jobs", "1", "--out", str(tmp_path / "one"))
+    assert default.exit_code == 0 and one.exit_code == 0, default.output + one.output
+    info = json.loads((tmp_path / "default" / "run.json").read_text())
+    assert info["config"]["jobs"] == usable_cpus()
+    assert_same_run_folders(tmp_path / "one", tmp_path / "default")
+    help_text = CliRunner().invoke(main, ["evaluate", "--help"]).output
+    assert f"every CPU this process may use, {usable_cpus()} here" in " ".join(help_text.split())
 
 
 def test_log_lines_instead_of_a_bar_when_stderr_is_not_a_terminal(tmp_path) -> None:

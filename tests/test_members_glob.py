@@ -85,7 +85,7 @@ def test_an_unpinned_glob_needs_allow_unverified_and_then_reads_its_files(tmp_pa
     entry = load_entry_file(toml)
     assert entry.files[0].glob == "*.csv" and entry.files[0].members == ()
     with pytest.raises(
-        UsageError, match="no sha256 for the files its glob finds.*--allow-unverified"
+        UsageError, match="no sha256 for the files its glob finds.*allow_unverified=True"
     ):
         mudata.pipeline.build(entry, data_home=tmp_path / "home")
     path = mudata.pipeline.build(entry, data_home=tmp_path / "home", allow_unverified=True)

@@ -127,12 +127,13 @@ def test_gestures_through_a_local_mirror(gestures_zip: Path, tmp_path: Path, htt
     assert record["files"][0]["sha256"] == GESTURES_SHA256
 
 
-def test_wisdm_through_a_local_mirror(
-    wisdm_dir: Path, tmp_path: Path, http_server, monkeypatch
-) -> None:
-    """The official archive is not kept here: serve a tarball holding the official
-    member, and register an entry whose archive hash is that tarball's while the
-    member keeps its official hash."""
+def serve_wisdm(wisdm_dir: Path, tmp_path: Path, http_server, monkeypatch) -> str:
+    """Serve the official WISDM member from ``http_server`` under an entry ``wisdm-mirror``.
+
+    The official archive is not kept here: the server holds a tarball of the
+    official member, and the entry (registered through ``$MUDATA_REGISTRY``) pins
+    that tarball's hash while the member keeps its official one.
+    """
     tarball = http_server.root / "WISDM_ar_v1.1.tar.gz"
     with tarfile.open(tarball, "w:gz") as tf:
         tf.add(
@@ -149,9 +150,15 @@ def test_wisdm_through_a_local_mirror(
     registry.mkdir()
     (registry / "wisdm-mirror.toml").write_text(text, encoding="utf-8")
     monkeypatch.setenv("MUDATA_REGISTRY", str(registry))
+    return "wisdm-mirror"
 
+
+def test_wisdm_through_a_local_mirror(
+    wisdm_dir: Path, tmp_path: Path, http_server, monkeypatch
+) -> None:
+    name = serve_wisdm(wisdm_dir, tmp_path, http_server, monkeypatch)
     frame = mudata.load(
-        "wisdm-mirror", data_home=tmp_path / "home", mirror=http_server.url + "/", progress=False
+        name, data_home=tmp_path / "home", mirror=http_server.url + "/", progress=False
     ).frame
     assert len(frame) == 2869 and frame["userid"].nunique() == 16
     assert frame["label"].value_counts().to_dict() == WISDM_CLASS_COUNTS

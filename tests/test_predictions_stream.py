@@ -133,17 +133,49 @@ def test_writing_time_is_recorded_per_strategy_and_classifier(tmp_path) -> None:
     )
 
 
+#: What run.json records of the machine and the clock, not of the results.
+_RUN_CIRCUMSTANCES = ("created", "timings", "stage_timings")
+
+
+def assert_same_run_folders(one, other) -> None:
+    """Every file of two run folders equal byte for byte, but run.json's clock and jobs."""
+    names = sorted(p.name for p in one.iterdir())
+    assert names == sorted(p.name for p in other.iterdir())
+    for name in names:
+        if name == "run.json":
+            continue
+        assert (one / name).read_bytes() == (other / name).read_bytes(), name
+    infos = [json.loads((folder / "run.json").read_text()) for folder in (one, other)]
+    for info in infos:
+        for key in _RUN_CIRCUMSTANCES:
+            info.pop(key)
+        info["config"].pop("jobs")
+    assert infos[0] == infos[1]
+
+
 # Slow (tens of seconds): .ci/run runs it with -m slow; the default run stays under 5 min.
 @pytest.mark.slow
 @pytest.mark.usefixtures("small_row_groups")
 def test_the_streamed_file_does_not_depend_on_the_workers(tmp_path) -> None:
+    # Here, not at the top: the CPU count is what the default is compared with.
+    from mueval.cpus import usable_cpus
+
     frame = _frame()
     args = {**ARGS, "strategies": ["udm", "ucm"], "iterations": 1}
     mueval.evaluate(frame, out=tmp_path / "one", jobs=1, **args)
     mueval.evaluate(frame, out=tmp_path / "two", jobs=2, **args)
+    # No jobs: every usable CPU, recorded as the count it came to.
+    mueval.evaluate(frame, out=tmp_path / "default", **args)
     one = pq.read_table(tmp_path / "one" / "predictions.parquet")
     two = pq.read_table(tmp_path / "two" / "predictions.parquet")
     assert one.equals(two)
+    assert_same_run_folders(tmp_path / "one", tmp_path / "two")
+    assert_same_run_folders(tmp_path / "one", tmp_path / "default")
+    jobs = [
+        json.loads((tmp_path / name / "run.json").read_text())["config"]["jobs"]
+        for name in ("one", "two", "default")
+    ]
+    assert jobs == [1, 2, usable_cpus()]
     assert pq.ParquetFile(tmp_path / "one" / "predictions.parquet").metadata.num_row_groups > 1
     pytest.importorskip("distributed")
     mueval.evaluate(frame, out=tmp_path / "dask", backend="dask", workers=2, **args)

@@ -154,7 +154,8 @@ def test_cli_user_folds(tmp_path):
     assert bad.exit_code == 2
     too_many = CliRunner().invoke(main, [*args, "--user-folds", "7", "--no-progress"])
     assert too_many.exit_code == 2
-    assert "user_folds" in too_many.output
+    # The command line names its flag, not the API's keyword.
+    assert "--user-folds must be from 2 to the number of users (6)" in too_many.output
 
 
 def test_synthetic_users_keep_every_class():

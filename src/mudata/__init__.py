@@ -14,6 +14,7 @@ top to bottom; ``lint-imports`` checks it):
 
 - ``cli``, ``cli_init``, ``cli_options`` -- the ``mudata`` commands and options;
 - ``api`` -- :func:`fetch`, :func:`load`, :func:`provenance`, :func:`verify`;
+  ``catalog`` -- :func:`list` and :func:`info`: the registry and what is built;
 - ``drafting/`` -- ``mudata init``: a registry entry drafted from a user's files;
   ``audit`` -- a cached table compared with a rebuild from its pinned raw files;
 - ``registry`` -- entries read, checked and installed; ``pipeline`` -- read,
@@ -39,19 +40,40 @@ from mudata.version import __version__
 
 if TYPE_CHECKING:
     from mudata.api import fetch, load, provenance, verify
+    from mudata.catalog import dataset_info as info
+    from mudata.catalog import list_datasets as list
 
 
-__all__ = ["__mudata_mueval__", "__version__", "fetch", "load", "provenance", "verify"]
+__all__ = [
+    "__mudata_mueval__",
+    "__version__",
+    "fetch",
+    "info",
+    "list",
+    "load",
+    "provenance",
+    "verify",
+]
 
 #: Names served by :func:`__getattr__`: the loaders import pandas, pyarrow and
-#: Pandera, which a command such as ``mudata list`` never needs.
-_FROM_API = frozenset({"fetch", "load", "provenance", "verify"})
+#: Pandera, which ``import mudata`` never needs. Name -> (module, attribute).
+_LAZY = {
+    "fetch": ("mudata.api", "fetch"),
+    "load": ("mudata.api", "load"),
+    "provenance": ("mudata.api", "provenance"),
+    "verify": ("mudata.api", "verify"),
+    # ``list`` and ``info`` are functions of mudata.catalog under names that do
+    # not shadow the builtin ``list`` inside it.
+    "list": ("mudata.catalog", "list_datasets"),
+    "info": ("mudata.catalog", "dataset_info"),
+}
 
 
 def __getattr__(name: str) -> Any:
     """Import :mod:`mudata.api` on first use of ``mudata.load`` and the like (PEP 562)."""
-    if name in _FROM_API:
-        value = getattr(importlib.import_module("mudata.api"), name)
+    if name in _LAZY:
+        module, attribute = _LAZY[name]
+        value = getattr(importlib.import_module(module), attribute)
         globals()[name] = value  # later look-ups skip this function
         return value
     if name == "api":
@@ -61,4 +83,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_FROM_API})
+    return sorted({*globals(), *_LAZY})

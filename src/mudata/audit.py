@@ -36,6 +36,7 @@ from mudata.errors import (
     CorruptTableError,
     MissingFileError,
     MudataError,
+    UnverifiedDataError,
     ValidationError,
     excerpt,
 )
@@ -153,6 +154,14 @@ def verify_table(
             rebuilt, drops = _rebuild(
                 entry, data_home, manual_dir or build.get("manual_dir"), build, max_expansion
             )
+        except UnverifiedDataError as exc:
+            # Said in verify's terms: the fetch's remedy (accept unverified
+            # bytes) is what verify exists to refuse.
+            message = (
+                f"{entry.name}: {exc.subject} has no sha256 in the registry, and the table "
+                f"is checked against pinned raw files only: the cached table cannot be checked"
+            )
+            return Verification(entry.name, "unverifiable", message, path, cached_sha)
         except MudataError as exc:
             message = (
                 f"{entry.name}: cannot rebuild the table from pinned raw files, so the cached "

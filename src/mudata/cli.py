@@ -80,28 +80,44 @@ main.add_command(init_command)
 )
 @table_option
 def list_command(data_home: Path | None, as_json: bool, table_format: str) -> None:
-    """List the registered datasets."""
+    """List the registered datasets: built here or not, download size, users."""
     if as_json and table_format != "text":
         raise click.UsageError("give --json or --table, not both")
+    # Here, not at the top: is a table built, and its provenance, need pyarrow.
+    from mudata.catalog import dataset_info, size_text, users_text
+
     broken: dict[str, RegistryError] = {}
     entries = load_registry(data_home, broken=broken)
     for exc in broken.values():
         # Said here rather than logged, so that it shows whatever the log set-up.
         click.echo(printable(f"warning: skipped a registry entry: {exc}"), err=True)
+    infos = [dataset_info(name, data_home=data_home) for name in sorted(entries)]
     if as_json:
-        click.echo(json.dumps([_summary(e) for e in entries.values()], indent=2))
+        click.echo(json.dumps([_summary(i) for i in infos], indent=2))
         return
-    rows = [(name, entries[name].title, entries[name].licence) for name in sorted(entries)]
+    rows = [
+        (
+            i.name,
+            "yes" if i.built else "no",
+            size_text(i.download_bytes),
+            users_text(i),
+            i.title,
+            i.licence,
+        )
+        for i in infos
+    ]
+    header = ("name", "built", "download", "users", "title", "licence")
     if table_format != "text":
-        click.echo(render_table(("name", "title", "licence"), rows, table_format))
+        click.echo(render_table(header, rows, table_format))
         return
-    width = max((len(n) for n in entries), default=4)
-    for name, title, licence in rows:
-        # Titles and licence names come from registry files: escaped (display.plain).
-        click.echo(f"{name:<{width}}  {plain(title)}  [{plain(licence)}]")
+    widths = [max(len(str(r[k])) for r in [header, *rows]) for k in range(4)]
+    for row in [header, *rows]:
+        cells = "  ".join(f"{row[k]:<{widths[k]}}" for k in range(4))
+        click.echo(plain(f"{cells}  {row[4]}" + (f"  [{row[5]}]" if row is not header else "")))
 
 
-def _summary(entry: DatasetEntry) -> dict:
+def _summary(info: Any) -> dict:
+    entry = info.entry
     return {
         "name": entry.name,
         "title": entry.title,
@@ -110,24 +126,52 @@ def _summary(entry: DatasetEntry) -> dict:
         "classes": len(entry.classes),
         "recipe": entry.recipe.name,
         "source": str(entry.source),
+        **_status(info),
+    }
+
+
+def _status(info: Any) -> dict:
+    """What the data home has of a dataset, for ``--json``."""
+    return {
+        "built": info.built,
+        "path": str(info.path),
+        "download_bytes": info.download_bytes,
+        "users": info.users,
+        "users_from": info.users_from,
+        "users_dropped": info.users_dropped,
+        "rows": info.rows,
     }
 
 
 @main.command("info")
 @click.argument("name")
 @data_home_option
-@click.option("--json", "as_json", is_flag=True, help="Print the whole entry as JSON.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the whole entry as JSON, with what the data home has of it under 'status'.",
+)
 def info_command(name: str, data_home: Path | None, as_json: bool) -> None:
-    """Describe dataset NAME: files and hashes, classes, recipe, licence, citation."""
-    entry = get_entry(name, data_home)
+    """Describe dataset NAME: built or not, download size, users, files and hashes,
+    classes, recipe, licence, citation."""
+    # Here, not at the top: is a table built, and its provenance, need pyarrow.
+    from mudata.catalog import dataset_info, size_text
+
+    info = dataset_info(name, data_home=data_home)
+    entry = info.entry
     if as_json:
-        click.echo(json.dumps(entry.to_dict(), indent=2))
+        click.echo(json.dumps({**entry.to_dict(), "status": _status(info)}, indent=2))
         return
     # Every field comes from a registry file: each is escaped (display.plain) where
     # it is put in, the multi-line ones line by line, so that none forges a line.
     p = plain
     lines = [
         f"{entry.name}: {p(entry.title)} (version {p(entry.version)})",
+        f"built:     {_built_text(info)}",
+        f"download:  {size_text(info.download_bytes)}"
+        + (f" ({info.download_bytes:,} bytes)" if info.download_bytes else ""),
+        f"users:     {_users_detail(info)}",
         f"homepage:  {p(entry.homepage)}",
         f"licence:   {p(entry.licence)} ({p(entry.licence_title)})"
         + (f", {p(entry.licence_path)}" if entry.licence_path else ""),
@@ -152,6 +196,22 @@ def info_command(name: str, data_home: Path | None, as_json: bool) -> None:
         lines.append("")
         lines.append("\n".join(map(p, entry.description.split("\n"))))
     click.echo("\n".join(lines))
+
+
+def _built_text(info: Any) -> str:
+    if info.built:
+        return f"yes, {info.path}"
+    return f"no (`mudata fetch {info.name}` builds it at {info.path})"
+
+
+def _users_detail(info: Any) -> str:
+    """Users of ``mudata info``: the built table's (with those dropped), the registry's, or unknown."""
+    if info.users_from == "table":
+        dropped = "" if info.users_dropped is None else f", {info.users_dropped} dropped"
+        return f"{info.users} kept by the filter{dropped} (the built table)"
+    if info.users_from == "registry":
+        return f"{info.users} kept by the filter (the registry's count; not built here)"
+    return "unknown until the table is built"
 
 
 def _pin_note(remote: RemoteFile) -> str:
@@ -190,7 +250,24 @@ def fetch_command(name: str, data_home: Path | None, **options: Any) -> None:
         f"{len(record['classes'])} classes, {counts['features']} features",
         err=True,
     )
+    click.echo(printable(users_line(record, get_entry(name, data_home))), err=True)
     click.echo(str(path))
+
+
+def users_line(record: dict[str, Any], entry: DatasetEntry) -> str:
+    """One line of the users the filter kept and dropped, from a table's provenance.
+
+    A build under ``-v`` logs each dropped user with its counts; this line is
+    said without it, and again when the table was built before.
+    """
+    counts = record["counts"]
+    dropped = counts.get("users_dropped")
+    kept = f"{record['dataset']}: {counts['users']} users kept"
+    if dropped is None:  # a record written before the filter's report was kept
+        return kept
+    if not dropped:
+        return f"{kept}, none dropped (each has {entry.min_per_class} rows of every class or more)"
+    return f"{kept}, {len(dropped)} dropped (fewer than {entry.min_per_class} rows of some class)"
 
 
 @main.command("verify")

@@ -30,6 +30,7 @@ from typing import Any, ClassVar, TypeVar
 import click
 
 from mudata.display import MESSAGE_LIMIT, EscapingFormatter, formula_safe, plain, shown
+from mudata.errors import cli_message
 
 __all__ = [
     "DATA_HOME_KEY",
@@ -405,9 +406,9 @@ class ErrorMappingGroup(click.Group):
         except (click.exceptions.Exit, click.Abort):
             raise
         except self.usage_errors as exc:
-            raise click.UsageError(printable(exc)) from None
+            raise click.UsageError(printable(cli_message(exc))) from None
         except self.runtime_errors as exc:
-            raise click.ClickException(printable(exc)) from None
+            raise click.ClickException(printable(cli_message(exc))) from None
         except Exception as exc:
             verbose = ctx.meta.get(VERBOSE_KEY, 0) > 0
             if verbose:

@@ -47,6 +47,7 @@ from mudata.errors import (
     MudataError,
     ParseError,
     StorageError,
+    UnverifiedDataError,
     UsageError,
     excerpt,
 )
@@ -221,8 +222,8 @@ def fetch_sources(
                 if not download and not target.is_file():
                     message = (
                         f"{_what(entry, remote)} is no longer in the cache ({plain(target)}) and "
-                        f"downloading is off (download_if_missing=False); the table cannot "
-                        f"be rebuilt from verified raw files without it"
+                        f"downloading is off; the table cannot be rebuilt from verified raw "
+                        f"files without it"
                     )
                     raise MissingFileError(message)
                 result = _fetch_remote(
@@ -272,10 +273,11 @@ def _require_verifiable(
     message = (
         f"{_what(entry, remote)} cannot be verified: the registry records no sha256 "
         f"for {how}. Refusing to use unverified data; pass allow_unverified=True "
-        f"(--allow-unverified) to use it anyway, its observed sha256 will be logged "
-        f"and recorded."
+        f"to use it anyway, its observed sha256 will be logged and recorded."
     )
-    raise UsageError(message)
+    raise UnverifiedDataError(
+        message, subject=_what(entry, remote), cli={"allow_unverified=True": "--allow-unverified"}
+    )
 
 
 def _size_note(expected: int | None, path: Path) -> str:

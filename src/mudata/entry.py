@@ -111,6 +111,8 @@ class DatasetEntry:
     source: Path | None = None
     licence_title: str = ""
     licence_path: str | None = None
+    #: Users the filter keeps, as published (``users`` in the TOML); None when unknown.
+    users: int | None = None
 
     @property
     def class_names(self) -> list[str]:
@@ -134,6 +136,7 @@ class DatasetEntry:
             "reader_options": self.reader_options,
             "recipe": self.recipe.as_dict(),
             "min_per_class": self.min_per_class,
+            "users": self.users,
             "classes": [{"code": c.code, "name": c.name} for c in self.classes],
             "sensors": [{"name": s.name, "channels": list(s.channels)} for s in self.sensors],
             "files": [

@@ -12,11 +12,60 @@ aliasing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from mudata.display import shown
+
+#: The attribute of an exception that says how a command line words what its
+#: message says in Python's terms: ``{text in the message: the CLI's text}``,
+#: e.g. ``{"allow_unverified=True": "--allow-unverified"}``. mudata's and
+#: mueval's errors take it as ``cli=``; :func:`cli_message` applies it.
+CLI_WORDS = "cli_words"
+
+
+def cli_message(exc: BaseException) -> str:
+    """The message of ``exc`` as a command line prints it: flags, not Python keywords.
+
+    Each exception down the chain of ``raise ... from`` adds its own words (an
+    error that wraps another quotes the other's message), so a wrapped
+    mudata error still names the flag in mueval's CLI.
+
+    Examples
+    --------
+    >>> exc = MudataUsageError("pass allow_unverified=True to use it",
+    ...                        cli={"allow_unverified=True": "--allow-unverified"})
+    >>> str(exc), cli_message(exc)
+    ('pass allow_unverified=True to use it', 'pass --allow-unverified to use it')
+    """
+    text = str(exc)
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        for python, cli in getattr(link, CLI_WORDS, {}).items():
+            text = text.replace(python, cli)
+        link = link.__cause__
+    return text
 
 
 class MudataError(Exception):
-    """Base class of every error raised on purpose by :mod:`mudata`."""
+    """Base class of every error raised on purpose by :mod:`mudata`.
+
+    Parameters
+    ----------
+    *args
+        As for :class:`Exception`: the message first.
+    cli : mapping of str to str, optional
+        How the command line words what the message names as Python keywords
+        (see :data:`CLI_WORDS`): a message is written for the Python API, and
+        the CLI prints it through :func:`cli_message`.
+    """
+
+    def __init__(self, *args: object, cli: Mapping[str, str] | None = None) -> None:
+        super().__init__(*args)
+        if cli:
+            # In __dict__, so that it survives pickling (worker processes).
+            setattr(self, CLI_WORDS, dict(cli))
 
 
 class MudataUsageError(MudataError, ValueError):
@@ -34,6 +83,18 @@ class UnknownDatasetError(MudataUsageError, KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its message; keep it readable
         return str(self.args[0]) if self.args else ""
+
+
+class UnverifiedDataError(MudataUsageError):
+    """A file or member the registry records no SHA-256 for, asked for without
+    ``allow_unverified``; ``subject`` names it (``mudata verify`` says why it
+    cannot check such a table in its own words)."""
+
+    def __init__(
+        self, *args: object, subject: str = "", cli: Mapping[str, str] | None = None
+    ) -> None:
+        super().__init__(*args, cli=cli)
+        self.subject = subject
 
 
 class RegistryError(MudataError, ValueError):

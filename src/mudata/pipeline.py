@@ -95,6 +95,9 @@ def entry_fingerprint(entry: DatasetEntry) -> str:
     """SHA-256 of the entry's content (not of where it is stored)."""
     content = entry.to_dict()
     content.pop("source", None)
+    # What the study published of the users changes no byte of the table: a
+    # table built before the entry said it is still this entry's.
+    content.pop("users", None)
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode("utf-8")).hexdigest()
 
 
@@ -448,7 +451,7 @@ def build_frame(
     target = parquet_path(entry, data_home)
     if min_users < MIN_USERS:
         message = f"min_users must be at least {MIN_USERS}, got {min_users}"
-        raise UsageError(message)
+        raise UsageError(message, cli={"min_users must": "--min-users must"})
     if not force and (frame := current_table(entry, data_home)) is not None:
         if frame["userid"].nunique() < min_users:
             return build_frame(

@@ -272,6 +272,7 @@ def parse_entry(data: dict[str, Any], source: Path | str = "<memory>") -> Datase
         reader_options=dict(data.get("reader_options", {})),
         min_per_class=int(data.get("min_per_class", 5)),
         description=data.get("description", "").strip(),
+        users=data.get("users"),
         source=Path(source) if not isinstance(source, Path) else source,
     )
 

@@ -30,12 +30,14 @@ import pyarrow.parquet as pq
 
 from mueval.comparison.guarantees import compare_guarantees as compare_folders
 from mueval.comparison.significance import compare_runs
+from mueval.cpus import resolve_jobs
 from mueval.data.cohorts import RowCohorts, resolve_cohorts
 from mueval.data.table import Table, load_data, natural_key
 from mueval.data.users import user_text
 from mueval.evaluation.aggregate import splits_frame, summary_frame, user_dtype
 from mueval.evaluation.records import EvalConfig
 from mueval.evaluation.runner import run, stage_timings
+from mueval.evaluation.stages import StageProgress
 from mueval.guarantees.compute import (
     compute_guarantees,
     compute_guarantees_by_block,
@@ -127,20 +129,53 @@ def evaluate_table(
 ) -> Run:
     """Evaluate a loaded :class:`~mueval.data.table.Table` under ``config``.
 
-    ``execution`` holds where the tasks run (``jobs``, ``backend``,
-    ``scheduler``, ``workers``, ``progress``, and on Dask ``in_flight``, the
-    most tasks submitted and not yet gathered), passed to
-    :func:`mueval.evaluation.runner.run`; see :func:`evaluate` for every parameter.
+    ``execution`` holds where the tasks run (``jobs``, default every usable
+    CPU, ``backend``, ``scheduler``, ``workers``, ``progress``, and on Dask
+    ``in_flight``, the most tasks submitted and not yet gathered), passed to
+    :func:`mueval.evaluation.runner.run`; see :func:`evaluate` for every
+    parameter. ``progress`` also shows the stages after the tasks
+    (:class:`~mueval.evaluation.stages.StageProgress`).
     """
     diagnostic_names(diagnostics)  # an unknown level fails before any work
+    # Every usable CPU unless told: the results are the same for any count.
+    execution = {**execution, "jobs": resolve_jobs(execution.get("jobs"))}
     table, row_cohorts = resolve_cohorts(
         table,
         cohorts,
         by_cohort=config.conditioning.by_cohort,
         column=config.conditioning.column,
     )
+    stages = StageProgress(
+        [*_STAGES, *(["saving"] if out is not None else [])], execution.get("progress")
+    )
+    try:
+        result = _evaluate_into(
+            table, config, row_cohorts, diagnostics, execution, stages, out, overwrite
+        )
+    except BaseException:
+        stages.close(done=False)  # the bar keeps the name of the stage that failed
+        raise
+    stages.close()
+    return result
+
+
+#: The stages after the tasks, as the progress bar names them (and ``saving`` with ``out``).
+_STAGES = ("diagnostics", "summary", "predictions", "guarantees")
+
+
+def _evaluate_into(
+    table: Table,
+    config: EvalConfig,
+    row_cohorts: RowCohorts | None,
+    diagnostics: str,
+    execution: dict[str, Any],
+    stages: StageProgress,
+    out: str | Path | None,
+    overwrite: bool,
+) -> Run:
+    """:func:`evaluate_table` once its arguments are checked: in memory, or into ``out``."""
     if out is None:
-        return _evaluate(table, config, None, row_cohorts, diagnostics, execution)
+        return _evaluate(table, config, None, row_cohorts, diagnostics, execution, stages)
     target, tmp = open_run_folder(out, overwrite)
     stream = PredictionStream(
         tmp,
@@ -151,14 +186,15 @@ def evaluate_table(
         pooled=True,
     )
     try:
-        result = _evaluate(table, config, stream, row_cohorts, diagnostics, execution)
+        result = _evaluate(table, config, stream, row_cohorts, diagnostics, execution, stages)
     except BaseException:
         stream.abort()
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    result.path = finish_run_folder(
-        target, tmp, predictions=None, overwrite=overwrite, **result._files()
-    )
+    with stages.stage("saving"):
+        result.path = finish_run_folder(
+            target, tmp, predictions=None, overwrite=overwrite, **result._files()
+        )
     result._predictions_file = result.path / "predictions.parquet"
     return result
 
@@ -177,6 +213,7 @@ def _evaluate(
     row_cohorts: RowCohorts | None,
     diagnostics: str,
     execution: dict[str, Any],
+    stages: StageProgress,
 ) -> Run:
     """The body of :func:`evaluate_table`; with ``stream``, the predictions go
     there as tasks finish and their whole table is never built here: the
@@ -191,7 +228,7 @@ def _evaluate(
     diagnostic_options = {
         "alpha": config.alpha,
         "level": diagnostics,
-        "jobs": execution.get("jobs", 1),
+        "jobs": execution["jobs"],
     }
     if stream is not None:
         pooled = PoolDiagnostics(table.X, table.y, table.users, **diagnostic_options)
@@ -212,21 +249,24 @@ def _evaluate(
         **execution,
     )
     t0 = time.perf_counter()
-    if pooled is not None:
-        diag = pooled.finish()
-    else:
-        diag = diagnose(output.results, table.X, table.y, table.users, **diagnostic_options)
+    with stages.stage("diagnostics"):
+        if pooled is not None:
+            diag = pooled.finish()
+        else:
+            diag = diagnose(output.results, table.X, table.y, table.users, **diagnostic_options)
     # Streamed, most pools were diagnosed while the tasks ran: count those seconds.
     output.timings["diagnostics_s"] = time.perf_counter() - t0 if pooled is None else pooled.seconds
-    splits = splits_frame(output.results)
-    summary = summary_frame(splits, diag.frame if diag.names else None)
-    if stream is None:
-        arrow = predictions_table(output.results, table.classes, table.users, table.y)
-        predictions = rows = arrow.to_pandas()
-    else:
-        arrow = predictions = rows = None
-        path = stream.close()
-        output.timings["predictions_write_s"] = stream.seconds
+    with stages.stage("summary"):
+        splits = splits_frame(output.results)
+        summary = summary_frame(splits, diag.frame if diag.names else None)
+    with stages.stage("predictions"):
+        if stream is None:
+            arrow = predictions_table(output.results, table.classes, table.users, table.y)
+            predictions = rows = arrow.to_pandas()
+        else:
+            arrow = predictions = rows = None
+            path = stream.close()
+            output.timings["predictions_write_s"] = stream.seconds
     user_cohorts = _user_cohorts_frame(table, row_cohorts)
     recorded = {
         **config.record(),
@@ -234,7 +274,7 @@ def _evaluate(
         "cohort_column": None if row_cohorts is None else row_cohorts.column,
         # How each strategy's iterations are combined in the per-user verdicts.
         "user_combine": {s: default_combine(s, config.split) for s in config.strategies},
-        "jobs": execution.get("jobs", 1),
+        "jobs": execution["jobs"],
         "backend": execution.get("backend", "loky"),
         **_diagnostics_config(diagnostics),
     }
@@ -247,17 +287,20 @@ def _evaluate(
         "user_cohorts": user_cohorts,
         "config": recorded,
     }
-    blocks = None if rows is not None else _blocks_of(path)
-    if blocks is not None and blocks[0]:
-        # One (strategy, classifier)'s rows at a time, read back from the file.
-        def read_block(strategy: str, classifier: str) -> pd.DataFrame:
-            return _guarantee_rows(path, table.classes, block=(strategy, classifier))
+    with stages.stage("guarantees"):
+        blocks = None if rows is not None else _blocks_of(path)
+        if blocks is not None and blocks[0]:
+            # One (strategy, classifier)'s rows at a time, read back from the file.
+            def read_block(strategy: str, classifier: str) -> pd.DataFrame:
+                return _guarantee_rows(path, table.classes, block=(strategy, classifier))
 
-        found = compute_guarantees_by_block(read_block, *blocks, splits, **options)
-    else:
-        if rows is None:
-            rows = _guarantee_rows(path, table.classes)
-        found = compute_guarantees(rows, splits, **options)
+            found = compute_guarantees_by_block(
+                read_block, *blocks, splits, on_step=stages.detail, **options
+            )
+        else:
+            if rows is None:
+                rows = _guarantee_rows(path, table.classes)
+            found = compute_guarantees(rows, splits, on_step=stages.detail, **options)
     # Intervals, verdicts, validity tests and warnings: after the tasks, so
     # timed apart (the exact KS tests of the validity check dominate it).
     output.timings["guarantees_s"] = time.perf_counter() - t0
@@ -372,7 +415,7 @@ def evaluate(
     diagnostics: str = "basic",
     user_level: float = 0.05,
     user_correction: str = "holm",
-    jobs: int = 1,
+    jobs: int | None = None,
     backend: str = "loky",
     scheduler: str | None = None,
     workers: int | None = None,
@@ -434,8 +477,10 @@ def evaluate(
         :mod:`mueval.guarantees.user_level`); changes no set.
     user_correction : {"holm", "bh", "none"}
         Their correction across the users of each strategy and classifier.
-    jobs : int
-        Worker processes (loky); the results do not depend on it.
+    jobs : int, optional
+        Worker processes (loky); the results do not depend on it. None (the
+        default) or -1: every CPU this process may use
+        (:func:`mueval.cpus.usable_cpus`); never more workers than tasks.
     backend : {"loky", "dask"}
         ``dask``: the cluster at ``scheduler``, or a local one of ``workers``
         processes.

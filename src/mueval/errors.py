@@ -7,9 +7,28 @@ resembles, so callers can catch it either way. The CLI maps :class:`UsageError`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 
 class MuevalError(Exception):
-    """Base class of every error raised on purpose by :mod:`mueval`."""
+    """Base class of every error raised on purpose by :mod:`mueval`.
+
+    Parameters
+    ----------
+    *args
+        As for :class:`Exception`: the message first.
+    cli : mapping of str to str, optional
+        How the command line words what the message names as Python keywords,
+        ``{text in the message: the CLI's text}``; the CLI prints the message
+        through :func:`mudata.errors.cli_message`, which reads it from the
+        attribute ``cli_words`` (the same one as mudata's errors: this module
+        imports no mudata, which may be another package of that name).
+    """
+
+    def __init__(self, *args: object, cli: Mapping[str, str] | None = None) -> None:
+        super().__init__(*args)
+        if cli:
+            self.cli_words = dict(cli)
 
 
 class UsageError(MuevalError, ValueError):

@@ -33,7 +33,7 @@ from mudata.errors import (
     MudataError,
     ParseError,
     UnpinnedMemberError,
-    UsageError,
+    UnverifiedDataError,
     excerpt,
 )
 from mudata.files import links_and_special_files, open_regular
@@ -572,16 +572,18 @@ def _admit(root: Path, name: str, pins: Pins | None, pin: Pin | None) -> None:
         message = (
             f"{what} is read by the reader but not listed in the registry entry, which "
             f"pins the members it lists by sha256; refusing unlisted bytes "
-            f"(--allow-unverified does not change this). List the member with its "
+            f"(allow_unverified=True does not change this). List the member with its "
             f"sha256 in the entry, or narrow the reader's members pattern."
         )
-        raise UnpinnedMemberError(message)
+        raise UnpinnedMemberError(message, cli={"allow_unverified=True": "--allow-unverified"})
     if not pins.allow_unverified:
         message = (
             f"{what} has no sha256 in the registry; refusing unverified data. Pass "
-            f"--allow-unverified (allow_unverified=True) to use it, recorded as unverified."
+            f"allow_unverified=True to use it, recorded as unverified."
         )
-        raise UsageError(message)
+        raise UnverifiedDataError(
+            message, subject=what, cli={"allow_unverified=True": "--allow-unverified"}
+        )
 
 
 def _file_chunks(

@@ -3,7 +3,8 @@
 An error mueval raises on purpose becomes a usage error (exit 2, for
 :class:`~mueval.errors.UsageError`) or a runtime error (exit 1, every other
 :class:`~mueval.errors.MuevalError`, and an ``OSError`` from the file system)
-with its own message. Anything else is a
+with its own message, in the command line's words
+(:func:`mudata.errors.cli_message`: flags where the API's message names keywords). Anything else is a
 bug: one line says so (exit 1), and the traceback is printed only with ``-v``
 (before or after the command's name).
 
@@ -27,6 +28,7 @@ from mudata.cli_options import (
     verbose_option,
 )
 from mudata.display import shown
+from mudata.errors import cli_message
 from mueval.errors import MuevalError, UsageError
 
 __all__ = ["Command", "Group", "LazyGroup", "map_errors"]
@@ -43,11 +45,11 @@ def map_errors(ctx: click.Context, call: Any) -> Any:
     except (click.exceptions.Exit, click.Abort):
         raise
     except UsageError as exc:
-        raise click.UsageError(printable(exc), ctx=ctx) from exc
+        raise click.UsageError(printable(cli_message(exc)), ctx=ctx) from exc
     except (MuevalError, OSError) as exc:
         # OSError: a file that cannot be read or written (permissions, a full
         # disk) is a runtime failure to report, not a bug.
-        raise click.ClickException(printable(exc)) from exc
+        raise click.ClickException(printable(cli_message(exc))) from exc
     except Exception as exc:
         if ctx.meta.get(VERBOSE_KEY, 0) > 0:
             click.echo(traceback.format_exc(), err=True, nl=False)

@@ -10,7 +10,6 @@ folder speak the same names. Nothing here imports pandas, scikit-learn or MAPIE:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,6 +17,7 @@ from typing import Any, TypeVar
 import click
 
 from mudata.cli_options import dataset_source_options, list_option, stack, table_option
+from mueval.cpus import resolve_jobs, usable_cpus
 from mueval.names import (
     BACKENDS,
     CLASSIFIERS,
@@ -38,38 +38,45 @@ from mueval.names import STRATEGY_ALIASES as ALIASES
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity where the OS tells it)."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):  # macOS and Windows have no affinity call
-        return os.cpu_count() or 1
-
-
-def _cap_jobs(ctx: click.Context, param: click.Parameter, value: int) -> int:
-    """--jobs above the CPU count only multiplies memory (each worker holds the data)."""
+def _cap_jobs(ctx: click.Context, param: click.Parameter, value: int | None) -> int:
+    """None (evaluate's default) and -1 are every usable CPU; 0 is refused; more than
+    the CPU count is lowered to it (each worker holds the data: more only multiplies memory)."""
+    if value == 0:
+        message = "must be a positive number of worker processes, or -1 for every core"
+        raise click.BadParameter(message, ctx=ctx, param=param)
     cpus = usable_cpus()
-    if value > cpus:
+    jobs = resolve_jobs(value)
+    if jobs > cpus:
         click.echo(
             f"warning: --jobs {value} is more than the {cpus} CPU(s) here; using {cpus} "
             f"(each worker holds its own copy of the data, so more would only add memory)",
             err=True,
         )
         return cpus
-    return value
+    return jobs
 
 
-#: Worker processes for evaluate, curve and report; one declaration for the three.
-jobs_option = click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(min=-1),
-    default=1,
-    show_default=True,
-    callback=_cap_jobs,
-    help="Parallel worker processes (loky); -1 = all cores. Results do not depend on it. "
-    "More than the CPU count is lowered to it, with a warning.",
-)
+def _jobs_option(default: int | None, what: str) -> Callable[[F], F]:
+    """``-j/--jobs``; ``default`` None is every CPU this process may use."""
+    shown = (
+        f"[default: every CPU this process may use, {usable_cpus()} here; mueval curve "
+        "and report default to 1]"
+        if default is None
+        else f"[default: {default}; mueval evaluate defaults to every CPU]"
+    )
+    return click.option(
+        "--jobs",
+        "-j",
+        type=click.IntRange(min=-1),
+        default=default,
+        callback=_cap_jobs,
+        help=f"Parallel worker processes (loky) {what}; -1 = every core. Results do not "
+        f"depend on it. More than the CPU count is lowered to it, with a warning. {shown}",
+    )
+
+
+#: Worker processes of curve and report (evaluate's default differs: every core).
+jobs_option = _jobs_option(1, "for the work that can be shared")
 
 __all__ = [
     "compare_options",
@@ -78,6 +85,7 @@ __all__ = [
     "jobs_option",
     "report_options",
     "table_options",
+    "usable_cpus",
 ]
 
 _STRATEGY_HELP = (
@@ -244,7 +252,7 @@ evaluate_options = stack(
         "also leaves out the other users of its fold. uxc: K grouped calibration folds "
         "of the non-target users instead of one per user. [default: leave-one-user-out]",
     ),
-    jobs_option,
+    _jobs_option(None, "running the tasks"),
     click.option(
         "--backend",
         type=click.Choice(BACKENDS),

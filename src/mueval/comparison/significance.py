@@ -1043,10 +1043,9 @@ def compare_runs(
         )
         msg = (
             f"nothing to compare: the runs share no strategy evaluated with one classifier "
-            f"({held}); give --all-pairs (all_pairs=True) to compare different strategies "
-            "across runs"
+            f"({held}); give all_pairs=True to compare different strategies across runs"
         )
-        raise DataError(msg)
+        raise DataError(msg, cli={"all_pairs=True": "--all-pairs"})
     if table.empty:
         found = ", ".join(dict.fromkeys(splits["strategy"])) or "none"
         where = [

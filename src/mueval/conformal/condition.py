@@ -82,5 +82,9 @@ def parse_condition(value: str | None, *, mondrian: bool = False) -> Condition:
             f"mondrian (one threshold per class) and condition {value!r} disagree; give "
             f"condition 'class+{text}' for both"
         )
-        raise UsageError(message)
+        cli = (
+            f"--mondrian (one threshold per class) and --condition {value!r} disagree; give "
+            f"--condition 'class+{text}' for both"
+        )
+        raise UsageError(message, cli={message: cli})
     return cond

@@ -516,7 +516,10 @@ def run(
         Class names, sorted.
     config : EvalConfig
     jobs : int
-        Parallel workers for the loky backend (1 = in this process).
+        Parallel workers for the loky backend (1 = in this process, -1 =
+        joblib's count of cores); never more than the tasks. The callers
+        (:func:`mueval.evaluate`, ``mueval evaluate``) default to every usable
+        CPU (:func:`mueval.cpus.resolve_jobs`).
     backend : {"loky", "dask"}
     scheduler : str, optional
         Address of a dask.distributed scheduler (dask backend only).
@@ -594,13 +597,15 @@ def run(
             on_task,
             in_flight=in_flight,
         )
-    elif jobs == 1:
+    elif jobs == 1 or tasks.total <= 1:
         gen = (run_task(X, y, n_classes, s, c, config, cohorts=cohorts) for s, c in tasks)
         nested = _collect(_progress(gen, tasks.total, progress), on_task)
     else:
         # Ordered generator (joblib >= 1.3), fed lazily (joblib's pre_dispatch
-        # takes 2 x jobs tasks ahead); results are sorted by key below.
-        parallel = Parallel(n_jobs=jobs, backend="loky", return_as="generator")
+        # takes 2 x jobs tasks ahead); results are sorted by key below. No more
+        # workers than tasks: each one started costs a second of imports.
+        n_jobs = jobs if jobs == -1 else min(jobs, tasks.total)
+        parallel = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator")
         gen = parallel(
             delayed(run_task)(X, y, n_classes, s, c, config, cohorts=cohorts) for s, c in tasks
         )

@@ -361,7 +361,7 @@ def user_folds(users: np.ndarray, n_folds: int, seed: int) -> list[np.ndarray]:
     unique = np.unique(users)
     if not 2 <= n_folds <= len(unique):
         message = f"user_folds must be from 2 to the number of users ({len(unique)}), got {n_folds}"
-        raise UsageError(message)
+        raise UsageError(message, cli={"user_folds must": "--user-folds must"})
     if "shuffle" in inspect.signature(GroupKFold).parameters:
         splitter = GroupKFold(n_splits=n_folds, shuffle=True, random_state=seed)
         tests = splitter.split(np.zeros((len(users), 1)), groups=users)

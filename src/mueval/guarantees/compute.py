@@ -147,6 +147,7 @@ def compute_guarantees(
     condition: Condition | None = None,
     user_cohorts: pd.DataFrame | None = None,
     config: Mapping[str, Any] | None = None,
+    on_step: Callable[[str], None] | None = None,
 ) -> Guarantees:
     """Per-user verdicts and coverage intervals, their summary and the warnings of a run.
 
@@ -179,16 +180,22 @@ def compute_guarantees(
         level, correction and combination, the threshold rule, the split and
         the small-calibration policy
         (:func:`~mueval.guarantees.run_verdicts.verdict_settings`).
+    on_step : callable, optional
+        Called with the name of each step as it starts ("verdicts",
+        "coverage per class", "validity tests", "warnings"), for a progress bar.
 
     Returns
     -------
     Guarantees
     """
+    step = on_step or _quiet
+    step("verdicts")
     per_user = user_coverage_table(
         predictions, splits, alpha=alpha, config=config, seed=seed, classes=classes
     )
     conditional = None
     if classes is not None:
+        step("coverage per class")
         conditional = conditional_tables(
             predictions, alpha=alpha, classes=classes, cohorts=_cohorts_series(user_cohorts)
         )
@@ -196,11 +203,17 @@ def compute_guarantees(
         return Guarantees(per_user, pd.DataFrame(), [], conditional, None, user_cohorts)
     validity = None
     if classes is not None:
+        step("validity tests")
         validity = validity_table(predictions, splits, classes, condition or Condition())
+    step("warnings")
     sets = set_statistics(predictions, n_classes=n_classes)
     return _summarised(
         per_user, conditional, validity, sets, splits, alpha, n_classes, seed, config, user_cohorts
     )
+
+
+def _quiet(step: str) -> None:
+    """``on_step`` when nobody watches."""
 
 
 def _summarised(
@@ -246,6 +259,7 @@ def compute_guarantees_by_block(
     condition: Condition | None = None,
     user_cohorts: pd.DataFrame | None = None,
     config: Mapping[str, Any] | None = None,
+    on_step: Callable[[str], None] | None = None,
 ) -> Guarantees:
     """:func:`compute_guarantees` reading one (strategy, classifier)'s rows at a time.
 
@@ -269,6 +283,9 @@ def compute_guarantees_by_block(
         first row (coverage per class and cohort keeps that order).
     splits, alpha, n_classes, classes, seed, condition, user_cohorts, config
         As for :func:`compute_guarantees`.
+    on_step : callable, optional
+        Called with ``"strategy/classifier"`` as each block starts, then with
+        ``"warnings"``, for a progress bar.
 
     Returns
     -------
@@ -276,9 +293,11 @@ def compute_guarantees_by_block(
     """
     cohorts = _cohorts_series(user_cohorts)
     condition = condition or Condition()
+    step = on_step or _quiet
     parts: dict[tuple[str, str], tuple] = {}
     for strategy in strategies:
         for classifier in classifiers:
+            step(f"{strategy}/{classifier}")
             rows = read_block(strategy, classifier)
             if not len(rows):
                 continue
@@ -319,6 +338,7 @@ def compute_guarantees_by_block(
         else pd.DataFrame(columns=list(USER_VALIDITY_COLUMNS))
     )
     sets = pd.concat([parts[k][3] for k in by_text], ignore_index=True)
+    step("warnings")
     return _summarised(
         per_user, conditional, validity, sets, splits, alpha, n_classes, seed, config, user_cohorts
     )

@@ -27,7 +27,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from joblib.externals.loky import get_reusable_executor
+from joblib.executor import get_memmapping_executor
 from matplotlib.figure import Figure
 from tqdm import tqdm
 
@@ -1143,7 +1143,10 @@ class _PairDrawing:
         self.futures: dict[tuple[str, str], Any] = {}
         self.arrays = _run_arrays(run) if pairs else None
         if workers > 1:
-            executor = get_reusable_executor(max_workers=workers)
+            # joblib's own factory of loky's one reusable executor: one made by
+            # loky directly lacks what joblib's Parallel (the evaluation's tasks)
+            # reads when it reuses it. No memmapping: the rows go pickled, as before.
+            executor = get_memmapping_executor(workers, max_nbytes=None)
             for s, c in sorted(pairs, key=lambda pair: -len(pairs[pair])):
                 rows = pair_rows(run, pairs[(s, c)], self.arrays)
                 self.futures[(s, c)] = executor.submit(_pair_task, rows, out, s, c, options, style)

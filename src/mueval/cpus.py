@@ -1,0 +1,46 @@
+"""How many worker processes a run gets when nobody says: the CPUs this process may use."""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["resolve_jobs", "usable_cpus"]
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on.
+
+    ``os.process_cpu_count()`` (Python 3.13 and later, which honours the
+    process's affinity and ``PYTHON_CPU_COUNT``), else the affinity mask where
+    the OS has one, else the machine's count: a container or ``taskset``
+    limited to two of 64 cores gets two workers, not 64.
+
+    Returns
+    -------
+    int
+        At least 1.
+    """
+    counter = getattr(os, "process_cpu_count", None)
+    if counter is not None:
+        return counter() or 1
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # macOS and Windows have no affinity call
+        return os.cpu_count() or 1
+
+
+def resolve_jobs(jobs: int | None) -> int:
+    """The number of workers ``jobs`` asks for: None (the default) and -1 are every usable CPU.
+
+    Any other value is returned as given (the runner refuses 0 and values below -1).
+
+    Examples
+    --------
+    >>> resolve_jobs(1)
+    1
+    >>> resolve_jobs(None) == resolve_jobs(-1) == usable_cpus()
+    True
+    """
+    if jobs is None or jobs == -1:
+        return usable_cpus()
+    return jobs

@@ -61,14 +61,15 @@ from mudata.readers.tabular import (
     path_groups,
     text_users,
     time_goes_back,
-    time_numbers,
+    time_text,
 )
+from mudata.readers.times import FirstTime, check_offsets
 
 log = logging.getLogger(__name__)
 
 #: The order in which the whole reader checks a file's values: an error of an
 #: earlier kind anywhere in the file is the one it gives (channels follow, in order).
-USER_BLANK, USER_MERGE, TIME_TEXT, TIME_BLANK, TIME_BACK, CHANNEL = range(6)
+USER_BLANK, USER_MERGE, TIME_TEXT, TIME_OFFSETS, TIME_BLANK, TIME_BACK, CHANNEL = range(7)
 
 
 @dataclass
@@ -319,6 +320,7 @@ class _Member:
         self.users: dict[str, object] = {}
         self.recordings: dict[str, int] = {}
         self.last: dict[int, tuple[float, int]] = {}  # recording -> (time, row) of its last sample
+        self.first_time: FirstTime | None = None  # the file's first date/time, offset or not
         self.repeats = 0
         self.error: tuple[int, ParseError] | None = None
         self.back: tuple[int, int, int] | None = None  # (recording, row, row before)
@@ -401,13 +403,24 @@ class _Member:
             return
         column = self.reading.options.time_col
         assert column is not None
+        values = table[column]
         try:
-            time = time_numbers(
-                table[column], self.member, column, row_shift=shift, numeric=self.plan.time_numeric
+            time, parsed = time_text(
+                values, self.member, column, row_shift=shift, numeric=self.plan.time_numeric
             )
         except ParseError as exc:
             self._fail(TIME_TEXT, exc)
             return
+        if self.worst <= TIME_OFFSETS:
+            return  # a text error of a later part still wins: it was checked above
+        if parsed is not None:
+            try:
+                self.first_time = check_offsets(
+                    parsed, values, self.member, column, row_shift=shift, first=self.first_time
+                )
+            except ParseError as exc:
+                self._fail(TIME_OFFSETS, exc)
+                return
         try:
             check_time_blank(time, self.member, column, shift)
         except ParseError as exc:

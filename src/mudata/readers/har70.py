@@ -341,7 +341,12 @@ def _subject_chunks(
             # Blocks end at a line end, which in UTF-8 never splits a character;
             # another encoding's file is parsed in one block.
             if _is_utf8(encoding):
-                blocks = line_blocks(stream, chunk_bytes, what=f"member {excerpt(member)}")
+                blocks = line_blocks(
+                    stream,
+                    chunk_bytes,
+                    max_line=sources.max_read,
+                    what=f"member {excerpt(member)}",
+                )
             else:
                 blocks = iter([_whole(stream, member)])
             header = b""

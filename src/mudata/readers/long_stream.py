@@ -147,7 +147,9 @@ def _text_shape(fh: IO[bytes], reading: _Reading, member: str) -> tuple[str | No
     lines = offset = 0
     why = None
     width = None
-    for block in line_blocks(fh, reading.chunk_bytes, what=f"member {excerpt(member)}"):
+    for block in line_blocks(
+        fh, reading.chunk_bytes, max_line=reading.sources.max_read, what=f"member {excerpt(member)}"
+    ):
         check_encoding(block, member, reading.encoding, line_shift=lines, offset_shift=offset)
         if why is None:
             if b'"' in block:
@@ -183,7 +185,9 @@ def _blocks(fh: IO[bytes], reading: _Reading, member: str) -> Iterator[tuple[byt
     header = b""
     lines = 0
     first = True
-    for block in line_blocks(fh, reading.chunk_bytes, what=f"member {excerpt(member)}"):
+    for block in line_blocks(
+        fh, reading.chunk_bytes, max_line=reading.sources.max_read, what=f"member {excerpt(member)}"
+    ):
         body = block
         if first and reading.header:
             header = _header_line(block)

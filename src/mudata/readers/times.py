@@ -30,6 +30,8 @@ _PROBE_SHIFT = pd.Timedelta(hours=1)
 _PROBE = datetime.timezone(datetime.timedelta(hours=1))
 # Nanoseconds in one unit of each datetime64 resolution pandas gives.
 _NS_PER = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}
+#: Words pandas reads as the current time, refused as times of a recording.
+_CLOCK = ("now", "today")
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,12 @@ def parse_times(values: pd.Series) -> ParsedTimes:
     ParsedTimes
     """
     n = len(values)
+    # pandas reads "now" and "today" as the clock of the run, with or without
+    # an offset as the values beside them have one: no recorded time, and a
+    # reading that would change with the parts a file is cut into.
+    clock = values.isin(_CLOCK).to_numpy()
+    if clock.any():
+        values = values.mask(clock)
     try:
         parsed = pd.to_datetime(values, errors="coerce", format="mixed")
         aware = np.full(n, parsed.dt.tz is not None)
@@ -92,7 +100,7 @@ def parse_times(values: pd.Series) -> ParsedTimes:
     unit = np.datetime_data(native.dtype)[0]
     numbers = native.view(np.int64).astype(np.float64) * _NS_PER[unit]
     numbers[~present] = np.nan
-    return ParsedTimes(numbers, aware & present, ~present & values.notna().to_numpy())
+    return ParsedTimes(numbers, aware & present, (~present & values.notna().to_numpy()) | clock)
 
 
 def _aware(values: pd.Series, utc: pd.Series) -> np.ndarray:

@@ -239,7 +239,8 @@ def resolve(name: str | int, columns: list[str], header: bool, what: str) -> str
     text = str(name).strip()
     if text in columns:
         return text
-    if text.isdigit() and 1 <= int(text) <= len(columns):
+    # isdecimal, not isdigit: int() refuses "²" (and runs of 4,300 digits).
+    if text.isdecimal() and len(text) <= 18 and 1 <= int(text) <= len(columns):
         return columns[int(text) - 1]
     shown = (
         ", ".join(columns)

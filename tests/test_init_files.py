@@ -118,7 +118,7 @@ def test_a_user_id_ends_the_name_of_a_compressed_file(tmp_path):
 
 
 COMPRESSED = {
-    "data/p1.csv": gzip.decompress,
+    "data/p1.csv": None,
     "data/p2.csv.gz": gzip.compress,
     "data/p3.csv.bz2": bz2.compress,
     "data/p4.csv.xz": lzma.compress,
@@ -126,7 +126,7 @@ COMPRESSED = {
 
 
 def test_compressions_of_one_format_are_one_format(tmp_path):
-    heads = {name: b"user,x,y,z\n1,2,3,4\n" for name in COMPRESSED}
+    heads = dict.fromkeys(COMPRESSED, b"user,x,y,z\n1,2,3,4\n")
     heads["data/extra.parquet"] = b"PAR1"
     selection = select(list(heads), heads.__getitem__)
     assert selection.members == sorted(COMPRESSED)
@@ -154,7 +154,7 @@ def test_a_release_of_several_compressions_is_drafted_and_read_whole(tmp_path):
     (folder / "data").mkdir(parents=True)
     for i, (name, compress) in enumerate(COMPRESSED.items()):
         text = _frame(f"p{i + 1}", rng).to_csv(index=False).encode()
-        (folder / name).write_bytes(text if name.endswith(".csv") else compress(text))
+        (folder / name).write_bytes(text if compress is None else compress(text))
     draft = draft_entry([folder], "mixed", output=tmp_path / "mixed.toml", sampling_rate_hz=50)
     assert draft.entry.reader_options["members"] == "*.csv*"
     assert "another format" not in "\n".join(draft.report)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from mudata.classes import log_dropped, match_classes, user_names
+from mudata.classes import log_dropped, log_folded, match_classes, user_names
 from mudata.entry import DatasetEntry
 from mudata.errors import (
     ChecksumError,
@@ -159,6 +159,7 @@ def _label_raw(
     """
     frame = raw.frame
     matched = match_classes(frame["label"], entry, where=f"reader '{entry.reader}'")
+    log_folded(entry.name, matched.folded)
     log_dropped(entry.name, matched.dropped, len(frame), "rows read")
     keep = matched.rank >= 0
     kept = frame.loc[keep].reset_index(drop=True)
@@ -235,7 +236,8 @@ def _stream_features(
             n_kept += int((matched.rank >= 0).sum())
             windows.add(chunk)
         seen = pd.concat(labels, ignore_index=True) if labels else pd.Series([], dtype="int64")
-        match_classes(seen.drop_duplicates(), entry, where=f"reader '{entry.reader}'")
+        labelled = match_classes(seen.drop_duplicates(), entry, where=f"reader '{entry.reader}'")
+        log_folded(entry.name, labelled.folded)
         dropped_codes = {k: int(v) for k, v in sorted(dropped.items()) if v}
         log_dropped(entry.name, dropped_codes, rows_read, "rows read")
         counts: dict[str, Any] = {

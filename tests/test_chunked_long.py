@@ -590,3 +590,27 @@ def test_a_build_spools_in_the_data_home_and_sweeps_what_a_killed_run_left(tmp_p
     assert parents and set(parents) == {spool}  # part2.csv.gz, decompressed
     assert spool.stat().st_mode & 0o777 == 0o700
     assert list(spool.iterdir()) == []
+
+
+def test_a_link_planted_as_a_spool_is_removed_itself_and_the_log_says_so(tmp_path, caplog):
+    raw = write_release(tmp_path / "raw", seed=6)
+    entry_ = replace(
+        long_entry(CLASSES[:2]), files=(RemoteFile("data", path=str(raw), glob="**/*"),)
+    )
+    spool = tmp_path / "home" / "own" / ".spool"
+    spool.mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("not the build's")
+    (spool / "mudata-spool-planted").symlink_to(elsewhere, target_is_directory=True)
+    (spool / "mudata-spool-0123456789abcdef").mkdir()  # a killed run's
+    with caplog.at_level(logging.INFO, logger="mudata.pipeline"):
+        build_frame(entry_, data_home=tmp_path / "home", allow_unverified=True)
+    assert list(spool.iterdir()) == []
+    assert (elsewhere / "keep.txt").read_text() == "not the build's"
+    link, stale = spool / "mudata-spool-planted", spool / "mudata-spool-0123456789abcdef"
+    assert f"removed {link}, a link under a spool's name (what it points to is left alone)" in (
+        caplog.text
+    )
+    assert f"removed {stale}, a spool left by an interrupted run" in caplog.text
+    assert f"removed {link}, a spool" not in caplog.text

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mudata.errors import ParseError
 from mudata.readers.times import _aware as aware_of
@@ -104,6 +106,44 @@ def test_the_clock_words_are_no_recorded_time():
 def test_a_value_the_probe_reads_otherwise_is_asked_alone():
     values = pd.Series(["2021-03-28T01:00:00Z", "2021-03-28 01:00:00"], dtype="str")
     utc = pd.to_datetime(values, format="mixed", utc=True)
-    assert aware_of(values, utc).tolist() == [True, False]
+    assert aware_of(values, utc, np.ones(2, dtype=bool)).tolist() == [True, False]
     # A reading neither equal to the probe's nor an hour from it: each value asked alone.
-    assert aware_of(values, utc + pd.Timedelta(minutes=7)).tolist() == [True, False]
+    assert aware_of(values, utc + pd.Timedelta(minutes=7), np.ones(2, dtype=bool)).tolist() == [
+        True,
+        False,
+    ]
+
+
+def _alone(text: str) -> tuple[bool, float]:
+    """pandas on one value: whether it carries an offset, and its instant in UTC (ns)."""
+    one = pd.to_datetime(pd.Series([text], dtype="str"), format="mixed")
+    instant = one.dt.tz_convert("UTC") if one.dt.tz is not None else one
+    return one.dt.tz is not None, float(instant.dt.tz_localize(None).dt.as_unit("ns").iloc[0].value)
+
+
+OFFSETS = st.sampled_from(["", "Z", "+01:00", "-0530", "+02", " UTC", " GMT", "+00:00", " +0100"])
+TIMES = st.builds(
+    lambda day, hour, minute, second, fraction, sep, offset: (
+        f"2021-03-{day:02d}{sep}{hour:02d}:{minute:02d}"
+        + (f":{second:02d}" if second is not None else "")
+        + (f".{fraction}" if fraction is not None and second is not None else "")
+        + offset
+    ),
+    st.integers(1, 28),
+    st.integers(0, 23),
+    st.integers(0, 59),
+    st.one_of(st.none(), st.integers(0, 59)),
+    st.one_of(st.none(), st.integers(0, 999_999)),
+    st.sampled_from(["T", " "]),
+    OFFSETS,
+)
+
+
+@given(st.lists(TIMES, min_size=1, max_size=12))
+@settings(max_examples=60, deadline=None)
+def test_each_value_reads_as_pandas_reads_it_alone(texts):
+    parsed = parse_times(pd.Series(texts, dtype="str"))
+    alone = [_alone(t) for t in texts]
+    assert parsed.aware.tolist() == [a for a, _ in alone]
+    assert parsed.numbers.tolist() == [n for _, n in alone]
+    assert not parsed.bad.any()

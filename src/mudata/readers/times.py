@@ -17,10 +17,13 @@ file is cut never changes the outcome.
 from __future__ import annotations
 
 import datetime
+import re
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from mudata.errors import ParseError, excerpt
 
@@ -30,6 +33,9 @@ _PROBE_SHIFT = pd.Timedelta(hours=1)
 _PROBE = datetime.timezone(datetime.timedelta(hours=1))
 # Nanoseconds in one unit of each datetime64 resolution pandas gives.
 _NS_PER = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}
+#: A time followed by a written UTC offset: pandas reads every such value as an
+#: instant. Others ("UTC", "+01" or no offset) are asked of pandas (:func:`_aware`).
+_OFFSET = re.compile(r"\d:\d\d(?::\d\d(?:[.,]\d+)?)?\s*(?:Z|[+-]\d\d:?\d\d)\s*$")
 #: Words pandas reads as the current time, refused as times of a recording.
 _CLOCK = ("now", "today")
 
@@ -82,15 +88,21 @@ def parse_times(values: pd.Series) -> ParsedTimes:
     clock = values.isin(_CLOCK).to_numpy()
     if clock.any():
         values = values.mask(clock)
-    try:
-        parsed = pd.to_datetime(values, errors="coerce", format="mixed")
-        aware = np.full(n, parsed.dt.tz is not None)
-    except ValueError:
-        # Several offsets (a daylight-saving change) or offsets beside naive
-        # times: pandas refuses one zone for them all; read each as UTC, then
-        # tell which values carried an offset.
+    marked = _marked(values)
+    if marked.any():
+        # Offsets written out: read as UTC in one pass (pandas refuses one zone
+        # for several offsets); only the values without one need the probe.
         parsed = pd.to_datetime(values, errors="coerce", format="mixed", utc=True)
-        aware = _aware(values, parsed)
+        aware = marked | _aware(values, parsed, ~marked)
+    else:
+        try:
+            parsed = pd.to_datetime(values, errors="coerce", format="mixed")
+            aware = np.full(n, parsed.dt.tz is not None)
+        except ValueError:
+            # Several zones by name ("UTC", "GMT+1"), or names beside naive
+            # times: read each as UTC, then tell which values carried one.
+            parsed = pd.to_datetime(values, errors="coerce", format="mixed", utc=True)
+            aware = _aware(values, parsed, np.ones(n, dtype=bool))
     if parsed.dt.tz is not None:
         parsed = parsed.dt.tz_convert(None)
     present = parsed.notna().to_numpy()
@@ -103,10 +115,22 @@ def parse_times(values: pd.Series) -> ParsedTimes:
     return ParsedTimes(numbers, aware & present, (~present & values.notna().to_numpy()) | clock)
 
 
-def _aware(values: pd.Series, utc: pd.Series) -> np.ndarray:
-    """Which values carry a UTC offset, given their reading with naive times as UTC."""
+def _marked(values: pd.Series) -> np.ndarray:
+    """The values that end in a time and a written offset (``10:00:00+01:00``, ``10:00Z``)."""
+    if not (pd.api.types.is_string_dtype(values) or values.dtype == object):
+        return np.zeros(len(values), dtype=bool)  # already datetimes: pandas knows their zone
+    try:
+        # Arrow's RE2, on the column's own buffers: several times pandas' str.contains.
+        found = pc.match_substring_regex(pa.array(values), _OFFSET.pattern)
+        return found.fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
+    except (pa.ArrowException, TypeError):  # not all text: Python's re, value by value
+        return values.str.contains(_OFFSET, na=False).to_numpy(dtype=bool)
+
+
+def _aware(values: pd.Series, utc: pd.Series, asked: np.ndarray) -> np.ndarray:
+    """Which of the ``asked`` values carry a UTC offset, given their reading with naive times as UTC."""
     aware = np.zeros(len(values), dtype=bool)
-    present = np.flatnonzero(utc.notna().to_numpy())
+    present = np.flatnonzero(utc.notna().to_numpy() & asked)
     if not present.size:
         return aware
     text = values.iloc[present].to_numpy(dtype=object)

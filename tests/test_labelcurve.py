@@ -48,6 +48,8 @@ def result(frame):
         ([True], "whole numbers"),
         ([-1], "0 or more"),
         ("0,5,5,10,10", "repeated: 5, 10"),
+        ("\u00b2", "whole numbers"),  # a digit to str.isdigit, no number to int()
+        ("9" * 5000, "whole numbers"),
     ],
 )
 def test_bad_k_lists_are_refused(value, match) -> None:

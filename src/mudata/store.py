@@ -196,14 +196,45 @@ def _write_table(table: pd.DataFrame, folder: Path, name: str, provenance: dict[
     descriptor = _descriptor_bytes(table, parquet_path.name, provenance)
 
     # The descriptors are complete before the Parquet file is renamed, and it is
-    # renamed last: a table counts as built only once it exists.
-    with atomic_path(parquet_path) as tmp:
-        pq.write_table(arrow, tmp)
-        atomic_write(folder / DESCRIPTOR, descriptor)
-        atomic_write(
-            folder / CROISSANT, _croissant_bytes(table, parquet_path.name, tmp, provenance)
-        )
+    # renamed last: a table counts as built only once it exists. A write that
+    # fails on the way (a full disk) puts back what the descriptors held, so no
+    # datapackage.json describes a table that is not there.
+    placed: dict[Path, bytes | None] = {}
+    try:
+        with atomic_path(parquet_path) as tmp:
+            pq.write_table(arrow, tmp)
+            _place(folder / DESCRIPTOR, descriptor, placed)
+            croissant_bytes = _croissant_bytes(table, parquet_path.name, tmp, provenance)
+            _place(folder / CROISSANT, croissant_bytes, placed)
+    except BaseException:
+        _put_back(placed)
+        raise
     return parquet_path
+
+
+def _place(path: Path, content: bytes, placed: dict[Path, bytes | None]) -> None:
+    """Write ``path`` atomically; remember what it held (None: no regular file) in ``placed``."""
+    previous = None
+    if path.is_file() and not path.is_symlink():
+        with contextlib.suppress(OSError):
+            previous = path.read_bytes()
+    atomic_write(path, content)
+    placed[path] = previous
+
+
+def _put_back(placed: dict[Path, bytes | None]) -> None:
+    """Undo :func:`_place`: the old bytes back, or the file removed where there was none."""
+    for path, previous in placed.items():
+        try:
+            if previous is None:
+                path.unlink(missing_ok=True)
+            else:
+                atomic_write(path, previous)
+        except OSError:
+            # No room to put the old bytes back: no descriptor rather than a false
+            # one (loading the old table writes it again from the table itself).
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
 
 
 def _croissant_bytes(

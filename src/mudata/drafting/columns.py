@@ -173,7 +173,8 @@ def _text_reason(values: pd.Series) -> str:
     if distinct and distinct <= FLAG_VALUES:
         return f"a text flag (values {', '.join(sorted(distinct))})"
     sample = words.iloc[:: max(1, len(words) // 50)].iloc[:50]
-    parsed = pd.to_datetime(sample, errors="coerce", format="mixed")
+    # utc=True: times with several UTC offsets (a daylight-saving change) parse too.
+    parsed = pd.to_datetime(sample, errors="coerce", format="mixed", utc=True)
     if len(sample) and parsed.notna().all() and sample.str.contains(r"\d[-/:.]\d").all():
         return f"date/time strings (e.g. {sample.iloc[0]!r})"
     return f"text, not numbers (e.g. {words.iloc[0][:30]!r})" if len(words) else "empty"
@@ -264,7 +265,8 @@ def resolve(name: str | int, columns: list[str], header: bool, what: str) -> str
     text = str(name).strip()
     if text in columns:
         return text
-    if text.isdigit() and 1 <= int(text) <= len(columns):
+    # isdecimal, not isdigit: int() refuses "²" (and runs of 4,300 digits).
+    if text.isdecimal() and len(text) <= 18 and 1 <= int(text) <= len(columns):
         return columns[int(text) - 1]
     shown = (
         ", ".join(columns)

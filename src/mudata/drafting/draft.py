@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from mudata.archive import ArchiveIndex, sniff_kind
-from mudata.classes import code_text, is_numeric_column, user_sort_key
+from mudata.classes import code_text, fold_note, folded_codes, is_numeric_column, user_sort_key
 from mudata.display import shown
 from mudata.drafting.counters import monotone_channels
 from mudata.drafting.layout import propose_layout
@@ -357,9 +357,10 @@ def _skeleton(
 
 def _classes(
     entry_data: dict[str, Any], sources: Sources
-) -> tuple[list[dict[str, Any]], dict[str, int], RawTable]:
+) -> tuple[list[dict[str, Any]], dict[str, int], RawTable, dict[str, list[str]]]:
     """Every label the reader sees, with its count, as ``[[classes]]`` (code = name);
-    and the reader's table (the reader reads the same whatever the classes)."""
+    the reader's table (the reader reads the same whatever the classes); and the labels
+    written differently that one code stands for (:func:`mudata.classes.folded_codes`)."""
     probe = parse_entry(
         {**entry_data, "classes": [{"code": "_a", "name": "_a"}, {"code": "_b", "name": "_b"}]}
     )
@@ -376,7 +377,8 @@ def _classes(
     counts = texts.value_counts()
     order = user_sort_key([c for c in counts.index if c != "<blank>"])
     classes = [{"code": _code_value(c, numeric), "name": c} for c in order]
-    return classes, {str(k): int(v) for k, v in counts.items()}, raw
+    folded = folded_codes(uniques, numeric)
+    return classes, {str(k): int(v) for k, v in counts.items()}, raw, folded
 
 
 def _filter_report(
@@ -459,13 +461,13 @@ def draft_entry(
             entry_data = _skeleton(name, layout, collected, rate, min_per_class, window)
             return layout, rate, rate_note, entry_data, *_classes(entry_data, collected.sources)
 
-        layout, rate, rate_note, entry_data, classes, counts, raw = drafted()
+        layout, rate, rate_note, entry_data, classes, counts, raw, folded = drafted()
         if layout.kind == "signals" and not choices.channels:
             # The first file said these were signals; a channel that never goes back
             # within any recording of all the files is a time or a counter.
             late = monotone_channels(raw.frame, layout.channels)
             if late:
-                layout, rate, rate_note, entry_data, classes, counts, raw = drafted(late)
+                layout, rate, rate_note, entry_data, classes, counts, raw, folded = drafted(late)
         entry_data["classes"] = classes
         entry = parse_entry(entry_data, source=output)
         filter_lines, _ = _filter_report(entry, collected.sources, raw)
@@ -516,6 +518,7 @@ def draft_entry(
             if "<blank>" in counts
             else []
         ),
+        *[f"  note: {line}" for line in fold_note(folded)],
         *window_lines,
         *filter_lines,
     ]

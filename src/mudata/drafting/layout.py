@@ -28,6 +28,7 @@ from mudata.drafting.columns import (
 from mudata.drafting.records import Choices, Layout, Sniffed
 from mudata.drafting.selection import Selection, compile_path_pattern
 from mudata.errors import ParseError, UsageError
+from mudata.readers.decode import data_suffix
 from mudata.readers.tabular import time_values
 
 # A user id in a file or folder name: letters then digits ("f1", "S01", "subject101") or digits.
@@ -48,9 +49,14 @@ def _path_pattern(
 ) -> tuple[str | None, list[str]]:
     """A ``path_pattern`` giving what the columns lack, and the evidence for it."""
     notes: list[str] = []
-    ext = re.escape(suffix) + "$"
+    # Members may differ by their compression (".csv", ".csv.gz"): each loses its own.
+    suffixes = sorted({data_suffix(m) for m in members} | {suffix}, key=len, reverse=True)
+    escaped = [re.escape(s) for s in suffixes]
+    ext = (escaped[0] if len(escaped) == 1 else "(?:" + "|".join(escaped) + ")") + "$"
     # the name without its data suffix (".csv.gz" whole), where a user id may end
-    stems = [PurePosixPath(m).name[: len(PurePosixPath(m).name) - len(suffix)] for m in members]
+    stems = [
+        PurePosixPath(m).name[: len(PurePosixPath(m).name) - len(data_suffix(m))] for m in members
+    ]
     folders = [PurePosixPath(m).parent.name for m in members]
     label_part = ""
     if need_label:

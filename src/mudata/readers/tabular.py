@@ -38,6 +38,7 @@ from mudata.readers.base import FeatureTable, SignalTable, Sources
 from mudata.readers.decode import SEPARATORS, SPREADSHEET_MISSING, read_mat
 from mudata.readers.linear_regex import LinearPattern, PatternError, compile_linear
 from mudata.readers.lines import line_options, prepare_lines
+from mudata.readers.times import ParsedTimes, check_offsets, parse_times
 
 log = logging.getLogger(__name__)
 
@@ -599,9 +600,33 @@ def time_numbers(
 ) -> np.ndarray:
     """:func:`time_values` with blank times left as NaN.
 
-    Text is read as numbers when every value of it is one, else as date/times.
-    For a part of a file, ``numeric`` gives that decision, taken over the
-    whole file, and ``row_shift`` rows of the file come before ``values``.
+    Text is read as numbers when every value of it is one, else as date/times
+    (:mod:`mudata.readers.times`: offsets converted to UTC, and a mix of
+    times with and without one refused). For a part of a file, ``numeric``
+    gives that decision, taken over the whole file, and ``row_shift`` rows of
+    the file come before ``values``.
+
+    Raises
+    ------
+    ParseError
+        A value is neither a number nor a date/time, or carries a UTC offset
+        where the first time does not, or the reverse (row named).
+    """
+    numbers, parsed = time_text(values, member, column, row_shift=row_shift, numeric=numeric)
+    if parsed is not None:
+        check_offsets(parsed, values, member, column, row_shift=row_shift)
+    return numbers
+
+
+def time_text(
+    values: pd.Series,
+    member: str,
+    column: str,
+    *,
+    row_shift: int = 0,
+    numeric: bool | None = None,
+) -> tuple[np.ndarray, ParsedTimes | None]:
+    """:func:`time_numbers` without the check of offsets, and the parsed date/times (None for numbers).
 
     Raises
     ------
@@ -609,22 +634,19 @@ def time_numbers(
         A value is neither a number nor a date/time (row named).
     """
     if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
-        numbers = values.to_numpy(dtype=np.float64)
-    elif numeric if numeric is not None else first_non_numeric(values) is None:
-        numbers = pd.to_numeric(values).to_numpy(dtype=np.float64)
-    else:
-        # Text timestamps: "9:00" must come before "10:00", so compare instants, not text.
-        parsed = pd.to_datetime(values, errors="coerce", format="mixed")
-        bad = np.flatnonzero(parsed.isna().to_numpy() & values.notna().to_numpy())
-        if bad.size:
-            message = (
-                f"{member}: time column '{column}', row {int(bad[0]) + row_shift}: "
-                f"{excerpt(values.iloc[bad[0]])} is neither a number nor a date/time"
-            )
-            raise ParseError(message)
-        numbers = parsed.to_numpy(dtype="datetime64[ns]").astype(np.int64).astype(np.float64)
-        numbers[parsed.isna().to_numpy()] = np.nan
-    return numbers
+        return values.to_numpy(dtype=np.float64), None
+    if numeric if numeric is not None else first_non_numeric(values) is None:
+        return pd.to_numeric(values).to_numpy(dtype=np.float64), None
+    # Text timestamps: "9:00" must come before "10:00", so compare instants, not text.
+    parsed = parse_times(values)
+    bad = np.flatnonzero(parsed.bad)
+    if bad.size:
+        message = (
+            f"{member}: time column '{column}', row {int(bad[0]) + row_shift}: "
+            f"{excerpt(values.iloc[bad[0]])} is neither a number nor a date/time"
+        )
+        raise ParseError(message)
+    return parsed.numbers, parsed
 
 
 def check_time(

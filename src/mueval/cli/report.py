@@ -199,8 +199,9 @@ def compare_command(
     for line in result.unmatched:
         click.echo(printable(line), err=aside)
     if out is not None:
+        replaced = _replaced(out)
         _write_csv(table, out)
-        click.echo(f"wrote {out} (every test with its notes)", err=aside)
+        click.echo(f"wrote {out} (every test with its notes){replaced}", err=aside)
     else:
         click.echo("--out FILE writes every test with its statistic, df and notes.", err=aside)
 
@@ -283,9 +284,17 @@ def _compare_guarantees(
         click.echo(printable(line), err=aside)
     if out is not None:
         tests_out = out.with_name(f"{out.stem}.tests.csv")
+        # The tests' file is named after OUT, not by the user: say so when one is replaced.
+        replaced = _replaced(out, tests_out)
         _write_csv(summary, out)
         _write_csv(result.tests.loc[tests.index], tests_out)
-        click.echo(f"wrote {out} and {tests_out}", err=aside)
+        click.echo(f"wrote {out} and {tests_out}{replaced}", err=aside)
+
+
+def _replaced(*paths: Path) -> str:
+    """``"; replaced the existing A and B"`` for the ``paths`` that exist, else ``""``."""
+    existing = [str(p) for p in paths if p.exists() or p.is_symlink()]
+    return f"; replaced the existing {' and '.join(existing)}" if existing else ""
 
 
 def _write_csv(table: pd.DataFrame, out: Path) -> None:

@@ -11,6 +11,7 @@ import hashlib
 import io
 import os
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,8 +74,22 @@ def natural_key(value: object) -> tuple:
     >>> sorted(["n10", "n2", "n1"], key=natural_key)
     ['n1', 'n2', 'n10']
     """
-    parts = re.split(r"(\d+)", str(value))
-    return tuple((0, int(p), p) if p.isdigit() else (1, 0, p) for p in parts)
+    # Runs of decimal digits (any script: "\d" is str.isdecimal) compare by
+    # their value: by length once leading zeros go, then digit by digit, so no
+    # run is too long for int() and "²" or "①" (digits, not decimals) are text.
+    parts = _DIGIT_RUN.split(str(value))
+    return tuple(
+        (0, len(digits := _ascii_digits(p).lstrip("0")), digits, p) if i % 2 else (1, 0, "", p)
+        for i, p in enumerate(parts)
+    )
+
+
+_DIGIT_RUN = re.compile(r"(\d+)")
+
+
+def _ascii_digits(run: str) -> str:
+    """A run of decimal digits of any script as ASCII digits (``"٣"`` -> ``"3"``)."""
+    return run if run.isascii() else "".join(str(unicodedata.decimal(c)) for c in run)
 
 
 def user_ids(raw: pd.Series) -> np.ndarray:

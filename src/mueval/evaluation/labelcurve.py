@@ -106,7 +106,8 @@ def parse_ks(value: str | Sequence[int]) -> tuple[int, ...]:
             text = part.strip()
             if not text:
                 continue
-            number = int(text) if text.isdigit() else None
+            # isdecimal, not isdigit: int() refuses "²"; and it refuses 4,300 digits and more.
+            number = int(text) if text.isdecimal() and len(text) <= 18 else None
         else:
             whole = isinstance(part, int | np.integer) and not isinstance(part, bool)
             text, number = repr(part), int(part) if whole else None

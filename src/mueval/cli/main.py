@@ -148,6 +148,7 @@ def evaluate(
     if table_format == "csv":
         # Here, not at the top: the report's table modules, only for csv or markdown.
         # The CSV is `mueval table --format csv --rows all`'s: a number per cell.
+        # Here, not at the top: the report layer only when a table is printed.
         from mueval.report.paper import paper_csv, paper_tables
 
         click.echo(paper_csv(paper_tables(result.summary, rows="all")), nl=False)

@@ -619,6 +619,7 @@ def write_curve_figure(figure, folder: Path, *, fmt: str = "svg", dpi: int = 300
     if isinstance(dpi, bool) or not isinstance(dpi, int) or not 10 <= dpi <= 2400:
         message = f"dpi must be a whole number from 10 to 2400, not {dpi!r}"
         raise UsageError(message)
+    # Here, not at the top: matplotlib only when a curve figure is drawn.
     import matplotlib
 
     settings = {"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "mueval"}

@@ -824,13 +824,14 @@ def _vector(fig: Figure, path, fmt: str) -> None:
     settings = {"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "mueval"}
 
     def draw() -> None:
-        # Here, not at the top: the PDF backend, only when a PDF is written.
         with matplotlib.rc_context(settings):
             if fmt == "svg":
+                # Here, not at the top: each vector backend only when its format is written.
                 from matplotlib.backends.backend_svg import FigureCanvasSVG
 
                 FigureCanvasSVG(fig).print_svg(path, metadata={"Date": None})
             else:
+                # Here, not at the top: the PDF backend, only when a PDF is written.
                 from matplotlib.backends.backend_pdf import FigureCanvasPdf
 
                 FigureCanvasPdf(fig).print_pdf(path, metadata={"CreationDate": None})

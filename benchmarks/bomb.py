@@ -38,9 +38,21 @@ memory, its exit code, wall time and the last line of its error. The cases:
 * ``jobs-64``: ``mueval evaluate --jobs 64`` on a small table;
 * ``classes-8k``, ``classes-100k``: ``mudata register`` of an entry with that
   many classes;
+* ``mat-bomb``: a ``long-signals`` entry of ``format = "mat"`` whose 700 KB
+  file holds a compressed 30,000,000 x 3 double array (720 MB);
+* ``data-classes``: ``mueval evaluate --data`` on a CSV of 10,001 classes of
+  5 rows each;
+* ``csv-200k``, ``csv-700k``: ``mueval evaluate --data`` on a one-row CSV of
+  200,000 columns, and of 700,000 columns (a 6.9 MB header);
+* ``csv-700k-fetch``: the 700,000-column CSV as a ``feature-table`` file;
+* ``run-ncal``: ``mueval report`` on a real run folder whose
+  ``splits.parquet`` says ``n_cal`` = 200,000,000;
+* ``ft-members``: a ``feature-table`` zip of 49,000 one-row members;
+* ``ls-members``: a ``long-signals`` zip of 20,000 three-row members;
 * ``baseline``: ``mudata list``, the memory of the interpreter and imports.
 
-Each child runs in its own process group; the group's summed resident memory
+Each child's CPU time (user and system, its waited-for children included) is
+reported beside its wall time. Each child runs in its own process group; the group's summed resident memory
 and the largest high-water mark (``VmHWM``) of any one of its processes are
 sampled every 0.1 s (so that ``--jobs`` workers count), and the group is
 killed past ``--kill-mb`` or ``--timeout`` (reported as such). ``--cases``
@@ -50,8 +62,9 @@ Run::
 
     python benchmarks/bomb.py [--size-mib 1024] [--cases zip-many,jobs-64]
 
-Target: every case under 500 MB peak, exit code 1 (a clean error) or 0 (a
-correct result: jobs-64, classes-8k), and no file left in the raw folder.
+Target: every case under 500 MB peak and 30 s of CPU, exit code 1 (a clean
+error) or 0 (a correct result: jobs-64, classes-8k), and no file left in the
+raw folder.
 """
 
 from __future__ import annotations
@@ -71,6 +84,7 @@ import threading
 import time
 import zipfile
 import zlib
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
@@ -223,8 +237,8 @@ def _group_memory_mb(pgid: int) -> tuple[float, float]:
 
 def run(
     command: list[str], env: dict[str, str], kill_mb: float, timeout: float
-) -> tuple[str, float, float, str]:
-    """Exit (or why killed), peak MB, wall seconds and last stderr line of ``command``."""
+) -> tuple[str, float, float, float, str]:
+    """Exit (or why killed), peak MB, wall and CPU seconds and last stderr line of ``command``."""
     started = time.perf_counter()
     err_file = tempfile.TemporaryFile()  # noqa: SIM115 - read and closed below
     child = subprocess.Popen(
@@ -237,7 +251,7 @@ def run(
     )
     peak, killed = 0.0, ""
     while True:
-        pid, status = os.waitpid(child.pid, os.WNOHANG)
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
         if pid:
             break
         peak = max(peak, *_group_memory_mb(child.pid))
@@ -254,7 +268,7 @@ def run(
     err_file.close()
     last = err.strip().splitlines()[-1] if err.strip() else ""
     code = killed or str(os.waitstatus_to_exitcode(status))
-    return code, peak, wall, last
+    return code, peak, wall, usage.ru_utime + usage.ru_stime, last
 
 
 def _classes_entry(folder: Path, count: int) -> Path:
@@ -374,6 +388,183 @@ def _write_registry(folder: Path) -> Path:
     return registry
 
 
+_BOUNDED_COMMON = """\
+name = "{name}"
+title = "Bounded input {name}"
+version = "1"
+homepage = "https://example.org/{name}"
+licence = "CC0-1.0"
+citation = "Someone (2026)."
+sampling_rate_hz = 50
+reader = "{reader}"
+min_per_class = 1
+
+[[files]]
+name = "{file}"
+path = "{path}"
+
+[[classes]]
+code = "walk"
+name = "walk"
+
+[[classes]]
+code = "run"
+name = "run"
+"""
+
+_SIGNALS = """
+[recipe]
+name = "study-window"
+window = 2
+
+[[sensors]]
+name = "acc"
+channels = ["x", "y", "z"]
+"""
+
+_OPTIONS = {
+    "mat": """
+[reader_options]
+format = "mat"
+header = false
+members = "*.mat"
+path_pattern = '(?P<user>u\\d+)_(?P<label>walk|run)\\.mat$'
+
+[reader_options.columns]
+x = 1
+y = 2
+z = 3
+"""
+    + _SIGNALS,
+    "signals": """
+[reader_options]
+format = "csv"
+members = "*.csv"
+user_col = "user"
+label_col = "label"
+time_col = "t"
+"""
+    + _SIGNALS,
+    "features": """
+[reader_options]
+format = "csv"
+members = "*.csv"
+user_col = "userid"
+label_col = "label"
+
+[recipe]
+name = "precomputed"
+""",
+}
+
+
+def _bounded_entry(registry: Path, name: str, reader: str, options: str, data: Path) -> None:
+    text = (
+        _BOUNDED_COMMON.format(name=name, reader=reader, file=data.name, path=data.as_posix())
+        + _OPTIONS[options]
+    )
+    (registry / f"{name}.toml").write_text(text, encoding="utf-8")
+
+
+def _bounded_cases(
+    folder: Path, registry: Path, wanted: Callable[..., bool]
+) -> dict[str, list[str]]:
+    """The hostile files, entries and commands of the bounded-input cases."""
+    sys.path.insert(0, str(ROOT))
+    # Here, not at the top: the test helpers are only needed by these cases.
+    from tests.hostile_inputs import (
+        many_classes_csv,
+        many_member_zip,
+        mat_bomb,
+        wide_csv,
+    )
+    from tests.test_evaluate_runner import make_frame
+
+    mudata = [sys.executable, "-m", "mudata.cli"]
+    mueval = [sys.executable, "-m", "mueval.cli.main"]
+    evaluate = [*mueval, "evaluate", "-s", "mm", "-c", "nb", "--iterations", "1", "--no-progress"]
+    homes = folder / "homes"
+    common = ["--allow-unverified", "--no-progress"]
+    files = folder / "bounded"
+    files.mkdir()
+    cases: dict[str, list[str]] = {}
+    if wanted("mat-bomb"):
+        mat = files / "u1_walk.mat"
+        mat_bomb(mat, 30_000_000, columns=3)
+        _bounded_entry(registry, "matbomb", "long-signals", "mat", mat)
+        print(f"mat-bomb: {mat.stat().st_size / 1024:.0f} KB .mat -> 720,000,000 bytes declared")
+        cases["mat-bomb"] = [
+            *mudata,
+            "fetch",
+            "matbomb",
+            "--data-home",
+            str(homes / "mat-bomb"),
+            *common,
+        ]
+    if wanted("data-classes"):
+        data = files / "classes.csv"
+        many_classes_csv(data, 10_001, per_class=5)
+        cases["data-classes"] = [*evaluate, "--data", str(data)]
+    for columns, case in ((200_000, "csv-200k"), (700_000, "csv-700k")):
+        if wanted(case, "csv-700k-fetch"):
+            data = files / f"wide{columns}.csv"
+            wide_csv(data, columns, prefix="fea")
+            header = len(data.read_bytes().split(b"\n", 1)[0])
+            print(f"{case}: {columns:,} columns, a {header / 1e6:.1f} MB header")
+            cases[case] = [*evaluate, "--data", str(data)]
+    if wanted("csv-700k-fetch"):
+        _bounded_entry(registry, "wide", "feature-table", "features", files / "wide700000.csv")
+        cases["csv-700k-fetch"] = [
+            *mudata,
+            "fetch",
+            "wide",
+            "--data-home",
+            str(homes / "csv-700k-fetch"),
+            *common,
+        ]
+    if wanted("run-ncal"):
+        data = files / "table.csv"
+        make_frame(n_users=4).to_csv(data, index=False)
+        run_folder = files / "run"
+        subprocess.run([*evaluate, "--data", str(data), "--out", str(run_folder)],
+                       check=True, capture_output=True, cwd=ROOT)  # fmt: skip
+        splits = pq.read_table(run_folder / "splits.parquet")
+        column = splits.schema.get_field_index("n_cal")
+        splits = splits.set_column(
+            column, "n_cal", pa.array([200_000_000] * len(splits), pa.int64())
+        )
+        pq.write_table(splits, run_folder / "splits.parquet")
+        cases["run-ncal"] = [*mueval, "report", str(run_folder), "--out", str(files / "report")]
+    if wanted("ft-members"):
+        archive = files / "features.zip"
+        many_member_zip(archive, 49_000, b"userid,label,f\n1,walk,0.5\n")
+        _bounded_entry(registry, "ftmembers", "feature-table", "features", archive)
+        print(f"ft-members: {archive.stat().st_size / MIB:.2f} MiB zip, 49,000 members")
+        cases["ft-members"] = [
+            *mudata,
+            "fetch",
+            "ftmembers",
+            "--data-home",
+            str(homes / "ft-members"),
+            *common,
+        ]
+    if wanted("ls-members"):
+        archive = files / "signals.zip"
+        rows = b"user,label,t,x,y,z\nu1,walk,0,1,1,1\nu1,walk,20,1,1,1\nu1,walk,40,1,1,1\n"
+        many_member_zip(archive, 20_000, rows)
+        _bounded_entry(registry, "lsmembers", "long-signals", "signals", archive)
+        print(f"ls-members: {archive.stat().st_size / MIB:.2f} MiB zip, 20,000 members")
+        cases["ls-members"] = [
+            *mudata,
+            "fetch",
+            "lsmembers",
+            "--data-home",
+            str(homes / "ls-members"),
+            *common,
+        ]
+    return cases
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size-mib", type=int, default=1024, help="bytes a bomb expands to")
@@ -443,6 +634,7 @@ def main() -> None:
             "tar-many": fetch("tar-many", "wisdm", "--mirror", url + "/many", *common),
             "oversize": fetch("oversize", "gestures", "--mirror", url, "--no-progress"),
             "path-pattern": fetch("path-pattern", "pattern", *common),
+            **_bounded_cases(Path(folder), registry, wanted),
         }
         if wanted("data-parquet", "run-parquet", "jobs-64"):
             cases.update(_mueval_cases(Path(folder)))
@@ -464,19 +656,19 @@ def main() -> None:
             print(
                 f"zip-many: {len(_Handler.files['many/har70.zip']) / MIB:.2f} MiB, 20,000 members"
             )
-        print(f"{'case':<13} {'exit':>11} {'peak MB':>8} {'wall s':>7}  error")
+        print(f"{'case':<14} {'exit':>11} {'peak MB':>8} {'wall s':>7} {'CPU s':>6}  error")
         worst = 0.0
         for name, command in cases.items():
             if not wanted(name) and name != "baseline":
                 continue
             extra = {"MUDATA_MAX_EXPANSION": "inf"} if name == "gz-inf" else {}
-            code, peak, wall, last = run(
+            code, peak, wall, cpu, last = run(
                 command, {**env, **extra}, options.kill_mb, options.timeout
             )
             leftovers = sorted(p.name for p in (Path(folder) / "homes" / name).glob("*/raw/*"))
             leftovers += sorted(p.name for p in spools.iterdir())
             worst = max(worst, peak)
-            print(f"{name:<13} {code:>11} {peak:>8.0f} {wall:>7.2f}  {last[:160]}"
+            print(f"{name:<14} {code:>11} {peak:>8.0f} {wall:>7.2f} {cpu:>6.2f}  {last[:160]}"
                   + (f"  LEFT: {leftovers}" if leftovers else ""), flush=True)  # fmt: skip
     server.shutdown()
     print(f"worst peak: {worst:.0f} MB (target: under 500 MB)")

@@ -19,8 +19,8 @@ run folder has to be built; an existing run folder is reused as it is.
 for each value of ``--report-jobs`` (default ``1,2``), the worker processes
 that draw the (strategy, classifier) sections of ``--figures all`` while the
 main process builds the rest of the page (the other levels draw in the main
-process, so their time should not change with it). ``--svg`` also writes the
-SVG copies, as ``mueval report --svg`` does. ``--strategy`` and
+process, so their time should not change with it). ``--figure-format`` (svg,
+the default, pdf or png) and ``--dpi`` are passed to ``mueval report``. ``--strategy`` and
 ``--classifier`` (comma lists) narrow the report, as ``mueval report`` does.
 """
 
@@ -75,7 +75,7 @@ def _build(run_dir: Path, out: Path, level: str, jobs: int, args: argparse.Names
     """One ``mueval report`` process; its wall time in seconds."""
     command = [sys.executable, "-c", "from mueval.cli.main import main; main()", "report"]
     command += [str(run_dir), "--out", str(out), "--figures", level, "--jobs", str(jobs)]
-    command += ["--svg"] if args.svg else []
+    command += ["--figure-format", args.figure_format, "--dpi", str(args.dpi)]
     command += ["--strategy", args.strategy] if args.strategy else []
     command += ["--classifier", args.classifier] if args.classifier else []
     start = time.perf_counter()
@@ -96,7 +96,8 @@ def main() -> None:
     parser.add_argument("--report-jobs", default="1,2")
     parser.add_argument("--strategy", default="")
     parser.add_argument("--classifier", default="")
-    parser.add_argument("--svg", action="store_true")
+    parser.add_argument("--figure-format", default="svg", choices=("svg", "pdf", "png"))
+    parser.add_argument("--dpi", type=int, default=300)
     args = parser.parse_args()
     _ensure_run(args.run_dir, args.manual_dir, args.iterations, args.jobs)
     info = read_run_folder(args.run_dir)
@@ -105,9 +106,9 @@ def main() -> None:
         f"{info.predictions.classifier.nunique()} classifiers, "
         f"{info.run['config']['iterations']} iterations, {len(info.predictions)} prediction rows"
     )
-    print(f"cores: {os.cpu_count()}; SVG copies: {'yes' if args.svg else 'no'}")
+    print(f"cores: {os.cpu_count()}; figures: {args.figure_format} (PNG at {args.dpi} dpi)")
     header = f"{'figures':>8} {'jobs':>4} {'load':>5} {'build s':>8} {'CPU s':>6} {'page MB':>8} "
-    print(header + f"{'PNGs':>5} {'SVGs':>5} {'figures MB':>10}")
+    print(header + f"{'files':>5} {'figures MB':>10}")
     for level in args.levels.split(","):
         for jobs in [int(j) for j in args.report_jobs.split(",")]:
             out = Path(tempfile.mkdtemp(prefix=f"report-{level}-")) / "report"
@@ -116,11 +117,9 @@ def main() -> None:
             seconds = _build(args.run_dir, out, level, jobs, args)
             cpu = _children_cpu() - cpu
             files = list((out / "figures").iterdir()) if (out / "figures").is_dir() else []
-            n_png = sum(1 for p in files if p.suffix == ".png")
-            n_svg = sum(1 for p in files if p.suffix == ".svg")
             print(
                 f"{level:>8} {jobs:4d} {load:5.1f} {seconds:8.1f} {cpu:6.1f} "
-                f"{_size(out / 'report.html') / 2**20:8.2f} {n_png:5d} {n_svg:5d} "
+                f"{_size(out / 'report.html') / 2**20:8.2f} {len(files):5d} "
                 f"{_size(out / 'figures') / 2**20 if files else 0.0:10.2f}",
                 flush=True,
             )

@@ -33,6 +33,7 @@ import pandas as pd
 from mudata.pipeline import build
 from mudata.registry import get_entry
 from mudata.store import load_table, table_fingerprint, write_table
+from mudata.table_hash import KIND
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -55,7 +56,7 @@ def publish(frame: pd.DataFrame, folder: Path, name: str) -> Path:
     provenance = {
         "dataset": name, "title": name, "dataset_version": "1", "homepage": "", "licence": "",
         "citation": "", "files": [], "classes": sorted(frame["label"].unique()),
-        "table_sha256": table_fingerprint(frame),
+        "table_sha256": table_fingerprint(frame), "table_sha256_kind": KIND,
     }  # fmt: skip
     return write_table(frame, folder / name, name, provenance)
 

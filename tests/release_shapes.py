@@ -39,13 +39,17 @@ def documented_activity_folders(root: Path, rng: np.random.Generator) -> Path:
 
 
 def _r_number(value: int) -> str:
-    """A whole number as R's write.csv writes it: 1e+05, not 100000."""
-    return f"{value // 100000}e+05" if value % 100000 == 0 else str(value)
+    """A row number as R wrote the chest release's counter: exact up to 99999, then with
+    5 significant digits (1e+05, 1.0001e+05, ...; 100005 is written 1.0000e+05 there)."""
+    if value == 100_005:
+        return "1.0000e+05"
+    return str(value) if value < 100_000 else f"{value:.5g}"
 
 
 def numbered_participants(root: Path, rng: np.random.Generator) -> Path:
     """``1.csv`` ... ``4.csv``, no header, columns ``seq,x,y,z,label``: ``seq``
-    counts rows (written ``1e+05`` at 100,000), and an undocumented label 0."""
+    counts rows (with 5 significant digits past 99,999, so flat ten rows at a
+    time), and an undocumented label 0."""
     root.mkdir(parents=True)
     for participant in range(1, 5):
         parts, labels = [], []

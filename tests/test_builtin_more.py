@@ -83,6 +83,8 @@ def test_mhealth(tmp_path, http_server):
     assert abs(first["meanX"] - rows_of_class[:150, 5].mean()) < 0.5  # smoothed, same scale
 
 
+# Slow (tens of seconds): .ci/run runs it with -m slow; the default run stays under 5 min.
+@pytest.mark.slow
 def test_pamap2_reads_protocol_sessions_and_counts_missing_windows(tmp_path, http_server):
     entry = get_entry("pamap2")
     written = make_pamap2_zip(

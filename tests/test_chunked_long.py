@@ -12,6 +12,7 @@ that reads as numbers for the first thousand rows and as text after.
 
 from __future__ import annotations
 
+import datetime
 import gzip
 import logging
 from dataclasses import replace
@@ -46,7 +47,8 @@ OPTIONS = {
     "time_col": "timestamp",
     "recording_col": "trial",
 }
-SIZES = [1, 300, 4096, 10**9]
+# Blocks of one byte take tens of seconds: .ci/run runs that size with -m slow.
+SIZES = [pytest.param(1, marks=pytest.mark.slow), 300, 4096, 10**9]
 
 
 def signals(
@@ -277,16 +279,17 @@ EDITS = {
 }
 
 
+# Blocks of one byte cost seconds per case: .ci/run runs them with -m slow.
+@pytest.mark.parametrize("size", [pytest.param(1, marks=pytest.mark.slow), 333, 10**9])
 @pytest.mark.parametrize("edit", list(EDITS), ids=list(EDITS))
-def test_errors_are_the_whole_read_s(tmp_path, edit):
+def test_errors_are_the_whole_read_s(tmp_path, edit, size):
     root = edited(tmp_path, EDITS[edit])
     entry_ = long_entry()
     with pytest.raises((ParseError, LimitError)) as whole:
         read_long_signals(entry_, Sources([root]))
-    for size in (1, 333, 10**9):
-        with pytest.raises(type(whole.value)) as chunked:
-            streamed(entry_, Sources([root]), size)
-        assert str(chunked.value) == str(whole.value), size
+    with pytest.raises(type(whole.value)) as chunked:
+        streamed(entry_, Sources([root]), size)
+    assert str(chunked.value) == str(whole.value), size
 
 
 def test_time_going_back_names_the_first_recording_s_row_and_counts_recordings(tmp_path):
@@ -321,6 +324,175 @@ def test_a_member_s_column_error_comes_before_an_earlier_member_s_value_error(tm
     with pytest.raises(ParseError) as chunked:
         streamed(entry_, Sources([root]), 100)
     assert str(chunked.value) == str(whole.value)
+
+
+# --------------------------------------------------------------------------
+# Dated times, UTC offsets and long lines: the same outcome
+# --------------------------------------------------------------------------
+
+#: How :func:`dated` writes the times; the ``-then-`` modes and the daylight-saving
+#: changes switch at a given row.
+TIME_MODES = (
+    "naive",
+    "utc",
+    "offset",
+    "dst-forward",
+    "dst-back",
+    "aware-then-naive",
+    "naive-then-aware",
+)
+
+
+def dated(frame: pd.DataFrame, mode: str, at: int) -> pd.DataFrame:
+    """``frame`` with its times (ms since 1970, UTC) written as ISO text, switching at row ``at``.
+
+    ``dst-back`` is a return from summer time: the written hour goes back
+    while the instants go on, so only a reading in UTC keeps time forward.
+    """
+    instants = pd.to_datetime(frame["timestamp"], unit="ms", utc=True)
+    hours = {"offset": (5.5, 5.5), "dst-forward": (1, 2), "dst-back": (2, 1)}
+    text = []
+    for row, instant in enumerate(instants):
+        after = row >= at
+        naive = instant.tz_convert(None).isoformat(timespec="milliseconds")
+        if mode == "naive" or ((mode == "aware-then-naive") == after and "-then-" in mode):
+            text.append(naive)
+        elif mode in hours:
+            zone = datetime.timezone(datetime.timedelta(hours=hours[mode][after]))
+            text.append(instant.tz_convert(zone).isoformat(timespec="milliseconds"))
+        else:
+            text.append(naive + "Z")
+    out = frame.copy()
+    out["timestamp"] = text
+    return out
+
+
+def padded(frame: pd.DataFrame, row: int, zeros: int) -> pd.DataFrame:
+    """``frame`` whose counter at ``row`` is written with ``zeros`` leading zeros (a long line)."""
+    out = frame.copy()
+    out["row"] = out["row"].astype(str)
+    out.loc[row, "row"] = "0" * zeros + out.loc[row, "row"]
+    return out
+
+
+def outcome(read):
+    """What ``read()`` gives, or the error it raises."""
+    try:
+        return read()
+    except (ParseError, LimitError) as exc:
+        return exc
+
+
+@given(
+    seed=st.integers(0, 2**16),
+    n=st.integers(1, 300),
+    mode=st.sampled_from(TIME_MODES),
+    at=st.integers(0, 300),
+    size=st.integers(1, 3000),
+    cut_at_change=st.booleans(),
+    long_row=st.integers(0, 299),
+    zeros=st.sampled_from([0, 0, 500, 4000]),
+)
+@settings(max_examples=40, deadline=None)
+def test_any_cut_of_dated_times_gives_the_whole_outcome(
+    tmp_path_factory, seed, n, mode, at, size, cut_at_change, long_row, zeros
+):
+    root = tmp_path_factory.mktemp("dated")
+    plain = signals(np.random.default_rng(seed), n, ["1", "A"], text_after=None)
+    frame = padded(dated(plain, mode, at), long_row % n, zeros)
+    data = csv_bytes(frame)
+    if cut_at_change and 0 < at < n:
+        # The first block ends exactly before the row where the offset changes.
+        size = len(b"".join(data.splitlines(keepends=True)[: at + 1]))
+    (root / "data").mkdir()
+    (root / "data" / "s.csv").write_bytes(data)
+    entry_ = long_entry()
+    whole = outcome(lambda: read_long_signals(entry_, Sources([root])).frame)
+    got = outcome(lambda: streamed(entry_, Sources([root]), size))
+    if "-then-" in mode and 0 < at < n:
+        # Offsets beside naive times: refused, naming the first row that differs.
+        assert isinstance(whole, ParseError)
+        assert str(whole).startswith(f"data/s.csv: time column 'timestamp', row {at}: ")
+        assert "UTC offset" in str(whole)
+        assert type(got) is ParseError and str(got) == str(whole)
+        return
+    # Otherwise the table of the same release with its times as numbers.
+    (root / "data" / "s.csv").write_bytes(csv_bytes(padded(plain, long_row % n, zeros)))
+    assert isinstance(whole, pd.DataFrame), whole
+    want = read_long_signals(entry_, Sources([root])).frame
+    assert whole.attrs["time_repeats"] == want.attrs["time_repeats"]
+    assert isinstance(got, tuple), got
+    assert_same_table(*got, whole)
+
+
+def test_a_daylight_saving_change_at_a_block_edge_reads_as_the_whole_file(tmp_path):
+    frame = dated(signals(np.random.default_rng(3), 400, ["P01"], text_after=None), "dst-back", 200)
+    data = csv_bytes(frame)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "s.csv").write_bytes(data)
+    edge = len(b"".join(data.splitlines(keepends=True)[:201]))
+    assert data[edge:].split(b",")[1].endswith(b"+01:00")
+    assert data[:edge].split(b"\n")[-2].split(b",")[1].endswith(b"+02:00")
+    entry_ = long_entry()
+    want = read_long_signals(entry_, Sources([tmp_path])).frame
+    assert len(want) == 400
+    for size in (edge, edge - 1, edge + 1, 10**9):
+        assert_same_table(*streamed(entry_, Sources([tmp_path]), size), want)
+
+
+@pytest.mark.parametrize("size", [333, 10**9])
+def test_a_mix_of_offsets_and_naive_times_is_one_error_in_both_reads(tmp_path, size):
+    frame = dated(signals(np.random.default_rng(4), 400, ["P01"], text_after=None), "utc", 0)
+    frame.loc[250, "timestamp"] = frame.loc[250, "timestamp"].rstrip("Z")
+    frame["ax"] = frame["ax"].astype(object)
+    frame.loc[300, "ax"] = "x"  # a channel error comes after the time's
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "s.csv").write_bytes(csv_bytes(frame))
+    entry_ = long_entry()
+    with pytest.raises(ParseError) as whole:
+        read_long_signals(entry_, Sources([tmp_path]))
+    message = str(whole.value)
+    assert message.startswith("data/s.csv: time column 'timestamp', row 250: ")
+    assert f"({frame.loc[0, 'timestamp']!r}) has one" in message
+    with pytest.raises(ParseError) as chunked:
+        streamed(entry_, Sources([tmp_path]), size)
+    assert str(chunked.value) == message
+    # A time that is no date/time at all, even later in the file, is the error given.
+    frame.loc[390, "timestamp"] = "soon"
+    (tmp_path / "data" / "s.csv").write_bytes(csv_bytes(frame))
+    with pytest.raises(ParseError, match=r"row 390: 'soon' is neither") as whole:
+        read_long_signals(entry_, Sources([tmp_path]))
+    with pytest.raises(ParseError) as chunked:
+        streamed(entry_, Sources([tmp_path]), size)
+    assert str(chunked.value) == str(whole.value)
+
+
+def test_a_line_is_capped_as_the_whole_read_caps_a_member(tmp_path):
+    frame = padded(signals(np.random.default_rng(6), 200, ["P01"], text_after=None), 100, 5000)
+    data = csv_bytes(frame)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "s.csv").write_bytes(data)
+    entry_ = long_entry()
+    # Under the cap of a member read whole: read both ways, in blocks far shorter than the line.
+    sources = Sources([tmp_path], max_read=len(data))
+    want = read_long_signals(entry_, sources).frame
+    assert_same_table(*streamed(entry_, Sources([tmp_path], max_read=len(data)), 300), want)
+    # Under the line: the whole read refuses the file, the stream the line.
+    with pytest.raises(LimitError, match="more than the cap on a member read whole, 4,000"):
+        read_long_signals(entry_, Sources([tmp_path], max_read=4000))
+    with pytest.raises(LimitError, match=r"s\.csv'?: a line runs past 4,000 bytes"):
+        streamed(entry_, Sources([tmp_path], max_read=4000), 300)
+
+
+@pytest.mark.slow
+def test_a_line_of_70_mb_reads_both_ways(tmp_path):
+    # Past the 64 MiB a stream once stopped at, under the 256 MiB of a member read whole.
+    frame = padded(signals(np.random.default_rng(7), 50, ["P01"], text_after=None), 20, 70 * 10**6)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "s.csv").write_bytes(csv_bytes(frame))
+    entry_ = long_entry()
+    want = read_long_signals(entry_, Sources([tmp_path])).frame
+    assert_same_table(*streamed(entry_, Sources([tmp_path]), 1 << 22), want)
 
 
 # --------------------------------------------------------------------------
@@ -418,3 +590,27 @@ def test_a_build_spools_in_the_data_home_and_sweeps_what_a_killed_run_left(tmp_p
     assert parents and set(parents) == {spool}  # part2.csv.gz, decompressed
     assert spool.stat().st_mode & 0o777 == 0o700
     assert list(spool.iterdir()) == []
+
+
+def test_a_link_planted_as_a_spool_is_removed_itself_and_the_log_says_so(tmp_path, caplog):
+    raw = write_release(tmp_path / "raw", seed=6)
+    entry_ = replace(
+        long_entry(CLASSES[:2]), files=(RemoteFile("data", path=str(raw), glob="**/*"),)
+    )
+    spool = tmp_path / "home" / "own" / ".spool"
+    spool.mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("not the build's")
+    (spool / "mudata-spool-planted").symlink_to(elsewhere, target_is_directory=True)
+    (spool / "mudata-spool-0123456789abcdef").mkdir()  # a killed run's
+    with caplog.at_level(logging.INFO, logger="mudata.pipeline"):
+        build_frame(entry_, data_home=tmp_path / "home", allow_unverified=True)
+    assert list(spool.iterdir()) == []
+    assert (elsewhere / "keep.txt").read_text() == "not the build's"
+    link, stale = spool / "mudata-spool-planted", spool / "mudata-spool-0123456789abcdef"
+    assert f"removed {link}, a link under a spool's name (what it points to is left alone)" in (
+        caplog.text
+    )
+    assert f"removed {stale}, a spool left by an interrupted run" in caplog.text
+    assert f"removed {link}, a spool" not in caplog.text

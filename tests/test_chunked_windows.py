@@ -155,7 +155,15 @@ def test_features_wait_on_disk_and_are_removed_however_the_build_ends(tmp_path):
     assert not list(spool.iterdir())
 
 
-@pytest.mark.parametrize("window,span", [(5, 3), (4, 9), (7, DIRECT_MAX_SPAN + 2)])
+# The two longer cases take half a minute each: .ci/run runs them with -m slow.
+@pytest.mark.parametrize(
+    "window,span",
+    [
+        (5, 3),
+        pytest.param(4, 9, marks=pytest.mark.slow),
+        pytest.param(7, DIRECT_MAX_SPAN + 2, marks=pytest.mark.slow),
+    ],
+)
 def test_every_chunk_size_gives_the_same_rows(window, span):
     # Long runs, so that sequences are long enough for a span above
     # DIRECT_MAX_SPAN, and windows straddle every chunk boundary.

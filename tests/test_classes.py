@@ -9,7 +9,9 @@ import pandas as pd
 import pytest
 
 import mudata
-from mudata.classes import match_classes, user_names, user_sort_key
+from mudata.classes import fold_note, match_classes, user_names, user_sort_key
+from mudata.drafting.draft import draft_entry
+from mudata.drafting.records import Choices
 from mudata.errors import EmptyResultError, RegistryError
 from mudata.pipeline import build_table, row_balance
 from mudata.readers.base import Sources
@@ -244,3 +246,47 @@ def test_fetch_min_users_and_the_label_log_through_the_cli(tmp_path, monkeypatch
     record = mudata.provenance("own", data_home=home)
     assert record["counts"]["rows_dropped_by_class_code"] == {"other": 12}
     assert record["files"][0]["hashes"] == "first-use"
+
+
+# ---------------------------------------------------------------- labels folded into one code
+
+
+def test_labels_that_one_number_stands_for_are_named():
+    e = entry("feature-table", {}, [(1, "one"), (2, "two")])
+    matched = match_classes(pd.Series(["01", "1", "2", "1.0", "02"]), e)
+    assert matched.rank.tolist() == [0, 0, 1, 0, 1]
+    assert matched.folded == {"1": ["01", "1", "1.0"], "2": ["02", "2"]}
+    assert fold_note(matched.folded)[0] == (
+        "labels '01', '1', '1.0' are one class code, 1: "
+        "a label column of numbers compares codes as numbers"
+    )
+    # Numbers as numbers, and text codes, fold nothing.
+    assert match_classes(pd.Series([1, 1.0, 2]), e).folded == {}
+    words = entry("feature-table", {}, [("01", "a"), ("1", "b"), ("x", "c")])
+    assert match_classes(pd.Series(["01", "1", "x"]), words).folded == {}
+
+
+def test_a_build_warns_of_labels_folded_into_one_code(tmp_path, caplog):
+    # Parquet keeps the labels as written (a CSV reader reads "01" as the number 1).
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {
+            "who": np.repeat(["1", "2", "3"], 12),
+            "act": ["01", "1", "2"] * 12,
+            "f1": rng.normal(size=36),
+            "f2": rng.normal(size=36),
+        }
+    )
+    frame.to_parquet(tmp_path / "f.parquet")
+    draft = draft_entry(
+        [tmp_path], "own", output=tmp_path / "own.toml", kind="features",
+        choices=Choices(label="act", user="who"),
+    )  # fmt: skip
+    assert "  note: labels '01', '1' are one class code, 1: a label column" in "\n".join(
+        draft.report
+    )
+    e = entry("feature-table", {**FEATURE_OPTIONS, "format": "parquet"}, [(1, "one"), (2, "two")])
+    with caplog.at_level(logging.WARNING, logger="mudata"):
+        table, _ = build_table(e, Sources([tmp_path]))
+    assert table["label"].value_counts().to_dict() == {"one": 24, "two": 12}
+    assert "own: labels '01', '1' are one class code, 1" in caplog.text

@@ -106,8 +106,10 @@ def test_filters_take_comma_lists_and_repeats(two_runs, tmp_path):
     assert set(table.strategy_a.map(_codes)) == {"uim", "ucm"}
     assert set(table.classifier) == {"nb", "rf", "knn"}
     # Aliases as for evaluate.
+    assert f"wrote {out} (every test with its notes)\n" in result.output
     one = _mueval("compare", str(a), "-s", "ui,mixed", "-c", "svm", "--out", str(out))
     assert one.exit_code == 0, one.output
+    assert f"wrote {out} (every test with its notes); replaced the existing {out}\n" in one.output
     table = pd.read_csv(out)
     assert set(table.strategy_a) | set(table.strategy_b) == {"mm", "uim"}
 

@@ -181,6 +181,8 @@ def test_cli_prints_both_tables_and_writes_them(tmp_path: Path, two_runs) -> Non
         main, ["compare", "--guarantees", str(two_runs[0]), str(two_runs[1]), "--out", str(out)]
     )
     assert result.exit_code == 0, result.output
+    assert f"wrote {out} and {tmp_path / 'guarantees.tests.csv'}\n" in result.output
+    assert "replaced" not in result.output
     assert "target coverage: 0.9" in result.output
     assert "only_a" in result.output
     assert "random/ucm" in result.output and "blocked/uim" in result.output
@@ -194,8 +196,16 @@ def test_cli_prints_both_tables_and_writes_them(tmp_path: Path, two_runs) -> Non
     ).all()
     # --all-pairs: every pair of the four (two strategies in two runs).
     args = ["compare", "--guarantees", "--all-pairs", *map(str, two_runs), "--out", str(out)]
-    assert CliRunner().invoke(main, args).exit_code == 0
+    again = CliRunner().invoke(main, args)
+    assert again.exit_code == 0
     assert len(pd.read_csv(tmp_path / "guarantees.tests.csv")) == 6
+    # Both files were there: the output names them as replaced.
+    tests_out = tmp_path / "guarantees.tests.csv"
+    assert f"; replaced the existing {out} and {tests_out}\n" in again.output
+    # A tests file left by another run is named even when OUT is new.
+    out.unlink()
+    again = CliRunner().invoke(main, args)
+    assert f"wrote {out} and {tests_out}; replaced the existing {tests_out}\n" in again.output
     # The filters narrow both tables.
     args = ["compare", "--guarantees", "-s", "ucm", *map(str, two_runs), "--out", str(out)]
     assert CliRunner().invoke(main, args).exit_code == 0

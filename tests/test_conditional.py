@@ -245,6 +245,8 @@ def test_cohorts_file_through_the_command_line(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "the condition has no cohort" in result.output
 
 
+# Slow (tens of seconds): .ci/run runs it with -m slow; the default run stays under 5 min.
+@pytest.mark.slow
 def test_a_cohort_run_on_dask_equals_jobs_1() -> None:
     # On Dask the rows' cohorts are scattered to the workers once, as the
     # table is; the sets and p-values must be those of one process.

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import unquote
 
 import mlcroissant as mlc
 import pandas as pd
@@ -33,7 +34,7 @@ def test_the_descriptor_is_valid_and_gives_the_rows_of_mudata_load(built: Path) 
     assert not issues.errors and not issues.warnings, issues.report()
 
     records = pd.DataFrame(list(dataset.records(record_set=NAME)))
-    records.columns = [c.removeprefix(f"{NAME}/") for c in records.columns]
+    records.columns = [unquote(c.removeprefix(f"{NAME}/")) for c in records.columns]
     frame = mudata.load(NAME, data_home=built, download_if_missing=False).frame
     for column in ("userid", "label"):  # mlcroissant gives text as bytes
         records[column] = records[column].map(bytes.decode).astype(frame[column].dtype)
@@ -99,3 +100,75 @@ def test_spdx_licences_become_their_spdx_address() -> None:
         "sc:Text",
         "sc:Float",
     ]
+
+
+def _toy_provenance() -> dict[str, object]:
+    return {
+        "dataset": "toy",
+        "title": "Toy",
+        "homepage": "https://example.org",
+        "licence": "CC-BY-4.0",
+        "citation": "Someone (2020).",
+        "dataset_version": "1",
+        "classes": ["a"],
+        "counts": {"rows": 2, "users": 1},
+        "built": "2026-01-02T03:04:05+00:00",
+    }
+
+
+def _descriptor_records(folder: Path, table: pd.DataFrame) -> tuple[dict, list[dict]]:
+    """Write ``table`` and its descriptor in ``folder``; validate and read it with mlcroissant."""
+    table.to_parquet(folder / "toy.parquet", index=False)
+    sha = hashlib.sha256((folder / "toy.parquet").read_bytes()).hexdigest()
+    document = croissant(table, "toy.parquet", sha, _toy_provenance())
+    (folder / "croissant.json").write_text(json.dumps(document), encoding="utf-8")
+    dataset = mlc.Dataset(jsonld=folder / "croissant.json")
+    issues = dataset.metadata.issues
+    assert not issues.errors and not issues.warnings, issues.report()
+    return document, list(dataset.records(record_set="toy"))
+
+
+HOSTILE = [
+    "acc x",
+    "a/b",
+    "a#b",
+    "a?b",
+    'say "hi"',
+    "it's",
+    "é√",
+    "😀",
+    "1st",
+    "..",
+    "a.b",
+    "tab\there",
+    "a%20b",
+]
+
+
+@pytest.mark.parametrize("column", HOSTILE)
+def test_a_hostile_column_name_gives_a_valid_descriptor(column: str, tmp_path: Path) -> None:
+    table = pd.DataFrame({"userid": ["1", "1"], "label": ["a", "a"], column: [1.5, 2.5]})
+    document, records = _descriptor_records(tmp_path, table)
+    (field,) = [f for f in document["recordSet"][0]["field"] if f["name"] == column]
+    assert " " not in field["@id"] and field["@id"].count("/") == 1
+    assert [r[field["@id"]] for r in records] == [1.5, 2.5]
+
+
+def test_names_alike_but_for_punctuation_keep_apart(tmp_path: Path) -> None:
+    # Each pair would share a slug (or a decoded form) if the ids were made carelessly.
+    alike = ["acc x", "acc_x", "acc-x", "acc%20x", "acc.x", "a/b", "a%2Fb", "A b", "a b"]
+    values = {name: [float(i), float(i) + 0.5] for i, name in enumerate(alike)}
+    table = pd.DataFrame({"userid": ["1", "1"], "label": ["a", "a"], **values})
+    document, records = _descriptor_records(tmp_path, table)
+    fields = document["recordSet"][0]["field"]
+    assert len({f["@id"] for f in fields}) == len(fields)
+    assert [f["name"] for f in fields] == list(table.columns)
+    by_name = {f["name"]: f["@id"] for f in fields}
+    for name, column in values.items():
+        assert [r[by_name[name]] for r in records] == column
+
+
+def test_a_table_without_a_recipe_gets_a_descriptor(tmp_path: Path) -> None:
+    table = pd.DataFrame({"userid": ["1", "1"], "label": ["a", "a"], "f": [1.0, 2.0]})
+    document, _ = _descriptor_records(tmp_path, table)
+    assert "Recipe" not in document["description"]

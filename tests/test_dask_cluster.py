@@ -250,6 +250,8 @@ def _run_and_kill_a_worker(tmp_path: Path, cluster: Cluster) -> tuple[subprocess
     return run, err.read_text()
 
 
+# Slow (tens of seconds): .ci/run runs it with -m slow; the default run stays under 5 min.
+@pytest.mark.slow
 def test_a_worker_killed_mid_run_gives_the_same_predictions(tmp_path, cluster) -> None:
     one = subprocess.run(
         _evaluate(

@@ -9,6 +9,8 @@ import pytest
 from frictionless import validate
 
 import mudata
+from mudata.errors import StorageError
+from mudata.paths import table_dir
 from tests.tiny_entry import write_tiny_entry
 
 CUSTOM = '{ name = "LicenseRef-tiny-terms", title = "Research use only; cite the study", path = "https://example.org/tiny/terms" }'
@@ -74,3 +76,38 @@ def test_frictionless_catches_a_descriptor_that_disagrees_with_the_table(
     data["licenses"] = [{"title": "no name"}]
     descriptor.write_text(json.dumps(data), encoding="utf-8")
     assert any("license requires" in e for e in errors_of(descriptor))
+
+
+def test_a_failed_later_write_leaves_no_datapackage_of_a_missing_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # croissant.json, written after datapackage.json, cannot be written: a
+    # folder holds its name (the rename onto it fails as on a full disk).
+    write_tiny_entry(tmp_path / "registry")
+    monkeypatch.setenv("MUDATA_REGISTRY", str(tmp_path / "registry"))
+    folder = table_dir("tiny", tmp_path / "home")
+    (folder / "croissant.json").mkdir(parents=True)
+    with pytest.raises(StorageError, match="cannot write the table of 'tiny'"):
+        mudata.fetch("tiny", data_home=tmp_path / "home")
+    left = sorted(p.name for p in folder.iterdir() if not p.name.startswith(".lock"))
+    assert left == [".spool", "croissant.json"]  # no datapackage.json, no table, no .part
+
+
+def test_a_failed_rebuild_puts_the_old_datapackage_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    descriptor = build(tmp_path, monkeypatch, '"CC0-1.0"')
+    folder = descriptor.parent
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    (folder / "croissant.json").unlink()
+    (folder / "croissant.json").mkdir()
+    (tmp_path / "registry" / "tiny.toml").write_text(
+        (tmp_path / "registry" / "tiny.toml").read_text().replace("A tiny study", "Retitled"),
+        encoding="utf-8",
+    )
+    with pytest.raises(StorageError):
+        mudata.fetch("tiny", data_home=tmp_path / "home", force=True)
+    after = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    assert after["datapackage.json"] == before["datapackage.json"]
+    assert after["tiny.parquet"] == before["tiny.parquet"]
+    assert not [name for name in after if name.endswith(".part")]

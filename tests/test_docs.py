@@ -35,7 +35,7 @@ def _documented_names(text: str) -> set[str]:
     for line in text.splitlines():
         if m := re.match(r"\.\. currentmodule:: (\S+)", line):
             module = m.group(1)
-        elif m := re.match(r"\.\. autodata:: (\S+)", line):
+        elif m := re.match(r"\.\. (?:autodata|data):: (\S+)", line):
             names.add(m.group(1))
         elif line.startswith(".. autosummary::"):
             in_summary = True
@@ -57,6 +57,15 @@ def test_the_api_reference_names_only_public_names() -> None:
     public = {f"{p.__name__}.{n}" for p in (mudata, mueval) for n in p.__all__}
     extra = _documented_names(API.read_text(encoding="utf-8")) - public
     assert not extra, f"{API} documents names that are not in __all__: {sorted(extra)}"
+
+
+def test_the_api_reference_renders_no_module_docstring_and_no_inherited_one() -> None:
+    """The packages' docstrings list their internal modules, and ``autodata`` on a
+    string shows ``str``'s own docstring: the page uses neither."""
+    text = API.read_text(encoding="utf-8")
+    assert ".. automodule::" not in text
+    assert ".. autodata::" not in text
+    assert "|release|" in text  # the version string itself, from conf.py
 
 
 def _examples() -> list[Path]:
@@ -149,3 +158,19 @@ def test_the_report_names_documentation_pages_that_exist() -> None:
             assert path in allowed, f"{name}: {path} is not shipped with the package"
         if section := re.search(r"section (\d+)", mention.group(0)):
             assert section.group(1) in headings, f"{name}: {mention.group(0)}"
+
+
+def test_the_readme_s_second_command_is_the_test_command_ci_runs() -> None:
+    """The README's "Two commands": the second installs the [test] extra and runs the
+    default suite with the very command .ci/run times; .ci/run also runs the first
+    one, as written, through .ci/readme-commands."""
+    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Two commands", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```bash\n(.*?)\n```", section, flags=re.S)
+    assert len(blocks) == 2, "README.md: 'Two commands' should hold two bash blocks"
+    steps = [step.strip() for step in blocks[1].split("&&")]
+    assert 'pip install -e ".[test]"' in steps
+    assert steps[-1] == "python -m pytest -q -n auto"
+    ci = (PROJECT_ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert f"\n{steps[-1]}\n" in ci
+    assert "bash .ci/readme-commands 1" in ci

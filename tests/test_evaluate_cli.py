@@ -398,3 +398,20 @@ def test_write_run_turns_an_unusable_parent_into_an_output_error(tmp_path) -> No
             splits=pd.DataFrame(),
             predictions=None,
         )
+
+
+def test_user_ids_of_any_unicode_digits_sort_without_error(tmp_path) -> None:
+    # "²" and "①" are digits to str.isdigit but no decimal numbers (int() refuses
+    # them), and int() refuses runs of more than 4,300 digits.
+    long = "9" * 5000
+    frame = make_frame(n_users=3)
+    frame["userid"] = frame["userid"].map({10: "①", 11: long, 12: "²"})
+    out = tmp_path / "run"
+    result = _invoke(
+        *_data_args(_csv(tmp_path, frame)), "-c", "nb", "-s", "ucm", "--iterations", "1",
+        "--out", str(out),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    splits = pd.read_parquet(out / "splits.parquet")
+    # A run of digits comes before text; "²" (U+00B2) before "①" (U+2460).
+    assert splits["user"].tolist() == [long, "²", "①"]

@@ -181,6 +181,8 @@ def _tied_frame(n_users: int = 8, per_user: int = 400, n_features: int = 32) -> 
     return pd.concat(parts, ignore_index=True)
 
 
+# Slow (tens of seconds): .ci/run runs it with -m slow; the default run stays under 5 min.
+@pytest.mark.slow
 def test_ties_give_the_same_predictions_for_any_jobs_and_dask(tmp_path) -> None:
     import os
 

@@ -1679,6 +1679,8 @@ print(" ".join(outcomes), peak)
 """
 
 
+# Slow (tens of seconds): .ci/run runs it with -m slow; the default run stays under 5 min.
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads VmHWM from /proc")
 def test_an_expansion_bomb_with_the_cap_lifted_stays_bounded_in_memory(tmp_path: Path) -> None:
     """512 MiB members with --max-expansion inf: hashed by fetch, refused whole, streamed to

@@ -527,11 +527,11 @@ def test_fifo_in_a_run_folder_is_refused_by_report_and_compare(
 def test_fifo_planted_among_the_report_figures_is_refused(tmp_path: Path, real_run) -> None:
     run = _copy(real_run, tmp_path / "run")
     (run / "report" / "figures").mkdir(parents=True)
-    os.mkfifo(run / "report" / "figures" / "coverage_box_nb.png")
+    os.mkfifo(run / "report" / "figures" / "coverage_box_nb.svg")
     proc = _mueval_subprocess("report", str(run), "--n-boot", "10", "--figures", "all")
     assert proc.returncode == 1, proc.stderr
     # Refused before any figure is drawn: the folder holds what mueval report did not write.
-    assert "figures/coverage_box_nb.png (a FIFO (named pipe))" in proc.stderr
+    assert "figures/coverage_box_nb.svg (a FIFO (named pipe))" in proc.stderr
 
 
 @needs_fifo
@@ -560,9 +560,7 @@ def test_mathtext_labels_are_drawn_as_plain_text(tmp_path: Path) -> None:
     run = tmp_path / "run"
     result = _evaluate(_csv(tmp_path / "data", frame), run)
     assert result.exit_code == 0, result.output
-    result = _mueval(
-        "report", str(run), "--n-boot", "10", "--strategy", "uim", "--figures", "all", "--svg"
-    )
+    result = _mueval("report", str(run), "--n-boot", "10", "--strategy", "uim", "--figures", "all")
     assert result.exit_code == 0, result.output
     svg = (run / "report" / "figures" / "uim_nb_confusion.svg").read_text(encoding="utf-8")
     assert "$\\frac{1$" in svg and "a $ b" in svg

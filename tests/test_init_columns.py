@@ -94,3 +94,10 @@ def test_missing_cells_in_kept_columns_leave_out_columns_not_chosen():
     line = next(line for line in roles.report(10) if line.startswith("missing cells"))
     assert line.endswith("in kept columns: x: 2, u: 1")
     assert "in 3 column(s) of 10 rows" in line
+
+
+@pytest.mark.parametrize("name", ["\u00b2", "\u2460", "9" * 5000])
+def test_a_column_named_by_no_number_lists_the_columns(name):
+    # Digits to str.isdigit that int() refuses: no column number, a clear error.
+    with pytest.raises(UsageError, match="a, b"):
+        resolve(name, ["a", "b"], True, "--label")

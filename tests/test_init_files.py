@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import bz2
 import gzip
+import lzma
 import re
 import zipfile
 
@@ -13,6 +15,8 @@ import pytest
 from mudata.drafting.draft import draft_entry
 from mudata.drafting.selection import compile_path_pattern, data_glob, select
 from mudata.errors import UsageError
+from mudata.readers.base import Sources
+from mudata.readers.tabular import read_long_signals
 
 HEADS = {
     "DATA/s01/s01_01_sp.csv": b"timestamp,x,y,z\n1,2,3,4\n",
@@ -111,3 +115,50 @@ def test_a_user_id_ends_the_name_of_a_compressed_file(tmp_path):
     draft = draft_entry([folder], "gz", output=tmp_path / "gz.toml", sampling_rate_hz=50)
     assert "user: the id at the end of each file name (e.g. 'p1'; 2 users)" in draft.report
     assert draft.entry.reader_options["members"] == "*.csv.gz"
+
+
+COMPRESSED = {
+    "data/p1.csv": None,
+    "data/p2.csv.gz": gzip.compress,
+    "data/p3.csv.bz2": bz2.compress,
+    "data/p4.csv.xz": lzma.compress,
+}
+
+
+def test_compressions_of_one_format_are_one_format(tmp_path):
+    heads = dict.fromkeys(COMPRESSED, b"user,x,y,z\n1,2,3,4\n")
+    heads["data/extra.parquet"] = b"PAR1"
+    selection = select(list(heads), heads.__getitem__)
+    assert selection.members == sorted(COMPRESSED)
+    assert selection.glob == "*.csv*"
+    assert selection.left_out == {
+        "data/extra.parquet": "another format (.parquet) than the data files (.csv)"
+    }
+    # --include keeps what it matches, beside a parquet file or not...
+    chosen = select(list(heads), heads.__getitem__, include=("*.csv*",))
+    assert chosen.members == sorted(COMPRESSED)
+    assert chosen.left_out == {"data/extra.parquet": "not matched by --include"}
+    # ...but one dataset is read in one format.
+    with pytest.raises(UsageError, match=r"several formats \(\.csv \(4 file\(s\)\), \.parquet"):
+        select(list(heads), heads.__getitem__, include=("*.csv*", "*.parquet"))
+
+
+def test_include_overrides_the_column_rule(tmp_path):
+    with_sheet = select(list(HEADS), HEADS.__getitem__, include=("*.csv",))
+    assert "DATA/executions_info.csv" in with_sheet.members
+
+
+def test_a_release_of_several_compressions_is_drafted_and_read_whole(tmp_path):
+    rng = np.random.default_rng(3)
+    folder = tmp_path / "mixed"
+    (folder / "data").mkdir(parents=True)
+    for i, (name, compress) in enumerate(COMPRESSED.items()):
+        text = _frame(f"p{i + 1}", rng).to_csv(index=False).encode()
+        (folder / name).write_bytes(text if compress is None else compress(text))
+    draft = draft_entry([folder], "mixed", output=tmp_path / "mixed.toml", sampling_rate_hz=50)
+    assert draft.entry.reader_options["members"] == "*.csv*"
+    assert "another format" not in "\n".join(draft.report)
+    sources = Sources([folder])
+    table = read_long_signals(draft.entry, sources).frame
+    assert sorted(table["userid"].unique()) == ["p1", "p2", "p3", "p4"]
+    assert len(table) == 4 * 1200

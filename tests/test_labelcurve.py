@@ -18,7 +18,7 @@ from mueval.cli.main import main
 from mueval.data.synthetic import make_users
 from mueval.data.table import table_from_frame
 from mueval.errors import DataError, EvaluationError, UsageError
-from mueval.evaluation.labelcurve import CurveConfig, curve_run, parse_ks, parse_uses
+from mueval.evaluation.labelcurve import CurveConfig, auto_ks, curve_run, parse_ks, parse_uses
 
 KS = (0, 5, 20, 30)
 ALPHA = 0.05
@@ -48,6 +48,8 @@ def result(frame):
         ([True], "whole numbers"),
         ([-1], "0 or more"),
         ("0,5,5,10,10", "repeated: 5, 10"),
+        ("\u00b2", "whole numbers"),  # a digit to str.isdigit, no number to int()
+        ("9" * 5000, "whole numbers"),
     ],
 )
 def test_bad_k_lists_are_refused(value, match) -> None:
@@ -193,11 +195,14 @@ def test_cli_writes_the_folder_and_refuses_bad_input(frame, tmp_path) -> None:
     assert "calibration     5      4  100.0 [100.0, 100.0]" in ok.output
     assert sorted(p.name for p in out.iterdir()) == [
         "curve.csv",
-        "curve.png",
+        "curve.svg",
         "curve_users.csv",
         "run.json",
     ]
-    assert (out / "curve.png").read_bytes()[:4] == b"\x89PNG"
+    assert (out / "curve.svg").read_bytes()[:5] == b"<?xml"
+    # The figure names what the curve is of (here: no dataset name, the file's table).
+    svg = (out / "curve.svg").read_text(encoding="utf-8")
+    assert "classifier nb, alpha = 0.05" in svg
     assert pd.read_csv(out / "curve.csv")["k"].tolist() == [0, 5, 20]
     info = json.loads((out / "run.json").read_text())
     assert info["config"]["ks"] == [0, 5, 20] and info["config"]["small_cal"] == "full-set"
@@ -207,3 +212,105 @@ def test_cli_writes_the_folder_and_refuses_bad_input(frame, tmp_path) -> None:
     assert bad_k.exit_code == 2 and "whole numbers" in bad_k.output
     bad_use = CliRunner().invoke(main, [*args, "--use", "train"])
     assert bad_use.exit_code == 2 and "unknown use train" in bad_use.output
+
+
+def test_cli_writes_the_figure_as_png_at_its_dpi_or_pdf(frame, tmp_path) -> None:
+    path = tmp_path / "t.csv"
+    frame.to_csv(path, index=False)
+    args = ["curve", "--data", str(path), "-c", "nb", "--iterations", "1", "--k", "0,20"]
+    png = CliRunner().invoke(
+        main, [*args, "--out", str(tmp_path / "png"), "--figure-format", "png", "--dpi", "50"]
+    )
+    assert png.exit_code == 0, png.output
+    import matplotlib.image as mpimg
+
+    # 12 x 3.8 inches at 50 dpi.
+    assert mpimg.imread(tmp_path / "png" / "curve.png").shape[:2] == (190, 600)
+    pdf = CliRunner().invoke(
+        main, [*args, "--out", str(tmp_path / "pdf"), "--figure-format", "pdf"]
+    )
+    assert pdf.exit_code == 0, pdf.output
+    assert (tmp_path / "pdf" / "curve.pdf").read_bytes()[:5] == b"%PDF-"
+    bad = CliRunner().invoke(main, [*args, "--figure-format", "jpg"])
+    assert bad.exit_code == 2 and "jpg" in bad.output
+
+
+def test_auto_ks_start_where_sets_become_informative_and_keep_every_user() -> None:
+    users = ["a"] * 170 + ["b"] * 150 + ["c"] * 120
+    ks = auto_ks(users, ["calibration"], 0.05, 20)
+    # 0, then from 20 (max(1/0.05, 1/0.95) calibration rows) to 120 - 20.
+    assert ks[0] == 0 and ks[1] == 20 and ks[-1] == 100 and len(ks) == 5
+    assert list(ks) == sorted(set(ks))
+    # both: k - k // 2 calibrate, so k = 39 is the first with 20 of them.
+    assert auto_ks(users, ["calibration", "both"], 0.05, 20)[1] == 39
+    # alpha 0.1 needs 10 rows.
+    assert auto_ks(users, ["calibration"], 0.1, 20)[1] == 10
+    # A tiny user gives way to the median user rather than shrinking every k.
+    assert auto_ks([*users[:320], "d", "d"], ["calibration"], 0.05, 20)[-1] == 130
+    with pytest.raises(
+        DataError, match="no informative k: at alpha 0.05 the curve's calibration needs k >= 20"
+    ):
+        auto_ks(["a"] * 30 + ["b"] * 30, ["calibration"], 0.05, 20)
+
+
+@pytest.fixture(scope="module")
+def wisdm_curve(wisdm_dir):
+    """The default curve (--k auto, calibration) on the official WISDM data, naive Bayes,
+    one iteration, beside the old default k values 5 and 10."""
+    from mueval.data.table import load_data
+
+    table = load_data("wisdm", manual_dir=wisdm_dir)
+    ks = auto_ks(table.users, ["calibration"], ALPHA, 20)
+    config = CurveConfig(classifier="nb", ks=tuple(sorted({*ks, 5, 10})), iterations=1)
+    return table, ks, curve_run(table, config)
+
+
+def test_auto_ks_give_informative_sets_on_wisdm(wisdm_curve) -> None:
+    table, ks, result = wisdm_curve
+    n_classes = len(table.classes)
+    assert n_classes == 6
+    curve = result.curve.set_index("k")
+    for k in ks[1:]:
+        # Neither every class nor a single guess, and no small calibration set.
+        assert 1.0 < curve.loc[k, "setsize"] < n_classes, k
+        assert curve.loc[k, "n_small_cal"] == 0, k
+    # Every user is in the curve (the smallest user can give the largest k).
+    assert result.info["skipped_users"] == []
+    # The old defaults: every set holds all six classes, and a note says so.
+    for k in (5, 10):
+        assert curve.loc[k, "setsize"] == n_classes
+        assert any(f"k={k}: every set holds all 6 classes" in n for n in result.notes)
+    assert not any(f"k={k}: every set" in n for k in ks for n in result.notes)
+
+
+def test_curve_figure_names_the_run_and_keeps_its_legend_off_the_data(wisdm_curve) -> None:
+    import itertools
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from mueval.evaluation.labelcurve import curve_figure, curve_label
+
+    _, _, result = wisdm_curve
+    fig = curve_figure(result.curve, ALPHA, label=curve_label(result.info))
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    (legend,) = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    assert legend.get_title().get_text().startswith("wisdm, classifier nb, alpha = 0.05")
+    box = legend.get_window_extent(renderer)
+    for ax in fig.axes:
+        assert not box.overlaps(ax.get_window_extent(renderer))
+        for line in ax.get_lines():
+            xy = line.get_transform().transform(line.get_xydata())
+            assert not (
+                (xy[:, 0] > box.x0)
+                & (xy[:, 0] < box.x1)
+                & (xy[:, 1] > box.y0)
+                & (xy[:, 1] < box.y1)
+            ).any()
+        for axis in (ax.get_xticklabels(), ax.get_yticklabels()):
+            boxes = [t.get_window_extent(renderer) for t in axis if t.get_text()]
+            assert not any(a.overlaps(b) for a, b in itertools.combinations(boxes, 2))
+    # No title unless asked; the metric is each panel's y label.
+    assert not fig.get_suptitle() and all(not ax.get_title() for ax in fig.axes)
+    assert [ax.get_ylabel() for ax in fig.axes] == ["coverage", "mean set size", "accuracy"]

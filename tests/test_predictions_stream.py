@@ -153,6 +153,8 @@ def assert_same_run_folders(one, other) -> None:
     assert infos[0] == infos[1]
 
 
+# Slow (tens of seconds): .ci/run runs it with -m slow; the default run stays under 5 min.
+@pytest.mark.slow
 @pytest.mark.usefixtures("small_row_groups")
 def test_the_streamed_file_does_not_depend_on_the_workers(tmp_path) -> None:
     # Here, not at the top: the CPU count is what the default is compared with.
@@ -206,6 +208,9 @@ def test_a_failing_run_leaves_no_file(tmp_path, monkeypatch, jobs) -> None:
             strategies=["mm", "udm"],
             classifiers=["nb"],
             iterations=1,
+            # One worker, so that every other split is streamed before the last
+            # user's fails (with several, the failure may come first).
+            jobs=1,
             progress=False,
             jobs=jobs,
         )
@@ -339,6 +344,8 @@ def test_guarantees_read_block_by_block_equal_the_whole_frame(tmp_path, options)
     assert len(memory.user_coverage) and len(memory.conditional_coverage)
 
 
+# Slow (tens of seconds): .ci/run runs it with -m slow; the default run stays under 5 min.
+@pytest.mark.slow
 @pytest.mark.usefixtures("small_row_groups")
 def test_the_files_do_not_depend_on_the_tasks_in_flight(tmp_path) -> None:
     # One task in flight at a time (each gathered before the next is

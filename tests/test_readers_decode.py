@@ -19,6 +19,7 @@ from mudata.readers.base import Sources
 from mudata.readers.decode import decompress, read_mat, sniff_delimited
 from mudata.readers.tabular import read_long_signals
 from mudata.registry import parse_entry
+from tests.hostile_inputs import mat_bomb
 
 
 def tiny_entry_data() -> dict:
@@ -154,3 +155,31 @@ def test_repeated_times_are_kept_and_counted_decreasing_ones_refused(tmp_path):
             {**tiny_entry_data(), "reader_options": {"time_order": "sorted"}},
             source=Path("e.toml"),
         )
+
+
+def test_a_matlab_array_declared_past_the_cap_is_refused_before_decompressing(tmp_path):
+    # The file declares 400 million doubles (3.2 GB) and holds ten: refused from
+    # its declared shape, with a LimitError, never decompressed (reading it
+    # would end in a ParseError, the stream being short).
+    path = tmp_path / "bomb.mat"
+    mat_bomb(path, 400_000_000, written=10)
+    assert path.stat().st_size < 1000
+    with pytest.raises(LimitError, match=r"bomb.mat: variable 'x' declares a 400000000x1 double"):
+        read_mat(path.read_bytes(), "bomb.mat")
+    with pytest.raises(LimitError, match="3,200,000,000 bytes as float64"):
+        read_mat(path.read_bytes(), "bomb.mat", "x", ratio=1e6)
+    # A lifted cap lets scipy try, which finds the stream short.
+    with pytest.raises(ParseError, match="cannot be read as a MATLAB .mat file"):
+        read_mat(path.read_bytes(), "bomb.mat", ratio=float("inf"))
+
+
+def test_a_matlab_array_within_the_cap_is_read_and_others_are_left_unread(tmp_path):
+    path = tmp_path / "a.mat"
+    mat_bomb(path, 4)
+    assert read_mat(path.read_bytes(), "a.mat").shape == (4, 1)
+    # A second, hostile array is skipped (never decompressed) when another is named.
+    savemat(path, {"acc": np.ones((3, 2))})
+    bomb = tmp_path / "b.mat"
+    mat_bomb(bomb, 400_000_000, written=10, name="big")
+    both = path.read_bytes() + bomb.read_bytes()[128:]  # one v5 file, two variables
+    assert read_mat(both, "c.mat", "acc").iloc[0, 1] == 1.0

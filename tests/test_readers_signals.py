@@ -98,6 +98,15 @@ def test_har70_ignores_macos_shadows_and_honours_the_member_glob(tmp_path):
     assert table.frame["userid"].unique().tolist() == [501]
 
 
+@pytest.mark.parametrize("stem", ["\u00b2", "9" * 5000])
+def test_har70_subject_files_named_by_no_number_are_refused(tmp_path, stem):
+    # "²" is a digit to str.isdigit, but int() refuses it, and 5,000 digits too.
+    path = tmp_path / "har70.zip"
+    make_har70_zip(path, users=(501,), n_samples=50, extra_members={f"har70plus/{stem}.csv": b""})
+    with pytest.raises(ParseError, match="named by the subject number"):
+        read_har70(har70_entry(), Sources([path]))
+
+
 def set_field(lines: list[str], line: int, field: int, value: str) -> None:
     fields = lines[line].split(",")
     fields[field] = value

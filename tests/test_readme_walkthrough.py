@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from tests import release_shapes
 from tests.conftest import PROJECT_ROOT
@@ -103,6 +104,8 @@ def test_readme_registration_walkthrough_runs_as_written(tmp_path):
     assert "coverage (%)" in done.stdout
 
 
+# Slow (tens of seconds): .ci/run runs it with -m slow; the default run stays under 5 min.
+@pytest.mark.slow
 def test_readme_when_init_needs_help_runs_as_written(tmp_path):
     block = section_blocks("bash")[1]
     for option in ("--exclude", "--label", "--user", "--path-pattern", "--window", "--channels"):

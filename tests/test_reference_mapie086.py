@@ -105,6 +105,8 @@ def _assert_agree(
     assert all(n > 0 for n in diff.compared_rows_by_strategy.values())
 
 
+# Slow (tens of seconds): .ci/run runs it with -m slow; the default run stays under 5 min.
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["wisdm", "gestures"])
 def test_one_iteration_equals_mapie_086_reference(
     name: str, reference_python: Path, tmp_path: Path, tmp_path_factory

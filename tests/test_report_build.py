@@ -299,31 +299,71 @@ EXPECTED_PER_PAIR = [
 ]
 
 
-def test_every_expected_figure_is_a_valid_png_and_no_svg_unasked(built):
+def test_every_expected_figure_is_a_valid_svg_by_default_and_nothing_else(built):
     out, _ = built
     stems = ["coverage_box_nb", "setsize_lollipop", "per_user_coverage_nb", "per_user_setsize_nb"]
     stems += [f"{s}_nb_{k}" for s in ("mm", "uim", "ucm") for k in EXPECTED_PER_PAIR]
     for stem in stems:
-        png = out / "figures" / f"{stem}.png"
-        assert png.read_bytes()[:8] == PNG_MAGIC, stem
+        root = ET.parse(out / "figures" / f"{stem}.svg").getroot()
+        assert root.tag.endswith("svg"), stem
+        # Sized in points, as drawn: at least a few inches each way.
+        width, height = (float(root.get(a).removesuffix("pt")) for a in ("width", "height"))
+        assert width > 200 and height > 200, stem
+    # SVG only (no PNG copies); the captions name the files that exist.
+    assert {p.suffix for p in (out / "figures").iterdir()} == {".svg"}
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "(file: coverage_box_nb.svg)" in page and ".png" not in page
+
+
+@pytest.mark.parametrize(("fmt", "embedded"), [("png", "image/png"), ("pdf", "image/svg+xml")])
+def test_figure_format_png_at_its_dpi_or_pdf_shown_on_the_page_as_svg(
+    run_dir, tmp_path, fmt, embedded
+):
+    out = tmp_path / "r"
+    result = CliRunner().invoke(
+        report_command, [str(run_dir), "--out", str(out), "--figure-format", fmt, "--dpi", "50"]
+    )
+    assert result.exit_code == 0, result.output
+    files = sorted((out / "figures").iterdir())
+    assert len(files) == 4 and all(p.suffix == f".{fmt}" for p in files), files
+    page = (out / "report.html").read_text(encoding="utf-8")
+    srcs = re.findall(r'<img [^>]*src="([^"]+)"', page)
+    assert len(srcs) == 4 and all(s.startswith(f"data:{embedded};base64,") for s in srcs)
+    overview = out / "figures" / f"overview_coverage.{fmt}"
+    if fmt == "png":
+        assert overview.read_bytes()[:8] == PNG_MAGIC
         import matplotlib.image as mpimg
 
-        img = mpimg.imread(png)
-        assert img.shape[0] > 100 and img.shape[1] > 100, stem
-    # SVG copies only with --svg; the captions name the files that exist.
-    assert not list((out / "figures").glob("*.svg"))
-    page = (out / "report.html").read_text(encoding="utf-8")
-    assert "(file: coverage_box_nb.png)" in page and ".svg" not in page
+        # 7 x 3.2 inches at --dpi 50.
+        assert mpimg.imread(overview).shape[:2] == (160, 350)
+        assert "as PNG at 50 dpi" in result.output
+    else:
+        assert overview.read_bytes()[:5] == b"%PDF-"
+        assert "(file: overview_coverage.pdf)" in page
+
+
+def test_figures_carry_no_title_unless_asked(run_dir, tmp_path):
+    title = "Pooled coverage with 95 % intervals"
+    svgs = []
+    for flag in ("--no-titles", "--titles"):
+        out = tmp_path / flag
+        result = CliRunner().invoke(report_command, [str(run_dir), "--out", str(out), flag])
+        assert result.exit_code == 0, result.output
+        svgs.append((out / "figures" / "overview_coverage.svg").read_text(encoding="utf-8"))
+        # The caption says it either way.
+        page = (out / "report.html").read_text(encoding="utf-8")
+        assert "<figcaption>Pooled coverage with its 95 % interval" in page
+    assert title not in svgs[0] and title in svgs[1]
 
 
 def test_page_is_self_contained_and_embeds_every_figure(built):
     out, _ = built
     page = (out / "report.html").read_text(encoding="utf-8")
-    n_png = len(list((out / "figures").glob("*.png")))
+    n_svg = len(list((out / "figures").glob("*.svg")))
     srcs = re.findall(r'<img [^>]*src="([^"]+)"', page)
     # Page one: the pooled-coverage overview and one per-user figure per strategy.
-    assert len(srcs) == n_png == 4 + 3 * len(EXPECTED_PER_PAIR) + 1 + 3
-    assert all(s.startswith("data:image/png;base64,") for s in srcs)
+    assert len(srcs) == n_svg == 4 + 3 * len(EXPECTED_PER_PAIR) + 1 + 3
+    assert all(s.startswith("data:image/svg+xml;base64,") for s in srcs)
     assert not re.search(r'(src|href)="(https?:)?//', page)
     assert "<link" not in page
     # Provenance, configuration and versions are stated.
@@ -487,14 +527,13 @@ def test_report_from_a_real_evaluate_run_on_gestures(tmp_path):
     out = tmp_path / "report"
     result = CliRunner().invoke(
         report_command,
-        [str(run_dir), "--out", str(out), "--n-boot", "20", "--strategy", "ucm", *_ALL, "--svg"],
+        [str(run_dir), "--out", str(out), "--n-boot", "20", "--strategy", "ucm", *_ALL],
     )
     assert result.exit_code == 0, result.output
-    assert "as PNG and SVG" in result.output
+    assert "figures as SVG in" in result.output
     page = (out / "report.html").read_text(encoding="utf-8")
-    assert "(files: ucm_nb_confusion.png, ucm_nb_confusion.svg)" in page
+    assert "(file: ucm_nb_confusion.svg)" in page
     for key in EXPECTED_PER_PAIR:
-        assert (out / "figures" / f"ucm_nb_{key}.png").read_bytes()[:8] == PNG_MAGIC
         assert ET.parse(out / "figures" / f"ucm_nb_{key}.svg").getroot().tag.endswith("svg")
     # run.json keeps the classes in text order (n1, n10, ..., n2); figures use natural order.
     assert run.classes.index("n10") < run.classes.index("n2")

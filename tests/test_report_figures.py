@@ -171,7 +171,7 @@ def test_the_png_written_in_one_pass_has_the_pixels_savefig_writes(tmp_path):
     makers = [
         lambda: F.multiset_figure(z, CLASSES, title="t"),
         lambda: F.confusion_figure(
-            S.confusion_matrix_colnorm(np.arange(300) % 5, np.arange(300) % 4, 5),
+            S.confusion_matrix_rows(np.arange(300) % 5, np.arange(300) % 4, 5),
             CLASSES,
             title="t",
         ),
@@ -181,13 +181,39 @@ def test_the_png_written_in_one_pass_has_the_pixels_savefig_writes(tmp_path):
         fig = make()
         fig.savefig(reference, format="png", dpi=100)
         plt.close(fig)
-        (png,) = F.save_figure(make(), tmp_path / "figure")
+        png = F.save_figure(make(), tmp_path / "figure", fmt="png", dpi=100)
         np.testing.assert_array_equal(
             mpimg.imread(png), mpimg.imread(io.BytesIO(reference.getvalue()))
         )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["figure.png"]
-    paths = F.save_figure(makers[0](), tmp_path / "both", svg=True)
-    assert [p.name for p in paths] == ["both.png", "both.svg"]
+
+
+def test_figures_are_svg_by_default_the_same_bytes_each_time_and_pdf_or_png_on_request(
+    tmp_path,
+):
+    z = random_sets(5)
+    svg = F.save_figure(F.multiset_figure(z, CLASSES), tmp_path / "a")
+    again = F.save_figure(F.multiset_figure(z, CLASSES), tmp_path / "b")
+    assert svg.name == "a.svg" and svg.read_bytes()[:5] == b"<?xml"
+    # No date, fixed ids: the same figure gives the same file (a paper's build diffs).
+    assert svg.read_bytes() == again.read_bytes()
+    # Text stays text: the class names are in the file, not outlines.
+    assert ">a</text>" in svg.read_text(encoding="utf-8") or ">a<" in svg.read_text(
+        encoding="utf-8"
+    )
+    pdf = F.save_figure(F.multiset_figure(z, CLASSES), tmp_path / "c", fmt="pdf")
+    assert pdf.name == "c.pdf" and pdf.read_bytes()[:5] == b"%PDF-"
+    png = F.save_figure(F.multiset_figure(z, CLASSES), tmp_path / "d", fmt="png")
+    height, width = mpimg.imread(png).shape[:2]
+    # 300 dpi unless asked: the figure's size in inches times 300.
+    w_in, h_in = F.multiset_figure(z, CLASSES).get_size_inches()
+    assert (width, height) == (round(w_in * 300), round(h_in * 300))
+    plt.close("all")
+    with pytest.raises(ValueError, match="figure format must be one of svg, pdf, png, not 'jpg'"):
+        F.save_figure(F.multiset_figure(z, CLASSES), tmp_path / "e", fmt="jpg")
+    with pytest.raises(ValueError, match="dpi must be a whole number from 10 to 2400, not 0"):
+        F.save_figure(F.multiset_figure(z, CLASSES), tmp_path / "e", fmt="png", dpi=0)
+    plt.close("all")
 
 
 def _hostile_frame(seed: int = 0) -> pd.DataFrame:
@@ -292,7 +318,7 @@ def test_set_indicators_equal_the_run_folders_set_matrix(hostile_run):
         set_indicators(hostile_run, forged)
 
 
-def _phi_like(seed: int, title: str, *, nan: bool = True) -> plt.Figure:
+def _phi_like(seed: int, title: str | None, *, nan: bool = True) -> plt.Figure:
     m = np.random.default_rng(seed).uniform(-1, 1, (5, 5))
     if nan:
         m[0, 0] = np.nan
@@ -314,22 +340,38 @@ def _phi_like(seed: int, title: str, *, nan: bool = True) -> plt.Figure:
     )
 
 
-def test_a_heat_map_on_a_settled_layout_has_the_pixels_constrained_layout_gives(tmp_path):
+@pytest.mark.parametrize(
+    ("fmt", "first", "second"),
+    [
+        ("png", "Phi\nfirst pair", "Phi\nsecond"),
+        # The report's default: SVG, no title (titles of one height on 72 dpi
+        # text metrics differ by a fraction of a point, and then solve their own).
+        ("svg", None, None),
+    ],
+)
+def test_a_heat_map_on_a_settled_layout_has_the_pixels_constrained_layout_gives(
+    tmp_path, fmt, first, second
+):
+    def read(path):
+        return mpimg.imread(path) if fmt == "png" else path.read_bytes()
+
+    def save(fig, stem):
+        return F.save_figure(fig, tmp_path / stem, fmt=fmt, dpi=100)
+
     F.clear_layouts()
-    F.save_figure(_phi_like(0, "Phi\nfirst pair"), tmp_path / "first")
+    save(_phi_like(0, first), "first")
     assert F.layout_counts() == {"reused": 0, "solved": 1}
-    (reused,) = F.save_figure(_phi_like(1, "Phi\nsecond"), tmp_path / "reused")
+    reused = save(_phi_like(1, second), "reused")
     assert F.layout_counts() == {"reused": 1, "solved": 1}
     F.clear_layouts()
-    (fresh,) = F.save_figure(_phi_like(1, "Phi\nsecond"), tmp_path / "fresh")
+    fresh = save(_phi_like(1, second), "fresh")
     assert F.layout_counts() == {"reused": 0, "solved": 1}
-    np.testing.assert_array_equal(mpimg.imread(reused), mpimg.imread(fresh))
+    np.testing.assert_array_equal(read(reused), read(fresh))
     # Another shape (no undefined cell: the legend differs) solves its own.
-    F.save_figure(_phi_like(2, "Phi\nthird", nan=False), tmp_path / "other")
+    save(_phi_like(2, second, nan=False), "other")
     assert F.layout_counts() == {"reused": 0, "solved": 2}
     # A title wider than the matrix widens the margins: constrained layout again.
-    wide = _phi_like(3, "Phi\n" + "a title wider than the matrix " * 3)
-    F.save_figure(wide, tmp_path / "wide")
+    save(_phi_like(3, "Phi\n" + "a title wider than the matrix " * 3), "wide")
     assert F.layout_counts() == {"reused": 0, "solved": 3}
 
 
@@ -352,3 +394,26 @@ def test_pair_rows_hold_the_pairs_sets_labels_and_probabilities(hostile_run):
         RunFolderError, match=f"proba of {strategy}/nb: expected vectors of length 4"
     ):
         pair_rows(forged, np.arange(len(preds)))
+
+
+@pytest.mark.parametrize("fmt", ["svg", "pdf"])
+def test_the_vector_file_written_in_one_pass_is_the_one_savefig_writes(tmp_path, fmt):
+    def make():
+        return F.coverage_boxplot_figure(
+            {
+                "MM (mixed)": np.linspace(0.9, 1, 20),
+                "UCM (user-calibrated)": np.linspace(0.92, 0.99, 20),
+            },
+            target=0.95,
+            comparisons=[("MM (mixed)", "UCM (user-calibrated)", "ns")],
+        )
+
+    reference = io.BytesIO()
+    fig = make()
+    settings = {"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "mueval"}
+    with matplotlib.rc_context(settings):
+        date = {"svg": {"Date": None}, "pdf": {"CreationDate": None}}[fmt]
+        fig.savefig(reference, format=fmt, metadata=date)
+    plt.close(fig)
+    written = F.save_figure(make(), tmp_path / "figure", fmt=fmt)
+    assert written.read_bytes() == reference.getvalue()

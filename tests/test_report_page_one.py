@@ -83,9 +83,9 @@ def test_sections_are_collapsible_and_linked_from_the_grid(page) -> None:
 def test_figure_levels_draw_only_what_is_asked(run, page, tmp_path: Path) -> None:
     _, default = page
     # summary: the pooled overview and one per-user figure per strategy.
-    names = sorted(p.name for p in (default / "figures").glob("*.png"))
-    assert names == ["overview_coverage.png", "user_coverage_mm.png", "user_coverage_ucm.png"]
+    names = sorted(p.name for p in (default / "figures").glob("*.svg"))
+    assert names == ["overview_coverage.svg", "user_coverage_mm.svg", "user_coverage_ucm.svg"]
     html = run.report(tmp_path / "none", figures="none").read_text(encoding="utf-8")
-    assert "<img " not in html and not list((tmp_path / "none" / "figures").glob("*.png"))
+    assert "<img " not in html and not list((tmp_path / "none" / "figures").iterdir())
     with pytest.raises(UsageError, match="figures must be one of none, summary, all"):
         run.report(tmp_path / "bad", figures="some")

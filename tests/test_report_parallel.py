@@ -13,6 +13,8 @@ from mueval.runfolder import read_run_folder
 from tests.test_report_build import make_run_folder
 
 
+# Slow (tens of seconds): .ci/run runs it with -m slow; the default run stays under 5 min.
+@pytest.mark.slow
 def test_parallel_sections_give_the_same_page_and_files(tmp_path):
     run_dir = make_run_folder(tmp_path / "run", iterations=2, n_users=4)
     pages, files = [], []
@@ -30,8 +32,8 @@ def test_parallel_sections_give_the_same_page_and_files(tmp_path):
         name.split("_cooccurrence_matrix")[0] for name in files[1] if "cooccurrence_matrix" in name
     }
     assert len(pairs) >= 2
-    assert pages[1].count("data:image/png;base64,") == len(
-        [f for f in files[1] if f.endswith(".png")]
+    assert pages[1].count("data:image/svg+xml;base64,") == len(
+        [f for f in files[1] if f.endswith(".svg")]
     )
 
 

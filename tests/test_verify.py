@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -15,6 +16,8 @@ import mudata
 from mudata.cli import main
 from mudata.paths import home_identity
 from mudata.store import PROVENANCE_KEY, read_provenance, table_fingerprint
+from mudata.table_hash import KIND, LEGACY_KIND, legacy_sha256
+from tests.forge import relabel_keeping_row_hashes
 
 TABLE = Path("wisdm") / "wisdm.parquet"
 
@@ -39,14 +42,18 @@ def home(built_home: Path, tmp_path: Path) -> Path:
     return copy
 
 
-def rewrite(path: Path, edit) -> None:
-    """What a forger does: change the rows, recompute table_sha256, keep the rest."""
+def rewrite(path: Path, edit, hash_rows=table_fingerprint) -> None:
+    """What a forger does: change the rows, recompute table_sha256, keep the rest.
+
+    ``hash_rows`` None keeps the recorded table_sha256 as it was.
+    """
     arrow = pq.read_table(path)
     frame = arrow.to_pandas()
     metadata = dict(arrow.schema.metadata)
     provenance = json.loads(metadata[PROVENANCE_KEY])
     frame, provenance = edit(frame, provenance)
-    provenance["table_sha256"] = table_fingerprint(frame)
+    if hash_rows is not None:
+        provenance["table_sha256"] = hash_rows(frame)
     metadata[PROVENANCE_KEY] = json.dumps(provenance).encode("utf-8")
     forged = pa.Table.from_pandas(frame, preserve_index=False)
     pq.write_table(forged.replace_schema_metadata({**forged.schema.metadata, **metadata}), path)
@@ -115,6 +122,21 @@ def test_a_changed_feature_value_is_named_by_its_column(home: Path) -> None:
     result = mudata.verify("wisdm", data_home=home)
     assert result.status == "differs"
     assert (result.first_difference["row"], result.first_difference["columns"]) == (42, ["YAVG"])
+
+
+def test_a_zero_turned_negative_is_named_by_its_column(home: Path) -> None:
+    original = pq.read_table(home / TABLE).to_pandas()
+    zero = int((original["X0"] == 0).to_numpy().argmax())
+    assert original.at[zero, "X0"] == 0 and not np.signbit(original.at[zero, "X0"])
+
+    def negate(frame, provenance):
+        frame.at[zero, "X0"] = -0.0
+        return frame, provenance
+
+    rewrite(home / TABLE, negate)
+    result = mudata.verify("wisdm", data_home=home)
+    assert result.status == "differs"
+    assert (result.first_difference["row"], result.first_difference["columns"]) == (zero, ["X0"])
 
 
 def test_dropped_rows_are_a_difference(home: Path) -> None:
@@ -190,3 +212,145 @@ def test_a_table_of_older_provenance_says_verified_at_build(home: Path) -> None:
     record = mudata.provenance("wisdm", data_home=home)
     assert record["files"][0]["verified_at_build"] is True
     assert "verified" not in record["files"][0]
+
+
+def walking_to_upstairs(frame, provenance):
+    """200 Walking rows relabelled Upstairs, each row's pandas hash kept (tests/forge.py)."""
+    rows = np.flatnonzero(frame["label"].to_numpy() == "Walking")[:200]
+    forged, used = relabel_keeping_row_hashes(frame, rows, "Upstairs")
+    assert len(used) >= 190
+    return forged, provenance
+
+
+def test_a_forgery_that_keeps_pandas_row_hashes_differs(home: Path) -> None:
+    path = home / TABLE
+    original = pq.read_table(path).to_pandas()
+    forged, _ = walking_to_upstairs(original.copy(), {})
+    # The old fingerprint, the one verify used to compare, cannot tell them apart...
+    assert legacy_sha256(forged) == legacy_sha256(original)
+    rewrite(path, walking_to_upstairs)
+
+    result = mudata.verify("wisdm", data_home=home)
+    assert (result.status, result.exit_code) == ("differs", 1)  # ...the current one can
+    first = int(np.flatnonzero(forged["label"].to_numpy() != original["label"].to_numpy())[0])
+    where = result.first_difference
+    assert where["row"] == first
+    assert where["columns"] == ["label", str(original.columns[-1])]
+    assert where["label"] == {"cached": "Upstairs", "rebuilt": "Walking"}
+
+
+def as_old_kind(frame, provenance):
+    """A table written before table_sha256_kind: pandas' row hashes."""
+    assert provenance.pop("table_sha256_kind") == KIND
+    return frame, provenance
+
+
+def test_a_table_of_the_old_hash_kind_is_read_and_verify_says_to_rebuild_it(
+    home: Path, wisdm_dir: Path
+) -> None:
+    path = home / TABLE
+    rewrite(path, as_old_kind, hash_rows=legacy_sha256)
+    bunch = mudata.load("wisdm", data_home=home, download_if_missing=False)
+    assert bunch.provenance["sha256"] == legacy_sha256(bunch.frame)
+
+    result = mudata.verify("wisdm", data_home=home)
+    assert (result.status, result.exit_code) == ("unverifiable", 2)
+    assert result.cached_sha256 == result.rebuilt_sha256  # the rows are compared all the same
+    assert f"of the old kind ({LEGACY_KIND}" in result.message
+    assert "`mudata fetch wisdm --force`" in result.message
+    cli = run("verify", "wisdm", "--data-home", str(home))
+    assert cli.exit_code == 2 and "old kind" in cli.output
+
+    # The rebuild it asks for writes the current kind, and then the table verifies.
+    fetch = run(
+        "fetch", "wisdm", "--data-home", str(home), "--manual-dir", str(wisdm_dir), "--force"
+    )
+    assert fetch.exit_code == 0, fetch.output
+    assert read_provenance(path)["table_sha256_kind"] == KIND
+    assert mudata.verify("wisdm", data_home=home).status == "verified"
+
+
+def test_an_old_kind_table_may_lack_younger_fields_but_not_change_them(home: Path) -> None:
+    def older(frame, provenance):
+        as_old_kind(frame, provenance)
+        del provenance["licence_path"]  # as if written before it was recorded
+        return frame, provenance
+
+    rewrite(home / TABLE, older, hash_rows=legacy_sha256)
+    assert mudata.verify("wisdm", data_home=home).status == "unverifiable"
+    rewrite(home / TABLE, lambda f, p: (f, {**p, "licence": "MIT"}), hash_rows=None)
+    result = mudata.verify("wisdm", data_home=home)
+    assert result.status == "differs"
+    assert [d["field"] for d in result.first_difference["fields"]] == ["licence"]
+
+
+def test_a_missing_field_is_a_difference_in_a_current_table(home: Path) -> None:
+    def drop(frame, provenance):
+        del provenance["citation"]
+        return frame, provenance
+
+    rewrite(home / TABLE, drop)
+    result = mudata.verify("wisdm", data_home=home)
+    assert result.status == "differs"
+    assert "field 'citation' (cached missing" in result.message
+
+
+def test_a_forged_table_of_the_old_kind_is_served_but_differs(home: Path) -> None:
+    path = home / TABLE
+    rewrite(path, as_old_kind, hash_rows=legacy_sha256)
+    # The forger leaves the recorded hash alone: the forged rows still match it.
+    rewrite(path, walking_to_upstairs, hash_rows=None)
+    bunch = mudata.load("wisdm", data_home=home, download_if_missing=False)
+    assert (bunch.frame["label"] == "Upstairs").sum() > 329  # served, forged rows and all
+    result = mudata.verify("wisdm", data_home=home)
+    assert (result.status, result.exit_code) == ("differs", 1)
+    assert result.first_difference["label"]["rebuilt"] == "Walking"
+
+
+def test_an_unknown_hash_kind_differs(home: Path) -> None:
+    def future(frame, provenance):
+        provenance["table_sha256_kind"] = "blake3/9"
+        return frame, provenance
+
+    rewrite(home / TABLE, future)
+    result = mudata.verify("wisdm", data_home=home)
+    assert result.status == "differs"
+    assert "not one this mudata knows" in result.message
+
+
+FORGED_FIELDS = {
+    "licence": lambda p: p.update(licence="CC0-1.0"),
+    "citation": lambda p: p.update(citation=p["citation"] + " (revised)"),
+    "classes": lambda p: p.update(classes=[*p["classes"][1:], p["classes"][0]]),
+    "counts": lambda p: p["counts"]["per_class"].update(Walking=1),
+}
+
+
+@pytest.mark.parametrize("field", list(FORGED_FIELDS))
+def test_a_forged_provenance_field_load_serves_differs_naming_it(home: Path, field: str) -> None:
+    def forge(frame, provenance):
+        FORGED_FIELDS[field](provenance)
+        return frame, provenance
+
+    rewrite(home / TABLE, forge)
+    served = mudata.load("wisdm", data_home=home, download_if_missing=False)
+    result = mudata.verify("wisdm", data_home=home)
+    assert (result.status, result.exit_code) == ("differs", 1)
+    assert result.cached_sha256 == result.rebuilt_sha256  # the rows are right
+    (difference,) = result.first_difference["fields"]
+    assert difference["field"] == field
+    assert difference["cached"] == served.provenance[field]
+    assert difference["rebuilt"] != difference["cached"]
+    cli = run("verify", "wisdm", "--data-home", str(home))
+    assert cli.exit_code == 1 and f"field '{field}'" in cli.output
+
+
+def test_a_renamed_feature_differs_by_its_columns(home: Path) -> None:
+    def rename(frame, provenance):
+        return frame.rename(columns={"YAVG": "YAVG2"}), provenance
+
+    rewrite(home / TABLE, rename)
+    result = mudata.verify("wisdm", data_home=home)
+    assert result.status == "differs"
+    assert result.first_difference["kind"] == "columns"
+    assert "YAVG2" in result.first_difference["cached"]

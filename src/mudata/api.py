@@ -41,7 +41,9 @@ def fetch(
         Data directory; default ``$MUDATA_HOME`` or Pooch's OS cache folder.
     download_if_missing : bool
         If False and the table is not built yet (and no ``manual_dir`` is
-        given), raise :class:`~mudata.errors.MissingFileError` instead of downloading.
+        given), raise :class:`~mudata.errors.MissingFileError` instead of
+        downloading; an entry whose files are all local paths (``demo``, a
+        registered folder) is built all the same, since that downloads nothing.
     mirror : str, optional
         Base address serving the same files under the same names.
     manual_dir : path-like, optional
@@ -83,9 +85,12 @@ def _fetch(
     entry = get_entry(name, data_home)
     # A table that exists but is out of date or damaged is rebuilt from the
     # cached raw files without downloading (or a clear error names the missing one).
+    # An entry whose every file is a local path (the embedded ``demo``, a
+    # registered folder) builds without a download, so it builds here too.
     if (
         not download_if_missing
         and manual_dir is None
+        and any(remote.path is None for remote in entry.files)
         and not parquet_path(entry, data_home).exists()
     ):
         message = (
@@ -261,7 +266,9 @@ def verify(
     saw; the table can have been rewritten since (its ``table_sha256`` with
     it). This reads the raw files again, checks each byte against the registry
     entry's hashes, builds the table in memory (nothing is written or
-    downloaded) and compares the rows exactly: builds are deterministic.
+    downloaded) and compares the rows exactly (builds are deterministic),
+    then the provenance fields :func:`load` serves (classes and their order,
+    licence, citation, counts, ...).
 
     Parameters
     ----------
@@ -279,9 +286,11 @@ def verify(
     -------
     Verification
         ``status`` is "verified", "differs" (``first_difference`` names the
-        first differing row: index, user, label, columns) or "unverifiable"
-        (no table; raw files missing, changed or unpinned; an entry changed
-        since the build; or no build record from this data home);
+        first differing row: index, user, label, columns; or the differing
+        provenance fields) or "unverifiable" (no table; raw files missing,
+        changed or unpinned; an entry changed since the build; a
+        ``table_sha256`` of the old kind; or no build record from this data
+        home);
         ``exit_code`` is 0, 1 or 2, as ``mudata verify`` exits.
 
     Examples

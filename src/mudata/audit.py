@@ -8,15 +8,21 @@ rebuilt rows with the cached ones. Builds are deterministic, so the comparison
 is exact: the content hashes are equal or the table differs, and then the
 first differing row is named.
 
+The rows are compared by :func:`mudata.store.table_fingerprint` (SHA-256
+over a canonical encoding, :mod:`mudata.table_hash`), whatever kind of hash
+the cached table records; then the fields of its provenance that
+:func:`mudata.load` serves (:func:`mudata.pipeline.served_provenance`).
+
 Three outcomes (see :class:`Verification`): ``verified`` (exit code 0 in the
 CLI), ``differs`` (1) and ``unverifiable`` (2: no table, raw files missing or
-unpinned, an entry changed since the build, or a table without a build record
-from this data home). Nothing is written: neither the cached table nor the
+unpinned, an entry changed since the build, a table hashed with the old kind
+of ``table_sha256``, or a table without a build record from this data home). Nothing is written: neither the cached table nor the
 raw files are changed, and nothing is downloaded.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -31,6 +37,7 @@ from mudata.errors import (
     MissingFileError,
     MudataError,
     UnverifiedDataError,
+    ValidationError,
     excerpt,
 )
 from mudata.paths import dataset_lock, home_identity
@@ -40,9 +47,11 @@ from mudata.pipeline import (
     build_table,
     entry_fingerprint,
     parquet_path,
+    served_provenance,
 )
 from mudata.readers import Sources
-from mudata.store import read_unchecked, table_fingerprint
+from mudata.store import fingerprint_kind, read_unchecked, recorded_fingerprint, table_fingerprint
+from mudata.table_hash import KIND, LEGACY_KIND
 
 Status = Literal["verified", "differs", "unverifiable"]
 
@@ -71,9 +80,12 @@ class Verification:
         Content hashes (:func:`mudata.store.table_fingerprint`) of the cached
         rows as read now, and of the rebuilt rows.
     first_difference : dict, optional
-        For ``differs`` with tables of the same shape: ``row`` (0-based
-        index), ``userid`` and ``label`` (cached and rebuilt), ``columns``
-        (every column that differs in that row).
+        For ``differs``: what :func:`first_difference` returns (for tables of
+        the same shape, ``row`` (0-based index), ``userid`` and ``label``
+        (cached and rebuilt), ``columns`` (every column that differs in that
+        row)); or, when the rows are equal but a field of the provenance that
+        :func:`mudata.load` serves is not, ``{"kind": "provenance", "fields":
+        [...]}`` (see :func:`provenance_differences`).
     """
 
     dataset: str
@@ -127,7 +139,11 @@ def verify_table(
             cached, provenance = read_unchecked(path)
         except CorruptTableError as exc:
             return Verification(entry.name, "differs", f"{entry.name}: {exc}", path)
-        cached_sha = table_fingerprint(cached)
+        try:
+            cached_sha = table_fingerprint(cached)
+        except ValidationError as exc:
+            message = f"{entry.name}: the cached table {path} is not a table mudata writes: {exc}"
+            return Verification(entry.name, "differs", message, path)
         build = (provenance or {}).get("build")
         build = build if isinstance(build, dict) else {}
         stale = _stale(entry, provenance)
@@ -135,7 +151,7 @@ def verify_table(
             message = f"{entry.name}: {path} {stale}; run `mudata fetch {entry.name} --force`"
             return Verification(entry.name, "unverifiable", message, path, cached_sha)
         try:
-            rebuilt = _rebuild(
+            rebuilt, drops = _rebuild(
                 entry, data_home, manual_dir or build.get("manual_dir"), build, max_expansion
             )
         except UnverifiedDataError as exc:
@@ -152,7 +168,8 @@ def verify_table(
                 f"table cannot be checked: {exc}"
             )
             return Verification(entry.name, "unverifiable", message, path, cached_sha)
-    return _compare(entry, path, cached, provenance, build, rebuilt, data_home)
+    served = served_provenance(entry, rebuilt, drops)
+    return _compare(entry, path, (cached, provenance), (rebuilt, served), build, data_home)
 
 
 def _stale(entry: DatasetEntry, provenance: dict[str, Any] | None) -> str | None:
@@ -173,8 +190,11 @@ def _rebuild(
     manual_dir: Path | str | None,
     build: dict[str, Any],
     max_expansion: float | None,
-) -> pd.DataFrame:
-    """The table built again from the raw files: pinned bytes only, no download, nothing written."""
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The table built again from the raw files, and its drop counts (as :func:`build_table`).
+
+    Pinned bytes only: no download, nothing written.
+    """
     if manual_dir is not None and not Path(manual_dir).is_dir():
         message = f"the raw files were taken from {manual_dir}, which is no longer a folder"
         raise MissingFileError(message)
@@ -192,41 +212,72 @@ def _rebuild(
     )
     min_users = build.get("min_users", MIN_USERS)
     try:
-        table, _ = build_table(
+        return build_table(
             entry, sources, min_users=min_users if isinstance(min_users, int) else MIN_USERS
         )
     finally:
         sources.close()
-    return table
 
 
 def _compare(
     entry: DatasetEntry,
     path: Path,
-    cached: pd.DataFrame,
-    provenance: dict[str, Any] | None,
+    cached: tuple[pd.DataFrame, dict[str, Any] | None],
+    rebuilt: tuple[pd.DataFrame, dict[str, Any]],
     build: dict[str, Any],
-    rebuilt: pd.DataFrame,
     data_home: Path | str | None,
 ) -> Verification:
-    cached_sha, rebuilt_sha = table_fingerprint(cached), table_fingerprint(rebuilt)
+    """The outcome, from the rows and provenance of the cached table and of the rebuild.
+
+    In this order: the rows (by :func:`table_fingerprint`, whatever kind of
+    hash the cached table records), the fields of the provenance that
+    :func:`mudata.load` serves, the recorded ``table_sha256`` and its kind,
+    the build record.
+    """
+    (cached_rows, provenance), (rebuilt_rows, served) = cached, rebuilt
+    provenance = provenance or {}
+    cached_sha, rebuilt_sha = table_fingerprint(cached_rows), table_fingerprint(rebuilt_rows)
     hashes = {"cached_sha256": cached_sha, "rebuilt_sha256": rebuilt_sha}
+    again = f"Rebuild it with `mudata fetch {entry.name} --force`."
     if cached_sha != rebuilt_sha:
-        where = first_difference(cached, rebuilt)
+        where = first_difference(cached_rows, rebuilt_rows)
         message = (
             f"{entry.name}: the cached table {path} DIFFERS from a rebuild from its pinned "
             f"raw files (content sha256 {cached_sha}, rebuilt {rebuilt_sha}): "
-            f"{describe_difference(where)}. Rebuild it with `mudata fetch {entry.name} --force`."
+            f"{describe_difference(where)}. {again}"
         )
         return Verification(entry.name, "differs", message, path, **hashes, first_difference=where)
-    recorded = (provenance or {}).get("table_sha256")
-    if recorded != cached_sha:
+    kind = fingerprint_kind(provenance)
+    # A table of the old kind was written by an older mudata: a field it lacks
+    # may be younger than it (it is reported unverifiable below all the same).
+    fields = provenance_differences(provenance, served, missing_ok=kind == LEGACY_KIND)
+    if fields:
+        where = {"kind": "provenance", "fields": fields}
+        message = (
+            f"{entry.name}: the rows of {path} equal a rebuild, but {describe_difference(where)}. "
+            f"{again}"
+        )
+        return Verification(entry.name, "differs", message, path, **hashes, first_difference=where)
+    recorded = provenance.get("table_sha256")
+    try:
+        own = recorded_fingerprint(cached_rows, provenance)
+    except CorruptTableError as exc:
+        own = f"none ({exc})"
+    if recorded != own:
         message = (
             f"{entry.name}: the rows of {path} equal a rebuild, but its provenance records "
-            f"table_sha256 {excerpt(recorded, 80)}, not {cached_sha}; the provenance differs. "
-            f"Rebuild it with `mudata fetch {entry.name} --force`."
+            f"table_sha256 {excerpt(recorded, 80)} (kind {excerpt(kind, 60)}), not their hash "
+            f"of that kind, {excerpt(own, 200)}; the provenance differs. {again}"
         )
         return Verification(entry.name, "differs", message, path, **hashes)
+    if kind == LEGACY_KIND:
+        message = (
+            f"{entry.name}: the rows of {path} equal a rebuild from the pinned raw files, but "
+            f"its table_sha256 is of the old kind ({LEGACY_KIND}: pandas' 64-bit row hashes, "
+            f"which a forger can match), so the table is not verified. `mudata fetch "
+            f"{entry.name} --force` rebuilds it with the current hash ({KIND})."
+        )
+        return Verification(entry.name, "unverifiable", message, path, **hashes)
     here = home_identity(data_home)
     if not build.get("home_id") or build.get("home_id") != here:
         message = (
@@ -239,9 +290,44 @@ def _compare(
         return Verification(entry.name, "unverifiable", message, path, **hashes)
     message = (
         f"{entry.name}: verified: the cached table {path} equals a rebuild from its pinned "
-        f"raw files, hashed again now (content sha256 {cached_sha}, {len(cached)} rows)"
+        f"raw files, hashed again now (content sha256 {cached_sha}, {len(cached_rows)} rows), "
+        f"and so do the classes, licence, citation and counts it serves"
     )
     return Verification(entry.name, "verified", message, path, **hashes)
+
+
+def provenance_differences(
+    provenance: dict[str, Any], served: dict[str, Any], *, missing_ok: bool = False
+) -> list[dict[str, Any]]:
+    """The served fields (:func:`mudata.pipeline.served_provenance`) a provenance does not match.
+
+    Parameters
+    ----------
+    provenance : dict
+        The cached table's.
+    served : dict
+        The rebuild's.
+    missing_ok : bool, default False
+        A field the provenance lacks is no difference (a table written by an
+        older mudata, before the field was recorded).
+
+    Returns
+    -------
+    list of dict
+        One ``{"field", "cached", "rebuilt"}`` per differing field, in the
+        order of ``served``; a missing field has ``"missing": True`` and
+        ``cached`` None.
+    """
+    # As the provenance is stored: JSON (tuples become lists, keys text).
+    expected = json.loads(json.dumps(served))
+    found = []
+    for name, value in expected.items():
+        if name not in provenance:
+            if not missing_ok:
+                found.append({"field": name, "cached": None, "rebuilt": value, "missing": True})
+        elif provenance[name] != value:
+            found.append({"field": name, "cached": provenance[name], "rebuilt": value})
+    return found
 
 
 def first_difference(cached: pd.DataFrame, rebuilt: pd.DataFrame) -> dict[str, Any]:
@@ -268,6 +354,10 @@ def first_difference(cached: pd.DataFrame, rebuilt: pd.DataFrame) -> dict[str, A
         a = cached[column].iloc[:n].reset_index(drop=True)
         b = rebuilt[column].iloc[:n].reset_index(drop=True)
         differs = ~((a == b) | (a.isna() & b.isna())).to_numpy(dtype=bool)
+        if a.dtype.kind == "f" and b.dtype.kind == "f":
+            # -0.0 == 0.0, but the table hash tells them apart: so does this.
+            differs |= np.signbit(a.to_numpy()) != np.signbit(b.to_numpy())
+            differs &= ~(a.isna() & b.isna()).to_numpy(dtype=bool)
         per_column[column] = differs
         unequal |= differs
     if not unequal.any():
@@ -299,6 +389,13 @@ def describe_difference(where: dict[str, Any]) -> str:
         return f"the cached table has {where['cached']} rows, the rebuild {where['rebuilt']} (the shared rows agree)"
     if kind == "dtypes":
         return f"the column types differ: {', '.join(where['columns'])}"
+    if kind == "provenance":
+        return "its provenance differs in " + "; ".join(
+            f"field '{d['field']}' (cached "
+            f"{'missing' if d.get('missing') else excerpt(d['cached'], 80)}, rebuilt "
+            f"{excerpt(d['rebuilt'], 80)})"
+            for d in where["fields"]
+        )
     user, label = where["userid"], where["label"]
     who = f"user {excerpt(user['cached'], 60)}"
     if user["cached"] != user["rebuilt"]:

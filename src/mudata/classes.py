@@ -99,12 +99,48 @@ class Labelled:
         (:func:`code_text`); blank labels under ``"<blank>"``.
     seen : list of str
         Every distinct label, as written.
+    folded : dict of str to list of str
+        Labels written differently that one number stands for, in a numeric
+        label column (``{"1": ["01", "1"]}``): :func:`fold_note` says so.
     """
 
     rank: np.ndarray
     names: np.ndarray
     dropped: dict[str, int] = field(default_factory=dict)
     seen: list[str] = field(default_factory=list)
+    folded: dict[str, list[str]] = field(default_factory=dict)
+
+
+def folded_codes(uniques: Iterable[object], numeric: bool) -> dict[str, list[str]]:
+    """The distinct labels ``uniques`` that one number stands for, by that number's text.
+
+    In a numeric label column ``"01"``, ``"1"`` and ``"1.0"`` are one code
+    (:func:`match_classes`): one class, never two. Text columns fold nothing.
+    """
+    if not numeric:
+        return {}
+    forms: dict[str, set[str]] = {}
+    for value in uniques:
+        number = _as_number(value)
+        if number is not None:
+            written = value if isinstance(value, str) else code_text(value)
+            forms.setdefault(number_text(number), set()).add(written)
+    return {k: sorted(v) for k, v in sorted(forms.items()) if len(v) > 1}
+
+
+def fold_note(folded: dict[str, list[str]]) -> list[str]:
+    """One line per class code that labels written differently share."""
+    return [
+        f"labels {', '.join(repr(f) for f in forms)} are one class code, {code}: "
+        f"a label column of numbers compares codes as numbers"
+        for code, forms in folded.items()
+    ]
+
+
+def log_folded(dataset: str, folded: dict[str, list[str]]) -> None:
+    """A warning per class code that labels written differently share (:func:`folded_codes`)."""
+    for line in fold_note(folded):
+        log.warning("%s: %s", dataset, line)
 
 
 def _registry_keys(entry: DatasetEntry, numeric: bool) -> dict[object, int]:
@@ -169,7 +205,8 @@ def match_classes(
     seen = sorted(set(row_keys[~blank].tolist()))
     if check_seen:
         _check_all_seen(entry, rank, seen, numeric, where)
-    return Labelled(rank, names, dict(sorted(dropped.items())), seen)
+    folded = folded_codes(uniques, numeric)
+    return Labelled(rank, names, dict(sorted(dropped.items())), seen, folded)
 
 
 def _check_all_seen(

@@ -28,6 +28,7 @@ from mudata.cli_options import (
     table_option,
     verbose_option,
 )
+from mudata.display import plain
 from mudata.entry import DatasetEntry, RemoteFile
 from mudata.errors import MudataError, MudataUsageError, RegistryError
 from mudata.registry import get_entry, install_entry, load_registry
@@ -112,7 +113,7 @@ def list_command(data_home: Path | None, as_json: bool, table_format: str) -> No
     widths = [max(len(str(r[k])) for r in [header, *rows]) for k in range(4)]
     for row in [header, *rows]:
         cells = "  ".join(f"{row[k]:<{widths[k]}}" for k in range(4))
-        click.echo(printable(f"{cells}  {row[4]}" + (f"  [{row[5]}]" if row is not header else "")))
+        click.echo(plain(f"{cells}  {row[4]}" + (f"  [{row[5]}]" if row is not header else "")))
 
 
 def _summary(info: Any) -> dict:
@@ -162,34 +163,38 @@ def info_command(name: str, data_home: Path | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({**entry.to_dict(), "status": _status(info)}, indent=2))
         return
+    # Every field comes from a registry file: each is escaped (display.plain) where
+    # it is put in, the multi-line ones line by line, so that none forges a line.
+    p = plain
     lines = [
-        f"{entry.name}: {entry.title} (version {entry.version})",
+        f"{entry.name}: {p(entry.title)} (version {p(entry.version)})",
         f"built:     {_built_text(info)}",
         f"download:  {size_text(info.download_bytes)}"
         + (f" ({info.download_bytes:,} bytes)" if info.download_bytes else ""),
         f"users:     {_users_detail(info)}",
-        f"homepage:  {entry.homepage}",
-        f"licence:   {entry.licence} ({entry.licence_title})"
-        + (f", {entry.licence_path}" if entry.licence_path else ""),
-        f"reader:    {entry.reader}; recipe: {entry.recipe.name}"
+        f"homepage:  {p(entry.homepage)}",
+        f"licence:   {p(entry.licence)} ({p(entry.licence_title)})"
+        + (f", {p(entry.licence_path)}" if entry.licence_path else ""),
+        f"reader:    {p(entry.reader)}; recipe: {entry.recipe.name}"
         + (f", window {entry.recipe.window} samples" if entry.recipe.window else ""),
         f"sampling:  {entry.sampling_rate_hz:g} Hz",
-        f"classes:   {', '.join(f'{c.name} ({c.code})' for c in entry.classes)}",
+        f"classes:   {', '.join(f'{p(c.name)} ({p(c.code)})' for c in entry.classes)}",
         f"filter:    users with at least {entry.min_per_class} rows of every class",
     ]
     if entry.sensors:
         lines.append(
-            "sensors:   " + "; ".join(f"{s.name} ({', '.join(s.channels)})" for s in entry.sensors)
+            "sensors:   "
+            + "; ".join(f"{p(s.name)} ({', '.join(map(p, s.channels))})" for s in entry.sensors)
         )
     for f in entry.files:
-        lines.append(f"file:      {f.name}  {f.url or f.path}")
+        lines.append(f"file:      {p(f.name)}  {p(f.url or f.path)}")
         lines.append(f"           {_pin_note(f)}")
         for m in f.members:
-            lines.append(f"           member {m.path}  sha256 {m.sha256 or '-'}")
-    lines.append("citation:  " + entry.citation.replace("\n", "\n           "))
+            lines.append(f"           member {p(m.path)}  sha256 {p(m.sha256 or '-')}")
+    lines.append("citation:  " + "\n           ".join(map(p, entry.citation.split("\n"))))
     if entry.description:
         lines.append("")
-        lines.append(entry.description)
+        lines.append("\n".join(map(p, entry.description.split("\n"))))
     click.echo("\n".join(lines))
 
 
@@ -290,11 +295,13 @@ def verify_command(
     The raw files (downloaded into the data home, or in the --manual-dir the
     table was built from) are hashed again against the registry entry, the
     table is built again in memory and compared with the cached one, row by
-    row; nothing is written or downloaded.
+    row, and so are the classes, licence, citation and counts its provenance
+    serves; nothing is written or downloaded.
 
     Exit codes: 0 verified; 1 the cached table differs (the first differing
-    row is named); 2 unverifiable (no table, raw files missing or unpinned,
-    or no build record from this data home) or a usage error.
+    row or provenance field is named); 2 unverifiable (no table, raw files
+    missing or unpinned, a table hash of the old kind, or no build record
+    from this data home) or a usage error.
     """
     # Here, not at the top: pandas, pyarrow and Pandera: only for this command.
     from mudata import api
@@ -303,9 +310,9 @@ def verify_command(
         name, data_home=data_home, manual_dir=manual_dir, max_expansion=max_expansion
     )
     if result.status == "verified":
-        click.echo(result.message)
+        click.echo(printable(result.message))
     else:
-        click.echo(f"error: {result.message}", err=True)
+        click.echo(printable(f"error: {result.message}"), err=True)
     ctx.exit(result.exit_code)
 
 

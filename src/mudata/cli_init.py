@@ -10,7 +10,8 @@ from typing import Any
 
 import click
 
-from mudata.cli_options import LoggingCommand, init_help_options, init_options, printable
+from mudata.cli_options import LoggingCommand, init_help_options, init_options
+from mudata.display import plain
 from mudata.files import atomic_write
 
 
@@ -57,6 +58,8 @@ def init_command(
         choices=Choices(**choices),
     )
     atomic_write(target, draft.toml)
-    click.echo(printable("\n".join(draft.report)), err=True)
+    # One line per item, each escaped whole: a label or user id holding a line
+    # break (the report quotes both) cannot forge a line of its own.
+    click.echo("\n".join(map(plain, draft.report)), err=True)
     click.echo(f"draft written to {target}; edit it, then: mudata register {target}", err=True)
     click.echo(str(target))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import re
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -28,7 +29,7 @@ from typing import Any, ClassVar, TypeVar
 
 import click
 
-from mudata.display import MESSAGE_LIMIT, EscapingFormatter, shown
+from mudata.display import MESSAGE_LIMIT, EscapingFormatter, formula_safe, plain, shown
 from mudata.errors import cli_message
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "TABLE_FORMATS",
     "VERBOSE_KEY",
     "ErrorMappingGroup",
+    "EscapedArgumentsCommand",
     "LoggingCommand",
     "build_options",
     "configure_logging",
@@ -178,7 +180,11 @@ def render_table(header: Sequence[str], rows: Sequence[Sequence[object]], table_
     Returns
     -------
     str
-        Without a final newline.
+        Without a final newline. Every header and cell is escaped
+        (:func:`mudata.display.plain`: labels, ids and titles come from files);
+        in CSV a text cell a spreadsheet would run as a formula is prefixed
+        with ``'`` (:func:`mudata.display.formula_safe`), as in the CSV files
+        mueval writes, unless it reads as a plain number.
 
     Examples
     --------
@@ -186,9 +192,14 @@ def render_table(header: Sequence[str], rows: Sequence[Sequence[object]], table_
     | a | b |
     | --- | --- |
     | 1 | x\\|y |
+    >>> print(render_table(["id"], [["=HYPERLINK(1)"], ["-0.5"], ["\\x1b[2J"]], "csv"))
+    id
+    '=HYPERLINK(1)
+    -0.5
+    \\x1b[2J
     """
-    cells = [["" if c is None else str(c) for c in row] for row in rows]
-    head = [str(h) for h in header]
+    cells = [["" if c is None else _cell(c, table_format) for c in row] for row in rows]
+    head = [_cell(h, table_format) for h in header]
     if table_format == "csv":
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
@@ -211,6 +222,18 @@ def render_table(header: Sequence[str], rows: Sequence[Sequence[object]], table_
         )
     message = f"unknown table format {table_format!r}; valid: {', '.join(TABLE_FORMATS)}"
     raise ValueError(message)
+
+
+#: A cell that reads as a plain decimal number: a number for a spreadsheet too.
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def _cell(value: object, table_format: str) -> str:
+    """One cell's text: escaped, and in CSV safe from being run as a formula."""
+    text = plain(str(value))
+    if table_format == "csv" and isinstance(value, str) and not _NUMBER.fullmatch(text):
+        return formula_safe(text)
+    return text
 
 
 def manual_dir_option(func: F) -> F:
@@ -324,7 +347,25 @@ def configure_logging(verbosity: int) -> None:
         logging.getLogger().setLevel(level)
 
 
-class LoggingCommand(click.Command):
+class EscapedArgumentsCommand(click.Command):
+    """A command whose argument errors quote the arguments escaped.
+
+    click's own parse errors are one line quoting what was given (an unexpected
+    argument, an unknown option, a bad value): a file name from a glob may hold
+    terminal escapes or a line break, so the whole line is escaped
+    (:func:`mudata.display.plain`).
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.exceptions.ClickException as exc:
+            if isinstance(exc.message, str):
+                exc.message = plain(exc.message)
+            raise
+
+
+class LoggingCommand(EscapedArgumentsCommand):
     """A command that accepts ``-v`` after its name and sets up logging before it runs."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -358,7 +399,11 @@ class ErrorMappingGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
+        except click.exceptions.ClickException as exc:
+            # click's own messages quote what they were given (a file name, a value).
+            exc.message = printable(exc.message)
+            raise
+        except (click.exceptions.Exit, click.Abort):
             raise
         except self.usage_errors as exc:
             raise click.UsageError(printable(cli_message(exc))) from None

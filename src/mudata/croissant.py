@@ -10,6 +10,13 @@ record set whose fields are the table's columns with their types.
 The JSON-LD is written by hand, so that building a table never needs
 ``mlcroissant``; the tests validate it with ``mlcroissant`` and load the
 records through it.
+
+Every ``@id`` is derived from a name by :func:`node_id`, which percent-encodes
+all but ASCII letters, digits, ``_`` and ``-``: a column may be named
+``acc x``, ``a/b`` or ``é`` (mlcroissant refuses an ``@id`` holding a space,
+and ``/``, ``#``, ``?`` or ``..`` would change what the IRI points to), and
+the encoding is one-to-one, so two columns never share an ``@id``. The
+``name`` of each node stays the original text.
 """
 
 from __future__ import annotations
@@ -62,6 +69,21 @@ CONTEXT: dict[str, Any] = {
 }
 
 PARQUET_TYPE = "application/x-parquet"
+# Characters an @id keeps as they are; every other one is percent-encoded (UTF-8).
+_ID_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def node_id(name: object) -> str:
+    """An ``@id`` segment for ``name``: its UTF-8 bytes, percent-encoded but for ``[A-Za-z0-9_-]``.
+
+    One-to-one (``unquote`` gives the name back), so distinct names give
+    distinct ids; ``.`` and ``~`` are encoded too, so that no id reads as a
+    relative path (``.``, ``..``).
+    """
+    return "".join(
+        c if c in _ID_SAFE else "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
+        for c in str(name)
+    )
 
 
 def croissant_type(dtype: Any) -> str:
@@ -93,11 +115,12 @@ def croissant(
         citation, homepage, classes, counts).
     """
     name = provenance["dataset"]
-    file_id = parquet_name
+    set_id = node_id(name)
+    file_id = node_id(parquet_name)
     fields = [
         {
             "@type": "cr:Field",
-            "@id": f"{name}/{column}",
+            "@id": f"{set_id}/{node_id(column)}",
             "name": str(column),
             "description": _field_description(str(column), provenance),
             "dataType": croissant_type(dtype),
@@ -106,11 +129,16 @@ def croissant(
         for column, dtype in table.dtypes.items()
     ]
     counts = provenance.get("counts", {})
+    # A table written outside mudata.pipeline.build (a precomputed table, a
+    # benchmark) may carry no recipe: the description then names none.
+    recipe = provenance.get("recipe") or {}
+    made = (
+        f"Recipe {recipe.get('name', '?')} version {recipe.get('version', '?')}. " if recipe else ""
+    )
     description = (
         f"{provenance['title']}: the feature table built by mudata "
         f"({counts.get('rows', len(table))} rows, {counts.get('users', '?')} users, "
-        f"{len(provenance['classes'])} classes). Recipe {provenance['recipe']['name']} "
-        f"version {provenance['recipe']['version']}; the full provenance is in "
+        f"{len(provenance['classes'])} classes). {made}The full provenance is in "
         f"datapackage.json and in the Parquet file's metadata."
     )
     return {
@@ -141,7 +169,7 @@ def croissant(
         "recordSet": [
             {
                 "@type": "cr:RecordSet",
-                "@id": name,
+                "@id": set_id,
                 "name": name,
                 "description": "The table's rows, in file order.",
                 "field": fields,

@@ -1,4 +1,4 @@
-"""How untrusted text is shown on terminals and in logs: escaped and capped.
+"""How untrusted text is shown on terminals, in logs and in CSV: escaped and capped.
 
 File names, labels, user ids, paths and file excerpts come from files a user
 was given, not from the user: a member named ``"\\x1b[2J"`` would clear the
@@ -12,14 +12,31 @@ Both packages use it where they put such values into messages (mueval through
 :mod:`mudata.errors`'s ``excerpt`` or directly), and both command lines pass
 every message they print through it once more (keeping the message's own line
 breaks and tabs), so that a value no message builder escaped is still escaped.
+:func:`plain` is the same escaping for a value printed as it is, uncut and
+unquoted: an entry's title, a class name, a user id in a table cell.
+
+A CSV cell starting with ``=``, ``+``, ``-``, ``@``, a tab or a CR is run as a
+formula by a spreadsheet (CSV injection): :func:`formula_safe` prefixes ``'`` to
+it, the one rule of CSV written to a file (mueval's ``--out``) and to stdout
+(``--table csv``).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from typing import Any
 
-__all__ = ["EXCERPT_LIMIT", "MESSAGE_LIMIT", "EscapingFormatter", "shown"]
+__all__ = [
+    "EXCERPT_LIMIT",
+    "FORMULA_LEADS",
+    "FORMULA_QUOTE",
+    "MESSAGE_LIMIT",
+    "EscapingFormatter",
+    "formula_safe",
+    "plain",
+    "shown",
+]
 
 #: At most this many characters of one untrusted value in a message.
 EXCERPT_LIMIT = 200
@@ -27,6 +44,12 @@ EXCERPT_LIMIT = 200
 #: At most this many characters of a whole message printed by a command line or a
 #: log line: the last bound when a message quotes something no builder cut.
 MESSAGE_LIMIT = 10_000
+
+#: Leading characters that make a spreadsheet read a cell as a formula (OWASP).
+FORMULA_LEADS: tuple[str, ...] = ("=", "+", "-", "@", "\t", "\r")
+
+#: What :func:`formula_safe` prefixes (mueval's ``restore_formulas`` removes it).
+FORMULA_QUOTE = "'"
 
 
 def _escaped(text: str, keep: str) -> str:
@@ -88,13 +111,57 @@ def shown(
     return f"{body}... ({more:,} more characters)" if more else body
 
 
+def plain(value: object) -> str:
+    """``value`` as it is printed in a line, a field or a table cell: escaped, whole.
+
+    :func:`shown` without quotes or cut: every unprintable character (controls,
+    ESC and so every terminal escape sequence, BEL, CR and LF, bidi overrides and
+    isolates, the other format characters) becomes a visible escape; the rest
+    is kept. Escaping twice changes nothing (an escape is printable text).
+
+    Examples
+    --------
+    >>> plain("walk\\x1b]8;;http://x\\x07link\\r")
+    'walk\\\\x1b]8;;http://x\\\\x07link\\\\r'
+    >>> plain(plain("\\u202e")) == plain("\\u202e") == "\\\\u202e"
+    True
+    """
+    return shown(value, None, quote=False)
+
+
+def formula_safe(text: str) -> str:
+    """``text`` as a CSV cell a spreadsheet will not run: ``'`` before a formula lead.
+
+    Text that starts with ``'`` already is prefixed too, so that the prefix can
+    be undone exactly (mueval's ``restore_formulas``).
+
+    Examples
+    --------
+    >>> [formula_safe(t) for t in ["=1+1", "walk", "'q", "@SUM(A1)"]]
+    ["'=1+1", 'walk', "''q", "'@SUM(A1)"]
+    """
+    return FORMULA_QUOTE + text if text.startswith((*FORMULA_LEADS, FORMULA_QUOTE)) else text
+
+
 class EscapingFormatter(logging.Formatter):
     """A log formatter whose lines carry no raw control or bidi character.
 
     The record is formatted as usual, then every unprintable character except
     the line breaks and tabs of the message itself is escaped, and the line is
     cut to :data:`MESSAGE_LIMIT` characters (a traceback keeps its lines).
+
+    Parameters
+    ----------
+    *args, **kwargs
+        As for :class:`logging.Formatter`.
+    keep : str, default "\\n\\t"
+        The characters left as they are; ``""`` for a logger whose messages are
+        one line each (Pooch's), so that a line break a value holds is escaped.
     """
 
+    def __init__(self, *args: Any, keep: str = "\n\t", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.keep = keep
+
     def format(self, record: logging.LogRecord) -> str:
-        return shown(super().format(record), MESSAGE_LIMIT, quote=False, keep="\n\t")
+        return shown(super().format(record), MESSAGE_LIMIT, quote=False, keep=self.keep)

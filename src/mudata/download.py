@@ -37,6 +37,7 @@ import pooch
 import requests
 
 from mudata.archive import ArchiveIndex, normalise_member
+from mudata.display import EscapingFormatter, plain
 from mudata.entry import DatasetEntry, Member, RemoteFile
 from mudata.errors import (
     ChecksumError,
@@ -220,7 +221,7 @@ def fetch_sources(
                 target = raw_dir(entry.name, data_home) / remote.name
                 if not download and not target.is_file():
                     message = (
-                        f"{_what(entry, remote)} is no longer in the cache ({target}) and "
+                        f"{_what(entry, remote)} is no longer in the cache ({plain(target)}) and "
                         f"downloading is off; the table cannot be rebuilt from verified raw "
                         f"files without it"
                     )
@@ -251,7 +252,8 @@ def _warn_unverified(entry: DatasetEntry, remote: RemoteFile, result: FetchedFil
 
 
 def _what(entry: DatasetEntry, remote: RemoteFile) -> str:
-    return f"file '{remote.name}' of dataset '{entry.name}'"
+    # The name comes from the entry, and messages keep their own line breaks: escaped.
+    return f"file {excerpt(remote.name)} of dataset '{entry.name}'"
 
 
 def _archive_verifiable(remote: RemoteFile) -> bool:
@@ -336,7 +338,7 @@ def _hash_archive_members(
         for member in remote.members:
             name = normalise_member(member.path, path)
             if name in index.members:
-                what = f"member '{member.path}' of archive {path} ({_what(entry, remote)})"
+                what = f"member {excerpt(member.path)} of archive {plain(path)} ({_what(entry, remote)})"
                 # In chunks: a member without a registry size may be as large as
                 # the expansion cap lets it be.
                 digest = hashlib.sha256()
@@ -690,8 +692,8 @@ def _locate_members(
         accepted = "\n".join(f"  {m.path}" for m in remote.members)
         message = (
             f"{_what(entry, remote)} is not in the folder {folder}: neither the "
-            f"archive {folder / remote.name} nor all of its members were found "
-            f"(missing: {', '.join(missing)}). Accepted: the archive itself, or every "
+            f"archive {plain(folder / remote.name)} nor all of its members were found "
+            f"(missing: {', '.join(map(plain, missing))}). Accepted: the archive itself, or every "
             f"one of these members, at this path below the folder or anywhere below it "
             f"by file name:\n{accepted}"
         )
@@ -801,6 +803,12 @@ def _pooch_banner(*, show: bool) -> Iterator[None]:
     would not clear the answer it cached for INFO at the first attempt.
     """
     logger = pooch.get_logger()
+    for handler in logger.handlers:
+        # Pooch's own handler prints its lines as they are, and they quote the
+        # entry's URL and file name: escaped (each is one line, so line breaks
+        # too), unless someone chose a formatter.
+        if handler.formatter is None:
+            handler.setFormatter(EscapingFormatter(keep=""))
     if show:
         yield
         return
@@ -839,7 +847,9 @@ def _download(
     and the error after the last one.
     """
     known_hash = f"sha256:{remote.sha256}" if remote.sha256 else None
-    what = f"the file downloaded from {url} ({_what(entry, remote)})"
+    # The address comes from the entry or --mirror: escaped in every message.
+    address = plain(url)
+    what = f"the file downloaded from {address} ({_what(entry, remote)})"
     downloader = _HashingDownloader(url, progressbar, remote.size, what)
     attempts = 1 + max(0, n_retries)
     for attempt in range(1, attempts + 1):
@@ -859,9 +869,9 @@ def _download(
             actual = downloader.observed
             if remote.sha256 is not None and actual is not None and actual != remote.sha256:
                 message = (
-                    f"sha256 mismatch for the file downloaded from {url} "
+                    f"sha256 mismatch for the file downloaded from {address} "
                     f"({_what(entry, remote)}): expected {remote.sha256}, actual {actual}. "
-                    f"The download was discarded (Pooch's temporary file); {target} was not "
+                    f"The download was discarded (Pooch's temporary file); {plain(target)} was not "
                     f"written. The file "
                     f"may have changed upstream, or the server (mirror) sends another file."
                 )
@@ -869,7 +879,7 @@ def _download(
             if attempt < attempts and _is_transient(exc):
                 log.warning(
                     "download of %s failed (%s); attempt %d of %d in %.1f s",
-                    url,
+                    address,
                     _reason(exc),
                     attempt + 1,
                     attempts,
@@ -878,7 +888,7 @@ def _download(
                 time.sleep(delay)
                 continue
             message = (
-                f"could not download {url} ({_what(entry, remote)}) after {attempt} "
+                f"could not download {address} ({_what(entry, remote)}) after {attempt} "
                 f"attempt{'s' if attempt > 1 else ''}: {_reason(exc)}. Try another "
                 f"address with --mirror URL, or download the file yourself and pass "
                 f"--manual-dir DIR."
@@ -911,7 +921,7 @@ def _fetch_remote(
         origin: Origin = "cache"
     elif not download:
         message = (
-            f"sha256 mismatch for the cached {target} ({_what(entry, remote)}): expected "
+            f"sha256 mismatch for the cached {plain(target)} ({_what(entry, remote)}): expected "
             f"{remote.sha256}, actual {observed}, and downloading is off; the file was left "
             f"untouched"
         )

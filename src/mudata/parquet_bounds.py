@@ -9,10 +9,17 @@ the same expansion cap that bounds archives (:func:`mudata.archive.max_expansion
 below :data:`mudata.archive.EXPANSION_FLOOR`. Every Parquet input of both
 packages passes through it: release members and the cached table in mudata,
 ``--data`` files and run folders in mueval.
+
+A CSV header is bounded the same way: :func:`check_csv_header` counts the
+columns of the first line (found within :data:`MAX_HEADER_BYTES`) and refuses
+more than :data:`MAX_PARQUET_COLUMNS` before the file is parsed; a 6.9 MB
+header of 700,000 columns would otherwise take gigabytes in pandas.
 """
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import io
 import os
 from pathlib import Path
@@ -26,6 +33,8 @@ from mudata.errors import LimitError, ParseError
 
 #: Columns a Parquet input may hold; a footer declaring more is refused unread.
 MAX_PARQUET_COLUMNS = 100_000
+#: Bytes the first line of a CSV input may take (as for a line of a stream in mudata).
+MAX_HEADER_BYTES = 1 << 26
 # Bytes per value once decoded, by Parquet physical type; text and binary
 # values count their offsets here and their bytes from the footer's sizes.
 _WIDTH = {
@@ -136,3 +145,59 @@ def check_parquet(
         )
         raise LimitError(message)
     return meta
+
+
+def check_csv_header(
+    data: bytes, what: str, *, separator: str | None = ",", encoding: str = "utf-8"
+) -> int:
+    """The number of columns of a delimited file's first line, once known to fit the cap.
+
+    Only the first line is looked at, and only within :data:`MAX_HEADER_BYTES`.
+
+    Parameters
+    ----------
+    data : bytes
+        The file's (decompressed) bytes.
+    what : str
+        How messages name the file.
+    separator : str or None
+        The field separator; None for whitespace-separated text.
+    encoding : str
+        The text encoding (the separators of UTF-16 and UTF-32 are not single bytes).
+
+    Raises
+    ------
+    LimitError
+        The first line is longer than :data:`MAX_HEADER_BYTES`, or holds more
+        than :data:`MAX_PARQUET_COLUMNS` columns.
+    """
+    head = data[: MAX_HEADER_BYTES + 1]
+    if encoding.lower().replace("-", "").replace("_", "").startswith(("utf16", "utf32")):
+        text = head.decode(encoding, errors="replace")
+        end = text.find("\n")
+        line = text if end < 0 else text[:end]
+    else:
+        end = head.find(b"\n")
+        if end < 0 and len(data) > MAX_HEADER_BYTES:
+            message = (
+                f"{what}: no line break in the first {MAX_HEADER_BYTES:,} bytes; a header "
+                f"line may take at most that; refusing it unread"
+            )
+            raise LimitError(message)
+        line = (head if end < 0 else head[:end]).decode("latin-1")
+    if separator is None:
+        columns = len(line.split())
+    else:
+        columns = line.count(separator) + 1
+        if columns > MAX_PARQUET_COLUMNS and '"' in line:
+            # Separators inside quoted names do not count: count fields, not separators.
+            with contextlib.suppress(csv.Error):  # a field past csv's size limit
+                columns = len(next(csv.reader([line], delimiter=separator), []))
+    if columns > MAX_PARQUET_COLUMNS:
+        message = (
+            f"{what}: its first line holds {columns:,} columns, more than the "
+            f"{MAX_PARQUET_COLUMNS:,} a CSV input may hold (as a Parquet input); refusing it "
+            f"unread"
+        )
+        raise LimitError(message)
+    return columns

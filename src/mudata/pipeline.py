@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from mudata.classes import log_dropped, match_classes, user_names
+from mudata.classes import log_dropped, log_folded, match_classes, user_names
 from mudata.entry import DatasetEntry
 from mudata.errors import (
     ChecksumError,
@@ -40,6 +40,7 @@ from mudata.readers import (
 )
 from mudata.readers.stream import coalesced
 from mudata.store import load_table, read_provenance, table_fingerprint, write_table
+from mudata.table_hash import KIND as TABLE_SHA256_KIND
 from mudata.userfilter import filter_users
 from mudata.version import __version__
 
@@ -72,9 +73,32 @@ def _spool_dir(entry: DatasetEntry, data_home: Path | str | None) -> Path | None
     except OSError:
         return None
     for stale in folder.glob("mudata-spool-*"):
-        shutil.rmtree(stale, ignore_errors=True)
-        log.info("removed %s, a spool left by an interrupted run", stale)
+        _sweep(stale)
     return folder
+
+
+def _sweep(stale: Path) -> None:
+    """Remove what a killed run left in the spool folder, and log what became of it.
+
+    A link (or a file) under a spool's name is no spool: it is removed itself,
+    never followed, since what it points to is not the build's to delete.
+    """
+    if stale.is_symlink() or not stale.is_dir():
+        what = "a link" if stale.is_symlink() else "a file"
+        try:
+            stale.unlink()
+        except OSError as exc:
+            log.warning("could not remove %s, %s under a spool's name: %s", stale, what, exc)
+            return
+        log.info(
+            "removed %s, %s under a spool's name (what it points to is left alone)", stale, what
+        )
+        return
+    shutil.rmtree(stale, ignore_errors=True)
+    if stale.exists() or stale.is_symlink():
+        log.warning("could not remove %s, a spool left by an interrupted run", stale)
+    else:
+        log.info("removed %s, a spool left by an interrupted run", stale)
 
 
 #: The folder, in a dataset's folder of the data home, where its build spools members.
@@ -161,6 +185,7 @@ def _label_raw(
     """
     frame = raw.frame
     matched = match_classes(frame["label"], entry, where=f"reader '{entry.reader}'")
+    log_folded(entry.name, matched.folded)
     log_dropped(entry.name, matched.dropped, len(frame), "rows read")
     keep = matched.rank >= 0
     kept = frame.loc[keep].reset_index(drop=True)
@@ -237,7 +262,8 @@ def _stream_features(
             n_kept += int((matched.rank >= 0).sum())
             windows.add(chunk)
         seen = pd.concat(labels, ignore_index=True) if labels else pd.Series([], dtype="int64")
-        match_classes(seen.drop_duplicates(), entry, where=f"reader '{entry.reader}'")
+        labelled = match_classes(seen.drop_duplicates(), entry, where=f"reader '{entry.reader}'")
+        log_folded(entry.name, labelled.folded)
         dropped_codes = {k: int(v) for k, v in sorted(dropped.items()) if v}
         log_dropped(entry.name, dropped_codes, rows_read, "rows read")
         counts: dict[str, Any] = {
@@ -584,13 +610,15 @@ def build_record(
     }
 
 
-def _provenance(
-    entry: DatasetEntry,
-    fetched: list[FetchedFile],
-    sources: Sources,
-    table: pd.DataFrame,
-    drops: dict[str, Any],
+def served_provenance(
+    entry: DatasetEntry, table: pd.DataFrame, drops: dict[str, Any]
 ) -> dict[str, Any]:
+    """The fields of a table's provenance that follow from its entry and its rows.
+
+    They are what :func:`mudata.load` serves besides the rows (``classes`` as
+    ``target_names``; title, counts, licence and citation in ``DESCR``), so
+    ``mudata verify`` compares each of them with a rebuild's.
+    """
     counts = table.groupby("label", sort=False).size()
     return {
         "dataset": entry.name,
@@ -601,12 +629,8 @@ def _provenance(
         "licence_title": entry.licence_title,
         "licence_path": entry.licence_path,
         "citation": entry.citation,
-        "entry_sha256": entry_fingerprint(entry),
         "reader": entry.reader,
         "recipe": {**entry.recipe.as_dict(), "version": RECIPE_VERSIONS[entry.recipe.name]},
-        "files": [
-            _file_record(f, spec, sources) for f, spec in zip(fetched, entry.files, strict=True)
-        ],
         "classes": entry.class_names,
         "counts": {
             "rows": len(table),
@@ -615,7 +639,24 @@ def _provenance(
             "per_class": {c: int(counts.get(c, 0)) for c in entry.class_names},
             **drops,
         },
+    }
+
+
+def _provenance(
+    entry: DatasetEntry,
+    fetched: list[FetchedFile],
+    sources: Sources,
+    table: pd.DataFrame,
+    drops: dict[str, Any],
+) -> dict[str, Any]:
+    return {
+        **served_provenance(entry, table, drops),
+        "entry_sha256": entry_fingerprint(entry),
+        "files": [
+            _file_record(f, spec, sources) for f, spec in zip(fetched, entry.files, strict=True)
+        ],
         "table_sha256": table_fingerprint(table),
+        "table_sha256_kind": TABLE_SHA256_KIND,
         "mudata_version": __version__,
         "pandas_version": pd.__version__,
         "python_version": platform.python_version(),

@@ -485,5 +485,7 @@ def get_entry(name: str, data_home: Path | str | None = None) -> DatasetEntry:
         log.warning("skipping registry entry: %s", exc)
     close = difflib.get_close_matches(key, entries, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    message = f"unknown dataset '{name}'.{hint} Known datasets: {', '.join(sorted(entries))}."
+    message = (
+        f"unknown dataset {excerpt(name)}.{hint} Known datasets: {', '.join(sorted(entries))}."
+    )
     raise UnknownDatasetError(message)

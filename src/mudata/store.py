@@ -8,7 +8,8 @@ when it exists (see :func:`read_provenance`).
 
 How the two can never disagree: the Parquet file is the authority. Its
 provenance (in its own metadata, so it cannot be separated from the rows)
-records ``table_sha256``, a hash of the rows; ``datapackage.json`` embeds the
+records ``table_sha256``, a SHA-256 of the rows (:mod:`mudata.table_hash`; its
+kind is ``table_sha256_kind``); ``datapackage.json`` embeds the
 same provenance, hence the same hash. :func:`load_table` checks the rows
 against that hash before serving them (:class:`CorruptTableError` on a
 mismatch), then checks that ``datapackage.json`` carries the same hash and
@@ -19,7 +20,6 @@ two renames, a descriptor edited by hand).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 from pathlib import Path
@@ -30,9 +30,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mudata.croissant import croissant
-from mudata.errors import CorruptTableError, MudataError, ParseError, StorageError
+from mudata.errors import (
+    CorruptTableError,
+    MudataError,
+    ParseError,
+    StorageError,
+    ValidationError,
+    excerpt,
+)
 from mudata.files import atomic_path, atomic_write, read_regular, sha256_file
 from mudata.parquet_bounds import check_parquet
+from mudata.table_hash import KIND, LEGACY_KIND, legacy_sha256, table_sha256
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +50,46 @@ CROISSANT = "croissant.json"
 
 
 def table_fingerprint(table: pd.DataFrame) -> str:
-    """SHA-256 over the table's values, column names and dtypes, order included."""
-    digest = hashlib.sha256()
-    digest.update(json.dumps([(str(c), str(t)) for c, t in table.dtypes.items()]).encode("utf-8"))
-    digest.update(pd.util.hash_pandas_object(table, index=False).to_numpy().tobytes())
-    return digest.hexdigest()
+    """The table's ``table_sha256``: SHA-256 over a canonical encoding of its rows.
+
+    Column names, order and types are hashed with the values; the encoding is
+    described in :mod:`mudata.table_hash`. A table built by this mudata
+    records it with ``table_sha256_kind`` :data:`~mudata.table_hash.KIND`.
+    """
+    return table_sha256(table)
+
+
+def fingerprint_kind(provenance: dict[str, Any]) -> str:
+    """The kind of hash ``provenance["table_sha256"]`` is.
+
+    Tables written before the kind was recorded carry
+    :data:`~mudata.table_hash.LEGACY_KIND` (pandas' 64-bit row hashes).
+    """
+    kind = provenance.get("table_sha256_kind", LEGACY_KIND)
+    return kind if isinstance(kind, str) else repr(kind)
+
+
+def recorded_fingerprint(table: pd.DataFrame, provenance: dict[str, Any]) -> str:
+    """The rows' hash of the kind their provenance records (to compare with ``table_sha256``).
+
+    Raises
+    ------
+    CorruptTableError
+        The kind is none this mudata knows, or the rows cannot be hashed.
+    """
+    kind = fingerprint_kind(provenance)
+    try:
+        if kind == KIND:
+            return table_sha256(table)
+        if kind == LEGACY_KIND:
+            return legacy_sha256(table)
+    except ValidationError as exc:
+        raise CorruptTableError(f"its rows cannot be hashed: {exc}") from None
+    message = (
+        f"its table_sha256_kind is {excerpt(kind, 60)}, not one this mudata knows "
+        f"({KIND}, or {LEGACY_KIND} for older tables)"
+    )
+    raise CorruptTableError(message)
 
 
 def _frictionless_type(dtype: Any) -> str:
@@ -153,14 +196,45 @@ def _write_table(table: pd.DataFrame, folder: Path, name: str, provenance: dict[
     descriptor = _descriptor_bytes(table, parquet_path.name, provenance)
 
     # The descriptors are complete before the Parquet file is renamed, and it is
-    # renamed last: a table counts as built only once it exists.
-    with atomic_path(parquet_path) as tmp:
-        pq.write_table(arrow, tmp)
-        atomic_write(folder / DESCRIPTOR, descriptor)
-        atomic_write(
-            folder / CROISSANT, _croissant_bytes(table, parquet_path.name, tmp, provenance)
-        )
+    # renamed last: a table counts as built only once it exists. A write that
+    # fails on the way (a full disk) puts back what the descriptors held, so no
+    # datapackage.json describes a table that is not there.
+    placed: dict[Path, bytes | None] = {}
+    try:
+        with atomic_path(parquet_path) as tmp:
+            pq.write_table(arrow, tmp)
+            _place(folder / DESCRIPTOR, descriptor, placed)
+            croissant_bytes = _croissant_bytes(table, parquet_path.name, tmp, provenance)
+            _place(folder / CROISSANT, croissant_bytes, placed)
+    except BaseException:
+        _put_back(placed)
+        raise
     return parquet_path
+
+
+def _place(path: Path, content: bytes, placed: dict[Path, bytes | None]) -> None:
+    """Write ``path`` atomically; remember what it held (None: no regular file) in ``placed``."""
+    previous = None
+    if path.is_file() and not path.is_symlink():
+        with contextlib.suppress(OSError):
+            previous = path.read_bytes()
+    atomic_write(path, content)
+    placed[path] = previous
+
+
+def _put_back(placed: dict[Path, bytes | None]) -> None:
+    """Undo :func:`_place`: the old bytes back, or the file removed where there was none."""
+    for path, previous in placed.items():
+        try:
+            if previous is None:
+                path.unlink(missing_ok=True)
+            else:
+                atomic_write(path, previous)
+        except OSError:
+            # No room to put the old bytes back: no descriptor rather than a false
+            # one (loading the old table writes it again from the table itself).
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
 
 
 def _croissant_bytes(
@@ -258,7 +332,10 @@ def load_table(parquet_path: Path, *, verify: bool = True) -> tuple[pd.DataFrame
         message = f"the cached table {parquet_path} has no readable provenance; it is damaged"
         raise CorruptTableError(message)
     if verify:
-        observed = table_fingerprint(frame)
+        try:
+            observed = recorded_fingerprint(frame, provenance)
+        except CorruptTableError as exc:
+            raise CorruptTableError(f"the cached table {parquet_path}: {exc}") from None
         if observed != provenance["table_sha256"]:
             message = (
                 f"the cached table {parquet_path} does not match the hash recorded when it "
@@ -266,6 +343,15 @@ def load_table(parquet_path: Path, *, verify: bool = True) -> tuple[pd.DataFrame
                 f"{observed}; its bytes changed on disk"
             )
             raise CorruptTableError(message)
+        if fingerprint_kind(provenance) == LEGACY_KIND:
+            # Still served: for damage, the old hash is as good; only `verify` needs more.
+            log.info(
+                "%s: its table_sha256 is of the old kind (%s); `mudata verify` does not rely "
+                "on it, and `mudata fetch --force` writes the current one (%s)",
+                parquet_path,
+                LEGACY_KIND,
+                KIND,
+            )
         _reconcile_descriptor(parquet_path, frame, provenance)
     return frame, provenance
 

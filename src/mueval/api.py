@@ -590,6 +590,7 @@ def compare(
     strategies: str | Sequence[str] | None = None,
     classifiers: str | Sequence[str] | None = None,
     all_pairs: bool = False,
+    adjust: str = "holm",
 ) -> pd.DataFrame:
     """Test the differences between strategies in one or more runs of one dataset.
 
@@ -610,12 +611,16 @@ def compare(
         Codes (comma lists and aliases allowed) to compare; default every one in the runs.
     all_pairs : bool, default False
         Several runs: also the mismatched pairs (``a/uim`` against ``b/mm``).
+    adjust : {"holm", "none"}, default "holm"
+        Multiple-comparison correction of the p-values within each test, over
+        all its pairs and classifiers (``p_adjusted``; ``p_value`` stays raw).
 
     Returns
     -------
     DataFrame
         One row per (classifier, strategy_a, strategy_b, test): means, statistic,
-        df, p_value, stars, n, note, library_warning, caution.
+        df, p_value, stars, n, note, library_warning, caution, and adjust,
+        family_size, p_adjusted, stars_adjusted.
 
     Raises
     ------
@@ -631,6 +636,7 @@ def compare(
         strategies=None if strategies is None else parse_strategies(_as_list(strategies)),
         classifiers=None if classifiers is None else parse_classifiers(_as_list(classifiers)),
         all_pairs=all_pairs,
+        adjust=adjust,
     ).table
 
 

@@ -26,6 +26,8 @@ from typing import BinaryIO
 
 import pandas as pd
 
+# The formula rule is mudata's, so that CSV on stdout (``--table csv``) and in files agree.
+from mudata.display import FORMULA_LEADS, FORMULA_QUOTE, formula_safe
 from mudata.files import atomic_path, describe_kind, open_regular
 from mueval.errors import NotRegularFileError, OutputError
 
@@ -38,12 +40,6 @@ __all__ = [
     "write_atomic",
     "write_csv",
 ]
-
-#: Leading characters that make a spreadsheet read a cell as a formula (OWASP).
-FORMULA_LEADS: tuple[str, ...] = ("=", "+", "-", "@", "\t", "\r")
-
-#: What :func:`neutralise_formulas` prefixes (and :func:`restore_formulas` removes).
-FORMULA_QUOTE = "'"
 
 
 def _refusal(path: Path | str, what: str, kind: str) -> str:
@@ -171,7 +167,7 @@ def write_atomic(folder: str | Path, name: str, write: Callable[[Path], None]) -
 
 
 def _is_risky(value: object) -> bool:
-    return isinstance(value, str) and value.startswith((*FORMULA_LEADS, FORMULA_QUOTE))
+    return isinstance(value, str) and formula_safe(value) != value
 
 
 def neutralise_formulas(frame: pd.DataFrame) -> pd.DataFrame:
@@ -208,7 +204,7 @@ def neutralise_formulas(frame: pd.DataFrame) -> pd.DataFrame:
         if bool(series.map(_is_risky).any()):
             if out is frame:
                 out = frame.copy()
-            out[col] = series.map(lambda v: FORMULA_QUOTE + v if _is_risky(v) else v)
+            out[col] = series.map(lambda v: formula_safe(v) if isinstance(v, str) else v)
     return out
 
 

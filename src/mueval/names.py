@@ -114,6 +114,15 @@ COMPARABLE_METRICS: tuple[str, ...] = (
 # The option values below are declared here, not in the modules that use them,
 # so that the command line can offer them without importing scikit-learn or MAPIE.
 
+#: ``mueval compare --adjust``: Holm's step-down within each test, or no correction.
+COMPARE_ADJUSTMENTS: tuple[str, ...] = ("holm", "none")
+
+#: ``mueval table --format`` (:mod:`mueval.report.paper`).
+PAPER_FORMATS: tuple[str, ...] = ("latex", "csv", "markdown")
+
+#: ``mueval table --rows``: the study's rows, or every row the terminal table prints.
+PAPER_ROWS: tuple[str, ...] = ("study", "all")
+
 #: Conformity scores accepted by ``--score`` (MAPIE's names; :mod:`mueval.conformal.sets`).
 SCORES: tuple[str, ...] = ("lac", "aps", "raps", "top_k")
 

@@ -260,7 +260,9 @@ class Run:
             Output folder.
         **options
             ``strategies``, ``classifiers``, ``n_boot``, ``seed``, ``top_sets``,
-            ``min_count``, ``progress`` (see :func:`mueval.report.build.build_report`).
+            ``min_count``, ``progress``, ``figures``, ``figure_format`` (``"svg"``,
+            ``"pdf"``, ``"png"``), ``dpi``, ``titles`` (see
+            :func:`mueval.report.build.build_report`).
 
         Returns
         -------

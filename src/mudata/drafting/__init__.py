@@ -4,9 +4,13 @@ Modules, in the order the draft is made:
 
 - :mod:`~mudata.drafting.selection` -- which files are data (documentation and
   metadata left out, each with its reason) and the glob that selects them;
+- :mod:`~mudata.drafting.shapes` -- the preamble and line shape of delimited
+  text (comment blocks, marker lines, a header on the last comment line, a
+  terminator on every line);
 - :mod:`~mudata.drafting.columns` -- the role of every column, and the columns
   that are not signals (counters, times, window ids, constant, mostly empty,
-  probable label leaks);
+  probable label leaks), with :mod:`~mudata.drafting.counters` for row
+  counters in any notation and columns that never go back;
 - :mod:`~mudata.drafting.layout` -- feature table or raw signals, and the
   reader options with their evidence;
 - :mod:`~mudata.drafting.windows` -- windows per user and class, the user

@@ -8,12 +8,16 @@ the reason:
   as ``#DIV/0!`` read as empty, and are counted per column);
 * text: yes/no flags, date/time strings, other words;
 * constant;
-* an index or row counter: unnamed (``Unnamed: 0``), or whole numbers that
-  step by 1 through the file (``1e+05`` is such a number);
-* time: by its name, or epoch seconds, milliseconds, microseconds or
+* an index or row counter: by its name (``Unnamed: 0``, ``Sample No``), or
+  values tracking the row number within the rounding of their printed
+  digits (``99999``, ``1e+05``, ``1.0001e+05``: :mod:`mudata.drafting.counters`);
+* time: by its name, with or without a unit (``timestamp(ns)``, ``TimeStamp``,
+  ``time_ms``, ``t [s]``), or epoch seconds, milliseconds, microseconds or
   nanoseconds by its values;
 * a counter of windows or segments: by its name, or whole numbers that never
-  decrease and hold each value in one run.
+  decrease and hold each value in one run;
+* any other column that never decreases (or never increases) through the
+  file: a time or a counter, never a signal.
 
 Finally, a column whose values alone tell the classes apart (one value range
 per class, no two overlapping) is a probable leak: it is left out, and the
@@ -28,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from mudata.drafting.counters import counter_evidence, monotone_evidence
 from mudata.errors import UsageError
 
 USER_NAMES = re.compile(
@@ -40,18 +45,28 @@ LABEL_NAMES = re.compile(
     r"act|gt|target|activity_label|class_label)$",
     re.IGNORECASE,
 )
+#: Units a time column's name may carry, in seconds: ``timestamp(ns)``, ``time_ms``, ``t [s]``.
+TIME_UNITS = {
+    "ns": 1e-9, "nsec": 1e-9, "nanoseconds": 1e-9,
+    "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "usec": 1e-6, "microseconds": 1e-6,
+    "ms": 1e-3, "msec": 1e-3, "millis": 1e-3, "milliseconds": 1e-3,
+    "s": 1.0, "sec": 1.0, "secs": 1.0, "seconds": 1.0,
+}  # fmt: skip
+_UNIT = "|".join(sorted(map(re.escape, TIME_UNITS), key=len, reverse=True))
+# The unit follows a separator (time_ms) or sits in brackets (timestamp(ns), t [s]).
 TIME_NAMES = re.compile(
-    r"^(time|timestamp|ts|t|datetime|date_time|time_s|time_ms|seconds|epoch|timestamp_ms)$",
+    r"^(?:time|timestamp|time_stamp|ts|t|datetime|date_time|seconds|epoch|elapsed|elapsed_time)"
+    rf"(?:[_ .-]+(?P<unit>{_UNIT})|\s*[\[(]\s*(?P<bracketed>{_UNIT})\s*[\])])?$",
     re.IGNORECASE,
 )
 RECORDING_NAMES = re.compile(
     r"^(trial|session|recording|run|repetition|rep|experiment|exp_id|execution)$", re.IGNORECASE
 )
 # Names that say "time" or "index" or "window" without being the role columns above.
-TIME_WORDS = re.compile(r"(^|[_ .-])(time|timestamp|date|datetime|epoch)([_ .-]|$)", re.I)
+TIME_WORDS = re.compile(r"(^|[_ .-])(time|timestamp|date|datetime|epoch)([_ .(\[-]|$)", re.I)
 INDEX_NAMES = re.compile(
-    r"^(|unnamed: ?\d+|index|idx|row|row_?(id|num|number|no)|seq|sequence|counter|"
-    r"sample_?(id|no|num|number|index))$",
+    r"^(|unnamed: ?\d+|index|idx|row|row[_ ]?(id|num|number|no)|seq|sequence|counter|"
+    r"sample[_ ]?(id|no|nr|num|number|index)\.?)$",
     re.IGNORECASE,
 )
 WINDOW_WORDS = re.compile(r"(^|[_ .-])(window|win|segment|seg|frame|chunk)s?([_ .-]|$)", re.I)
@@ -123,6 +138,13 @@ class Roles:
         return lines
 
 
+def time_unit(name: str) -> tuple[str, float] | None:
+    """The unit a time column's name carries and its length in seconds (``t [s]``: ``("s", 1.0)``)."""
+    match = TIME_NAMES.match(str(name).strip())
+    unit = match and (match.group("unit") or match.group("bracketed"))
+    return (unit, TIME_UNITS[unit.lower()]) if unit else None
+
+
 def _numbers(values: pd.Series) -> pd.Series:
     if pd.api.types.is_bool_dtype(values):
         return pd.Series(np.nan, index=values.index)
@@ -151,7 +173,8 @@ def _text_reason(values: pd.Series) -> str:
     if distinct and distinct <= FLAG_VALUES:
         return f"a text flag (values {', '.join(sorted(distinct))})"
     sample = words.iloc[:: max(1, len(words) // 50)].iloc[:50]
-    parsed = pd.to_datetime(sample, errors="coerce", format="mixed")
+    # utc=True: times with several UTC offsets (a daylight-saving change) parse too.
+    parsed = pd.to_datetime(sample, errors="coerce", format="mixed", utc=True)
     if len(sample) and parsed.notna().all() and sample.str.contains(r"\d[-/:.]\d").all():
         return f"date/time strings (e.g. {sample.iloc[0]!r})"
     return f"text, not numbers (e.g. {words.iloc[0][:30]!r})" if len(words) else "empty"
@@ -187,26 +210,30 @@ def non_signal_reason(name: str, values: pd.Series, max_missing: float = MAX_MIS
         return f"constant ({finite[0]:g})"
     if INDEX_NAMES.match(str(name).strip()):
         return f"an index column by its name ({name or 'unnamed'!r})"
-    if TIME_WORDS.search(str(name)):
+    if TIME_NAMES.match(str(name).strip()) or TIME_WORDS.search(str(name)):
         return f"time, by its name ({name!r})"
     if WINDOW_WORDS.search(str(name)):
         return f"a window or segment counter, by its name ({name!r})"
-    if finite.size < 3 or not _whole(finite):
-        unit = epoch_unit(finite)
-        return f"time (epoch {unit})" if unit else None
-    steps = np.diff(finite)
-    if np.mean(steps == 1) >= 0.99:
-        return f"a row counter (whole numbers stepping by 1, {finite[0]:.0f} to {finite[-1]:.0f})"
+    if finite.size < 3:
+        return None
     if unit := epoch_unit(finite):
         return f"time (epoch {unit})"
+    if len(finite) == n and (why := counter_evidence(finite)):
+        return why
+    steps = np.diff(finite)
     distinct = np.unique(finite).size
     runs = 1 + int(np.count_nonzero(steps))
-    if np.all(steps >= 0) and runs == distinct and 2 <= distinct <= finite.size / 5:
+    if (
+        _whole(finite)
+        and np.all(steps >= 0)
+        and runs == distinct
+        and 2 <= distinct <= finite.size / 5
+    ):
         return (
             f"a counter of windows or segments (whole numbers that never decrease, "
             f"each of its {distinct} values in one run)"
         )
-    return None
+    return monotone_evidence(finite)
 
 
 def leak_evidence(values: pd.Series, labels: pd.Series) -> str | None:
@@ -238,7 +265,8 @@ def resolve(name: str | int, columns: list[str], header: bool, what: str) -> str
     text = str(name).strip()
     if text in columns:
         return text
-    if text.isdigit() and 1 <= int(text) <= len(columns):
+    # isdecimal, not isdigit: int() refuses "²" (and runs of 4,300 digits).
+    if text.isdecimal() and len(text) <= 18 and 1 <= int(text) <= len(columns):
         return columns[int(text) - 1]
     shown = (
         ", ".join(columns)
@@ -259,6 +287,7 @@ def find_roles(
     given: dict[str, str | None],
     *,
     max_missing: float = MAX_MISSING,
+    ruled_out: dict[str, str] | None = None,
 ) -> Roles:
     """The role columns of ``table`` (given ones first, then by name), and the others' reasons.
 
@@ -272,6 +301,9 @@ def find_roles(
         ``user``, ``label``, ``time``, ``recording``: columns the user named (or None).
     max_missing : float
         See :func:`non_signal_reason`.
+    ruled_out : dict of str to str, optional
+        Columns known not to be signals from more than this table (a counter
+        in every file the reader read), with the reason.
 
     Returns
     -------
@@ -302,7 +334,7 @@ def find_roles(
     for column in columns:
         if column in taken:
             continue
-        why = non_signal_reason(column, table[column], max_missing)
+        why = (ruled_out or {}).get(column) or non_signal_reason(column, table[column], max_missing)
         if why is None:
             roles.signals.append(column)
         else:

@@ -43,11 +43,13 @@ import numpy as np
 import pandas as pd
 
 from mudata.archive import ArchiveIndex, sniff_kind
-from mudata.classes import code_text, is_numeric_column, user_sort_key
+from mudata.classes import code_text, fold_note, folded_codes, is_numeric_column, user_sort_key
 from mudata.display import shown
+from mudata.drafting.counters import monotone_channels
 from mudata.drafting.layout import propose_layout
 from mudata.drafting.records import Choices, Layout, Sniffed
 from mudata.drafting.selection import Selection, format_of, select
+from mudata.drafting.shapes import text_shape
 from mudata.drafting.toml_text import to_toml
 from mudata.drafting.windows import window_report
 from mudata.entry import DatasetEntry
@@ -57,12 +59,8 @@ from mudata.parquet_bounds import check_parquet
 from mudata.pipeline import labelled_features
 from mudata.readers import get_reader
 from mudata.readers.base import Pin, Pins, RawTable, Sources
-from mudata.readers.decode import (
-    SPREADSHEET_MISSING,
-    head,
-    read_mat,
-    sniff_delimited,
-)
+from mudata.readers.decode import SPREADSHEET_MISSING, head, read_mat
+from mudata.readers.lines import checked_line_options, prepare_lines
 from mudata.registry import PLACEHOLDERS, parse_entry
 from mudata.userfilter import user_report
 
@@ -273,28 +271,18 @@ def collect(paths: list[Path], base: Path, choices: Choices | None = None) -> Co
 # ----------------------------------------------------------------- 2. format
 
 
-def _is_number(text: str) -> bool:
-    try:
-        float(text.replace(",", "."))
-    except ValueError:
-        return False
-    return True
-
-
 def sniff(data: bytes, suffix: str) -> Sniffed:
-    """How a (decompressed) data file is written, from its suffix and first lines."""
+    """How a (decompressed) data file is written, from its suffix and first lines:
+    format, separator, decimal mark, header, and any preamble or line terminator
+    (:func:`mudata.drafting.shapes.text_shape`)."""
     fmt = format_of(suffix) or "text"
     if fmt == "parquet" or data[:4] == b"PAR1":
         return Sniffed("parquet", True)
     if fmt == "mat":
         return Sniffed("mat", False)
-    text = data[: 1 << 16].decode("utf-8", "replace").lstrip("\ufeff")
-    separator, decimal = sniff_delimited(text)
-    fmt = "text" if separator is None else "csv"
-    first = text.split("\n", 1)[0].strip()
-    fields = first.split(separator) if separator else first.split()
-    header = not all(_is_number(f.strip().strip('"')) for f in fields if f.strip())
-    return Sniffed(fmt, header, separator, decimal)
+    shape = text_shape(data[: 1 << 16].decode("utf-8", "replace"))
+    fmt = "text" if shape.separator is None else "csv"
+    return Sniffed(fmt, shape.header, shape.separator, shape.decimal, shape.options(), shape.notes)
 
 
 def _read(data: bytes, sniffed: Sniffed, member: str) -> pd.DataFrame:
@@ -304,6 +292,10 @@ def _read(data: bytes, sniffed: Sniffed, member: str) -> pd.DataFrame:
     if sniffed.fmt == "mat":
         table = read_mat(data, member)
     else:
+        if sniffed.lines:
+            lines = checked_line_options(sniffed.lines, "mudata init")
+            text = data.decode("utf-8", "replace")
+            data = prepare_lines(text, member, lines, sniffed.separator).encode()
         table = pd.read_csv(
             io.BytesIO(data),
             sep=sniffed.separator or r"\s+",
@@ -365,9 +357,10 @@ def _skeleton(
 
 def _classes(
     entry_data: dict[str, Any], sources: Sources
-) -> tuple[list[dict[str, Any]], dict[str, int], RawTable]:
+) -> tuple[list[dict[str, Any]], dict[str, int], RawTable, dict[str, list[str]]]:
     """Every label the reader sees, with its count, as ``[[classes]]`` (code = name);
-    and the reader's table (the reader reads the same whatever the classes)."""
+    the reader's table (the reader reads the same whatever the classes); and the labels
+    written differently that one code stands for (:func:`mudata.classes.folded_codes`)."""
     probe = parse_entry(
         {**entry_data, "classes": [{"code": "_a", "name": "_a"}, {"code": "_b", "name": "_b"}]}
     )
@@ -384,7 +377,8 @@ def _classes(
     counts = texts.value_counts()
     order = user_sort_key([c for c in counts.index if c != "<blank>"])
     classes = [{"code": _code_value(c, numeric), "name": c} for c in order]
-    return classes, {str(k): int(v) for k, v in counts.items()}, raw
+    folded = folded_codes(uniques, numeric)
+    return classes, {str(k): int(v) for k, v in counts.items()}, raw, folded
 
 
 def _filter_report(
@@ -457,13 +451,23 @@ def draft_entry(
                 raise
             message = f"{first_member}: cannot be read as {sniffed.fmt} ({type(exc).__name__}: {str(exc)[:200]})"
             raise ParseError(message) from None
-        layout = propose_layout(
-            first, sniffed, collected.members, collected.selection, kind, choices
-        )
-        rate, rate_note = _resolve_rate(layout, sampling_rate_hz)
         window = choices.window if choices.window is not None else WINDOW_SECONDS
-        entry_data = _skeleton(name, layout, collected, rate, min_per_class, window)
-        classes, counts, raw = _classes(entry_data, collected.sources)
+
+        def drafted(ruled_out: dict[str, str] | None = None) -> tuple:
+            layout = propose_layout(
+                first, sniffed, collected.members, collected.selection, kind, choices, ruled_out
+            )
+            rate, rate_note = _resolve_rate(layout, sampling_rate_hz)
+            entry_data = _skeleton(name, layout, collected, rate, min_per_class, window)
+            return layout, rate, rate_note, entry_data, *_classes(entry_data, collected.sources)
+
+        layout, rate, rate_note, entry_data, classes, counts, raw, folded = drafted()
+        if layout.kind == "signals" and not choices.channels:
+            # The first file said these were signals; a channel that never goes back
+            # within any recording of all the files is a time or a counter.
+            late = monotone_channels(raw.frame, layout.channels)
+            if late:
+                layout, rate, rate_note, entry_data, classes, counts, raw, folded = drafted(late)
         entry_data["classes"] = classes
         entry = parse_entry(entry_data, source=output)
         filter_lines, _ = _filter_report(entry, collected.sources, raw)
@@ -514,6 +518,7 @@ def draft_entry(
             if "<blank>" in counts
             else []
         ),
+        *[f"  note: {line}" for line in fold_note(folded)],
         *window_lines,
         *filter_lines,
     ]

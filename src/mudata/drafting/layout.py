@@ -16,10 +16,19 @@ import numpy as np
 import pandas as pd
 
 from mudata.classes import is_numeric_column
-from mudata.drafting.columns import EPOCH_UNITS, Roles, check_leaks, epoch_unit, find_roles, resolve
+from mudata.drafting.columns import (
+    EPOCH_UNITS,
+    Roles,
+    check_leaks,
+    epoch_unit,
+    find_roles,
+    resolve,
+    time_unit,
+)
 from mudata.drafting.records import Choices, Layout, Sniffed
 from mudata.drafting.selection import Selection, compile_path_pattern
 from mudata.errors import ParseError, UsageError
+from mudata.readers.decode import data_suffix
 from mudata.readers.tabular import time_values
 
 # A user id in a file or folder name: letters then digits ("f1", "S01", "subject101") or digits.
@@ -40,9 +49,14 @@ def _path_pattern(
 ) -> tuple[str | None, list[str]]:
     """A ``path_pattern`` giving what the columns lack, and the evidence for it."""
     notes: list[str] = []
-    ext = re.escape(suffix) + "$"
+    # Members may differ by their compression (".csv", ".csv.gz"): each loses its own.
+    suffixes = sorted({data_suffix(m) for m in members} | {suffix}, key=len, reverse=True)
+    escaped = [re.escape(s) for s in suffixes]
+    ext = (escaped[0] if len(escaped) == 1 else "(?:" + "|".join(escaped) + ")") + "$"
     # the name without its data suffix (".csv.gz" whole), where a user id may end
-    stems = [PurePosixPath(m).name[: len(PurePosixPath(m).name) - len(suffix)] for m in members]
+    stems = [
+        PurePosixPath(m).name[: len(PurePosixPath(m).name) - len(data_suffix(m))] for m in members
+    ]
     folders = [PurePosixPath(m).parent.name for m in members]
     label_part = ""
     if need_label:
@@ -100,12 +114,16 @@ def _rate(table: pd.DataFrame, time_col: str, member: str) -> tuple[float | None
     texty = not pd.api.types.is_numeric_dtype(table[time_col]) and not is_numeric_column(
         table[time_col]
     )
-    # Numbers carry no unit: an epoch range says it (2000-2040 in seconds,
+    # Numbers carry no unit: the column's name may say it (timestamp(ns)); else an
+    # epoch range says it (2000-2040 in seconds,
     # milliseconds, ...); otherwise below 1 they are read as seconds, up to 1e4
     # as milliseconds, beyond as nanoseconds. The note says which was assumed.
     epoch = None if texty else epoch_unit(values)
+    named = time_unit(time_col)
     if texty:
         seconds, unit = step / 1e9, "between date/times"
+    elif named:
+        seconds, unit = step * named[1], f"in {named[0]}, by the column's name"
     elif epoch:
         seconds, unit = step / EPOCH_UNITS[epoch], f"epoch {epoch}"
     elif step < 1:
@@ -259,8 +277,12 @@ def propose_layout(
     selection: Selection,
     kind: str = "auto",
     choices: Choices | None = None,
+    ruled_out: dict[str, str] | None = None,
 ) -> Layout:
     """Propose the reader options from the first file, the member paths and the user's choices.
+
+    ``ruled_out`` names columns found not to be signals in all the files
+    (:func:`mudata.drafting.counters.monotone_channels`), with the reason.
 
     Raises
     ------
@@ -278,10 +300,12 @@ def propose_layout(
         "time": choices.time,
         "recording": choices.recording,
     }
-    roles = find_roles(first, header, given, max_missing=choices.max_missing)
+    roles = find_roles(first, header, given, max_missing=choices.max_missing, ruled_out=ruled_out)
     notes = [f"format: {fmt}, {'with' if header else 'without'} a header line"]
     if sniffed.separator not in (None, ",") or sniffed.decimal != ".":
         notes.append(f"separator {sniffed.separator!r}, decimal mark {sniffed.decimal!r}")
+    # Preamble and line terminators: each option with its evidence, in the draft too.
+    notes += [f"{key} = {sniffed.lines[key]!r}: {why}" for key, why in sniffed.line_notes.items()]
     notes += roles.notes
     groups = set()
     if choices.path_pattern:
@@ -310,5 +334,14 @@ def propose_layout(
         _rate(first, roles.time, members[0]) if kind == "signals" and roles.time else (None, "")
     )
     return Layout(
-        kind, fmt, header, options, chosen, rate, notes + column_notes, rate_note, roles, comments
+        kind,
+        fmt,
+        header,
+        options,
+        chosen,
+        rate,
+        notes + column_notes,
+        rate_note,
+        roles,
+        {**sniffed.line_notes, **comments},
     )

@@ -56,15 +56,22 @@ class Sniffed:
     header: bool
     separator: str | None = None
     decimal: str = "."
+    lines: dict[str, Any] = field(default_factory=dict)
+    line_notes: dict[str, str] = field(default_factory=dict)
 
     def options(self) -> dict[str, Any]:
-        """The reader options that say so (only those differing from the defaults)."""
+        """The reader options that say so (only those differing from the defaults).
+
+        ``lines`` holds the line options (``skip_lines``, ``comment``,
+        ``header_line``, ``line_end``: :mod:`mudata.readers.lines`), and
+        ``line_notes`` the evidence for each.
+        """
         options: dict[str, Any] = {"format": self.fmt}
         if self.fmt == "csv" and self.separator not in (None, ","):
             options["separator"] = self.separator
         if self.decimal != ".":
             options["decimal"] = self.decimal
-        return options
+        return {**options, **self.lines}
 
 
 @dataclass

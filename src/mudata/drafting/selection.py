@@ -6,11 +6,13 @@ files are left out, each with the reason, so that a layout is proposed from
 the data alone and the entry's ``glob`` selects exactly the data files:
 
 1. ``--exclude GLOB`` leaves a file out; with ``--include GLOB``, only the
-   files it matches are data (the rules below do not apply to them);
+   files it matches are data (the rules below do not apply to them, but they
+   must share one format);
 2. documentation by name (README, MANUAL, LICENSE, CHANGELOG, ...) or by
    suffix (``.md``, ``.pdf``, ``.json``, ``.cff``, ...), and files in no data
    format;
-3. data files of another format than the most common one;
+3. data files of another format than the most common one (``.csv``,
+   ``.csv.gz``, ``.csv.bz2`` and ``.csv.xz`` are one format, compressed or not);
 4. delimited tables whose columns differ from the majority's (a metadata sheet).
 """
 
@@ -24,8 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from mudata.drafting.shapes import text_shape
 from mudata.errors import UsageError
-from mudata.readers.decode import COMPRESSIONS, data_suffix, sniff_delimited
+from mudata.readers.decode import COMPRESSIONS, data_suffix
 
 #: Data file suffixes and the reader format each is read as; each may also be
 #: compressed (``.csv.gz``, ``.txt.bz2``, ...).
@@ -63,7 +66,8 @@ class Selection:
     left_out : dict of str to str
         Every other file, with why it is not data.
     suffix : str
-        The data files' suffix, compression included (``".csv.gz"``).
+        The data files' most common suffix, compression included (``".csv.gz"``);
+        others differ from it by their compression alone.
     glob : str
         An ``fnmatch`` glob (``*`` crosses folders) matching every data file and no other file.
     """
@@ -89,6 +93,13 @@ def format_of(suffix: str) -> str | None:
         if suffix.endswith(ending) and suffix != ending:
             inner = suffix[: -len(ending)]
     return FORMATS.get(inner)
+
+
+def plain_suffix(name: str) -> str:
+    """The data suffix of ``name`` without its compression (``a.csv.gz`` -> ``.csv``)."""
+    suffix = data_suffix(name)
+    ending = PurePosixPath(suffix).suffix
+    return suffix[: -len(ending)] if ending in COMPRESSIONS and suffix != ending else suffix
 
 
 def _matches(name: str, globs: tuple[str, ...]) -> str | None:
@@ -132,15 +143,11 @@ def _by_name(
 
 def _signature(head: bytes) -> tuple[str, ...] | None:
     """The header fields of a delimited table (or its field count when it has none)."""
-    text = head.decode("utf-8", "replace").lstrip("\ufeff")
-    separator, _ = sniff_delimited(text)
-    first = text.split("\n", 1)[0].strip()
-    if not first:
+    # After any preamble: comment blocks differing from file to file say nothing.
+    shape = text_shape(head.decode("utf-8", "replace"))
+    if not shape.fields:
         return None
-    fields = first.split(separator) if separator else first.split()
-    fields = [f.strip().strip('"') for f in fields]
-    numeric = all(re.fullmatch(r"[-+0-9.eE,]+", f) for f in fields if f)
-    return (f"{len(fields)} columns",) if numeric else tuple(fields)
+    return tuple(shape.fields) if shape.header else (f"{len(shape.fields)} columns",)
 
 
 def _by_columns(
@@ -204,17 +211,31 @@ def select(
             + "; ".join(f"{n}: {w}" for n, w in sorted(left_out.items())[:10])
         )
         raise UsageError(message)
-    suffixes = Counter(data_suffix(n) for n in candidates)
-    suffix = max(suffixes.items(), key=lambda item: (item[1], item[0]))[0]
+    # A format is a suffix without its compression: a release may compress
+    # some files and not others, and the readers decompress each by its suffix.
+    kinds = Counter(plain_suffix(n) for n in candidates)
+    kind = max(kinds.items(), key=lambda item: (item[1], item[0]))[0]
+    if include and len(kinds) > 1:
+        shown = ", ".join(f"{k} ({n} file(s))" for k, n in sorted(kinds.items()))
+        message = (
+            f"{where}: --include matches data files of several formats ({shown}); "
+            f"a dataset is read in one format: narrow --include"
+        )
+        raise UsageError(message)
     members = []
     for name in candidates:
-        if data_suffix(name) == suffix:
+        if plain_suffix(name) == kind:
             members.append(name)
         else:
-            left_out[name] = f"another format ({data_suffix(name)}) than the data files ({suffix})"
-    if format_of(suffix) in ("csv", "text") and len(members) > 1:
+            left_out[name] = f"another format ({data_suffix(name)}) than the data files ({kind})"
+    if not include and format_of(kind) in ("csv", "text") and len(members) > 1:
         members = _by_columns(members, read_head, left_out)
-    glob = data_glob(members, sorted(left_out), suffix, where, include)
+    suffixes = Counter(data_suffix(n) for n in members)
+    suffix = max(suffixes.items(), key=lambda item: (item[1], item[0]))[0]
+    # Compressed or not, one glob: "*.csv*" matches .csv, .csv.gz, .csv.bz2...
+    glob = data_glob(
+        members, sorted(left_out), suffix if len(suffixes) == 1 else f"{kind}*", where, include
+    )
     return Selection(members, left_out, suffix, glob)
 
 

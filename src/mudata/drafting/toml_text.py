@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from mudata.classes import code_text
+from mudata.display import plain
 
 
 def toml_value(value: Any) -> str:
@@ -20,7 +21,7 @@ def toml_value(value: Any) -> str:
     if isinstance(value, int | float):
         return repr(value)
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return _toml_string(value)
     if isinstance(value, list):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
     if isinstance(value, dict):
@@ -28,9 +29,25 @@ def toml_value(value: Any) -> str:
     raise TypeError(type(value))
 
 
+def _toml_string(text: str) -> str:
+    """``text`` as a TOML basic string, every unprintable character as a ``\\u`` escape.
+
+    JSON's escapes are TOML's for C0 controls; DEL, C1 controls and bidi or other
+    format characters (a label, a column name) are escaped as well, which TOML
+    requires of DEL and which keeps the draft readable in an editor.
+    """
+    body = json.dumps(text, ensure_ascii=False)
+    if body.isprintable():
+        return body
+    return "".join(
+        c if c.isprintable() else f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
+        for c in body
+    )
+
+
 def toml_key(key: str) -> str:
     """``key`` bare when TOML allows it, else quoted."""
-    return key if re.match(r"^[A-Za-z0-9_-]+$", key) else json.dumps(key)
+    return key if re.match(r"^[A-Za-z0-9_-]+$", key) else _toml_string(key)
 
 
 def _table(
@@ -38,15 +55,16 @@ def _table(
 ) -> list[str]:
     lines = [header] if header else []
     for key, value in values.items():
-        note = f"  # {comments[key]}" if comments and key in comments else ""
+        note = f"  # {plain(comments[key])}" if comments and key in comments else ""
         lines.append(f"{toml_key(key)} = {toml_value(value)}{note}")
     return lines
 
 
 def _evidence(lines: list[str], most: int = 60) -> list[str]:
     """What init left out and why, as comments (the first ``most`` lines)."""
-    # A column name may hold a line break: it must not end the comment.
-    shown = ["# " + " ".join(line.splitlines()) for line in lines[:most]]
+    # A column name may hold a line break or a control, which TOML refuses in a
+    # comment (and a line break would end it): escaped (display.plain).
+    shown = ["# " + plain(line) for line in lines[:most]]
     if len(lines) > most:
         shown.append(f"#   ... and {len(lines) - most} more lines: see the report of mudata init")
     return shown
@@ -62,7 +80,7 @@ def to_toml(data: dict[str, Any], counts: dict[str, int], notes: dict[str, Any])
     top = {k: v for k, v in data.items() if not isinstance(v, dict | list)}
     licence = data["licence"]
     lines = [
-        f"# Drafted by `mudata init` from {notes['from']}. Check every value, edit, then:",
+        f"# Drafted by `mudata init` from {plain(notes['from'])}. Check every value, edit, then:",
         f"#   mudata register {data['name']}.toml",
         *_table(
             "",
@@ -89,12 +107,12 @@ def to_toml(data: dict[str, Any], counts: dict[str, int], notes: dict[str, Any])
         ]
     for spec in data["files"]:
         members = spec.get("members", [])
-        plain = {k: v for k, v in spec.items() if k != "members"}
+        fields = {k: v for k, v in spec.items() if k != "members"}
         lines += [
             "",
             *_table(
                 "[[files]]",
-                plain,
+                fields,
                 {"hashes": "pinned on first use by mudata init, not published hashes"},
             ),
         ]

@@ -7,7 +7,10 @@
   hostile stream cannot fill the memory;
 * :func:`read_mat` -- a MATLAB ``.mat`` file (v4 to v7.2, through
   :func:`scipy.io.loadmat`) as a table of numbered columns; v7.3 files are
-  HDF5 and refused with a message naming the format;
+  HDF5 and refused with a message naming the format. The arrays' declared
+  shapes (:func:`scipy.io.whosmat`, which decompresses no array) are checked
+  against the expansion cap before any is decompressed: a 700 KB file can
+  hold a compressed array of 720 MB;
 * :func:`sniff_delimited` -- the separator (comma, semicolon, tab) and the
   decimal mark of delimited text, from its first lines.
 
@@ -23,7 +26,7 @@ import io
 import lzma
 import re
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import PurePosixPath
 from typing import IO, TYPE_CHECKING
 
@@ -45,6 +48,12 @@ SPREADSHEET_MISSING = ("#DIV/0!", "#N/A", "#NUM!", "#VALUE!", "#REF!", "#NAME?",
 SEPARATORS = (",", ";", "\t", "|")
 _CHUNK = 1 << 20
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+#: The MATLAB classes (as :func:`scipy.io.whosmat` names them) read as numbers.
+MAT_NUMERIC_CLASSES = frozenset(
+    ("double", "single", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
+)
+# Bytes per value of a MATLAB array once read: read_mat makes every array float64.
+_MAT_VALUE_BYTES = 8
 _OPENERS = {
     "gzip": lambda fh: gzip.GzipFile(fileobj=fh, mode="rb"),
     "bzip2": lambda fh: bz2.BZ2File(fh, mode="rb"),
@@ -196,8 +205,30 @@ def _is_hdf5(data: bytes) -> bool:
     return data[:8] == _HDF5_SIGNATURE or data[512:520] == _HDF5_SIGNATURE
 
 
-def mat_arrays(data: bytes, member: str) -> dict[str, np.ndarray]:
-    """The numeric 2-D arrays of a ``.mat`` file, by variable name.
+class _ShortReads(io.BytesIO):
+    """Bytes read at most ``limit`` at a time: scipy decompresses what each read gives.
+
+    scipy's zlib stream asks for 128 KiB of compressed bytes at once and
+    inflates them whole: zeros inflate about 1,000 times, so one read of a
+    hostile array's header would make 128 MB. Short reads keep that to
+    ``limit`` times the ratio.
+    """
+
+    def __init__(self, data: bytes, limit: int) -> None:
+        super().__init__(data)
+        self.limit = limit
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        if size is None or size < 0:
+            return super().read()
+        return super().read(min(size, self.limit))
+
+
+def mat_directory(data: bytes, member: str) -> list[tuple[str, tuple[int, ...], str]]:
+    """The numeric 2-D arrays a ``.mat`` file declares: name, shape and MATLAB class.
+
+    Read with :func:`scipy.io.whosmat`, which decompresses no array (only the
+    first few KiB of each, for its header).
 
     Raises
     ------
@@ -210,13 +241,67 @@ def mat_arrays(data: bytes, member: str) -> dict[str, np.ndarray]:
             f"Save it again in MATLAB with save(name, '-v7'), or export the array as CSV"
         )
         raise ParseError(message)
+    # Here, not at the top: scipy.io is slow to import; only MATLAB files need it.
+    from scipy.io import whosmat
+
+    try:
+        directory = whosmat(_ShortReads(data, 1 << 12))
+    except (ValueError, TypeError, OSError, NotImplementedError, zlib.error) as exc:
+        message = f"{member}: cannot be read as a MATLAB .mat file ({type(exc).__name__}: {str(exc)[:200]})"
+        raise ParseError(message) from None
+    return [
+        (name, tuple(shape), kind)
+        for name, shape, kind in directory
+        if kind in MAT_NUMERIC_CLASSES and len(shape) == 2
+    ]
+
+
+def mat_arrays(
+    data: bytes,
+    member: str,
+    names: Collection[str] | None = None,
+    *,
+    ratio: float | None = None,
+) -> dict[str, np.ndarray]:
+    """The numeric 2-D arrays of a ``.mat`` file, by variable name.
+
+    The file's directory (names, declared shapes and classes, through
+    :func:`scipy.io.whosmat`) is read first; only numeric 2-D arrays are
+    decompressed, and only once their declared size as float64 fits the
+    expansion cap of the file.
+
+    Parameters
+    ----------
+    data : bytes
+        The file content.
+    member : str
+        Its path, for messages.
+    names : collection of str, optional
+        The variables to read (others are skipped unread); default all.
+    ratio : float, optional
+        Expansion cap (bytes out per byte of the file); default as for archives.
+
+    Raises
+    ------
+    ParseError
+        The file is MATLAB v7.3 (HDF5), or not a MATLAB file scipy can read.
+    LimitError
+        The arrays to read declare more bytes (as float64) than the cap allows.
+    """
     # Here, not at the top: numpy and scipy.io are slow to import, and the registry
     # imports the readers to check their options; only MATLAB files need them.
     import numpy as np
     from scipy.io import loadmat
 
+    wanted = [entry for entry in mat_directory(data, member) if names is None or entry[0] in names]
+    _check_mat_size(wanted, len(data), member, ratio)
     try:
-        content = loadmat(io.BytesIO(data))
+        content = (
+            # Short reads: the headers of the arrays skipped inflate a little only.
+            loadmat(_ShortReads(data, 1 << 16), variable_names=[name for name, _, _ in wanted])
+            if wanted
+            else {}
+        )
     except (ValueError, TypeError, OSError, NotImplementedError, zlib.error) as exc:
         message = f"{member}: cannot be read as a MATLAB .mat file ({type(exc).__name__}: {str(exc)[:200]})"
         raise ParseError(message) from None
@@ -230,7 +315,31 @@ def mat_arrays(data: bytes, member: str) -> dict[str, np.ndarray]:
     }
 
 
-def read_mat(data: bytes, member: str, variable: str | None = None) -> pd.DataFrame:
+def _check_mat_size(
+    arrays: list[tuple[str, tuple[int, ...], str]], size: int, member: str, ratio: float | None
+) -> None:
+    """Refuse arrays whose declared shapes, as float64, pass the expansion cap of the file."""
+    cap = max_expansion(ratio)
+    budget = expansion_budget(size, cap)
+    declared = 0
+    for name, shape, kind in arrays:
+        declared += _MAT_VALUE_BYTES * shape[0] * shape[1]
+        if declared > budget:
+            dims = "x".join(map(str, shape))
+            message = (
+                f"{member}: variable {excerpt(name)} declares a {dims} {kind} array; the arrays "
+                f"to read take at least {declared:,} bytes as float64 from a {size:,}-byte "
+                f"file, past the cap of {budget:,.0f} bytes ({cap:g} bytes per file byte, at "
+                f"least {expansion_budget(0, cap):,.0f}). Refusing it before decompressing; "
+                f"raise the cap with $MUDATA_MAX_EXPANSION or --max-expansion if the file is "
+                f"trusted"
+            )
+            raise LimitError(message)
+
+
+def read_mat(
+    data: bytes, member: str, variable: str | None = None, *, ratio: float | None = None
+) -> pd.DataFrame:
     """One numeric 2-D array of a ``.mat`` file as a table, one row per sample.
 
     Parameters
@@ -241,6 +350,8 @@ def read_mat(data: bytes, member: str, variable: str | None = None) -> pd.DataFr
         Its path, for messages.
     variable : str, optional
         The array to read; default the file's only numeric 2-D array.
+    ratio : float, optional
+        Expansion cap (bytes out per byte of the file); default as for archives.
 
     Returns
     -------
@@ -251,28 +362,34 @@ def read_mat(data: bytes, member: str, variable: str | None = None) -> pd.DataFr
     ------
     ParseError
         v7.3 file, unreadable file, ``variable`` absent, or no single array to choose.
+    LimitError
+        The array(s) to read declare more bytes than the expansion cap allows.
     """
     # Here, not at the top: numpy and pandas are slow to import, and the registry
     # imports the readers to check their options; only MATLAB files need them.
     import numpy as np
     import pandas as pd
 
-    arrays = mat_arrays(data, member)
-    shapes = {k: "x".join(map(str, v.shape)) for k, v in arrays.items()}
+    directory = mat_directory(data, member)
+    shapes = {name: "x".join(map(str, shape)) for name, shape, _ in directory}
     if variable is not None:
-        if variable not in arrays:
+        if variable not in shapes:
             message = (
                 f"{member}: no numeric 2-D variable {excerpt(variable)}; found {shapes or 'none'}"
             )
             raise ParseError(message)
         chosen = variable
-    elif len(arrays) == 1:
-        (chosen,) = arrays
+    elif len(shapes) == 1:
+        (chosen,) = shapes
     else:
         message = (
-            f"{member}: {'no' if not arrays else len(arrays)} numeric 2-D variables "
+            f"{member}: {'no' if not shapes else len(shapes)} numeric 2-D variables "
             f"({shapes or 'none'}); name the one to read as reader_options.variable"
         )
+        raise ParseError(message)
+    arrays = mat_arrays(data, member, {chosen}, ratio=ratio)
+    if chosen not in arrays:  # declared numeric, but scipy read it as something else
+        message = f"{member}: variable {excerpt(chosen)} is not a numeric 2-D array once read"
         raise ParseError(message)
     return pd.DataFrame(np.asarray(arrays[chosen], dtype=np.float64))
 

@@ -235,7 +235,8 @@ def _subjects(entry: DatasetEntry, sources: Sources) -> list[tuple[int, str]]:
     subjects: list[tuple[int, str]] = []
     for member in members:
         stem = PurePosixPath(member).stem
-        if not stem.isdigit():
+        # isdecimal, not isdigit: int() refuses "²" (and runs of 4,300 digits).
+        if not (stem.isdecimal() and len(stem) <= 18):
             message = f"{member}: HAR70+ subject files are named by the subject number (e.g. 501.csv); found {excerpt(stem)}"
             raise ParseError(message)
         subjects.append((int(stem), member))
@@ -341,7 +342,12 @@ def _subject_chunks(
             # Blocks end at a line end, which in UTF-8 never splits a character;
             # another encoding's file is parsed in one block.
             if _is_utf8(encoding):
-                blocks = line_blocks(stream, chunk_bytes, what=f"member {excerpt(member)}")
+                blocks = line_blocks(
+                    stream,
+                    chunk_bytes,
+                    max_line=sources.max_read,
+                    what=f"member {excerpt(member)}",
+                )
             else:
                 blocks = iter([_whole(stream, member)])
             header = b""

@@ -49,6 +49,7 @@ from mudata.readers._text import (
     whitespace_field_counts,
 )
 from mudata.readers.base import SignalTable, Sources
+from mudata.readers.lines import line_options
 from mudata.readers.stream import CHUNK_BYTES, SignalStream, line_blocks
 from mudata.readers.tabular import (
     LongOptions,
@@ -61,14 +62,15 @@ from mudata.readers.tabular import (
     path_groups,
     text_users,
     time_goes_back,
-    time_numbers,
+    time_text,
 )
+from mudata.readers.times import FirstTime, check_offsets
 
 log = logging.getLogger(__name__)
 
 #: The order in which the whole reader checks a file's values: an error of an
 #: earlier kind anywhere in the file is the one it gives (channels follow, in order).
-USER_BLANK, USER_MERGE, TIME_TEXT, TIME_BLANK, TIME_BACK, CHANNEL = range(6)
+USER_BLANK, USER_MERGE, TIME_TEXT, TIME_OFFSETS, TIME_BLANK, TIME_BACK, CHANNEL = range(7)
 
 
 @dataclass
@@ -146,7 +148,9 @@ def _text_shape(fh: IO[bytes], reading: _Reading, member: str) -> tuple[str | No
     lines = offset = 0
     why = None
     width = None
-    for block in line_blocks(fh, reading.chunk_bytes, what=f"member {excerpt(member)}"):
+    for block in line_blocks(
+        fh, reading.chunk_bytes, max_line=reading.sources.max_read, what=f"member {excerpt(member)}"
+    ):
         check_encoding(block, member, reading.encoding, line_shift=lines, offset_shift=offset)
         if why is None:
             if b'"' in block:
@@ -182,7 +186,9 @@ def _blocks(fh: IO[bytes], reading: _Reading, member: str) -> Iterator[tuple[byt
     header = b""
     lines = 0
     first = True
-    for block in line_blocks(fh, reading.chunk_bytes, what=f"member {excerpt(member)}"):
+    for block in line_blocks(
+        fh, reading.chunk_bytes, max_line=reading.sources.max_read, what=f"member {excerpt(member)}"
+    ):
         body = block
         if first and reading.header:
             header = _header_line(block)
@@ -213,6 +219,12 @@ def _plan(reading: _Reading, member: str) -> _Plan:
     groups = options.label_col is None
     if reading.fmt in ("parquet", "mat"):
         return _whole_plan(reading, member, f"it is {reading.fmt}", reading.whole(member), groups)
+    if line_options(reading.entry).preamble:
+        # Its first lines are not the header and the data: a block read alone cannot tell.
+        why = "its data start after a preamble (skip_lines, comment or header_line)"
+        with reading.sources.open_decoded(member) as fh:
+            size = fh.seek(0, 2)
+        return _whole_plan(reading, member, why, _whole_capped(reading, member, why, size), groups)
     if reading.encoding.lower().replace("_", "-") not in ("utf-8", "utf8"):
         # Lines end at a newline byte in UTF-8 only (not in UTF-16, say).
         why = f"it is in {reading.encoding}, not UTF-8"
@@ -319,6 +331,7 @@ class _Member:
         self.users: dict[str, object] = {}
         self.recordings: dict[str, int] = {}
         self.last: dict[int, tuple[float, int]] = {}  # recording -> (time, row) of its last sample
+        self.first_time: FirstTime | None = None  # the file's first date/time, offset or not
         self.repeats = 0
         self.error: tuple[int, ParseError] | None = None
         self.back: tuple[int, int, int] | None = None  # (recording, row, row before)
@@ -401,13 +414,24 @@ class _Member:
             return
         column = self.reading.options.time_col
         assert column is not None
+        values = table[column]
         try:
-            time = time_numbers(
-                table[column], self.member, column, row_shift=shift, numeric=self.plan.time_numeric
+            time, parsed = time_text(
+                values, self.member, column, row_shift=shift, numeric=self.plan.time_numeric
             )
         except ParseError as exc:
             self._fail(TIME_TEXT, exc)
             return
+        if self.worst <= TIME_OFFSETS:
+            return  # a text error of a later part still wins: it was checked above
+        if parsed is not None:
+            try:
+                self.first_time = check_offsets(
+                    parsed, values, self.member, column, row_shift=shift, first=self.first_time
+                )
+            except ParseError as exc:
+                self._fail(TIME_OFFSETS, exc)
+                return
         try:
             check_time_blank(time, self.member, column, shift)
         except ParseError as exc:

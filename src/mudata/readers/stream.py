@@ -27,16 +27,13 @@ from typing import IO, TYPE_CHECKING, Any
 
 from mudata.entry import DatasetEntry
 from mudata.errors import LimitError
-from mudata.readers.base import SignalTable, Sources
+from mudata.readers.base import DEFAULT_MAX_READ_BYTES, SignalTable, Sources
 
 if TYPE_CHECKING:
     import pandas as pd
 
 #: Bytes of text a stream reader parses at a time (whole lines, so a little more).
 CHUNK_BYTES = 1 << 22
-#: Longest line a stream reader accepts: thousands of columns of numbers fit
-#: many times over; a stream without line breaks stops here instead of filling memory.
-MAX_LINE_BYTES = 1 << 26
 
 
 @dataclass
@@ -106,7 +103,11 @@ StreamReader = Callable[[DatasetEntry, Sources], SignalStream]
 
 
 def line_blocks(
-    stream: IO[bytes], size: int, *, max_line: int = MAX_LINE_BYTES, what: str = "the file"
+    stream: IO[bytes],
+    size: int,
+    *,
+    max_line: int = DEFAULT_MAX_READ_BYTES,
+    what: str = "the file",
 ) -> Iterator[bytes]:
     """The bytes of ``stream`` in blocks of whole lines of about ``size`` bytes.
 
@@ -121,7 +122,10 @@ def line_blocks(
     max_line : int, optional
         Longest line accepted, in bytes: a stream that runs on without a line
         break (an expansion bomb of zeros, a binary file) is refused here
-        rather than gathered into memory.
+        rather than gathered into memory. A stream reader passes
+        :attr:`Sources.max_read <mudata.readers.base.Sources>`, the cap of a
+        member read whole, so that a line its whole reader reads is read in
+        blocks too, and one it refuses is refused here.
     what : str, optional
         Names the stream in the error.
 

@@ -25,7 +25,7 @@ from pyarrow import ArrowException
 from mudata.classes import user_names
 from mudata.entry import DatasetEntry
 from mudata.errors import LimitError, MissingFileError, ParseError, RegistryError, excerpt
-from mudata.parquet_bounds import check_parquet
+from mudata.parquet_bounds import check_csv_header, check_parquet
 from mudata.readers._text import (
     check_encoding,
     columns_option,
@@ -37,6 +37,8 @@ from mudata.readers._text import (
 from mudata.readers.base import FeatureTable, SignalTable, Sources
 from mudata.readers.decode import SEPARATORS, SPREADSHEET_MISSING, read_mat
 from mudata.readers.linear_regex import LinearPattern, PatternError, compile_linear
+from mudata.readers.lines import line_options, prepare_lines
+from mudata.readers.times import ParsedTimes, check_offsets, parse_times
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,11 @@ FORMATS = ("csv", "parquet", "text", "mat")
 # "text": whitespace-separated columns (.txt, .dat, .log...), read by pandas' C parser;
 # "mat": one numeric 2-D array of a MATLAB v4-v7.2 file (mudata.readers.decode).
 DEFAULT_MEMBERS = {"csv": "*.csv", "parquet": "*.parquet", "text": "*.txt", "mat": "*.mat"}
+#: Members the generic readers (feature-table, long-signals) stack into one
+#: table. Each is parsed into a table of its own first, at some tens of KB of
+#: overhead however few its rows: 49,000 one-row members took gigabytes. The
+#: largest release known here has about 3,500 members.
+MAX_TABLE_MEMBERS = 5_000
 #: ``reader_options.time_order``: "strict" (time must not go back inside a
 #: recording; repeated times are kept in file order) or "file" (samples are
 #: taken in file order; the time column only serves the rate estimate of init).
@@ -117,7 +124,9 @@ def parse_member(
     ``reader_options.columns`` (name = 1-based column number); other
     columns are not kept. A MATLAB file has no header: its array's columns
     are numbered in the same way. Spreadsheet error cells (``#DIV/0!``, ...)
-    read as missing values.
+    read as missing values. ``skip_lines``, ``comment``, ``header_line`` and
+    ``line_end`` remove a preamble and line terminators first
+    (:mod:`mudata.readers.lines`).
 
     ``dtypes`` (column name to dtype) fixes the type of delimited text
     columns instead of pandas' inference: a part of a file is read with the
@@ -142,10 +151,24 @@ def parse_member(
             check_parquet(data, member, ratio=ratio)
             return pd.read_parquet(io.BytesIO(data))
         if fmt == "mat":
-            table = read_mat(data, member, str_option(entry, "variable", None))
+            table = read_mat(data, member, str_option(entry, "variable", None), ratio=ratio)
         else:
             check_encoding(data, member, encoding)
+            lines = line_options(entry)
+            if lines.any:
+                # Preamble and terminators removed here, so pandas sees plain lines.
+                text = prepare_lines(
+                    data.decode(encoding),
+                    member,
+                    lines,
+                    separator or (None if fmt == "text" else ","),
+                )
+                data, encoding = text.encode("utf-8"), "utf-8"
             sep = separator or (r"\s+" if fmt == "text" else ",")
+            # The header's columns first: 700,000 of them take gigabytes in pandas.
+            check_csv_header(
+                data, member, separator=None if sep == r"\s+" else sep, encoding=encoding
+            )
             # low_memory=False: the whole file is typed at once, so a column is
             # never given mixed types (and pandas' DtypeWarning never shows).
             table = pd.read_csv(
@@ -193,6 +216,68 @@ def _load(
     return tables
 
 
+#: A member of a feature table at most this large is parsed together with the
+#: members after it that share its header line (one pandas parse instead of
+#: many: thousands of one-row files otherwise take a second per thousand).
+_COALESCE_MEMBER_BYTES = 1 << 20
+#: Bytes of one such group of members, at most.
+_COALESCE_GROUP_BYTES = 64 << 20
+
+
+def _coalescable(entry: DatasetEntry, fmt: str) -> bool:
+    """Whether members can be joined under one header: delimited text with a header line, in
+    an encoding where a line break is the byte ``\\n``."""
+    wide = text_encoding(entry).lower().replace("-", "").replace("_", "")
+    return (
+        fmt in ("csv", "text")
+        and entry.reader_options.get("header", True) is True
+        and not wide.startswith(("utf16", "utf32"))
+    )
+
+
+def _load_stacked(
+    entry: DatasetEntry, sources: Sources, required: list[str], text_columns: Sequence[str] = ()
+) -> list[tuple[str, pd.DataFrame]]:
+    """As :func:`_load`, but small consecutive members with the same header line are parsed
+    as one table, named by the first of them and how many more it holds."""
+    fmt, members = matching_members(entry, sources)
+    if not _coalescable(entry, fmt):
+        return _load(entry, sources, required, text_columns)
+    groups: list[tuple[bytes, list[str], list[bytes]]] = []
+    size = 0
+    for member in members:
+        data = sources.read_decoded(member)
+        header, _, body = data.partition(b"\n")
+        if body and not body.endswith(b"\n"):
+            body += b"\n"
+        joins = (
+            groups
+            and len(data) <= _COALESCE_MEMBER_BYTES
+            and groups[-1][0] == header
+            and b'"' not in header  # a quoted header may hold a line break
+            and size + len(body) <= _COALESCE_GROUP_BYTES
+        )
+        if joins:
+            groups[-1][1].append(member)
+            groups[-1][2].append(body)
+            size += len(body)
+        else:
+            groups.append((header, [member], [body]))
+            size = len(body)
+    tables = []
+    for header, names, bodies in groups:
+        name = (
+            names[0]
+            if len(names) == 1
+            else f"{names[0]} (and {len(names) - 1:,} more files with its header)"
+        )
+        data = header + b"\n" + b"".join(bodies)
+        table = parse_member(data, name, fmt, entry, text_columns, sources.max_expansion)
+        check_columns(table, name, required)
+        tables.append((name, table))
+    return tables
+
+
 def matching_members(entry: DatasetEntry, sources: Sources) -> tuple[str, list[str]]:
     """The entry's ``format`` and the members matching its ``members`` glob, in order.
 
@@ -202,6 +287,8 @@ def matching_members(entry: DatasetEntry, sources: Sources) -> tuple[str, list[s
         An unknown format.
     MissingFileError
         No member matches.
+    LimitError
+        More than :data:`MAX_TABLE_MEMBERS` members match.
     """
     fmt = str(entry.reader_options.get("format", "csv")).lower()
     if fmt not in FORMATS:
@@ -212,6 +299,13 @@ def matching_members(entry: DatasetEntry, sources: Sources) -> tuple[str, list[s
     if not members:
         message = f"dataset '{entry.name}': no file matching '{pattern}' in {', '.join(map(str, sources.roots))}"
         raise MissingFileError(message)
+    if len(members) > MAX_TABLE_MEMBERS:
+        message = (
+            f"dataset '{entry.name}': {len(members):,} files match '{pattern}', more than the "
+            f"{MAX_TABLE_MEMBERS:,} a table may be stacked from; join them into fewer files, "
+            f"or narrow reader_options.members"
+        )
+        raise LimitError(message)
     return fmt, members
 
 
@@ -311,7 +405,7 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
         _check_roles(entry, "feature_cols", list(feature_cols), roles)
     required = [user_col, label_col, *(feature_cols or [])]
     frames = []
-    for member, table in _load(entry, sources, required, [user_col]):
+    for member, table in _load_stacked(entry, sources, required, [user_col]):
         if feature_cols is None:
             chosen = [
                 c
@@ -506,9 +600,33 @@ def time_numbers(
 ) -> np.ndarray:
     """:func:`time_values` with blank times left as NaN.
 
-    Text is read as numbers when every value of it is one, else as date/times.
-    For a part of a file, ``numeric`` gives that decision, taken over the
-    whole file, and ``row_shift`` rows of the file come before ``values``.
+    Text is read as numbers when every value of it is one, else as date/times
+    (:mod:`mudata.readers.times`: offsets converted to UTC, and a mix of
+    times with and without one refused). For a part of a file, ``numeric``
+    gives that decision, taken over the whole file, and ``row_shift`` rows of
+    the file come before ``values``.
+
+    Raises
+    ------
+    ParseError
+        A value is neither a number nor a date/time, or carries a UTC offset
+        where the first time does not, or the reverse (row named).
+    """
+    numbers, parsed = time_text(values, member, column, row_shift=row_shift, numeric=numeric)
+    if parsed is not None:
+        check_offsets(parsed, values, member, column, row_shift=row_shift)
+    return numbers
+
+
+def time_text(
+    values: pd.Series,
+    member: str,
+    column: str,
+    *,
+    row_shift: int = 0,
+    numeric: bool | None = None,
+) -> tuple[np.ndarray, ParsedTimes | None]:
+    """:func:`time_numbers` without the check of offsets, and the parsed date/times (None for numbers).
 
     Raises
     ------
@@ -516,22 +634,19 @@ def time_numbers(
         A value is neither a number nor a date/time (row named).
     """
     if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
-        numbers = values.to_numpy(dtype=np.float64)
-    elif numeric if numeric is not None else first_non_numeric(values) is None:
-        numbers = pd.to_numeric(values).to_numpy(dtype=np.float64)
-    else:
-        # Text timestamps: "9:00" must come before "10:00", so compare instants, not text.
-        parsed = pd.to_datetime(values, errors="coerce", format="mixed")
-        bad = np.flatnonzero(parsed.isna().to_numpy() & values.notna().to_numpy())
-        if bad.size:
-            message = (
-                f"{member}: time column '{column}', row {int(bad[0]) + row_shift}: "
-                f"{excerpt(values.iloc[bad[0]])} is neither a number nor a date/time"
-            )
-            raise ParseError(message)
-        numbers = parsed.to_numpy(dtype="datetime64[ns]").astype(np.int64).astype(np.float64)
-        numbers[parsed.isna().to_numpy()] = np.nan
-    return numbers
+        return values.to_numpy(dtype=np.float64), None
+    if numeric if numeric is not None else first_non_numeric(values) is None:
+        return pd.to_numeric(values).to_numpy(dtype=np.float64), None
+    # Text timestamps: "9:00" must come before "10:00", so compare instants, not text.
+    parsed = parse_times(values)
+    bad = np.flatnonzero(parsed.bad)
+    if bad.size:
+        message = (
+            f"{member}: time column '{column}', row {int(bad[0]) + row_shift}: "
+            f"{excerpt(values.iloc[bad[0]])} is neither a number nor a date/time"
+        )
+        raise ParseError(message)
+    return parsed.numbers, parsed
 
 
 def check_time(

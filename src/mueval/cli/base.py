@@ -20,7 +20,13 @@ from typing import Any
 
 import click
 
-from mudata.cli_options import VERBOSE_KEY, configure_logging, printable, verbose_option
+from mudata.cli_options import (
+    VERBOSE_KEY,
+    EscapedArgumentsCommand,
+    configure_logging,
+    printable,
+    verbose_option,
+)
 from mudata.display import shown
 from mudata.errors import cli_message
 from mueval.errors import MuevalError, UsageError
@@ -32,7 +38,11 @@ def map_errors(ctx: click.Context, call: Any) -> Any:
     """Run ``call()`` and turn the exceptions it raises into Click's."""
     try:
         return call()
-    except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
+    except click.exceptions.ClickException as exc:
+        # click's own messages quote what they were given (a file name, a value).
+        exc.message = printable(exc.message)
+        raise
+    except (click.exceptions.Exit, click.Abort):
         raise
     except UsageError as exc:
         raise click.UsageError(printable(cli_message(exc)), ctx=ctx) from exc
@@ -51,9 +61,10 @@ def map_errors(ctx: click.Context, call: Any) -> Any:
         raise click.ClickException(message) from exc
 
 
-class Command(click.Command):
+class Command(EscapedArgumentsCommand):
     """A command whose errors are mapped by :func:`map_errors`, even when it is
-    invoked on its own rather than through the group.
+    invoked on its own rather than through the group; its parse errors quote
+    the arguments escaped (:class:`~mudata.cli_options.EscapedArgumentsCommand`).
 
     It accepts ``-v`` after its name as well (counted with any before it), and
     sets up logging from the total before it runs.

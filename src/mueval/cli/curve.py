@@ -6,6 +6,7 @@ written exit 1 (:mod:`mueval.cli.base`).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import click
@@ -16,10 +17,12 @@ from mudata.cli_options import (
     list_option,
     printable,
     render_table,
+    stack,
     table_option,
 )
+from mudata.display import plain
 from mueval.cli.base import Command
-from mueval.cli.options import jobs_option
+from mueval.cli.options import figure_options, jobs_option
 from mueval.names import CLASSIFIERS, CURVE_USES, SCORES, SMALL_CAL_POLICIES, THRESHOLD_RULES
 
 __all__ = ["curve_command", "curve_rows", "format_curve"]
@@ -93,14 +96,17 @@ SHORT_HELP = "Coverage, set size and accuracy against k labelled windows of the 
     type=click.Choice(CLASSIFIERS),
     default="rf",
     show_default=True,
-    help="One classifier (mueval evaluate, report and compare take several, all by default).",
+    help="One classifier (mueval evaluate, report, compare and table take several, all by default).",
 )
 @list_option(
     "--k",
     "ks",
-    default=("0", "5", "10", "20", "50"),
+    default=("auto",),
     show_default=True,
-    help="Numbers of labelled windows of the target user; repeat or comma list.",
+    help="Numbers of labelled windows of the target user; repeat or comma list. auto: 0 "
+    "and four values from the smallest k whose calibration set gives informative sets "
+    "(20 at alpha 0.05; smaller ones give every class) to the largest every user (else "
+    "the median user) can give beside --min-test.",
 )
 @list_option(
     "--use",
@@ -171,8 +177,9 @@ SHORT_HELP = "Coverage, set size and accuracy against k labelled windows of the 
     "--out",
     "-o",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Write curve.csv, curve_users.csv, curve.png and run.json here.",
+    help="Write curve.csv, curve_users.csv, curve.svg (or --figure-format) and run.json here.",
 )
+@stack(*figure_options("--out"))
 @click.option("--overwrite", is_flag=True, help="Replace the files of a non-empty --out.")
 @table_option
 @dataset_source_options
@@ -187,6 +194,9 @@ def curve_command(
     overwrite: bool,
     jobs: int,
     table_format: str,
+    figure_format: str,
+    dpi: int,
+    titles: bool,
     data_home: Path | None,
     manual_dir: Path | None,
     mirror: str | None,
@@ -207,9 +217,18 @@ def curve_command(
         raise click.UsageError("give exactly one of --dataset NAME or --data FILE")
     # Here, not at the top: pandas and scikit-learn, which `mueval --help` does without.
     from mueval.data.table import load_data
-    from mueval.evaluation.labelcurve import CurveConfig, curve_run, parse_ks, parse_uses
+    from mueval.evaluation.labelcurve import (
+        CurveConfig,
+        auto_ks,
+        curve_run,
+        parse_ks,
+        parse_uses,
+    )
 
-    config = CurveConfig(ks=parse_ks(",".join(ks)), uses=parse_uses(uses), **options)
+    auto = [k.strip().lower() for k in ks] == ["auto"]
+    uses_parsed = parse_uses(uses)
+    # Checked before the data are read; auto's values come from the table.
+    config = CurveConfig(ks=(0,) if auto else parse_ks(",".join(ks)), uses=uses_parsed, **options)
     if out is not None and out.is_dir() and any(out.iterdir()) and not overwrite:
         raise click.UsageError(f"{out} is not empty; give --overwrite to replace its curve files")
     source = (
@@ -229,16 +248,27 @@ def curve_command(
         label_col=label_col,
         **source,
     )
+    if auto:
+        chosen = auto_ks(table.users, uses_parsed, config.alpha, config.min_test)
+        config = dataclasses.replace(config, ks=chosen)
     result = curve_run(table, config, jobs=jobs)
     info = table.info
     # With --table csv or markdown, stdout holds the table alone.
     aside = table_format != "text"
     click.echo(
-        f"{info.get('name')}: {info['n_users']} users, {len(table.classes)} classes; "
+        f"{plain(info.get('name'))}: {info['n_users']} users, {len(table.classes)} classes; "
         f"classifier={config.classifier}, alpha={config.alpha}, "
         f"iterations={config.iterations}, intervals: Student-t 95 % over users",
         err=aside,
     )
+    if auto:
+        click.echo(
+            f"k: {', '.join(map(str, config.ks))} (--k auto: from the smallest k whose "
+            f"calibration set gives informative sets at alpha {config.alpha:g} to the largest "
+            f"every user, or else the median user, can give beside --min-test "
+            f"{config.min_test})",
+            err=aside,
+        )
     if aside:
         click.echo(render_table(*curve_rows(result.curve), table_format))
     else:
@@ -246,4 +276,7 @@ def curve_command(
     for note in result.notes:
         click.echo(printable(f"note: {note}"), err=True)
     if out is not None:
-        click.echo(f"\ncurve folder: {result.save(out, overwrite=overwrite)}", err=aside)
+        folder = result.save(
+            out, overwrite=overwrite, figure_format=figure_format, dpi=dpi, titles=titles
+        )
+        click.echo(f"\ncurve folder: {folder}", err=aside)

@@ -1,4 +1,4 @@
-"""Command line: ``mueval evaluate``, ``report`` and ``compare``, thin layers over
+"""Command line: ``mueval evaluate``, ``report``, ``compare``, ``curve`` and ``table``, thin layers over
 :mod:`mueval.api`.
 
 Exit codes: 0 success; 1 runtime failure (data that cannot be evaluated, a model or
@@ -24,6 +24,7 @@ from mudata.cli_options import (
     render_table,
     verbose_option,
 )
+from mudata.display import plain
 from mueval.cli.base import LazyGroup
 from mueval.cli.options import evaluate_options
 from mueval.names import parse_classifiers, parse_strategies
@@ -46,6 +47,10 @@ _LAZY_COMMANDS = {
     "curve": (
         "mueval.cli.curve:curve_command",
         "Coverage, set size and accuracy against k labelled windows of the target user.",
+    ),
+    "table": (
+        "mueval.cli.table:table_command",
+        "Write a run folder's tables for a paper: LaTeX, CSV or Markdown.",
     ),
 }
 
@@ -129,7 +134,7 @@ def evaluate(
     # With --table csv or markdown, stdout holds the table alone.
     aside = table_format != "text"
     click.echo(
-        f"{info.get('name')}: {info['n_rows']} rows, {info['n_users']} users, "
+        f"{plain(info.get('name'))}: {info['n_rows']} rows, {info['n_users']} users, "
         f"{len(table.classes)} classes, {info['n_features']} features; "
         f"alpha={config.alpha}, score={config.score}, threshold={config.threshold}"
         f"{', mondrian' if config.mondrian else ''}"
@@ -140,8 +145,14 @@ def evaluate(
         f"{config.user_correction} (exact per-user test)",
         err=aside,
     )
-    if aside:
-        # Here, not at the top: the report's table module, only for csv or markdown.
+    if table_format == "csv":
+        # Here, not at the top: the report's table modules, only for csv or markdown.
+        # The CSV is `mueval table --format csv --rows all`'s: a number per cell.
+        # Here, not at the top: the report layer only when a table is printed.
+        from mueval.report.paper import paper_csv, paper_tables
+
+        click.echo(paper_csv(paper_tables(result.summary, rows="all")), nl=False)
+    elif aside:
         from mueval.report.tables import table_rows
 
         click.echo(render_table(*table_rows(result.summary), table_format))

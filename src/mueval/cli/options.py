@@ -22,7 +22,10 @@ from mueval.names import (
     BACKENDS,
     CLASSIFIERS,
     COMPARABLE_METRICS,
+    COMPARE_ADJUSTMENTS,
     DIAGNOSTIC_LEVELS,
+    PAPER_FORMATS,
+    PAPER_ROWS,
     SCORES,
     SMALL_CAL_POLICIES,
     SPLIT_METHODS,
@@ -78,8 +81,10 @@ jobs_option = _jobs_option(1, "for the work that can be shared")
 __all__ = [
     "compare_options",
     "evaluate_options",
+    "figure_options",
     "jobs_option",
     "report_options",
+    "table_options",
     "usable_cpus",
 ]
 
@@ -316,6 +321,38 @@ evaluate_options = stack(
     ),
 )
 
+
+def figure_options(where: str) -> tuple[Callable[[F], F], ...]:
+    """``--figure-format``, ``--dpi`` and ``--titles``: how figures are written.
+
+    Shared by every command that writes figures (``mueval report``, ``curve``).
+    """
+    return (
+        click.option(
+            "--figure-format",
+            type=click.Choice(["svg", "pdf", "png"]),
+            default="svg",
+            show_default=True,
+            help=f"Format of the figures in {where}: svg or pdf (vector, for papers), or "
+            "png at --dpi.",
+        ),
+        click.option(
+            "--dpi",
+            type=click.IntRange(10, 2400),
+            default=300,
+            show_default=True,
+            help="Resolution of PNG figures (vector figures have none).",
+        ),
+        click.option(
+            "--titles/--no-titles",
+            default=False,
+            show_default=True,
+            help="Draw a title in each figure. Without, the caption (the page's, or the "
+            "docs') is the only title, as a paper wants it.",
+        ),
+    )
+
+
 #: ``mueval report RUN_DIR``.
 report_options = stack(
     click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path)),
@@ -368,13 +405,7 @@ report_options = stack(
         help="none: no figure; summary: page one's figures and one coverage-per-user figure "
         "per strategy; all: also every (strategy, classifier) section's figures.",
     ),
-    click.option(
-        "--svg/--no-svg",
-        default=False,
-        show_default=True,
-        help="Also write each figure as SVG beside its PNG in figures/ (vector copies for "
-        "print; the page embeds the PNGs either way).",
-    ),
+    *figure_options("figures/"),
     click.option(
         "--with",
         "others",
@@ -418,6 +449,17 @@ compare_options = stack(
         help="Also write the whole table as CSV here: one row per test, every column "
         "(notes, library warnings, cautions) the terminal leaves out.",
     ),
+    click.option(
+        "--adjust",
+        type=click.Choice(COMPARE_ADJUSTMENTS),
+        default="holm",
+        show_default=True,
+        help="Multiple-comparison correction of the p-values, within each test (Welch, "
+        "corrected, Wilcoxon) over all its pairs and classifiers: holm (Holm's step-down; "
+        "the chance of any false 'significant' is at most the level, whatever the "
+        "dependence between the tests) or none (each test alone, as the study read its "
+        "stars). Both the raw and the adjusted p-values are shown and written.",
+    ),
     table_option,
     click.option(
         "--guarantees",
@@ -428,4 +470,37 @@ compare_options = stack(
         "whether two strategies leave different users below "
         "(--out: the summary, and the tests in OUT's name with .tests.csv).",
     ),
+)
+
+#: ``mueval table RUN_DIR``.
+table_options = stack(
+    click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path)),
+    click.option(
+        "--format",
+        "table_format",
+        type=click.Choice(PAPER_FORMATS),
+        default="latex",
+        show_default=True,
+        help="latex: one booktabs table per strategy, cells $mean \\pm sd$ (the preamble "
+        "needs \\usepackage{booktabs}); csv: one row per strategy, classifier and metric, "
+        "the mean and the SD in columns of their own; markdown: one pipe table per strategy.",
+    ),
+    click.option(
+        "--out",
+        "out",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="Write the table to this file (replaced if it exists; a link is refused). "
+        "[default: print it on stdout]",
+    ),
+    click.option(
+        "--rows",
+        type=click.Choice(PAPER_ROWS),
+        default="study",
+        show_default=True,
+        help="study: the study's 14 rows of its Tables 6-9 (accuracy to OE); all: every "
+        "metric and diagnostic of the run, as evaluate prints them.",
+    ),
+    strategy_option(_included("to include", "the run")),
+    classifier_option("every classifier in the run"),
 )

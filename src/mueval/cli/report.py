@@ -14,15 +14,19 @@ import click
 import pandas as pd
 
 from mudata.cli_options import printable, render_table
+from mudata.display import plain
 from mueval.cli.base import Command
 from mueval.cli.options import compare_options, jobs_option, report_options
 from mueval.comparison.significance import (
     CORRECTED_TEST,
     STUDY_TEST,
     WILCOXON_TEST,
+    adjust_statement,
     compare_runs,
+    labels_of,
     run_labels,
     table_notes,
+    unmatched_lines,
     wide_table,
 )
 from mueval.errors import OutputError, UsageError
@@ -37,11 +41,6 @@ _METRICS = COMPARABLE_METRICS
 
 def _read(path: Path) -> RunFolder:
     return read_run_folder(path)
-
-
-def _printable(text: str) -> str:
-    """Folder names as labels: control characters (terminal escapes) shown as ``?``."""
-    return "".join(ch if ch.isprintable() else "?" for ch in text)
 
 
 @click.command("report", cls=Command)
@@ -59,7 +58,9 @@ def report_command(
     min_count: int,
     progress: bool | None,
     figures: str,
-    svg: bool,
+    figure_format: str,
+    dpi: int,
+    titles: bool,
     others: tuple[Path, ...],
     jobs: int,
 ) -> None:
@@ -95,13 +96,15 @@ def report_command(
         figures=figures,
         others=[_read(p) for p in others],
         jobs=jobs,
-        svg=svg,
+        figure_format=figure_format,
+        dpi=dpi,
+        titles=titles,
     )
     if overwrite:
         remove_stale_figures(target, result.figures)
-    n_png = sum(1 for p in result.figures if p.suffix == ".png")
-    kinds = "PNG and SVG" if svg else "PNG"
-    click.echo(f"wrote {result.html} ({n_png} figures as {kinds} in {target / 'figures'})")
+    kind = figure_format.upper() + (f" at {dpi} dpi" if figure_format == "png" else "")
+    folder = plain(target / "figures")
+    click.echo(f"wrote {plain(result.html)} ({len(result.figures)} figures as {kind} in {folder})")
     # Each with the severity run.json and the page give it; the sections' notes after.
     for w in result.warnings:
         click.echo(printable(warning_line(w)), err=True)
@@ -134,6 +137,7 @@ def compare_command(
     out: Path | None,
     guarantees: bool,
     table_format: str,
+    adjust: str,
 ) -> None:
     """Test differences between strategies in one or more run folders of one dataset.
 
@@ -142,6 +146,9 @@ def compare_command(
     labelled tests per pair: the study's Welch t-test over iterations
     (uncorrected), Nadeau and Bengio's corrected resampled t-test (paired by
     iteration) and a Wilcoxon signed-rank test over users (paired by user).
+    The p-values are adjusted by Holm within each test (--adjust none: not);
+    both raw and adjusted are shown. What has nothing to be compared with (a
+    classifier or strategy of one run only) is listed as "not compared: ...".
     The terminal shows one line per pair; --out writes every test and column.
     """
     try:
@@ -150,7 +157,9 @@ def compare_command(
     except UsageError as exc:
         hint = "--strategy" if "strategy" in str(exc) else "--classifier"
         raise click.BadParameter(str(exc), param_hint=hint) from exc
-    runs = [_read(p) for p in run_dirs]
+    # The tests read the splits and predictions; only --guarantees needs the
+    # per-user guarantees, most of the reading time.
+    runs = [read_run_folder(p, guarantees=guarantees) for p in run_dirs]
     if guarantees:
         _compare_guarantees(
             runs, out, codes_s, codes_c, all_pairs=all_pairs, table_format=table_format
@@ -159,7 +168,12 @@ def compare_command(
     # With --table csv or markdown, stdout holds the table alone.
     aside = table_format != "text"
     result = compare_runs(
-        runs, metric=metric, strategies=codes_s, classifiers=codes_c, all_pairs=all_pairs
+        runs,
+        metric=metric,
+        strategies=codes_s,
+        classifiers=codes_c,
+        all_pairs=all_pairs,
+        adjust=adjust,
     )
     for warning in result.warnings:
         click.echo(printable(f"warning: {warning}"), err=True)
@@ -167,19 +181,27 @@ def compare_command(
     with pd.option_context(
         "display.max_rows", None, "display.max_columns", None, "display.width", 250
     ):
+        cells = (
+            "p-value and the study's stars"
+            if adjust == "none"
+            else "raw/adjusted p-value and the adjusted one's stars"
+        )
         click.echo(
-            f"metric: {metric}; cells: p-value and the study's stars (ns p > 0.05, * <= 0.05, "
-            "..., **** <= 0.0001)",
+            f"metric: {metric}; cells: {cells} (ns p > 0.05, * <= 0.05, ..., **** <= 0.0001)",
             err=aside,
         )
         click.echo(_shown(wide_table(table), table_format))
     legend = f"welch: {STUDY_TEST}; corrected: {CORRECTED_TEST}; wilcoxon: {WILCOXON_TEST}."
     click.echo(legend, err=aside)
+    click.echo(adjust_statement(table), err=aside)
     for note in table_notes(table):
         click.echo(printable(note), err=aside)
+    for line in result.unmatched:
+        click.echo(printable(line), err=aside)
     if out is not None:
+        replaced = _replaced(out)
         _write_csv(table, out)
-        click.echo(f"wrote {out} (every test with its notes)", err=aside)
+        click.echo(f"wrote {out} (every test with its notes){replaced}", err=aside)
     else:
         click.echo("--out FILE writes every test with its statistic, df and notes.", err=aside)
 
@@ -187,7 +209,9 @@ def compare_command(
 def _shown(frame: pd.DataFrame, table_format: str) -> str:
     """A printed table: pandas' aligned text, or :func:`render_table`'s CSV or Markdown."""
     if table_format == "text":
-        return frame.to_string(index=False)
+        # Labels and user ids come from run folders: escaped as render_table escapes them.
+        safe = frame.rename(columns=plain).map(lambda v: plain(v) if isinstance(v, str) else v)
+        return safe.to_string(index=False)
     return render_table(list(frame.columns), frame.astype(object).values.tolist(), table_format)
 
 
@@ -248,11 +272,29 @@ def _compare_guarantees(
         click.echo(_shown(shown, table_format))
         click.echo("")
         click.echo(_shown(tests, table_format))
+    # What has nothing to be matched with in the other runs, named as for the tests.
+    for line in unmatched_lines(
+        runs,
+        labels_of(runs),
+        [],
+        strategies=strategies,
+        classifiers=classifiers,
+        all_pairs=all_pairs,
+    ):
+        click.echo(printable(line), err=aside)
     if out is not None:
         tests_out = out.with_name(f"{out.stem}.tests.csv")
+        # The tests' file is named after OUT, not by the user: say so when one is replaced.
+        replaced = _replaced(out, tests_out)
         _write_csv(summary, out)
         _write_csv(result.tests.loc[tests.index], tests_out)
-        click.echo(f"wrote {out} and {tests_out}", err=aside)
+        click.echo(f"wrote {out} and {tests_out}{replaced}", err=aside)
+
+
+def _replaced(*paths: Path) -> str:
+    """``"; replaced the existing A and B"`` for the ``paths`` that exist, else ``""``."""
+    existing = [str(p) for p in paths if p.exists() or p.is_symlink()]
+    return f"; replaced the existing {' and '.join(existing)}" if existing else ""
 
 
 def _write_csv(table: pd.DataFrame, out: Path) -> None:

@@ -16,7 +16,12 @@ Three tests, because they answer different questions and make different mistakes
   iterations: the unit of replication is the user, which is what a multi-user
   claim is about.
 
-No correction for multiple comparisons is applied (nor was one in the study).
+:func:`compare_runs` adjusts the p-values for multiple comparisons within each
+test (Holm's step-down over every pair and classifier of that test, by default;
+:func:`adjust_table`): a comparison runs dozens of tests at once, and the study,
+which corrected nothing, read its stars from raw p-values. The raw p-value and
+its stars stay in the table beside the adjusted ones. :func:`compare_strategies`
+alone (the report's tests) adjusts nothing.
 """
 
 from __future__ import annotations
@@ -24,14 +29,16 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from mudata.display import plain
 from mueval.errors import DataError, UsageError
+from mueval.names import COMPARE_ADJUSTMENTS
 from mueval.runfolder import RunFolder
 
 #: The path of a run that was never saved (:meth:`mueval.Run.folder`).
@@ -45,9 +52,12 @@ __all__ = [
     "WILCOXON_TEST",
     "Comparison",
     "TestResult",
+    "adjust_statement",
+    "adjust_table",
     "compare_runs",
     "compare_strategies",
     "corrected_resampled_t_test",
+    "holm",
     "labels_of",
     "merge_runs",
     "per_iteration_values",
@@ -57,6 +67,7 @@ __all__ = [
     "star_label",
     "study_t_test",
     "table_notes",
+    "unmatched_lines",
     "wide_table",
     "wilcoxon_over_users",
 ]
@@ -404,26 +415,31 @@ def compare_strategies(
     if pairs is None:
         pairs = list(itertools.combinations([s for s in strategies if s in ratios], 2))
     pairs = [(sa, sb) for sa, sb in pairs if sa in ratios and sb in ratios]
+    # Each (strategy, classifier)'s values, grouped once: a pair looks them up
+    # instead of filtering the whole tables again.
+    by_cell = {
+        key: group.set_index(pair_on)["value"]
+        for key, group in it.groupby(["strategy", "classifier"], sort=False)
+    }
+    user_values = {
+        key: dict(zip(group.user, group.value, strict=True))
+        for key, group in users.groupby(["strategy", "classifier"], sort=False)
+    }
+    empty = pd.Series(dtype=float)
     for clf in dict.fromkeys(splits["classifier"]):
         for sa, sb in pairs:
-            va = it[(it.strategy == sa) & (it.classifier == clf)].set_index(pair_on)["value"]
-            vb = it[(it.strategy == sb) & (it.classifier == clf)].set_index(pair_on)["value"]
+            va, vb = by_cell.get((sa, clf), empty), by_cell.get((sb, clf), empty)
             if va.empty or vb.empty:
                 continue
             common = va.index.intersection(vb.index)
             # The larger overlap of the two strategies: the conservative choice.
             ratio = max(ratios[sa][0], ratios[sb][0])
-            ua = users[(users.strategy == sa) & (users.classifier == clf)]
-            ub = users[(users.strategy == sb) & (users.classifier == clf)]
             results = [
                 study_t_test(va.to_numpy(), vb.to_numpy()),
                 corrected_resampled_t_test(
                     va.loc[common].to_numpy(), vb.loc[common].to_numpy(), ratio
                 ),
-                wilcoxon_over_users(
-                    dict(zip(ua.user, ua.value, strict=True)),
-                    dict(zip(ub.user, ub.value, strict=True)),
-                ),
+                wilcoxon_over_users(user_values.get((sa, clf), {}), user_values.get((sb, clf), {})),
             ]
             how = ratios[sa][1] if ratios[sa][0] >= ratios[sb][0] else ratios[sb][1]
             results[1] = replace(
@@ -512,10 +528,136 @@ def table_notes(table: pd.DataFrame) -> list[str]:
     return notes
 
 
+def holm(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Holm's step-down adjusted p-values of one family.
+
+    With the m defined p-values sorted, ``p_(1) <= ... <= p_(m)``, the i-th
+    adjusted value is ``max over j <= i of min(1, (m - j + 1) p_(j))``:
+    rejecting where it is at most ``level`` is Holm's procedure at ``level``
+    (reject ``p_(i)`` while every ``p_(j) <= level / (m - j + 1)``, j <= i).
+    The same rule as the per-user verdicts'
+    (:func:`mueval.guarantees.user_level.adjust_pvalues`), written here so that
+    ``mueval compare`` does not load the verdicts' modules (scikit-learn among them).
+
+    Parameters
+    ----------
+    pvalues : array of float, shape (m,)
+        NaN entries (undefined tests) stay NaN and are not counted in the family.
+
+    Returns
+    -------
+    ndarray of float, shape (m,)
+
+    Examples
+    --------
+    >>> holm([0.01, 0.04, 0.03, 0.005]).round(4).tolist()
+    [0.03, 0.06, 0.06, 0.02]
+    """
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    order = ok[np.argsort(p[ok], kind="stable")]
+    m = order.size
+    # Step-down: the i-th smallest is scaled by m - i + 1; an adjusted value never
+    # falls below an earlier one, nor rises above 1.
+    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    out[order] = np.maximum.accumulate(scaled)
+    return out
+
+
+def adjust_table(table: pd.DataFrame, adjust: str = "holm") -> pd.DataFrame:
+    """The table with its p-values adjusted for multiple comparisons, per test.
+
+    The family of a test (the study's Welch test, the corrected t-test, the
+    Wilcoxon test) is every row of that test: all its pairs of strategies and
+    classifiers. The three tests ask one question of the same pairs in three
+    ways, so they are three families, not one. Undefined (NaN) p-values are not
+    counted in a family and stay NaN.
+
+    Parameters
+    ----------
+    table : DataFrame
+        :func:`compare_strategies` output.
+    adjust : {"holm", "none"}
+        Holm's step-down (:func:`holm`: family-wise error at most the level,
+        whatever the dependence between the tests), or none (the adjusted
+        p-value is the raw one).
+
+    Returns
+    -------
+    DataFrame
+        A copy with the columns ``adjust``, ``family_size`` (the defined p-values
+        of the row's test), ``p_adjusted`` and ``stars_adjusted`` added;
+        ``p_value`` and ``stars`` are still the raw ones.
+
+    Raises
+    ------
+    UsageError
+        ``adjust`` is not one of :data:`mueval.names.COMPARE_ADJUSTMENTS`.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"test": ["w", "w", "w", "c"], "p_value": [0.01, 0.04, np.nan, 0.03]})
+    >>> adjust_table(t)[["family_size", "p_adjusted"]].values.tolist()
+    [[2.0, 0.02], [2.0, 0.04], [2.0, nan], [1.0, 0.03]]
+    """
+    if adjust not in COMPARE_ADJUSTMENTS:
+        msg = f"adjust must be one of {', '.join(COMPARE_ADJUSTMENTS)}; found {adjust!r}"
+        raise UsageError(msg)
+    out = table.copy()
+    p = out["p_value"].to_numpy(dtype=float)
+    adjusted = np.full(p.shape, np.nan)
+    size = np.zeros(p.shape, dtype=np.int64)
+    for rows in out.groupby("test", sort=False).indices.values():
+        adjusted[rows] = holm(p[rows]) if adjust == "holm" else p[rows]
+        size[rows] = np.isfinite(p[rows]).sum()
+    out["adjust"] = adjust
+    out["family_size"] = size
+    out["p_adjusted"] = adjusted
+    out["stars_adjusted"] = [star_label(v) for v in adjusted]
+    return out
+
+
+_SHORT_TESTS = {STUDY_TEST: "welch", CORRECTED_TEST: "corrected", WILCOXON_TEST: "wilcoxon"}
+
+
+def adjust_statement(table: pd.DataFrame) -> str:
+    """One sentence on the correction of an :func:`adjust_table` output: which,
+    and the size of each test's family.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"test": [STUDY_TEST] * 2, "p_value": [0.01, 0.2],
+    ...                   "classifier": ["nb", "rf"], "strategy_a": ["mm"] * 2,
+    ...                   "strategy_b": ["ucm"] * 2})
+    >>> adjust_statement(adjust_table(t))
+    "p-values: raw/Holm-adjusted within each test, the stars the adjusted p-value's; family sizes (defined p-values of 1 pairs x 2 classifiers): welch 2."
+    """
+    adjust = str(table["adjust"].iloc[0]) if len(table) else "none"
+    n_pairs = len(table.drop_duplicates(["strategy_a", "strategy_b"]))
+    n_clf = table["classifier"].nunique()
+    sizes = table.groupby("test", sort=False)["family_size"].first()
+    family = ", ".join(f"{_SHORT_TESTS.get(t, t)} {int(n)}" for t, n in sizes.items())
+    where = f"(defined p-values of {n_pairs} pairs x {n_clf} classifiers): {family}."
+    if adjust == "none":
+        return (
+            "p-values: raw, not adjusted for multiple comparisons (--adjust none); "
+            f"tests per family {where}"
+        )
+    name = {"holm": "Holm"}.get(adjust, adjust)
+    return (
+        f"p-values: raw/{name}-adjusted within each test, the stars the adjusted "
+        f"p-value's; family sizes {where}"
+    )
+
+
 def _p_cell(row: pd.Series) -> str:
     if not np.isfinite(row["p_value"]):
         return "n/a"
     mark = "!" if str(row.get("caution", "")) else ""
+    if str(row.get("adjust", "none")) != "none":
+        # Both p-values; the stars are the adjusted one's.
+        return f"{row['p_value']:.3g}/{row['p_adjusted']:.3g} {row['stars_adjusted']}{mark}"
     return f"{row['p_value']:.3g} {row['stars']}{mark}"
 
 
@@ -523,13 +665,15 @@ def wide_table(table: pd.DataFrame) -> pd.DataFrame:
     """One row per (classifier, strategy_a, strategy_b), the three tests side by side.
 
     Each test's cell is ``p stars``, with ``!`` when the row carries a caution
-    (a t-test over fewer than :data:`MIN_ITERATIONS` iterations). The terminal's
-    form of :func:`compare_strategies`'s table (three times shorter).
+    (a t-test over fewer than :data:`MIN_ITERATIONS` iterations); in a table
+    adjusted by :func:`adjust_table` (other than ``none``), ``p/p_adjusted
+    stars``, the stars of the adjusted p-value. The terminal's form of
+    :func:`compare_strategies`'s table (three times shorter).
 
     Parameters
     ----------
     table : DataFrame
-        :func:`compare_strategies` output.
+        :func:`compare_strategies` or :func:`adjust_table` output.
 
     Returns
     -------
@@ -537,7 +681,7 @@ def wide_table(table: pd.DataFrame) -> pd.DataFrame:
         Columns classifier, strategy_a, strategy_b, mean_a, mean_b, then one per
         test (``welch``, ``corrected``, ``wilcoxon``) and ``n_users``.
     """
-    short = {STUDY_TEST: "welch", CORRECTED_TEST: "corrected", WILCOXON_TEST: "wilcoxon"}
+    short = _SHORT_TESTS
     keys = ["classifier", "strategy_a", "strategy_b"]
     rows = []
     for key, group in table.groupby(keys, sort=False):
@@ -584,19 +728,22 @@ def run_labels(paths: Sequence[Path]) -> list[str]:
     depth = [1] * len(real)
     while True:
         labels = [
-            "/".join(r.parts[-d:]).lstrip("/") or "/" for r, d in zip(real, depth, strict=True)
+            _label("/".join(r.parts[-d:]).lstrip("/") or "/")
+            for r, d in zip(real, depth, strict=True)
         ]
         clashes = {label for label in labels if labels.count(label) > 1}
         if not clashes:
-            return [_printable(label) for label in labels]
+            return labels
         for i, label in enumerate(labels):
             if label in clashes:
                 depth[i] += 1
 
 
-def _printable(text: str) -> str:
-    """Folder names as labels: control characters (terminal escapes) shown as ``?``."""
-    return "".join(ch if ch.isprintable() else "?" for ch in text)
+def _label(text: str) -> str:
+    """A folder name as a label: escaped (``\\x1b``, ``\\u202e``) wherever it is shown,
+    its own backslashes doubled so that two names never give one label (distinct
+    folders reach distinct labels, and :func:`run_labels` ends)."""
+    return plain(text.replace("\\", "\\\\"))
 
 
 @dataclass
@@ -611,11 +758,15 @@ class Comparison:
         One label per run.
     warnings : list of str
         Settings in which the runs differ (alpha, score, threshold, Mondrian).
+    unmatched : list of str
+        One line per strategy, classifier or pair left out of the table because
+        the other side lacks it (:func:`unmatched_lines`).
     """
 
     table: pd.DataFrame
     labels: list[str]
     warnings: list[str]
+    unmatched: list[str] = field(default_factory=list)
 
 
 def labels_of(runs: Sequence[RunFolder]) -> list[str]:
@@ -708,15 +859,113 @@ def _matched_pairs(
 ) -> list[tuple[str, str]]:
     """Each strategy against itself in every other run (labels as :func:`merge_runs`
     gives them), in the runs' order and the first run's strategy order."""
-    present = [
-        list(dict.fromkeys(_filtered(r, strategies, classifiers)[0]["strategy"])) for r in runs
-    ]
+    present = [list(_held(r, strategies, classifiers)) for r in runs]
     order = list(dict.fromkeys(s for codes in present for s in codes))
     pairs = []
     for s in order:
         having = [label for label, codes in zip(labels, present, strict=True) if s in codes]
         pairs += [(f"{a}/{s}", f"{b}/{s}") for a, b in itertools.combinations(having, 2)]
     return pairs
+
+
+def _held(
+    run: RunFolder, strategies: Sequence[str] | None, classifiers: Sequence[str] | None
+) -> dict[str, set[str]]:
+    """strategy -> its classifiers in one run, after the filters."""
+    pairs = run.splits[["strategy", "classifier"]].drop_duplicates()
+    if strategies is not None:
+        pairs = pairs[pairs.strategy.isin(strategies)]
+    if classifiers is not None:
+        pairs = pairs[pairs.classifier.isin(classifiers)]
+    held: dict[str, set[str]] = {}
+    for strategy, classifier in zip(pairs.strategy, pairs.classifier, strict=True):
+        held.setdefault(strategy, set()).add(classifier)
+    return held
+
+
+def _only_in(what: str, code: str, having: list[str], labels: Sequence[str]) -> str:
+    missing = [label for label in labels if label not in having]
+    if len(having) == 1:
+        return f"not compared: {what} {code} only in {having[0]}"
+    return f"not compared: {what} {code} with {', '.join(missing)} (only in {', '.join(having)})"
+
+
+def unmatched_lines(
+    runs: Sequence[RunFolder],
+    labels: Sequence[str],
+    pairs: Sequence[tuple[str, str]],
+    *,
+    strategies: Sequence[str] | None = None,
+    classifiers: Sequence[str] | None = None,
+    all_pairs: bool = False,
+) -> list[str]:
+    """What a comparison leaves out, one line each, instead of dropping it silently.
+
+    Several runs: a classifier some run lacks (``not compared: classifier rf only
+    in a``), and unless ``all_pairs``, a strategy some run lacks (it has nothing
+    to be matched with there). Any number of runs: a pair of strategies whose
+    two sides do not share a classifier the runs otherwise hold (``a/mm`` with
+    ``nb``, ``b/mm`` without).
+
+    Parameters
+    ----------
+    runs : sequence of RunFolder
+    labels : sequence of str
+        One per run, as :func:`labels_of` gives them.
+    pairs : sequence of (str, str)
+        The pairs compared, strategies named as :func:`merge_runs` names them.
+    strategies, classifiers : sequence of str, optional
+        The filters of the comparison.
+    all_pairs : bool, default False
+
+    Returns
+    -------
+    list of str
+    """
+    held = [_held(r, strategies, classifiers) for r in runs]
+    lines: list[str] = []
+    absent: set[tuple[str, str]] = set()  # (run label, classifier) said already
+    if len(runs) > 1:
+        every_c = list(dict.fromkeys(c for h in held for cs in h.values() for c in sorted(cs)))
+        for c in every_c:
+            having = [
+                lab for lab, h in zip(labels, held, strict=True) if any(c in v for v in h.values())
+            ]
+            if len(having) < len(runs):
+                lines.append(_only_in("classifier", c, having, labels))
+                absent |= {(lab, c) for lab in labels if lab not in having}
+        if not all_pairs:
+            every_s = list(dict.fromkeys(s for h in held for s in h))
+            for s in every_s:
+                having = [lab for lab, h in zip(labels, held, strict=True) if s in h]
+                if len(having) < len(runs):
+                    line = _only_in("strategy", s, having, labels)
+                    if len(having) == 1:
+                        line += " (--all-pairs tests it against the other runs' strategies)"
+                    lines.append(line)
+    # The name merge_runs gives each (run, strategy), and the run it belongs to.
+    seen: dict[str, int] = {}
+    for h in held:
+        for s in h:
+            seen[s] = seen.get(s, 0) + 1
+    owner: dict[str, tuple[str, set[str]]] = {}
+    for label, h in zip(labels, held, strict=True):
+        for s, cs in h.items():
+            name = f"{label}/{s}" if len(runs) > 1 and seen[s] > 1 else s
+            owner[name] = (label, cs)
+    for sa, sb in pairs:
+        if sa not in owner or sb not in owner:
+            continue
+        (la, ca), (lb, cb) = owner[sa], owner[sb]
+        for c in sorted(ca ^ cb):
+            lacking, having = (sb, sa) if c in ca else (sa, sb)
+            if ((lb if c in ca else la), c) in absent:
+                continue  # the run lacks the classifier altogether: said above
+            lines.append(
+                f"not compared: {sa} against {sb} with classifier {c} "
+                f"(evaluated under {having}, not under {lacking})"
+            )
+    return lines
 
 
 def compare_runs(
@@ -726,13 +975,17 @@ def compare_runs(
     strategies: Sequence[str] | None = None,
     classifiers: Sequence[str] | None = None,
     all_pairs: bool = False,
+    adjust: str = "holm",
 ) -> Comparison:
     """:func:`compare_strategies` over one or more runs of one dataset.
 
     With one run, every pair of its strategies. With several, each strategy is
     matched with itself in the other runs (``a/uim`` against ``b/uim``), per
     classifier; ``all_pairs`` adds every mismatched pair (``a/uim`` against
-    ``b/mm``, and the pairs within each run).
+    ``b/mm``, and the pairs within each run). What has nothing to be compared
+    with (a classifier or strategy of one run only) is listed in
+    :attr:`Comparison.unmatched`; the p-values are adjusted within each test
+    (:func:`adjust_table`).
 
     Parameters
     ----------
@@ -743,12 +996,17 @@ def compare_runs(
         Codes to keep; default every one in the runs.
     all_pairs : bool, default False
         Several runs: every pair of strategies, not only the matched ones.
+    adjust : {"holm", "none"}, default "holm"
+        Multiple-comparison correction within each test: a comparison runs many
+        tests at once, and Holm's keeps the chance of any false "significant"
+        at the level whatever their dependence. The raw p-values stay in
+        ``p_value`` and ``stars``.
 
     Raises
     ------
     UsageError
-        A run folder given twice, a metric the runs do not hold, or a strategy or
-        classifier no run holds.
+        A run folder given twice, a metric the runs do not hold, a strategy or
+        classifier no run holds, or an unknown ``adjust``.
     DataError
         The runs evaluate different datasets, or hold nothing to compare (several
         runs without a strategy in common need ``all_pairs``).
@@ -774,6 +1032,9 @@ def compare_runs(
         if len(runs) == 1 or all_pairs
         else _matched_pairs(runs, labels, strategies, classifiers)
     )
+    if adjust not in COMPARE_ADJUSTMENTS:
+        msg = f"adjust must be one of {', '.join(COMPARE_ADJUSTMENTS)}; found {adjust!r}"
+        raise UsageError(msg)
     table = compare_strategies(splits, preds, n_rows, metric=metric, pairs=pairs)
     if table.empty and pairs is not None:
         held = "; ".join(
@@ -797,4 +1058,11 @@ def compare_runs(
             "(run `mueval evaluate` with more than one --strategy, or give several runs)"
         )
         raise DataError(msg)
-    return Comparison(table=table, labels=labels, warnings=notes)
+    if pairs is None:
+        pairs = list(itertools.combinations(dict.fromkeys(splits["strategy"]), 2))
+    unmatched = unmatched_lines(
+        runs, labels, pairs, strategies=strategies, classifiers=classifiers, all_pairs=all_pairs
+    )
+    return Comparison(
+        table=adjust_table(table, adjust), labels=labels, warnings=notes, unmatched=unmatched
+    )

@@ -15,10 +15,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mueval.data.table import Table
+from mudata.errors import LimitError as MudataLimitError
+from mudata.parquet_bounds import check_csv_header
+from mueval.data.table import MAX_CLASSES, Table
 from mueval.data.users import user_text, user_texts
 from mueval.errors import DataError, UsageError
 from mueval.files import open_input
+
+#: Lines a cohorts file may hold (one per user, or per window of the table).
+MAX_COHORT_ROWS = 1_000_000
 
 __all__ = [
     "RowCohorts",
@@ -36,6 +41,18 @@ def read_cohorts_file(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     with open_input(path, "--cohorts") as handle:
         content = handle.read()
+    # Columns and lines first, before pandas makes a string of every cell.
+    try:
+        check_csv_header(content, str(path))
+    except MudataLimitError as exc:
+        raise DataError(str(exc)) from None
+    lines = content.count(b"\n")
+    if lines > MAX_COHORT_ROWS + 1:
+        message = (
+            f"{path}: {lines:,} lines, more than the {MAX_COHORT_ROWS:,} rows a cohorts file "
+            f"may hold (one per user or per window)"
+        )
+        raise DataError(message)
     try:
         frame = pd.read_csv(io.BytesIO(content), encoding="utf-8", dtype=str)
     except (ValueError, OSError) as exc:
@@ -145,6 +162,12 @@ def _row_codes(table_users: np.ndarray, per_user: pd.Series, where: str) -> RowC
         raise DataError(message)
     wanted = per_user[sorted(set(keys))]
     names = sorted(set(wanted))
+    if len(names) > MAX_CLASSES:
+        message = (
+            f"{where}: {len(names):,} cohorts, more than the {MAX_CLASSES:,} a condition may "
+            f"hold (as classes)"
+        )
+        raise DataError(message)
     index = {name: i for i, name in enumerate(names)}
     codes = np.array([index[wanted[k]] for k in keys], dtype=int)
     return RowCohorts(codes, names, str(per_user.name), wanted)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +26,7 @@ import pyarrow.parquet as pq
 from mudata.archive import EXPANSION_ENV
 from mudata.errors import LimitError as MudataLimitError
 from mudata.errors import ParseError as MudataParseError
-from mudata.parquet_bounds import check_parquet
+from mudata.parquet_bounds import MAX_PARQUET_COLUMNS, check_csv_header, check_parquet
 from mueval.errors import DataError, UsageError
 from mueval.files import open_input
 
@@ -72,8 +74,22 @@ def natural_key(value: object) -> tuple:
     >>> sorted(["n10", "n2", "n1"], key=natural_key)
     ['n1', 'n2', 'n10']
     """
-    parts = re.split(r"(\d+)", str(value))
-    return tuple((0, int(p), p) if p.isdigit() else (1, 0, p) for p in parts)
+    # Runs of decimal digits (any script: "\d" is str.isdecimal) compare by
+    # their value: by length once leading zeros go, then digit by digit, so no
+    # run is too long for int() and "²" or "①" (digits, not decimals) are text.
+    parts = _DIGIT_RUN.split(str(value))
+    return tuple(
+        (0, len(digits := _ascii_digits(p).lstrip("0")), digits, p) if i % 2 else (1, 0, "", p)
+        for i, p in enumerate(parts)
+    )
+
+
+_DIGIT_RUN = re.compile(r"(\d+)")
+
+
+def _ascii_digits(run: str) -> str:
+    """A run of decimal digits of any script as ASCII digits (``"٣"`` -> ``"3"``)."""
+    return run if run.isascii() else "".join(str(unicodedata.decimal(c)) for c in run)
 
 
 def user_ids(raw: pd.Series) -> np.ndarray:
@@ -127,6 +143,36 @@ def user_ids(raw: pd.Series) -> np.ndarray:
         if numbers.nunique() == text.nunique():
             return numbers.to_numpy()
     return text.to_numpy(dtype=object)
+
+
+#: Classes a table may hold, as a mudata registry entry (``mudata.registry.MAX_CLASSES``):
+#: activity datasets have tens; every row's scores take one value per class.
+MAX_CLASSES = 10_000
+#: Columns a table may hold, as a Parquet or CSV input of mudata.
+MAX_COLUMNS = MAX_PARQUET_COLUMNS
+#: Rows x classes a table may hold by default: the evaluation keeps a float64
+#: score per row and class (128 MiB at the cap) and several arrays of that
+#: shape. The largest built-in table (HAR70+, about 15,000 rows of 7 classes)
+#: takes 0.6 %. ``$MUEVAL_MAX_SCORES`` sets another (:func:`max_score_cells`).
+MAX_SCORE_CELLS = 2**24
+SCORES_ENV = "MUEVAL_MAX_SCORES"
+
+
+def max_score_cells() -> int:
+    """The cap on rows x classes: ``$MUEVAL_MAX_SCORES``, else :data:`MAX_SCORE_CELLS`.
+
+    Raises
+    ------
+    UsageError
+        The variable is set to something other than a positive whole number.
+    """
+    text = os.environ.get(SCORES_ENV, "").strip()
+    if not text:
+        return MAX_SCORE_CELLS
+    if not text.isdigit() or int(text) < 1:
+        message = f"${SCORES_ENV} is {text[:40]!r}; expected a positive whole number"
+        raise UsageError(message)
+    return int(text)
 
 
 #: The largest user id kept as a number (larger unsigned ids are kept as text).
@@ -190,6 +236,7 @@ def table_from_frame(
     if len(df) == 0:
         message = f"{source}: the table has no rows"
         raise DataError(message)
+    _check_size(df, label_col, source)
 
     labels = df[label_col]
     n_missing = int(labels.isna().sum())
@@ -259,6 +306,31 @@ def table_from_frame(
         label_col=label_col,
     )
     return Table(X, y, users, classes, [str(f) for f in features], out_info)
+
+
+def _check_size(df: pd.DataFrame, label_col: str, source: str) -> None:
+    """Refuse, before any array is made, a table past the caps on columns, classes and scores."""
+    if df.shape[1] > MAX_COLUMNS:
+        message = (
+            f"{source}: {df.shape[1]:,} columns, more than the {MAX_COLUMNS:,} a table may hold"
+        )
+        raise DataError(message)
+    n_classes = int(df[label_col].nunique(dropna=True))
+    if n_classes > MAX_CLASSES:
+        message = (
+            f"{source}: label column {label_col!r} holds {n_classes:,} classes, more than the "
+            f"{MAX_CLASSES:,} a table may hold (as a mudata registry entry)"
+        )
+        raise DataError(message)
+    cap = max_score_cells()
+    if len(df) * n_classes > cap:
+        message = (
+            f"{source}: {len(df):,} rows x {n_classes:,} classes make {len(df) * n_classes:,} "
+            f"scores per classifier, more than the {cap:,} an evaluation may hold "
+            f"({cap * 8 / 2**20:,.0f} MiB of float64); evaluate fewer rows or classes, or "
+            f"raise the cap with ${SCORES_ENV} if the memory is there"
+        )
+        raise DataError(message)
 
 
 def import_mudata() -> ModuleType:
@@ -385,6 +457,12 @@ def load_file(path: str | Path, *, user_col: str = "userid", label_col: str = "l
     if suffix != ".csv":
         # The footer first: a small file of constant columns can declare millions of rows.
         _check_parquet_footer(content, path)
+    else:
+        # The header first: 700,000 columns take gigabytes once parsed.
+        try:
+            check_csv_header(content, str(path))
+        except MudataLimitError as exc:
+            raise DataError(str(exc)) from None
     try:
         if suffix == ".csv":
             # The user column as text: read as numbers, "01" and "1" (two people)

@@ -50,6 +50,7 @@ from scipy import stats
 from sklearn.model_selection import train_test_split
 
 from mueval.conformal.sets import conformalize, full_sets
+from mueval.conformal.thresholds import min_calibration_size
 from mueval.data.table import Table, load_data, natural_key
 from mueval.errors import DataError, EvaluationError, OutputError, SmallCalibrationError, UsageError
 from mueval.evaluation.models import fit_scaled, full_proba
@@ -60,9 +61,12 @@ from mueval.names import CLASSIFIERS, CURVE_USES, SCORES, SMALL_CAL_POLICIES, TH
 __all__ = [
     "CurveConfig",
     "CurveResult",
+    "auto_ks",
     "curve",
     "curve_figure",
+    "curve_label",
     "curve_run",
+    "informative_notes",
     "parse_ks",
     "parse_uses",
     "summarise",
@@ -102,7 +106,8 @@ def parse_ks(value: str | Sequence[int]) -> tuple[int, ...]:
             text = part.strip()
             if not text:
                 continue
-            number = int(text) if text.isdigit() else None
+            # isdecimal, not isdigit: int() refuses "²"; and it refuses 4,300 digits and more.
+            number = int(text) if text.isdecimal() and len(text) <= 18 else None
         else:
             whole = isinstance(part, int | np.integer) and not isinstance(part, bool)
             text, number = repr(part), int(part) if whole else None
@@ -186,6 +191,118 @@ class CurveConfig:
                 f"and {self.min_test}"
             )
             raise UsageError(message)
+
+
+def _smallest_informative_k(use: str, alpha: float) -> int:
+    """The fewest labelled windows whose calibration set the threshold rule takes.
+
+    Below :func:`~mueval.conformal.thresholds.min_calibration_size` rows (20 at alpha
+    0.05) the conformal quantile is infinite: every set holds every class (or,
+    with ``--small-cal skip``, there is no set). Adaptation calibrates on the
+    other users, so one window is already informative; ``both`` calibrates on
+    ``k - k // 2`` of them.
+    """
+    need = min_calibration_size(alpha)
+    return {"calibration": need, "adaptation": 1, "both": 2 * need - 1}[use]
+
+
+def auto_ks(
+    users: Sequence[object],
+    uses: Sequence[str],
+    alpha: float,
+    min_test: int,
+    *,
+    points: int = 4,
+) -> tuple[int, ...]:
+    """k values for the curve from the data: 0 and ``points`` values from the
+    smallest informative k to the largest most users can give.
+
+    The lower end is the smallest k whose calibration set is large enough for
+    the threshold rule for every use asked (:func:`_smallest_informative_k`):
+    below it a set is the full set of classes, which says nothing about k. The
+    upper end is the largest k that leaves every user ``min_test`` test rows
+    (a user who cannot give max(k) is left out of the whole curve); when the
+    smallest user cannot give the lower end, the largest k the median user
+    can give. In between, the values are spaced geometrically (the curve
+    changes fastest at small k) and rounded to multiples of 5.
+
+    Parameters
+    ----------
+    users : sequence
+        Each row's user.
+    uses : sequence of str
+    alpha : float
+    min_test : int
+    points : int, default 4
+        Values above 0.
+
+    Returns
+    -------
+    tuple of int
+        Ascending, starting at 0.
+
+    Raises
+    ------
+    DataError
+        The median user has too few rows for one informative k.
+
+    Examples
+    --------
+    >>> auto_ks(["a"] * 170 + ["b"] * 150 + ["c"] * 120, ["calibration"], 0.05, 20)
+    (0, 20, 35, 60, 100)
+    >>> auto_ks(["a"] * 170 + ["b"] * 150 + ["c"] * 30, ["calibration"], 0.05, 20)
+    (0, 20, 35, 70, 130)
+    """
+    counts = np.sort(pd.Series(list(users)).value_counts().to_numpy())
+    low = max(_smallest_informative_k(use, alpha) for use in uses)
+    if not len(counts):
+        message = "no informative k: the table has no rows"
+        raise DataError(message)
+    # Every user when the smallest can give an informative k (a user with fewer
+    # rows than max(k) + min_test is left out of the whole curve), else half of them.
+    high = int(counts[0]) - min_test
+    if high < low:
+        high = int(counts[len(counts) // 2]) - min_test
+    if high < low:
+        message = (
+            f"no informative k: at alpha {alpha:g} the curve's calibration needs k >= {low} "
+            f"windows (a smaller calibration set gives every class), but the median user "
+            f"has {high + min_test} rows, {high} beside --min-test {min_test}; give --k "
+            "yourself, or lower --min-test or raise --alpha"
+        )
+        raise DataError(message)
+    grid = np.geomspace(low, high, points) if high > low else np.array([low])
+    rounded = [low] + [int(5 * round(v / 5)) for v in grid[1:-1]] + [high]
+    return tuple(sorted({0, *(k for k in rounded if low <= k <= high)}))
+
+
+def informative_notes(curve_frame: pd.DataFrame, n_classes: int) -> list[str]:
+    """A note for every point whose sets say nothing: mean size ``n_classes``
+    (every set holds every class) or at most 1 (a single guess, or empty sets).
+
+    Parameters
+    ----------
+    curve_frame : DataFrame
+        :func:`summarise`'s rows.
+    n_classes : int
+    """
+    notes = []
+    for row in curve_frame.itertuples():
+        size = row.setsize
+        if not np.isfinite(size):
+            continue
+        if size >= n_classes - 1e-9:
+            why = " (its calibration sets are too small for alpha)" if row.n_small_cal else ""
+            notes.append(
+                f"use {row.use}, k={row.k}: every set holds all {n_classes} classes{why}: "
+                "this point says nothing about k"
+            )
+        elif size <= 1.0:
+            notes.append(
+                f"use {row.use}, k={row.k}: mean set size {size:.2f} <= 1: the sets are no "
+                "more than a single guess"
+            )
+    return notes
 
 
 def _test_and_pool(own: np.ndarray, y: np.ndarray, size: int, seed: int) -> tuple:
@@ -353,8 +470,16 @@ class CurveResult:
         """Skipped users and small calibration sets, one line each."""
         return list(self.info.get("notes", []))
 
-    def save(self, out: str | Path, *, overwrite: bool = False) -> Path:
-        """Write ``curve.csv``, ``curve_users.csv``, ``curve.png`` and ``run.json``.
+    def save(
+        self,
+        out: str | Path,
+        *,
+        overwrite: bool = False,
+        figure_format: str = "svg",
+        dpi: int = 300,
+        titles: bool = False,
+    ) -> Path:
+        """Write ``curve.csv``, ``curve_users.csv``, ``curve.svg`` and ``run.json``.
 
         Parameters
         ----------
@@ -362,6 +487,14 @@ class CurveResult:
             A new or empty folder (any folder with ``overwrite``).
         overwrite : bool
             Replace the files of an existing folder.
+        figure_format : {"svg", "pdf", "png"}
+            The figure's file: ``curve.svg`` (vector, the default), ``curve.pdf``
+            or ``curve.png`` at ``dpi``.
+        dpi : int
+            Resolution of a PNG.
+        titles : bool
+            Draw the dataset, classifier and alpha as a title too (they are in
+            the legend's title either way).
 
         Returns
         -------
@@ -378,17 +511,40 @@ class CurveResult:
         for name, frame in (("curve.csv", self.curve), ("curve_users.csv", self.per_user)):
             safe = neutralise_formulas(frame)
             write_atomic(folder, name, lambda p, f=safe: f.to_csv(p, index=False))
-        figure = curve_figure(self.curve, self.info["config"]["alpha"])
-        write_atomic(folder, "curve.png", lambda p: figure.savefig(p, format="png", dpi=120))
+        figure = curve_figure(
+            self.curve, self.info["config"]["alpha"], label=curve_label(self.info), title=titles
+        )
+        write_curve_figure(figure, folder, fmt=figure_format, dpi=dpi)
         text = json.dumps(self.info, indent=2, default=str) + "\n"
         write_atomic(folder, "run.json", lambda p: p.write_text(text, encoding="utf-8"))
         return folder
 
 
-def curve_figure(curve_frame: pd.DataFrame, alpha: float):
+#: What ``--figure-format`` accepts for the curve's figure (as for ``mueval report``).
+CURVE_FIGURE_FORMATS = ("svg", "pdf", "png")
+
+
+def curve_label(info: dict[str, Any]) -> str:
+    """What the curve is of, for its figure: dataset, classifier and alpha.
+
+    Parameters
+    ----------
+    info : dict
+        ``run.json``'s content (:attr:`CurveResult.info`).
+    """
+    config = info["config"]
+    name = info.get("dataset", {}).get("name") or "data"
+    return f"{name}, classifier {config['classifier']}, alpha = {config['alpha']:g}"
+
+
+def curve_figure(curve_frame: pd.DataFrame, alpha: float, *, label: str = "", title: bool = False):
     """Coverage, set size and accuracy against k, one line per use.
 
-    Points answered by the small-cal policy for some user are drawn hollow.
+    Points answered by the small-cal policy for some user are drawn hollow. The
+    legend stands right of the last panel (it never covers a point) and its
+    title names what the curve is of (``label``: dataset, classifier and alpha,
+    see :func:`curve_label`); each panel's metric is its y label. ``title``
+    puts ``label`` above the panels as well.
 
     Returns
     -------
@@ -402,7 +558,7 @@ def curve_figure(curve_frame: pd.DataFrame, alpha: float):
 
     figure = Figure(figsize=(12, 3.8), layout="constrained")
     axes = figure.subplots(1, 3)
-    titles = {"coverage": "coverage", "setsize": "mean set size", "accuracy": "accuracy"}
+    names = {"coverage": "coverage", "setsize": "mean set size", "accuracy": "accuracy"}
     with matplotlib.rc_context({"text.parse_math": False}):
         for ax, metric in zip(axes, CURVE_METRICS, strict=True):
             for i, (use, group) in enumerate(curve_frame.groupby("use", sort=False)):
@@ -425,11 +581,55 @@ def curve_figure(curve_frame: pd.DataFrame, alpha: float):
                     zorder=3,
                 )
             if metric == "coverage":
-                ax.axhline(1 - alpha, color="grey", linestyle="--", linewidth=1)
+                ax.axhline(
+                    1 - alpha,
+                    color="grey",
+                    linestyle="--",
+                    linewidth=1,
+                    label=f"target 1 - alpha = {1 - alpha:g}",
+                )
             ax.set_xlabel("labelled windows of the target user (k)")
-            ax.set_title(titles[metric])
-        axes[0].legend(title="use (hollow: small calibration set)", fontsize="small", loc="best")
+            ax.set_ylabel(names[metric])
+        handles, labels = axes[0].get_legend_handles_labels()
+        head = f"{label}\n" if label else ""
+        # Right of the last panel, top level with it: never over a point.
+        axes[-1].legend(
+            handles,
+            labels,
+            title=f"{head}use (hollow: small calibration set)",
+            fontsize="small",
+            loc="upper left",
+            bbox_to_anchor=(1.02, 1.0),
+            borderaxespad=0.0,
+        )
+        if title and label:
+            figure.suptitle(label)
     return figure
+
+
+def write_curve_figure(figure, folder: Path, *, fmt: str = "svg", dpi: int = 300) -> Path:
+    """Write ``figure`` as ``curve.svg`` (or ``.pdf``, ``.png`` at ``dpi``) in ``folder``.
+
+    SVG and PDF keep text as text and carry no date: the same curve gives the
+    same file.
+    """
+    if fmt not in CURVE_FIGURE_FORMATS:
+        message = f"figure format must be one of {', '.join(CURVE_FIGURE_FORMATS)}, not {fmt!r}"
+        raise UsageError(message)
+    if isinstance(dpi, bool) or not isinstance(dpi, int) or not 10 <= dpi <= 2400:
+        message = f"dpi must be a whole number from 10 to 2400, not {dpi!r}"
+        raise UsageError(message)
+    # Here, not at the top: matplotlib only when a curve figure is drawn.
+    import matplotlib
+
+    settings = {"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "mueval"}
+    metadata = {"svg": {"Date": None}, "pdf": {"CreationDate": None}}.get(fmt)
+
+    def draw(path: Path) -> None:
+        with matplotlib.rc_context({**settings, "text.parse_math": False}):
+            figure.savefig(path, format=fmt, dpi=dpi, metadata=metadata)
+
+    return write_atomic(folder, f"curve.{fmt}", draw)
 
 
 def curve_run(table: Table, config: CurveConfig, *, jobs: int = 1) -> CurveResult:
@@ -481,6 +681,7 @@ def curve_run(table: Table, config: CurveConfig, *, jobs: int = 1) -> CurveResul
         )
     per_user = pd.DataFrame([row for rows in nested for row in rows])
     curve_frame = summarise(per_user, n_classes)
+    notes += informative_notes(curve_frame, n_classes)
     for row in curve_frame.itertuples():
         if row.n_small_cal:
             notes.append(
@@ -503,7 +704,7 @@ def curve(
     data: str | Path | pd.DataFrame,
     *,
     classifier: str = "rf",
-    ks: str | Sequence[int] = (0, 5, 10, 20, 50),
+    ks: str | Sequence[int] = "auto",
     use: str | Sequence[str] = "calibration",
     iterations: int = 5,
     alpha: float = 0.05,
@@ -525,8 +726,10 @@ def curve(
         A registered dataset, a ``.csv``/``.parquet`` file or a DataFrame
         (as for :func:`mueval.evaluate`; ``**source`` as there).
     classifier : {"nb", "rf", "svm", "knn"}
-    ks : str or sequence of int
-        Numbers of labelled windows, e.g. ``"0,5,10,20,50"``.
+    ks : str or sequence of int, default "auto"
+        Numbers of labelled windows, e.g. ``"0,5,10,20,50"``; ``"auto"``: 0 and
+        four values chosen from the data (:func:`auto_ks`), from the smallest
+        k whose calibration set gives informative sets.
     use : str or sequence of str
         ``calibration``, ``adaptation``, ``both``, or several (comma list).
     iterations, seed_base : int
@@ -553,10 +756,16 @@ def curve(
         One row per (use, k): see :func:`summarise`. :func:`curve_run` also
         gives the per-user rows and the notes.
     """
+    table = load_data(data, user_col=user_col, label_col=label_col, **source)
+    uses = parse_uses(use)
+    if isinstance(ks, str) and ks.strip().lower() == "auto":
+        chosen = auto_ks(table.users, uses, alpha, min_test)
+    else:
+        chosen = parse_ks(ks)
     config = CurveConfig(
         classifier=classifier,
-        ks=parse_ks(ks),
-        uses=parse_uses(use),
+        ks=chosen,
+        uses=uses,
         iterations=iterations,
         alpha=alpha,
         seed_base=seed_base,
@@ -565,5 +774,4 @@ def curve(
         small_cal=small_cal,
         min_test=min_test,
     )
-    table = load_data(data, user_col=user_col, label_col=label_col, **source)
     return curve_run(table, config, jobs=jobs).curve

@@ -78,7 +78,7 @@ from mueval.report.page_one import (
 from mueval.report.side_by_side import side_by_side_section
 from mueval.runfolder import RunFolder, RunFolderError
 
-__all__ = ["CLASSIFIER_NAMES", "STRATEGY_NAMES", "BuildResult", "build_report"]
+__all__ = ["CLASSIFIER_NAMES", "STRATEGY_NAMES", "BuildResult", "FigureStyle", "build_report"]
 
 # The study's metrics, then the conditional-coverage diagnostics a run adds to
 # summary.csv (--diagnostics basic/full).
@@ -149,14 +149,57 @@ class BuildResult:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class FigureStyle:
+    """How the report's figures are written.
+
+    Attributes
+    ----------
+    fmt : {"svg", "pdf", "png"}
+        The files' format; the page embeds SVG and PNG files as they are, and
+        an SVG drawing of each PDF.
+    dpi : int
+        Resolution of PNG files.
+    titles : bool
+        Draw a title in each figure; by default the page's caption is the only one.
+    """
+
+    fmt: str = "svg"
+    dpi: int = F.DEFAULT_DPI
+    titles: bool = False
+
+    def __post_init__(self) -> None:
+        if self.fmt not in F.FIGURE_FORMATS:
+            msg = f"figure format must be one of {', '.join(F.FIGURE_FORMATS)}, not {self.fmt!r}"
+            raise UsageError(msg)
+        if (
+            isinstance(self.dpi, bool)
+            or not isinstance(self.dpi, int)
+            or not 10 <= self.dpi <= 2400
+        ):
+            msg = f"dpi must be a whole number from 10 to 2400, not {self.dpi!r}"
+            raise UsageError(msg)
+
+
 class _Figures:
     """Saves figures under ``out/figures`` and returns their embedded HTML."""
 
-    def __init__(self, out: Path, *, enabled: bool = True, svg: bool = False) -> None:
+    def __init__(
+        self, out: Path, *, enabled: bool = True, style: FigureStyle | None = None
+    ) -> None:
         self.dir = real_folder(out / "figures")
         self.paths: list[Path] = []
         self.enabled = enabled
-        self.svg = svg
+        self.style = style if style is not None else FigureStyle()
+
+    @property
+    def vector(self) -> bool:
+        """Vector files: cell values as text (selectable) rather than outlines."""
+        return self.style.fmt != "png"
+
+    def title(self, text: str) -> str | None:
+        """``text`` as a figure's title when titles are asked for, else none."""
+        return text if self.style.titles else None
 
     def add(self, fig: Figure | Callable[[], Figure], name: str, caption: str) -> str:
         """Save ``fig`` (or the figure ``fig()`` makes) and return its HTML.
@@ -170,10 +213,12 @@ class _Figures:
             return ""
         if not isinstance(fig, Figure):
             fig = fig()
-        png, *svg = F.save_figure(fig, check_inside(self.dir, self.dir / name), svg=self.svg)
-        self.paths.extend([png, *svg])
-        svg_name = svg[0].name if svg else None
-        return figure_html(png, alt=caption, caption=caption, svg_name=svg_name)
+        # No browser shows a PDF in an <img>: the page gets an SVG drawing of it.
+        shown = (".svg", F.figure_bytes(fig, "svg")) if self.style.fmt == "pdf" else None
+        stem = check_inside(self.dir, self.dir / name)
+        path = F.save_figure(fig, stem, fmt=self.style.fmt, dpi=self.style.dpi)
+        self.paths.append(path)
+        return figure_html(path, alt=caption, caption=caption, shown=shown)
 
 
 def _fmt_ci(value: float, lo: float, hi: float) -> str:
@@ -324,13 +369,16 @@ def _comparison_section(
             values,
             target=target,
             comparisons=comps,
-            title=f"Coverage per iteration, {_cname(c)}\n(stars: the study's Welch t-test)",
+            title=figs.title(
+                f"Coverage per iteration, {_cname(c)}\n(stars: the study's Welch t-test)"
+            ),
         )
         body.append(
             figs.add(
                 fig,
                 f"coverage_box_{_ctoken(c)}",
-                f"Coverage across strategies, {_cname(c)}; dashed: target {target:.2f}",
+                f"Coverage per iteration across strategies, {_cname(c)}; dashed: target "
+                f"{target:.2f}; stars: the study's Welch t-test",
             )
         )
         rows = [
@@ -374,7 +422,9 @@ def _setsize_section(
         sm["strategy_label"] = sm.strategy.map(_sname)
         sm["classifier_label"] = sm.classifier.map(_cname)
         fig = partial(
-            F.setsize_lollipop_figure, sm, title="Set size across classifiers and strategies"
+            F.setsize_lollipop_figure,
+            sm,
+            title=figs.title("Set size across classifiers and strategies"),
         )
         body.append(
             figs.add(
@@ -463,7 +513,7 @@ def _per_user_section(
             cu,
             target=target,
             ylabel="coverage (mean over iterations)",
-            title=f"Coverage per user, {_cname(c)}",
+            title=figs.title(f"Coverage per user, {_cname(c)}"),
         )
         body.append(
             figs.add(
@@ -478,7 +528,7 @@ def _per_user_section(
             F.per_user_figure,
             su,
             ylabel="set size (mean over iterations)",
-            title=f"Set size per user, {_cname(c)}",
+            title=figs.title(f"Set size per user, {_cname(c)}"),
         )
         body.append(
             figs.add(
@@ -714,8 +764,8 @@ def _study_pictures(figs: _Figures, p: _Pair, top_sets: int, min_count: int) -> 
             F.cooccurrence_matrix_figure(
                 S.column_normalise(counts),
                 classes,
-                title=f"Co-occurrence matrix\n{label}",
-                values_as_text=figs.svg,
+                title=figs.title(f"Co-occurrence matrix\n{label}"),
+                values_as_text=figs.vector,
             ),
             f"{stem}_cooccurrence_matrix",
             f"Co-occurrence matrix, {label}: pairs counted within sets, diagonal zero, columns sum "
@@ -724,7 +774,9 @@ def _study_pictures(figs: _Figures, p: _Pair, top_sets: int, min_count: int) -> 
     )
     body.append(
         figs.add(
-            F.cooccurrence_graph_figure(counts, classes, title=f"Co-occurrence graph, {label}"),
+            F.cooccurrence_graph_figure(
+                counts, classes, title=figs.title(f"Co-occurrence graph, {label}")
+            ),
             f"{stem}_cooccurrence_graph",
             f"Co-occurrence graph, {label}",
         )
@@ -732,26 +784,29 @@ def _study_pictures(figs: _Figures, p: _Pair, top_sets: int, min_count: int) -> 
     body.append(
         figs.add(
             F.confusion_figure(
-                S.confusion_matrix_colnorm(y, yp, k),
+                S.confusion_matrix_rows(y, yp, k),
                 classes,
-                title=f"Confusion matrix\n{label}",
-                values_as_text=figs.svg,
+                title=figs.title(f"Confusion matrix\n{label}"),
+                values_as_text=figs.vector,
             ),
             f"{stem}_confusion",
-            f"Confusion matrix, {label}: column-normalised, rows predicted, columns true",
+            f"Confusion matrix, {label}: rows the true class, columns the predicted class, "
+            "each row sums to 1 (the study's column-normalised matrix, transposed)",
         )
     )
     body.append(
         figs.add(
             F.confusion_figure(
-                S.confusion_matrix_colnorm(y, yp, k, zero_diagonal=True),
+                S.confusion_matrix_rows(y, yp, k, zero_diagonal=True),
                 classes,
-                title=f"Zero-diagonal confusion matrix\n{label}",
+                title=figs.title(f"Zero-diagonal confusion matrix\n{label}"),
                 zero_diagonal=True,
-                values_as_text=figs.svg,
+                values_as_text=figs.vector,
             ),
             f"{stem}_confusion_zero_diagonal",
-            f"Zero-diagonal confusion matrix (ZDCM), {label}: diagonal set to 0 before normalising",
+            f"Zero-diagonal confusion matrix (ZDCM), {label}: rows the true class, columns the "
+            "predicted class, diagonal set to 0 before normalising (where each true class's "
+            "errors went)",
         )
     )
     body.append(
@@ -759,12 +814,13 @@ def _study_pictures(figs: _Figures, p: _Pair, top_sets: int, min_count: int) -> 
             F.multiset_figure(
                 sets,
                 classes,
-                title=f"Most frequent prediction sets, {label}",
+                title=figs.title(f"Most frequent prediction sets, {label}"),
                 top=top_sets,
                 min_count=min_count,
             ),
             f"{stem}_multiset",
-            f"Multiset-enumerating chart, {label}",
+            f"Multiset-enumerating chart, {label}: the "
+            + F.multiset_summary(sets, top=top_sets, min_count=min_count),
         )
     )
 
@@ -791,7 +847,9 @@ def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object
     ilo, ihi = p.bounds["inclusion"]
     body.append(
         figs.add(
-            F.inclusion_figure(incl, ilo, ihi, classes, title=f"Inclusion rate per class, {label}"),
+            F.inclusion_figure(
+                incl, ilo, ihi, classes, title=figs.title(f"Inclusion rate per class, {label}")
+            ),
             f"{stem}_inclusion",
             f"Share of sets containing each class, {label}",
         )
@@ -805,14 +863,14 @@ def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object
             F.heatmap_figure(
                 com,
                 classes,
-                title=f"Co-membership rate E[z_i z_j]\n{label}",
+                title=figs.title(f"Co-membership rate E[z_i z_j]\n{label}"),
                 xlabel="class j",
                 ylabel="class i",
                 cbar_label="share of sets holding both (diagonal: inclusion rate)",
                 cmap="viridis",
                 vmin=0.0,
                 vmax=max(top, 1e-9),
-                values_as_text=figs.svg,
+                values_as_text=figs.vector,
             ),
             f"{stem}_comembership",
             f"Co-membership rate, {label} (colour scale capped at the "
@@ -828,7 +886,7 @@ def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object
         F.heatmap_figure,
         phi.phi,
         classes,
-        title=f"Phi coefficient of set membership\n{label}",
+        title=figs.title(f"Phi coefficient of set membership\n{label}"),
         xlabel="class j",
         ylabel="class i",
         cbar_label="phi",
@@ -836,7 +894,7 @@ def _membership(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray, object
         vmin=-1.0,
         vmax=1.0,
         nan_label="undefined: class in every set or in none",
-        values_as_text=figs.svg,
+        values_as_text=figs.vector,
         marks=never,
         marks_label="never share a set: value is the floor",
     )
@@ -881,13 +939,13 @@ def _directional(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray]:
             F.heatmap_figure(
                 soft,
                 classes,
-                title=f"Soft confusion E[p_b | y = a]\n{label}",
-                xlabel="class b",
+                title=figs.title(f"Soft confusion E[p_b | y = a]\n{label}"),
+                xlabel="predicted class b (mean probability)",
                 ylabel="true class a",
                 cbar_label="mean predicted probability of b",
                 cmap="Blues",
                 nan_label="no row of this true class",
-                values_as_text=figs.svg,
+                values_as_text=figs.vector,
             ),
             f"{stem}_soft_confusion",
             f"Soft confusion matrix, {label}: rows true class a, "
@@ -902,16 +960,17 @@ def _directional(figs: _Figures, p: _Pair) -> tuple[list[str], np.ndarray]:
             F.heatmap_figure(
                 covc,
                 classes,
-                title=f"Coverage confusion P(b in S | y = a)\n{label}",
-                xlabel="class b",
+                title=figs.title(f"Coverage confusion P(b in S | y = a)\n{label}"),
+                xlabel="class b in the set",
                 ylabel="true class a",
                 cbar_label="share of sets containing b",
                 cmap="Purples",
                 nan_label="no row of this true class",
-                values_as_text=figs.svg,
+                values_as_text=figs.vector,
             ),
             f"{stem}_coverage_confusion",
-            f"Coverage confusion matrix, {label}: diagonal is the class-wise coverage",
+            f"Coverage confusion matrix, {label}: rows the true class a, columns the class b "
+            "in the set; the diagonal is the class-wise coverage",
         )
     )
 
@@ -1046,14 +1105,14 @@ def _pair_rows(predictions: pd.DataFrame) -> dict[tuple[str, str], np.ndarray]:
 
 
 def _pair_task(
-    rows: PairRows, out: Path, s: str, c: str, options: dict[str, int], svg: bool
+    rows: PairRows, out: Path, s: str, c: str, options: dict[str, int], style: FigureStyle
 ) -> tuple[Section, list[str], list[Path]]:
     """One (strategy, classifier) section with its figures, in this process or a worker."""
     # Workers start a fresh interpreter: the non-interactive backend, and the same
     # settings build_report sets around the build.
     matplotlib.use("Agg")
     with matplotlib.rc_context({"text.parse_math": False}):
-        figs = _Figures(out, svg=svg)
+        figs = _Figures(out, style=style)
         sec, warnings = _pair_section(rows, figs, s, c, **options)
     return sec, warnings, figs.paths
 
@@ -1076,10 +1135,10 @@ class _PairDrawing:
         *,
         jobs: int,
         options: dict[str, int],
-        svg: bool,
+        style: FigureStyle,
     ) -> None:
         self.run, self.out, self.pairs = run, out, pairs
-        self.options, self.svg = options, svg
+        self.options, self.style = options, style
         workers = min(len(pairs), (os.cpu_count() or 1) if jobs == -1 else jobs)
         self.futures: dict[tuple[str, str], Any] = {}
         self.arrays = _run_arrays(run) if pairs else None
@@ -1090,7 +1149,7 @@ class _PairDrawing:
             executor = get_memmapping_executor(workers, max_nbytes=None)
             for s, c in sorted(pairs, key=lambda pair: -len(pairs[pair])):
                 rows = pair_rows(run, pairs[(s, c)], self.arrays)
-                self.futures[(s, c)] = executor.submit(_pair_task, rows, out, s, c, options, svg)
+                self.futures[(s, c)] = executor.submit(_pair_task, rows, out, s, c, options, style)
 
     def collect(self, bar: tqdm) -> list[tuple[Section, list[str], list[Path]]]:
         """Every pair's section, its notes and figure files, in grid order."""
@@ -1100,7 +1159,7 @@ class _PairDrawing:
                 found.append(self.futures[(s, c)].result())
             else:
                 rows = pair_rows(self.run, self.pairs[(s, c)], self.arrays)
-                found.append(_pair_task(rows, self.out, s, c, self.options, self.svg))
+                found.append(_pair_task(rows, self.out, s, c, self.options, self.style))
             bar.update()
         return found
 
@@ -1124,9 +1183,11 @@ def build_report(
     figures: str = "summary",
     others: Sequence[RunFolder] = (),
     jobs: int = 1,
-    svg: bool = False,
+    figure_format: str = "svg",
+    dpi: int = F.DEFAULT_DPI,
+    titles: bool = False,
 ) -> BuildResult:
-    """Write ``report.html`` and ``figures/*.png`` (and ``*.svg``) under ``out``.
+    """Write ``report.html`` and ``figures/*.svg`` (or ``.pdf``, ``.png``) under ``out``.
 
     Parameters
     ----------
@@ -1154,10 +1215,15 @@ def build_report(
     jobs : int, default 1
         Worker processes drawing the (strategy, classifier) sections with
         ``figures="all"`` (loky; -1: every core). The page is the same for any value.
-    svg : bool, default False
-        Also write each figure as SVG beside its PNG (vector copies, for print or
-        editing). The page embeds the PNGs either way, so it needs no SVG; the
-        copies take longer to draw than the PNGs.
+    figure_format : {"svg", "pdf", "png"}, default "svg"
+        The figures' files: vector (SVG or PDF, for print and editing) or PNG at
+        ``dpi``. The page embeds each SVG or PNG file, and an SVG drawing of
+        each PDF (no browser shows a PDF in an image).
+    dpi : int, default 300
+        Resolution of PNG files.
+    titles : bool, default False
+        Draw a title in each figure. Without, the page's caption (the figure's
+        ``<figcaption>``) is its only title, as a paper wants it.
 
     Raises
     ------
@@ -1173,6 +1239,7 @@ def build_report(
     if jobs == 0 or jobs < -1:
         msg = f"jobs must be a positive number of processes or -1 (every core), not {jobs}"
         raise UsageError(msg)
+    style = FigureStyle(figure_format, dpi, titles)
     with matplotlib.rc_context({"text.parse_math": False}):
         return _build(
             run,
@@ -1187,7 +1254,7 @@ def build_report(
             figures=figures,
             others=others,
             jobs=jobs,
-            svg=svg,
+            style=style,
         )
 
 
@@ -1205,8 +1272,9 @@ def _build(
     figures: str,
     others: Sequence[RunFolder] = (),
     jobs: int = 1,
-    svg: bool = False,
+    style: FigureStyle | None = None,
 ) -> BuildResult:
+    style = style if style is not None else FigureStyle()
     # In order of first appearance, as the run wrote them.
     present_s = [_stoken(str(s)) for s in pd.unique(run.predictions["strategy"])]
     present_c = [_ctoken(str(c)) for c in pd.unique(run.predictions["classifier"])]
@@ -1222,8 +1290,8 @@ def _build(
     classifiers = [_ctoken(c) for c in classifiers] if classifiers else present_c
     target = 1.0 - run.alpha
     # Section figures only for --figures all; page one's unless --figures none.
-    figs = _Figures(out, enabled=figures == "all", svg=svg)
-    page_figs = _Figures(out, enabled=figures != "none", svg=svg)
+    figs = _Figures(out, enabled=figures == "all", style=style)
+    page_figs = _Figures(out, enabled=figures != "none", style=style)
     rows = _pair_rows(run.predictions)
     # The sections in the order of the grid: strategies, then classifiers.
     pairs = {(s, c): rows[(s, c)] for s in strategies for c in classifiers if (s, c) in rows}
@@ -1231,7 +1299,7 @@ def _build(
     if figures == "all":
         # First, so that the workers draw while this process builds the rest.
         options = {"n_boot": n_boot, "seed": seed, "top_sets": top_sets, "min_count": min_count}
-        drawing = _PairDrawing(run, out, pairs, jobs=jobs, options=options, svg=svg)
+        drawing = _PairDrawing(run, out, pairs, jobs=jobs, options=options, style=style)
     try:
         guarantees = _guarantees(run)
         page_one = _page_one(run, page_figs, guarantees, strategies, classifiers, target)
@@ -1412,6 +1480,7 @@ def _page_one(
                 target=target,
                 slabel=_sname,
                 clabel=_cname,
+                title=figs.title("Pooled coverage with 95 % intervals"),
             ),
             "overview_coverage",
             "Pooled coverage with its 95 % interval, per strategy and classifier",
@@ -1427,7 +1496,7 @@ def _page_one(
             sub,
             classifiers,
             target=target,
-            title=f"Coverage per user, {_sname(s)}",
+            title=figs.title(f"Coverage per user, {_sname(s)}"),
             label=_cname,
         )
         body.append(

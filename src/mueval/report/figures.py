@@ -1,13 +1,17 @@
 """The report's figures, drawn with matplotlib (Agg backend, no display needed).
 
-Every function returns a :class:`matplotlib.figure.Figure`; :func:`save_figure`
-writes it as PNG (and, when asked, SVG). Class names label the axes, matrices carry colour bars,
+Every function returns a :class:`matplotlib.figure.Figure` (what a test measures
+is the figure written); :func:`save_figure` writes it as SVG (the default), PDF or
+PNG. No figure carries a title unless asked for one (``title=``): the caption
+belongs to the page. Legends sit outside the axes, so they never cover data. Class names label the axes, matrices carry colour bars,
 coverage plots carry the target line 1 - alpha.
 """
 
 from __future__ import annotations
 
 import functools
+import io
+import textwrap
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -26,27 +30,47 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import LineCollection, PathCollection
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.patches import Patch
-from matplotlib.textpath import TextPath
+from matplotlib.textpath import TextPath, text_to_path
 from matplotlib.transforms import Affine2D
 
 from mueval.data.table import natural_key
 from mueval.files import write_atomic
 
 __all__ = [
+    "DEFAULT_DPI",
+    "FIGURE_FORMATS",
     "confusion_figure",
     "cooccurrence_graph_figure",
     "cooccurrence_matrix_figure",
     "coverage_boxplot_figure",
+    "figure_bytes",
+    "fit_x_labels",
     "heatmap_figure",
     "inclusion_figure",
     "multiset_figure",
+    "multiset_summary",
+    "outside_legend",
     "per_user_figure",
     "save_figure",
     "setsize_lollipop_figure",
 ]
 
 _COLOURS = plt.get_cmap("tab10").colors
+
+
+def outside_legend(ax, **options):
+    """The axes' legend right of the axes, its top level with theirs: it never
+    covers a point, and constrained layout narrows the axes to make room."""
+    return ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, **options)
+
+
+def _title(ax, title: str | None) -> None:
+    """A title only when asked for: by default the page's caption says it."""
+    if title:
+        ax.set_title(title)
+
 
 _F = TypeVar("_F", bound=Callable[..., object])
 
@@ -130,6 +154,59 @@ def _annotate_cells(ax, im, m: np.ndarray) -> PathCollection:
     return glyphs
 
 
+def _text_width(text: str, size: float) -> float:
+    """The width of ``text`` in points, the widest of its lines, in the current font.
+
+    From the font's advance widths (what a renderer lays text out with), not
+    from a text path's outline: solving a glyph outline's extents costs
+    milliseconds a label.
+    """
+    prop = FontProperties(size=size)
+    return max(
+        text_to_path.get_text_width_height_descent(line, prop, ismath=False)[0]
+        for line in text.split("\n")
+    )
+
+
+def _wrapped(text: str) -> str:
+    """A long label on two or more lines: before a bracket, else at spaces."""
+    if " (" in text:
+        head, _, tail = text.partition(" (")
+        return f"{head}\n({tail}"
+    return textwrap.fill(text, width=max(8, len(text) // 2 + 1))
+
+
+def fit_x_labels(ax, *, room: float = 0.9, axes_share: float = 0.6) -> None:
+    """Keep the x tick labels from running into each other.
+
+    When the widest label, written flat, would take more than ``room`` of the
+    space between two ticks, the labels are wrapped onto two lines; when they
+    are still too wide, they are turned upright (90 degrees). Measured with the
+    font itself (text paths, in points) before any drawing, so constrained
+    layout makes room for the labels as they will be drawn. The axes' width is
+    not known before layout: ``axes_share`` of the figure's is taken for it, on
+    the narrow side (a legend beside the axes takes the rest).
+    """
+    ticks = np.sort(np.asarray(ax.get_xticks(), dtype=float))
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    if len(ticks) < 2 or not any(labels):
+        return
+    size = FontProperties(size=matplotlib.rcParams["xtick.labelsize"]).get_size_in_points()
+    x0, x1 = ax.get_xlim()
+    spacing = 72.0 * axes_share * ax.figure.get_figwidth() / abs(x1 - x0) * np.diff(ticks).min()
+
+    def widest(texts: list[str]) -> float:
+        return max(_text_width(t, size) for t in texts if t)
+
+    if widest(labels) <= room * spacing:
+        return
+    wrapped = [_wrapped(t) for t in labels]
+    if widest(wrapped) <= room * spacing:
+        ax.set_xticks(ax.get_xticks(), labels=wrapped)
+        return
+    ax.tick_params(axis="x", labelrotation=90)
+
+
 def _matrix_size(k: int) -> tuple[float, float]:
     side = min(max(4.5, 0.42 * k + 2.5), 12.0)
     return side + 1.3, side
@@ -140,7 +217,7 @@ def heatmap_figure(
     matrix: np.ndarray,
     classes: Sequence[str],
     *,
-    title: str,
+    title: str | None = None,
     xlabel: str,
     ylabel: str,
     cbar_label: str,
@@ -194,7 +271,7 @@ def heatmap_figure(
     ax.set_yticks(range(k), labels=classes)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    _title(ax, title)
     fig.colorbar(im, ax=ax, label=cbar_label, shrink=0.8)
     if annotate is None:
         annotate = k <= 12
@@ -213,8 +290,9 @@ def heatmap_figure(
             ax.scatter(cc, rr, marker="x", s=14, color="black", linewidths=0.8, label=marks_label)
         )
     if handles:
-        # Under the figure, with room made for it: above the matrix is the title's,
-        # and below the matrix the rotated class names' and the axis label's.
+        # Under the figure, with room made for it: above the matrix is the title's
+        # (when asked for), and below the matrix the rotated class names' and the
+        # axis label's.
         fig.legend(handles=handles, loc="outside lower left", fontsize=8, frameon=False)
     legend = fig.legends[0] if fig.legends else None
     _LAYOUT_SHAPES[fig] = (
@@ -226,14 +304,18 @@ def heatmap_figure(
         cbar_label,
         (float(im.norm.vmin), float(im.norm.vmax)),
         None if legend is None else tuple(t.get_text() for t in legend.get_texts()),
-        title.count("\n"),
+        (title or "").count("\n"),
     )
     return fig
 
 
 @_plain_text
 def cooccurrence_matrix_figure(
-    colnorm: np.ndarray, classes: Sequence[str], *, title: str, values_as_text: bool = False
+    colnorm: np.ndarray,
+    classes: Sequence[str],
+    *,
+    title: str | None = None,
+    values_as_text: bool = False,
 ) -> Figure:
     """The study's co-occurrence matrix: pair counts, diagonal zero, columns sum to 1.
 
@@ -255,20 +337,22 @@ def confusion_figure(
     cm: np.ndarray,
     classes: Sequence[str],
     *,
-    title: str,
+    title: str | None = None,
     zero_diagonal: bool = False,
     values_as_text: bool = False,
 ) -> Figure:
-    """Column-normalised confusion matrix, rows predicted, columns true.
+    """Row-normalised confusion matrix: rows the true class, columns the predicted.
 
+    ``cm[t, p]``, the share of the true class ``t``'s rows predicted as ``p``
+    (:func:`mueval.report.setstats.confusion_matrix_rows`): each row sums to 1.
     ``values_as_text`` as for :func:`heatmap_figure`."""
     label = "share of the true class's errors" if zero_diagonal else "share of the true class"
     return heatmap_figure(
         cm,
         classes,
         title=title,
-        xlabel="true class",
-        ylabel="predicted class",
+        xlabel="predicted class",
+        ylabel="true class",
         cbar_label=label,
         cmap="Blues",
         nan_label="no row (or no error) of this true class",
@@ -277,7 +361,9 @@ def confusion_figure(
 
 
 @_plain_text
-def cooccurrence_graph_figure(counts: np.ndarray, classes: Sequence[str], *, title: str) -> Figure:
+def cooccurrence_graph_figure(
+    counts: np.ndarray, classes: Sequence[str], *, title: str | None = None
+) -> Figure:
     """Undirected co-occurrence graph on a circle.
 
     Edge width is proportional to the pair's count; node area to the weighted
@@ -317,7 +403,7 @@ def cooccurrence_graph_figure(counts: np.ndarray, classes: Sequence[str], *, tit
     ax.set_ylim(-1.45, 1.45)
     ax.set_aspect("equal")
     ax.axis("off")
-    ax.set_title(title)
+    _title(ax, title)
     note = f"edge width: pair count (max {int(top)}); node size: weighted degree (max {int(dmax)})"
     ax.text(0.5, 0.0, note, transform=ax.transAxes, ha="center", fontsize=8)
     return fig
@@ -333,12 +419,24 @@ def _set_frequencies(sets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return distinct[order], counts[order]
 
 
+def multiset_summary(sets: np.ndarray, *, top: int = 20, min_count: int = 1) -> str:
+    """What :func:`multiset_figure` shows of the sets, for its caption: how many
+    of the distinct sets and how many rows."""
+    z = np.asarray(sets, dtype=bool)
+    _, counts = _set_frequencies(z)
+    shown = counts[counts >= min_count][:top]
+    return (
+        f"{len(shown)} most frequent of {counts.size} distinct sets "
+        f"(count >= {min_count}), covering {int(shown.sum())} of {z.shape[0]} rows"
+    )
+
+
 @_plain_text
 def multiset_figure(
     sets: np.ndarray,
     classes: Sequence[str],
     *,
-    title: str,
+    title: str | None = None,
     top: int = 20,
     min_count: int = 1,
 ) -> Figure:
@@ -356,7 +454,6 @@ def multiset_figure(
     z = np.asarray(sets, dtype=bool)
     n = z.shape[0]
     members, counts = _set_frequencies(z)
-    n_distinct = counts.size
     keep = np.flatnonzero(counts >= min_count)[:top]
     members, counts = members[keep], counts[keep]
     k = len(classes)
@@ -375,10 +472,8 @@ def multiset_figure(
     bars = ax_bar.bar(x, shares, color="#4c72b0")
     ax_bar.bar_label(bars, labels=[str(f) for f in counts], fontsize=7)
     ax_bar.set_ylabel("share of sets")
-    ax_bar.set_title(
-        f"{title}\n{len(counts)} most frequent of {n_distinct} distinct sets "
-        f"(count >= {min_count}), covering {int(counts.sum())} of {n} rows"
-    )
+    if title:
+        ax_bar.set_title(f"{title}\n{multiset_summary(sets, top=top, min_count=min_count)}")
     ax_dot.set_yticks(range(k), labels=classes)
     ax_dot.set_ylim(k - 0.5, -0.5)
     # One artist per kind (grey grid, members, spans), not three per column: the
@@ -405,7 +500,7 @@ def coverage_boxplot_figure(
     values: Mapping[str, np.ndarray],
     *,
     target: float,
-    title: str,
+    title: str | None = None,
     comparisons: Sequence[tuple[str, str, str]] = (),
     ylabel: str = "coverage per iteration",
 ) -> Figure:
@@ -464,14 +559,14 @@ def coverage_boxplot_figure(
     ax.set_ylim(lo - step, level + step)
     ax.set_ylabel(ylabel)
     ax.set_xlabel("strategy")
-    ax.set_title(title)
-    ax.legend(loc="lower left", fontsize=8)
-    ax.tick_params(axis="x", rotation=15)
+    _title(ax, title)
+    outside_legend(ax, fontsize=8)
+    fit_x_labels(ax)
     return fig
 
 
 @_plain_text
-def setsize_lollipop_figure(summary: pd.DataFrame, *, title: str) -> Figure:
+def setsize_lollipop_figure(summary: pd.DataFrame, *, title: str | None = None) -> Figure:
     """Lollipop chart of mean set size (+- SD) per classifier, one colour per strategy.
 
     Parameters
@@ -506,8 +601,8 @@ def setsize_lollipop_figure(summary: pd.DataFrame, *, title: str) -> Figure:
     ax.set_xlabel("mean prediction set size (classes), +- SD over iterations")
     ax.set_ylabel("classifier")
     ax.set_xlim(left=0)
-    ax.set_title(title)
-    ax.legend(title="strategy", fontsize=8, loc="lower right")
+    _title(ax, title)
+    outside_legend(ax, title="strategy", fontsize=8)
     return fig
 
 
@@ -515,7 +610,7 @@ def setsize_lollipop_figure(summary: pd.DataFrame, *, title: str) -> Figure:
 def per_user_figure(
     per_user: pd.DataFrame,
     *,
-    title: str,
+    title: str | None = None,
     ylabel: str,
     target: float | None = None,
 ) -> Figure:
@@ -563,10 +658,11 @@ def per_user_figure(
             label=f"target 1 - alpha = {target:.2f} (circled: mean < target)",
         )
     ax.set_xticks(range(len(users)), labels=[str(u) for u in users])
+    fit_x_labels(ax)
     ax.set_xlabel("user")
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.legend(fontsize=8, loc="best")
+    _title(ax, title)
+    outside_legend(ax, fontsize=8)
     return fig
 
 
@@ -577,7 +673,7 @@ def inclusion_figure(
     high: np.ndarray,
     classes: Sequence[str],
     *,
-    title: str,
+    title: str | None = None,
 ) -> Figure:
     """Inclusion rate of each class with bootstrap intervals, shape (K,) each."""
     k = len(classes)
@@ -590,7 +686,7 @@ def inclusion_figure(
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("share of sets containing the class")
     ax.set_xlabel("class")
-    ax.set_title(title)
+    _title(ax, title)
     return fig
 
 
@@ -659,63 +755,137 @@ def _reuse(fig: Figure, layout: dict[str, object]) -> None:
         ax.set_aspect(layout["aspects"][i])
 
 
-def _png(fig: Figure, path: Path, dpi: int) -> None:
-    """Draw ``fig`` once on an Agg canvas at ``dpi`` and write its pixels as PNG.
+def _draw_settled(fig: Figure, renderer, dpi_key: object, draw: Callable[[], None]) -> None:
+    """``draw()`` the figure, a heat map on the layout settled for its shape when
+    there is one (see :func:`heatmap_figure`), else solving constrained layout
+    and keeping what it settled for the next heat map of that shape.
 
-    The pixels are those ``fig.savefig(path, dpi=dpi, format="png")`` writes. A
-    heat map whose shape has a settled layout (see :func:`heatmap_figure`) takes
-    it instead of solving constrained layout again.
+    ``renderer`` measures the titles and the matrix (at the dpi ``dpi_key``
+    names); a figure whose layout is already fixed is just drawn.
     """
-    fig.set_dpi(dpi)
-    canvas = FigureCanvasAgg(fig)
-    renderer = canvas.get_renderer()
-    key = _layout_key(fig, renderer, dpi)
+    if not isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
+        draw()
+        return
+    key = _layout_key(fig, renderer, dpi_key)
     layout = _LAYOUTS.get(key) if key is not None else None
     if layout is not None and _title_width(fig, renderer) <= layout["matrix_width"]:
         _reuse(fig, layout)
         _LAYOUT_COUNTS["reused"] += 1
         key = None
-    canvas.draw()
+    draw()
     if key is not None:
         _LAYOUT_COUNTS["solved"] += 1
         settled = _settled(fig, renderer)
         if key not in _LAYOUTS and _title_width(fig, renderer) <= settled["matrix_width"]:
             _LAYOUTS[key] = settled
+
+
+def _png(fig: Figure, path, dpi: int) -> None:
+    """Draw ``fig`` once on an Agg canvas at ``dpi`` and write its pixels as PNG.
+
+    The pixels are those ``fig.savefig(path, dpi=dpi, format="png")`` writes.
+    """
+    fig.set_dpi(dpi)
+    canvas = FigureCanvasAgg(fig)
+    _draw_settled(fig, canvas.get_renderer(), dpi, canvas.draw)
     # RGBA with the figure's dpi in the header, as savefig writes it.
     mpimg.imsave(path, np.asarray(canvas.buffer_rgba()), format="png", dpi=dpi)
 
 
-@_plain_text
-def save_figure(fig: Figure, stem: Path, *, svg: bool = False, dpi: int = 100) -> list[Path]:
-    """Write ``stem.png`` (and ``stem.svg`` when ``svg``) and close the figure.
+#: The formats a figure is written in: vector first (the default), PNG on request.
+FIGURE_FORMATS = ("svg", "pdf", "png")
+#: The resolution of a PNG unless asked otherwise (print quality).
+DEFAULT_DPI = 300
 
-    Each file is written under a temporary name and renamed into place
-    (:func:`mueval.files.write_atomic`): a link or FIFO planted at either name is
-    refused, never written through. The PNG is laid out and drawn in one pass
+
+def _check_format(fmt: str, dpi: int) -> None:
+    if fmt not in FIGURE_FORMATS:
+        msg = f"figure format must be one of {', '.join(FIGURE_FORMATS)}, not {fmt!r}"
+        raise ValueError(msg)
+    if not isinstance(dpi, int) or isinstance(dpi, bool) or not 10 <= dpi <= 2400:
+        msg = f"dpi must be a whole number from 10 to 2400, not {dpi!r}"
+        raise ValueError(msg)
+
+
+#: What vector files are drawn at: points (savefig draws SVG and PDF at 72 dpi).
+_VECTOR_DPI = 72
+
+
+def _vector(fig: Figure, path, fmt: str) -> None:
+    """Write ``fig`` as SVG or PDF in one drawing pass: text as text (smaller,
+    selectable), no date and fixed ids (the same figure gives the same bytes).
+
+    The backend prints directly: ``savefig`` would draw the whole figure once
+    without output to lay it out, then again. Constrained layout runs inside
+    the one drawing, and the bytes are those ``savefig`` writes.
+    """
+    fig.set_dpi(_VECTOR_DPI)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    settings = {"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "mueval"}
+
+    def draw() -> None:
+        with matplotlib.rc_context(settings):
+            if fmt == "svg":
+                # Here, not at the top: each vector backend only when its format is written.
+                from matplotlib.backends.backend_svg import FigureCanvasSVG
+
+                FigureCanvasSVG(fig).print_svg(path, metadata={"Date": None})
+            else:
+                # Here, not at the top: the PDF backend, only when a PDF is written.
+                from matplotlib.backends.backend_pdf import FigureCanvasPdf
+
+                FigureCanvasPdf(fig).print_pdf(path, metadata={"CreationDate": None})
+
+    _draw_settled(fig, renderer, ("vector", _VECTOR_DPI), draw)
+
+
+def figure_bytes(fig: Figure, fmt: str = "svg", *, dpi: int = DEFAULT_DPI) -> bytes:
+    """``fig`` as the bytes of an SVG, PDF or PNG file, without writing one.
+
+    The first drawing settles the layout; later ones (:func:`save_figure` after
+    this) reuse it instead of solving constrained layout again.
+    """
+    _check_format(fmt, dpi)
+    buffer = io.BytesIO()
+    with matplotlib.rc_context({"text.parse_math": False}):
+        if fmt == "png":
+            _png(fig, buffer, dpi)
+        else:
+            _vector(fig, buffer, fmt)
+    fig.set_layout_engine("none")
+    return buffer.getvalue()
+
+
+@_plain_text
+def save_figure(fig: Figure, stem: Path, *, fmt: str = "svg", dpi: int = DEFAULT_DPI) -> Path:
+    """Write ``stem.svg`` (or ``.pdf``, ``.png`` at ``dpi``) and close the figure.
+
+    The file is written under a temporary name and renamed into place
+    (:func:`mueval.files.write_atomic`): a link or FIFO planted at the name is
+    refused, never written through. A PNG is laid out and drawn in one pass
     (``savefig`` would lay it out in a pass of its own first, drawing every text
-    twice); the SVG reuses the layout the PNG settled.
+    twice). SVG and PDF keep text as text and carry no date, so the same figure
+    gives the same file.
+
+    Parameters
+    ----------
+    fig : Figure
+    stem : Path
+        The file's path without its suffix.
+    fmt : {"svg", "pdf", "png"}
+    dpi : int, default 300
+        Resolution of a PNG (vector files have none).
 
     Returns
     -------
-    list of Path
-        The PNG, then the SVG if written.
+    Path
+        The file written.
     """
+    _check_format(fmt, dpi)
     stem.parent.mkdir(parents=True, exist_ok=True)
     try:
-        paths = [write_atomic(stem.parent, f"{stem.name}.png", lambda path: _png(fig, path, dpi))]
-        if svg:
-            # The layout is settled by the first drawing; re-solving it for the SVG
-            # only costs time (it is the slowest part of drawing).
-            fig.set_layout_engine("none")
-            # Text as SVG text, not outlines: smaller files, selectable labels, faster.
-            with matplotlib.rc_context({"svg.fonttype": "none"}):
-                paths.append(
-                    write_atomic(
-                        stem.parent,
-                        f"{stem.name}.svg",
-                        lambda path: fig.savefig(path, format="svg"),
-                    )
-                )
+        if fmt == "png":
+            return write_atomic(stem.parent, f"{stem.name}.png", lambda path: _png(fig, path, dpi))
+        return write_atomic(stem.parent, f"{stem.name}.{fmt}", lambda path: _vector(fig, path, fmt))
     finally:
         plt.close(fig)
-    return paths

@@ -1,6 +1,6 @@
 """The folder a report goes into: refused unless empty, new, or an earlier report.
 
-``mueval report`` writes ``report.html``, ``figures/*.png|svg`` and a marker
+``mueval report`` writes ``report.html``, ``figures/*.svg|pdf|png`` and a marker
 (:data:`~mueval.runfolder.format.REPORT_MARKER`), written first so that even an
 interrupted report is recognised as mueval's. Like ``mueval evaluate``, it never
 writes into a folder that holds anything else: a non-empty folder is replaced only
@@ -20,6 +20,9 @@ from mueval.errors import OutputError
 from mueval.runfolder.format import REPORT_FORMAT, REPORT_MARKER
 
 __all__ = ["prepare_report_folder", "real_folder", "remove_stale_figures", "report_folder_problem"]
+
+#: The files of ``figures/`` a report writes (any of its formats, from any earlier report).
+_FIGURE_SUFFIXES = (".svg", ".pdf", ".png")
 
 #: Larger than any marker mueval writes: a bigger one is not read.
 _MARKER_MAX_BYTES = 4096
@@ -52,7 +55,7 @@ def _foreign(folder: Path) -> list[str]:
         if name == "figures" and stat.S_ISDIR(mode):
             for fig in sorted(os.listdir(path)):
                 fig_mode = os.lstat(path / fig).st_mode
-                if not (fig.endswith((".png", ".svg")) and stat.S_ISREG(fig_mode)):
+                if not (fig.endswith(_FIGURE_SUFFIXES) and stat.S_ISREG(fig_mode)):
                     foreign.append(f"figures/{fig} ({describe_kind(fig_mode)})")
             continue
         foreign.append(f"{name} ({describe_kind(mode)})")
@@ -189,7 +192,7 @@ def prepare_report_folder(out: str | Path, *, overwrite: bool = False) -> Path:
 def remove_stale_figures(out: str | Path, written: Iterable[Path]) -> list[str]:
     """Remove the figures of an earlier report that this one did not write again.
 
-    Only regular ``.png``/``.svg`` files in ``out/figures`` are touched (the
+    Only regular ``.svg``, ``.pdf`` and ``.png`` files in ``out/figures`` are touched (the
     folder was checked to hold nothing else); returns the names removed.
     """
     figures = Path(out) / "figures"
@@ -199,7 +202,7 @@ def remove_stale_figures(out: str | Path, written: Iterable[Path]) -> list[str]:
         return removed
     for name in sorted(os.listdir(figures)):
         path = figures / name
-        if name in keep or not name.endswith((".png", ".svg")):
+        if name in keep or not name.endswith(_FIGURE_SUFFIXES):
             continue
         if stat.S_ISREG(os.lstat(path).st_mode):
             path.unlink()

@@ -1,4 +1,4 @@
-"""A self-contained HTML page: escaped text, tables and base64-embedded PNG figures.
+"""A self-contained HTML page: escaped text, tables and base64-embedded figures (SVG or PNG).
 
 Nothing on the page refers to the network. A small inline script records, on the
 ``<body>``, whether every image decoded (``data-images-ok``, ``data-images``) and
@@ -134,14 +134,34 @@ def table_html(
     return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def figure_html(png: Path, *, alt: str, caption: str, svg_name: str | None = None) -> str:
-    """An ``<img>`` with the PNG embedded as base64, and its caption."""
-    data = base64.b64encode(Path(png).read_bytes()).decode("ascii")
-    name = esc(Path(png).name)
-    link = f" (files: {name}, {esc(svg_name)})" if svg_name else f" (file: {name})"
+#: The media type of each figure format the page can embed.
+_MEDIA_TYPES = {".svg": "image/svg+xml", ".png": "image/png"}
+
+
+def figure_html(
+    file: Path, *, alt: str, caption: str, shown: tuple[str, bytes] | None = None
+) -> str:
+    """An ``<img>`` with the figure embedded as base64, and its caption.
+
+    Parameters
+    ----------
+    file : Path
+        The figure's file (SVG or PNG: embedded as it is), named in the caption.
+    shown : (suffix, bytes), optional
+        What to embed instead, for a file no browser shows in an ``<img>`` (a
+        PDF): the same figure as ``(".svg", bytes)`` or ``(".png", bytes)``.
+    """
+    path = Path(file)
+    suffix, content = shown if shown is not None else (path.suffix, path.read_bytes())
+    if suffix not in _MEDIA_TYPES:
+        msg = (
+            f"cannot embed a {suffix} figure in the page; expected one of {', '.join(_MEDIA_TYPES)}"
+        )
+        raise ValueError(msg)
+    data = base64.b64encode(content).decode("ascii")
     return (
-        f'<figure><img alt="{esc(alt)}" src="data:image/png;base64,{data}">'
-        f"<figcaption>{esc(caption)}{link}</figcaption></figure>"
+        f'<figure><img alt="{esc(alt)}" src="data:{_MEDIA_TYPES[suffix]};base64,{data}">'
+        f"<figcaption>{esc(caption)} (file: {esc(path.name)})</figcaption></figure>"
     )
 
 

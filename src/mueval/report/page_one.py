@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 
 from mueval.data.table import natural_key
 from mueval.guarantees.run_warnings import SEVERITIES, by_severity
+from mueval.report.figures import fit_x_labels, outside_legend
 from mueval.report.html import esc
 
 __all__ = [
@@ -233,8 +234,12 @@ def overview_figure(
     target: float,
     slabel: Callable[[str], str],
     clabel: Callable[[str], str],
+    title: str | None = None,
 ) -> Figure:
-    """Pooled coverage with its interval, one marker per classifier, per strategy."""
+    """Pooled coverage with its interval, one marker per classifier, per strategy.
+
+    The legend stands right of the axes (it never covers a point); no title
+    unless ``title`` is given (the page's caption says what it shows)."""
     fig, ax = plt.subplots(figsize=(7.0, 3.2), layout="constrained")
     width = 0.8 / max(len(classifiers), 1)
     for j, c in enumerate(classifiers):
@@ -245,9 +250,12 @@ def overview_figure(
         ax.errorbar(x, cov, yerr=err, fmt="o", capsize=3, label=clabel(c))
     ax.axhline(target, color="crimson", linestyle="--", linewidth=1, label="target")
     ax.set_xticks(np.arange(len(strategies)), [slabel(s) for s in strategies])
+    fit_x_labels(ax)
+    ax.set_xlabel("strategy")
     ax.set_ylabel("pooled coverage")
-    ax.legend(fontsize="small", ncol=min(len(classifiers) + 1, 5), loc="lower right")
-    ax.set_title("Pooled coverage with 95 % intervals")
+    outside_legend(ax, fontsize="small", title="classifier")
+    if title:
+        ax.set_title(title)
     return fig
 
 
@@ -256,7 +264,7 @@ def strategy_users_figure(
     classifiers: Sequence[str],
     *,
     target: float,
-    title: str,
+    title: str | None = None,
     label: Callable[[str], str],
 ) -> Figure:
     """Each user's coverage with its interval, one series per classifier.
@@ -283,6 +291,7 @@ def strategy_users_figure(
     ax.set_xticks(range(0, len(users), step), [str(u) for u in users[::step]], rotation=90)
     ax.set_xlabel("user (circled: below target by the exact per-user test)")
     ax.set_ylabel("coverage")
-    ax.set_title(title)
-    ax.legend(fontsize="small", ncol=min(len(classifiers), 4), loc="lower left")
+    if title:
+        ax.set_title(title)
+    outside_legend(ax, fontsize="small", title="classifier")
     return fig

@@ -36,6 +36,7 @@ __all__ = [
     "column_normalise",
     "comembership_rate",
     "confusion_matrix_colnorm",
+    "confusion_matrix_rows",
     "cooccurrence_matrix",
     "coverage_confusion",
     "inclusion_rate",
@@ -123,6 +124,25 @@ def confusion_matrix_colnorm(
     if zero_diagonal:
         np.fill_diagonal(counts, 0.0)
     return column_normalise(counts)
+
+
+def confusion_matrix_rows(
+    y_true: np.ndarray, y_pred: np.ndarray, n_classes: int, *, zero_diagonal: bool = False
+) -> np.ndarray:
+    """Row-normalised confusion matrix, rows true and columns predicted.
+
+    The orientation of every class-by-class matrix of the report (soft and
+    coverage confusion too): the true class down the rows. The study's
+    column-normalised matrix (:func:`confusion_matrix_colnorm`), transposed.
+
+    Returns
+    -------
+    ndarray of float, shape (K, K)
+        ``M[t, p]`` = share of rows with true class ``t`` predicted as ``p``; each
+        row sums to 1; NaN rows for true classes with no row (or, with
+        ``zero_diagonal``, no error).
+    """
+    return confusion_matrix_colnorm(y_true, y_pred, n_classes, zero_diagonal=zero_diagonal).T
 
 
 def inclusion_rate(sets: np.ndarray) -> np.ndarray:

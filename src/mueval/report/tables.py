@@ -19,6 +19,7 @@ from mueval.names import (
 
 __all__ = [
     "PERCENT_METRICS",
+    "cell_texts",
     "format_cell",
     "format_diagnostic_cell",
     "format_table",
@@ -49,6 +50,39 @@ def format_cell(mean: float, sd: float, percent: bool) -> str:
 SCIENTIFIC_METRICS: frozenset[str] = frozenset({"hsic_size_coverage", "ert"})
 
 
+def cell_texts(metric: str, mean: float, sd: float, diagnostic: bool = False) -> tuple[str, str]:
+    """The mean and the SD of one cell as :func:`format_table` prints them, apart.
+
+    The one place that says how a cell is rounded and scaled, so that the paper
+    tables of :mod:`mueval.report.paper` print the terminal's very numbers.
+
+    Parameters
+    ----------
+    metric : str
+        The metric's name: a percent metric is scaled by 100, a tiny diagnostic
+        (:data:`SCIENTIFIC_METRICS`) printed in scientific notation.
+    mean, sd : float
+        Fractions (NaN prints as ``nan``).
+    diagnostic : bool, default False
+        The row is a diagnostic (printed below the study's rows).
+
+    Returns
+    -------
+    mean, sd : str
+
+    Examples
+    --------
+    >>> cell_texts("coverage", 0.953649, 0.01058)
+    ('95.36', '1.06')
+    >>> cell_texts("hsic_size_coverage", 0.00123, 0.0004, diagnostic=True)
+    ('1.2e-03', '4.0e-04')
+    """
+    if diagnostic and metric in SCIENTIFIC_METRICS:
+        return f"{mean:.1e}", f"{sd:.1e}"
+    factor = 100.0 if (metric in PERCENT_METRICS and not diagnostic) else 1.0
+    return f"{mean * factor:.2f}", f"{sd * factor:.2f}"
+
+
 def format_diagnostic_cell(metric: str, mean: float, sd: float) -> str:
     """``mean±sd`` of a diagnostic: two decimals, or ``1.2e-03±4.0e-04`` for tiny ones.
 
@@ -63,9 +97,7 @@ def format_diagnostic_cell(metric: str, mean: float, sd: float) -> str:
     -------
     str
     """
-    if metric in SCIENTIFIC_METRICS:
-        return f"{mean:.1e}±{sd:.1e}"
-    return format_cell(mean, sd, percent=False)
+    return "±".join(cell_texts(metric, mean, sd, diagnostic=True))
 
 
 def format_table(
@@ -129,10 +161,8 @@ def format_table(
 def _cells(part: pd.DataFrame, diagnostics: Sequence[str]) -> dict[tuple[str, str], str]:
     """(metric, classifier) -> the printed ``mean±sd`` of one strategy's summary rows."""
     return {
-        (row.metric, row.classifier): (
-            format_diagnostic_cell(row.metric, row.mean, row.sd)
-            if row.metric in diagnostics
-            else format_cell(row.mean, row.sd, row.metric in PERCENT_METRICS)
+        (row.metric, row.classifier): "±".join(
+            cell_texts(row.metric, row.mean, row.sd, row.metric in diagnostics)
         )
         for row in part.itertuples()
     }

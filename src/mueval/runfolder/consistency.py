@@ -43,6 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mudata.display import shown
+from mueval.data.table import SCORES_ENV, max_score_cells
 from mueval.data.users import user_texts
 from mueval.guarantees.validity import benjamini_hochberg
 from mueval.names import CLASSIFIERS, FULL_DIAGNOSTICS, STRATEGIES
@@ -512,11 +513,65 @@ def check_consistency(run: RunFolder, predictions: pa.Table) -> None:
         Naming the file, the row or group, the field, the stored value and the
         value it contradicts.
     """
+    _check_counts(run)
     _check_codes(run)
     _check_rows(run, predictions)
     _check_splits(run)
     _check_class_cells(run)
     _check_summary(run)
+
+
+#: The row counts of splits.parquet, in the order a split's rows are drawn.
+_COUNTS = ("n_train", "n_cal", "n_test")
+
+
+def _check_counts(run: RunFolder) -> None:
+    """Row counts bounded by the rows they describe, before anything is sized by them.
+
+    The per-user verdicts allocate arrays of ``n_cal`` values: a splits file
+    saying 200 million would ask for gigabytes. A run's table held at most
+    :func:`~mueval.data.table.max_score_cells` rows x classes (``mueval
+    evaluate`` refuses more), so ``dataset.n_rows`` is bounded by it; each
+    split's training, calibration and test rows are disjoint rows of that
+    table, so they add up to at most ``n_rows``; and its test rows are rows
+    of ``predictions.parquet``.
+    """
+    cells = max_score_cells()
+    limit = cells // max(2, len(run.classes))
+    declared = run.run["dataset"].get("n_rows")
+    if declared is not None and declared > limit:
+        msg = (
+            f"{run.path / 'run.json'}: dataset.n_rows is {int(declared):,}; with "
+            f"{len(run.classes):,} classes a run holds at most {limit:,} rows "
+            f"({cells:,} rows x classes; ${SCORES_ENV} sets another cap)"
+        )
+        raise RunFolderError(msg)
+    bound = limit if declared is None else int(declared)
+    path = run.path / "splits.parquet"
+    present = [c for c in _COUNTS if c in run.splits.columns]
+    _numeric(path, run.splits, present)
+    counts = {c: pd.to_numeric(run.splits[c]).to_numpy(dtype=float) for c in present}
+    for column, values in counts.items():
+        bad = np.flatnonzero(np.isfinite(values) & ((values < 0) | (values != np.round(values))))
+        if bad.size:
+            i = int(bad[0])
+            msg = f"{path}: row {i}: {column} is {float(values[i])!r}; expected a whole number >= 0"
+            raise RunFolderError(msg)
+    total = np.nansum(np.vstack(list(counts.values())), axis=0) if counts else np.zeros(0)
+    i = _first(total > bound)
+    if i is not None:
+        given = ", ".join(f"{c} {counts[c][i]:,.0f}" for c in present)
+        what = f"dataset.n_rows {bound:,}" if declared is not None else f"the {bound:,} a run holds"
+        msg = f"{path}: row {i}: {given} add up to more than {what}"
+        raise RunFolderError(msg)
+    if "n_test" in counts:
+        i = _first(counts["n_test"] > len(run.predictions))
+        if i is not None:
+            msg = (
+                f"{path}: row {i}: n_test is {counts['n_test'][i]:,.0f}, more than the "
+                f"{len(run.predictions):,} rows of predictions.parquet"
+            )
+            raise RunFolderError(msg)
 
 
 def _check_class_cells(run: RunFolder) -> None:

@@ -39,7 +39,6 @@ from mueval.runfolder.format import (
     SPLITS_COLUMNS,
     SUMMARY_COLUMNS,
 )
-from mueval.runfolder.guarantees import load_guarantees
 from mueval.runfolder.records import RunFolder, RunFolderError, open_run_file
 
 __all__ = ["read_run_csv", "read_run_folder"]
@@ -271,7 +270,7 @@ def _to_pandas(root: Path, name: str, table: pa.Table) -> pd.DataFrame:
         raise RunFolderError(msg) from exc
 
 
-def read_run_folder(path: str | Path) -> RunFolder:
+def read_run_folder(path: str | Path, *, guarantees: bool = True) -> RunFolder:
     """Read and check a run folder.
 
     Every file must be a regular file (a FIFO or device is refused, never opened
@@ -282,6 +281,14 @@ def read_run_folder(path: str | Path) -> RunFolder:
     Parameters
     ----------
     path : str or Path
+    guarantees : bool, default True
+        Also read the per-user guarantees (``user_coverage.csv``,
+        ``coverage_summary.csv``, the conditional coverage, the validity tests,
+        ``run.json``'s warnings), each checked against the predictions it is
+        recomputed from. False leaves them out (``None``), neither read nor
+        checked: for readers of the summary, splits and predictions alone
+        (``mueval compare``'s tests, ``mueval table``), to which they are most
+        of the reading time.
 
     Returns
     -------
@@ -324,7 +331,13 @@ def read_run_folder(path: str | Path) -> RunFolder:
         root, run, list(run["classes"]), summary, splits, predictions, diagnostics
     )
     check_consistency(run_folder, arrow_predictions)
+    if not guarantees:
+        return run_folder
     # After the consistency checks: the guarantees are computed from the rows.
+    # Here, not at the top: their modules (scikit-learn's among them) load only
+    # for the readers that need them.
+    from mueval.runfolder.guarantees import load_guarantees
+
     found = load_guarantees(root, run, predictions, splits)
     run_folder.user_coverage = found.user_coverage
     run_folder.coverage_summary = found.coverage_summary

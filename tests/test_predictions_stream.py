@@ -208,9 +208,6 @@ def test_a_failing_run_leaves_no_file(tmp_path, monkeypatch, jobs) -> None:
             strategies=["mm", "udm"],
             classifiers=["nb"],
             iterations=1,
-            # One worker, so that every other split is streamed before the last
-            # user's fails (with several, the failure may come first).
-            jobs=1,
             progress=False,
             jobs=jobs,
         )

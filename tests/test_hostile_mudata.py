@@ -1606,7 +1606,9 @@ def test_the_spool_folder_is_private_and_gone_after_an_interrupt_mid_stream(
     import signal
     import threading
 
-    (tmp_path / "big.csv.gz").write_bytes(_gzip(bytes(300 * 2**20)))  # 300 KB, 300 MiB out
+    # Four gzip members of 300 MiB each (1.2 MB in all): on a loaded machine the
+    # watcher thread may be scheduled late, and one member was spooled whole first.
+    (tmp_path / "big.csv.gz").write_bytes(_gzip(bytes(300 * 2**20)) * 4)
     spool = tmp_path / "spool"
     spool.mkdir()
     sources = Sources([tmp_path], max_expansion=float("inf"), spool_dir=spool)

@@ -150,8 +150,12 @@ def check_shippable(models: Sequence[UserModel], where: str) -> None:
     UsageError
         Naming the model and what the pickler said.
     """
-    # Here, not at the top: only runs in worker processes need cloudpickle.
-    from joblib.externals import cloudpickle
+    # Here, not at the top: only runs in worker processes need cloudpickle
+    # (joblib's own copy, or the package where joblib is installed without it).
+    try:
+        from joblib.externals import cloudpickle
+    except ImportError:
+        import cloudpickle
 
     for model in models:
         try:

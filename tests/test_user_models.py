@@ -299,3 +299,57 @@ def test_a_folder_with_a_classifier_name_unsafe_for_a_file_is_refused(tmp_path: 
     summary.to_csv(path / "summary.csv", index=False)
     with pytest.raises(RunFolderError, match="nor a model's name"):
         mueval.Run.load(path)
+
+
+_CONFIG = """
+[logreg]
+path = "sklearn.linear_model:LogisticRegression"
+params = { C = 0.5, max_iter = 500 }
+scale = "minmax"
+
+[forest]
+path = "sklearn.ensemble:RandomForestClassifier"
+params = { n_estimators = 10 }
+"""
+
+
+def test_a_classifier_config_file_names_several_models(tmp_path: Path) -> None:
+    config, csv, out = tmp_path / "models.toml", tmp_path / "data.csv", tmp_path / "run"
+    config.write_text(_CONFIG, encoding="utf-8")
+    _frame().to_csv(csv, index=False)
+    args = ["evaluate", "--data", str(csv), "-s", "mm", "--classifier-config", str(config)]
+    args += ["-c", "nb", "--iterations", "1", "--jobs", "1", "--out", str(out), "--no-progress"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    models = json.loads((out / "run.json").read_text(encoding="utf-8"))["models"]
+    found = {m["name"]: (m["scaling"], m["params"]) for m in models}
+    assert list(found) == ["nb", "forest", "logreg"]
+    assert found["logreg"][0] == "minmax" and found["logreg"][1]["C"] == 0.5
+    assert found["logreg"][1]["max_iter"] == 500
+    assert found["forest"][0] == "none" and found["forest"][1]["n_estimators"] == 10
+    # Without -c, the file's models alone.
+    alone = CliRunner().invoke(main, [*args[:7], "--iterations", "1", "--jobs", "1"])
+    assert alone.exit_code == 0, alone.output
+    assert "Naive Bayes" not in alone.output and "logreg" in alone.output
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("x = 1\n", "'x' is a int; expected a table [x]"),
+        ("[x]\npath = 3\n", 'expected path = "module:attribute", found 3'),
+        ('[x]\npath = "sklearn.svm:SVC"\n', "classifier 'x' (sklearn.svm"),
+        ('[x]\npath = "sklearn.svm:SVC"\nseed = 1\n', "unknown keys ['seed']"),
+        ('[x]\npath = "sklearn.naive_bayes:GaussianNB"\nscale = "z"\n', "unknown scale 'z'"),
+        ("[x\n", "not TOML"),
+    ],
+)
+def test_a_bad_classifier_config_exits_2_naming_it(
+    text: str, expected: str, tmp_path: Path
+) -> None:
+    config = tmp_path / "models.toml"
+    config.write_text(text, encoding="utf-8")
+    args = ["evaluate", "--dataset", "demo", "--classifier-config", str(config)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert expected in " ".join(result.output.split())

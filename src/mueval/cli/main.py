@@ -110,7 +110,7 @@ def evaluate(
     from mueval.data.table import load_data
 
     # Here, not at the top: scikit-learn, for the user's models.
-    from mueval.evaluation.estimators import user_models
+    from mueval.evaluation.estimators import read_model_config, user_models
     from mueval.evaluation.records import EvalConfig
     from mueval.guarantees.run_warnings import warnings_summary
     from mueval.runfolder import check_target
@@ -124,10 +124,14 @@ def evaluate(
         "models",
     }
     params = parse_params(options.pop("classifier_params"))
+    config_file = options.pop("classifier_config")
     try:
-        names, models = user_models(
-            classifiers or ("all",), params=params, scale=options.pop("scale")
-        )
+        named = [] if config_file is None else [read_model_config(config_file)]
+    except UsageError as exc:
+        raise click.BadParameter(str(exc), param_hint="--classifier-config") from exc
+    try:
+        given = [*(classifiers or ([] if named else ["all"])), *named]
+        names, models = user_models(given, params=params, scale=options.pop("scale"))
     except UsageError as exc:
         raise click.BadParameter(str(exc), param_hint="--classifier") from exc
     config = EvalConfig(

@@ -160,6 +160,14 @@ evaluate_options = stack(
         'solver="lbfgs", class_weight="balanced".',
     ),
     click.option(
+        "--classifier-config",
+        "classifier_config",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help="A TOML file of named models, one table each: [NAME] with path = "
+        '"module:attribute", optional params = { C = 0.5 } and scale = "minmax". '
+        "They are evaluated beside -c's (the built-ins only when -c names them).",
+    ),
+    click.option(
         "--scale",
         type=click.Choice(("none", "minmax")),
         default="none",

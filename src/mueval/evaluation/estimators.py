@@ -41,6 +41,7 @@ __all__ = [
     "check_shippable",
     "estimator_record",
     "load_import_path",
+    "read_model_config",
     "seeded_clone",
     "user_models",
 ]
@@ -299,9 +300,13 @@ def user_models(
         Built-in codes (comma lists and ``all`` allowed), import paths
         ``module:attribute`` (or ``name=module:attribute``), estimator
         instances or Pipelines, a sequence mixing them, or a dict of name ->
-        estimator, import path or code.
+        estimator, import path, code or entry ``{"path": "module:attribute",
+        "params": {...}, "scale": "minmax"}`` (a table of
+        :func:`read_model_config`; its ``params`` are its own, its ``scale``
+        overrides ``scale``).
     params : mapping, optional
-        Keyword arguments of every import-path model (``--classifier-param``).
+        Keyword arguments of every import-path model given as text
+        (``--classifier-param``), not of the entries.
     scale : {"none", "minmax"}
         Whether the user's models get the protocol's min-max scaling first.
 
@@ -323,18 +328,30 @@ def user_models(
         raise UsageError(message)
     params = dict(params or {})
     minmax = scale == "minmax"
-    items: list[tuple[str | None, Any]]
-    if isinstance(classifiers, Mapping):
-        items = [(str(k), v) for k, v in classifiers.items()]
-    elif isinstance(classifiers, str) or hasattr(classifiers, "fit"):
-        items = [(None, classifiers)]
-    else:
-        items = [(None, v) for v in classifiers]
+    if isinstance(classifiers, (Mapping, str)) or hasattr(classifiers, "fit"):
+        classifiers = [classifiers]
+    items: list[tuple[str | None, Any]] = []
+    for value in classifiers:
+        if isinstance(value, Mapping):
+            items.extend((str(k), v) for k, v in value.items())
+        else:
+            items.append((None, value))
     codes: list[str] = []
     taken = {c.casefold() for c in CLASSIFIERS}
     models: list[UserModel] = []
     used_params = False
     for name, value in items:
+        if isinstance(value, Mapping):
+            estimator, own_scale, path = _from_entry(name, value)
+            _add(
+                models,
+                taken,
+                name,
+                estimator,
+                scale=minmax if own_scale is None else own_scale,
+                source=path,
+            )
+            continue
         if not isinstance(value, str):
             _add(models, taken, name, value, scale=minmax, source="python")
             continue
@@ -366,6 +383,73 @@ def user_models(
     builtins = parse_classifiers(codes) if codes else []
     names = sorted([*builtins, *(m.name for m in models)], key=classifier_rank)
     return tuple(names), tuple(models)
+
+
+#: The keys of one model's entry (a table of ``--classifier-config``).
+ENTRY_KEYS: tuple[str, ...] = ("path", "params", "scale")
+
+
+def _from_entry(name: str | None, entry: Mapping[str, Any]) -> tuple[Any, bool | None, str]:
+    """The estimator, the scaling (None: the run's) and the path of one entry
+    ``{"path": "module:attribute", "params": {...}, "scale": "minmax"}``."""
+    what = f"classifier {name!r}"
+    unknown = sorted(set(entry) - set(ENTRY_KEYS))
+    if unknown:
+        message = f"{what}: unknown keys {unknown}; an entry holds {', '.join(ENTRY_KEYS)}"
+        raise UsageError(message)
+    path = entry.get("path")
+    if not isinstance(path, str) or not path.strip():
+        message = f'{what}: expected path = "module:attribute", found {path!r}'
+        raise UsageError(message[:300])
+    own = entry.get("params", {})
+    if not isinstance(own, Mapping) or not all(isinstance(k, str) for k in own):
+        message = f"{what}: expected params as a table of NAME = VALUE, found {own!r}"
+        raise UsageError(message[:300])
+    scale = entry.get("scale")
+    if scale is not None and scale not in SCALINGS:
+        message = f"{what}: unknown scale {scale!r}; valid: {', '.join(SCALINGS)}"
+        raise UsageError(message)
+    return _from_path(path.strip(), dict(own)), None if scale is None else scale == "minmax", path
+
+
+def read_model_config(path: Any) -> dict[str, dict[str, Any]]:
+    """The named models of a TOML file: one table per model.
+
+    ::
+
+        [logreg]
+        path = "sklearn.linear_model:LogisticRegression"
+        params = { C = 0.5, max_iter = 500 }
+        scale = "minmax"          # optional; else the run's --scale
+
+    Raises
+    ------
+    UsageError
+        The file cannot be read, is no TOML, or holds something else than tables.
+    """
+    # Here, not at the top: only --classifier-config reads TOML.
+    import tomllib
+
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as exc:
+        message = f"classifier config {path}: cannot read it: {exc.strerror or exc}"
+        raise UsageError(message) from exc
+    except tomllib.TOMLDecodeError as exc:
+        message = f"classifier config {path}: not TOML: {exc}"
+        raise UsageError(message) from exc
+    if not data:
+        message = f"classifier config {path}: expected one [NAME] table per model, found none"
+        raise UsageError(message)
+    for name, entry in data.items():
+        if not isinstance(entry, dict):
+            message = (
+                f"classifier config {path}: {name!r} is a {type(entry).__name__}; expected "
+                f'a table [{name}] with path = "module:attribute"'
+            )
+            raise UsageError(message)
+    return data
 
 
 def _builtin_codes(part: str) -> list[str]:

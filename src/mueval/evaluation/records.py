@@ -411,7 +411,8 @@ class EvalResult:
 
     @property
     def key(self) -> tuple:
-        """(strategy order, classifier order, iteration, user in natural order)."""
+        """(strategy order, classifier order (:func:`~mueval.names.classifier_rank`),
+        iteration, user in natural order)."""
         return (
             STRATEGIES.index(self.strategy),
             classifier_rank(self.classifier),

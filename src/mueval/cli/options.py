@@ -114,7 +114,8 @@ def classifier_option(default: str) -> Callable[[F], F]:
         "--classifier",
         "-c",
         "classifiers",
-        help=f"Classifiers; repeat or comma list: {', '.join(CLASSIFIERS)} or all. "
+        help=f"Classifiers; repeat or comma list: {', '.join(CLASSIFIERS)}, all, or the "
+        "name of a model of your own in the run. "
         f"[default: {default}; mueval curve takes one, rf by default]",
     )
 

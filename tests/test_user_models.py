@@ -224,6 +224,8 @@ def test_a_model_without_predict_proba_is_refused_before_any_task() -> None:
         _evaluate({"margin": make_pipeline(StandardScaler(), SVC())})
     with pytest.raises(UsageError, match="no fit"):
         _evaluate([object()])
+    with pytest.raises(UsageError, match=r"is a class; give an instance, e.g. GaussianNB\(\)"):
+        _evaluate({"nb_class": GaussianNB})
 
 
 def test_a_model_no_pickler_can_send_is_refused_with_workers_only() -> None:

@@ -228,6 +228,12 @@ def _from_path(path: str, params: Mapping[str, Any]) -> Any:
 
 def _check_estimator(name: str, estimator: Any) -> None:
     """A classifier the evaluation can fit, clone and ask for probabilities."""
+    if isinstance(estimator, type):
+        message = (
+            f"classifier {name!r}: {estimator.__module__}.{estimator.__qualname__} is a "
+            f"class; give an instance, e.g. {estimator.__name__}()"
+        )
+        raise UsageError(message)
     what = f"classifier {name!r} ({_class_path(estimator)})"
     for method in ("fit", "predict", "get_params"):
         if not callable(getattr(estimator, method, None)):
@@ -269,6 +275,8 @@ def _add(
     scale: bool,
     source: str,
 ) -> None:
+    if isinstance(estimator, type):
+        _check_estimator(name or estimator.__name__, estimator)  # a class: refused
     if name is None:
         base = re.sub(r"[^A-Za-z0-9_-]", "_", type(estimator).__name__)[:40] or "model"
         name = _unique(base if base[0].isalpha() else f"m{base}", taken)

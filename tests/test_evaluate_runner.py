@@ -71,7 +71,7 @@ def test_results_identical_for_jobs_1_and_2(table) -> None:
         assert np.array_equal(a.sets, b.sets) and np.array_equal(a.proba, b.proba)
     # Sorted by (strategy, classifier, iteration, user), whatever order tasks ended in.
     keys = [r.key for r in out_two.results]
-    assert keys == sorted(keys) and keys[0] == (0, 0, 1, ())
+    assert keys == sorted(keys) and keys[0] == (0, (0, ""), 1, ())
 
 
 def test_results_identical_on_a_dask_cluster(table) -> None:

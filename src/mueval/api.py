@@ -35,6 +35,8 @@ from mueval.data.cohorts import RowCohorts, resolve_cohorts
 from mueval.data.table import Table, load_data, natural_key
 from mueval.data.users import user_text
 from mueval.evaluation.aggregate import splits_frame, summary_frame, user_dtype
+from mueval.evaluation.estimators import user_models
+from mueval.evaluation.models import model_records
 from mueval.evaluation.records import EvalConfig
 from mueval.evaluation.runner import run, stage_timings
 from mueval.evaluation.stages import StageProgress
@@ -313,6 +315,7 @@ def _evaluate(
         "dataset": table.info,
         "classes": list(table.classes),
         "config": recorded,
+        "models": model_records(config.classifiers, config.user_models),
         "versions": _versions(),
         "skipped": output.notes,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -398,7 +401,9 @@ def evaluate(
     data: str | Path | pd.DataFrame,
     *,
     strategies: Sequence[str] | str = ("mm", "udm", "uim", "ucm"),
-    classifiers: Sequence[str] | str = ("nb", "rf", "svm", "knn"),
+    classifiers: Any = ("nb", "rf", "svm", "knn"),
+    classifier_params: dict[str, Any] | None = None,
+    scale: str = "none",
     alpha: float = 0.05,
     iterations: int = 20,
     seed_base: int = 100,
@@ -426,9 +431,9 @@ def evaluate(
     label_col: str = "label",
     **source: Any,
 ) -> Run:
-    """Evaluate the four classifiers under the multi-user strategies with split
-    conformal prediction. The defaults are the reference protocol
-    (``docs/protocol.md``).
+    """Evaluate classifiers (the four built-ins, or models of your own) under the
+    multi-user strategies with split conformal prediction. The defaults are the
+    reference protocol (``docs/protocol.md``).
 
     Parameters
     ----------
@@ -438,8 +443,19 @@ def evaluate(
     strategies : sequence of str or str
         Codes ``mm``, ``udm``, ``uim``, ``ucm``, ``uam``, ``uxc``, aliases, comma lists or
         ``"all"``.
-    classifiers : sequence of str or str
-        ``nb``, ``rf``, ``svm``, ``knn`` or ``"all"``.
+    classifiers : str, estimator, sequence or dict
+        Built-in codes ``nb``, ``rf``, ``svm``, ``knn`` or ``"all"``; import
+        paths ``"module:attribute"`` (a classifier class or factory); unfitted
+        scikit-learn estimators or Pipelines with ``predict_proba``; a list
+        mixing them; or a dict of name -> any of these. A model of your own is
+        named by its dict key or its class name (``-2``, ``-3`` ... when taken).
+        Each split fits a :func:`sklearn.base.clone` of it with every
+        ``*random_state`` parameter (nested ones too) set to the iteration's seed.
+    classifier_params : dict, optional
+        Keyword arguments of the import-path models (``--classifier-param``).
+    scale : {"none", "minmax"}
+        Your own models: the protocol's min-max scaling first, or none (the
+        default: your Pipeline decides). The built-ins are always scaled.
     alpha : float
         Miscoverage level (0.05 = 95 % confidence).
     iterations, seed_base : int
@@ -531,9 +547,11 @@ def evaluate(
     >>> row[["strategy", "classifier", "n"]].to_dict("records")
     [{'strategy': 'mm', 'classifier': 'nb', 'n': 2}]
     """
+    names, models = user_models(classifiers, params=classifier_params, scale=scale)
     config = EvalConfig(
         strategies=tuple(parse_strategies(_as_list(strategies))),
-        classifiers=tuple(parse_classifiers(_as_list(classifiers))),
+        classifiers=names,
+        models=models,
         alpha=alpha,
         iterations=iterations,
         seed_base=seed_base,
@@ -630,11 +648,14 @@ def compare(
         The runs evaluate different datasets, or hold nothing to compare.
     """
     folders = [r.folder() if isinstance(r, Run) else read_run_folder(r) for r in runs]
+    present = {c for f in folders for c in pd.unique(f.splits["classifier"])}
     return compare_runs(
         folders,
         metric=metric,
         strategies=None if strategies is None else parse_strategies(_as_list(strategies)),
-        classifiers=None if classifiers is None else parse_classifiers(_as_list(classifiers)),
+        classifiers=None
+        if classifiers is None
+        else parse_classifiers(_as_list(classifiers), extra=present),
         all_pairs=all_pairs,
         adjust=adjust,
     ).table

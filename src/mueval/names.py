@@ -6,7 +6,8 @@ and the report import them from here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 
 from mueval.errors import UsageError
 
@@ -52,6 +53,45 @@ CLASSIFIER_NAMES: dict[str, str] = {
     "svm": "SVM",
     "knn": "KNN",
 }
+
+#: What a model of the user's may be called: the report builds file names from it.
+MODEL_NAME_RULE = (
+    "a name of 1 to 48 letters, digits, '_' or '-', starting with a letter (and no built-in code)"
+)
+_MODEL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,47}")
+
+
+def is_model_name(value: object) -> bool:
+    """Whether ``value`` can name a classifier: a built-in code or a user model's name
+    (:data:`MODEL_NAME_RULE`; safe in a file name)."""
+    return isinstance(value, str) and (
+        value in CLASSIFIERS or _MODEL_NAME.fullmatch(value) is not None
+    )
+
+
+def classifier_rank(code: str) -> tuple[int, str]:
+    """Sort key of a classifier in every table: the built-ins in :data:`CLASSIFIERS`'
+    order, then the user's models by name.
+
+    Examples
+    --------
+    >>> sorted(["LogReg", "knn", "nb"], key=classifier_rank)
+    ['nb', 'knn', 'LogReg']
+    """
+    if code in CLASSIFIERS:
+        return CLASSIFIERS.index(code), ""
+    return len(CLASSIFIERS), str(code)
+
+
+def ordered_classifiers(codes: Iterable[str]) -> list[str]:
+    """Unique ``codes`` in table order (:func:`classifier_rank`)."""
+    return sorted(set(codes), key=classifier_rank)
+
+
+def classifier_name(code: str) -> str:
+    """Display name: the built-ins' of :data:`CLASSIFIER_NAMES`, a user model's own."""
+    return CLASSIFIER_NAMES.get(code, code)
+
 
 #: Non-conformal metrics, in table order (fractions).
 CLASSIC_METRICS: tuple[str, ...] = (
@@ -210,22 +250,33 @@ def parse_strategies(values: Sequence[str]) -> list[str]:
     return _parse_codes(values, STRATEGIES, "strategy", STRATEGY_ALIASES)
 
 
-def parse_classifiers(values: Sequence[str]) -> list[str]:
+def parse_classifiers(values: Sequence[str], extra: Iterable[str] = ()) -> list[str]:
     """Expand classifier codes (``all`` included, comma lists allowed), in table order.
 
     Parameters
     ----------
     values : sequence of str
         Codes as given on the command line, e.g. ``["nb,rf", "knn"]`` or ``["all"]``.
+    extra : iterable of str
+        The names of user models also accepted (those of a run folder), exactly
+        as spelled; ``all`` still means the four built-ins.
 
     Returns
     -------
     list of str
-        Unique codes, ordered as :data:`CLASSIFIERS`.
+        Unique codes, in table order (:func:`classifier_rank`).
 
     Examples
     --------
     >>> parse_classifiers(["knn", "nb"])
     ['nb', 'knn']
     """
-    return _parse_codes(values, CLASSIFIERS, "classifier", {})
+    extra = [e for e in extra if e not in CLASSIFIERS]
+    if not extra:
+        return _parse_codes(values, CLASSIFIERS, "classifier", {})
+    own = set(extra)
+    parts = [p.strip() for v in values for p in str(v).split(",")]
+    builtins = [p for p in parts if p and p not in own]
+    named = [p for p in parts if p in own]
+    codes = _parse_codes(builtins, CLASSIFIERS, "classifier", {}) if builtins or not named else []
+    return ordered_classifiers([*codes, *named])

@@ -27,7 +27,8 @@ from mudata.cli_options import (
 from mudata.display import plain
 from mueval.cli.base import LazyGroup
 from mueval.cli.options import evaluate_options
-from mueval.names import parse_classifiers, parse_strategies
+from mueval.errors import UsageError
+from mueval.names import parse_strategies
 from mueval.version import __version__
 
 #: ``evaluate --strict``'s exit code when the run has an error-severity warning.
@@ -107,6 +108,9 @@ def evaluate(
     # Here, not at the top: pandas and scikit-learn, which `mueval --help` does without.
     from mueval.api import evaluate_table
     from mueval.data.table import load_data
+
+    # Here, not at the top: scikit-learn, for the user's models.
+    from mueval.evaluation.estimators import read_model_config, user_models
     from mueval.evaluation.records import EvalConfig
     from mueval.guarantees.run_warnings import warnings_summary
     from mueval.runfolder import check_target
@@ -114,10 +118,26 @@ def evaluate(
     # Every option of the same name as an EvalConfig field is that field; the
     # dataset-source options go to mudata; the rest say where the tasks run.
     source = {key: options.pop(key) for key in SOURCE_OPTIONS}
-    fields = {f.name for f in dataclasses.fields(EvalConfig)} - {"strategies", "classifiers"}
+    fields = {f.name for f in dataclasses.fields(EvalConfig)} - {
+        "strategies",
+        "classifiers",
+        "models",
+    }
+    params = parse_params(options.pop("classifier_params"))
+    config_file = options.pop("classifier_config")
+    try:
+        named = [] if config_file is None else [read_model_config(config_file)]
+    except UsageError as exc:
+        raise click.BadParameter(str(exc), param_hint="--classifier-config") from exc
+    try:
+        given = [*(classifiers or ([] if named else ["all"])), *named]
+        names, models = user_models(given, params=params, scale=options.pop("scale"))
+    except UsageError as exc:
+        raise click.BadParameter(str(exc), param_hint="--classifier") from exc
     config = EvalConfig(
         strategies=tuple(parse_strategies(strategies or ("mm,udm,uim,ucm",))),
-        classifiers=tuple(parse_classifiers(classifiers or ("all",))),
+        classifiers=names,
+        models=models,
         **{key: options.pop(key) for key in fields},
     )
     if out is not None:
@@ -153,6 +173,7 @@ def evaluate(
 
         click.echo(paper_csv(paper_tables(result.summary, rows="all")), nl=False)
     elif aside:
+        # Here, not at the top: the report's table modules, only for markdown.
         from mueval.report.tables import table_rows
 
         click.echo(render_table(*table_rows(result.summary), table_format))
@@ -173,6 +194,33 @@ def evaluate(
         click.echo(printable(line), err=True)
     if strict and any(w["severity"] == "error" for w in result.warnings):
         sys.exit(STRICT_EXIT)
+
+
+def parse_params(items: tuple[str, ...]) -> dict[str, Any]:
+    """``--classifier-param NAME=VALUE`` items as keyword arguments; each VALUE is a
+    TOML literal (``0.5``, ``500``, ``"lbfgs"``, ``true``, ``[1, 2]``)."""
+    # Here, not at the top: only --classifier-param reads TOML.
+    import tomllib
+
+    out: dict[str, Any] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name.isidentifier():
+            message = f'{item!r}: expected NAME=VALUE, e.g. C=0.5 or solver="lbfgs"'
+            raise click.BadParameter(message, param_hint="--classifier-param")
+        if name in out:
+            message = f"{name} given twice"
+            raise click.BadParameter(message, param_hint="--classifier-param")
+        try:
+            out[name] = tomllib.loads(f"v = {value.strip()}")["v"]
+        except tomllib.TOMLDecodeError as exc:
+            message = (
+                f"{item!r}: {value.strip()!r} is no TOML value ({exc}); text needs quotes, "
+                f'e.g. {name}="{value.strip()}"'
+            )
+            raise click.BadParameter(message, param_hint="--classifier-param") from exc
+    return out
 
 
 if __name__ == "__main__":  # pragma: no cover

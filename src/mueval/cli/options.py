@@ -114,7 +114,8 @@ def classifier_option(default: str) -> Callable[[F], F]:
         "--classifier",
         "-c",
         "classifiers",
-        help=f"Classifiers; repeat or comma list: {', '.join(CLASSIFIERS)} or all. "
+        help=f"Classifiers; repeat or comma list: {', '.join(CLASSIFIERS)}, all, or the "
+        "name of a model of your own in the run. "
         f"[default: {default}; mueval curve takes one, rf by default]",
     )
 
@@ -140,7 +141,41 @@ evaluate_options = stack(
     click.option("--user-col", default="userid", show_default=True, help="User column of --data."),
     click.option("--label-col", default="label", show_default=True, help="Label column of --data."),
     strategy_option(),
-    classifier_option("all"),
+    list_option(
+        "--classifier",
+        "-c",
+        "classifiers",
+        help=f"Classifiers; repeat or comma list: {', '.join(CLASSIFIERS)}, all, or a model "
+        "of your own as an import path module:attribute (a scikit-learn classifier class "
+        "or a factory; NAME=module:attribute names it), e.g. "
+        "sklearn.linear_model:LogisticRegression. [default: all; mueval curve takes one "
+        "built-in, rf by default]",
+    ),
+    click.option(
+        "--classifier-param",
+        "classifier_params",
+        multiple=True,
+        metavar="NAME=VALUE",
+        help="A keyword argument of the import-path models; repeat it, no comma lists (a "
+        "TOML value may hold a comma). VALUE is a TOML literal: C=0.5, max_iter=500, "
+        'solver="lbfgs", class_weight="balanced".',
+    ),
+    click.option(
+        "--classifier-config",
+        "classifier_config",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help="A TOML file of named models, one table each: [NAME] with path = "
+        '"module:attribute", optional params = { C = 0.5 } and scale = "minmax". '
+        "They are evaluated beside -c's (the built-ins only when -c names them).",
+    ),
+    click.option(
+        "--scale",
+        type=click.Choice(("none", "minmax")),
+        default="none",
+        show_default=True,
+        help="Your own models only: fit the protocol's min-max scaling first, or none "
+        "(your Pipeline decides). The built-ins are always min-max scaled.",
+    ),
     click.option(
         "--alpha",
         type=click.FloatRange(0, 1, min_open=True, max_open=True),

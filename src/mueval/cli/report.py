@@ -118,7 +118,8 @@ def _in_run(asked: tuple[str, ...], parse, run: RunFolder, column: str) -> tuple
     if not asked or any(a.lower() == "all" for a in asked):
         return ()
     present = set(run.predictions[column])
-    codes = parse(asked)
+    # A run's own models' names are classifiers of it, as the built-in codes.
+    codes = parse(asked, present) if parse is parse_classifiers else parse(asked)
     unknown = [c for c in codes if c not in present]
     if unknown:
         msg = f"{', '.join(unknown)} not in the run; choose from {', '.join(sorted(present))}"
@@ -153,13 +154,17 @@ def compare_command(
     """
     try:
         codes_s = parse_strategies(strategies) if strategies else None
-        codes_c = parse_classifiers(classifiers) if classifiers else None
     except UsageError as exc:
-        hint = "--strategy" if "strategy" in str(exc) else "--classifier"
-        raise click.BadParameter(str(exc), param_hint=hint) from exc
+        raise click.BadParameter(str(exc), param_hint="--strategy") from exc
     # The tests read the splits and predictions; only --guarantees needs the
     # per-user guarantees, most of the reading time.
     runs = [read_run_folder(p, guarantees=guarantees) for p in run_dirs]
+    # After reading: the runs' own models' names are classifiers too.
+    present = {c for r in runs for c in pd.unique(r.splits["classifier"])}
+    try:
+        codes_c = parse_classifiers(classifiers, present) if classifiers else None
+    except UsageError as exc:
+        raise click.BadParameter(str(exc), param_hint="--classifier") from exc
     if guarantees:
         _compare_guarantees(
             runs, out, codes_s, codes_c, all_pairs=all_pairs, table_format=table_format

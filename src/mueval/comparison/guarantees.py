@@ -38,7 +38,7 @@ from mueval.guarantees.intervals import coverage_summary
 from mueval.guarantees.records import CONFIDENCE
 from mueval.guarantees.run_verdicts import user_coverage_table, verdict_settings
 from mueval.guarantees.user_level import verdict_label
-from mueval.names import CLASSIFIERS
+from mueval.names import ordered_classifiers
 from mueval.runfolder import RunFolder
 
 __all__ = ["MCNEMAR_TEST", "GuaranteeComparison", "compare_guarantees", "users_below_test"]
@@ -215,7 +215,7 @@ def compare_guarantees(runs: Sequence[RunFolder], *, seed: int = 0) -> Guarantee
     # alphabetical ones.
     order = {
         "strategy": {s: i for i, s in enumerate(dict.fromkeys(preds["strategy"]))},
-        "classifier": {c: i for i, c in enumerate(CLASSIFIERS)},
+        "classifier": {c: i for i, c in enumerate(ordered_classifiers(preds["classifier"]))},
     }
 
     def rank(col: pd.Series) -> pd.Series:

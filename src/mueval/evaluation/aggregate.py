@@ -20,9 +20,14 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from mueval.evaluation.models import CLASSIFIERS
 from mueval.evaluation.records import EvalResult
-from mueval.names import FULL_DIAGNOSTICS, METRICS, STRATEGIES, TASK_KEY_DTYPES
+from mueval.names import (
+    FULL_DIAGNOSTICS,
+    METRICS,
+    STRATEGIES,
+    TASK_KEY_DTYPES,
+    ordered_classifiers,
+)
 
 _KEYS = ["strategy", "classifier", "iteration", "seed", "user", "n_train", "n_test", "n_cal"]
 
@@ -148,7 +153,7 @@ def summary_frame(splits: pd.DataFrame, diagnostics: pd.DataFrame | None = None)
     out = pd.DataFrame(rows, columns=["strategy", "classifier", "metric", "mean", "sd", "n"])
     order = {
         "strategy": {s: i for i, s in enumerate(STRATEGIES)},
-        "classifier": {c: i for i, c in enumerate(CLASSIFIERS)},
+        "classifier": {c: i for i, c in enumerate(ordered_classifiers(out["classifier"]))},
         "metric": {m: i for i, m in enumerate(names)},
     }
     out = out.sort_values(

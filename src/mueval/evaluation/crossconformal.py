@@ -65,18 +65,24 @@ def cross_note(n_folds: int | None) -> str:
 
 
 def _fold_scores(
-    X: np.ndarray, y: np.ndarray, n_classes: int, split: CrossSplit, classifier: str, score: str
+    X: np.ndarray,
+    y: np.ndarray,
+    n_classes: int,
+    split: CrossSplit,
+    classifier: str,
+    config: EvalConfig,
 ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
     """Fit each fold's model; return its calibration and test scores and labels."""
     cal_scores, test_scores, labels = [], [], []
     for fold in split.folds:
         rest = np.setdiff1d(split.train, fold)
-        scaler, model = fit_scaled(classifier, split.seed, X[rest], y[rest])
+        scaler, model = fit_scaled(classifier, split.seed, X[rest], y[rest], config.user_models)
         proba = full_proba(
             model, scaler.transform(X[np.concatenate([fold, split.test])]), n_classes
         )
-        cal_scores.append(class_scores(proba[: len(fold)], score)[np.arange(len(fold)), y[fold]])
-        test_scores.append(class_scores(proba[len(fold) :], score))
+        scores = class_scores(proba[: len(fold)], config.score)
+        cal_scores.append(scores[np.arange(len(fold)), y[fold]])
+        test_scores.append(class_scores(proba[len(fold) :], config.score))
         labels.append(y[fold])
     return cal_scores, test_scores, labels
 
@@ -127,15 +133,15 @@ def evaluate_cross_split(
     where = f"strategy uxc, user {split.user}, seed {split.seed}, classifier {classifier}"
     clock = time.perf_counter()
     try:
-        scaler, model = fit_scaled(classifier, split.seed, X[split.train], y[split.train])
+        scaler, model = fit_scaled(
+            classifier, split.seed, X[split.train], y[split.train], config.user_models
+        )
         X_test = scaler.transform(X[split.test])
         proba = full_proba(model, X_test, n_classes)
         y_pred = np.asarray(model.predict(X_test), dtype=int)
         fit_s = time.perf_counter() - clock
         clock = time.perf_counter()
-        cal_scores, test_scores, labels = _fold_scores(
-            X, y, n_classes, split, classifier, config.score
-        )
+        cal_scores, test_scores, labels = _fold_scores(X, y, n_classes, split, classifier, config)
     except ValueError as exc:
         message = f"{where}: model fit failed: {exc}"
         raise EvaluationError(message) from exc

@@ -1,23 +1,29 @@
-"""The four classifiers of the reference protocol, and their training step.
+"""The four classifiers of the reference protocol, the user's models, and their training step.
 
 Each split gets fresh estimators built by :func:`make_classifier` with the
 iteration's seed; features are scaled with a :class:`MinMaxScaler` fitted on the
-training rows only (the protocol's rule), then applied to every other row.
+training rows only (the protocol's rule), then applied to every other row. A
+user model (:mod:`mueval.evaluation.estimators`) is a seeded clone of the user's
+estimator, scaled so only when asked (``--scale minmax``): its own Pipeline
+decides otherwise.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.naive_bayes import GaussianNB
 from sklearn.neighbors import KNeighborsClassifier
-from sklearn.preprocessing import MinMaxScaler
+from sklearn.preprocessing import FunctionTransformer, MinMaxScaler
 from sklearn.svm import SVC
 
 from mueval.errors import UsageError
+from mueval.evaluation.estimators import UserModel, estimator_record, seeded_clone
 from mueval.names import CLASSIFIER_NAMES, CLASSIFIERS
 
 __all__ = [
@@ -26,6 +32,7 @@ __all__ = [
     "fit_scaled",
     "full_proba",
     "make_classifier",
+    "model_records",
 ]
 
 
@@ -60,28 +67,41 @@ def make_classifier(code: str, seed: int) -> ClassifierMixin:
 
 
 def fit_scaled(
-    code: str, seed: int, X_train: np.ndarray, y_train: np.ndarray
-) -> tuple[MinMaxScaler, ClassifierMixin]:
+    code: str,
+    seed: int,
+    X_train: np.ndarray,
+    y_train: np.ndarray,
+    models: Mapping[str, UserModel] | None = None,
+) -> tuple[MinMaxScaler | FunctionTransformer, ClassifierMixin]:
     """Fit the scaler and the classifier on the training rows.
 
     Parameters
     ----------
     code : str
-        Classifier code.
+        Classifier code, or the name of one of ``models``.
     seed : int
         The iteration's seed.
     X_train : ndarray of shape (n_train, n_features)
         Unscaled training features.
     y_train : ndarray of shape (n_train,)
         Integer-encoded training labels.
+    models : mapping of str to UserModel, optional
+        The run's user models by name.
 
     Returns
     -------
-    scaler : MinMaxScaler
-        Fitted on ``X_train`` only.
+    scaler : MinMaxScaler or FunctionTransformer
+        Fitted on ``X_train`` only; the identity for a user model without
+        ``--scale minmax``.
     model : ClassifierMixin
         Fitted on the scaled training rows.
     """
+    if models and code in models:
+        own = models[code]
+        scaler = (MinMaxScaler() if own.scale else FunctionTransformer()).fit(X_train)
+        model = seeded_clone(own.estimator, seed)
+        model.fit(scaler.transform(X_train), y_train)
+        return scaler, model
     scaler = MinMaxScaler().fit(X_train)
     model = make_classifier(code, seed)
     with warnings.catch_warnings():
@@ -117,4 +137,23 @@ def full_proba(model: ClassifierMixin, X: np.ndarray, n_classes: int) -> np.ndar
         return proba
     out = np.zeros((proba.shape[0], n_classes), dtype=float)
     out[:, known] = proba
+    return out
+
+
+def model_records(
+    classifiers: tuple[str, ...], models: Mapping[str, UserModel]
+) -> list[dict[str, Any]]:
+    """run.json's ``models``: name, class, parameters and version of each classifier.
+
+    A built-in is recorded as :func:`make_classifier` builds it (seed 0; every
+    ``*random_state`` reads "the iteration's seed").
+    """
+    out = []
+    for code in classifiers:
+        if code in models:
+            own = models[code]
+            out.append(estimator_record(code, own.estimator, scale=own.scale, source=own.source))
+        else:
+            record = estimator_record(code, make_classifier(code, 0), scale=True, source="built-in")
+            out.append({**record, "display_name": CLASSIFIER_NAMES[code]})
     return out

@@ -16,6 +16,7 @@ import numpy as np
 from mueval.conformal.condition import Condition, parse_condition
 from mueval.data.table import natural_key
 from mueval.errors import UsageError
+from mueval.evaluation.estimators import UserModel
 from mueval.names import (
     CLASSIC_METRICS,
     CLASSIFIERS,
@@ -26,6 +27,7 @@ from mueval.names import (
     STRATEGIES,
     THRESHOLD_RULES,
     USER_CORRECTIONS,
+    classifier_rank,
 )
 
 __all__ = [
@@ -132,6 +134,10 @@ class EvalConfig:
     ``user_level`` after ``user_correction`` (``holm``, ``bh`` or ``none``)
     across the users of each strategy and classifier. They change no set,
     only the verdicts a run folder records.
+
+    ``models``: the user's own models (:class:`~mueval.evaluation.estimators.UserModel`),
+    each named in ``classifiers`` beside the built-in codes
+    (:func:`~mueval.evaluation.estimators.user_models` builds both).
     """
 
     strategies: tuple[str, ...] = STRATEGIES[:4]
@@ -150,8 +156,10 @@ class EvalConfig:
     condition: str | None = None
     user_level: float = 0.05
     user_correction: str = "holm"
+    models: tuple[UserModel, ...] = ()
 
     def __post_init__(self) -> None:
+        self._check_classifiers()
         condition = parse_condition(self.condition, mondrian=self.mondrian)  # fails early
         if condition.by_cohort and "uxc" in self.strategies:
             message = (
@@ -202,6 +210,30 @@ class EvalConfig:
             )
             raise UsageError(message)
 
+    def _check_classifiers(self) -> None:
+        """Every classifier is a built-in code or a user model's name, and every
+        user model is named once."""
+        own = [m.name for m in self.models]
+        if len(set(own)) != len(own):
+            message = f"user models named more than once: {sorted(own)}"
+            raise UsageError(message)
+        unknown = [c for c in self.classifiers if c not in CLASSIFIERS and c not in own]
+        if unknown:
+            message = (
+                f"unknown classifier {unknown[0]!r}; valid: {', '.join(CLASSIFIERS)} or "
+                "a user model (mueval.evaluation.estimators.user_models)"
+            )
+            raise UsageError(message)
+        unused = [name for name in own if name not in self.classifiers]
+        if unused or len(set(self.classifiers)) != len(self.classifiers):
+            message = f"classifiers {list(self.classifiers)} must name each of {own} once"
+            raise UsageError(message)
+
+    @property
+    def user_models(self) -> dict[str, UserModel]:
+        """The user's models by name."""
+        return {m.name: m for m in self.models}
+
     @property
     def conditioning(self) -> Condition:
         """What the threshold is conditioned on (``mondrian`` folded in)."""
@@ -238,8 +270,14 @@ class EvalConfig:
         )
 
     def record(self) -> dict[str, Any]:
-        """The configuration as ``run.json`` records it (lists, not tuples)."""
-        record = dataclasses.asdict(self)
+        """The configuration as ``run.json`` records it (lists, not tuples).
+
+        The user models are named in ``classifiers``; run.json's ``models``
+        describes every model (:func:`~mueval.evaluation.models.model_records`).
+        """
+        record = {
+            f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "models"
+        }
         return {k: list(v) if isinstance(v, tuple) else v for k, v in record.items()}
 
     def seed(self, iteration: int) -> int:
@@ -373,10 +411,11 @@ class EvalResult:
 
     @property
     def key(self) -> tuple:
-        """(strategy order, classifier order, iteration, user in natural order)."""
+        """(strategy order, classifier order (:func:`~mueval.names.classifier_rank`),
+        iteration, user in natural order)."""
         return (
             STRATEGIES.index(self.strategy),
-            CLASSIFIERS.index(self.classifier),
+            classifier_rank(self.classifier),
             self.iteration,
             () if self.user is None else natural_key(self.user),
         )

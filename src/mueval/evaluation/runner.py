@@ -29,6 +29,7 @@ from mueval.conformal.sets import ConformalOutput, conformalize, full_sets
 from mueval.data.cohorts import RowCohorts
 from mueval.errors import EvaluationError, SmallCalibrationError, UsageError
 from mueval.evaluation.crossconformal import cross_note, evaluate_cross_split
+from mueval.evaluation.estimators import check_shippable
 from mueval.evaluation.models import fit_scaled, full_proba
 from mueval.evaluation.records import EvalConfig, EvalResult, RunOutput, Split
 from mueval.evaluation.splits import make_splits
@@ -118,7 +119,9 @@ def _evaluate_split(X, y, n_classes, split, classifier, config, cohorts=None) ->
         return evaluate_cross_split(X, y, n_classes, split, classifier, config)
     clock = time.perf_counter()
     try:
-        scaler, model = fit_scaled(classifier, split.seed, X[split.train], y[split.train])
+        scaler, model = fit_scaled(
+            classifier, split.seed, X[split.train], y[split.train], config.user_models
+        )
     except ValueError as exc:
         where = _where("/".join(split.strategies), split.user, split.seed, classifier)
         message = f"{where}: model fit failed: {exc}"
@@ -191,7 +194,8 @@ def _point_predictions(model, X_test: np.ndarray, proba_test: np.ndarray) -> np.
     model answers its own ``predict`` (SVC's is its decision function, not the
     argmax of its Platt probabilities).
     """
-    if isinstance(model, RandomForestClassifier) and model.n_outputs_ == 1:
+    # The class itself, not a subclass of the user's, which may predict its own way.
+    if type(model) is RandomForestClassifier and model.n_outputs_ == 1:
         return np.argmax(proba_test, axis=1).astype(int)
     return np.asarray(model.predict(X_test), dtype=int)
 
@@ -573,6 +577,10 @@ def run(
             else "cohorts were given but the condition has no cohort (cohort:COLUMN)"
         )
         raise UsageError(message)
+    if config.models and (backend == "dask" or jobs != 1):
+        # Before any task: a model the workers cannot be sent fails here, named.
+        where = "the dask backend" if backend == "dask" else f"jobs={jobs} (worker processes)"
+        check_shippable(config.models, where)
     X = np.ascontiguousarray(X, dtype=float)
     y = np.asarray(y, dtype=int)
     users = np.asarray(users)

@@ -53,6 +53,7 @@ from mueval.names import (
     REPORT_SUMMARY_METRICS,
     STRATEGIES,
     STRATEGY_NAMES,
+    is_model_name,
 )
 from mueval.report import figures as F
 from mueval.report import setstats as S
@@ -114,6 +115,11 @@ def _stoken(code: str) -> str:
 
 
 def _ctoken(code: str) -> str:
+    """A built-in code as mueval spells it, or a user model's name, which
+    :func:`~mueval.names.is_model_name` keeps to letters, digits, ``_`` and ``-``
+    (the reader has checked it: :mod:`mueval.runfolder.consistency`)."""
+    if code not in CLASSIFIERS and is_model_name(code):
+        return code
     return _token(code, CLASSIFIERS, "classifier")
 
 

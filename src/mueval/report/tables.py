@@ -8,13 +8,13 @@ from collections.abc import Sequence
 import pandas as pd
 
 from mueval.names import (
-    CLASSIFIER_NAMES,
-    CLASSIFIERS,
     FULL_DIAGNOSTICS,
     METRICS,
     PERCENT_METRICS,
     STRATEGIES,
     STRATEGY_NAMES,
+    classifier_name,
+    ordered_classifiers,
 )
 
 __all__ = [
@@ -128,9 +128,9 @@ def format_table(
     blocks = []
     for strategy in [s for s in STRATEGIES if s in set(summary["strategy"])]:
         part = summary[summary["strategy"] == strategy]
-        classifiers = [c for c in CLASSIFIERS if c in set(part["classifier"])]
+        classifiers = ordered_classifiers(part["classifier"])
         cells = _cells(part, diagnostics)
-        header = ["metric", *[CLASSIFIER_NAMES[c] for c in classifiers]]
+        header = ["metric", *[classifier_name(c) for c in classifiers]]
         lines = [header]
         for metric in metrics:
             label = f"{metric} (%)" if metric in PERCENT_METRICS else metric
@@ -190,8 +190,8 @@ def table_rows(
     if diagnostics is None:
         present = set(summary["metric"])
         diagnostics = [d for d in FULL_DIAGNOSTICS if d in present]
-    classifiers = [c for c in CLASSIFIERS if c in set(summary["classifier"])]
-    header = ["strategy", "metric", *[CLASSIFIER_NAMES[c] for c in classifiers]]
+    classifiers = ordered_classifiers(summary["classifier"])
+    header = ["strategy", "metric", *[classifier_name(c) for c in classifiers]]
     rows = []
     for strategy in [s for s in STRATEGIES if s in set(summary["strategy"])]:
         cells = _cells(summary[summary["strategy"] == strategy], diagnostics)

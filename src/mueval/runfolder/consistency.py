@@ -5,8 +5,10 @@ numbers looks as honest as any other. What the folder states twice is checked to
 agree, from the bottom up, so that every number the report shows is backed by the
 predictions:
 
-1. every strategy and classifier is a code this mueval knows (file names of the
-   report are built from these codes);
+1. every strategy is a code this mueval knows, and every classifier a built-in
+   code or a user model's name (:func:`mueval.names.is_model_name`: letters,
+   digits, ``_`` and ``-``, no two alike but for case), as file names of the
+   report are built from them;
 2. each prediction row: ``y_true``, ``y_pred`` and every member of ``pred_set``
    are classes of ``run.json``, the set names no class twice,
    ``set_size == len(pred_set)`` and ``covered == (y_true in pred_set)``;
@@ -46,7 +48,7 @@ from mudata.display import shown
 from mueval.data.table import SCORES_ENV, max_score_cells
 from mueval.data.users import user_texts
 from mueval.guarantees.validity import benjamini_hochberg
-from mueval.names import CLASSIFIERS, FULL_DIAGNOSTICS, STRATEGIES
+from mueval.names import CLASSIFIERS, FULL_DIAGNOSTICS, MODEL_NAME_RULE, STRATEGIES, is_model_name
 from mueval.runfolder.records import RunFolder, RunFolderError
 
 __all__ = [
@@ -76,14 +78,27 @@ def _show(value: object) -> str:
 
 
 def _check_codes_of(path: object, frame: pd.DataFrame) -> None:
-    for column, known in (("strategy", STRATEGIES), ("classifier", CLASSIFIERS)):
-        values = pd.unique(frame[column])
-        unknown = [v for v in values if not (isinstance(v, str) and v in known)]
-        if unknown:
-            msg = (
-                f"{path}: {column} {_show(unknown[0])} is not a {column} code of mueval "
-                f"(expected one of {', '.join(known)})"
-            )
+    values = pd.unique(frame["strategy"])
+    unknown = [v for v in values if not (isinstance(v, str) and v in STRATEGIES)]
+    if unknown:
+        msg = (
+            f"{path}: strategy {_show(unknown[0])} is not a strategy code of mueval "
+            f"(expected one of {', '.join(STRATEGIES)})"
+        )
+        raise RunFolderError(msg)
+    values = pd.unique(frame["classifier"])
+    unknown = [v for v in values if not is_model_name(v)]
+    if unknown:
+        msg = (
+            f"{path}: classifier {_show(unknown[0])} is neither a classifier code of mueval "
+            f"({', '.join(CLASSIFIERS)}) nor a model's name ({MODEL_NAME_RULE})"
+        )
+        raise RunFolderError(msg)
+    folded: dict[str, str] = {}
+    for value in values:
+        other = folded.setdefault(value.casefold(), value)
+        if other != value:
+            msg = f"{path}: classifiers {other!r} and {value!r} differ only in case"
             raise RunFolderError(msg)
 
 

@@ -1601,9 +1601,13 @@ def test_a_spool_that_would_fill_the_disk_is_refused_and_removed(
 
 
 _INTERRUPT_SCRIPT = """
-import json, sys
+import json, signal, sys
 from pathlib import Path
 from mudata.readers.base import Sources
+
+# Ctrl-C as on a terminal: a process started in the background by a shell
+# script inherits SIGINT ignored, and Python then keeps it ignored.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 root = Path(sys.argv[1])
 spool = root / "spool"

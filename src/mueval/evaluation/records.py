@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mueval.conformal.condition import Condition, parse_condition
 from mueval.data.table import natural_key
 from mueval.errors import UsageError
-from mueval.evaluation.estimators import UserModel
 from mueval.names import (
     CLASSIC_METRICS,
     CLASSIFIERS,
@@ -29,6 +28,11 @@ from mueval.names import (
     USER_CORRECTIONS,
     classifier_rank,
 )
+
+if TYPE_CHECKING:
+    # Annotations only: the estimators module loads scikit-learn, which readers
+    # of a run folder (the report) do without.
+    from mueval.evaluation.estimators import UserModel
 
 __all__ = [
     "CrossSplit",

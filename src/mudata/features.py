@@ -102,14 +102,20 @@ def sensor_columns(sensors: Sequence[Sensor], second_sensor: str | None = None) 
     """
     columns: list[str] = []
     tri_axial = 0
+
+    def numbered() -> list[str]:
+        suffix = "" if tri_axial == 1 else str(tri_axial)
+        return [f"{name}{suffix}" for name in FEATURE_NAMES]
+
     for sensor in sensors:
         if sensor.tri_axial:
             tri_axial += 1
-            columns += feature_columns(tri_axial)[-len(FEATURE_NAMES) :]
+            columns += numbered()
         else:
             columns += channel_columns(sensor.channels)
     if second_sensor == "diff":
-        columns += feature_columns(tri_axial + 1)[-len(FEATURE_NAMES) :]
+        tri_axial += 1
+        columns += numbered()
     return columns
 
 
@@ -345,12 +351,17 @@ def channel_features(
 
 
 def _features_of(
-    axes: list[np.ndarray], tri_axial: bool, layout: _Layout, **options: object
+    axes: list[np.ndarray],
+    tri_axial: bool,
+    layout: _Layout,
+    *,
+    sd_ddof: int,
+    auc: str,
+    meandif: str,
 ) -> np.ndarray:
     """One sensor's feature block: the 16 tri-axial features, or the per-channel ones."""
-    if tri_axial:
-        return _sensor_features(axes, layout, **options)  # type: ignore[arg-type]
-    return _channel_features(axes, layout, **options)  # type: ignore[arg-type]
+    compute = _sensor_features if tri_axial else _channel_features
+    return compute(axes, layout, sd_ddof=sd_ddof, auc=auc, meandif=meandif)
 
 
 def sensor_features(

@@ -92,7 +92,7 @@ def _unique(name: str, taken: set[str], fallback: str) -> str:
     name = name or fallback
     candidate, k = name, 2
     while candidate in taken:
-        candidate, k = f"{name}{k}", k + 1
+        candidate, k = f"{name}_{k}", k + 1
     taken.add(candidate)
     return candidate
 

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from mudata._resources import builtin_registry_dir
-from mudata.entry import PER_CHANNEL, TRI_AXIAL
+from mudata.entry import PER_CHANNEL, TRI_AXIAL, Sensor
 from mudata.errors import RegistryError
 from mudata.features import (
     CHANNEL_FEATURE_NAMES,
@@ -284,3 +284,12 @@ def test_the_built_in_entries_read_unchanged():
             assert "features" not in raw and sensor.as_dict() == raw
         # The fingerprint hashes to_dict(): its sensors are the TOML's, as before.
         assert entry.to_dict()["sensors"] == data.get("sensors", [])
+
+
+def test_a_sensor_built_in_code_takes_the_default_of_its_arity_and_refuses_a_false_one():
+    assert Sensor("acc", ("x", "y", "z")).tri_axial
+    assert Sensor("emg", tuple(EMG)).features == PER_CHANNEL
+    with pytest.raises(ValueError, match="a tri-axial sensor has 3 channels, not 8"):
+        Sensor("emg", tuple(EMG), TRI_AXIAL)
+    with pytest.raises(ValueError, match="features 'axes' is not one of"):
+        Sensor("emg", tuple(EMG), "axes")

@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mudata.cli import main as mudata_main
 from mudata.drafting.draft import draft_entry
@@ -24,6 +26,7 @@ from mudata.drafting.records import Choices
 from mudata.drafting.sensors import group_channels
 from mudata.errors import UsageError
 from mudata.features import FEATURE_NAMES, channel_columns
+from mudata.registry import parse_entry
 from mudata.windowing import window_count
 from tests.release_shapes import EMG_NAMES, emg_gesture_series
 from tests.test_init_release_shapes import walk
@@ -91,6 +94,47 @@ def groups(channels: list[str], header: bool = True) -> list[tuple[str, tuple[st
 def test_sensors_are_grouped_from_the_channel_names(channels, expected):
     assert groups(channels) == expected
     assert sorted(c for _, members, _ in expected for c in members) == sorted(channels)
+
+
+@given(
+    st.lists(
+        st.text(alphabet="xyzXYZab_1-2 .", min_size=1, max_size=6).filter(str.strip),
+        min_size=1,
+        max_size=12,
+        unique=True,
+    )
+)
+def test_every_channel_ends_in_exactly_one_sensor_the_registry_accepts(channels):
+    found = group_channels(channels, header=True)
+    members = [c for g in found for c in g.channels]
+    assert sorted(members) == sorted(channels)
+    names = [g.name for g in found]
+    assert len(set(names)) == len(names) and all(names)
+    for group in found:
+        assert (group.features == "tri-axial") == (len(group.channels) == 3 and "tri" in group.why)
+    # The draft's [[sensors]] are a valid entry, with the channels the draft lists.
+    data = {
+        "name": "property",
+        "title": "t",
+        "version": "1",
+        "homepage": "https://example.org",
+        "licence": "CC-BY-4.0",
+        "citation": "c",
+        "sampling_rate_hz": 50,
+        "reader": "long-signals",
+        "reader_options": {
+            "format": "csv",
+            "user_col": "u",
+            "label_col": "l",
+            "channels": channels,
+        },
+        "recipe": {"name": "study-window", "window": 10},
+        "classes": [{"code": 1, "name": "a"}, {"code": 2, "name": "b"}],
+        "files": [{"name": "data", "path": "data"}],
+        "sensors": [g.as_entry() for g in found],
+    }
+    entry = parse_entry(data)
+    assert [s.channels for s in entry.sensors] == [g.channels for g in found]
 
 
 def test_without_names_threes_are_tri_axial_and_other_counts_one_per_channel_sensor():

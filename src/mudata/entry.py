@@ -89,12 +89,24 @@ class Sensor:
     Its arity is ``len(channels)``: 1, 2, 3 or more. ``features`` is
     :data:`TRI_AXIAL` (exactly three channels, x, y, z: the study's 16
     features) or :data:`PER_CHANNEL` (five features of each channel on its
-    own); registry entries that do not say get :func:`default_features`.
+    own); without it (registry entries that do not say), :func:`default_features`.
     """
 
     name: str
     channels: tuple[str, ...]
-    features: str = TRI_AXIAL
+    features: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.features:  # not said: the default of the arity
+            object.__setattr__(self, "features", default_features(len(self.channels)))
+        if self.features not in SENSOR_FEATURES:
+            message = f"sensor {self.name!r}: features {self.features!r} is not one of {list(SENSOR_FEATURES)}"
+            raise ValueError(message)
+        if self.features == TRI_AXIAL and len(self.channels) != 3:
+            message = (
+                f"sensor {self.name!r}: a tri-axial sensor has 3 channels, not {len(self.channels)}"
+            )
+            raise ValueError(message)
 
     @property
     def tri_axial(self) -> bool:

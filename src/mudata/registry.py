@@ -31,7 +31,6 @@ from mudata.entry import (
     Recipe,
     RemoteFile,
     Sensor,
-    default_features,
 )
 from mudata.errors import (
     MudataUsageError,
@@ -208,14 +207,7 @@ def _check_counts(data: dict[str, Any], source: Path | str) -> None:
 
 def _sensors(items: list[dict[str, Any]], source: Path | str) -> tuple[Sensor, ...]:
     """The ``[[sensors]]`` (checked by the schema), each channel in one sensor only."""
-    sensors = tuple(
-        Sensor(
-            s["name"],
-            tuple(s["channels"]),
-            s.get("features", default_features(len(s["channels"]))),
-        )
-        for s in items
-    )
+    sensors = tuple(Sensor(s["name"], tuple(s["channels"]), s.get("features", "")) for s in items)
     owner: dict[str, str] = {}
     for sensor in sensors:
         for channel in sensor.channels:

@@ -24,14 +24,7 @@ import jsonschema
 import tomli_w
 
 from mudata._resources import builtin_registry_dir, schemas_dir
-from mudata.entry import (
-    ClassSpec,
-    DatasetEntry,
-    Member,
-    Recipe,
-    RemoteFile,
-    Sensor,
-)
+from mudata.entry import ClassSpec, DatasetEntry, Member, Recipe, RemoteFile, Sensor
 from mudata.errors import (
     MudataUsageError,
     RegistryError,

@@ -272,3 +272,20 @@ def test_a_channel_given_twice_is_refused(tmp_path):
     choices = Choices(path_pattern="{user}/*.txt", channels=("channel1", "2"))
     with pytest.raises(UsageError, match="--channels names 'channel1' more than once"):
         draft_entry([files], "twice", output=tmp_path / "twice.toml", choices=choices)
+
+
+def test_the_command_line_takes_channels_in_any_count(tmp_path):
+    files, _ = emg_gesture_series(
+        tmp_path / "release", np.random.default_rng(6), EMG8, subjects=2, series=1, header=False
+    )
+    toml = tmp_path / "four.toml"
+    args = ["init", str(files), "--name", "four", "-o", str(toml), "--channels", "2,3,4,5"]
+    args += ["--sampling-rate", "1000", "--window", "0.1", "--path-pattern", "{user}/*.txt"]
+    result = CliRunner().invoke(mudata_main, args)
+    assert result.exit_code == 0, result.output
+    draft = tomllib.loads(toml.read_text(encoding="utf-8"))
+    assert draft["reader_options"]["channels"] == ["c2", "c3", "c4", "c5"]
+    assert draft["sensors"] == [
+        {"name": "sensor1", "channels": ["c2", "c3", "c4", "c5"], "features": "per-channel"}
+    ]
+    assert "no header line, and 4 columns are not a multiple of three" in result.output

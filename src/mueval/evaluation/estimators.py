@@ -41,6 +41,7 @@ __all__ = [
     "check_shippable",
     "estimator_record",
     "load_import_path",
+    "package_version",
     "read_model_config",
     "seeded_clone",
     "user_models",
@@ -105,7 +106,13 @@ def _json_safe(value: Any) -> Any:
 
 def _version_of(obj: Any) -> str | None:
     """The installed version of the package of ``obj``'s top-level module."""
-    top = type(obj).__module__.split(".")[0]
+    return package_version(type(obj).__module__)
+
+
+def package_version(module: str) -> str | None:
+    """The installed version of the distribution that provides ``module``
+    (None for a script's or a notebook's own code)."""
+    top = module.split(".")[0]
     try:
         dists = metadata.packages_distributions().get(top, [top])
     except Exception:  # a broken environment's metadata: no version, not a failure
@@ -165,8 +172,10 @@ def check_shippable(models: Sequence[UserModel], where: str) -> None:
             try:
                 cloudpickle.dumps(model.estimator)
             except Exception:  # neither pickler: report plain pickle's reason
+                origin = model.source if model.source.startswith("fit_predict:") else None
+                what = origin or _class_path(model.estimator)
                 message = (
-                    f"classifier {model.name!r} ({_class_path(model.estimator)}) cannot be "
+                    f"classifier {model.name!r} ({what}) cannot be "
                     f"pickled, which {where} needs: {type(exc).__name__}: {exc}"[:400]
                     + " (run it with jobs=1 / --jobs 1, or make it picklable)"
                 )

@@ -30,6 +30,7 @@ from mueval.data.cohorts import RowCohorts
 from mueval.errors import EvaluationError, SmallCalibrationError, UsageError
 from mueval.evaluation.crossconformal import cross_note, evaluate_cross_split
 from mueval.evaluation.estimators import check_shippable
+from mueval.evaluation.hooks import FitPredictClassifier
 from mueval.evaluation.models import fit_scaled, full_proba
 from mueval.evaluation.records import EvalConfig, EvalResult, RunOutput, Split
 from mueval.evaluation.splits import make_splits
@@ -195,7 +196,11 @@ def _point_predictions(model, X_test: np.ndarray, proba_test: np.ndarray) -> np.
     argmax of its Platt probabilities).
     """
     # The class itself, not a subclass of the user's, which may predict its own way.
-    if type(model) is RandomForestClassifier and model.n_outputs_ == 1:
+    # A fit_predict model's predict is this argmax, and calling it would train
+    # the user's model a second time.
+    if isinstance(model, FitPredictClassifier) or (
+        type(model) is RandomForestClassifier and model.n_outputs_ == 1
+    ):
         return np.argmax(proba_test, axis=1).astype(int)
     return np.asarray(model.predict(X_test), dtype=int)
 

@@ -410,8 +410,11 @@ def evaluate(
     alpha: float = 0.05,
     iterations: int = 20,
     seed_base: int = 100,
-    score: str = "lac",
+    score: str | Callable[..., Any] = "lac",
     threshold: str = "study",
+    randomized: bool = False,
+    raps_lambda: float | None = None,
+    raps_k_reg: int | None = None,
     mondrian: bool = False,
     adapt_frac: float = 0.5,
     small_cal: str = "error",
@@ -473,9 +476,20 @@ def evaluate(
         Miscoverage level (0.05 = 95 % confidence).
     iterations, seed_base : int
         Iteration *i* uses seed ``seed_base + i`` for every split and model.
-    score : {"lac", "aps", "raps", "top_k"}
+    score : {"lac", "aps", "raps", "top_k"} or callable
+        The conformity score, larger = stranger
+        (:data:`mueval.conformal.scores.SCORE_REGISTRY`), or a function
+        ``score(proba, y) -> scores``: ``proba`` (n, K), ``y`` class indices
+        (n,), one float per row (recorded under its ``__name__``).
+        ``"raps"`` needs ``raps_lambda`` and ``raps_k_reg`` unless
+        ``threshold="mapie"`` (MAPIE 1.x's own RAPS, which tunes them).
     threshold : {"study", "mapie"}
         The reference study's threshold rule (MAPIE 0.8.6) or MAPIE 1.x's.
+    randomized : bool
+        ``aps`` and ``raps``: break ties at random (subtract ``u * p(y)``, ``u``
+        uniform, seeded by the iteration); default deterministic.
+    raps_lambda, raps_k_reg : float and int, optional
+        RAPS's penalty ``lambda * max(0, rank(y) - k_reg)``: both or neither.
     mondrian : bool
         One threshold per class.
     adapt_frac : float
@@ -570,6 +584,9 @@ def evaluate(
         seed_base=seed_base,
         score=score,
         threshold=threshold,
+        randomized=randomized,
+        raps_lambda=raps_lambda,
+        raps_k_reg=raps_k_reg,
         mondrian=mondrian,
         adapt_frac=adapt_frac,
         small_cal=small_cal,

@@ -29,7 +29,7 @@ from mueval.conformal.sets import ConformalOutput, conformalize, full_sets
 from mueval.data.cohorts import RowCohorts
 from mueval.errors import EvaluationError, SmallCalibrationError, UsageError
 from mueval.evaluation.crossconformal import cross_note, evaluate_cross_split
-from mueval.evaluation.estimators import check_shippable
+from mueval.evaluation.estimators import check_picklable, check_shippable
 from mueval.evaluation.hooks import FitPredictClassifier
 from mueval.evaluation.models import fit_scaled, full_proba
 from mueval.evaluation.records import EvalConfig, EvalResult, RunOutput, Split
@@ -235,7 +235,8 @@ def _shared_calibrations(
         ``(strategy, id(calibration rows), id(test rows))`` -> (that target's
         :class:`ConformalOutput`, its share of the seconds spent).
     """
-    if config.threshold != "study" or cohorts is not None:
+    if config.threshold != "study" or cohorts is not None or config.randomized:
+        # A randomised score draws per test row: each target draws its own.
         return {}
     groups: dict[tuple[str, int], list] = {}
     for target in targets:
@@ -258,7 +259,7 @@ def _shared_calibrations(
                 y[cal],
                 proba_test,
                 alpha=config.alpha,
-                score=config.score,
+                score=config.conformity,
                 mondrian=config.conditioning.per_class,
                 threshold=config.threshold,
             )
@@ -342,7 +343,9 @@ def _conformal_step(
             metrics.update({m: float("nan") for m in CONFORMAL_METRICS})
         else:
             result.note = f"{message}; answered with the full set (every class)"
-            conf = full_sets(proba_cal, y_cal, result.proba, score=config.score)
+            conf = full_sets(
+                proba_cal, y_cal, result.proba, score=config.conformity, seed=result.seed
+            )
     shared_s = 0.0 if given is None else given[1]
     result.timings["conformal_s"] = time.perf_counter() - clock + shared_s
     clock = time.perf_counter()
@@ -384,7 +387,7 @@ def _conformalize(
         y_cal,
         result.proba,
         alpha=config.alpha,
-        score=config.score,
+        score=config.conformity,
         mondrian=config.conditioning.per_class,
         threshold=config.threshold,
         seed=result.seed,
@@ -586,6 +589,9 @@ def run(
         # Before any task: a model the workers cannot be sent fails here, named.
         where = "the dask backend" if backend == "dask" else f"jobs={jobs} (worker processes)"
         check_shippable(config.models, where)
+    if callable(config.score) and (backend == "dask" or jobs != 1):
+        where = "the dask backend" if backend == "dask" else f"jobs={jobs} (worker processes)"
+        check_picklable(config.score, f"score function {config.conformity.name!r}", where)
     X = np.ascontiguousarray(X, dtype=float)
     y = np.asarray(y, dtype=int)
     users = np.asarray(users)

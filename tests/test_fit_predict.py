@@ -206,3 +206,18 @@ def test_a_function_no_pickler_can_send_is_refused_with_workers_only() -> None:
     ):
         _evaluate(models={"locked": locked}, jobs=2)
     assert set(_evaluate(models={"locked": locked}).summary["classifier"]) == {"locked"}
+
+
+def test_each_fitted_model_calls_the_function_once() -> None:
+    """One call per model the protocol fits, the point predictions included: mm
+    fits one; uxc per target user one, plus one per calibration fold (the three
+    other users)."""
+    calls = []
+
+    def counted(X_train, y_train, X_eval, seed):
+        calls.append(len(X_eval))
+        return centroid_softmax(X_train, y_train, X_eval, seed)
+
+    run = _evaluate(strategies="mm,uxc", models={"counted": counted})
+    assert set(run.summary["strategy"]) == {"mm", "uxc"}
+    assert len(calls) == 1 + 4 * (1 + 3)

@@ -230,8 +230,8 @@ evaluate_options = stack(
         default=False,
         show_default=True,
         help="aps, raps: break ties at random (subtract u * p(y), u uniform, seeded by "
-        "the iteration), for coverage of exactly 1 - alpha in expectation. The default is "
-        "deterministic (the study's numbers).",
+        "the iteration), so tied scores no longer push coverage above 1 - alpha + "
+        "1/(n+1). The default is deterministic (the study's numbers).",
     ),
     click.option(
         "--mondrian/--no-mondrian",

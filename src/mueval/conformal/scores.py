@@ -29,9 +29,9 @@ numpy) with ``rank(c)`` = 1 + the number of classes strictly more probable than
 
 ``randomized=True`` (``--randomized``, aps and raps only) subtracts ``u * p_y``
 with ``u`` uniform on [0, 1), one per row, as MAPIE 1.x does on its
-calibration rows: ties between calibration and test scores are then broken at
-random and coverage is exactly ``1 - alpha`` in expectation. The default is
-deterministic (the study's numbers).
+calibration rows: ties between scores (a model whose probabilities sit at 0
+and 1) are then broken at random, so they no longer push coverage above
+``1 - alpha + 1/(n+1)``. The default is deterministic (the study's numbers).
 
 A callable given as ``score`` is registered for the run under its
 ``__name__`` (:func:`get_score`), as crepes takes a score function.

@@ -19,6 +19,7 @@ from mapie.utils import _compute_classification_quantile
 
 import mueval
 from mueval.cli.main import main
+from mueval.conformal.pvalues import conformal_pvalues
 from mueval.conformal.scores import (
     SCORE_REGISTRY,
     aps_scores,
@@ -200,14 +201,23 @@ def test_raps_is_not_aps_under_the_study_rule(rows) -> None:
 
 def test_mapies_tuned_raps_gives_raps_pvalues(rows) -> None:
     """Under --threshold mapie without lambda and k_reg the sets are MAPIE's tuned
-    RAPS and the p-values RAPS's with what MAPIE tuned (they were APS's)."""
+    RAPS and the p-values RAPS's with what MAPIE tuned (they were APS's): they are
+    the p-values of one (lambda, k_reg) of MAPIE's grid, found by brute force."""
     proba_cal, y_cal, proba_test, _ = rows
     out = conformalize(
         proba_cal, y_cal, proba_test, alpha=0.2, score="raps", threshold="mapie", seed=SEED
     )
     aps = conformalize(proba_cal, y_cal, proba_test, alpha=0.2, score="aps", threshold="study")
-    assert out.sets.shape == (200, K)
     assert not np.array_equal(out.pvalues, aps.pvalues)
+    found = []
+    for lam in (0.001, 0.01, 0.1, 0.2, 0.5):
+        for k_reg in range(1, K + 1):
+            record = get_score("raps", raps_lambda=lam, raps_k_reg=k_reg)
+            cal = raps_scores(proba_cal, y_cal, lam=lam, k_reg=k_reg)
+            pvalues = conformal_pvalues(cal, class_scores(proba_test, record))
+            if np.array_equal(pvalues, out.pvalues):
+                found.append((lam, k_reg))
+    assert found
 
 
 def test_the_options_are_refused_where_they_cannot_apply() -> None:

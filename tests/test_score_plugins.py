@@ -306,6 +306,9 @@ def test_a_score_function_of_the_users_is_a_score(tmp_path) -> None:
     pd.testing.assert_frame_equal(run.summary, two.summary)
     compare = CliRunner().invoke(main, ["compare", str(out)])
     assert compare.exit_code == 0, compare.output
+    report = CliRunner().invoke(main, ["report", str(out)])
+    assert report.exit_code == 0, report.output
+    assert "margin" in (out / "report" / "report.html").read_text(encoding="utf-8")
 
 
 def test_a_score_function_with_a_builtin_name_is_refused() -> None:

@@ -221,3 +221,11 @@ def test_each_fitted_model_calls_the_function_once() -> None:
     run = _evaluate(strategies="mm,uxc", models={"counted": counted})
     assert set(run.summary["strategy"]) == {"mm", "uxc"}
     assert len(calls) == 1 + 4 * (1 + 3)
+
+
+@pytest.mark.slow  # a local Dask cluster starts: about 12 s
+def test_a_fit_predict_gives_the_same_predictions_on_dask() -> None:
+    pytest.importorskip("distributed")
+    one = _evaluate(models={"centroid": centroid_softmax}, jobs=1)
+    dask = _evaluate(models={"centroid": centroid_softmax}, backend="dask", workers=2)
+    pd.testing.assert_frame_equal(_rows(one, "centroid"), _rows(dask, "centroid"))

@@ -156,6 +156,7 @@ def _returning(value):
         (lambda n, k: np.full((n, k), np.nan), "not finite"),
         (lambda n, k: np.tile([1.5, -0.25, -0.25], (n, 1)), "negative probabilities"),
         (lambda n, k: np.full((n, k), 0.5), "do not sum to 1 within 1e-06"),
+        (lambda n, k: np.tile([1.0 + 5e-7, 0.0, 0.0], (n, 1)), "probabilities above 1"),
         (lambda n, k: [["a"] * k] * n, "not an array of floats"),
     ],
 )
@@ -167,6 +168,12 @@ def test_a_broken_return_value_is_an_error_naming_the_model(value, match) -> Non
 def test_the_sum_tolerance_is_as_stated() -> None:
     inside = np.array([[0.5, 0.5 + 0.9 * SUM_TOLERANCE]])
     assert check_probabilities(inside, name="m", n_rows=1, n_classes=2).dtype == np.float64
+    # A deep model's float32 softmax passes.
+    logits = np.random.default_rng(0).normal(0, 5, (1000, 6)).astype(np.float32)
+    weights = np.exp(logits - logits.max(axis=1, keepdims=True))
+    softmax = weights / weights.sum(axis=1, keepdims=True)
+    assert softmax.dtype == np.float32
+    check_probabilities(softmax, name="m", n_rows=1000, n_classes=6)
     outside = np.array([[0.5, 0.5 + 1.1 * SUM_TOLERANCE]])
     with pytest.raises(EvaluationError, match="do not sum to 1"):
         check_probabilities(outside, name="m", n_rows=1, n_classes=2)

@@ -462,7 +462,7 @@ def evaluate(
         Models of any framework, by name: ``fit_predict(X_train, y_train,
         X_eval, seed) -> proba``, with ``proba`` of shape (n_eval, m), one
         column per class of ``y_train`` (class indices ``0 .. K-1`` of the sorted
-        labels) in increasing order, finite, non-negative, rows summing to 1
+        labels) in increasing order, finite, in [0, 1], rows summing to 1
         within 1e-6 (:mod:`mueval.evaluation.hooks` states the contract). They
         get raw features unless ``scale="minmax"``, and ``seed`` is the
         iteration's. ``jobs > 1`` and Dask send them pickled (cloudpickle when

@@ -78,7 +78,8 @@ def check_probabilities(proba: Any, *, name: str, n_rows: int, n_classes: int) -
     ------
     EvaluationError
         Naming the model and the first broken rule: shape, finiteness,
-        sign, or a row sum further than :data:`SUM_TOLERANCE` from 1.
+        a value outside [0, 1], or a row sum further than :data:`SUM_TOLERANCE`
+        from 1.
     """
     what = f"model {name!r}: fit_predict returned"
     try:
@@ -101,6 +102,12 @@ def check_probabilities(proba: Any, *, name: str, n_rows: int, n_classes: int) -
         row, col = (int(i) for i in np.argwhere(out < 0)[0])
         message = (
             f"{what} negative probabilities (first: row {row}, column {col}: {out[row, col]!r})"
+        )
+        raise EvaluationError(message)
+    if (out > 1).any():
+        row, col = (int(i) for i in np.argwhere(out > 1)[0])
+        message = (
+            f"{what} probabilities above 1 (first: row {row}, column {col}: {out[row, col]!r})"
         )
         raise EvaluationError(message)
     sums = out.sum(axis=1)

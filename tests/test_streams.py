@@ -199,6 +199,16 @@ def _release(root: Path, shape: str, rng: np.random.Generator) -> tuple[Written,
                     "Device", "gt"],
         )  # fmt: skip
         expect = {"keys": ["Device"], "slowest": 2}
+    elif shape == "time-sorted":
+        # The logger sorted the rows by time: it never goes back, the streams still interleave.
+        streams = [Stream({"sensor_type": 1}, 100.0), Stream({"sensor_type": 4}, 50.0, 2.0)]
+        for user in ("u1", "u2", "u3"):
+            write_multiplexed(
+                root / f"{user}.csv", users=[user], user_col="user", streams=streams, burst=1,
+                classes=[0, 1], seconds=12, rng=rng, written=written, time_col="ts",
+                header=["ts", "sensor_type", "x", "y", "z", "user", "label"],
+            )  # fmt: skip
+        expect = {"keys": ["sensor_type"], "slowest": 1}
     else:  # "device-ns": keys last, time in nanoseconds, other channel names
         streams = [Stream({"device": "wrist", "sensor": "acc"}, 64.0),
                    Stream({"device": "wrist", "sensor": "gyr"}, 32.0, 2.0),
@@ -215,7 +225,7 @@ def _release(root: Path, shape: str, rng: np.random.Generator) -> tuple[Written,
     return written, {**expect, "streams": streams}
 
 
-SHAPES = ["sensor-id-type", "hhar-devices", "device-ns"]
+SHAPES = ["sensor-id-type", "hhar-devices", "device-ns", "time-sorted"]
 
 
 def files_of(root: Path) -> list[Path]:
@@ -376,3 +386,43 @@ def test_a_generated_release_goes_init_register_fetch_evaluate(tmp_path):
     }
     assert got == expected
     assert len({u for u, _ in got}) == 4 and len({c for _, c in got}) == 3
+    # the provenance counts each file's streams and the timestamps aligning kept
+    record = mudata.provenance("mux-e2e", data_home=tmp_path / "home")
+    found = record["counts"]["streams"]
+    assert sorted(found) == [f"subject_{u}.csv" for u in ("p01", "p02", "p03", "p04")]
+    for member, info in found.items():
+        user = member.removeprefix("subject_").removesuffix(".csv")
+        assert info["reference"] == "Sensor Type=1"
+        assert info["rows"] == len(kept_samples(written, reference, user))
+        assert {n: v["rows"] for n, v in info["streams"].items()} == {
+            "Sensor Type=0": len(written.samples[user]["Sensor ID=1,Sensor Type=0"]),
+            "Sensor Type=1": len(written.samples[user]["Sensor ID=1,Sensor Type=1"]),
+        }
+
+
+def test_a_column_of_few_values_in_one_stream_is_no_stream_key(tmp_path):
+    # One stream at 50 Hz, time in order, and a quantised signal of 5 values: its rows
+    # of each value are a random subset of the file's, with no clock of their own.
+    rng = np.random.default_rng(9)
+    files = tmp_path / "release"
+    files.mkdir()
+    for user in ("u1", "u2"):
+        n = 1200
+        frame = pd.DataFrame(
+            {
+                "timestamp": np.arange(n) * 20 + rng.integers(0, 2, n),
+                "level": rng.integers(0, 5, n),
+                "x": rng.normal(size=n).round(3),
+                "y": rng.normal(size=n).round(3),
+                "z": rng.normal(size=n).round(3),
+                "label": np.repeat([1, 2], n // 2),
+            }
+        )
+        frame.to_csv(files / f"{user}.csv", index=False)
+    toml = tmp_path / "one.toml"
+    result = CliRunner().invoke(
+        main, ["init", str(files), "--name", "one", "-o", str(toml), "--min-per-class", "1"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "streams" not in tomllib.loads(toml.read_text(encoding="utf-8"))["reader_options"]
+    assert "streams:" not in result.output

@@ -502,7 +502,8 @@ init_help_options = stack(
         metavar="KEY=VALUE,...",
         multiple=True,
         help="A stream to keep, of a file holding several (devices, sensor types) told apart "
-        "by key columns: 'Sensor ID=1,Sensor Type=0' (repeatable; default: every stream).",
+        "by key columns: 'Sensor ID=1,Sensor Type=0' (repeatable; a selector holds commas, so "
+        "no comma lists; default: every stream).",
     ),
     click.option(
         "--stream-align",

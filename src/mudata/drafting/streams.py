@@ -28,6 +28,10 @@ from mudata.readers.tabular import time_values
 MAX_KEY_VALUES = 16
 #: Key sets tried, of at most this many columns.
 MAX_KEYS = 3
+#: A clock is steady when its steps spread (between quartiles) by at most this part of their median.
+STEADY_SPREAD = 0.5
+#: A file interleaves clocks when more than this part of its steps are short (below half the median).
+SHORT_STEPS = 0.1
 #: Rates within this fraction of each other are one rate (per-stream windows then
 #: last as long in every stream).
 RATE_TOLERANCE = 0.1
@@ -152,6 +156,56 @@ def _stream_rows(
     return rows, values, codes
 
 
+def _steady(time: np.ndarray, codes: np.ndarray) -> bool:
+    """Whether inside every group of ``codes`` time advances in steady steps (a clock of its own).
+
+    Steady: the spread of the steps between the quartiles is at most
+    :data:`STEADY_SPREAD` of their median. The rows of one value of a column
+    that merely takes few values (a quantised signal) are a random subset of
+    the file's: their steps spread as widely as the gaps between them.
+    """
+    order = np.lexsort((np.arange(time.size), codes))
+    same = codes[order][1:] == codes[order][:-1]
+    steps = np.diff(time[order])
+    for code in np.unique(codes):
+        mine = steps[same & (codes[order][1:] == code)]
+        mine = mine[mine > 0]
+        if mine.size < 10:
+            return False
+        low, mid, high = np.percentile(mine, [25, 50, 75])
+        if high - low > STEADY_SPREAD * mid:
+            return False
+    return True
+
+
+def _interleaved(time: np.ndarray, codes: np.ndarray) -> bool:
+    """Whether rows of several clocks interleave: more than :data:`SHORT_STEPS` of the steps
+    (inside each group of ``codes``) are shorter than half the median step, or none."""
+    order = np.lexsort((np.arange(time.size), codes))
+    same = codes[order][1:] == codes[order][:-1]
+    steps = np.diff(time[order])[same]
+    positive = steps[steps > 0]
+    if not positive.size:
+        return False
+    return bool(np.mean(steps < 0.5 * np.median(positive)) > SHORT_STEPS)
+
+
+def _search(
+    table: pd.DataFrame, candidates: list[str], base: list[str], named: list[str], explains
+) -> list[str] | None:
+    """The fewest candidate columns (then the fewest streams) whose groups ``explains`` accepts."""
+    best: tuple[int, list[str]] | None = None
+    for size in range(1, MAX_KEYS + 1):
+        for combo in itertools.combinations(candidates, size):
+            if explains(_codes(table, base + named + list(combo))):
+                streams = int(_codes(table, named + list(combo)).max()) + 1
+                if best is None or streams < best[0]:
+                    best = (streams, list(combo))
+        if best is not None:
+            return best[1]
+    return None
+
+
 def detect_streams(
     table: pd.DataFrame, roles: Roles, member: str, selectors: tuple[str, ...], align: str | None
 ) -> tuple[StreamDraft, np.ndarray] | None:
@@ -191,31 +245,31 @@ def detect_streams(
     except ParseError:
         return None
     base = [c for c in (roles.user, roles.recording) if c]
-    if _monotone(time, _codes(table, base)) and not selectors:
-        return None
-    keys: list[str] | None = None
-    how = ""
+    candidates = [c for c in _candidates(table, roles) if c not in named]
+    keys = [c for c in columns if c in named]
+    how = "from --stream"
     if not _monotone(time, _codes(table, base + named)):
-        candidates = [c for c in _candidates(table, roles) if c not in named]
-        best: tuple[int, list[str]] | None = None
-        for size in range(1, MAX_KEYS + 1):
-            for combo in itertools.combinations(candidates, size):
-                codes = _codes(table, base + named + list(combo))
-                if _monotone(time, codes):
-                    streams = int(_codes(table, named + list(combo)).max()) + 1
-                    if best is None or streams < best[0]:
-                        best = (streams, list(combo))
-            if best is not None:
-                break
-        if best is None:
+        found = _search(table, candidates, base, named, lambda codes: _monotone(time, codes))
+        if found is None:
             return None  # the reader's own error says where time goes back
-        keys = [c for c in columns if c in named or c in best[1]]
+        keys = [c for c in columns if c in named or c in found]
         how = f"time goes back in {member}, never inside one stream"
-        if named:
-            how += "; with the keys of --stream"
     else:
-        keys = [c for c in columns if c in named]
-        how = "from --stream"
+        # Time in order across the file: streams still show as columns whose every
+        # value keeps a steady clock of its own, between rows of the other values.
+        found = _search(table, candidates, base, named, lambda codes: _steady(time, codes))
+        if found is not None and not _interleaved(time, _codes(table, base + named)):
+            found = None  # the file's own clock keeps one step: one stream
+        if found is not None:
+            keys = [c for c in columns if c in named or c in found]
+            how = (
+                f"time is in order through {member}, but the rows of each stream, "
+                f"interleaved, keep a steady clock of their own"
+            )
+        elif not selectors:
+            return None
+    if named and keys != [c for c in columns if c in named]:
+        how += "; with the keys of --stream"
     rows, values, codes = _stream_rows(table, keys)
     names = list(rows)
     keep = np.ones(len(names), dtype=bool)

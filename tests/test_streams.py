@@ -426,3 +426,16 @@ def test_a_column_of_few_values_in_one_stream_is_no_stream_key(tmp_path):
     assert result.exit_code == 0, result.output
     assert "streams" not in tomllib.loads(toml.read_text(encoding="utf-8"))["reader_options"]
     assert "streams:" not in result.output
+
+
+def test_numeric_keys_compare_as_numbers_as_init_reads_them(tmp_path):
+    # "00" and "01" in the file: read as text by the reader, as numbers by init
+    rows = [(f"0{s}", t + s, 1, 1, 1, "u", "a") for t in (0, 10, 20, 30) for s in (0, 1)]
+    files = _csv(tmp_path / "d", rows)
+    streams = {"keys": ["Sensor Type"], "select": ["Sensor Type=01", "Sensor Type=0"]}
+    frame = read_long_signals(_entry(streams), Sources([files])).frame
+    assert sorted(frame.attrs["streams"]["rec.csv"]["streams"]) == [
+        "Sensor Type=0",
+        "Sensor Type=1",
+    ]
+    assert "x [Sensor Type=1]" in frame.columns

@@ -21,7 +21,14 @@ import pandas as pd
 
 from mudata.drafting.columns import Roles
 from mudata.errors import ParseError, RegistryError, UsageError
-from mudata.readers.streams import ALIGNS, parse_selector, stream_channel, stream_name
+from mudata.readers.streams import (
+    ALIGNS,
+    key_text,
+    parse_selector,
+    selector_matches,
+    stream_channel,
+    stream_name,
+)
 from mudata.readers.tabular import time_values
 
 #: A key column takes at most this many distinct values in the first file.
@@ -145,12 +152,13 @@ def _stream_rows(
     table: pd.DataFrame, keys: list[str]
 ) -> tuple[dict[str, int], list[dict[str, str]], np.ndarray]:
     """Each stream's rows by name, its key values, and each row's stream (first appearance first)."""
-    codes = _codes(table, keys)
+    texts = {k: key_text(table[k]) for k in keys}  # named as the reader names them
+    codes = _codes(pd.DataFrame(texts), keys)
     first = pd.Series(np.arange(len(table))).groupby(codes).first()
     rows: dict[str, int] = {}
     values = []
     for code, row in first.items():
-        value = {k: str(table[k].iloc[int(row)]).strip() for k in keys}
+        value = {k: str(texts[k][int(row)]) for k in keys}
         values.append(value)
         rows[stream_name(keys, list(value.values()))] = int(np.count_nonzero(codes == code))
     return rows, values, codes
@@ -276,7 +284,11 @@ def detect_streams(
     if parsed:
         keep[:] = False
         for text, selector in zip(selectors, parsed, strict=True):
-            hits = [i for i, v in enumerate(values) if all(v[k] == w for k, w in selector.items())]
+            hits = [
+                i
+                for i, v in enumerate(values)
+                if all(selector_matches(v[k], w) for k, w in selector.items())
+            ]
             if not hits:
                 message = f"mudata init: --stream {text!r} matches no stream of {member}; the streams found: {names}"
                 raise UsageError(message)

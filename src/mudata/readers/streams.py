@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from mudata.classes import is_numeric_column, number_text
 from mudata.entry import DatasetEntry
 from mudata.errors import ParseError, RegistryError, excerpt
 
@@ -184,18 +185,47 @@ class Split:
     info: dict = field(default_factory=dict)
 
 
+def key_text(values: pd.Series) -> np.ndarray:
+    """A key column's values as the text naming streams.
+
+    In a column of numbers, values compare as numbers and are named in their
+    shortest form (``1``, ``1.0`` and ``01`` are one stream, ``"1"``), as class
+    codes are; so a file read as text and the same file read as numbers (by
+    ``mudata init``, or from Parquet) name their streams alike. Text is
+    stripped of spaces.
+    """
+    text = values.astype(str).str.strip()
+    if is_numeric_column(values):
+        numbers = pd.to_numeric(text, errors="coerce")
+        uniques = pd.unique(numbers.dropna())
+        names = {u: number_text(u) for u in uniques}
+        return np.array([names.get(v, t) for v, t in zip(numbers, text, strict=True)], dtype=object)
+    return text.to_numpy(dtype=object)
+
+
 def _key_text(table: pd.DataFrame, keys: Sequence[str], member: str) -> list[np.ndarray]:
     texts = []
     for key in keys:
         values = table[key]
-        text = values.astype(str).str.strip()
-        blank = values.isna().to_numpy() | text.eq("").to_numpy(dtype=bool)
+        blank = values.isna().to_numpy() | values.astype(str).str.strip().eq("").to_numpy(
+            dtype=bool
+        )
         if blank.any():
             row = int(np.flatnonzero(blank)[0])
             message = f"{member}: stream key column '{key}' is blank at row {row}"
             raise ParseError(message)
-        texts.append(text.to_numpy(dtype=object))
+        texts.append(key_text(values))
     return texts
+
+
+def selector_matches(value: str, want: str) -> bool:
+    """Whether a stream's key text matches a selector's value (numbers as numbers: ``01`` is ``1``)."""
+    if value == want:
+        return True
+    try:
+        return number_text(float(want)) == value
+    except ValueError:
+        return False
 
 
 def _groups(table: pd.DataFrame, user_col: str | None, recording_col: str | None) -> np.ndarray:
@@ -290,7 +320,7 @@ def _select(
         matched = [
             i
             for i, v in enumerate(values)
-            if all(v[streams.keys.index(k)] == want for k, want in selector.items())
+            if all(selector_matches(v[streams.keys.index(k)], want) for k, want in selector.items())
         ]
         if not matched:
             shown = ",".join(f"{k}={v}" for k, v in selector.items())

@@ -439,3 +439,23 @@ def test_numeric_keys_compare_as_numbers_as_init_reads_them(tmp_path):
         "Sensor Type=1",
     ]
     assert "x [Sensor Type=1]" in frame.columns
+
+
+def test_keys_that_name_thousands_of_streams_are_refused(tmp_path):
+    rows = [(t, t, 1, 1, 1, "u", "a") for t in range(1_200)]  # a key column that is a time
+    files = _csv(tmp_path / "d", rows)
+    with pytest.raises(ParseError, match="1,200 combinations of values, more than the 1,000"):
+        read_long_signals(_entry({"keys": ["Sensor Type"]}), Sources([files]))
+
+
+def test_files_holding_other_streams_are_refused_naming_the_file(tmp_path):
+    both = [(s, t + s, 1, 1, 1, "u", "a") for t in (0, 10, 20) for s in (0, 1)]
+    files = _csv(tmp_path / "d", both)
+    lines = ["Sensor Type,t,x,y,z,user,label"] + [f"0,{t},1,1,1,v,a" for t in (0, 10, 20)]
+    (files / "rec2.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(ParseError, match=r"rec2.csv: holds the streams \['Sensor Type=0'\]"):
+        read_long_signals(_entry({"keys": ["Sensor Type"]}), Sources([files]))
+    # selecting the stream both hold reads both files
+    streams = {"keys": ["Sensor Type"], "select": ["Sensor Type=0"]}
+    frame = read_long_signals(_entry(streams), Sources([files])).frame
+    assert sorted(frame["userid"].unique()) == ["u", "v"]

@@ -60,6 +60,8 @@ ALIGNS = ("slowest", "per-stream")
 #: Rows a stream needs inside each user (and recording): its rate, and an
 #: interpolation, need two samples at two times.
 MIN_STREAM_ROWS = 2
+#: Streams a file may hold: keys taking more combinations name no streams (a time, a value).
+MAX_STREAMS = 1_000
 #: The column :func:`split_streams` adds (per-stream) to name each row's recording.
 STREAM_RECORDING = "\x1fstream"
 
@@ -383,11 +385,18 @@ def split_streams(
         combined = combined + "\x1f" + pd.Series(text)
     codes, uniques = pd.factorize(combined)
     values = [tuple(str(u).split("\x1f")) for u in uniques]
+    if len(uniques) > MAX_STREAMS:
+        message = (
+            f"{member}: the stream keys {keys} take {len(uniques):,} combinations of values, more "
+            f"than the {MAX_STREAMS:,} streams a file may hold; they do not name streams "
+            f"(devices, sensor types): check reader_options.streams.keys"
+        )
+        raise ParseError(message)
     names = [stream_name(keys, v) for v in values]
     chosen = _select(names, values, streams, member)
     groups = _groups(table, user_col, recording_col)
     n_groups = int(groups.max()) + 1 if groups.size else 0
-    first_row = {int(g): int(np.flatnonzero(groups == g)[0]) for g in range(n_groups)}
+    first_row = pd.Series(np.arange(groups.size)).groupby(groups).first().to_dict()
     info: dict = {"streams": {}, "align": streams.align}
     rows_of: dict[tuple[int, int], np.ndarray] = {}
     order = np.lexsort((np.arange(codes.size), groups, codes))

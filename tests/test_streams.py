@@ -459,3 +459,39 @@ def test_files_holding_other_streams_are_refused_naming_the_file(tmp_path):
     streams = {"keys": ["Sensor Type"], "select": ["Sensor Type=0"]}
     frame = read_long_signals(_entry(streams), Sources([files])).frame
     assert sorted(frame["userid"].unique()) == ["u", "v"]
+
+
+def test_recordings_one_after_the_other_are_no_streams(tmp_path):
+    # A column "block" whose every value is one run of rows, each restarting the clock:
+    # recordings in sequence, not streams side by side; init drafts no streams for it.
+    rng = np.random.default_rng(10)
+    files = tmp_path / "release"
+    files.mkdir()
+    for user in ("u1", "u2"):
+        parts = [
+            pd.DataFrame(
+                {
+                    "timestamp": np.arange(300) * 20,
+                    "block": block,
+                    "x": rng.normal(size=300).round(3),
+                    "y": rng.normal(size=300).round(3),
+                    "z": rng.normal(size=300).round(3),
+                    "label": np.repeat([1, 2], 150),
+                }
+            )
+            for block in (1, 2, 3)
+        ]
+        pd.concat(parts).to_csv(files / f"{user}.csv", index=False)
+    result = CliRunner().invoke(
+        main, ["init", str(files), "--name", "seq", "-o", str(tmp_path / "s.toml")]
+    )
+    assert "streams:" not in result.output
+    # the reader's own advice names the option that tells recordings apart
+    assert "goes back" in result.output and "recording_col" in result.output
+    ok = CliRunner().invoke(
+        main,
+        ["init", str(files), "--name", "seq", "-o", str(tmp_path / "s.toml"), "--recording",
+         "block", "--window", "1"],
+    )  # fmt: skip
+    assert ok.exit_code == 0, ok.output
+    assert "streams:" not in ok.output

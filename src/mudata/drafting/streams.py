@@ -37,6 +37,8 @@ MAX_KEY_VALUES = 16
 MAX_KEYS = 3
 #: A clock is steady when its steps spread (between quartiles) by at most this part of their median.
 STEADY_SPREAD = 0.5
+#: Runs of rows per stream, at least, in a file where streams interleave.
+MIN_RUNS_PER_STREAM = 3
 #: A file interleaves clocks when more than this part of its steps are short (below half the median).
 SHORT_STEPS = 0.1
 #: Rates within this fraction of each other are one rate (per-stream windows then
@@ -198,6 +200,17 @@ def _interleaved(time: np.ndarray, codes: np.ndarray) -> bool:
     return bool(np.mean(steps < 0.5 * np.median(positive)) > SHORT_STEPS)
 
 
+def _alternate(codes: np.ndarray) -> bool:
+    """Whether the groups' rows alternate through the file (at least
+    :data:`MIN_RUNS_PER_STREAM` runs per group), as simultaneous streams do.
+
+    Recordings one after the other, each restarting its clock, take one run of
+    rows each: their column tells recordings apart (``recording_col``), not streams.
+    """
+    runs = 1 + int(np.count_nonzero(codes[1:] != codes[:-1])) if codes.size else 0
+    return runs >= MIN_RUNS_PER_STREAM * (int(codes.max()) + 1 if codes.size else 0)
+
+
 def _search(
     table: pd.DataFrame, candidates: list[str], base: list[str], named: list[str], explains
 ) -> list[str] | None:
@@ -257,7 +270,13 @@ def detect_streams(
     keys = [c for c in columns if c in named]
     how = "from --stream"
     if not _monotone(time, _codes(table, base + named)):
-        found = _search(table, candidates, base, named, lambda codes: _monotone(time, codes))
+        found = _search(
+            table,
+            candidates,
+            base,
+            named,
+            lambda codes: _monotone(time, codes) and _alternate(codes),
+        )
         if found is None:
             return None  # the reader's own error says where time goes back
         keys = [c for c in columns if c in named or c in found]

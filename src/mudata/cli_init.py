@@ -40,7 +40,8 @@ def init_command(
     override); columns that are counters, times, window ids, constant or
     mostly empty are never signals. When init cannot guess, name the columns
     (--label, --user, --time, --recording, --channels, --features), the path
-    pattern (--path-pattern) or the window (--window).
+    pattern (--path-pattern), the streams to keep of a file holding several
+    (--stream, --stream-align) or the window (--window).
     """
     # Here, not at the top: pandas-heavy; only for this command.
     from mudata.drafting.draft import Choices, draft_entry

@@ -498,6 +498,22 @@ init_help_options = stack(
         "with named groups, or a template such as 'a{label}_s{user}_t{recording}_*.mat'.",
     ),
     click.option(
+        "--stream",
+        "streams",
+        metavar="KEY=VALUE,...",
+        multiple=True,
+        help="A stream to keep, of a file holding several (devices, sensor types) told apart "
+        "by key columns: 'Sensor ID=1,Sensor Type=0' (repeatable; a selector holds commas, so "
+        "no comma lists; default: every stream).",
+    ),
+    click.option(
+        "--stream-align",
+        type=click.Choice(["slowest", "per-stream"]),
+        default=None,
+        help="How streams of different rates are windowed: resampled at the slowest one's "
+        "timestamps (default), or each stream windowed on its own.",
+    ),
+    click.option(
         "--include",
         metavar="GLOB",
         multiple=True,

@@ -272,6 +272,9 @@ def _stream_features(
         }
         if stream.attrs.get("time_repeats"):
             counts["time_repeats"] = dict(stream.attrs["time_repeats"])
+        if stream.attrs.get("streams"):
+            # Per file: each stream's rows and step, the timestamps aligning dropped.
+            counts["streams"] = dict(stream.attrs["streams"])
         finished = windows.finish()
     finally:
         windows.close()  # the features cut wait on disk: removed however the build ends
@@ -322,6 +325,8 @@ def labelled_features(
         if raw.frame.attrs.get("time_repeats"):
             # Samples sharing the time of the previous one, by file: kept in file order.
             counts["time_repeats"] = dict(raw.frame.attrs["time_repeats"])
+        if raw.frame.attrs.get("streams"):
+            counts["streams"] = dict(raw.frame.attrs["streams"])
         features, n_kept = _to_features(raw, kept, entry, counts), len(kept)
     if features.empty:
         raise EmptyResultError(_nothing_left(entry, n_kept, counts))

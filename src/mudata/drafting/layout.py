@@ -28,6 +28,7 @@ from mudata.drafting.columns import (
 from mudata.drafting.records import Choices, Layout, Sniffed
 from mudata.drafting.selection import Selection, compile_path_pattern
 from mudata.drafting.sensors import group_channels, report_lines
+from mudata.drafting.streams import StreamDraft, detect_streams
 from mudata.errors import ParseError, UsageError
 from mudata.readers.decode import data_suffix
 from mudata.readers.tabular import time_values
@@ -266,6 +267,34 @@ def _column_options(
     return options, chosen, notes
 
 
+def _streams(
+    first: pd.DataFrame, roles: Roles, member: str, choices: Choices
+) -> tuple[StreamDraft, np.ndarray] | None:
+    """The streams of the first file (:mod:`mudata.drafting.streams`); their keys are no signals."""
+    found = detect_streams(first, roles, member, choices.streams, choices.stream_align)
+    if found is None:
+        return None
+    for key in found[0].keys:
+        if key in roles.signals:
+            roles.signals.remove(key)
+        roles.left_out[key] = "a stream key (reader_options.streams)"
+    return found
+
+
+def _stream_rates(
+    first: pd.DataFrame, time_col: str, member: str, draft: StreamDraft, stream_of: np.ndarray
+) -> tuple[float | None, str]:
+    """Each stream's rate from its own rows; the table's is the slowest one's."""
+    notes = {}
+    for number, name in enumerate(draft.rows):
+        rows = first[stream_of == number]
+        draft.rates[name], notes[name] = _rate(rows, time_col, member)
+    slowest = draft.slowest()
+    if slowest is None:
+        return None, next(iter(notes.values()))
+    return draft.rates[slowest], f"{notes[slowest]}, of stream {slowest!r} (the slowest)"
+
+
 def propose_layout(
     first: pd.DataFrame,
     sniffed: Sniffed,
@@ -296,7 +325,11 @@ def propose_layout(
         "time": choices.time,
         "recording": choices.recording,
     }
+    if ruled_out:
+        # Aligned streams' channels ("x [Sensor ID=1]") are ruled out by their column.
+        ruled_out = {re.sub(r" \[[^\]]*\]$", "", k): v for k, v in ruled_out.items()}
     roles = find_roles(first, header, given, max_missing=choices.max_missing, ruled_out=ruled_out)
+    streams = _streams(first, roles, members[0], choices)
     notes = [f"format: {fmt}, {'with' if header else 'without'} a header line"]
     if sniffed.separator not in (None, ",") or sniffed.decimal != ".":
         notes.append(f"separator {sniffed.separator!r}, decimal mark {sniffed.decimal!r}")
@@ -331,6 +364,16 @@ def propose_layout(
     rate, rate_note = (
         _rate(first, roles.time, members[0]) if kind == "signals" and roles.time else (None, "")
     )
+    if streams is not None and kind == "signals":
+        draft, stream_of = streams
+        rate, rate_note = _stream_rates(first, roles.time or "", members[0], draft, stream_of)
+        options["streams"] = draft.option()
+        chosen = draft.channels(chosen)
+        column_notes += draft.notes(members[0])
+        comments["streams"] = (
+            f"{len(draft.rows)} stream(s) in {members[0]}: {draft.how}; align = "
+            f'"slowest" or "per-stream"'
+        )
     return Layout(
         kind,
         fmt,

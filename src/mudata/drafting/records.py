@@ -35,6 +35,11 @@ class Choices:
         Window length in seconds (default 3).
     max_missing : float
         Columns with a larger fraction of empty cells are left out.
+    streams : tuple of str
+        Streams to keep (``KEY=VALUE,...``, :mod:`mudata.drafting.streams`);
+        empty: every stream found.
+    stream_align : str, optional
+        ``"slowest"`` or ``"per-stream"`` (default ``"slowest"``).
     """
 
     label: str | None = None
@@ -48,6 +53,8 @@ class Choices:
     exclude: tuple[str, ...] = ()
     window: float | None = None
     max_missing: float = MAX_MISSING
+    streams: tuple[str, ...] = ()
+    stream_align: str | None = None
 
 
 @dataclass

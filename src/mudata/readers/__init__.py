@@ -70,6 +70,7 @@ _TABULAR_OPTIONS = frozenset(
         "segment_col",
         "separator",
         "skip_lines",
+        "streams",
         "time_col",
         "time_order",
         "user_col",

@@ -60,6 +60,7 @@ from mudata.readers.tabular import (
     numeric_columns,
     parse_member,
     path_groups,
+    read_long_signals,
     text_users,
     time_goes_back,
     time_text,
@@ -531,6 +532,13 @@ def _tables(reading: _Reading, plan: _Plan) -> Iterator[pd.DataFrame]:
             yield reading.parse(data, plan.member, plan.dtypes)
 
 
+def _whole_streams(entry: DatasetEntry, sources: Sources, attrs: dict) -> Iterator[SignalTable]:
+    log.info("%s: read whole, not in parts: its files hold several streams", entry.name)
+    table = read_long_signals(entry, sources)
+    attrs.update(table.frame.attrs)
+    yield table
+
+
 def stream_long_signals(
     entry: DatasetEntry, sources: Sources, *, chunk_bytes: int = CHUNK_BYTES
 ) -> SignalStream:
@@ -556,6 +564,10 @@ def stream_long_signals(
         ``attrs["time_repeats"]`` once the chunks are exhausted.
     """
     options = long_options(entry)
+    if entry.reader_options.get("streams") is not None:
+        # Streams are aligned over a whole file (the slowest one's times): read whole.
+        whole: dict = {}
+        return SignalStream(_whole_streams(entry, sources, whole), whole)
     fmt, members = matching_members(entry, sources)
     header = fmt != "mat" and entry.reader_options.get("header", True) is not False
     reading = _Reading(entry, sources, options, fmt, header, text_encoding(entry), chunk_bytes)

@@ -13,6 +13,7 @@ entry's ``reader_options``.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import logging
 from collections.abc import Mapping, Sequence
@@ -38,6 +39,7 @@ from mudata.readers.base import FeatureTable, SignalTable, Sources
 from mudata.readers.decode import SEPARATORS, SPREADSHEET_MISSING, read_mat
 from mudata.readers.linear_regex import LinearPattern, PatternError, compile_linear
 from mudata.readers.lines import line_options, prepare_lines
+from mudata.readers.streams import StreamOptions, split_streams, stream_options
 from mudata.readers.times import ParsedTimes, check_offsets, parse_times
 
 log = logging.getLogger(__name__)
@@ -529,8 +531,14 @@ def long_options(entry: DatasetEntry) -> LongOptions:
                 _check_roles(entry, f"{kind}_col", [column], roles)
             roles[column] = f"the {kind} column ({kind}_col)"
     _check_roles(entry, "channels", channels, roles)
+    streams = stream_options(entry)
+    if streams is not None:
+        _check_roles(
+            entry, "streams.keys", list(streams.keys), {**roles, **_channel_roles(channels)}
+        )
     absent = [c for c in sensor_channels if c not in channels]
-    if absent:
+    # Aligned streams name their channels "<channel> [<stream>]": checked once split.
+    if absent and not (streams is not None and streams.align == "slowest"):
         message = (
             f"dataset '{entry.name}': sensor channels {absent} are not in "
             f"reader_options.channels {channels}"
@@ -553,6 +561,10 @@ def long_options(entry: DatasetEntry) -> LongOptions:
         channels,
         time_order,
     )
+
+
+def _channel_roles(channels: list[str]) -> dict[str, str]:
+    return dict.fromkeys(channels, "a channel (reader_options.channels)")
 
 
 def path_groups(options: LongOptions, member: str) -> dict[str, str]:
@@ -805,13 +817,22 @@ def read_long_signals(entry: DatasetEntry, sources: Sources) -> SignalTable:
         numeric, or time goes back inside a recording (file and row named).
     """
     options = long_options(entry)
+    streams = stream_options(entry)
+    keys = list(streams.keys) if streams else []
     header = int(entry.reader_options.get("header", True) is not False)
-    frames, repeats = [], {}
+    frames, repeats, found = [], {}, {}
+    text_columns = [options.user_col] if options.user_col else []
+    member_options = options
     for number, (member, table) in enumerate(
-        _load(entry, sources, options.columns, [options.user_col] if options.user_col else [])
+        _load(entry, sources, options.columns + keys, text_columns + keys)
     ):
-        member_frame, repeats[member] = _member_frame(member, table, options, number, header)
+        if streams is not None:
+            table, member_options, found[member] = _split(
+                entry, member, table, options, streams, header, member_options
+            )
+        member_frame, repeats[member] = _member_frame(member, table, member_options, number, header)
         frames.append(member_frame)
+    options = member_options
     frame = pd.concat(frames, ignore_index=True)
     frame["recording"] = pd.factorize(
         frame["_file"].astype(str) + "/" + frame["_recording"].astype(str)
@@ -830,4 +851,50 @@ def read_long_signals(entry: DatasetEntry, sources: Sources) -> SignalTable:
         )
     # Read by the pipeline into the provenance's counts (``time_repeats``).
     table.attrs["time_repeats"] = repeated
+    if streams is not None:
+        table.attrs["streams"] = found
     return SignalTable(table)
+
+
+def _split(
+    entry: DatasetEntry,
+    member: str,
+    table: pd.DataFrame,
+    options: LongOptions,
+    streams: StreamOptions,
+    header: int,
+    before: LongOptions,
+) -> tuple[pd.DataFrame, LongOptions, dict]:
+    """One member split into its streams (:mod:`mudata.readers.streams`), and the options
+    the rest of the reader reads it with; ``before`` holds the previous member's."""
+    assert options.time_col is not None  # stream_options requires it
+    time = time_values(table[options.time_col], member, options.time_col)
+    split = split_streams(
+        table,
+        time,
+        member,
+        streams,
+        user_col=options.user_col,
+        label_col=options.label_col,
+        time_col=options.time_col,
+        recording_col=options.recording_col,
+        channels=options.channels,
+        header=header,
+    )
+    if before is not options and set(before.channels) != set(split.channels):
+        message = (
+            f"{member}: holds the streams {excerpt(sorted(split.info['streams']))}, where the "
+            f"files before it give the channels {excerpt(before.channels)}; every file must "
+            f"hold the same streams: choose them with reader_options.streams.select"
+        )
+        raise ParseError(message)
+    channels = before.channels if before is not options else split.channels
+    absent = [c for s in entry.sensors for c in s.channels if c not in channels]
+    if absent:
+        message = (
+            f"dataset '{entry.name}': sensor channels {absent} are not channels of the streams "
+            f"of {member}; its channels: {excerpt(channels)}"
+        )
+        raise ParseError(message)
+    found = dataclasses.replace(options, channels=channels, recording_col=split.recording_col)
+    return split.table, found, split.info

@@ -88,3 +88,5 @@ class Layout:
     rate_note: str = ""
     roles: Roles = field(default_factory=Roles)
     option_notes: dict[str, str] = field(default_factory=dict)
+    #: The reader, when not the layout's generic one (``annotated-signals``).
+    reader: str | None = None

@@ -167,17 +167,25 @@ def _bounds(table: pd.DataFrame, taken: set[str]) -> tuple[str, str] | None:
     return adjacent[-1] if adjacent else None
 
 
-def _key_places(values: set[str], members: list[str]) -> list[tuple[int, set[str]]]:
-    """The places among the numbers of each path where these key values are found,
-    with the values found there."""
+def _key_places(column: pd.Series, members: list[str]) -> list[tuple[int, float]]:
+    """The places among the numbers of the paths where a column's values are found, each
+    with its fit: the share of the rows whose value is there, times the share of the
+    place's values the column holds.
+
+    Rows of keys no file has are allowed (a release may publish the labels of recordings
+    it leaves out), up to half of them.
+    """
     numbers = [path_numbers(m) for m in members]
     if not numbers or len({len(n) for n in numbers}) != 1:
         return []
+    texts = column.dropna().map(key_text)
+    values = set(texts)
     places = []
     for k in range(len(numbers[0])):
         found = {key_text(n[k][1]) for n in numbers}
-        if values and values <= found and len(found) > 1:
-            places.append((k, found))
+        rows = float(texts.isin(found).mean()) if len(texts) else 0.0
+        if len(found) > 1 and rows >= 0.5:
+            places.append((k, rows * len(values & found) / len(found)))
     return places
 
 
@@ -254,7 +262,7 @@ def _analyse(
         values = {key_text(v) for v in table[column].dropna()}
         if header and column in data_columns:
             scored.append((2.0, column, None, values))
-        for place, found in _key_places(values, members):
+        for place, fit in _key_places(table[column], members):
             word = numbers[place][0].lower()
             named = float(
                 bool(word)
@@ -263,7 +271,7 @@ def _analyse(
                     or (bool(USER_WORDS.match(word)) and bool(USER_NAMES.match(column)))
                 )
             )
-            scored.append((named + len(values) / len(found), column, place, values))
+            scored.append((named + fit, column, place, values))
     taken_columns: set[str] = set()
     taken_places: set[int] = set()
     chosen = []

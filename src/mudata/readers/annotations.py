@@ -360,11 +360,14 @@ def read_intervals(data: bytes, options: LabelOptions) -> list[Interval]:
     return intervals
 
 
-def check_overlaps(intervals: Sequence[Interval], file: str, unit: str) -> None:
+def check_overlaps(
+    intervals: Sequence[Interval], file: str, unit: str, names: Sequence[str] = ()
+) -> None:
     """Two intervals of one recording that share a sample (or a time) are an error naming both.
 
     Sample intervals are closed (``[start, end]``); time intervals half-open
-    (``[start, end)``), so one may start where the previous ends.
+    (``[start, end)``), so one may start where the previous ends. ``names``
+    names the key's fields in the message.
     """
     by_key: dict[tuple[str, ...], list[Interval]] = {}
     for interval in intervals:
@@ -381,7 +384,8 @@ def check_overlaps(intervals: Sequence[Interval], file: str, unit: str) -> None:
                 message = (
                     f"{file}: the intervals of line {a.line} ([{a.start:g}, {a.end:g}], class "
                     f"{a.label}) and line {b.line} ([{b.start:g}, {b.end:g}], class {b.label}) "
-                    f"overlap in the recording of key {excerpt(key)}; a sample has one "
+                    f"overlap in the recording {dict(zip(names, key, strict=False)) or key}; a "
+                    f"sample has one "
                     f"label: correct one of them"
                 )
                 raise ParseError(message)
@@ -642,7 +646,7 @@ def read_annotated_signals(entry: DatasetEntry, sources: Sources) -> SignalTable
     labels = replace(labels, file=file)
     options = replace(options, labels=labels)
     intervals = read_intervals(sources.read_decoded(file), labels)
-    check_overlaps(intervals, file, labels.unit)
+    check_overlaps(intervals, file, labels.unit, labels.key)
     recordings = _recordings(entry, sources, options)
     by_key: dict[tuple[str, ...], _Recording] = {}
     for recording in recordings:

@@ -211,8 +211,8 @@ def test_the_reader_labels_exactly_the_samples_of_each_interval(tmp_path):
     assert got == expected
 
 
-def _entry_and_root(tmp_path: Path, shape: str = "hapt", **kwargs):
-    release = write_release(tmp_path / shape, shape=shape, **kwargs)
+def _entry_and_root(tmp_path: Path, shape: str = "hapt", experiments: int = 2, **kwargs):
+    release = write_release(tmp_path / shape, shape=shape, experiments=experiments, **kwargs)
     args = {"sampling_rate_hz": RATE} if shape.startswith("hapt") else {}
     draft = draft_entry([release.root], shape, output=tmp_path / f"{shape}.toml", **args)
     return draft.entry, release

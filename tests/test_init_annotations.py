@@ -413,3 +413,27 @@ def test_a_table_of_class_names_alone_is_not_an_annotation(tmp_path):
     )
     assert result.exit_code != 0
     assert "no label column" in result.output, result.output
+
+
+def test_a_sheet_describing_the_subjects_is_no_annotation_table(tmp_path):
+    """subjects.csv (subject, age, height, weight): its subject ids are the paths' users and
+    age <= height on every row, but each subject has one row: it stays left out."""
+    from mudata.drafting.selection import select
+
+    root = tmp_path / "release"
+    root.mkdir()
+    for user in range(1, 7):
+        lines = ["x,y,z,label"] + [f"{i % 7},{i % 5},{i % 3},{1 + i // 50}" for i in range(100)]
+        (root / f"rec_s{user}.csv").write_text("\n".join(lines) + "\n")
+    sheet = ["subject,age,height,weight"]
+    sheet += [f"{u},{20 + 3 * u},{160 + 2 * u},{55 + 4 * u}" for u in range(1, 7)]
+    (root / "subjects.csv").write_text("\n".join(sheet) + "\n")
+    selection = select(sorted(p.name for p in root.iterdir()), lambda n: (root / n).read_bytes())
+    assert selection.annotation is None
+    assert "subjects.csv" in selection.left_out
+    # the same ids as intervals, two per subject, are one
+    intervals = ["subject,activity,start,end"]
+    intervals += [f"{u},{k},{1 + 50 * (k - 1)},{50 * k}" for u in range(1, 7) for k in (1, 2)]
+    (root / "subjects.csv").write_text("\n".join(intervals) + "\n")
+    selection = select(sorted(p.name for p in root.iterdir()), lambda n: (root / n).read_bytes())
+    assert selection.annotation is not None and selection.annotation.keys == ["user"]

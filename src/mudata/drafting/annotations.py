@@ -13,7 +13,10 @@ metadata sheet. :func:`find_annotation` recognises it instead, when:
   such as ``activity``, or else the first column left);
 * at least one other column is a key: its values are the numbers in one place
   of the signal files' paths (``exp01``, ``user01``: ``1`` to ``6``), or it
-  names a column of the signal files (a ``session`` column).
+  names a column of the signal files (a ``session`` column);
+* the class codes repeat (at most one distinct code per two rows), and so do
+  the keys (a recording holds several intervals): a sheet of one row per
+  subject or recording (age, height, weight) is not an annotation table.
 
 It also finds a table of class names (``activity_labels.txt``: a code and a
 word per line), whose codes are the annotation's labels.
@@ -184,7 +187,8 @@ def _key_places(column: pd.Series, members: list[str]) -> list[tuple[int, float]
     for k in range(len(numbers[0])):
         found = {key_text(n[k][1]) for n in numbers}
         rows = float(texts.isin(found).mean()) if len(texts) else 0.0
-        if len(found) > 1 and rows >= 0.5:
+        # A place of one value (one user) must hold every row: a code 1 on half the rows is no key.
+        if rows >= 0.5 and (len(found) > 1 or rows == 1.0):
             places.append((k, rows * len(values & found) / len(found)))
     return places
 
@@ -302,10 +306,13 @@ def _analyse(
         return None
     start, end = bounds
     rest = [c for c in table.columns if c not in renamed and c not in bounds]
-    codes = [c for c in rest if 2 <= table[c].nunique() <= 100]
+    # Class codes repeat (a sheet of one row per subject holds ages, weights: few repeats).
+    codes = [c for c in rest if 2 <= table[c].nunique() <= min(100, len(table) / 2)]
     label = next((c for c in codes if LABEL_NAMES.match(c)), codes[0] if codes else None)
     if label is None:
         return None
+    if not table.duplicated(subset=list(renamed)).any():
+        return None  # one row per recording: a sheet describing them, not intervals in them
     start_name = start if header else "start"
     end_name = end if header else "end"
     label_name = label if header else "label"

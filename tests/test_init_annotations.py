@@ -437,3 +437,19 @@ def test_a_sheet_describing_the_subjects_is_no_annotation_table(tmp_path):
     (root / "subjects.csv").write_text("\n".join(intervals) + "\n")
     selection = select(sorted(p.name for p in root.iterdir()), lambda n: (root / n).read_bytes())
     assert selection.annotation is not None and selection.annotation.keys == ["user"]
+
+
+def test_a_subset_of_the_recordings_drafts_and_builds_with_the_rest_reported(tmp_path):
+    """The labels of the whole release beside the files of some experiments (a partial
+    download): the table is still found, its other lines reported, the rest built."""
+    release = write_release(tmp_path / "hapt", experiments=6)
+    for path in (release.root / "RawData").glob("*_exp0[56]_*.txt"):
+        path.unlink()
+    draft = draft_entry([release.root], "h", output=tmp_path / "h.toml", sampling_rate_hz=RATE)
+    assert draft.entry.reader_options["labels"]["key"] == ["experiment", "user"]
+    lines = [w.line for w in release.intervals if w.experiment > 4]
+    report = "\n".join(draft.report)
+    assert f"intervals of no recording: {len(lines)} line(s)" in report, report
+    kept = [w for w in release.intervals if w.experiment <= 4]
+    unlabelled = sum(release.lengths[e] for e in range(1, 5)) - sum(w.hi - w.lo for w in kept)
+    assert f"unlabelled: {unlabelled:,} samples" in report

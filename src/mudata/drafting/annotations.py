@@ -25,6 +25,7 @@ word per line), whose codes are the annotation's labels.
 from __future__ import annotations
 
 import io
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -193,6 +194,73 @@ def _key_places(column: pd.Series, members: list[str]) -> list[tuple[int, float]
     return places
 
 
+#: Assignments of columns to the places of the paths' numbers tried at most.
+_MAX_ASSIGNMENTS = 4096
+
+
+def _overlapping(groups: list[tuple], start: np.ndarray, end: np.ndarray) -> int:
+    """Rows whose interval starts before an earlier one of their group ends."""
+    order = sorted(range(len(groups)), key=lambda i: (groups[i], start[i]))
+    count, last, reach = 0, None, -np.inf
+    for i in order:
+        if groups[i] != last:
+            last, reach = groups[i], -np.inf
+        count += bool(start[i] < reach)
+        reach = max(reach, end[i])
+    return count
+
+
+def _assign(
+    table: pd.DataFrame,
+    candidates: list[str],
+    members: list[str],
+    bounds: tuple[str, str],
+    keyed: list[str],
+) -> list[tuple[str, int]]:
+    """The columns that are the numbers of the paths, each with its place.
+
+    Jointly: the assignment under which most rows of the table name a recording
+    whose path holds all of their numbers and no interval overlaps another of
+    its recording (a key left out merges recordings, whose intervals then
+    overlap); among equal ones, the one with more keys, then the one whose
+    columns are named as the words before the numbers (``exp``, ``user``). One
+    column at a time would take a user column (1-3) for the experiment (1-6)
+    once some experiments are missing. ``keyed``: the key columns that are
+    columns of the signal files (a session), which also tell recordings apart.
+    """
+    numbers = [path_numbers(m) for m in members]
+    if not numbers or len({len(n) for n in numbers}) != 1:
+        return []
+    options: dict[int, list[str | None]] = {k: [None] for k in range(len(numbers[0]))}
+    for column in candidates:
+        for place, _ in _key_places(table[column], members):
+            options[place].append(column)
+    texts = {c: table[c].map(key_text).to_numpy() for c in [*candidates, *keyed]}
+    start, end = (_numbers(table[c]) for c in bounds)
+    best: tuple[float, int, int] | None = None
+    chosen: list[tuple[str, int]] = []
+    for tried, pick in enumerate(itertools.product(*options.values())):
+        if tried >= _MAX_ASSIGNMENTS:
+            break
+        pairs = [(c, k) for k, c in zip(options, pick, strict=True) if c is not None]
+        if not pairs or len({c for c, _ in pairs}) != len(pairs):
+            continue
+        recordings = {tuple(key_text(n[k][1]) for _, k in pairs) for n in numbers}
+        rows = list(zip(*(texts[c] for c, _ in pairs), strict=True))
+        found = [r in recordings for r in rows]
+        groups = list(zip(rows, *(texts[c] for c in keyed), strict=True))
+        share = (sum(found) - _overlapping(groups, start, end)) / len(rows)
+        named = sum(
+            bool(w := numbers[0][k][0].lower())
+            and (c.lower().startswith(w) or bool(USER_WORDS.match(w) and USER_NAMES.match(c)))
+            for c, k in pairs
+        )
+        score = (round(share, 9), len(pairs), named)
+        if share >= 0.5 and (best is None or score > best):
+            best, chosen = score, pairs
+    return chosen
+
+
 def _key_name(column: str, header: bool, word: str, taken: set[str], k: int) -> str:
     name = column if header else word
     name = re.sub(r"\W", "_", name.strip()).strip("_").lower() if name else ""
@@ -256,36 +324,25 @@ def _analyse(
     columns: dict[str, int | str] = {}
     renamed: dict[str, str] = {}
     notes: list[str] = []
+    bounds = _bounds(table, set())
+    if bounds is None:
+        return None
+    start, end = bounds
     roles = (LABEL_NAMES, START_NAMES, END_NAMES)
-    candidates = [c for c in table.columns if not (header and any(r.match(c) for r in roles))]
-    # Each place of the paths' numbers goes to the column that fits it best: its
-    # name, then the share of the place's values it holds (a label column's codes
-    # 1-4 may also be experiment numbers, but hold fewer of them than the key).
-    scored = []
-    for column in candidates:
-        values = {key_text(v) for v in table[column].dropna()}
-        if header and column in data_columns:
-            scored.append((2.0, column, None, values))
-        for place, fit in _key_places(table[column], members):
-            word = numbers[place][0].lower()
-            named = float(
-                bool(word)
-                and (
-                    column.lower().startswith(word)
-                    or (bool(USER_WORDS.match(word)) and bool(USER_NAMES.match(column)))
-                )
-            )
-            scored.append((named + fit, column, place, values))
-    taken_columns: set[str] = set()
-    taken_places: set[int] = set()
-    chosen = []
-    for _, column, place, values in sorted(scored, key=lambda s: -s[0]):
-        if column in taken_columns or place in taken_places:
-            continue
-        taken_columns.add(column)
-        if place is not None:
-            taken_places.add(place)
-        chosen.append((column, place, values))
+    candidates = [
+        c
+        for c in table.columns
+        if c not in bounds and not (header and any(r.match(c) for r in roles))
+    ]
+    chosen = [
+        (c, None, {key_text(v) for v in table[c].dropna()})
+        for c in candidates
+        if header and c in data_columns
+    ]
+    taken = {c for c, _, _ in chosen}
+    others = [c for c in candidates if c not in taken]
+    for column, place in _assign(table, others, members, (start, end), sorted(taken)):
+        chosen.append((column, place, {key_text(v) for v in table[column].dropna()}))
     for column, place, values in sorted(chosen, key=lambda c: list(table.columns).index(c[0])):
         word = numbers[place][0] if place is not None else column
         key = _key_name(column, header, word, set(keys), len(keys))
@@ -301,10 +358,6 @@ def _analyse(
         renamed[column] = key
     if not keys:
         return None
-    bounds = _bounds(table, set(renamed))
-    if bounds is None:
-        return None
-    start, end = bounds
     rest = [c for c in table.columns if c not in renamed and c not in bounds]
     # Class codes repeat (a sheet of one row per subject holds ages, weights: few repeats).
     codes = [c for c in rest if 2 <= table[c].nunique() <= min(100, len(table) / 2)]

@@ -14,18 +14,23 @@ and keys of no recording.
 from __future__ import annotations
 
 import logging
+import shutil
 import tarfile
+import tempfile
 import tomllib
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import mudata
 from mudata.cli import main
 from mudata.drafting.draft import draft_entry
-from mudata.errors import ParseError, RegistryError
+from mudata.errors import MudataError, ParseError, RegistryError
+from mudata.pipeline import build_table
 from mudata.readers.annotations import read_annotated_signals
 from mudata.readers.base import Sources
 from mudata.registry import parse_entry
@@ -453,3 +458,66 @@ def test_a_subset_of_the_recordings_drafts_and_builds_with_the_rest_reported(tmp
     kept = [w for w in release.intervals if w.experiment <= 4]
     unlabelled = sum(release.lengths[e] for e in range(1, 5)) - sum(w.hi - w.lo for w in kept)
     assert f"unlabelled: {unlabelled:,} samples" in report
+
+
+@pytest.fixture(scope="module")
+def small_release(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("fuzz")
+    release = write_release(root / "hapt", experiments=4, seed=5)
+    draft = draft_entry([release.root], "h", output=root / "h.toml", sampling_rate_hz=RATE)
+    built, _ = build_table(draft.entry, Sources([release.root]))  # undamaged, it builds
+    assert built["userid"].nunique() == 2
+    return draft.entry, release
+
+
+mutation = st.tuples(
+    st.sampled_from(["flip", "insert", "delete", "truncate", "set"]),
+    st.floats(min_value=0, max_value=1, allow_nan=False),
+    st.integers(min_value=0, max_value=255),
+)
+
+
+def _mutate(data: bytes, mutations) -> bytes:
+    out = bytearray(data)
+    for op, where, value in mutations:
+        if not out:
+            break
+        at = min(int(where * len(out)), len(out) - 1)
+        if op == "flip":
+            out[at] ^= 1 << (value % 8)
+        elif op == "insert":
+            out[at:at] = bytes([value]) * (1 + value % 5)
+        elif op == "delete":
+            del out[at : at + 1 + value % 7]
+        elif op == "truncate":
+            del out[at:]
+        else:
+            out[at] = value
+    return bytes(out)
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    which=st.sampled_from(["RawData/labels.txt", "RawData/gyro_exp02_user01.txt"]),
+    mutations=st.lists(mutation, min_size=1, max_size=4),
+)
+def test_a_damaged_table_or_signal_file_fails_only_with_mudata_s_errors(
+    small_release, tmp_path, which, mutations
+):
+    """Whatever the damage to the annotation table or a signal file, the build ends with a
+    table or with one of mudata's errors, never with another exception."""
+    entry, release = small_release
+    with tempfile.TemporaryDirectory(dir=tmp_path) as folder:
+        copy = Path(folder) / "hapt"
+        shutil.copytree(release.root, copy)
+        target = copy / which
+        target.write_bytes(_mutate(target.read_bytes(), mutations))
+        sources = Sources([copy])
+        try:
+            build_table(entry, sources)
+        except MudataError:
+            pass
+        finally:
+            sources.close()

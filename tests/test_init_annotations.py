@@ -13,6 +13,7 @@ and keys of no recording.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import shutil
 import tarfile
@@ -21,6 +22,7 @@ import tomllib
 from collections import Counter
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
@@ -29,7 +31,7 @@ from hypothesis import strategies as st
 import mudata
 from mudata.cli import main
 from mudata.drafting.draft import draft_entry
-from mudata.errors import MudataError, ParseError, RegistryError
+from mudata.errors import MissingFileError, MudataError, ParseError, RegistryError
 from mudata.pipeline import build_table
 from mudata.readers.annotations import read_annotated_signals
 from mudata.readers.base import Sources
@@ -521,3 +523,32 @@ def test_a_damaged_table_or_signal_file_fails_only_with_mudata_s_errors(
             pass
         finally:
             sources.close()
+
+
+def test_a_labels_file_outside_the_release_is_not_read(tmp_path):
+    entry, release = _entry_and_root(tmp_path)
+    (tmp_path / "secret.txt").write_text("1 1 2 1 10\n")
+    options = {**entry.reader_options}
+    options["labels"] = {**options["labels"], "file": "../secret.txt"}
+    outside = dataclasses.replace(entry, reader_options=options)
+    with pytest.raises(MissingFileError, match=r"file '\.\./secret\.txt' not found"):
+        read_annotated_signals(outside, Sources([release.root]))
+
+
+def test_zero_based_indices_are_read_as_such(tmp_path):
+    """A table counting samples from 0 (an interval starts at 0): init drafts first = 0 and
+    the reader labels the same samples as the 1-based table does."""
+    entry, release = _entry_and_root(tmp_path)
+    path = release.root / release.labels_file
+    rows = [line.split() for line in path.read_text().splitlines()]
+    first = rows[0]
+    rows[0] = [*first[:3], "1", first[4]]  # the first interval from the first sample on
+    path.write_text("".join(f"{' '.join(r)}\n" for r in rows))
+    one_based = read_annotated_signals(entry, Sources([release.root])).frame
+    zero = [[*r[:3], str(int(r[3]) - 1), str(int(r[4]) - 1)] for r in rows]
+    path.write_text("".join(f"{' '.join(r)}\n" for r in zero))
+    draft = draft_entry([release.root], "z", output=tmp_path / "z.toml", sampling_rate_hz=RATE)
+    assert draft.entry.reader_options["labels"]["first"] == 0
+    assert "0-based: an interval starts at 0" in "\n".join(draft.report)
+    zero_based = read_annotated_signals(draft.entry, Sources([release.root])).frame
+    pd.testing.assert_frame_equal(zero_based, one_based)

@@ -146,7 +146,13 @@ def _unit(
     unit = max(fits, key=lambda u: fits[u])
     share = f"{100 * fits[unit]:.0f} % of {member}'s samples inside its intervals"
     if unit == "sample":
-        note = f"unit: sample indices, {base}-based, both ends included ({share})"
+        how = (
+            "0-based: an interval starts at 0"
+            if base == 0
+            else "1-based as no interval starts at 0; set labels.first = 0 if the release "
+            "counts from 0"
+        )
+        note = f"unit: sample indices, {how}, both ends included ({share})"
     else:
         note = f"unit: {unit}, times of column {time_col!r}, start <= t < end ({share})"
     others = [u for u in fits if u != unit]

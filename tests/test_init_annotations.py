@@ -19,6 +19,7 @@ import shutil
 import tarfile
 import tempfile
 import tomllib
+import zipfile
 from collections import Counter
 from pathlib import Path
 
@@ -351,6 +352,32 @@ def test_init_reads_the_release_from_its_archive(tmp_path):
     assert options["labels"]["file"] == "HAPT/RawData/labels.txt"
     assert options["path_pattern"].startswith("(?:^|/)HAPT/RawData/(?P<sensor>")
     assert f"unlabelled: {release.unlabelled:,} samples" in "\n".join(draft.report)
+
+
+def test_an_archive_whose_table_no_glob_selects_with_the_data_is_read_whole(tmp_path):
+    """rec/*.dat and intervals.txt beside README.txt: no one glob; the archive is pinned
+    whole, the reader's members select the data and the table is read from it."""
+    release = write_release(tmp_path / "w", shape="whitespace-time", experiments=4)
+    archive = tmp_path / "w.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for path in sorted(release.root.rglob("*")):
+            zf.write(path, f"w/{path.relative_to(release.root).as_posix()}")
+    draft = draft_entry([archive], "w", output=tmp_path / "w.toml")
+    assert "glob" not in tomllib.loads(draft.toml)["files"][0]
+    assert draft.entry.reader_options["members"] == "*.dat"
+    assert f"unlabelled: {release.unlabelled:,} samples" in "\n".join(draft.report)
+
+
+def test_a_csv_table_with_a_byte_order_mark_crlf_and_quotes_reads_the_same(tmp_path):
+    entry, release = _entry_and_root(tmp_path, "seconds-csv")
+    plain = read_annotated_signals(entry, Sources([release.root])).frame
+    path = release.root / release.labels_file
+    lines = path.read_text().splitlines()
+    quoted = [lines[0]] + [",".join(f'"{f}"' for f in line.split(",")) for line in lines[1:]]
+    path.write_bytes(("\ufeff" + "\r\n".join(quoted) + "\r\n").encode())
+    pd.testing.assert_frame_equal(
+        read_annotated_signals(entry, Sources([release.root])).frame, plain
+    )
 
 
 def _labels_entry(labels: object) -> dict:

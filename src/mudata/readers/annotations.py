@@ -460,11 +460,10 @@ def annotated_options(entry: DatasetEntry) -> AnnotatedOptions:
 
 @dataclass
 class _Recording:
-    """The samples of one recording: its key, user, channels and times."""
+    """The samples of one recording: its key, name, user and channels, and times."""
 
     key: tuple[str, ...]
     name: str
-    user: object
     frame: pd.DataFrame
     time: np.ndarray | None
 
@@ -486,14 +485,15 @@ def _channel(sensor: str | None, column: str) -> str:
     return f"{sensor}_{column}" if sensor else column
 
 
-def _recordings(
-    entry: DatasetEntry, sources: Sources, options: AnnotatedOptions
-) -> list[_Recording]:
-    """The signal files, joined per recording: the files of its sensors side by side."""
+_Files = dict[tuple[str, ...], dict[str | None, tuple[str, pd.DataFrame]]]
+
+
+def _files(entry: DatasetEntry, sources: Sources, options: AnnotatedOptions) -> _Files:
+    """The signal files, parsed, by recording (their path's key) and sensor."""
     fmt, members = matching_members(entry, sources)
     # A members glob that also matches the annotation table does not make it a signal file.
     members = [m for m in members if m != options.labels.file]
-    files: dict[tuple[str, ...], dict[str | None, tuple[str, pd.DataFrame]]] = {}
+    files: _Files = {}
     text = [options.user_col] if options.user_col else []
     text += options.column_keys
     for member in members:
@@ -513,8 +513,15 @@ def _recordings(
             message = f"{member} and {sensors[sensor][0]} are both sensor {sensor!r} of one recording {excerpt(path_key)}; the path_pattern must tell them apart"
             raise ParseError(message)
         sensors[sensor] = (member, table[[*needed, *columns]])
+    return files
+
+
+def _recordings(
+    entry: DatasetEntry, sources: Sources, options: AnnotatedOptions
+) -> list[_Recording]:
+    """The signal files, joined per recording: the files of its sensors side by side."""
     recordings = []
-    for sensors in files.values():
+    for sensors in _files(entry, sources, options).values():
         named = sorted(sensors.items(), key=lambda item: str(item[0]))
         lengths = {member: len(table) for _, (member, table) in named}
         if len(set(lengths.values())) > 1:
@@ -551,28 +558,25 @@ def _recordings(
             split = values.groupby(options.column_keys, sort=False).indices
         else:
             split = {(): np.arange(len(frame))}
+        if time is not None:
+            # Time must not go back inside a recording: one per value of the column keys.
+            local = np.zeros(len(frame), dtype=np.int64)
+            for number, rows in enumerate(split.values()):
+                local[rows] = number
+            header = int(entry.reader_options.get("header", True) is not False)
+            check_time(time, local, first_member, str(options.time_col), header)
         for column_key, rows in split.items():
-            column_key = column_key if isinstance(column_key, tuple) else (column_key,)
-            by_column = dict(zip(options.column_keys, column_key, strict=True))
+            values_of = column_key if isinstance(column_key, tuple) else (column_key,)
+            by_column = dict(zip(options.column_keys, values_of, strict=True))
             key = tuple({**by_path, **by_column}[k] for k in options.labels.key)
             rows = np.sort(rows)
-            name = f"{first_member} ({', '.join(f'{k}={v}' for k, v in zip(options.labels.key, key, strict=True))})"
-            part_time = None if time is None else time[rows]
-            if part_time is not None:
-                check_time(
-                    part_time,
-                    np.zeros(len(rows), dtype=np.int64),
-                    first_member,
-                    options.time_col,
-                    int(entry.reader_options.get("header", True) is not False),
-                )
+            shown = ", ".join(f"{k}={v}" for k, v in zip(options.labels.key, key, strict=True))
             recordings.append(
                 _Recording(
                     key,
-                    name,
-                    users[0] if len(rows) else None,
+                    f"{first_member} ({shown})",
                     frame.iloc[rows].reset_index(drop=True),
-                    part_time,
+                    None if time is None else time[rows],
                 )
             )
     return recordings

@@ -579,3 +579,15 @@ def test_zero_based_indices_are_read_as_such(tmp_path):
     assert "0-based: an interval starts at 0" in "\n".join(draft.report)
     zero_based = read_annotated_signals(draft.entry, Sources([release.root])).frame
     pd.testing.assert_frame_equal(zero_based, one_based)
+
+
+def test_time_that_goes_back_inside_a_session_is_an_error_naming_the_row(tmp_path):
+    entry, release = _entry_and_root(tmp_path, "ms-column-key")
+    path = release.root / "user_01.csv"
+    lines = path.read_text().splitlines()
+    lines[10], lines[11] = lines[11], lines[10]  # rows 9 and 10 (line 11 and 12)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(
+        ParseError, match=r"user_01.csv, row 10 \(line 12\): time column 'timestamp_ms' goes back"
+    ):
+        read_annotated_signals(entry, Sources([release.root]))

@@ -303,10 +303,18 @@ def find_annotation(
             break
     if found is None:
         return None
-    for name in candidates:
-        if name != found.member:
-            _class_names(found, name, read_head(name))
+    find_class_names(found, [n for n in candidates if n != found.member], read_head)
     return found
+
+
+def find_class_names(
+    annotation: Annotation, candidates: list[str], read_head: Callable[[str], bytes]
+) -> None:
+    """Fill ``annotation.names`` from the first of ``candidates`` that is a table of
+    ``code name`` lines naming every class code of the annotation."""
+    for name in candidates:
+        if not annotation.names:
+            _class_names(annotation, name, read_head(name))
 
 
 def _analyse(

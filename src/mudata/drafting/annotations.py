@@ -195,7 +195,7 @@ def _key_places(column: pd.Series, members: list[str]) -> list[tuple[int, float]
 
 
 #: Assignments of columns to the places of the paths' numbers tried at most.
-_MAX_ASSIGNMENTS = 4096
+_MAX_ASSIGNMENTS = 512
 
 
 def _overlapping(groups: list[tuple], start: np.ndarray, end: np.ndarray) -> int:

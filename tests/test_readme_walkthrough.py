@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 
 from tests import release_shapes
+from tests.annotated_releases import write_release
 from tests.conftest import PROJECT_ROOT
 
 SECTION = "# Registering your own dataset"
@@ -115,6 +116,7 @@ def test_readme_when_init_needs_help_runs_as_written(tmp_path):
     release_shapes.weight_lifting_gz(tmp_path / "pml-training.csv.gz", rng, per_cell=40)
     release_shapes.inertial_mat_files(tmp_path / "Inertial", rng)
     release_shapes.numbered_participants(tmp_path / "accel", rng)
+    write_release(tmp_path / "HAPT")  # UCI HAPT's shape: labels in RawData/labels.txt
     done = run_block(block, tmp_path, tmp_path / "home")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "  .zenodo.json: --exclude *.json" in done.stderr
@@ -127,3 +129,5 @@ def test_readme_when_init_needs_help_runs_as_written(tmp_path):
     participants = (tmp_path / "participants.toml").read_text(encoding="utf-8")
     assert 'channels = ["c2", "c3", "c4"]' in participants
     assert 'label_col = "c5"' in participants
+    hapt = (tmp_path / "hapt.toml").read_text(encoding="utf-8")
+    assert 'reader = "annotated-signals"' in hapt and 'file = "RawData/labels.txt"' in hapt

@@ -327,6 +327,9 @@ def labelled_features(
             counts["time_repeats"] = dict(raw.frame.attrs["time_repeats"])
         if raw.frame.attrs.get("streams"):
             counts["streams"] = dict(raw.frame.attrs["streams"])
+        if raw.frame.attrs.get("unlabelled"):
+            # Samples outside every interval of an annotation table, by recording: dropped.
+            counts["rows_unlabelled"] = dict(raw.frame.attrs["unlabelled"])
         features, n_kept = _to_features(raw, kept, entry, counts), len(kept)
     if features.empty:
         raise EmptyResultError(_nothing_left(entry, n_kept, counts))

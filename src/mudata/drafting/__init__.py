@@ -3,7 +3,9 @@
 Modules, in the order the draft is made:
 
 - :mod:`~mudata.drafting.selection` -- which files are data (documentation and
-  metadata left out, each with its reason) and the glob that selects them;
+  metadata left out, each with its reason) and the glob that selects them,
+  with :mod:`~mudata.drafting.annotations` for a table of labels by interval
+  among the files it would leave out;
 - :mod:`~mudata.drafting.shapes` -- the preamble and line shape of delimited
   text (comment blocks, marker lines, a header on the last comment line, a
   terminator on every line);
@@ -12,7 +14,8 @@ Modules, in the order the draft is made:
   probable label leaks), with :mod:`~mudata.drafting.counters` for row
   counters in any notation and columns that never go back;
 - :mod:`~mudata.drafting.layout` -- feature table or raw signals, and the
-  reader options with their evidence;
+  reader options with their evidence (:mod:`~mudata.drafting.annotated_layout`
+  for signals labelled by an annotation table);
 - :mod:`~mudata.drafting.sensors` -- the channels grouped into sensors of any
   arity from their names (``acc_x acc_y acc_z``, ``channel1`` .. ``channel8``);
 - :mod:`~mudata.drafting.windows` -- windows per user and class, the user

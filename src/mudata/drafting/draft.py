@@ -45,6 +45,11 @@ import pandas as pd
 from mudata.archive import ArchiveIndex, sniff_kind
 from mudata.classes import code_text, fold_note, folded_codes, is_numeric_column, user_sort_key
 from mudata.display import shown
+from mudata.drafting.annotated_layout import (
+    annotation_report,
+    named_classes,
+    propose_annotated_layout,
+)
 from mudata.drafting.counters import monotone_channels
 from mudata.drafting.layout import propose_layout
 from mudata.drafting.records import Choices, Layout, Sniffed
@@ -177,8 +182,8 @@ def _collect_folder(folder: Path, base: Path, choices: Choices) -> Collected:
         where=str(folder),
     )
     members = selection.members
-    _check_names(members, folder)
-    pins = {n: sha256_file(folder / n) for n in members}
+    _check_names(selection.pinned, folder)
+    pins = {n: sha256_file(folder / n) for n in selection.pinned}
     spec = {
         "name": folder.name or "data",
         "path": _relative(folder, base),
@@ -188,11 +193,26 @@ def _collect_folder(folder: Path, base: Path, choices: Choices) -> Collected:
     }
     source_pins = Pins(
         members={n: Pin(h) for n, h in pins.items()},
-        located={n: folder / n for n in members},
+        located={n: folder / n for n in selection.pinned},
         label=f"folder {folder}",
         glob=selection.glob,
     )
-    return Collected([spec], Sources([folder], [source_pins]), members, selection.suffix, selection)
+    files, roots, root_pins = [spec], [folder], [source_pins]
+    if selection.annotation is not None and selection.annotation.separate:
+        # No glob selects the annotation table with the data files: a file of its own.
+        path = folder / selection.annotation.member
+        digest = sha256_file(path)
+        files.append(
+            {
+                "name": path.name,
+                "path": _relative(path, base),
+                "sha256": digest,
+                "hashes": "first-use",
+            }
+        )
+        roots.append(path)
+        root_pins.append(Pins(sha256=digest, label=f"file {path}"))
+    return Collected(files, Sources(roots, root_pins), members, selection.suffix, selection)
 
 
 def _collect_archive(archive: Path, kind: str, base: Path, choices: Choices) -> Collected:
@@ -205,18 +225,20 @@ def _collect_archive(archive: Path, kind: str, base: Path, choices: Choices) -> 
             exclude=choices.exclude,
             where=str(archive),
         )
-    _check_names(selection.members, archive)
+    _check_names(selection.pinned, archive)
     digest = sha256_file(archive)
+    # The archive is pinned whole; an annotation table no glob selects with the
+    # data files is read from it all the same (the reader's members select the data).
+    separate = selection.annotation is not None and selection.annotation.separate
+    glob = None if separate else selection.glob
     spec = {
         "name": archive.name,
         "path": _relative(archive, base),
         "sha256": digest,
-        "glob": selection.glob,
+        **({"glob": glob} if glob else {}),
         "hashes": "first-use",
     }
-    sources = Sources(
-        [archive], [Pins(sha256=digest, label=f"archive {archive}", glob=selection.glob)]
-    )
+    sources = Sources([archive], [Pins(sha256=digest, label=f"archive {archive}", glob=glob)])
     return Collected([spec], sources, selection.members, selection.suffix, selection)
 
 
@@ -258,7 +280,7 @@ def collect(paths: list[Path], base: Path, choices: Choices | None = None) -> Co
         exclude=choices.exclude,
         where=str(paths[0].parent),
     )
-    chosen = [by_name[n] for n in selection.members]
+    chosen = [by_name[n] for n in selection.pinned]
     digests = [sha256_file(p) for p in chosen]
     files = [
         {"name": p.name, "path": _relative(p, base), "sha256": d, "hashes": "first-use"}
@@ -332,7 +354,8 @@ def _skeleton(
         "licence": {"name": PLACEHOLDERS["licence"], "title": PLACEHOLDERS["licence.title"]},
         "citation": PLACEHOLDERS["citation"],
         "sampling_rate_hz": rate,
-        "reader": "long-signals" if layout.kind == "signals" else "feature-table",
+        "reader": layout.reader
+        or ("long-signals" if layout.kind == "signals" else "feature-table"),
         "min_per_class": min_per_class,
         "reader_options": layout.options,
         "recipe": (
@@ -450,9 +473,14 @@ def draft_entry(
         window = choices.window if choices.window is not None else WINDOW_SECONDS
 
         def drafted(ruled_out: dict[str, str] | None = None) -> tuple:
-            layout = propose_layout(
-                first, sniffed, collected.members, collected.selection, kind, choices, ruled_out
-            )
+            if collected.selection.annotation is not None and kind != "features":
+                layout = propose_annotated_layout(
+                    first, sniffed, collected.members, collected.selection, choices, ruled_out
+                )
+            else:
+                layout = propose_layout(
+                    first, sniffed, collected.members, collected.selection, kind, choices, ruled_out
+                )
             rate, rate_note = _resolve_rate(layout, sampling_rate_hz)
             entry_data = _skeleton(name, layout, collected, rate, min_per_class, window)
             return layout, rate, rate_note, entry_data, *_classes(entry_data, collected.sources)
@@ -464,6 +492,7 @@ def draft_entry(
             late = monotone_channels(raw.frame, layout.channels)
             if late:
                 layout, rate, rate_note, entry_data, classes, counts, raw, folded = drafted(late)
+        classes = named_classes(classes, collected.selection.annotation)
         entry_data["classes"] = classes
         entry = parse_entry(entry_data, source=output)
         filter_lines, _ = _filter_report(entry, collected.sources, raw)
@@ -508,6 +537,7 @@ def draft_entry(
             if repeats
             else []
         ),
+        *annotation_report(frame),
         "classes (rows of raw samples or feature rows):",
         *[f"  {c['code']!s:>{width}}: {counts[code_text(c['code'])]}" for c in classes],
         *(

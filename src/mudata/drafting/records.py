@@ -99,3 +99,5 @@ class Layout:
     option_notes: dict[str, str] = field(default_factory=dict)
     #: The channels grouped into sensors (raw signals only), with the reasons.
     sensors: list[SensorGroup] = field(default_factory=list)
+    #: The reader, when not the layout's generic one (``annotated-signals``).
+    reader: str | None = None

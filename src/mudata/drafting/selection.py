@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from mudata.drafting.annotations import Annotation, find_annotation, find_class_names
 from mudata.drafting.shapes import text_shape
 from mudata.errors import UsageError
 from mudata.readers.decode import COMPRESSIONS, data_suffix
@@ -69,20 +70,37 @@ class Selection:
         The data files' most common suffix, compression included (``".csv.gz"``);
         others differ from it by their compression alone.
     glob : str
-        An ``fnmatch`` glob (``*`` crosses folders) matching every data file and no other file.
+        An ``fnmatch`` glob (``*`` crosses folders) matching every data file and no other
+        file but the annotation table.
+    annotation : Annotation or None
+        A table of labels by interval (:mod:`mudata.drafting.annotations`),
+        pinned with the data files.
     """
 
     members: list[str]
     left_out: dict[str, str] = field(default_factory=dict)
     suffix: str = ""
     glob: str = "*"
+    annotation: Annotation | None = None
+
+    @property
+    def pinned(self) -> list[str]:
+        """The files the entry pins under ``glob``: the data files and the annotation table
+        (unless it is a file of its own, :attr:`Annotation.separate`)."""
+        together = self.annotation is not None and not self.annotation.separate
+        return [*self.members, *([self.annotation.member] if together else [])]
 
     def report(self) -> list[str]:
         """One line per file left out, for the draft's report."""
-        if not self.left_out:
-            return []
-        lines = [f"{len(self.left_out)} file(s) left out (not data; --include/--exclude override):"]
-        lines += [f"  {name}: {why}" for name, why in sorted(self.left_out.items())]
+        lines = []
+        if self.annotation is not None:
+            lines.append(f"labels: the annotation table {self.annotation.member}")
+            lines += [f"  {note}" for note in self.annotation.notes]
+        if self.left_out:
+            lines.append(
+                f"{len(self.left_out)} file(s) left out (not data; --include/--exclude override):"
+            )
+            lines += [f"  {name}: {why}" for name, why in sorted(self.left_out.items())]
         return lines
 
 
@@ -151,10 +169,17 @@ def _signature(head: bytes) -> tuple[str, ...] | None:
 
 
 def _by_columns(
-    names: list[str], read_head: Callable[[str], bytes], left_out: dict[str, str]
+    names: list[str],
+    read_head: Callable[[str], bytes],
+    left_out: dict[str, str],
+    signatures: dict[str, tuple[str, ...] | None] | None = None,
 ) -> list[str]:
-    """Leave out the tables whose columns differ from the majority's."""
-    signatures = {name: _signature(read_head(name)) for name in names}
+    """Leave out the tables whose columns differ from the majority's (``signatures``:
+    those already read, by name)."""
+    known = signatures or {}
+    signatures = {
+        name: known[name] if name in known else _signature(read_head(name)) for name in names
+    }
     counts = Counter(signatures.values())
     if len(counts) < 2:
         return names
@@ -228,15 +253,85 @@ def select(
             members.append(name)
         else:
             left_out[name] = f"another format ({data_suffix(name)}) than the data files ({kind})"
+    annotation = None
     if not include and format_of(kind) in ("csv", "text") and len(members) > 1:
-        members = _by_columns(members, read_head, left_out)
+        signatures = {name: _signature(read_head(name)) for name in members}
+        # A table of one shape of its own may be the labels of the others: found
+        # first, so that one signal file and its table are not a tie of shapes.
+        annotation = _annotation_of_a_kind(members, signatures, read_head)
+        if annotation is not None:
+            members = [m for m in members if m != annotation.member]
+            left_out[annotation.member] = "the annotation table"
+        members = _by_columns(members, read_head, left_out, signatures)
+    if annotation is None and not include:
+        annotation = _annotation(members, left_out, read_head)
     suffixes = Counter(data_suffix(n) for n in members)
     suffix = max(suffixes.items(), key=lambda item: (item[1], item[0]))[0]
     # Compressed or not, one glob: "*.csv*" matches .csv, .csv.gz, .csv.bz2...
-    glob = data_glob(
-        members, sorted(left_out), suffix if len(suffixes) == 1 else f"{kind}*", where, include
-    )
+    wide = suffix if len(suffixes) == 1 else f"{kind}*"
+    if annotation is not None:
+        # One glob for the data files and the annotation table (the reader
+        # skips the table among its members), if one separates both from the rest.
+        others = sorted(n for n in left_out if n != annotation.member)
+        try:
+            glob = data_glob([*members, annotation.member], others, wide, where)
+        except UsageError:
+            # Listed as a file of its own (another folder, another suffix).
+            annotation.separate = True
+            glob = data_glob(members, sorted(left_out), wide, where)
+        del left_out[annotation.member]
+        if annotation.names_file:
+            left_out[annotation.names_file] = "the names of the classes (used in the draft)"
+        return Selection(members, left_out, suffix, glob, annotation)
+    glob = data_glob(members, sorted(left_out), wide, where, include)
     return Selection(members, left_out, suffix, glob)
+
+
+#: Tables of a shape of their own tried as the annotation table of the others, at most.
+_MAX_SINGLE_SHAPES = 8
+
+
+def _annotation_of_a_kind(
+    members: list[str],
+    signatures: dict[str, tuple[str, ...] | None],
+    read_head: Callable[[str], bytes],
+) -> Annotation | None:
+    """The annotation table among data files of one format, when it alone has its shape."""
+    counts = Counter(signatures.values())
+    single = [m for m in members if counts[signatures[m]] == 1 and _documentation(m) is None]
+    for name in single[:_MAX_SINGLE_SHAPES]:
+        others = [m for m in members if signatures[m] != signatures[name]]
+        shapes = Counter(signatures[m] for m in others)
+        if not shapes:
+            continue
+        majority = shapes.most_common(1)[0][0]
+        data = [m for m in others if signatures[m] == majority]
+        header = majority is not None and not (
+            len(majority) == 1 and majority[0].endswith(" columns")
+        )
+        found = find_annotation([name], data, read_head, list(majority) if header else [])
+        if found is not None:
+            find_class_names(found, [m for m in single if m != name], read_head)
+            return found
+    return None
+
+
+def _annotation(
+    members: list[str], left_out: dict[str, str], read_head: Callable[[str], bytes]
+) -> Annotation | None:
+    """An annotation table of labels among the delimited text files left out."""
+    candidates = [
+        n
+        for n in sorted(left_out)
+        if format_of(data_suffix(n)) in ("csv", "text")
+        and _documentation(n) is None
+        and not left_out[n].startswith("--exclude")
+    ]
+    if not candidates or not members:
+        return None
+    shape = text_shape(read_head(members[0]).decode("utf-8", "replace"))
+    columns = list(shape.fields) if shape.header else []
+    return find_annotation(candidates, members, read_head, columns)
 
 
 def _shared_start(texts: list[str]) -> str:

@@ -16,7 +16,8 @@ piece by piece, :data:`STREAM_READERS`), ``decode`` (compressed files, MATLAB ar
 ``_text`` (helpers of the text readers), ``linear_regex`` (``path_pattern``
 matched in linear time), and one module per format:
 ``wisdm``, ``har70``, ``opportunity``, ``gestures``, ``tabular`` (CSV, Parquet
-and text tables: feature tables and long signals).
+and text tables: feature tables and long signals), ``annotations`` (signals
+labelled by an annotation table of intervals).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ BUILTIN_READERS: dict[str, str] = {
     "gestures-txt": "mudata.readers.gestures:read_gestures",
     "feature-table": "mudata.readers.tabular:read_feature_table",
     "long-signals": "mudata.readers.tabular:read_long_signals",
+    "annotated-signals": "mudata.readers.annotations:read_annotated_signals",
 }
 
 
@@ -101,6 +103,12 @@ READER_OPTIONS: dict[str, frozenset[str]] = {
     ),
     "feature-table": _TABULAR_OPTIONS,
     "long-signals": _TABULAR_OPTIONS,
+    # long-signals' options for the signal files, with the labels from an annotation table.
+    "annotated-signals": (
+        _TABULAR_OPTIONS
+        - {"feature_cols", "label_col", "recording_col", "segment_col", "time_order"}
+    )
+    | {"labels"},
 }
 
 

@@ -1,0 +1,728 @@
+"""``annotated-signals``: raw samples whose labels are intervals in a separate table.
+
+Releases such as UCI HAPT publish the signals without a label column, one file
+per recording and sensor (``RawData/acc_exp01_user01.txt``,
+``gyro_exp01_user01.txt``), and the labels as an annotation table of intervals
+(``RawData/labels.txt``: ``experiment user activity start end``). This reader
+joins the two:
+
+* the signal files are read as ``long-signals`` reads them (format, header,
+  ``columns``, line shapes); ``path_pattern`` names the fields of each path:
+  ``user``, an optional ``sensor`` (the files of one recording that differ by
+  their sensor are laid side by side, channel ``<sensor>_<column>``), and the
+  key fields that join a recording to its intervals (``experiment``);
+* ``reader_options.labels`` describes the annotation table
+  (:class:`LabelOptions`): its ``file``, the ``key`` fields, the ``start``,
+  ``end`` and ``label`` columns, and the ``unit`` of start and end
+  (``"sample"``: 1-based inclusive indices by default, as HAPT writes them;
+  ``"s"``, ``"ms"``, ``"us"`` or ``"ns"``: times on the clock of ``time_col``, in
+  the numbers it holds, an interval holding
+  ``start <= t < end``).
+
+Samples outside every interval are unlabelled: dropped, and counted per
+recording (``attrs["unlabelled"]``). Overlapping intervals, an interval that
+ends before it starts, lies before the first sample or after the last, or has
+a non-integer sample index are errors naming the file and the line of each
+interval concerned. An annotation row whose key matches no recording is
+counted and named in a warning (``attrs["unmatched_intervals"]``): a release
+may publish the labels of recordings it does not include; when no row matches
+any recording, the reader stops.
+
+Every interval is a recording of its own (``recording`` column), so a window
+never spans two intervals, even two of one class with unlabelled samples
+between them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import PurePosixPath
+
+import numpy as np
+import pandas as pd
+
+from mudata.entry import DatasetEntry
+from mudata.errors import ParseError, RegistryError, excerpt
+from mudata.readers._text import check_encoding, list_option, str_option, text_encoding
+from mudata.readers.base import SignalTable, Sources
+from mudata.readers.linear_regex import LinearPattern, PatternError, compile_linear
+from mudata.readers.tabular import (
+    check_columns,
+    check_time,
+    matching_members,
+    numeric_columns,
+    parse_member,
+    text_users,
+    time_values,
+)
+
+log = logging.getLogger(__name__)
+
+#: Units of an interval's start and end.
+UNITS = ("sample", "s", "ms", "us", "ns")
+#: The keys of ``reader_options.labels``.
+LABEL_KEYS = frozenset(
+    {"file", "format", "separator", "header", "columns", "key", "start", "end", "label", "unit"}
+    | {"first", "encoding"}
+)
+#: The path groups with a meaning of their own; any other named group is a key field.
+_OWN_GROUPS = ("user", "sensor", "recording")
+#: Rows of an annotation table read at most (HAPT's has 1,214).
+MAX_INTERVALS = 1_000_000
+
+
+@dataclass(frozen=True)
+class LabelOptions:
+    """The checked ``reader_options.labels`` of an entry.
+
+    Attributes
+    ----------
+    file : str
+        The annotation table, a member of the release (a bare file name matches it in any folder).
+    fmt : {"csv", "text"}
+        Comma (or ``separator``) separated, or whitespace-separated.
+    separator : str
+        The separator of a CSV table.
+    header : bool
+        Whether the first line names the columns.
+    columns : dict of str to int or str
+        Names used here to a 1-based column number (without a header) or to
+        the header's name; a name absent here is the header's name itself.
+    key : list of str
+        The fields that join an interval to a recording: path groups of
+        ``path_pattern`` or columns of the signal files, and columns here.
+    start, end, label : str
+        The columns of the interval's bounds and of its class code.
+    unit : {"sample", "s", "ms"}
+        Sample indices (inclusive at both ends) or times of ``time_col``
+        (``start <= t < end``).
+    first : int
+        The index of a recording's first sample (``unit = "sample"``): 1 or 0.
+    encoding : str
+        The table's text encoding.
+    """
+
+    file: str
+    fmt: str
+    separator: str
+    header: bool
+    columns: dict[str, int | str]
+    key: list[str]
+    start: str
+    end: str
+    label: str
+    unit: str
+    first: int
+    encoding: str
+
+
+@dataclass(frozen=True)
+class Interval:
+    """One row of the annotation table: its line, key, bounds and class code."""
+
+    line: int
+    key: tuple[str, ...]
+    start: float
+    end: float
+    label: object
+
+
+def _where(entry: DatasetEntry, field: str) -> str:
+    source = f" ({entry.source})" if entry.source else ""
+    return f"invalid registry entry '{entry.name}'{source}: field 'reader_options.{field}'"
+
+
+class _Fields:
+    """The fields of ``reader_options.labels``, each read with an error naming it."""
+
+    def __init__(self, entry: DatasetEntry, raw: dict) -> None:
+        self.entry, self.raw = entry, raw
+        self.sub = replace(entry, reader_options=raw)
+
+    def fail(self, key: str, why: str) -> RegistryError:
+        field = "labels" + (f".{key}" if key else "")
+        return RegistryError(f"{_where(self.entry, field)}: {why}")
+
+    def text(self, key: str, default: str | None) -> str:
+        try:
+            value = str_option(self.sub, key, default)
+        except RegistryError:
+            raise self.fail(key, f"expected text, found {excerpt(self.raw[key])}") from None
+        if not value:
+            raise self.fail(key, "must not be empty")
+        return value
+
+    def shape(self, file: str) -> tuple[str, str, bool, dict[str, int | str]]:
+        """``format``, ``separator``, ``header`` and ``columns``."""
+        suffix = PurePosixPath(file).suffix.lower()
+        fmt = self.text("format", "csv" if suffix in (".csv", ".tsv") else "text")
+        if fmt not in ("csv", "text"):
+            raise self.fail("format", f"{excerpt(fmt)} is not 'csv' or 'text'")
+        separator = self.text("separator", "\t" if suffix == ".tsv" else ",")
+        if len(separator) != 1 or separator in '\r\n"':
+            raise self.fail("separator", f"{excerpt(separator)} is not one character")
+        header = self.raw.get("header", True)
+        if not isinstance(header, bool):
+            raise self.fail("header", f"expected true or false, found {excerpt(header)}")
+        columns = self.raw.get("columns", {})
+        good = isinstance(columns, dict) and all(
+            (isinstance(v, int) and not isinstance(v, bool) and v >= 1)
+            or (isinstance(v, str) and v and header)
+            for v in columns.values()
+        )
+        if not good:
+            what = "column numbers (>= 1)" if not header else "column numbers or header names"
+            raise self.fail(
+                "columns", f"expected a table of name = {what}, found {excerpt(columns)}"
+            )
+        return fmt, separator, header, dict(columns)
+
+    def names(self) -> tuple[list[str], str, str, str]:
+        """``key``, ``start``, ``end`` and ``label``: one column each."""
+        try:
+            key = list_option(self.sub, "key", [])
+        except RegistryError:
+            why = f"expected a list of field names, found {excerpt(self.raw['key'])}"
+            raise self.fail("key", why) from None
+        if not key or len(set(key)) != len(key):
+            raise self.fail("key", f"expected at least one field, each once; found {excerpt(key)}")
+        start, end, label = (
+            self.text("start", None),
+            self.text("end", None),
+            self.text("label", None),
+        )
+        named = [*key, start, end, label]
+        if len(set(named)) != len(named):
+            why = f"key, start, end and label name one column each; found {excerpt(named)}"
+            raise self.fail("", why)
+        return key, start, end, label
+
+    def unit(self) -> tuple[str, int]:
+        """``unit`` and ``first``."""
+        unit = self.text("unit", "sample")
+        if unit not in UNITS:
+            raise self.fail("unit", f"{excerpt(unit)} is not one of {list(UNITS)}")
+        first = self.raw.get("first", 1)
+        if not isinstance(first, int) or isinstance(first, bool) or first not in (0, 1):
+            why = f"the index of the first sample is 0 or 1, found {excerpt(first)}"
+            raise self.fail("first", why)
+        if unit != "sample" and "first" in self.raw:
+            why = "only for unit = 'sample' (times are on the clock of time_col)"
+            raise self.fail("first", why)
+        return unit, first
+
+
+def label_options(entry: DatasetEntry) -> LabelOptions:
+    """``reader_options.labels``, checked: every key known, each of its type.
+
+    Raises
+    ------
+    RegistryError
+        A missing or unknown key, or a value of the wrong type, naming the field.
+    """
+    raw = entry.reader_options.get("labels")
+    if not isinstance(raw, dict):
+        message = (
+            f"{_where(entry, 'labels')}: reader 'annotated-signals' needs a table "
+            f"labels = {{ file, key, start, end, label, unit }}; found {excerpt(raw)}"
+        )
+        raise RegistryError(message)
+    fields = _Fields(entry, raw)
+    unknown = sorted(set(raw) - LABEL_KEYS)
+    if unknown:
+        raise fields.fail(
+            unknown[0], f"not a key of labels; its keys: {', '.join(sorted(LABEL_KEYS))}"
+        )
+    for required in ("file", "key", "start", "end", "label"):
+        if required not in raw:
+            raise fields.fail(required, "missing (labels needs file, key, start, end and label)")
+    file = fields.text("file", None)
+    fmt, separator, header, columns = fields.shape(file)
+    key, start, end, label = fields.names()
+    unit, first = fields.unit()
+    absent = [n for n in [*key, start, end, label] if n not in columns]
+    if not header and absent:
+        why = f"a table without a header needs the column number of {excerpt(absent)}"
+        raise fields.fail("columns", why)
+    encoding = text_encoding(fields.sub)
+    return LabelOptions(
+        file, fmt, separator, header, columns, key, start, end, label, unit, first, encoding
+    )
+
+
+def _rows(text: str, options: LabelOptions) -> list[tuple[int, list[str]]]:
+    """The non-blank lines of the table as (line number, fields)."""
+    if options.fmt == "csv":
+        reader = csv.reader(io.StringIO(text, newline=""), delimiter=options.separator)
+        rows = []
+        for fields in reader:
+            if any(f.strip() for f in fields):
+                rows.append((reader.line_num, [f.strip() for f in fields]))
+        return rows
+    return [(n, line.split()) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+
+def _positions(
+    options: LabelOptions, rows: list[tuple[int, list[str]]], file: str
+) -> dict[str, int]:
+    """The 0-based field of each name the reader uses."""
+    names = [*options.key, options.start, options.end, options.label]
+    if not options.header:
+        return {n: int(options.columns[n]) - 1 for n in names}
+    if not rows:
+        message = f"{file}: the annotation table is empty; its header line names {excerpt(names)}"
+        raise ParseError(message)
+    fields = rows[0][1]
+    positions = {}
+    for name in names:
+        column = str(options.columns.get(name, name))
+        if column not in fields:
+            message = (
+                f"{file}, line {rows[0][0]}: no column {column!r} in the header {excerpt(fields)}"
+            )
+            raise ParseError(message)
+        positions[name] = fields.index(column)
+    return positions
+
+
+def key_text(value: object) -> str:
+    """A key value as text that joins ``01`` (a file name) to ``1`` (a table)."""
+    text = str(value).strip()
+    if re.fullmatch(r"[+-]?\d+(\.0*)?", text):
+        return str(int(float(text)))
+    return text
+
+
+def _bound(text: str, what: str, line: str, unit: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        message = f"{line}: {what} {excerpt(text)} is not a number"
+        raise ParseError(message) from None
+    if not np.isfinite(value):
+        message = f"{line}: {what} {excerpt(text)} is not a finite number"
+        raise ParseError(message)
+    if unit == "sample" and value != int(value):
+        message = f"{line}: {what} {excerpt(text)} is not a whole sample index (unit = 'sample')"
+        raise ParseError(message)
+    if value < 0:
+        message = f"{line}: {what} {excerpt(text)} is negative"
+        raise ParseError(message)
+    return value
+
+
+def read_intervals(data: bytes, options: LabelOptions) -> list[Interval]:
+    """The intervals of an annotation table, each checked on its own.
+
+    Raises
+    ------
+    ParseError
+        A line with too few fields, a bound that is not a number (or not a whole
+        index for ``unit = "sample"``), negative, or an end before its start;
+        file and line named.
+    """
+    check_encoding(data, options.file, options.encoding)
+    rows = _rows(data.decode(options.encoding).lstrip("\ufeff"), options)
+    positions = _positions(options, rows, options.file)
+    body = rows[1:] if options.header else rows
+    if len(body) > MAX_INTERVALS:
+        message = f"{options.file}: {len(body):,} intervals, more than the {MAX_INTERVALS:,} read"
+        raise ParseError(message)
+    need = max(positions.values()) + 1
+    intervals = []
+    for number, fields in body:
+        line = f"{options.file}, line {number}"
+        if len(fields) < need:
+            message = f"{line}: {len(fields)} field(s), {need} expected ({excerpt(fields)})"
+            raise ParseError(message)
+        start = _bound(fields[positions[options.start]], "start", line, options.unit)
+        end = _bound(fields[positions[options.end]], "end", line, options.unit)
+        if end < start or (options.unit != "sample" and end == start):
+            message = f"{line}: the interval ends ({fields[positions[options.end]]}) before it starts ({fields[positions[options.start]]})"
+            if end == start:
+                message = f"{line}: the interval [{start:g}, {end:g}) holds no time (start = end)"
+            raise ParseError(message)
+        if options.unit == "sample" and start < options.first:
+            message = f"{line}: start {start:g} is before the first sample, index {options.first} (labels.first)"
+            raise ParseError(message)
+        code = fields[positions[options.label]]
+        label: object = int(code) if re.fullmatch(r"[+-]?\d+", code) else code
+        key = tuple(key_text(fields[positions[k]]) for k in options.key)
+        intervals.append(Interval(number, key, start, end, label))
+    if not intervals:
+        message = f"{options.file}: the annotation table holds no interval"
+        raise ParseError(message)
+    return intervals
+
+
+def check_overlaps(
+    intervals: Sequence[Interval], file: str, unit: str, names: Sequence[str] = ()
+) -> None:
+    """Two intervals of one recording that share a sample (or a time) are an error naming both.
+
+    Sample intervals are closed (``[start, end]``); time intervals half-open
+    (``[start, end)``), so one may start where the previous ends. ``names``
+    names the key's fields in the message.
+    """
+    by_key: dict[tuple[str, ...], list[Interval]] = {}
+    for interval in intervals:
+        by_key.setdefault(interval.key, []).append(interval)
+    for key, group in by_key.items():
+        group = sorted(group, key=lambda i: (i.start, i.end, i.line))
+        widest = group[0]
+        for interval in group[1:]:
+            overlaps = (
+                interval.start <= widest.end if unit == "sample" else interval.start < widest.end
+            )
+            if overlaps:
+                a, b = sorted((widest, interval), key=lambda i: i.line)
+                message = (
+                    f"{file}: the intervals of line {a.line} ([{a.start:g}, {a.end:g}], class "
+                    f"{a.label}) and line {b.line} ([{b.start:g}, {b.end:g}], class {b.label}) "
+                    f"overlap in the recording {dict(zip(names, key, strict=False)) or key}; a "
+                    f"sample has one "
+                    f"label: correct one of them"
+                )
+                raise ParseError(message)
+            if interval.end > widest.end:
+                widest = interval
+
+
+@dataclass(frozen=True)
+class AnnotatedOptions:
+    """The checked ``reader_options`` of ``annotated-signals`` (besides ``labels``)."""
+
+    pattern: LinearPattern | None
+    user_col: str | None
+    time_col: str | None
+    channels: list[str]
+    column_keys: list[str]
+    path_keys: list[str]
+    labels: LabelOptions
+
+
+def _pattern(entry: DatasetEntry) -> LinearPattern | None:
+    text = str_option(entry, "path_pattern", None)
+    if text is None:
+        return None
+    try:
+        pattern = compile_linear(text)
+    except PatternError as exc:
+        message = f"{_where(entry, 'path_pattern')}: {excerpt(text)} {exc}"
+        raise RegistryError(message) from None
+    if "label" in pattern.groupindex:
+        message = (
+            f"{_where(entry, 'path_pattern')}: reader 'annotated-signals' takes the labels "
+            f"from reader_options.labels, not from a 'label' group"
+        )
+        raise RegistryError(message)
+    return pattern
+
+
+def annotated_options(entry: DatasetEntry) -> AnnotatedOptions:
+    """Read and cross-check the options: the user, the channels and where each key comes from."""
+    labels = label_options(entry)
+    pattern = _pattern(entry)
+    groups = set(pattern.groupindex) if pattern else set()
+    if "label_col" in entry.reader_options:
+        message = f"{_where(entry, 'label_col')}: reader 'annotated-signals' takes the labels from reader_options.labels"
+        raise RegistryError(message)
+    user_col = str_option(entry, "user_col", None)
+    if (user_col is None) == ("user" not in groups):
+        how = "both" if user_col else "neither"
+        message = (
+            f"dataset '{entry.name}': reader 'annotated-signals' takes the user from "
+            f"reader_options.user_col or from a 'user' group of path_pattern; {how} given"
+        )
+        raise RegistryError(message)
+    time_col = str_option(entry, "time_col", None)
+    if labels.unit != "sample" and time_col is None:
+        message = f"{_where(entry, 'labels.unit')}: intervals in {labels.unit!r} are times of the signals' time column: name it as reader_options.time_col"
+        raise RegistryError(message)
+    sensor_channels = [c for s in entry.sensors for c in s.channels]
+    channels = list_option(entry, "channels", sensor_channels)
+    if not channels:
+        message = f"{_where(entry, 'channels')}: no channel named"
+        raise RegistryError(message)
+    absent = [c for c in sensor_channels if c not in channels]
+    if absent:
+        message = f"dataset '{entry.name}': sensor channels {absent} are not in reader_options.channels {channels}"
+        raise RegistryError(message)
+    path_keys = [k for k in labels.key if k in groups]
+    column_keys = [k for k in labels.key if k not in groups]
+    return AnnotatedOptions(pattern, user_col, time_col, channels, column_keys, path_keys, labels)
+
+
+@dataclass
+class _Recording:
+    """The samples of one recording: its key, name, user and channels, and times."""
+
+    key: tuple[str, ...]
+    name: str
+    frame: pd.DataFrame
+    time: np.ndarray | None
+
+
+def _groups(options: AnnotatedOptions, member: str) -> dict[str, str]:
+    if options.pattern is None:
+        return {}
+    match = options.pattern.search(member)
+    if match is None:
+        message = (
+            f"{member}: the path does not match reader_options.path_pattern "
+            f"{options.pattern.pattern!r}; narrow the members glob or widen the pattern"
+        )
+        raise ParseError(message)
+    return {k: v for k, v in match.groupdict().items() if v is not None}
+
+
+def _channel(sensor: str | None, column: str) -> str:
+    return f"{sensor}_{column}" if sensor else column
+
+
+_Files = dict[tuple[str, ...], dict[str | None, tuple[str, pd.DataFrame]]]
+
+
+def _files(entry: DatasetEntry, sources: Sources, options: AnnotatedOptions) -> _Files:
+    """The signal files, parsed, by recording (their path's key) and sensor."""
+    fmt, members = matching_members(entry, sources)
+    # A members glob that also matches the annotation table does not make it a signal file.
+    members = [m for m in members if m != options.labels.file]
+    files: _Files = {}
+    text = [options.user_col] if options.user_col else []
+    text += options.column_keys
+    for member in members:
+        groups = _groups(options, member)
+        table = parse_member(
+            sources.read_decoded(member), member, fmt, entry, text, sources.max_expansion
+        )
+        sensor = groups.get("sensor")
+        columns = [c for c in table.columns if _channel(sensor, str(c)) in options.channels]
+        needed = [*text, *([options.time_col] if options.time_col else [])]
+        check_columns(table, member, needed)
+        path_key = tuple(key_text(groups[k]) for k in options.path_keys)
+        path_key += (groups.get("recording", ""),) if "recording" in groups else ()
+        path_key += (groups.get("user", ""),) if "user" not in options.path_keys else ()
+        sensors = files.setdefault(path_key, {})
+        if sensor in sensors:
+            message = f"{member} and {sensors[sensor][0]} are both sensor {sensor!r} of one recording {excerpt(path_key)}; the path_pattern must tell them apart"
+            raise ParseError(message)
+        sensors[sensor] = (member, table[[*needed, *columns]])
+    return files
+
+
+def _recordings(
+    entry: DatasetEntry, sources: Sources, options: AnnotatedOptions
+) -> list[_Recording]:
+    """The signal files, joined per recording: the files of its sensors side by side."""
+    recordings = []
+    for sensors in _files(entry, sources, options).values():
+        named = sorted(sensors.items(), key=lambda item: str(item[0]))
+        lengths = {member: len(table) for _, (member, table) in named}
+        if len(set(lengths.values())) > 1:
+            message = f"the sensor files of one recording hold different numbers of samples: {excerpt(lengths)}; each sample must be in every file"
+            raise ParseError(message)
+        first_member, first_table = named[0][1]
+        parts = {}
+        for sensor, (member, table) in named:
+            for column in table.columns:
+                name = _channel(sensor, str(column))
+                if name in options.channels:
+                    parts[name] = numeric_columns(table, [column], member)[column].to_numpy()
+        missing = [c for c in options.channels if c not in parts]
+        if missing:
+            message = f"{first_member}: the recording's files ({', '.join(m for _, (m, _) in named)}) hold no channel {excerpt(missing)}"
+            raise ParseError(message)
+        frame = pd.DataFrame({c: parts[c] for c in options.channels})
+        groups = _groups(options, first_member)
+        if options.user_col:
+            users = text_users(first_table[options.user_col], first_member, options.user_col)
+        else:
+            users = np.full(len(frame), groups["user"], dtype=object)
+        frame.insert(0, "userid", users)
+        time = None
+        if options.time_col:
+            time = time_values(first_table[options.time_col], first_member, options.time_col)
+        by_path = dict(
+            zip(options.path_keys, (key_text(groups[k]) for k in options.path_keys), strict=True)
+        )
+        if options.column_keys:
+            values = pd.DataFrame(
+                {k: first_table[k].map(key_text).to_numpy() for k in options.column_keys}
+            )
+            split = values.groupby(options.column_keys, sort=False).indices
+        else:
+            split = {(): np.arange(len(frame))}
+        if time is not None:
+            # Time must not go back inside a recording: one per value of the column keys.
+            local = np.zeros(len(frame), dtype=np.int64)
+            for number, rows in enumerate(split.values()):
+                local[rows] = number
+            header = int(entry.reader_options.get("header", True) is not False)
+            check_time(time, local, first_member, str(options.time_col), header)
+        for column_key, rows in split.items():
+            values_of = column_key if isinstance(column_key, tuple) else (column_key,)
+            by_column = dict(zip(options.column_keys, values_of, strict=True))
+            key = tuple({**by_path, **by_column}[k] for k in options.labels.key)
+            rows = np.sort(rows)
+            shown = ", ".join(f"{k}={v}" for k, v in zip(options.labels.key, key, strict=True))
+            recordings.append(
+                _Recording(
+                    key,
+                    f"{first_member} ({shown})",
+                    frame.iloc[rows].reset_index(drop=True),
+                    None if time is None else time[rows],
+                )
+            )
+    return recordings
+
+
+def _samples(recording: _Recording, interval: Interval, options: LabelOptions) -> tuple[int, int]:
+    """Rows ``[lo, hi)`` of ``recording`` inside ``interval``; one outside the samples is an error."""
+    n = len(recording.frame)
+    line = f"{options.file}, line {interval.line}"
+    if options.unit == "sample":
+        lo, hi = int(interval.start) - options.first, int(interval.end) - options.first + 1
+        if hi > n:
+            message = (
+                f"{line}: the interval [{interval.start:g}, {interval.end:g}] ends after the last "
+                f"sample of {recording.name}, which holds {n:,} samples (index {options.first} to "
+                f"{n - 1 + options.first:,})"
+            )
+            raise ParseError(message)
+        return lo, hi
+    time = recording.time
+    assert time is not None  # annotated_options requires time_col for time units
+    step = float(np.median(np.diff(time))) if n > 1 else 0.0
+    if n == 0 or interval.start > time[-1] or interval.end > time[-1] + max(step, 0) * 1.5:
+        last = f"{time[-1]:g}" if n else "none"
+        message = (
+            f"{line}: the interval [{interval.start:g}, {interval.end:g}) {options.unit} ends after "
+            f"the last sample of {recording.name} (time {last}); is labels.unit the unit of "
+            f"the time column?"
+        )
+        raise ParseError(message)
+    lo = int(np.searchsorted(time, interval.start, side="left"))
+    hi = int(np.searchsorted(time, interval.end, side="left"))
+    return lo, hi
+
+
+def read_annotated_signals(entry: DatasetEntry, sources: Sources) -> SignalTable:
+    """Read raw samples and label them from an annotation table of intervals.
+
+    Parameters
+    ----------
+    entry : DatasetEntry
+        ``reader_options``: as ``long-signals`` for the signal files
+        (``format``, ``members``, ``header``, ``columns``, ``separator``,
+        line shapes, ``time_col``, ``channels``, ``user_col`` or a ``user``
+        group of ``path_pattern``), with ``sensor`` and key groups in
+        ``path_pattern``, and ``labels`` (:class:`LabelOptions`).
+    sources : Sources
+        The verified files.
+
+    Returns
+    -------
+    SignalTable
+        ``userid``, ``label``, ``segment`` and ``recording`` (one per
+        interval), then the channels as float64; only the samples inside an
+        interval, in file order. ``attrs["unlabelled"]`` counts the samples
+        left out per recording, ``attrs["unmatched_intervals"]`` the lines of
+        the table whose key matches no recording.
+
+    Raises
+    ------
+    RegistryError
+        The options contradict each other.
+    ParseError
+        A bad interval, two overlapping ones (file and line of each named),
+        sensor files of one recording of different lengths, or no interval
+        that matches any recording.
+    """
+    options = annotated_options(entry)
+    labels = options.labels
+    file = sources.find(labels.file)
+    labels = replace(labels, file=file)
+    options = replace(options, labels=labels)
+    intervals = read_intervals(sources.read_decoded(file), labels)
+    check_overlaps(intervals, file, labels.unit, labels.key)
+    recordings = _recordings(entry, sources, options)
+    by_key: dict[tuple[str, ...], _Recording] = {}
+    for recording in recordings:
+        if recording.key in by_key:
+            message = f"{recording.name} and {by_key[recording.key].name} have one key {excerpt(recording.key)}; name what tells them apart in labels.key"
+            raise ParseError(message)
+        by_key[recording.key] = recording
+    unmatched = [i for i in intervals if i.key not in by_key]
+    if len(unmatched) == len(intervals):
+        shown = ", ".join(str(dict(zip(labels.key, k, strict=True))) for k in list(by_key)[:3])
+        message = (
+            f"{file}: no interval matches a recording by its key {labels.key} (first interval: "
+            f"line {intervals[0].line}, {dict(zip(labels.key, intervals[0].key, strict=True))}; "
+            f"recordings: {shown or 'none'})"
+        )
+        raise ParseError(message)
+    if unmatched:
+        log.warning(
+            "%s: %d interval(s) of %s match no recording by their key %s and are not used "
+            "(first: line %d, %s)",
+            entry.name,
+            len(unmatched),
+            file,
+            labels.key,
+            unmatched[0].line,
+            dict(zip(labels.key, unmatched[0].key, strict=True)),
+        )
+    mine: dict[tuple[str, ...], list[Interval]] = {}
+    for interval in intervals:
+        mine.setdefault(interval.key, []).append(interval)
+    pieces, unlabelled, number = [], {}, 0
+    for recording in recordings:
+        covered = 0
+        for interval in sorted(mine.get(recording.key, []), key=lambda i: i.start):
+            lo, hi = _samples(recording, interval, labels)
+            part = recording.frame.iloc[lo:hi]
+            if part.empty:
+                continue
+            piece = pd.DataFrame(
+                {
+                    "userid": part["userid"].to_numpy(),
+                    "label": np.full(len(part), interval.label, dtype=object),
+                    "segment": number,
+                    "recording": number,
+                }
+            )
+            for channel in options.channels:
+                piece[channel] = part[channel].to_numpy(dtype=np.float64)
+            pieces.append((lo, piece))
+            covered += len(part)
+            number += 1
+        left = len(recording.frame) - covered
+        if left:
+            unlabelled[recording.name] = left
+    if not pieces:
+        message = f"{file}: the intervals hold no sample of the recordings"
+        raise ParseError(message)
+    table = pd.concat([p for _, p in pieces], ignore_index=True)
+    if pd.api.types.is_object_dtype(table["label"]) and all(
+        isinstance(v, int) for v in table["label"].unique()
+    ):
+        table["label"] = table["label"].astype(np.int64)
+    table["segment"] = table["segment"].astype(np.int64)
+    table["recording"] = table["recording"].astype(np.int64)
+    if unlabelled:
+        log.info(
+            "%s: %d samples outside every interval of %s (unlabelled, dropped) in %d recording(s)",
+            entry.name,
+            sum(unlabelled.values()),
+            file,
+            len(unlabelled),
+        )
+    table.attrs["unlabelled"] = unlabelled
+    table.attrs["unmatched_intervals"] = [i.line for i in unmatched]
+    return SignalTable(table)

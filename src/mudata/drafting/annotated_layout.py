@@ -30,6 +30,7 @@ from mudata.drafting.columns import find_roles, time_unit
 from mudata.drafting.layout import _rate
 from mudata.drafting.records import Choices, Layout, Sniffed
 from mudata.drafting.selection import Selection
+from mudata.drafting.sensors import group_channels, report_lines
 from mudata.errors import UsageError
 from mudata.readers.annotations import key_text
 from mudata.readers.tabular import time_values
@@ -243,6 +244,7 @@ def propose_annotated_layout(
         "layout: raw signals labelled by an annotation table (reader annotated-signals)",
     ]
     rate, rate_note = _rate(first, roles.time, members[0]) if roles.time else (None, "")
+    notes += report_lines(group_channels(channels, header))
     return Layout(
         "signals",
         sniffed.fmt,
@@ -254,6 +256,7 @@ def propose_annotated_layout(
         rate_note,
         roles,
         {"labels": unit_note, **sniffed.line_notes},
+        group_channels(channels, header),
         reader=READER,
     )
 

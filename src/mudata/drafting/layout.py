@@ -359,8 +359,6 @@ def propose_layout(
         kind, roles, channels or features, header, members
     )
     options = {**sniffed.options(), "members": selection.glob, **path_options, **column_options}
-    # Channels need not come in threes: the names say which form a sensor, and its arity.
-    sensors = group_channels(chosen, header) if kind == "signals" else []
     rate, rate_note = (
         _rate(first, roles.time, members[0]) if kind == "signals" and roles.time else (None, "")
     )
@@ -374,6 +372,9 @@ def propose_layout(
             f"{len(draft.rows)} stream(s) in {members[0]}: {draft.how}; align = "
             f'"slowest" or "per-stream"'
         )
+    # Channels need not come in threes: the names say which form a sensor, and
+    # its arity (after the streams, whose channels are named per stream).
+    sensors = group_channels(chosen, header or streams is not None) if kind == "signals" else []
     return Layout(
         kind,
         fmt,

@@ -47,6 +47,7 @@ from mudata.classes import code_text, fold_note, folded_codes, is_numeric_column
 from mudata.display import shown
 from mudata.drafting.counters import monotone_channels
 from mudata.drafting.layout import propose_layout
+from mudata.drafting.nulls import Flagged, null_classes
 from mudata.drafting.records import Choices, Layout, Sniffed
 from mudata.drafting.selection import Selection, format_of, select
 from mudata.drafting.shapes import text_shape
@@ -76,6 +77,7 @@ class Collected:
     members: list[str]
     suffix: str
     selection: Selection = field(default_factory=lambda: Selection([]))
+    documents: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -88,6 +90,18 @@ class Draft:
 
 
 # ----------------------------------------------------------------- 1. files
+
+#: Documentation files read for a class legend: text only, at most this many bytes each.
+DOC_READ_BYTES = 1 << 18
+_DOC_TEXT = (".txt", ".md", ".rst", "")
+
+
+def _is_text_doc(name: str) -> bool:
+    return PurePosixPath(name).suffix.lower() in _DOC_TEXT
+
+
+def _doc_text(data: bytes) -> str:
+    return data[:DOC_READ_BYTES].decode("utf-8", "replace")
 
 
 def _relative(path: Path, base: Path) -> str:
@@ -192,7 +206,19 @@ def _collect_folder(folder: Path, base: Path, choices: Choices) -> Collected:
         label=f"folder {folder}",
         glob=selection.glob,
     )
-    return Collected([spec], Sources([folder], [source_pins]), members, selection.suffix, selection)
+    documents = {}
+    for doc in selection.left_out:
+        if _is_text_doc(doc):
+            with open(folder / doc, "rb") as fh:
+                documents[doc] = _doc_text(fh.read(DOC_READ_BYTES))
+    return Collected(
+        [spec],
+        Sources([folder], [source_pins]),
+        members,
+        selection.suffix,
+        selection,
+        documents,
+    )
 
 
 def _collect_archive(archive: Path, kind: str, base: Path, choices: Choices) -> Collected:
@@ -205,6 +231,11 @@ def _collect_archive(archive: Path, kind: str, base: Path, choices: Choices) -> 
             exclude=choices.exclude,
             where=str(archive),
         )
+        documents = {
+            doc: _doc_text(index.read(doc))
+            for doc in selection.left_out
+            if _is_text_doc(doc) and doc in index.members and index.size(doc) <= DOC_READ_BYTES
+        }
     _check_names(selection.members, archive)
     digest = sha256_file(archive)
     spec = {
@@ -217,7 +248,7 @@ def _collect_archive(archive: Path, kind: str, base: Path, choices: Choices) -> 
     sources = Sources(
         [archive], [Pins(sha256=digest, label=f"archive {archive}", glob=selection.glob)]
     )
-    return Collected([spec], sources, selection.members, selection.suffix, selection)
+    return Collected([spec], sources, selection.members, selection.suffix, selection, documents)
 
 
 def collect(paths: list[Path], base: Path, choices: Choices | None = None) -> Collected:
@@ -468,6 +499,9 @@ def draft_entry(
             late = monotone_channels(raw.frame, layout.channels)
             if late:
                 layout, rate, rate_note, entry_data, classes, counts, raw, folded = drafted(late)
+        left_out = _left_out_classes(classes, counts, collected.documents, choices)
+        all_classes = classes
+        classes = [c for c in classes if code_text(c["code"]) not in left_out]
         entry_data["classes"] = classes
         entry = parse_entry(entry_data, source=output)
         filter_lines, _ = _filter_report(entry, collected.sources, raw)
@@ -485,7 +519,7 @@ def draft_entry(
         ).lines
     repeats = frame.attrs.get("time_repeats", {})
     origin = ", ".join(str(p) for p in paths)
-    width = max(len(str(c["code"])) for c in [*classes, {"code": "(blank)"}])
+    width = max(len(str(c["code"])) for c in [*all_classes, {"code": "(blank)"}])
     evidence = [*collected.selection.report(), *layout.roles.report(len(first))]
     toml = to_toml(
         entry_data,
@@ -495,6 +529,11 @@ def draft_entry(
             "rate": rate_note,
             "options": layout.option_notes,
             "evidence": evidence,
+            "left_out": [
+                {"code": c["code"], "name": c["name"], "why": left_out[code_text(c["code"])]}
+                for c in all_classes
+                if code_text(c["code"]) in left_out
+            ],
         },
     )
     report = [
@@ -512,7 +551,11 @@ def draft_entry(
             else []
         ),
         "classes (rows of raw samples or feature rows):",
-        *[f"  {c['code']!s:>{width}}: {counts[code_text(c['code'])]}" for c in classes],
+        *[
+            f"  {c['code']!s:>{width}}: {counts[code_text(c['code'])]}"
+            + _left_out_note(left_out.get(code_text(c["code"])), c["code"])
+            for c in all_classes
+        ],
         *(
             [f"  {'(blank)':>{width}}: {counts['<blank>']} (never kept)"]
             if "<blank>" in counts
@@ -523,6 +566,61 @@ def draft_entry(
         *filter_lines,
     ]
     return Draft(toml, entry, report)
+
+
+def _given_codes(given: tuple[str, ...], seen: list[str], option: str) -> list[str]:
+    """The codes named by ``--drop-class``/``--keep-class``, as the draft writes them."""
+    codes = []
+    for code in given:
+        text = code_text(_code_value(code.strip(), True))
+        if text not in seen:
+            shown_codes = ", ".join(seen)
+            message = (
+                f"mudata init: {option} {code!r}: no class has this code; the classes the "
+                f"files hold: {shown_codes}"
+            )
+            raise UsageError(message)
+        codes.append(text)
+    return codes
+
+
+def _left_out_classes(
+    classes: list[dict[str, Any]],
+    counts: dict[str, int],
+    documents: dict[str, str],
+    choices: Choices,
+) -> dict[str, str]:
+    """Code (as text) to why the draft leaves the class out of ``[[classes]]``.
+
+    Flagged classes (:func:`mudata.drafting.nulls.null_classes`) are left out
+    unless ``--keep-class`` names them; ``--drop-class`` leaves out any other.
+    """
+    seen = [code_text(c["code"]) for c in classes]
+    keep = _given_codes(choices.keep_class, seen, "--keep-class")
+    drop = _given_codes(choices.drop_class, seen, "--drop-class")
+    both = sorted(set(keep) & set(drop))
+    if both:
+        message = f"mudata init: class {both[0]} is given to both --keep-class and --drop-class"
+        raise UsageError(message)
+    kept_counts = {code: counts[code] for code in seen}
+    flagged: list[Flagged] = null_classes(kept_counts, documents)
+    left_out = {f.code: f.reason for f in flagged if f.code not in keep}
+    left_out.update(dict.fromkeys(drop, "--drop-class"))
+    if len(seen) - len(left_out) < 2:
+        message = (
+            f"mudata init: leaving out class(es) {', '.join(left_out)} keeps fewer than 2 "
+            f"classes of {', '.join(seen)}; keep one with --keep-class CODE"
+        )
+        raise UsageError(message)
+    return left_out
+
+
+def _left_out_note(reason: str | None, code: object) -> str:
+    if reason is None:
+        return ""
+    if reason == "--drop-class":
+        return " (left out: --drop-class)"
+    return f" (left out, not an activity: {reason}; --keep-class {code} keeps it)"
 
 
 def _resolve_rate(layout: Layout, given: float | None) -> tuple[float, str]:

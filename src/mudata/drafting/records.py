@@ -33,6 +33,9 @@ class Choices:
         Window length in seconds (default 3).
     max_missing : float
         Columns with a larger fraction of empty cells are left out.
+    drop_class, keep_class : tuple of str
+        Class codes to leave out of the draft's ``[[classes]]``, and codes
+        init flags as not an activity (:mod:`mudata.drafting.nulls`) to keep.
     """
 
     label: str | None = None
@@ -46,6 +49,8 @@ class Choices:
     exclude: tuple[str, ...] = ()
     window: float | None = None
     max_missing: float = MAX_MISSING
+    drop_class: tuple[str, ...] = ()
+    keep_class: tuple[str, ...] = ()
 
 
 @dataclass

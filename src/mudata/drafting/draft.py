@@ -43,7 +43,15 @@ import numpy as np
 import pandas as pd
 
 from mudata.archive import ArchiveIndex, sniff_kind
-from mudata.classes import code_text, fold_note, folded_codes, is_numeric_column, user_sort_key
+from mudata.classes import (
+    code_text,
+    fold_note,
+    folded_codes,
+    is_numeric_column,
+    match_classes,
+    user_names,
+    user_sort_key,
+)
 from mudata.display import shown
 from mudata.drafting.counters import monotone_channels
 from mudata.drafting.layout import propose_layout
@@ -414,8 +422,9 @@ def _classes(
 
 def _filter_report(
     entry: DatasetEntry, sources: Sources, raw: RawTable
-) -> tuple[list[str], dict[str, Any]]:
-    labelled, counts = labelled_features(entry, sources, raw=raw)
+) -> tuple[list[str], pd.DataFrame]:
+    """The user filter's verdict on the feature rows the build makes, and those rows."""
+    labelled, _ = labelled_features(entry, sources, raw=raw)
     report = user_report(labelled, entry.class_names, entry.min_per_class, dataset=entry.name)
     lines = [
         f"user filter (at least {entry.min_per_class} {'windows' if entry.recipe.window else 'rows'} of every class): {len(report.kept)} kept, {len(report.dropped)} dropped"
@@ -426,7 +435,22 @@ def _filter_report(
         lines.append(
             "  fewer than 2 users pass: `mudata fetch` would fail; lower min_per_class or drop rare classes"
         )
-    return lines, counts
+    return lines, labelled[["userid", "label"]]
+
+
+def _as_built(frame: pd.DataFrame, entry: DatasetEntry) -> pd.DataFrame:
+    """The reader's samples with the build's users and classes: ``userid`` named by
+    :func:`mudata.classes.user_names`, ``label`` the class name the build gives
+    (:func:`mudata.classes.match_classes`; ``01`` and ``1`` are one class in a
+    numeric column), samples of classes not kept dropped. So that windows
+    counted on it are the build's, whatever way a code is written."""
+    matched = match_classes(frame["label"], entry, check_seen=False)
+    keep = matched.rank >= 0
+    columns = ["userid", "label"] + (["recording"] if "recording" in frame.columns else [])
+    named = frame.loc[keep, columns].reset_index(drop=True)
+    named["userid"] = user_names(named["userid"])
+    named["label"] = matched.names[keep].astype(str)
+    return named
 
 
 def draft_entry(
@@ -504,18 +528,19 @@ def draft_entry(
         classes = [c for c in classes if code_text(c["code"]) not in left_out]
         entry_data["classes"] = classes
         entry = parse_entry(entry_data, source=output)
-        filter_lines, _ = _filter_report(entry, collected.sources, raw)
+        filter_lines, built = _filter_report(entry, collected.sources, raw)
         frame = raw.frame
     finally:
         collected.sources.close()
     window_lines = []
     if entry.recipe.window:
         window_lines = window_report(
-            frame,
+            _as_built(frame, entry),
             entry.recipe.window,
             rate,
-            [code_text(c["code"]) for c in classes],
+            entry.class_names,
             min_per_class,
+            built=built,
         ).lines
     repeats = frame.attrs.get("time_repeats", {})
     origin = ", ".join(str(p) for p in paths)

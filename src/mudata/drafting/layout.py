@@ -25,6 +25,7 @@ from mudata.drafting.columns import (
     resolve,
     time_unit,
 )
+from mudata.drafting.pathfields import hint, read_paths
 from mudata.drafting.records import Choices, Layout, Sniffed
 from mudata.drafting.selection import Selection, compile_path_pattern
 from mudata.errors import ParseError, UsageError
@@ -58,11 +59,16 @@ def _path_pattern(
         PurePosixPath(m).name[: len(PurePosixPath(m).name) - len(data_suffix(m))] for m in members
     ]
     folders = [PurePosixPath(m).parent.name for m in members]
+    trial_folders = all(re.fullmatch(r"[A-Za-z]+[-_]\d+", f) for f in folders)
+    if not (need_label and trial_folders):
+        reading = read_paths(members, need_user, need_label)
+        if reading is not None:
+            return reading.pattern, reading.notes
     label_part = ""
     if need_label:
         if len(set(folders)) < 2 or "" in folders:
             return None, ["no label column, and the files are not in one folder per label"]
-        if all(re.fullmatch(r"[A-Za-z]+[-_]\d+", f) for f in folders):
+        if trial_folders:
             # "dws_1": the activity and the trial number, as MotionSense names its folders
             label_part = r"(?P<label>[A-Za-z]+)[-_](?P<recording>\d+)/"
             labels = {re.split(r"[-_]", f)[0] for f in folders}
@@ -226,9 +232,12 @@ def _from_paths(
     elif not (roles.user and roles.label):
         pattern, notes = _path_pattern(members, selection.suffix, not roles.user, not roles.label)
         if pattern is None:
+            need = tuple(r for r in ("label", "user") if not getattr(roles, r))
+            example = hint(members, need)
             message = (
                 "mudata init: " + "; ".join(notes) + f". Columns of {members[0]}: {columns}. "
-                "Name them with --user COL / --label COL, or --path-pattern 'a{label}_s{user}_*.csv'"
+                f"Name them with {' / '.join(f'--{r} COL' for r in need)}, or say where "
+                f"they sit in the paths, as in --path-pattern '{example}'"
             )
             raise UsageError(message)
         options["path_pattern"] = pattern

@@ -237,3 +237,17 @@ def test_a_feature_table_takes_its_user_from_the_path(tmp_path: Path) -> None:
     assert "user: the id at the end of each file name (e.g. 's1'; 3 users)" in report
     assert built == expected
     assert_preview_is_the_build(report, built)
+
+
+def test_a_role_given_twice_names_the_two_options(tmp_path: Path) -> None:
+    files = subject_trials(tmp_path / "sis", np.random.default_rng(3))
+    result = CliRunner().invoke(
+        mudata_main,
+        [
+            *("init", str(files), "--name", "sis", "-o", str(tmp_path / "sis.toml")),
+            *("--sampling-rate", "200", "--user", "c1", "--path-pattern", "{user}/{label}_*"),
+        ],
+    )
+    assert result.exit_code == 2, result.output
+    assert "--user 'c1' and the {user} field of --path-pattern" in result.output
+    assert "reader_options" not in result.output

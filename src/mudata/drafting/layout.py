@@ -320,7 +320,13 @@ def propose_layout(
     if choices.path_pattern:
         groups = set(re.compile(compile_path_pattern(choices.path_pattern)).groupindex)
     for role in ("user", "label"):
-        if role in groups and getattr(roles, role) and not given[role]:
+        if role in groups and given[role]:
+            message = (
+                f"mudata init: --{role} {given[role]!r} and the {{{role}}} field of "
+                f"--path-pattern {choices.path_pattern!r} both give the {role}; give one of them"
+            )
+            raise UsageError(message)
+        if role in groups and getattr(roles, role):
             setattr(roles, role, None)  # the pattern gives it
     if not header and roles.label is None and "label" not in groups:
         _label_by_codes(first, roles, notes)

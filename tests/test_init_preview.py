@@ -167,9 +167,11 @@ def test_subject_folders_named_again_in_the_files_with_trials(tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("members", "need", "expected"),
     [
-        (["x/a1_s2_t3_inertial.mat"], ("label", "user"), "a{label}_s{user}_t3_inertial.mat"),
-        (["x/Walk/recording-f1.txt"], ("user",), "recording-f{user}.txt"),
+        (["x/a1_s2_t3_inertial.mat"], ("label", "user"), "a{label}_{user}_t3_inertial.mat"),
+        (["x/Walk/recording-f1.txt"], ("user",), "recording-{user}.txt"),
         (["data/run.csv"], ("user", "label"), "{label}/{user}.csv"),
+        (["Walk/rec.txt"], ("label", "user"), "{label}/{user}.txt"),
+        (["x/subject7_walking.dat"], ("label", "user"), "{user}_{label}.dat"),
     ],
 )
 def test_hints_are_built_from_the_files_and_match_them(
@@ -251,3 +253,23 @@ def test_a_role_given_twice_names_the_two_options(tmp_path: Path) -> None:
     assert result.exit_code == 2, result.output
     assert "--user 'c1' and the {user} field of --path-pattern" in result.output
     assert "reader_options" not in result.output
+
+
+@pytest.mark.parametrize("suffix", [".txt", ".dat"])
+def test_the_hint_of_a_missing_user_is_made_from_the_files(tmp_path: Path, suffix: str) -> None:
+    rng = np.random.default_rng(5)
+    for activity in ("Walk", "Run"):
+        (tmp_path / "d" / activity).mkdir(parents=True)
+        rows = rng.normal(size=(300, 3)).round(3)
+        text = "\n".join(" ".join(map(str, row)) for row in rows) + "\n"
+        (tmp_path / "d" / activity / f"rec{suffix}").write_text(text)
+    result = CliRunner().invoke(
+        mudata_main,
+        ["init", str(tmp_path / "d"), "--name", "d", "-o", str(tmp_path / "d.toml")],
+    )
+    assert result.exit_code != 0
+    assert (
+        f"Name it with --user COL, or say where it sits in the paths, as in --path-pattern '{{label}}/{{user}}{suffix}'"
+        in result.output
+    )
+    assert ".csv" not in result.output

@@ -308,23 +308,35 @@ def _checked(template: str, members: list[str]) -> str | None:
 def hint(members: list[str], need: tuple[str, ...]) -> str:
     """A ``--path-pattern`` template made from the first member's own name and extension.
 
-    Each varying token of the first file's name becomes a field in turn
-    (``need`` in order); the hint always matches that file.
+    Coded tokens of the name take the role their prefix says (``a1``: label,
+    ``s1``: user), then the folder holding the file takes a label, then the
+    remaining tokens take what is left; the hint always matches that file.
     """
-    first = members[0]
-    path = PurePosixPath(first)
+    path = PurePosixPath(members[0])
     suffix = data_suffix(path.name)
     stem = _split(path.name[: len(path.name) - len(suffix)])
-    tokens = list(range(0, len(stem), 2))
-    wanted = list(need)
     pieces = list(stem)
-    for i in tokens:
-        if not wanted:
-            break
-        coded = _CODED.match(stem[i])
-        if coded or len(tokens) <= len(need):
-            role = wanted.pop(0)
-            pieces[i] = (coded.group(1) if coded else "") + "{" + role + "}"
-    if wanted and path.parent.name:
-        return f"{{{wanted[0]}}}/" + "".join(pieces) + suffix
-    return "".join(pieces) + suffix
+    wanted = list(need)
+    coded = {i: m for i in range(0, len(stem), 2) if (m := _CODED.match(stem[i]))}
+
+    def take(i: int, role: str) -> None:
+        letters = coded[i].group(1) if i in coded and role != "user" else ""
+        pieces[i] = letters + "{" + role + "}"
+        wanted.remove(role)
+
+    for i, match in coded.items():
+        prefix = match.group(1).lower()
+        for role, known in (("label", LABEL_PREFIXES), ("user", USER_PREFIXES)):
+            if role in wanted and prefix in known and pieces[i] == stem[i]:
+                take(i, role)
+    folder = None
+    if path.parent.name and "label" in wanted and (len(wanted) > 1 or not coded):
+        folder = "label"
+        wanted.remove("label")
+    for i in [*coded, *range(0, len(stem), 2)]:
+        if wanted and pieces[i] == stem[i]:
+            take(i, wanted[0])
+    if wanted and path.parent.name and folder is None:
+        folder = wanted.pop(0)
+    name = "".join(pieces) + suffix
+    return f"{{{folder}}}/{name}" if folder else name

@@ -48,6 +48,10 @@ def kept(report: str) -> list[str]:
     return re.search(r"^  kept: (.*)$", report, re.MULTILINE).group(1).split(", ")
 
 
+#: The drafts as init wrote them (comments included), by dataset name.
+drafts: dict[str, str] = {}
+
+
 def init_and_fetch(files: Path, name: str, tmp_path: Path, args: list[str]) -> tuple[str, dict]:
     """init -> metadata filled in -> register -> fetch; init's report and the built table's
     windows per (user, class)."""
@@ -56,7 +60,8 @@ def init_and_fetch(files: Path, name: str, tmp_path: Path, args: list[str]) -> t
         mudata_main, ["init", str(files), "--name", name, "-o", str(toml), "--force", *args]
     )
     assert result.exit_code == 0, result.output
-    data = tomllib.loads(toml.read_text())
+    drafts[name] = toml.read_text()
+    data = tomllib.loads(drafts[name])
     data.update(
         title="t",
         homepage="https://example.org/x",
@@ -92,12 +97,13 @@ def _csv(rows: np.ndarray) -> str:
 
 
 def class_folders(root: Path, rng: np.random.Generator) -> Path:
-    """a01..a19/p1..p4/s01..s05.txt: 125 rows of 9 columns, 25 Hz (5 s segments)."""
-    for a in range(1, 20):
-        for p in range(1, 5):
+    """a01..a12/p1..p2/s01..s02.txt: 125 rows of 9 columns, 25 Hz (5 s segments), as the
+    Daily and Sports Activities release (a01..a19/p1..p8/s01..s60), smaller."""
+    for a in range(1, 13):
+        for p in range(1, 3):
             folder = root / f"a{a:02d}" / f"p{p}"
             folder.mkdir(parents=True)
-            for s in range(1, 6):
+            for s in range(1, 3):
                 (folder / f"s{s:02d}.txt").write_text(_csv(rng.normal(size=(125, 9)).round(3)))
     return root
 
@@ -133,14 +139,19 @@ def subject_trials(root: Path, rng: np.random.Generator) -> Path:
 
 def test_class_folders_with_leading_zeros(tmp_path: Path) -> None:
     files = class_folders(tmp_path / "dsa", np.random.default_rng(1))
-    report, built = init_and_fetch(files, "dsa", tmp_path, ["--sampling-rate", "25"])
-    assert "label: the folder 1 level(s) above each file's folder (a01..a19, 19 values)" in report
-    assert "user: the folder holding each file (p1..p4, 4 values)" in report
-    assert "recording: a token of the file names (s01..s05, 5 values)" in report
+    args = ["--sampling-rate", "25", "--min-per-class", "2"]
+    report, built = init_and_fetch(files, "dsa", tmp_path, args)
+    assert "label: the folder 1 level(s) above each file's folder (a01..a12, 12 values)" in report
+    assert "user: the folder holding each file (p1, p2, 2 values)" in report
+    assert "recording: a token of the file names (s01, s02, 2 values)" in report
     assert "path pattern: 'a{label}/{user}/s{recording}.txt'" in report
     assert "--path-pattern 'a{label}/p{recording}/{user}.txt' takes it" in report
-    # 5 files of 125 rows per (user, class), each giving ceil(125 / 75) - 1 = 1 window
-    assert built == {f"p{u}": {str(a): 5 for a in range(1, 20)} for u in range(1, 5)}
+    assert (
+        "# read from the paths as 'a{label}/{user}/s{recording}.txt'; another reading, user "
+        "from a token of the file names (s01, s02, 2 values): 'a{label}/p{recording}/{user}.txt'"
+    ) in drafts["dsa"]
+    # 2 files of 125 rows per (user, class), each giving ceil(125 / 75) - 1 = 1 window
+    assert built == {f"p{u}": {str(a): 2 for a in range(1, 13)} for u in (1, 2)}
     assert_preview_is_the_build(report, built)
 
 

@@ -47,9 +47,10 @@ def _user_token(stems: list[str]) -> tuple[str, str] | None:
 
 def _path_pattern(
     members: list[str], suffix: str, need_user: bool, need_label: bool
-) -> tuple[str | None, list[str], tuple[str, ...]]:
-    """A ``path_pattern`` giving what the columns lack, the evidence for it, and the
-    roles neither the columns nor the paths gave (empty when a pattern is found)."""
+) -> tuple[str | None, list[str], tuple[str, ...], str]:
+    """A ``path_pattern`` giving what the columns lack, the evidence for it, the
+    roles neither the columns nor the paths gave (empty when a pattern is found),
+    and the draft's comment on the pattern (its template, another reading)."""
     notes: list[str] = []
     # Members may differ by their compression (".csv", ".csv.gz"): each loses its own.
     suffixes = sorted({data_suffix(m) for m in members} | {suffix}, key=len, reverse=True)
@@ -64,12 +65,12 @@ def _path_pattern(
     if not (need_label and trial_folders):
         reading = read_paths(members, need_user, need_label)
         if reading is not None:
-            return reading.pattern, reading.notes, ()
+            return reading.pattern, reading.notes, (), reading.comment()
     label_part = ""
     if need_label:
         if len(set(folders)) < 2 or "" in folders:
             message = "no label column, and the files are not in one folder per label"
-            return None, [message], ("label", "user") if need_user else ("label",)
+            return None, [message], ("label", "user") if need_user else ("label",), ""
         if trial_folders:
             # "dws_1": the activity and the trial number, as MotionSense names its folders
             label_part = r"(?P<label>[A-Za-z]+)[-_](?P<recording>\d+)/"
@@ -92,6 +93,7 @@ def _path_pattern(
                     "no user column, and no user id (like f1, S01, subject101) at the start or end of the file names",
                 ],
                 ("user",),
+                "",
             )
         side, example = where
         users = {re.split(r"[-_ ]", s)[-1 if side == "end" else 0] for s in stems}
@@ -103,7 +105,7 @@ def _path_pattern(
             f"user: the id at the {side} of each file name (e.g. {example!r}; {len(users)} users)"
         )
     pattern = r"(?:^|/)" + label_part + user_part + ext
-    return pattern, notes, ()
+    return pattern, notes, (), ""
 
 
 def _lag1(table: pd.DataFrame, columns: list[str]) -> float:
@@ -236,9 +238,11 @@ def _from_paths(
                 message = f"mudata init: --path-pattern {choices.path_pattern!r} has no {{{role}}} field and no {role} column was found; columns: {columns}"
                 raise UsageError(message)
     elif not (roles.user and roles.label):
-        pattern, notes, need = _path_pattern(
+        pattern, notes, need, comment = _path_pattern(
             members, selection.suffix, not roles.user, not roles.label
         )
+        if comment:
+            comments["path_pattern"] = comment
         if pattern is None:
             # The hint holds every field the pattern must give, found or not.
             fields = tuple(r for r in ("label", "user") if not getattr(roles, r))

@@ -87,6 +87,13 @@ class PathReading:
     notes: list[str] = field(default_factory=list)
     other: tuple[str, str] | None = None  # (what it reads, the template taking it)
 
+    def comment(self) -> str:
+        """The draft's comment on ``path_pattern``: the template, and the other reading."""
+        text = f"read from the paths as '{self.template}'"
+        if self.other is not None:
+            text += f"; another reading, {self.other[0]}: '{self.other[1]}'"
+        return text
+
 
 def _natural(text: str) -> tuple:
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))

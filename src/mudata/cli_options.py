@@ -540,4 +540,16 @@ init_help_options = stack(
         show_default=True,
         help="Leave out columns with a larger fraction of empty cells.",
     ),
+    list_option(
+        "--drop-class",
+        metavar="CODE",
+        help="Leave the class CODE out of the draft, so that fetch drops its rows; a comma "
+        "list, or repeated.",
+    ),
+    list_option(
+        "--keep-class",
+        metavar="CODE",
+        help="Keep the class CODE that init flags as null, unmarked or undocumented; a "
+        "comma list, or repeated.",
+    ),
 )

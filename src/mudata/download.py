@@ -100,6 +100,10 @@ class FetchedFile:
         What :class:`~mudata.readers.base.Sources` checks when a reader reads
         from ``root``: the file's and its members' registry hashes and sizes,
         and whether unpinned members may be read.
+    extracted : bool
+        True when ``root`` is a folder of members extracted by the user that the
+        registry lists none of (found by the reader's ``members`` glob): every
+        one was read unpinned, whatever hash the archive has.
     """
 
     name: str
@@ -110,6 +114,7 @@ class FetchedFile:
     origin: Origin = "download"
     url: str | None = None
     pins: Pins | None = field(default=None, compare=False, repr=False)
+    extracted: bool = False
 
 
 def pins_for(
@@ -237,6 +242,18 @@ def fetch_sources(
 
 def _warn_unverified(entry: DatasetEntry, remote: RemoteFile, result: FetchedFile) -> None:
     if result.verified:
+        return
+    if result.extracted:
+        located = result.pins.located if result.pins is not None else {}
+        log.warning(
+            "file '%s' of dataset '%s' is NOT verified: %d extracted files are read from %s "
+            "that the registry pins none of; each one's sha256 is recorded in the table's "
+            "provenance as unpinned",
+            remote.name,
+            entry.name,
+            len(located),
+            result.root,
+        )
         return
     observed = result.sha256 or ", ".join(f"{p} {h}" for p, h in result.members.items())
     log.warning(
@@ -547,15 +564,128 @@ def _fetch_manual(
     if remote.glob is not None:
         return _use_glob_in_place(entry, remote, manual, "manual", allow_unverified)
     if not remote.members:
+        return _use_extracted_in_place(entry, remote, manual, allow_unverified)
+    return _use_members_in_place(entry, remote, manual, "manual", allow_unverified)
+
+
+def reader_members(entry: DatasetEntry) -> str | None:
+    """The glob the entry's reader finds its files by (``reader_options.members``).
+
+    None when the entry gives none: the reader then applies its own default
+    to whatever folder it is handed.
+    """
+    for key in ("members", "member"):
+        value = entry.reader_options.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _literal_head(pattern: str) -> tuple[str, ...]:
+    """The leading folders of ``pattern`` that hold no wildcard (``A/B`` of ``A/B/*/x.csv``)."""
+    head = []
+    for part in PurePosixPath(pattern).parts[:-1]:
+        if any(c in part for c in "*?["):
+            break
+        head.append(part)
+    return tuple(head)
+
+
+def _extracted_roots(folder: Path, pattern: str | None) -> list[tuple[Path, list[str]]]:
+    """Every folder from which ``pattern`` finds files: ``folder`` itself, a folder
+    above it when ``folder`` is the archive's top folder, or a folder below it
+    that holds the archive's top folder (the members extracted one level deeper).
+
+    Returns each such root with the member names it gives, shallowest first.
+    """
+    head = _literal_head(pattern) if pattern else ()
+    candidates = [folder]
+    for i in range(1, len(head) + 1):
+        if len(folder.parts) > i and folder.parts[-i:] == head[:i]:
+            candidates.append(folder.parents[i - 1])
+    if head:
+        # rglob never descends into a folder link, so no root is found through one.
+        candidates += sorted(
+            p.parent for p in folder.rglob(head[0]) if p.is_dir() and p.parent != folder
+        )
+    found = []
+    for root in dict.fromkeys(candidates):
+        start = root.joinpath(*head) if head else root
+        if not start.is_dir():
+            continue
+        every = (p.relative_to(root).as_posix() for p in start.rglob("*") if p.is_file())
+        names = sorted(n for n in every if pattern is None or fnmatch.fnmatchcase(n, pattern))
+        if names:
+            found.append((root, names))
+    return found
+
+
+def _use_extracted_in_place(
+    entry: DatasetEntry, remote: RemoteFile, manual: Path, allow_unverified: bool
+) -> FetchedFile:
+    """The extracted members of an archive the registry lists no member of.
+
+    They are found the way the reader finds them in the archive: by its
+    ``members`` glob, from the folder given, from the folder above it when it
+    is the archive's top folder, or from a folder below it. No member has a
+    hash to be checked against (an archive's own hash says nothing of files
+    extracted from it), so they are read only with ``allow_unverified``, each
+    one's hash recorded in the provenance as unpinned.
+    """
+    archive = manual / remote.name
+    pattern = reader_members(entry)
+    if len(entry.files) > 1:
+        # Which extracted files came from which archive, no pattern can tell.
+        roots: list[tuple[Path, list[str]]] = []
+    else:
+        _refuse_links_inside(entry, remote, manual)
+        roots = _extracted_roots(manual, pattern)
+    sought = f"files matching {pattern!r}" if pattern else "its extracted files"
+    if not roots:
         message = (
-            f"{_what(entry, remote)} is not in the manual folder {manual}: expected the "
+            f"{_what(entry, remote)} is not in the manual folder {manual}: neither the "
             f"file {archive}"
             + (f" (sha256 {remote.sha256})" if remote.sha256 else "")
-            + (f", downloadable from {remote.url}" if remote.url else "")
-            + ". The registry lists no members for it, so only this file is accepted."
+            + (f", downloadable from {remote.url}," if remote.url else "")
+            + (
+                f" nor {sought} was found below it (or from the folder above it, when it "
+                f"is the archive's top folder)"
+                if len(entry.files) == 1
+                else " was found; the entry has several files, so only the files themselves "
+                "are accepted"
+            )
+            + "."
         )
         raise MissingFileError(message)
-    return _use_members_in_place(entry, remote, manual, "manual", allow_unverified)
+    if len(roots) > 1:
+        listing = ", ".join(f"{root} ({len(names)} files)" for root, names in roots[:5])
+        message = (
+            f"{_what(entry, remote)}: {sought} are found from more than one folder in the "
+            f"manual folder {manual}: {listing}. Point --manual-dir at one of them."
+        )
+        raise UsageError(message)
+    [(root, names)] = roots
+    if not allow_unverified:
+        pinned = (
+            f"pins the archive (sha256 {remote.sha256}), which extracted files cannot be "
+            f"checked against, and no member of it"
+            if remote.sha256
+            else "records no sha256 for the archive or its members"
+        )
+        message = (
+            f"{_what(entry, remote)}: {len(names)} extracted files were found from {root}, "
+            f"but the registry {pinned}. Refusing to use unverified data; put the archive "
+            f"{remote.name} in the folder, or pass allow_unverified=True to read the files "
+            f"as they are, each one's sha256 recorded as unpinned in the table's provenance."
+        )
+        raise UnverifiedDataError(
+            message,
+            subject=_what(entry, remote),
+            cli={"allow_unverified=True": "--allow-unverified"},
+        )
+    located = {name: root / name for name in names}
+    pins = Pins(allow_unverified=True, label=_what(entry, remote), glob=pattern, located=located)
+    return FetchedFile(remote.name, root, None, False, {}, "manual", pins=pins, extracted=True)
 
 
 def _fetch_local(

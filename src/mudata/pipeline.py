@@ -592,6 +592,10 @@ def _file_record(fetched: FetchedFile, spec: Any, sources: Sources) -> dict[str,
     }
     if spec.glob is not None:
         record["glob"] = spec.glob
+    if fetched.extracted:
+        # Said in so many words: an archive hash in the entry proves nothing of
+        # files someone extracted from it, so none of them was checked.
+        record["built_from"] = "unpinned extracted members"
     if unpinned:
         record["unpinned"] = unpinned
         record["listing_sha256"] = listing_sha256(

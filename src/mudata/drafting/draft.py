@@ -43,7 +43,15 @@ import numpy as np
 import pandas as pd
 
 from mudata.archive import ArchiveIndex, sniff_kind
-from mudata.classes import code_text, fold_note, folded_codes, is_numeric_column, user_sort_key
+from mudata.classes import (
+    code_text,
+    fold_note,
+    folded_codes,
+    is_numeric_column,
+    match_classes,
+    user_names,
+    user_sort_key,
+)
 from mudata.display import shown
 from mudata.drafting.annotated_layout import (
     annotation_report,
@@ -52,6 +60,7 @@ from mudata.drafting.annotated_layout import (
 )
 from mudata.drafting.counters import monotone_channels
 from mudata.drafting.layout import propose_layout
+from mudata.drafting.nulls import Flagged, null_classes
 from mudata.drafting.records import Choices, Layout, Sniffed
 from mudata.drafting.selection import Selection, format_of, select
 from mudata.drafting.shapes import text_shape
@@ -81,6 +90,7 @@ class Collected:
     members: list[str]
     suffix: str
     selection: Selection = field(default_factory=lambda: Selection([]))
+    documents: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -93,6 +103,18 @@ class Draft:
 
 
 # ----------------------------------------------------------------- 1. files
+
+#: Documentation files read for a class legend: text only, at most this many bytes each.
+DOC_READ_BYTES = 1 << 18
+_DOC_TEXT = (".txt", ".md", ".rst", "")
+
+
+def _is_text_doc(name: str) -> bool:
+    return PurePosixPath(name).suffix.lower() in _DOC_TEXT
+
+
+def _doc_text(data: bytes) -> str:
+    return data[:DOC_READ_BYTES].decode("utf-8", "replace")
 
 
 def _relative(path: Path, base: Path) -> str:
@@ -212,7 +234,14 @@ def _collect_folder(folder: Path, base: Path, choices: Choices) -> Collected:
         )
         roots.append(path)
         root_pins.append(Pins(sha256=digest, label=f"file {path}"))
-    return Collected(files, Sources(roots, root_pins), members, selection.suffix, selection)
+    documents = {}
+    for doc in selection.left_out:
+        if _is_text_doc(doc):
+            with open(folder / doc, "rb") as fh:
+                documents[doc] = _doc_text(fh.read(DOC_READ_BYTES))
+    return Collected(
+        files, Sources(roots, root_pins), members, selection.suffix, selection, documents
+    )
 
 
 def _collect_archive(archive: Path, kind: str, base: Path, choices: Choices) -> Collected:
@@ -225,6 +254,11 @@ def _collect_archive(archive: Path, kind: str, base: Path, choices: Choices) -> 
             exclude=choices.exclude,
             where=str(archive),
         )
+        documents = {
+            doc: _doc_text(index.read(doc))
+            for doc in selection.left_out
+            if _is_text_doc(doc) and doc in index.members and index.size(doc) <= DOC_READ_BYTES
+        }
     _check_names(selection.pinned, archive)
     digest = sha256_file(archive)
     # The archive is pinned whole; an annotation table no glob selects with the
@@ -239,7 +273,7 @@ def _collect_archive(archive: Path, kind: str, base: Path, choices: Choices) -> 
         "hashes": "first-use",
     }
     sources = Sources([archive], [Pins(sha256=digest, label=f"archive {archive}", glob=glob)])
-    return Collected([spec], sources, selection.members, selection.suffix, selection)
+    return Collected([spec], sources, selection.members, selection.suffix, selection, documents)
 
 
 def collect(paths: list[Path], base: Path, choices: Choices | None = None) -> Collected:
@@ -402,8 +436,9 @@ def _classes(
 
 def _filter_report(
     entry: DatasetEntry, sources: Sources, raw: RawTable
-) -> tuple[list[str], dict[str, Any]]:
-    labelled, counts = labelled_features(entry, sources, raw=raw)
+) -> tuple[list[str], pd.DataFrame]:
+    """The user filter's verdict on the feature rows the build makes, and those rows."""
+    labelled, _ = labelled_features(entry, sources, raw=raw)
     report = user_report(labelled, entry.class_names, entry.min_per_class, dataset=entry.name)
     lines = [
         f"user filter (at least {entry.min_per_class} {'windows' if entry.recipe.window else 'rows'} of every class): {len(report.kept)} kept, {len(report.dropped)} dropped"
@@ -414,7 +449,22 @@ def _filter_report(
         lines.append(
             "  fewer than 2 users pass: `mudata fetch` would fail; lower min_per_class or drop rare classes"
         )
-    return lines, counts
+    return lines, labelled[["userid", "label"]]
+
+
+def _as_built(frame: pd.DataFrame, entry: DatasetEntry) -> pd.DataFrame:
+    """The reader's samples with the build's users and classes: ``userid`` named by
+    :func:`mudata.classes.user_names`, ``label`` the class name the build gives
+    (:func:`mudata.classes.match_classes`; ``01`` and ``1`` are one class in a
+    numeric column), samples of classes not kept dropped. So that windows
+    counted on it are the build's, whatever way a code is written."""
+    matched = match_classes(frame["label"], entry, check_seen=False)
+    keep = matched.rank >= 0
+    columns = ["userid", "label"] + (["recording"] if "recording" in frame.columns else [])
+    named = frame.loc[keep, columns].reset_index(drop=True)
+    named["userid"] = user_names(named["userid"])
+    named["label"] = matched.names[keep].astype(str)
+    return named
 
 
 def draft_entry(
@@ -493,24 +543,28 @@ def draft_entry(
             if late:
                 layout, rate, rate_note, entry_data, classes, counts, raw, folded = drafted(late)
         classes = named_classes(classes, collected.selection.annotation)
+        left_out = _left_out_classes(classes, counts, collected.documents, choices)
+        all_classes = classes
+        classes = [c for c in classes if code_text(c["code"]) not in left_out]
         entry_data["classes"] = classes
         entry = parse_entry(entry_data, source=output)
-        filter_lines, _ = _filter_report(entry, collected.sources, raw)
+        filter_lines, built = _filter_report(entry, collected.sources, raw)
         frame = raw.frame
     finally:
         collected.sources.close()
     window_lines = []
     if entry.recipe.window:
         window_lines = window_report(
-            frame,
+            _as_built(frame, entry),
             entry.recipe.window,
             rate,
-            [code_text(c["code"]) for c in classes],
+            entry.class_names,
             min_per_class,
+            built=built,
         ).lines
     repeats = frame.attrs.get("time_repeats", {})
     origin = ", ".join(str(p) for p in paths)
-    width = max(len(str(c["code"])) for c in [*classes, {"code": "(blank)"}])
+    width = max(len(str(c["code"])) for c in [*all_classes, {"code": "(blank)"}])
     evidence = [*collected.selection.report(), *layout.roles.report(len(first))]
     toml = to_toml(
         entry_data,
@@ -521,6 +575,11 @@ def draft_entry(
             "options": layout.option_notes,
             "evidence": evidence,
             "sensors": [group.why for group in layout.sensors],
+            "left_out": [
+                {"code": c["code"], "name": c["name"], "why": left_out[code_text(c["code"])]}
+                for c in all_classes
+                if code_text(c["code"]) in left_out
+            ],
         },
     )
     report = [
@@ -539,7 +598,11 @@ def draft_entry(
         ),
         *annotation_report(frame),
         "classes (rows of raw samples or feature rows):",
-        *[f"  {c['code']!s:>{width}}: {counts[code_text(c['code'])]}" for c in classes],
+        *[
+            f"  {c['code']!s:>{width}}: {counts[code_text(c['code'])]}"
+            + _left_out_note(left_out.get(code_text(c["code"])), c["code"])
+            for c in all_classes
+        ],
         *(
             [f"  {'(blank)':>{width}}: {counts['<blank>']} (never kept)"]
             if "<blank>" in counts
@@ -550,6 +613,61 @@ def draft_entry(
         *filter_lines,
     ]
     return Draft(toml, entry, report)
+
+
+def _given_codes(given: tuple[str, ...], seen: list[str], option: str) -> list[str]:
+    """The codes named by ``--drop-class``/``--keep-class``, as the draft writes them."""
+    codes = []
+    for code in given:
+        text = code_text(_code_value(code.strip(), True))
+        if text not in seen:
+            shown_codes = ", ".join(seen)
+            message = (
+                f"mudata init: {option} {code!r}: no class has this code; the classes the "
+                f"files hold: {shown_codes}"
+            )
+            raise UsageError(message)
+        codes.append(text)
+    return codes
+
+
+def _left_out_classes(
+    classes: list[dict[str, Any]],
+    counts: dict[str, int],
+    documents: dict[str, str],
+    choices: Choices,
+) -> dict[str, str]:
+    """Code (as text) to why the draft leaves the class out of ``[[classes]]``.
+
+    Flagged classes (:func:`mudata.drafting.nulls.null_classes`) are left out
+    unless ``--keep-class`` names them; ``--drop-class`` leaves out any other.
+    """
+    seen = [code_text(c["code"]) for c in classes]
+    keep = _given_codes(choices.keep_class, seen, "--keep-class")
+    drop = _given_codes(choices.drop_class, seen, "--drop-class")
+    both = sorted(set(keep) & set(drop))
+    if both:
+        message = f"mudata init: class {both[0]} is given to both --keep-class and --drop-class"
+        raise UsageError(message)
+    kept_counts = {code: counts[code] for code in seen}
+    flagged: list[Flagged] = null_classes(kept_counts, documents)
+    left_out = {f.code: f.reason for f in flagged if f.code not in keep}
+    left_out.update(dict.fromkeys(drop, "--drop-class"))
+    if len(seen) - len(left_out) < 2:
+        message = (
+            f"mudata init: leaving out class(es) {', '.join(left_out)} keeps fewer than 2 "
+            f"classes of {', '.join(seen)}; keep one with --keep-class CODE"
+        )
+        raise UsageError(message)
+    return left_out
+
+
+def _left_out_note(reason: str | None, code: object) -> str:
+    if reason is None:
+        return ""
+    if reason == "--drop-class":
+        return " (left out: --drop-class)"
+    return f" (left out, not an activity: {reason}; --keep-class {code} keeps it)"
 
 
 def _resolve_rate(layout: Layout, given: float | None) -> tuple[float, str]:

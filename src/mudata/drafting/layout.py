@@ -25,6 +25,7 @@ from mudata.drafting.columns import (
     resolve,
     time_unit,
 )
+from mudata.drafting.pathfields import hint, read_paths
 from mudata.drafting.records import Choices, Layout, Sniffed
 from mudata.drafting.selection import Selection, compile_path_pattern
 from mudata.drafting.sensors import group_channels, report_lines
@@ -48,8 +49,10 @@ def _user_token(stems: list[str]) -> tuple[str, str] | None:
 
 def _path_pattern(
     members: list[str], suffix: str, need_user: bool, need_label: bool
-) -> tuple[str | None, list[str]]:
-    """A ``path_pattern`` giving what the columns lack, and the evidence for it."""
+) -> tuple[str | None, list[str], tuple[str, ...], str]:
+    """A ``path_pattern`` giving what the columns lack, the evidence for it, the
+    roles neither the columns nor the paths gave (empty when a pattern is found),
+    and the draft's comment on the pattern (its template, another reading)."""
     notes: list[str] = []
     # Members may differ by their compression (".csv", ".csv.gz"): each loses its own.
     suffixes = sorted({data_suffix(m) for m in members} | {suffix}, key=len, reverse=True)
@@ -60,11 +63,17 @@ def _path_pattern(
         PurePosixPath(m).name[: len(PurePosixPath(m).name) - len(data_suffix(m))] for m in members
     ]
     folders = [PurePosixPath(m).parent.name for m in members]
+    trial_folders = all(re.fullmatch(r"[A-Za-z]+[-_]\d+", f) for f in folders)
+    if not (need_label and trial_folders):
+        reading = read_paths(members, need_user, need_label)
+        if reading is not None:
+            return reading.pattern, reading.notes, (), reading.comment()
     label_part = ""
     if need_label:
         if len(set(folders)) < 2 or "" in folders:
-            return None, ["no label column, and the files are not in one folder per label"]
-        if all(re.fullmatch(r"[A-Za-z]+[-_]\d+", f) for f in folders):
+            message = "no label column, and the files are not in one folder per label"
+            return None, [message], ("label", "user") if need_user else ("label",), ""
+        if trial_folders:
             # "dws_1": the activity and the trial number, as MotionSense names its folders
             label_part = r"(?P<label>[A-Za-z]+)[-_](?P<recording>\d+)/"
             labels = {re.split(r"[-_]", f)[0] for f in folders}
@@ -79,10 +88,15 @@ def _path_pattern(
     if need_user:
         where = _user_token(stems)
         if where is None:
-            return None, [
-                *notes,
-                "no user column, and no user id (like f1, S01, subject101) at the start or end of the file names",
-            ]
+            return (
+                None,
+                [
+                    *notes,
+                    "no user column, and no user id (like f1, S01, subject101) at the start or end of the file names",
+                ],
+                ("user",),
+                "",
+            )
         side, example = where
         users = {re.split(r"[-_ ]", s)[-1 if side == "end" else 0] for s in stems}
         if side == "end":
@@ -93,7 +107,7 @@ def _path_pattern(
             f"user: the id at the {side} of each file name (e.g. {example!r}; {len(users)} users)"
         )
     pattern = r"(?:^|/)" + label_part + user_part + ext
-    return pattern, notes
+    return pattern, notes, (), ""
 
 
 def _lag1(table: pd.DataFrame, columns: list[str]) -> float:
@@ -228,11 +242,21 @@ def _from_paths(
                 message = f"mudata init: --path-pattern {choices.path_pattern!r} has no {{{role}}} field and no {role} column was found; columns: {columns}"
                 raise UsageError(message)
     elif not (roles.user and roles.label):
-        pattern, notes = _path_pattern(members, selection.suffix, not roles.user, not roles.label)
+        pattern, notes, need, comment = _path_pattern(
+            members, selection.suffix, not roles.user, not roles.label
+        )
+        if comment:
+            comments["path_pattern"] = comment
         if pattern is None:
+            # The hint holds every field the pattern must give, found or not.
+            fields = tuple(r for r in ("label", "user") if not getattr(roles, r))
+            example = hint(members, fields)
             message = (
                 "mudata init: " + "; ".join(notes) + f". Columns of {members[0]}: {columns}. "
-                "Name them with --user COL / --label COL, or --path-pattern 'a{label}_s{user}_*.csv'"
+                f"Name {'it' if len(need) == 1 else 'them'} with "
+                f"{' / '.join(f'--{r} COL' for r in need)}, or say where "
+                f"{'it sits' if len(need) == 1 else 'they sit'} in the paths, as in "
+                f"--path-pattern '{example}'"
             )
             raise UsageError(message)
         options["path_pattern"] = pattern
@@ -340,7 +364,13 @@ def propose_layout(
     if choices.path_pattern:
         groups = set(re.compile(compile_path_pattern(choices.path_pattern)).groupindex)
     for role in ("user", "label"):
-        if role in groups and getattr(roles, role) and not given[role]:
+        if role in groups and given[role]:
+            message = (
+                f"mudata init: --{role} {given[role]!r} and the {{{role}}} field of "
+                f"--path-pattern {choices.path_pattern!r} both give the {role}; give one of them"
+            )
+            raise UsageError(message)
+        if role in groups and getattr(roles, role):
             setattr(roles, role, None)  # the pattern gives it
     if not header and roles.label is None and "label" not in groups:
         _label_by_codes(first, roles, notes)

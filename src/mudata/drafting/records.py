@@ -40,6 +40,9 @@ class Choices:
         empty: every stream found.
     stream_align : str, optional
         ``"slowest"`` or ``"per-stream"`` (default ``"slowest"``).
+    drop_class, keep_class : tuple of str
+        Class codes to leave out of the draft's ``[[classes]]``, and codes
+        init flags as not an activity (:mod:`mudata.drafting.nulls`) to keep.
     """
 
     label: str | None = None
@@ -55,6 +58,8 @@ class Choices:
     max_missing: float = MAX_MISSING
     streams: tuple[str, ...] = ()
     stream_align: str | None = None
+    drop_class: tuple[str, ...] = ()
+    keep_class: tuple[str, ...] = ()
 
 
 @dataclass

@@ -108,6 +108,20 @@ def to_toml(data: dict[str, Any], counts: dict[str, int], notes: dict[str, Any])
             "",
             *_table("[[classes]]", spec, {"name": f"{counts[code_text(spec['code'])]} rows"}),
         ]
+    left_out = notes.get("left_out", [])
+    if left_out:
+        lines += [
+            "",
+            "# Classes left out: `mudata fetch` drops the rows of every code not listed",
+            "# above (and counts them). To keep one, move it back into [[classes]].",
+        ]
+        for spec in left_out:
+            count = counts[code_text(spec["code"])]
+            lines += [
+                f"# [[classes]]  # {count} rows; {plain(spec['why'])}",
+                f"# code = {toml_value(spec['code'])}",
+                f"# name = {toml_value(spec['name'])}",
+            ]
     for spec in data["files"]:
         members = spec.get("members", [])
         fields = {k: v for k, v in spec.items() if k != "members"}

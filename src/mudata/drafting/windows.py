@@ -185,6 +185,8 @@ def window_report(
     classes: list[str],
     min_per_class: int,
     alpha: float = DEFAULT_ALPHA,
+    *,
+    built: pd.DataFrame | None = None,
 ) -> WindowReport:
     """Count the windows of ``window`` samples and say what each strategy would get.
 
@@ -202,6 +204,12 @@ def window_report(
         The user filter's minimum windows per user and class.
     alpha : float
         Miscoverage the calibration check uses.
+    built : DataFrame, optional
+        The feature rows the build makes of ``frame`` at ``window`` (``userid``,
+        ``label``): the windows per user and class are counted on them, so
+        that the report says what ``mudata fetch`` will build (windows dropped
+        for an undefined feature included). Other windows are counted from
+        the sequence lengths.
 
     Returns
     -------
@@ -213,6 +221,10 @@ def window_report(
     lengths = sequence_lengths(frame)
     lengths = lengths[lengths["label"].isin(classes)]
     table = windows_per_user_class(lengths, window).reindex(columns=classes, fill_value=0)
+    if built is not None:
+        rows = built.groupby(["userid", "label"], sort=False).size().unstack(fill_value=0)
+        users = list(dict.fromkeys([*table.index, *rows.index]))
+        table = rows.reindex(index=users, columns=classes, fill_value=0).astype(int)
     lines = [f"windows of {window} samples ({window / rate:g} s) per user and class:"]
     lines += [
         f"  {u}: " + ", ".join(f"{c}={int(row[c])}" for c in classes) for u, row in table.iterrows()

@@ -395,8 +395,21 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
         When a file lacks a named column (file, missing and found columns
         named), a user id is not an integer or a feature is not numeric.
     """
-    user_col = str(_option(entry, "user_col"))
-    label_col = str(_option(entry, "label_col"))
+    pattern = _path_pattern(entry)
+    groups = set(pattern.groupindex) if pattern else set()
+    cols: dict[str, str | None] = {}
+    for role in ("user", "label"):
+        cols[role] = str_option(entry, f"{role}_col", None)
+        if (cols[role] is None) == (role not in groups):
+            how = "both" if cols[role] else "neither"
+            message = (
+                f"dataset '{entry.name}': reader 'feature-table' takes the {role} from "
+                f"reader_options.{role}_col or from a '{role}' group of path_pattern; {how} given"
+            )
+            raise RegistryError(message)
+    # A role from the path is not a column: named so that no column can be it.
+    user_col = cols["user"] or "\0user"
+    label_col = cols["label"] or "\0label"
     feature_cols = (
         list_option(entry, "feature_cols", []) if "feature_cols" in entry.reader_options else None
     )
@@ -405,9 +418,16 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
     roles = {user_col: "the user column (user_col)", label_col: "the label column (label_col)"}
     if feature_cols is not None:
         _check_roles(entry, "feature_cols", list(feature_cols), roles)
-    required = [user_col, label_col, *(feature_cols or [])]
+    required = [c for c in (cols["user"], cols["label"], *(feature_cols or [])) if c]
     frames = []
-    for member, table in _load_stacked(entry, sources, required, [user_col]):
+    # The path of each row is its member's: members are parsed one by one.
+    load = _load if pattern else _load_stacked
+    for member, table in load(entry, sources, required, [c for c in [cols["user"]] if c]):
+        if pattern is not None:
+            found = _feature_path_groups(pattern, member)
+            for role, column in (("user", user_col), ("label", label_col)):
+                if cols[role] is None:
+                    table = table.assign(**{column: np.full(len(table), found[role], dtype=object)})
         if feature_cols is None:
             chosen = [
                 c
@@ -476,6 +496,17 @@ class LongOptions:
         """Every column a member must hold."""
         named = (self.user_col, self.label_col, self.time_col, self.segment_col, self.recording_col)
         return [c for c in named if c] + self.channels
+
+
+def _feature_path_groups(pattern: LinearPattern, member: str) -> dict[str, str]:
+    match = pattern.search(member)
+    if match is None:
+        message = (
+            f"{member}: the path does not match reader_options.path_pattern "
+            f"{pattern.pattern!r}; narrow the members glob or widen the pattern"
+        )
+        raise ParseError(message)
+    return {k: v for k, v in match.groupdict().items() if v is not None}
 
 
 def _path_pattern(entry: DatasetEntry) -> LinearPattern | None:

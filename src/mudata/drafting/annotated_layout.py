@@ -27,7 +27,7 @@ import pandas as pd
 
 from mudata.drafting.annotations import Annotation, path_numbers
 from mudata.drafting.columns import find_roles, time_unit
-from mudata.drafting.layout import _rate
+from mudata.drafting.layout import time_rate
 from mudata.drafting.records import Choices, Layout, Sniffed
 from mudata.drafting.selection import Selection
 from mudata.drafting.sensors import group_channels, report_lines
@@ -243,7 +243,7 @@ def propose_annotated_layout(
         *notes,
         "layout: raw signals labelled by an annotation table (reader annotated-signals)",
     ]
-    rate, rate_note = _rate(first, roles.time, members[0]) if roles.time else (None, "")
+    rate, rate_note = time_rate(first, roles.time, members[0]) if roles.time else (None, "")
     notes += report_lines(group_channels(channels, header))
     return Layout(
         "signals",

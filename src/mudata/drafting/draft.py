@@ -652,6 +652,11 @@ def _left_out_classes(
     kept_counts = {code: counts[code] for code in seen}
     flagged: list[Flagged] = null_classes(kept_counts, documents)
     left_out = {f.code: f.reason for f in flagged if f.code not in keep}
+    if len(set(seen) - set(left_out)) < 2:
+        # A guess that would leave no two classes to tell apart is not taken
+        # (a two-class release whose code 0 holds most rows is not a null class);
+        # only what the user asked for can then refuse the draft.
+        left_out = {}
     left_out.update(dict.fromkeys(drop, "--drop-class"))
     if len(seen) - len(left_out) < 2:
         message = (

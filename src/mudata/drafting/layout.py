@@ -120,7 +120,7 @@ def _lag1(table: pd.DataFrame, columns: list[str]) -> float:
     return float(np.mean(r)) if r else 0.0
 
 
-def _rate(table: pd.DataFrame, time_col: str, member: str) -> tuple[float | None, str]:
+def time_rate(table: pd.DataFrame, time_col: str, member: str) -> tuple[float | None, str]:
     values = time_values(table[time_col], member, time_col)
     steps = np.diff(values)
     steps = steps[steps > 0]
@@ -312,7 +312,7 @@ def _stream_rates(
     notes = {}
     for number, name in enumerate(draft.rows):
         rows = first[stream_of == number]
-        draft.rates[name], notes[name] = _rate(rows, time_col, member)
+        draft.rates[name], notes[name] = time_rate(rows, time_col, member)
     slowest = draft.slowest()
     if slowest is None:
         return None, next(iter(notes.values()))
@@ -390,7 +390,7 @@ def propose_layout(
     )
     options = {**sniffed.options(), "members": selection.glob, **path_options, **column_options}
     rate, rate_note = (
-        _rate(first, roles.time, members[0]) if kind == "signals" and roles.time else (None, "")
+        time_rate(first, roles.time, members[0]) if kind == "signals" and roles.time else (None, "")
     )
     if streams is not None and kind == "signals":
         draft, stream_of = streams

@@ -320,8 +320,8 @@ class EvalConfig:
         }
         if callable(self.score):
             # A score function of the user's: its name, and where it lives.
-            # Imported here: the hooks load scikit-learn, which readers of a
-            # run folder (the report) do without.
+            # Here, not at the top: the hooks load scikit-learn, which readers
+            # of a run folder (the report) do without.
             from mueval.evaluation.hooks import qualified_name
 
             module, qualname = qualified_name(self.score)

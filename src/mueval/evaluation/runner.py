@@ -581,7 +581,9 @@ def run(
         # Before any task: a model the workers cannot be sent fails here, named.
         where = "the dask backend" if backend == "dask" else f"jobs={jobs} (worker processes)"
         check_shippable(config.models, where)
-    X = np.ascontiguousarray(X, dtype=float)
+    # Features as float64 (the protocol's); windows of samples (n, T, C) keep
+    # their float32, half the memory, which is what a network takes.
+    X = np.ascontiguousarray(X, dtype=float if X.ndim == 2 else None)
     y = np.asarray(y, dtype=int)
     users = np.asarray(users)
     n_classes = len(classes)

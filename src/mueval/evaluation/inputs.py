@@ -42,9 +42,21 @@ def check_input(input: str, names: tuple[str, ...], models: Iterable[Any]) -> No
     if input not in INPUTS:
         message = f"unknown input {input!r}; valid: {', '.join(INPUTS)}"
         raise UsageError(message)
-    if input != "windows":
-        return
     own = {model.name: model for model in models}
+    if input != "windows":
+        needs = [
+            n
+            for n in names
+            if getattr(own.get(n), "estimator", None) is not None
+            and getattr(own[n].estimator, "mueval_input", "features") == "windows"
+        ]
+        if needs:
+            message = (
+                f"{', '.join(needs)} takes windows of samples (n, T, C), not feature rows; "
+                "evaluate it with --input windows (input='windows') on a dataset with windows"
+            )
+            raise UsageError(message)
+        return
     builtins = [n for n in names if n in CLASSIFIERS and n not in own]
     if builtins:
         message = (

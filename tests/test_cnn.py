@@ -127,7 +127,7 @@ def test_cnn_on_windows_gives_a_run_folder_that_report_and_compare_read(source, 
     ]  # fmt: skip
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    assert "windows of 150 samples x 6 channels" in result.stderr
+    assert "windows of 150 samples x 6 channels" in result.stdout
     report = CliRunner().invoke(main, ["report", str(out), "-c", "cnn"])
     assert report.exit_code == 0, report.output
     compare = CliRunner().invoke(main, ["compare", str(out), "-c", "cnn"])

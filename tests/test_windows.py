@@ -96,6 +96,9 @@ def test_window_i_is_row_i_on_the_real_release(real) -> None:
     X, y, groups = mudata.load("motionsense", windows=True, return_X_y=True, **real["options"])
     np.testing.assert_array_equal(X, windows.data)
     assert y.tolist() == features.target.tolist() and groups.tolist() == features.groups.tolist()
+    arrays = mudata.load("motionsense", windows=True, as_frame=False, **real["options"])
+    assert isinstance(arrays.target, np.ndarray) and isinstance(arrays.groups, np.ndarray)
+    assert arrays.frame is None and arrays.target.tolist() == y.tolist()
 
 
 def test_the_windows_are_the_moving_average_of_the_release_samples(real) -> None:
@@ -177,13 +180,26 @@ def test_damaged_windows_are_refused_then_built_again(real, tmp_path, caplog) ->
         path.write_bytes(original)
 
 
+def _written(path: Path, record: dict, table: pa.Table) -> Path:
+    pq.write_table(table.replace_schema_metadata({PROVENANCE_KEY: json.dumps(record)}), path)
+    return path
+
+
 def test_a_windows_file_of_another_layout_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "x.windows.parquet"
-    record = {"windows": {"length": 4, "channels": ["a"]}, "table_sha256": "0"}
     table = pa.table({"userid": ["1"], "label": ["x"], "a": pa.array([[1.0, 2.0]])})
-    pq.write_table(table.replace_schema_metadata({PROVENANCE_KEY: json.dumps(record)}), path)
+    record = {"windows": {"length": 4, "channels": ["a"]}, "table_sha256": "0"}
     with pytest.raises(CorruptTableError, match="must be fixed_size_list<item: float>\\[4\\]"):
-        read_windows(path)
+        read_windows(_written(path, record, table))
+    for layout in ({"length": -1, "channels": ["a"]}, {"length": 2, "channels": [1]}, {}):
+        with pytest.raises(CorruptTableError, match="expected the columns"):
+            read_windows(_written(path, {"windows": layout}, table))
+    with pytest.raises(CorruptTableError, match="no readable provenance"):
+        read_windows(_written(path, {"table_sha256": "0"}, table))
+    fixed = pa.FixedSizeListArray.from_arrays(pa.array([1.0, None], pa.float32()), 2)
+    table = pa.table({"userid": ["1"], "label": ["x"], "a": fixed})
+    with pytest.raises(CorruptTableError, match="without nulls"):
+        read_windows(_written(path, {"windows": {"length": 2, "channels": ["a"]}}, table))
 
 
 NOT_WINDOWED = sorted(e.name for e in load_registry().values() if e.recipe.name != "study-window")

@@ -18,6 +18,7 @@ hash. :func:`read_windows` checks it before serving the rows.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mudata.errors import CorruptTableError, LimitError, ParseError, StorageError, excerpt
+from mudata.errors import CorruptTableError, ParseError, StorageError, excerpt
 from mudata.files import atomic_path
 from mudata.parquet_bounds import check_parquet
 from mudata.table_hash import KIND, table_sha256
@@ -160,12 +161,9 @@ def read_windows(path: Path, *, verify: bool = True) -> Windows:
     LimitError
         Its footer declares more than the expansion cap allows.
     """
-    try:
+    # A damaged or replaced file must not fill the memory (LimitError says so).
+    with contextlib.suppress(ParseError):  # an unreadable footer is reported below
         check_parquet(path, f"the cached windows {path}")
-    except ParseError:
-        pass  # an unreadable footer is reported below
-    except LimitError:
-        raise
     try:
         arrow = pq.read_table(path)
     except Exception as exc:
@@ -209,8 +207,10 @@ def _text_column(arrow: pa.Table, name: str, path: Path) -> np.ndarray:
 
 def _values(arrow: pa.Table, path: Path, channels: Any, width: Any) -> np.ndarray:
     """The (n, window, n_channels) float32 values, after checking the file's layout."""
-    expected = ["userid", "label", *channels] if isinstance(channels, list) else None
-    if expected is None or not isinstance(width, int) or arrow.column_names != expected:
+    named = isinstance(channels, list) and all(isinstance(c, str) for c in channels)
+    expected = ["userid", "label", *channels] if named else None
+    sized = isinstance(width, int) and not isinstance(width, bool) and width >= 1
+    if expected is None or not sized or arrow.column_names != expected:
         message = (
             f"the cached windows {path}: expected the columns {expected} of {width} "
             f"samples each, found {excerpt(str(arrow.column_names), 200)}"

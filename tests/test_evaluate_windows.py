@@ -84,6 +84,9 @@ def test_a_window_model_runs_under_the_protocol_and_report_reads_it(source, tmp_
     result = CliRunner().invoke(main, ["report", str(out), "-c", "means"])
     assert result.exit_code == 0, result.output
     assert (out / "report" / "report.html").is_file()
+    compare = CliRunner().invoke(main, ["compare", str(out), "-c", "means"])
+    assert compare.exit_code == 0, compare.output
+    assert "means" in compare.output
     # Each test row got a prediction set, as a run on features.
     assert len(pd.read_parquet(out / "predictions.parquet")) > 0
 

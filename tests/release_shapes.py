@@ -203,3 +203,54 @@ def newcomer_csv(path: Path, rng: np.random.Generator) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(path, index=False)
     return path
+
+
+#: Channel names of a release of ``n`` EMG electrodes, as releases spell them.
+EMG_NAMES = {
+    "channel": lambda n: [f"channel{i}" for i in range(1, n + 1)],
+    "emg": lambda n: [f"emg{i}" for i in range(1, n + 1)],
+    "ch_": lambda n: [f"ch_{i}" for i in range(1, n + 1)],
+}
+
+
+def emg_gesture_series(
+    root: Path,
+    rng: np.random.Generator,
+    channels: list[str],
+    *,
+    subjects: int = 4,
+    series: int = 2,
+    per_gesture: int = 700,
+    header: bool = True,
+) -> tuple[Path, dict[tuple[str, int, int], int]]:
+    """The shape of UCI "EMG data for gestures": a folder per subject (``01/`` ..),
+    one tab-separated file per series (``1_raw_data_13-12_22.03.16.txt``), columns
+    ``time channel1 .. channel8 class``, time in milliseconds at 1000 Hz, and
+    class 0 ("unmarked") between the gestures 1 to 3. The channels are given:
+    any number and any names (an accelerometer's ``acc_x acc_y acc_z`` among them).
+
+    Returns the root and, per (subject, class, series), the samples written (for
+    the tests to count the windows independently).
+    """
+    root.mkdir(parents=True)
+    counts: dict[tuple[str, int, int], int] = {}
+    for subject in range(1, subjects + 1):
+        folder = root / f"{subject:02d}"
+        folder.mkdir()
+        for number in range(1, series + 1):
+            parts, labels = [], []
+            for gesture in (1, 2, 3):
+                for code, n in ((0, 400), (gesture, per_gesture + 37 * number + 11 * subject)):
+                    # EMG is signed and small; its spread, not its level, tells gestures apart.
+                    noise = rng.normal(0, 1e-5 * (1 + code), size=(n, len(channels)))
+                    parts.append(np.round(noise + 2e-6 * code, 8))
+                    labels += [code] * n
+                    key = (f"{subject:02d}", code, number)
+                    counts[key] = counts.get(key, 0) + n
+            values = np.concatenate(parts)
+            frame = pd.DataFrame(values, columns=channels)
+            frame.insert(0, "time", np.arange(1, len(frame) + 1))
+            frame["class"] = labels
+            name = f"{number}_raw_data_1{number}-1{subject}_22.03.16.txt"
+            frame.to_csv(folder / name, sep="\t", index=False, header=header)
+    return root, counts

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from mueval.conformal.pvalues import lac_pvalues
-from mueval.conformal.scores import class_scores, lac_scores
+from mueval.conformal.scores import class_scores, get_score, lac_scores
 from mueval.conformal.sets import conformalize
 from mueval.conformal.thresholds import lac_sets, lac_threshold, min_calibration_size
-from mueval.errors import EvaluationError
+from mueval.errors import EvaluationError, UsageError
 from mueval.evaluation.models import CLASSIFIERS, fit_scaled, full_proba
 from mueval.evaluation.splits import make_splits
 
@@ -107,7 +107,8 @@ def test_other_scores_give_sets_and_rank_based_pvalues() -> None:
     assert np.allclose(class_scores(proba, "aps"), [[0.5, 0.8, 1.0], [0.8, 0.8, 0.6]])
     proba_cal, proba_test = _dirichlet(500, 4, 1), _dirichlet(30, 4, 2)
     y_cal = np.random.default_rng(3).integers(0, 4, 500)
-    for score in ("aps", "raps", "top_k"):
+    raps = get_score("raps", raps_lambda=0.01, raps_k_reg=2)
+    for score in ("aps", raps, "top_k"):
         out = conformalize(proba_cal, y_cal, proba_test, score=score, seed=1)
         assert out.sets.shape == (30, 4) and out.pvalues.shape == (30, 4)
         assert ((out.pvalues >= 1 / 501 - 1e-12) & (out.pvalues <= 1)).all()
@@ -122,8 +123,11 @@ def test_raps_needs_about_ten_times_the_minimum_calibration_size() -> None:
     conformalize(proba, y_cal, proba, score="lac", threshold="mapie")
     with pytest.raises(EvaluationError, match=r"of 150 rows \(raps tunes its penalty"):
         conformalize(proba, y_cal, proba, score="raps", seed=0, threshold="mapie")
-    # The study rule thresholds the deterministic scores and needs no tuning split.
-    assert conformalize(proba, y_cal, proba, score="raps").sets.shape == (150, 3)
+    # The study rule has no tuning split: it takes RAPS with a given penalty only.
+    with pytest.raises(UsageError, match="raps under --threshold study needs --raps-lambda"):
+        conformalize(proba, y_cal, proba, score="raps")
+    raps = get_score("raps", raps_lambda=0.01, raps_k_reg=2)
+    assert conformalize(proba, y_cal, proba, score=raps).sets.shape == (150, 3)
 
 
 @pytest.mark.parametrize("score", ["aps", "top_k"])

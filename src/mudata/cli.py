@@ -184,7 +184,12 @@ def info_command(name: str, data_home: Path | None, as_json: bool) -> None:
     if entry.sensors:
         lines.append(
             "sensors:   "
-            + "; ".join(f"{p(s.name)} ({', '.join(map(p, s.channels))})" for s in entry.sensors)
+            + "; ".join(
+                f"{p(s.name)} ({', '.join(map(p, s.channels))}"
+                + ("" if s.tri_axial else f"; {len(s.channels)} channel(s), per-channel features")
+                + ")"
+                for s in entry.sensors
+            )
         )
     for f in entry.files:
         lines.append(f"file:      {p(f.name)}  {p(f.url or f.path)}")

@@ -483,8 +483,9 @@ init_help_options = stack(
     list_option(
         "--channels",
         metavar="A,B,C",
-        help="Signal columns, in threes (names, or 1-based numbers for files without a "
-        "header); a comma list, or repeated.",
+        help="Signal columns, any number (names, or 1-based numbers for files without a "
+        "header); a comma list, or repeated. Their names group them into sensors "
+        "(acc_x,acc_y,acc_z: tri-axial; channel1..channel8: one of 8 channels).",
     ),
     list_option(
         "--features",

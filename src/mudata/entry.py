@@ -12,7 +12,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ClassSpec", "DatasetEntry", "Member", "Recipe", "RemoteFile", "Sensor"]
+__all__ = [
+    "PER_CHANNEL",
+    "SENSOR_FEATURES",
+    "TRI_AXIAL",
+    "ClassSpec",
+    "DatasetEntry",
+    "Member",
+    "Recipe",
+    "RemoteFile",
+    "Sensor",
+    "default_features",
+]
 
 
 @dataclass(frozen=True)
@@ -58,12 +69,57 @@ class ClassSpec:
     name: str
 
 
+#: ``Sensor.features`` of a sensor given the study's 16 features of its x, y, z.
+TRI_AXIAL = "tri-axial"
+#: ``Sensor.features`` of a sensor given :data:`mudata.features.CHANNEL_FEATURE_NAMES`
+#: for each of its channels.
+PER_CHANNEL = "per-channel"
+SENSOR_FEATURES = (TRI_AXIAL, PER_CHANNEL)
+
+
+def default_features(n_channels: int) -> str:
+    """The features of a sensor whose entry does not say: tri-axial for 3 channels."""
+    return TRI_AXIAL if n_channels == 3 else PER_CHANNEL
+
+
 @dataclass(frozen=True)
 class Sensor:
-    """A tri-axial sensor: a name and the three channel columns (x, y, z)."""
+    """A sensor: a name, its channel columns and how they are turned into features.
+
+    Its arity is ``len(channels)``: 1, 2, 3 or more. ``features`` is
+    :data:`TRI_AXIAL` (exactly three channels, x, y, z: the study's 16
+    features) or :data:`PER_CHANNEL` (five features of each channel on its
+    own); without it (registry entries that do not say), :func:`default_features`.
+    """
 
     name: str
-    channels: tuple[str, str, str]
+    channels: tuple[str, ...]
+    features: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.features:  # not said: the default of the arity
+            object.__setattr__(self, "features", default_features(len(self.channels)))
+        if self.features not in SENSOR_FEATURES:
+            message = f"sensor {self.name!r}: features {self.features!r} is not one of {list(SENSOR_FEATURES)}"
+            raise ValueError(message)
+        if self.features == TRI_AXIAL and len(self.channels) != 3:
+            message = (
+                f"sensor {self.name!r}: a tri-axial sensor has 3 channels, not {len(self.channels)}"
+            )
+            raise ValueError(message)
+
+    @property
+    def tri_axial(self) -> bool:
+        """Whether the study's 16 tri-axial features describe it."""
+        return self.features == TRI_AXIAL
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data; ``features`` only when not tri-axial, so that the entries
+        written before sensors had an arity keep their content hash."""
+        data: dict[str, Any] = {"name": self.name, "channels": list(self.channels)}
+        if not self.tri_axial:
+            data["features"] = self.features
+        return data
 
 
 @dataclass(frozen=True)
@@ -138,7 +194,7 @@ class DatasetEntry:
             "min_per_class": self.min_per_class,
             "users": self.users,
             "classes": [{"code": c.code, "name": c.name} for c in self.classes],
-            "sensors": [{"name": s.name, "channels": list(s.channels)} for s in self.sensors],
+            "sensors": [s.as_dict() for s in self.sensors],
             "files": [
                 {
                     k: v

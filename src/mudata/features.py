@@ -25,6 +25,21 @@ suffix (``""`` for the first, ``"2"`` for the second, ...)::
 ``meanDif`` is the sum of the successive differences of the magnitude
 (``"net"``) or their mean (``"mean"``).
 
+A sensor that is not tri-axial (``features = "per-channel"``: 1, 2, 4 or any
+number of channels, such as 8 EMG electrodes or a temperature) gives five
+features of each channel ``c`` on its own, named after the channel::
+
+    mean_c sd_c max_c auc_c meanDif_c
+
+They are the study's features of a one-axis sensor: ``mean``, ``sd`` and
+``max`` are the per-axis ones, and ``auc`` and ``meanDif`` the magnitude's,
+the magnitude of one axis being ``|c|`` (with the recipe's ``auc`` and
+``meanDif`` variants). The cross-axis correlations have no one-axis form, and
+``meanMagnitude``/``sdMagnitude`` would only restate ``auc``. A sensor's
+columns go feature by feature, its channels in order within each (as
+``meanX meanY meanZ``); tri-axial sensors are numbered among themselves, so
+that their columns keep the names they had (``meanX``, then ``meanX2``).
+
 One set of formulas serves two layouts of the samples: segments of any
 length in flat arrays with a segment id per sample (``np.bincount`` /
 ``np.maximum.reduceat``; ``study-segment``), and windows of one length as the
@@ -38,14 +53,14 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from mudata.classes import match_classes, user_names, user_sort_key
-from mudata.entry import DatasetEntry, Recipe
+from mudata.entry import DatasetEntry, Recipe, Sensor
 from mudata.errors import ParseError, RegistryError, StorageError
 from mudata.readers.base import SignalTable
 from mudata.readers.spool import Spool
@@ -58,6 +73,9 @@ FEATURE_NAMES: tuple[str, ...] = (
     "corXY", "corXZ", "corYZ", "meanMagnitude", "sdMagnitude", "auc", "meanDif",
 )  # fmt: skip
 
+#: The features of each channel of a ``per-channel`` sensor, in column order.
+CHANNEL_FEATURE_NAMES: tuple[str, ...] = ("mean", "sd", "max", "auc", "meanDif")
+
 REASON_MISSING = "missing value"
 REASON_SHORT = "sequence shorter than the moving-average span needs"
 REASON_CONSTANT = "constant channel (undefined correlation) or too few samples"
@@ -65,9 +83,40 @@ REASON_OVERFLOW = "samples too large for float64 (a sum or square overflows)"
 
 
 def feature_columns(n_sensors: int) -> list[str]:
-    """Feature column names for ``n_sensors`` sensors, in table order."""
+    """Feature column names for ``n_sensors`` tri-axial sensors, in table order."""
     suffixes = [""] + [str(i) for i in range(2, n_sensors + 1)]
     return [f"{name}{suffix}" for suffix in suffixes for name in FEATURE_NAMES]
+
+
+def channel_columns(channels: Sequence[str]) -> list[str]:
+    """Feature column names of a ``per-channel`` sensor of ``channels``, in table order."""
+    return [f"{name}_{channel}" for name in CHANNEL_FEATURE_NAMES for channel in channels]
+
+
+def sensor_columns(sensors: Sequence[Sensor], second_sensor: str | None = None) -> list[str]:
+    """Feature column names of an entry's ``sensors``, in table order.
+
+    Tri-axial sensors (and the differences sensor of ``second_sensor = "diff"``,
+    which comes last) are numbered among themselves: :func:`feature_columns`'s
+    names. A per-channel sensor's columns are :func:`channel_columns`.
+    """
+    columns: list[str] = []
+    tri_axial = 0
+
+    def numbered() -> list[str]:
+        suffix = "" if tri_axial == 1 else str(tri_axial)
+        return [f"{name}{suffix}" for name in FEATURE_NAMES]
+
+    for sensor in sensors:
+        if sensor.tri_axial:
+            tri_axial += 1
+            columns += numbered()
+        else:
+            columns += channel_columns(sensor.channels)
+    if second_sensor == "diff":
+        tri_axial += 1
+        columns += numbered()
+    return columns
 
 
 # --------------------------------------------------------------------------
@@ -241,6 +290,80 @@ def _magnitude_path(
     return out
 
 
+def _channel_features(
+    channels: list[np.ndarray], layout: _Layout, *, sd_ddof: int, auc: str, meandif: str
+) -> np.ndarray:
+    """:func:`channel_features` of each of ``channels``, laid out as ``layout`` says."""
+    counts = layout.counts
+    k = len(channels)
+    out = np.full((layout.n, 5 * k), np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for i, column in enumerate(channels):
+            # The per-axis features of the tri-axial code, with its rules for a
+            # constant channel and too few samples.
+            mean, top, constant, deviations = _mean_max(column, layout)
+            out[:, i] = mean
+            sd = np.sqrt(layout.sum(deviations**2) / (counts - sd_ddof))
+            sd[constant & (counts > sd_ddof)] = 0.0
+            sd[counts <= sd_ddof] = np.nan
+            out[:, k + i] = sd
+            out[:, 2 * k + i] = top
+            # The magnitude of one axis is its absolute value.
+            path = _magnitude_path(np.abs(column), layout, auc=auc, meandif=meandif)
+            out[:, 3 * k + i] = path[:, 0]
+            out[:, 4 * k + i] = path[:, 1]
+    return out
+
+
+def channel_features(
+    values: np.ndarray,
+    counts: np.ndarray,
+    *,
+    sd_ddof: int = 1,
+    auc: str = "sum",
+    meandif: str = "net",
+) -> np.ndarray:
+    """The per-channel features of a sensor of any arity, for consecutive segments.
+
+    Parameters
+    ----------
+    values : ndarray, shape (n, k)
+        Samples of all segments, one after the other; one column per channel.
+    counts : ndarray of int, shape (s,)
+        Length of each segment (``counts.sum() == n``); 0 gives NaN features.
+    sd_ddof, auc, meandif
+        As for :func:`sensor_features`; ``auc`` and ``meanDif`` are taken over
+        ``|c|``, the magnitude of a one-axis sensor.
+
+    Returns
+    -------
+    ndarray, shape (s, 5 * k)
+        :data:`CHANNEL_FEATURE_NAMES` in turn, each for the ``k`` channels in
+        order (:func:`channel_columns`). A constant channel has ``sd`` 0, not
+        an undefined feature: no correlation is taken.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim == 1:
+        values = values[:, np.newaxis]
+    layout = _Ragged(np.asarray(counts, dtype=np.int64))
+    columns = [values[:, i] for i in range(values.shape[1])]
+    return _channel_features(columns, layout, sd_ddof=sd_ddof, auc=auc, meandif=meandif)
+
+
+def _features_of(
+    axes: list[np.ndarray],
+    tri_axial: bool,
+    layout: _Layout,
+    *,
+    sd_ddof: int,
+    auc: str,
+    meandif: str,
+) -> np.ndarray:
+    """One sensor's feature block: the 16 tri-axial features, or the per-channel ones."""
+    compute = _sensor_features if tri_axial else _channel_features
+    return compute(axes, layout, sd_ddof=sd_ddof, auc=auc, meandif=meandif)
+
+
 def sensor_features(
     xyz: np.ndarray,
     counts: np.ndarray,
@@ -290,18 +413,18 @@ def _first_differences(values: np.ndarray, counts: np.ndarray) -> tuple[np.ndarr
 def _features_table(
     blocks: list[np.ndarray], counts: np.ndarray, entry: DatasetEntry
 ) -> np.ndarray:
-    """Features of every sensor block (each (n, 3)) side by side: shape (s, 16*k)."""
+    """Features of every sensor block (each (n, arity)) side by side, in column order."""
     recipe = entry.recipe
-    sensors = list(blocks)
-    sensor_counts = [counts] * len(blocks)
+    options = {"sd_ddof": recipe.sd_ddof, "auc": recipe.auc, "meandif": recipe.meandif}
+    parts = [
+        sensor_features(block, counts, **options)
+        if sensor.tri_axial
+        else channel_features(block, counts, **options)
+        for block, sensor in zip(blocks, entry.sensors, strict=True)
+    ]
     if recipe.second_sensor == "diff":
         diffs, diff_counts = _first_differences(blocks[0], counts)
-        sensors.append(diffs)
-        sensor_counts.append(diff_counts)
-    parts = [
-        sensor_features(block, c, sd_ddof=recipe.sd_ddof, auc=recipe.auc, meandif=recipe.meandif)
-        for block, c in zip(sensors, sensor_counts, strict=True)
-    ]
+        parts.append(sensor_features(diffs, diff_counts, **options))
     return np.hstack(parts)
 
 
@@ -312,6 +435,13 @@ def _features_table(
 
 def _sensor_channels(signals: SignalTable, entry: DatasetEntry) -> list[list[str]]:
     channels = [list(s.channels) for s in entry.sensors]
+    if entry.recipe.second_sensor == "diff" and not (entry.sensors and entry.sensors[0].tri_axial):
+        message = (
+            f"dataset '{entry.name}': recipe.second_sensor = 'diff' takes the differences "
+            f"of a tri-axial first sensor; the first sensor is "
+            f"{entry.sensors[0].features if entry.sensors else '(none)'}"
+        )
+        raise RegistryError(message)
     found = list(signals.frame.columns)
     missing = [c for group in channels for c in group if c not in found]
     if not channels or missing:
@@ -526,18 +656,21 @@ def _missing_flags(
 
 def _window_features(
     sensors: Iterable[Iterable[np.ndarray]],
+    tri_axial: Sequence[bool],
     recipe: Recipe,
     index: np.ndarray,
     short: np.ndarray,
     samples: list[np.ndarray] | None = None,
 ) -> tuple[list[np.ndarray], np.ndarray | None]:
-    """The 16 features of each sensor's windows, and where a sample is missing.
+    """The features of each sensor's windows, and where a sample is missing.
 
     Parameters
     ----------
     sensors : iterable of iterable of ndarray
         Each sensor's axes, every sample of the sequences laid end to end;
         consumed once, an axis at a time.
+    tri_axial : sequence of bool
+        Per sensor: the 16 tri-axial features, or the per-channel ones.
     recipe : Recipe
         Its ``smoothing`` span, ``second_sensor`` and feature options.
     index, short : ndarray, shape (window, n_windows)
@@ -551,8 +684,9 @@ def _window_features(
     Returns
     -------
     parts : list of ndarray
-        One (n_windows, 16) block per sensor; the differences sensor of
-        ``second_sensor = "diff"`` comes last.
+        One (n_windows, 16) block per tri-axial sensor, (n_windows, 5 * arity)
+        per other sensor; the differences sensor of ``second_sensor = "diff"``
+        comes last.
     nan : ndarray of bool or None
         Where any axis is NaN, over the laid samples (None when none is).
     """
@@ -561,7 +695,7 @@ def _window_features(
     options = {"sd_ddof": recipe.sd_ddof, "auc": recipe.auc, "meandif": recipe.meandif}
     any_nan: np.ndarray | None = None
     parts, differences = [], []
-    for number, group in enumerate(sensors):
+    for number, (group, triple) in enumerate(zip(sensors, tri_axial, strict=True)):
         axes = []
         for ordered in group:
             nan = np.isnan(ordered)
@@ -570,7 +704,7 @@ def _window_features(
             axes.append(_gather(running_means(ordered, span), index, short))
             if samples is not None:
                 samples.append(axes[-1].astype(np.float32))
-        parts.append(_sensor_features(axes, _Regular(width, n_windows), **options))
+        parts.append(_features_of(axes, triple, _Regular(width, n_windows), **options))
         if number == 0 and recipe.second_sensor == "diff":
             diffs = [a[1:] - a[:-1] for a in axes]
             differences.append(_sensor_features(diffs, _Regular(width - 1, n_windows), **options))
@@ -638,7 +772,7 @@ def _study_window(
     width = int(recipe.window)
     span = int(recipe.smoothing)
     channels = _sensor_channels(signals, entry)
-    columns = feature_columns(len(channels) + (recipe.second_sensor == "diff"))
+    columns = sensor_columns(entry.sensors, recipe.second_sensor)
     frame = signals.frame
 
     order, bounds = _sequences(frame, entry)
@@ -656,6 +790,7 @@ def _study_window(
     parts, ordered_nan = _window_features(
         # Generators: one channel's reordered copy is alive at a time, as before.
         ((frame[c].to_numpy(dtype=np.float64)[order] for c in group) for group in channels),
+        [s.tri_axial for s in entry.sensors],
         recipe,
         index,
         short,
@@ -687,7 +822,7 @@ def study_segment(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
     """The ``study-segment`` recipe: one feature row per segment, in table order."""
     recipe = entry.recipe
     channels = _sensor_channels(signals, entry)
-    columns = feature_columns(len(channels) + (recipe.second_sensor == "diff"))
+    columns = sensor_columns(entry.sensors, recipe.second_sensor)
     frame = signals.frame
     rank = _class_rank(frame["label"], entry)
     keep = rank >= 0
@@ -703,7 +838,8 @@ def study_segment(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
         raise ParseError(message)
     counts = np.diff(np.concatenate([starts, [segment.size]]))
     raw = frame.loc[keep, [c for group in channels for c in group]].to_numpy(dtype=np.float64)
-    blocks = [raw[:, 3 * i : 3 * i + 3] for i in range(len(channels))]
+    edges = np.cumsum([0, *(len(group) for group in channels)])
+    blocks = [raw[:, lo:hi] for lo, hi in itertools.pairwise(edges)]
     values = _features_table(blocks, counts, entry)
     users = frame["userid"].to_numpy()[keep][starts]
     labels = frame["label"].to_numpy()[keep][starts]
@@ -790,9 +926,10 @@ def _window_block(
     counts: np.ndarray,
     lengths: np.ndarray,
     groups: list[list[int]],
+    tri_axial: Sequence[bool],
     width: int,
     span: int,
-    recipe: object,
+    recipe: Recipe,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Features of windows ``firsts[q] .. firsts[q] + counts[q] - 1`` of each sequence ``q``.
 
@@ -804,7 +941,7 @@ def _window_block(
 
     Returns
     -------
-    values : ndarray, shape (n_windows, 16 * k)
+    values : ndarray, shape (n_windows, number of feature columns)
     missing, short : ndarray of bool, shape (n_windows,)
     """
     laid = np.concatenate(buffers)
@@ -821,6 +958,7 @@ def _window_block(
 
     parts, laid_nan = _window_features(
         ((np.ascontiguousarray(laid[:, column]) for column in group) for group in groups),
+        tri_axial,
         recipe,
         index,
         short,
@@ -962,6 +1100,7 @@ class StudyWindows:
                 counts,
                 np.array([s.length for s in cutting], dtype=np.int64),
                 self._column_groups(),
+                [s.tri_axial for s in self.entry.sensors],
                 self.width,
                 self.span,
                 self.entry.recipe,
@@ -998,9 +1137,7 @@ class StudyWindows:
             self.close()
 
     def _finish(self) -> pd.DataFrame:
-        columns = feature_columns(
-            len(self.groups or self.entry.sensors) + (self.entry.recipe.second_sensor == "diff")
-        )
+        columns = sensor_columns(self.entry.sensors, self.entry.recipe.second_sensor)
         if self.samples == 0:
             return _empty_frame(columns)
         sequences = list(self.sequences.values())

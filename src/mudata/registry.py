@@ -198,6 +198,23 @@ def _check_counts(data: dict[str, Any], source: Path | str) -> None:
             raise RegistryError(message)
 
 
+def _sensors(items: list[dict[str, Any]], source: Path | str) -> tuple[Sensor, ...]:
+    """The ``[[sensors]]`` (checked by the schema), each channel in one sensor only."""
+    sensors = tuple(Sensor(s["name"], tuple(s["channels"]), s.get("features", "")) for s in items)
+    owner: dict[str, str] = {}
+    for sensor in sensors:
+        for channel in sensor.channels:
+            if channel in owner:
+                message = (
+                    f"invalid registry entry {source}:\n  field 'sensors': channel {channel!r} "
+                    f"is in sensor {owner[channel]!r} and in sensor {sensor.name!r}; "
+                    f"a channel belongs to one sensor"
+                )
+                raise RegistryError(message)
+            owner[channel] = sensor.name
+    return sensors
+
+
 def parse_entry(data: dict[str, Any], source: Path | str = "<memory>") -> DatasetEntry:
     """Validate raw TOML data against the registry schema and build the entry.
 
@@ -224,7 +241,7 @@ def parse_entry(data: dict[str, Any], source: Path | str = "<memory>") -> Datase
     if recipe.name == "study-window" and recipe.window is None:
         message = f"invalid registry entry {source}:\n  field 'recipe.window': required by recipe 'study-window'"
         raise RegistryError(message)
-    sensors = tuple(Sensor(s["name"], tuple(s["channels"])) for s in data.get("sensors", []))
+    sensors = _sensors(data.get("sensors", []), source)
     if recipe.name != "precomputed" and not sensors:
         message = f"invalid registry entry {source}:\n  field 'sensors': recipe '{recipe.name}' needs at least one sensor"
         raise RegistryError(message)

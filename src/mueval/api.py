@@ -18,7 +18,7 @@ import datetime as dt
 import platform
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,8 +34,10 @@ from mueval.cpus import resolve_jobs
 from mueval.data.cohorts import RowCohorts, resolve_cohorts
 from mueval.data.table import Table, load_data, natural_key
 from mueval.data.users import user_text
+from mueval.errors import UsageError
 from mueval.evaluation.aggregate import splits_frame, summary_frame, user_dtype
-from mueval.evaluation.estimators import user_models
+from mueval.evaluation.estimators import SCALINGS, UserModel, user_models
+from mueval.evaluation.hooks import fit_predict_models
 from mueval.evaluation.inputs import check_input
 from mueval.evaluation.models import model_records
 from mueval.evaluation.records import EvalConfig
@@ -55,7 +57,7 @@ from mueval.guarantees.run_diagnostics import (
     diagnostic_names,
 )
 from mueval.guarantees.user_level import default_combine
-from mueval.names import parse_classifiers, parse_strategies
+from mueval.names import CLASSIFIERS, classifier_rank, parse_classifiers, parse_strategies
 from mueval.run import Run
 from mueval.runfolder import (
     PredictionStream,
@@ -402,14 +404,18 @@ def evaluate(
     data: str | Path | pd.DataFrame,
     *,
     strategies: Sequence[str] | str = ("mm", "udm", "uim", "ucm"),
-    classifiers: Any = ("nb", "rf", "svm", "knn"),
+    classifiers: Any = None,
+    models: Mapping[str, Callable[..., Any]] | None = None,
     classifier_params: dict[str, Any] | None = None,
     scale: str = "none",
     alpha: float = 0.05,
     iterations: int = 20,
     seed_base: int = 100,
-    score: str = "lac",
+    score: str | Callable[..., Any] = "lac",
     threshold: str = "study",
+    randomized: bool = False,
+    raps_lambda: float | None = None,
+    raps_k_reg: int | None = None,
     mondrian: bool = False,
     adapt_frac: float = 0.5,
     small_cal: str = "error",
@@ -453,6 +459,16 @@ def evaluate(
         named by its dict key or its class name (``-2``, ``-3`` ... when taken).
         Each split fits a :func:`sklearn.base.clone` of it with every
         ``*random_state`` parameter (nested ones too) set to the iteration's seed.
+        None (the default): the four built-ins, or none when ``models`` is given.
+    models : dict of str to callable, optional
+        Models of any framework, by name: ``fit_predict(X_train, y_train,
+        X_eval, seed) -> proba``, with ``proba`` of shape (n_eval, m), one
+        column per class of ``y_train`` (class indices ``0 .. K-1`` of the sorted
+        labels) in increasing order, finite, in [0, 1], rows summing to 1
+        within 1e-6 (:mod:`mueval.evaluation.hooks` states the contract). They
+        get raw features unless ``scale="minmax"``, and ``seed`` is the
+        iteration's. ``jobs > 1`` and Dask send them pickled (cloudpickle when
+        pickle fails); one that neither can pickle is refused before the run.
     classifier_params : dict, optional
         Keyword arguments of the import-path models (``--classifier-param``).
     scale : {"none", "minmax"}
@@ -462,9 +478,20 @@ def evaluate(
         Miscoverage level (0.05 = 95 % confidence).
     iterations, seed_base : int
         Iteration *i* uses seed ``seed_base + i`` for every split and model.
-    score : {"lac", "aps", "raps", "top_k"}
+    score : {"lac", "aps", "raps", "top_k"} or callable
+        The conformity score, larger = stranger
+        (:data:`mueval.conformal.scores.SCORE_REGISTRY`), or a function
+        ``score(proba, y) -> scores``: ``proba`` (n, K), ``y`` class indices
+        (n,), one float per row (recorded under its ``__name__``).
+        ``"raps"`` needs ``raps_lambda`` and ``raps_k_reg`` unless
+        ``threshold="mapie"`` (MAPIE 1.x's own RAPS, which tunes them).
     threshold : {"study", "mapie"}
         The reference study's threshold rule (MAPIE 0.8.6) or MAPIE 1.x's.
+    randomized : bool
+        ``aps`` and ``raps``: break ties at random (subtract ``u * p(y)``, ``u``
+        uniform, seeded by the iteration); default deterministic.
+    raps_lambda, raps_k_reg : float and int, optional
+        RAPS's penalty ``lambda * max(0, rank(y) - k_reg)``: both or neither.
     mondrian : bool
         One threshold per class.
     adapt_frac : float
@@ -556,17 +583,20 @@ def evaluate(
     >>> row[["strategy", "classifier", "n"]].to_dict("records")
     [{'strategy': 'mm', 'classifier': 'nb', 'n': 2}]
     """
-    names, models = user_models(classifiers, params=classifier_params, scale=scale)
-    check_input(input, names, models)
+    names, own = _all_models(classifiers, models, classifier_params, scale)
+    check_input(input, names, own)
     config = EvalConfig(
         strategies=tuple(parse_strategies(_as_list(strategies))),
         classifiers=names,
-        models=models,
+        models=own,
         alpha=alpha,
         iterations=iterations,
         seed_base=seed_base,
         score=score,
         threshold=threshold,
+        randomized=randomized,
+        raps_lambda=raps_lambda,
+        raps_k_reg=raps_k_reg,
         mondrian=mondrian,
         adapt_frac=adapt_frac,
         small_cal=small_cal,
@@ -595,6 +625,32 @@ def evaluate(
         out=out,
         overwrite=overwrite,
     )
+
+
+def _all_models(
+    classifiers: Any,
+    hooks: Mapping[str, Callable[..., Any]] | None,
+    params: dict[str, Any] | None,
+    scale: str,
+) -> tuple[tuple[str, ...], tuple[UserModel, ...]]:
+    """The run's classifier names and user models: the estimators and codes of
+    ``classifiers``, then the ``fit_predict`` functions of ``models``."""
+    if classifiers is None:
+        classifiers = () if hooks else CLASSIFIERS
+    names: tuple[str, ...] = ()
+    own: tuple[UserModel, ...] = ()
+    empty = isinstance(classifiers, (tuple, list)) and not classifiers
+    if not empty or not hooks:
+        names, own = user_models(classifiers, params=params, scale=scale)
+    if not hooks:
+        return names, own
+    if scale not in SCALINGS:
+        message = f"unknown scaling {scale!r}; valid: {', '.join(SCALINGS)}"
+        raise UsageError(message)
+    taken = {c.casefold() for c in (*CLASSIFIERS, *names)}
+    added = fit_predict_models(hooks, taken=taken, scale=scale == "minmax")
+    every = sorted([*names, *(m.name for m in added)], key=classifier_rank)
+    return tuple(every), (*own, *added)
 
 
 def _split_cohort_column(

@@ -163,7 +163,8 @@ PAPER_FORMATS: tuple[str, ...] = ("latex", "csv", "markdown")
 #: ``mueval table --rows``: the study's rows, or every row the terminal table prints.
 PAPER_ROWS: tuple[str, ...] = ("study", "all")
 
-#: Conformity scores accepted by ``--score`` (MAPIE's names; :mod:`mueval.conformal.sets`).
+#: Conformity scores accepted by ``--score`` (MAPIE's names), the keys of
+#: :data:`mueval.conformal.scores.SCORE_REGISTRY` (a test checks they agree).
 SCORES: tuple[str, ...] = ("lac", "aps", "raps", "top_k")
 
 #: Threshold rules of :func:`mueval.conformal.thresholds.lac_threshold`: the reference

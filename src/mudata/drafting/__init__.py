@@ -13,6 +13,8 @@ Modules, in the order the draft is made:
   counters in any notation and columns that never go back;
 - :mod:`~mudata.drafting.layout` -- feature table or raw signals, and the
   reader options with their evidence;
+- :mod:`~mudata.drafting.sensors` -- the channels grouped into sensors of any
+  arity from their names (``acc_x acc_y acc_z``, ``channel1`` .. ``channel8``);
 - :mod:`~mudata.drafting.windows` -- windows per user and class, the user
   filter on windows, and each strategy's calibration size;
 - :mod:`~mudata.drafting.toml_text` -- the draft as TOML, evidence as comments;

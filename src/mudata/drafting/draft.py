@@ -347,11 +347,7 @@ def _skeleton(
         "files": collected.files,
     }
     if layout.kind == "signals":
-        chans = layout.channels
-        data["sensors"] = [
-            {"name": f"sensor{i // 3 + 1}", "channels": chans[i : i + 3]}
-            for i in range(0, len(chans), 3)
-        ]
+        data["sensors"] = [group.as_entry() for group in layout.sensors]
     return data
 
 
@@ -495,6 +491,7 @@ def draft_entry(
             "rate": rate_note,
             "options": layout.option_notes,
             "evidence": evidence,
+            "sensors": [group.why for group in layout.sensors],
         },
     )
     report = [

@@ -27,6 +27,7 @@ from mudata.drafting.columns import (
 )
 from mudata.drafting.records import Choices, Layout, Sniffed
 from mudata.drafting.selection import Selection, compile_path_pattern
+from mudata.drafting.sensors import group_channels, report_lines
 from mudata.errors import ParseError, UsageError
 from mudata.readers.decode import data_suffix
 from mudata.readers.tabular import time_values
@@ -158,9 +159,11 @@ def _code_column(table: pd.DataFrame) -> tuple[str | None, str]:
 def _given(choices: Choices, columns: list[str], header: bool) -> tuple[list[str], list[str]]:
     channels = [resolve(c, columns, header, "--channels") for c in choices.channels]
     features = [resolve(c, columns, header, "--features") for c in choices.features]
-    if channels and len(channels) % 3:
-        message = f"--channels: {len(channels)} columns given ({', '.join(channels)}); sensors are tri-axial, give them in threes"
-        raise UsageError(message)
+    for option, chosen in (("--channels", channels), ("--features", features)):
+        twice = sorted({c for c in chosen if chosen.count(c) > 1})
+        if twice:
+            message = f"mudata init: {option} names {', '.join(map(repr, twice))} more than once; give each column once"
+            raise UsageError(message)
     return channels, features
 
 
@@ -245,16 +248,9 @@ def _column_options(
         role_cols.update({"time_col": roles.time, "recording_col": roles.recording})
     options: dict[str, Any] = {k: v for k, v in role_cols.items() if v}
     notes = []
-    if kind == "signals" and not given:
-        whole = chosen[: 3 * (len(chosen) // 3)]
-        for extra in chosen[len(whole) :]:
-            roles.left_out[extra] = (
-                "not part of a whole tri-axial sensor (channels come in threes); --channels chooses"
-            )
-        chosen = whole
-        if not chosen:
-            message = f"mudata init: {members[0]} has fewer than 3 signal columns to use as a sensor; left out: {roles.left_out}"
-            raise UsageError(message)
+    if kind == "signals" and not chosen:
+        message = f"mudata init: {members[0]} has no signal column to use as a channel; left out: {roles.left_out}"
+        raise UsageError(message)
     if not header:
         used = list(options.values())  # the role columns, named c1, c2, ...
         options["header"] = False
@@ -330,6 +326,8 @@ def propose_layout(
         kind, roles, channels or features, header, members
     )
     options = {**sniffed.options(), "members": selection.glob, **path_options, **column_options}
+    # Channels need not come in threes: the names say which form a sensor, and its arity.
+    sensors = group_channels(chosen, header) if kind == "signals" else []
     rate, rate_note = (
         _rate(first, roles.time, members[0]) if kind == "signals" and roles.time else (None, "")
     )
@@ -340,8 +338,9 @@ def propose_layout(
         options,
         chosen,
         rate,
-        notes + column_notes,
+        notes + column_notes + (report_lines(sensors) if sensors else []),
         rate_note,
         roles,
         {**sniffed.line_notes, **comments},
+        sensors,
     )

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mudata.drafting.columns import MAX_MISSING, Roles
+from mudata.drafting.sensors import SensorGroup
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,8 @@ class Choices:
     label, user, time, recording : str, optional
         Columns of those roles (names, or 1-based numbers without a header).
     channels : tuple of str
-        Signal columns, in threes (one tri-axial sensor each).
+        Signal columns, any number; their names group them into sensors
+        (:func:`mudata.drafting.sensors.group_channels`).
     features : tuple of str
         Feature columns of a feature table.
     path_pattern : str, optional
@@ -88,3 +90,5 @@ class Layout:
     rate_note: str = ""
     roles: Roles = field(default_factory=Roles)
     option_notes: dict[str, str] = field(default_factory=dict)
+    #: The channels grouped into sensors (raw signals only), with the reasons.
+    sensors: list[SensorGroup] = field(default_factory=list)

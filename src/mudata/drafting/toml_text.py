@@ -74,8 +74,9 @@ def to_toml(data: dict[str, Any], counts: dict[str, int], notes: dict[str, Any])
     """The entry as TOML, with comments carrying the evidence for each choice.
 
     ``notes``: ``from`` (the files), ``rate`` (the rate's evidence) and,
-    optionally, ``options`` (a comment per reader option) and ``evidence``
-    (lines saying what was left out and why, written after the reader options).
+    optionally, ``options`` (a comment per reader option), ``evidence``
+    (lines saying what was left out and why, written after the reader options)
+    and ``sensors`` (why each sensor was grouped so, beside its ``features``).
     """
     top = {k: v for k, v in data.items() if not isinstance(v, dict | list)}
     licence = data["licence"]
@@ -98,8 +99,10 @@ def to_toml(data: dict[str, Any], counts: dict[str, int], notes: dict[str, Any])
         "",
         *_table("[recipe]", data["recipe"]),
     ]
-    for sensor in data.get("sensors", []):
-        lines += ["", *_table("[[sensors]]", sensor)]
+    reasons = notes.get("sensors", [])
+    for number, sensor in enumerate(data.get("sensors", [])):
+        why = {"features": reasons[number]} if number < len(reasons) else None
+        lines += ["", *_table("[[sensors]]", sensor, why)]
     for spec in data["classes"]:
         lines += [
             "",

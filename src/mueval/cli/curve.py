@@ -144,7 +144,8 @@ SHORT_HELP = "Coverage, set size and accuracy against k labelled windows of the 
     type=click.Choice(SCORES),
     default="lac",
     show_default=True,
-    help="Conformity score (MAPIE's names). The protocol uses lac.",
+    help="Conformity score (MAPIE's names). The protocol uses lac. raps is MAPIE 1.x's own "
+    "tuned RAPS: --threshold mapie and --small-cal skip only.",
 )
 @click.option(
     "--threshold",

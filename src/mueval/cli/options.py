@@ -204,7 +204,35 @@ evaluate_options = stack(
         type=click.Choice(SCORES),
         default="lac",
         show_default=True,
-        help="Conformity score (MAPIE's names). The protocol uses lac.",
+        help="Conformity score (MAPIE's names; larger = stranger). lac: 1 - p(y), the "
+        "protocol's. aps: probability of the classes ranked above y, plus p(y). raps: aps + "
+        "lambda * max(0, rank(y) - k_reg): give --raps-lambda and --raps-k-reg, or use "
+        "--threshold mapie for MAPIE 1.x's own tuned RAPS (refused otherwise). top_k: the "
+        "rank of y.",
+    ),
+    click.option(
+        "--raps-lambda",
+        type=click.FloatRange(min=0),
+        default=None,
+        metavar="FLOAT",
+        help="raps: the penalty lambda per rank beyond --raps-k-reg (Angelopoulos et al. "
+        "try 0.001 to 0.5). [default: none; MAPIE 1.x tunes it, --threshold mapie only]",
+    ),
+    click.option(
+        "--raps-k-reg",
+        type=click.IntRange(min=0),
+        default=None,
+        metavar="INT",
+        help="raps: the rank from which the penalty applies. [default: none; MAPIE 1.x "
+        "tunes it, --threshold mapie only]",
+    ),
+    click.option(
+        "--randomized/--no-randomized",
+        default=False,
+        show_default=True,
+        help="aps, raps: break ties at random (subtract u * p(y), u uniform, seeded by "
+        "the iteration), so tied scores no longer push coverage above 1 - alpha + "
+        "1/(n+1). The default is deterministic (the study's numbers).",
     ),
     click.option(
         "--mondrian/--no-mondrian",

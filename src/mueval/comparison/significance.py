@@ -813,8 +813,21 @@ def merge_runs(
     # Runs at other levels or with other scores answer other questions; comparing
     # them is allowed (that may be the point) but must not go unnoticed.
     notes = []
-    for key in ("alpha", "score", "threshold", "mondrian", "condition", "split"):
-        values = {str(r.run.get("config", {}).get(key)) for r in runs}
+    for key in (
+        "alpha",
+        "score",
+        "score_function",
+        "randomized",
+        "raps_lambda",
+        "raps_k_reg",
+        "threshold",
+        "mondrian",
+        "condition",
+        "split",
+    ):
+        # Run folders written before --randomized existed ran deterministic scores.
+        default = False if key == "randomized" else None
+        values = {str(r.run.get("config", {}).get(key, default)) for r in runs}
         if len(values) > 1:
             found = ", ".join(
                 f"{label}: {r.run.get('config', {}).get(key)}"

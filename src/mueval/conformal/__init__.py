@@ -2,7 +2,8 @@
 
 Modules:
 
-- :mod:`.scores`: the conformity scores (LAC, APS, RAPS, top-k);
+- :mod:`.scores`: the registry of conformity scores (LAC, APS, RAPS, top-k) and
+  score functions of the user's;
 - :mod:`.thresholds`: the two threshold rules (the study's and MAPIE 1.x's),
   LAC sets at a threshold, and the smallest calibration set;
 - :mod:`.pvalues`: split and cross-conformal p-values;

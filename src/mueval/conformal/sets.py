@@ -22,17 +22,19 @@ over that table (``X`` = row numbers), so one fit and one ``predict_proba`` call
 serve every calibration set of the split.
 
 p-values are ``(#{calibration scores >= s(x, c)} + 1) / (n + 1)`` for each class
-``c``, with ``s`` the conformity score of the chosen method evaluated as if ``c``
-were the label:
+``c``, with ``s`` the conformity score (:mod:`mueval.conformal.scores`) evaluated
+as if ``c`` were the label; deterministic unless ``randomized`` (aps, raps),
+which draws ``u`` with ``numpy.random.RandomState(seed)``: first one per
+calibration row (MAPIE 1.x's draw of its calibration scores), then one per
+test row, shared by its candidate classes.
 
-- ``lac``: ``1 - p_c`` (the protocol's p-values);
-- ``aps`` and ``raps``: the cumulative probability of the classes ranked at or
-  above ``c`` (APS without MAPIE's random tie-break and without RAPS's
-  regularisation, so these p-values are deterministic);
-- ``top_k``: the rank of ``c`` (1 = most probable).
-
-Under the study rule the sets of every score come from those same deterministic
-scores; under the MAPIE rule they are MAPIE's.
+Under the study rule every score's sets and p-values come from the same scores.
+Under the MAPIE rule, ``lac``, ``aps``, ``top_k`` and ``raps`` without
+``lambda`` and ``k_reg`` get MAPIE's own sets (whose APS and RAPS calibration
+scores MAPIE always randomises, and which include the last label); RAPS's
+p-values then use the ``lambda`` and ``k_reg`` MAPIE tuned. A RAPS with given
+``lambda`` and ``k_reg`` and a score function of the user's are computed here
+under either rule (MAPIE 1.x's rank and 1e-8 tolerance under ``"mapie"``).
 
 Mondrian calibration is one mechanism with two parameters of
 :func:`conformalize`, as crepes' ``bins``: ``bins`` gives every calibration and
@@ -59,10 +61,16 @@ from mapie.classification import SplitConformalClassifier
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from mueval.conformal.pvalues import conformal_pvalues
-from mueval.conformal.scores import class_scores
+from mueval.conformal.scores import (
+    ConformityScore,
+    check_score_options,
+    class_scores,
+    get_score,
+    raps_with,
+)
 from mueval.conformal.thresholds import TOLERANCES, lac_sets, lac_threshold, min_calibration_size
 from mueval.errors import EvaluationError, SmallCalibrationError, UsageError
-from mueval.names import SCORES, THRESHOLD_RULES
+from mueval.names import THRESHOLD_RULES
 
 __all__ = ["ConformalOutput", "conformalize", "full_sets"]
 
@@ -128,11 +136,11 @@ def _score_sets(test_scores: np.ndarray, q: float, rule: str) -> np.ndarray:
 
 
 def _class_sets(
-    proba_test: np.ndarray, test_scores: np.ndarray, q: float, score: str, rule: str
+    proba_test: np.ndarray, test_scores: np.ndarray, q: float, score: ConformityScore, rule: str
 ) -> np.ndarray:
     """Sets at threshold ``q``; LAC through :func:`lac_sets` (the rule's exact
-    float expression), other scores on their deterministic scores."""
-    if score == "lac":
+    float expression), other scores on their scores."""
+    if score.name == "lac" and score.function is None:
         return lac_sets(proba_test, q, rule=rule)
     return _score_sets(test_scores, q, rule)
 
@@ -143,7 +151,7 @@ def _mondrian(
     cal_scores: np.ndarray,
     y_cal: np.ndarray,
     alpha: float,
-    score: str,
+    score: ConformityScore,
     rule: str,
 ) -> ConformalOutput:
     """Class-conditional thresholds and p-values, one class at a time."""
@@ -165,8 +173,9 @@ def _mapie_sets(
     alpha: float,
     score: str,
     seed: int | None,
-) -> np.ndarray:
-    """MAPIE 1.x split-conformal sets over the precomputed probabilities."""
+) -> tuple[np.ndarray, ConformityScore | None]:
+    """MAPIE 1.x split-conformal sets over the precomputed probabilities, and for
+    RAPS the score with the ``lambda`` and ``k_reg`` MAPIE tuned."""
     n_cal = len(y_cal)
     table = np.vstack([proba_cal, proba_test])
     rows = np.arange(len(table)).reshape(-1, 1)
@@ -194,7 +203,14 @@ def _mapie_sets(
                 f"score {score!r} at alpha={alpha}: {' '.join(str(exc).split())}"
             )
             raise EvaluationError(message) from exc
-    return np.asarray(sets)[:, :, 0].astype(bool)
+    tuned = None
+    if score == "raps":
+        # MAPIE keeps what it tuned on its fitted score object (1.6: lambda_star,
+        # k_star); the p-values are RAPS's with those.
+        fitted = scc._mapie_classifier.conformity_score_function_
+        k_star = int(np.asarray(fitted.k_star).ravel()[0])
+        tuned = raps_with(float(np.asarray(fitted.lambda_star).ravel()[0]), k_star)
+    return np.asarray(sets)[:, :, 0].astype(bool), tuned
 
 
 def conformalize(
@@ -203,7 +219,7 @@ def conformalize(
     proba_test: np.ndarray,
     *,
     alpha: float = 0.05,
-    score: str = "lac",
+    score: str | ConformityScore = "lac",
     mondrian: bool = False,
     threshold: str = "study",
     seed: int | None = None,
@@ -223,14 +239,17 @@ def conformalize(
         Model probabilities on the test rows.
     alpha : float
         Miscoverage level (0.05 = 95 % confidence).
-    score : {"lac", "aps", "raps", "top_k"}
-        Conformity score.
+    score : str or ConformityScore
+        Conformity score: a name of :data:`~mueval.conformal.scores.SCORE_REGISTRY`
+        or a record of :func:`~mueval.conformal.scores.get_score` (RAPS's
+        ``lambda`` and ``k_reg``, ``randomized``, a function of the user's).
     mondrian : bool
         Class-conditional thresholds and p-values (within each bin).
     threshold : {"study", "mapie"}
         Threshold rule: the reference study's (MAPIE 0.8.6) or MAPIE 1.x's.
     seed : int, optional
-        ``random_state`` given to MAPIE (APS/RAPS draw random numbers).
+        ``random_state`` given to MAPIE (APS/RAPS draw random numbers), and
+        the seed of a randomised score's draws.
     bins : (ndarray of int, ndarray of int), optional
         Mondrian cell code of every calibration row, shape (n_cal,), and of
         every test row, shape (n_test,): each bin of test rows is conformalized
@@ -252,6 +271,9 @@ def conformalize(
 
     Raises
     ------
+    UsageError
+        A score the rule cannot honour
+        (:func:`~mueval.conformal.scores.check_score_options`).
     EvaluationError
         When the calibration set is smaller than
         :func:`~mueval.conformal.thresholds.min_calibration_size` (about ten
@@ -277,9 +299,8 @@ def conformalize(
     >>> out.sets[:, 0].tolist(), out.pvalues[:, 0].round(3).tolist()
     ([True, False], [0.476, 0.048])
     """
-    if score not in SCORES:
-        message = f"unknown conformity score {score!r}; valid: {', '.join(SCORES)}"
-        raise UsageError(message)
+    score = get_score(score)
+    check_score_options(score, threshold)
     if threshold not in THRESHOLD_RULES:
         message = f"unknown threshold rule {threshold!r}; valid: {', '.join(THRESHOLD_RULES)}"
         raise UsageError(message)
@@ -305,7 +326,7 @@ def _one_cell(
     y_cal: np.ndarray,
     proba_test: np.ndarray,
     alpha: float,
-    score: str,
+    score: ConformityScore,
     mondrian: bool,
     threshold: str,
     seed: int | None,
@@ -313,30 +334,53 @@ def _one_cell(
     """Sets and p-values of test rows calibrated on one cell's calibration rows."""
     y_cal = np.asarray(y_cal, dtype=int)
     n_cal = len(y_cal)
-    test_scores = class_scores(proba_test, score)
-    cal_scores = class_scores(proba_cal, score)[np.arange(n_cal), y_cal]
-    if mondrian:
-        return _mondrian(proba_test, test_scores, cal_scores, y_cal, alpha, score, threshold)
-
-    if n_cal < min_calibration_size(alpha):
+    if not mondrian and n_cal < min_calibration_size(alpha):
         message = (
             f"calibration set of {n_cal} rows is smaller than "
             f"{min_calibration_size(alpha)} = max(1/alpha, 1/(1-alpha)), the minimum "
             f"at alpha={alpha}, which both threshold rules refuse"
         )
         raise SmallCalibrationError(message)
-    if threshold == "mapie":
-        sets = _mapie_sets(proba_cal, y_cal, proba_test, alpha, score, seed)
+    mapie_own = threshold == "mapie" and score.mapie is not None and not mondrian
+    if mapie_own:
+        sets, tuned = _mapie_sets(proba_cal, y_cal, proba_test, alpha, score.mapie, seed)
+        score = tuned or score
+    cal_scores, test_scores = _scores(proba_cal, y_cal, proba_test, score, seed)
+    if mondrian:
+        return _mondrian(proba_test, test_scores, cal_scores, y_cal, alpha, score, threshold)
+    if mapie_own:
         # MAPIE 1.x keeps its threshold to itself; for LAC it is this one.
-        q = lac_threshold(cal_scores, alpha, rule="mapie") if score == "lac" else float("nan")
+        q = lac_threshold(cal_scores, alpha, rule="mapie") if score.name == "lac" else float("nan")
     else:
-        q = lac_threshold(cal_scores, alpha, rule="study")
-        sets = _class_sets(proba_test, test_scores, q, score, "study")
+        q = lac_threshold(cal_scores, alpha, rule=threshold)
+        sets = _class_sets(proba_test, test_scores, q, score, threshold)
     return ConformalOutput(sets, conformal_pvalues(cal_scores, test_scores), n_cal, q)
 
 
+def _scores(
+    proba_cal: np.ndarray,
+    y_cal: np.ndarray,
+    proba_test: np.ndarray,
+    score: ConformityScore,
+    seed: int | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Calibration scores at the true class, test scores at every class; a
+    randomised score draws one uniform per calibration row, then per test row."""
+    u_cal = u_test = None
+    if score.randomized:
+        draws = np.random.RandomState(seed)
+        u_cal, u_test = draws.uniform(size=len(y_cal)), draws.uniform(size=len(proba_test))
+    cal = class_scores(proba_cal, score, u_cal)[np.arange(len(y_cal)), y_cal]
+    return cal, class_scores(proba_test, score, u_test)
+
+
 def full_sets(
-    proba_cal: np.ndarray, y_cal: np.ndarray, proba_test: np.ndarray, *, score: str = "lac"
+    proba_cal: np.ndarray,
+    y_cal: np.ndarray,
+    proba_test: np.ndarray,
+    *,
+    score: str | ConformityScore = "lac",
+    seed: int | None = None,
 ) -> ConformalOutput:
     """The conservative answer to a calibration set too small for the level: every
     class in every set (an infinite threshold), which is valid whatever the data.
@@ -348,7 +392,10 @@ def full_sets(
     proba_cal : ndarray of shape (n_cal, K)
     y_cal : ndarray of int, shape (n_cal,)
     proba_test : ndarray of shape (n_test, K)
-    score : {"lac", "aps", "raps", "top_k"}
+    score : str or ConformityScore
+        As for :func:`conformalize`.
+    seed : int, optional
+        The draws of a randomised score.
 
     Returns
     -------
@@ -362,8 +409,7 @@ def full_sets(
     ([[True, True]], inf)
     """
     y_cal = np.asarray(y_cal, dtype=int)
-    cal_scores = class_scores(proba_cal, score)[np.arange(len(y_cal)), y_cal]
-    test_scores = class_scores(proba_test, score)
+    cal_scores, test_scores = _scores(proba_cal, y_cal, proba_test, get_score(score), seed)
     sets = np.ones(proba_test.shape, dtype=bool)
     return ConformalOutput(sets, conformal_pvalues(cal_scores, test_scores), len(y_cal), math.inf)
 
@@ -375,7 +421,7 @@ def _binned(
     bins: tuple[np.ndarray, np.ndarray],
     *,
     alpha: float,
-    score: str,
+    score: ConformityScore,
     mondrian: bool,
     threshold: str,
     seed: int | None,
@@ -411,7 +457,7 @@ def _binned(
             )
             if small_bins == "error":
                 raise SmallCalibrationError(message)
-            out = full_sets(proba_cal[cal], y_cal[cal], proba_test[test], score=score)
+            out = full_sets(proba_cal[cal], y_cal[cal], proba_test[test], score=score, seed=seed)
             notes.append(f"{message}; its {int(test.sum())} test rows got the full set")
         else:
             out = _one_cell(

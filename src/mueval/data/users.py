@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 __all__ = ["user_text", "user_texts"]
 
@@ -49,6 +50,10 @@ def user_texts(values: pd.Series) -> pd.Series:
         # Decimal("7.0")): grouping them would give every one the first's text.
         return objects.map(user_text)
     codes, distinct = pd.factorize(objects, use_na_sentinel=False)
-    texts = np.array([user_text(value) for value in distinct] + [""], dtype=object)
+    texts = [user_text(value) for value in distinct] + [""]
     # pandas may keep a code of -1 for a missing value even without the sentinel.
-    return pd.Series(texts[codes], index=values.index)
+    codes = np.where(codes < 0, len(texts) - 1, codes).astype(np.int32)
+    # Through an Arrow dictionary, to the ``str`` dtype that a Series of these
+    # str objects would infer: the same values, without converting each row.
+    arrow = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(texts, pa.large_string()))
+    return pd.Series(pd.array(arrow.cast(pa.large_string()), dtype="str"), index=values.index)

@@ -80,9 +80,9 @@ def _fold_scores(
         proba = full_proba(
             model, scaler.transform(X[np.concatenate([fold, split.test])]), n_classes
         )
-        scores = class_scores(proba[: len(fold)], config.score)
+        scores = class_scores(proba[: len(fold)], config.conformity)
         cal_scores.append(scores[np.arange(len(fold)), y[fold]])
-        test_scores.append(class_scores(proba[len(fold) :], config.score))
+        test_scores.append(class_scores(proba[len(fold) :], config.conformity))
         labels.append(y[fold])
     return cal_scores, test_scores, labels
 

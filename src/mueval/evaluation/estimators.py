@@ -39,9 +39,11 @@ from mueval.names import (
 __all__ = [
     "SCALINGS",
     "UserModel",
+    "check_picklable",
     "check_shippable",
     "estimator_record",
     "load_import_path",
+    "package_version",
     "read_model_config",
     "seeded_clone",
     "user_models",
@@ -112,7 +114,13 @@ def _json_safe(value: Any) -> Any:
 
 def _version_of(obj: Any) -> str | None:
     """The installed version of the package of ``obj``'s top-level module."""
-    top = type(obj).__module__.split(".")[0]
+    return package_version(type(obj).__module__)
+
+
+def package_version(module: str) -> str | None:
+    """The installed version of the distribution that provides ``module``
+    (None for a script's or a notebook's own code)."""
+    top = module.split(".")[0]
     try:
         dists = metadata.packages_distributions().get(top, [top])
     except Exception:  # a broken environment's metadata: no version, not a failure
@@ -158,6 +166,20 @@ def check_shippable(models: Sequence[UserModel], where: str) -> None:
     UsageError
         Naming the model and what the pickler said.
     """
+    for model in models:
+        origin = model.source if model.source.startswith("fit_predict:") else None
+        what = f"classifier {model.name!r} ({origin or _class_path(model.estimator)})"
+        check_picklable(model.estimator, what, where)
+
+
+def check_picklable(obj: Any, what: str, where: str) -> None:
+    """Refuse ``obj`` when neither pickle nor cloudpickle can serialise it.
+
+    Raises
+    ------
+    UsageError
+        ``what`` cannot be pickled, which ``where`` needs, and pickle's reason.
+    """
     # Here, not at the top: only runs in worker processes need cloudpickle
     # (joblib's own copy, or the package where joblib is installed without it).
     try:
@@ -165,19 +187,17 @@ def check_shippable(models: Sequence[UserModel], where: str) -> None:
     except ImportError:
         import cloudpickle
 
-    for model in models:
+    try:
+        pickle.dumps(obj)
+    except Exception as exc:  # any failure of pickling is the user's object's
         try:
-            pickle.dumps(model.estimator)
-        except Exception as exc:  # any failure of pickling is the user's object's
-            try:
-                cloudpickle.dumps(model.estimator)
-            except Exception:  # neither pickler: report plain pickle's reason
-                message = (
-                    f"classifier {model.name!r} ({_class_path(model.estimator)}) cannot be "
-                    f"pickled, which {where} needs: {type(exc).__name__}: {exc}"[:400]
-                    + " (run it with jobs=1 / --jobs 1, or make it picklable)"
-                )
-                raise UsageError(message) from exc
+            cloudpickle.dumps(obj)
+        except Exception:  # neither pickler: report plain pickle's reason
+            message = (
+                f"{what} cannot be pickled, which {where} needs: {type(exc).__name__}: {exc}"[:400]
+                + " (run it with jobs=1 / --jobs 1, or make it picklable)"
+            )
+            raise UsageError(message) from exc
 
 
 def load_import_path(path: str) -> Any:

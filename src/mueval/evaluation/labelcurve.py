@@ -49,6 +49,7 @@ from joblib import Parallel, delayed
 from scipy import stats
 from sklearn.model_selection import train_test_split
 
+from mueval.conformal.scores import check_score_options, get_score
 from mueval.conformal.sets import conformalize, full_sets
 from mueval.conformal.thresholds import min_calibration_size
 from mueval.data.table import Table, load_data, natural_key
@@ -176,6 +177,14 @@ class CurveConfig:
             if not ok:
                 message = f"unknown {what} {value!r}; valid: {', '.join(valid)}"
                 raise UsageError(message)
+        # The curve takes no RAPS penalty: raps is MAPIE's own tuned one or nothing.
+        check_score_options(get_score(self.score), self.threshold)
+        if self.score == "raps" and self.small_cal == "full-set":
+            message = (
+                "the label curve's raps is MAPIE 1.x's own (--threshold mapie), which has no "
+                "--small-cal full-set form; use --small-cal skip"
+            )
+            raise UsageError(message)
         if parse_uses(list(self.uses)) != tuple(self.uses):
             message = f"uses must be unique and ordered as {', '.join(CURVE_USES)}, got {self.uses}"
             raise UsageError(message)

@@ -24,6 +24,7 @@ from sklearn.svm import SVC
 
 from mueval.errors import UsageError
 from mueval.evaluation.estimators import UserModel, estimator_record, seeded_clone
+from mueval.evaluation.hooks import FitPredictClassifier, fit_predict_record
 from mueval.names import CLASSIFIER_NAMES, CLASSIFIERS
 
 __all__ = [
@@ -150,7 +151,9 @@ def model_records(
     """
     out = []
     for code in classifiers:
-        if code in models:
+        if code in models and isinstance(models[code].estimator, FitPredictClassifier):
+            out.append(fit_predict_record(models[code]))
+        elif code in models:
             own = models[code]
             out.append(estimator_record(code, own.estimator, scale=own.scale, source=own.source))
         else:

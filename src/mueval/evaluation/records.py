@@ -8,20 +8,20 @@ folder, the diagnostics), so that neither side imports the other.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mueval.conformal.condition import Condition, parse_condition
+from mueval.conformal.scores import ConformityScore, check_score_options, get_score
 from mueval.data.table import natural_key
 from mueval.errors import UsageError
-from mueval.evaluation.estimators import UserModel
 from mueval.names import (
     CLASSIC_METRICS,
     CLASSIFIERS,
     PVALUE_METRICS,
-    SCORES,
     SMALL_CAL_POLICIES,
     SPLIT_METHODS,
     STRATEGIES,
@@ -29,6 +29,11 @@ from mueval.names import (
     USER_CORRECTIONS,
     classifier_rank,
 )
+
+if TYPE_CHECKING:
+    # Annotations only: the estimators module loads scikit-learn, which readers
+    # of a run folder (the report) do without.
+    from mueval.evaluation.estimators import UserModel
 
 __all__ = [
     "CrossSplit",
@@ -145,9 +150,12 @@ class EvalConfig:
     alpha: float = 0.05
     iterations: int = 20
     seed_base: int = 100
-    score: str = "lac"
+    score: str | Callable[..., Any] = "lac"
     mondrian: bool = False
     threshold: str = "study"
+    randomized: bool = False
+    raps_lambda: float | None = None
+    raps_k_reg: int | None = None
     adapt_frac: float = 0.5
     small_cal: str = "error"
     split: str = "random"
@@ -173,14 +181,12 @@ class EvalConfig:
         if self.iterations < 1:
             message = f"iterations must be at least 1, got {self.iterations}"
             raise UsageError(message)
-        if self.score not in SCORES:
-            message = f"unknown score {self.score!r}; valid: {', '.join(SCORES)}"
-            raise UsageError(message)
         if self.threshold not in THRESHOLD_RULES:
             message = (
                 f"unknown threshold rule {self.threshold!r}; valid: {', '.join(THRESHOLD_RULES)}"
             )
             raise UsageError(message)
+        self._check_score()
         if self.split not in SPLIT_METHODS:
             message = f"unknown split method {self.split!r}; valid: {', '.join(SPLIT_METHODS)}"
             raise UsageError(message)
@@ -209,6 +215,40 @@ class EvalConfig:
                 f"{', '.join(SMALL_CAL_POLICIES)}"
             )
             raise UsageError(message)
+
+    def _check_score(self) -> None:
+        """The score, its options and the rule agree (:mod:`mueval.conformal.scores`)."""
+        score = self.conformity
+        check_score_options(score, self.threshold)
+        if score.randomized and "uxc" in self.strategies:
+            message = (
+                "--randomized is not offered with uxc: its cross-conformal p-values pool "
+                "deterministic out-of-fold scores"
+            )
+            raise UsageError(message)
+        conditioning = parse_condition(self.condition, mondrian=self.mondrian)
+        if score.tuned_by_mapie and (
+            "uxc" in self.strategies
+            or conditioning.per_class
+            or conditioning.by_cohort
+            or self.small_cal == "full-set"
+        ):
+            message = (
+                "--score raps without --raps-lambda and --raps-k-reg is MAPIE 1.x's own RAPS, "
+                "tuned on one calibration set: it has no class-conditional, per-cohort, uxc or "
+                "--small-cal full-set form here; give --raps-lambda and --raps-k-reg"
+            )
+            raise UsageError(message)
+
+    @property
+    def conformity(self) -> ConformityScore:
+        """The conformity score with its options (:func:`~mueval.conformal.scores.get_score`)."""
+        return get_score(
+            self.score,
+            randomized=self.randomized,
+            raps_lambda=self.raps_lambda,
+            raps_k_reg=self.raps_k_reg,
+        )
 
     def _check_classifiers(self) -> None:
         """Every classifier is a built-in code or a user model's name, and every
@@ -247,7 +287,7 @@ class EvalConfig:
         deterministic scores; under the MAPIE rule only LAC's do (MAPIE's aps
         and raps draw random numbers, and its top_k breaks ties its own way).
         """
-        return self.threshold == "study" or self.score == "lac"
+        return self.threshold == "study" or self.score == "lac" or self.conformity.mapie is None
 
     def pvalue_note(self) -> str:
         """Why the p-value metrics are not reported (see :attr:`pvalues_describe_sets`)."""
@@ -278,6 +318,15 @@ class EvalConfig:
         record = {
             f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "models"
         }
+        if callable(self.score):
+            # A score function of the user's: its name, and where it lives.
+            # Imported here: the hooks load scikit-learn, which readers of a
+            # run folder (the report) do without.
+            from mueval.evaluation.hooks import qualified_name
+
+            module, qualname = qualified_name(self.score)
+            record["score"] = self.conformity.name
+            record["score_function"] = f"{module}.{qualname}"
         return {k: list(v) if isinstance(v, tuple) else v for k, v in record.items()}
 
     def seed(self, iteration: int) -> int:

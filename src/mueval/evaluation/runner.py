@@ -29,7 +29,8 @@ from mueval.conformal.sets import ConformalOutput, conformalize, full_sets
 from mueval.data.cohorts import RowCohorts
 from mueval.errors import EvaluationError, SmallCalibrationError, UsageError
 from mueval.evaluation.crossconformal import cross_note, evaluate_cross_split
-from mueval.evaluation.estimators import check_shippable
+from mueval.evaluation.estimators import check_picklable, check_shippable
+from mueval.evaluation.hooks import FitPredictClassifier
 from mueval.evaluation.models import fit_scaled, full_proba
 from mueval.evaluation.records import EvalConfig, EvalResult, RunOutput, Split
 from mueval.evaluation.splits import make_splits
@@ -195,7 +196,11 @@ def _point_predictions(model, X_test: np.ndarray, proba_test: np.ndarray) -> np.
     argmax of its Platt probabilities).
     """
     # The class itself, not a subclass of the user's, which may predict its own way.
-    if type(model) is RandomForestClassifier and model.n_outputs_ == 1:
+    # A fit_predict model's predict is this argmax, and calling it would train
+    # the user's model a second time.
+    if isinstance(model, FitPredictClassifier) or (
+        type(model) is RandomForestClassifier and model.n_outputs_ == 1
+    ):
         return np.argmax(proba_test, axis=1).astype(int)
     return np.asarray(model.predict(X_test), dtype=int)
 
@@ -230,7 +235,8 @@ def _shared_calibrations(
         ``(strategy, id(calibration rows), id(test rows))`` -> (that target's
         :class:`ConformalOutput`, its share of the seconds spent).
     """
-    if config.threshold != "study" or cohorts is not None:
+    if config.threshold != "study" or cohorts is not None or config.randomized:
+        # A randomised score draws per test row: each target draws its own.
         return {}
     groups: dict[tuple[str, int], list] = {}
     for target in targets:
@@ -253,7 +259,7 @@ def _shared_calibrations(
                 y[cal],
                 proba_test,
                 alpha=config.alpha,
-                score=config.score,
+                score=config.conformity,
                 mondrian=config.conditioning.per_class,
                 threshold=config.threshold,
             )
@@ -337,7 +343,9 @@ def _conformal_step(
             metrics.update({m: float("nan") for m in CONFORMAL_METRICS})
         else:
             result.note = f"{message}; answered with the full set (every class)"
-            conf = full_sets(proba_cal, y_cal, result.proba, score=config.score)
+            conf = full_sets(
+                proba_cal, y_cal, result.proba, score=config.conformity, seed=result.seed
+            )
     shared_s = 0.0 if given is None else given[1]
     result.timings["conformal_s"] = time.perf_counter() - clock + shared_s
     clock = time.perf_counter()
@@ -379,7 +387,7 @@ def _conformalize(
         y_cal,
         result.proba,
         alpha=config.alpha,
-        score=config.score,
+        score=config.conformity,
         mondrian=config.conditioning.per_class,
         threshold=config.threshold,
         seed=result.seed,
@@ -581,6 +589,9 @@ def run(
         # Before any task: a model the workers cannot be sent fails here, named.
         where = "the dask backend" if backend == "dask" else f"jobs={jobs} (worker processes)"
         check_shippable(config.models, where)
+    if callable(config.score) and (backend == "dask" or jobs != 1):
+        where = "the dask backend" if backend == "dask" else f"jobs={jobs} (worker processes)"
+        check_picklable(config.score, f"score function {config.conformity.name!r}", where)
     # Features as float64 (the protocol's); windows of samples (n, T, C) keep
     # their float32, half the memory, which is what a network takes.
     X = np.ascontiguousarray(X, dtype=float if X.ndim == 2 else None)

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from mueval.conformal.condition import Condition
+from mueval.data.frames import frame_column
 from mueval.data.users import user_texts
 from mueval.guarantees.conditional_coverage import conditional_coverage
 from mueval.guarantees.intervals import coverage_summary
@@ -76,22 +77,22 @@ def validity_table(
     """
     rows = pd.DataFrame(
         {
-            "strategy": predictions["strategy"].to_numpy(),
-            "classifier": predictions["classifier"].to_numpy(),
-            "iteration": predictions["iteration"].to_numpy(),
-            "user": predictions["userid"].to_numpy(),
+            "strategy": frame_column(predictions["strategy"]),
+            "classifier": frame_column(predictions["classifier"]),
+            "iteration": frame_column(predictions["iteration"]),
+            "user": frame_column(predictions["userid"]),
             "p_true": true_pvalues(predictions, classes),
-            "target": user_texts(predictions["target_user"]).to_numpy(),
+            "target": frame_column(user_texts(predictions["target_user"])),
         }
     )
     rows = rows[rows["p_true"].notna()]
     cal = pd.DataFrame(
         {
-            "strategy": splits["strategy"].to_numpy(),
-            "classifier": splits["classifier"].to_numpy(),
-            "iteration": splits["iteration"].to_numpy(),
-            "target": user_texts(splits["user"]).to_numpy(),
-            "n_cal": splits["n_cal"].to_numpy(),
+            "strategy": frame_column(splits["strategy"]),
+            "classifier": frame_column(splits["classifier"]),
+            "iteration": frame_column(splits["iteration"]),
+            "target": frame_column(user_texts(splits["user"])),
+            "n_cal": frame_column(splits["n_cal"]),
         }
     )
     rows = rows.merge(cal, on=["strategy", "classifier", "iteration", "target"], how="left")

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from mueval.data.frames import frame_column
 from mueval.data.users import user_texts
 from mueval.errors import DataError, UsageError
 from mueval.guarantees.intervals import clopper_pearson
@@ -67,8 +68,8 @@ def conditional_coverage(
         raise UsageError(message)
     frame = pd.DataFrame(
         {
-            "strategy": rows["strategy"].to_numpy(),
-            "classifier": rows["classifier"].to_numpy(),
+            "strategy": frame_column(rows["strategy"]),
+            "classifier": frame_column(rows["classifier"]),
             "value": value.to_numpy(),
             "user": keys.to_numpy(),
             "covered": rows["covered"].to_numpy(dtype=bool),

@@ -46,6 +46,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy import stats
 
+from mueval.data.frames import frame_column
 from mueval.errors import UsageError
 from mueval.guarantees.frame_checks import (
     as_bool_column,
@@ -154,10 +155,10 @@ def _iteration_counts(frame: pd.DataFrame, user_col: str) -> pd.DataFrame:
     covered = as_bool_column(frame, "covered", what)
     keyed = pd.DataFrame(
         {
-            "strategy": frame["strategy"].to_numpy(),
-            "classifier": frame["classifier"].to_numpy(),
+            "strategy": frame_column(frame["strategy"]),
+            "classifier": frame_column(frame["classifier"]),
             "user": frame[user_col].to_numpy(),
-            "iteration": frame["iteration"].to_numpy(),
+            "iteration": frame_column(frame["iteration"]),
             "covered": covered.astype(np.int64),
         }
     )

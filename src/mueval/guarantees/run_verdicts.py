@@ -20,6 +20,7 @@ import pandas as pd
 
 from mueval.conformal.condition import parse_condition
 from mueval.conformal.thresholds import min_calibration_size
+from mueval.data.frames import frame_column
 from mueval.data.users import user_texts
 from mueval.errors import DataError
 from mueval.guarantees.intervals import per_user_coverage
@@ -138,16 +139,16 @@ def _prediction_rows(predictions: pd.DataFrame, **extra: np.ndarray) -> pd.DataF
     target user), the target user empty for MM.
     """
     if "target_user" in predictions.columns:
-        target = user_texts(predictions["target_user"]).to_numpy()
+        target = frame_column(user_texts(predictions["target_user"]))
     else:
         pooled = predictions["strategy"].astype(str).str.lower().eq("mm").to_numpy()
         target = np.where(pooled, "", user_texts(predictions["userid"]).to_numpy())
     return pd.DataFrame(
         {
-            "strategy": predictions["strategy"].to_numpy(),
-            "classifier": predictions["classifier"].to_numpy(),
-            "iteration": predictions["iteration"].to_numpy(),
-            "user": predictions["userid"].to_numpy(),
+            "strategy": frame_column(predictions["strategy"]),
+            "classifier": frame_column(predictions["classifier"]),
+            "iteration": frame_column(predictions["iteration"]),
+            "user": frame_column(predictions["userid"]),
             "target": target,
             **extra,
             "covered": predictions["covered"].astype(bool).to_numpy(dtype=np.int64),
@@ -190,10 +191,10 @@ def verdict_cells(predictions: pd.DataFrame, splits: pd.DataFrame) -> pd.DataFra
     )
     cal = pd.DataFrame(
         {
-            "strategy": splits["strategy"].to_numpy(),
-            "classifier": splits["classifier"].to_numpy(),
-            "iteration": splits["iteration"].to_numpy(),
-            "target": user_texts(splits["user"]).to_numpy(),
+            "strategy": frame_column(splits["strategy"]),
+            "classifier": frame_column(splits["classifier"]),
+            "iteration": frame_column(splits["iteration"]),
+            "target": frame_column(user_texts(splits["user"])),
             "n_cal": pd.to_numeric(splits["n_cal"], errors="coerce").to_numpy(),
         }
     ).drop_duplicates(keys)
@@ -263,12 +264,12 @@ def class_cells(
     )
     tasks = pd.DataFrame(
         {
-            "strategy": splits["strategy"].to_numpy(),
-            "classifier": splits["classifier"].to_numpy(),
-            "iteration": splits["iteration"].to_numpy(),
-            "target": user_texts(splits["user"]).to_numpy(),
+            "strategy": frame_column(splits["strategy"]),
+            "classifier": frame_column(splits["classifier"]),
+            "iteration": frame_column(splits["iteration"]),
+            "target": frame_column(user_texts(splits["user"])),
             "task_n_cal": pd.to_numeric(splits["n_cal"], errors="coerce").to_numpy(),
-            "n_cal_class": splits["n_cal_class"].to_numpy(),
+            "n_cal_class": frame_column(splits["n_cal_class"]),
         }
     ).drop_duplicates(keys)
     tasks = tasks[[v is not None and not _is_missing(v) for v in tasks["n_cal_class"]]]

@@ -76,6 +76,7 @@ import pandas as pd
 from scipy import stats
 
 from mueval.conformal.thresholds import min_calibration_size
+from mueval.data.frames import frame_column
 from mueval.guarantees.frame_checks import (
     as_count_column,
     check_level,
@@ -280,8 +281,8 @@ def set_statistics(
     size = as_count_column(frame, set_size_col, what)
     keyed = pd.DataFrame(
         {
-            "strategy": frame["strategy"].to_numpy(),
-            "classifier": frame["classifier"].to_numpy(),
+            "strategy": frame_column(frame["strategy"]),
+            "classifier": frame_column(frame["classifier"]),
             "size": size,
             "full": size >= n_classes,
             "empty": size == 0,

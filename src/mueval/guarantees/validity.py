@@ -67,6 +67,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy import stats
 
+from mueval.data.frames import frame_column
 from mueval.errors import DataError, UsageError
 from mueval.guarantees.frame_checks import (
     as_count_column,
@@ -249,10 +250,10 @@ def _frame_for_tests(
     require_columns(frame, columns, "test rows")
     keyed = pd.DataFrame(
         {
-            "strategy": frame["strategy"].to_numpy(),
-            "classifier": frame["classifier"].to_numpy(),
+            "strategy": frame_column(frame["strategy"]),
+            "classifier": frame_column(frame["classifier"]),
             "user": frame[user_col].to_numpy(),
-            "iteration": frame["iteration"].to_numpy(),
+            "iteration": frame_column(frame["iteration"]),
             "p": _p_values(frame, p_col),
         }
     )

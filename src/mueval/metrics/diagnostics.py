@@ -14,9 +14,6 @@ from collections.abc import Hashable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from sklearn.base import clone
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import KFold, StratifiedKFold
 
 from mueval.metrics.array_checks import (
     MetricInputError,
@@ -441,6 +438,12 @@ def excess_risk_target_coverage(
     ):
         message = f"n_splits must be an integer in [2, n={n}]; found {n_splits!r}"
         raise MetricInputError(message)
+    # Here, not at the top: this module is also imported by readers of a run
+    # folder (the report), which never fit a model and do without scikit-learn.
+    from sklearn.base import clone
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import KFold, StratifiedKFold
+
     if model is None:
         model = LogisticRegression(max_iter=1000)
     elif not hasattr(model, "predict_proba"):

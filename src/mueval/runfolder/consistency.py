@@ -45,6 +45,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mudata.display import shown
+from mueval.data.frames import frame_column
 from mueval.data.table import SCORES_ENV, max_score_cells
 from mueval.data.users import user_texts
 from mueval.guarantees.validity import benjamini_hochberg
@@ -240,8 +241,12 @@ def _set_members(run: RunFolder, preds: pa.Table) -> tuple[np.ndarray, np.ndarra
         raise RunFolderError(msg)
     index = index.astype(np.int64)
     k = len(run.classes)
+    # Members strictly in class order within every set (the writer's order)
+    # cannot repeat: only a set that breaks that order is searched for a repeat.
+    same_row = parents[1:] == parents[:-1]
     keys = parents * k + index
-    twice = pd.Series(keys).duplicated().to_numpy()
+    unordered = bool((same_row & (index[1:] <= index[:-1])).any())
+    twice = pd.Series(keys).duplicated().to_numpy() if unordered else np.zeros(0, dtype=bool)
     if twice.any():
         first = keys[np.argmax(twice)]
         msg = (
@@ -251,7 +256,6 @@ def _set_members(run: RunFolder, preds: pa.Table) -> tuple[np.ndarray, np.ndarra
     # The writer lists each set's members in the order of the class list, the
     # order of p_values and proba too: members out of that order mean run.json's
     # list is not the one the predictions were written with (e.g. reordered).
-    same_row = parents[1:] == parents[:-1]
     i = _first(same_row & (index[1:] < index[:-1]))
     if i is not None:
         before, after = run.classes[index[i]], run.classes[index[i + 1]]
@@ -689,9 +693,9 @@ def check_user_validity(path: object, stored: pd.DataFrame, rows: pd.DataFrame) 
     fresh = (
         pd.DataFrame(
             {
-                "strategy": rows["strategy"].to_numpy(),
-                "classifier": rows["classifier"].to_numpy(),
-                "user": user_texts(rows["userid"]).to_numpy(),
+                "strategy": frame_column(rows["strategy"]),
+                "classifier": frame_column(rows["classifier"]),
+                "user": frame_column(user_texts(rows["userid"])),
             }
         )
         .groupby(keys, sort=False)

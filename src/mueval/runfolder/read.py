@@ -17,8 +17,10 @@ import math
 import stat
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from mudata.archive import EXPANSION_ENV
@@ -270,6 +272,22 @@ def _to_pandas(root: Path, name: str, table: pa.Table) -> pd.DataFrame:
         raise RunFolderError(msg) from exc
 
 
+def _true_class_pvalues(predictions: pa.Table, run: RunFolder) -> np.ndarray:
+    """The p-value of each row's true class, shape (n,), in the rows' order.
+
+    ``predictions`` is the Arrow table of ``predictions.parquet`` in the order
+    of ``run.predictions`` (:func:`run_file_frame` keeps the order of rows
+    that carry no ``user`` column), checked by :func:`check_consistency`: each
+    ``p_values`` list holds one value per class and each ``y_true`` is a class.
+    """
+    k = len(run.classes)
+    values = predictions.column("p_values").combine_chunks()
+    matrix = pc.list_flatten(values).to_numpy(zero_copy_only=False).reshape(len(values), k)
+    index = {c: i for i, c in enumerate(run.classes)}
+    y = run.predictions["y_true"].map(index).to_numpy(dtype=np.int64)
+    return matrix[np.arange(len(y)), y].astype(float)
+
+
 def read_run_folder(path: str | Path, *, guarantees: bool = True) -> RunFolder:
     """Read and check a run folder.
 
@@ -338,7 +356,11 @@ def read_run_folder(path: str | Path, *, guarantees: bool = True) -> RunFolder:
     # for the readers that need them.
     from mueval.runfolder.guarantees import load_guarantees
 
-    found = load_guarantees(root, run, predictions, splits)
+    # Each row's p-value of its true class, taken from the Arrow column in one
+    # step (its widths were checked above); the rows' own lists of NumPy arrays
+    # would take a concatenation of every row for each reader of it.
+    with_p_true = predictions.assign(p_true=_true_class_pvalues(arrow_predictions, run_folder))
+    found = load_guarantees(root, run, with_p_true, splits)
     run_folder.user_coverage = found.user_coverage
     run_folder.coverage_summary = found.coverage_summary
     run_folder.warnings = found.warnings

@@ -1,0 +1,175 @@
+"""``mudata init``, step 3b: the drafted channels grouped into sensors, from their names.
+
+A sensor may have any number of channels (its arity). The names say which
+channels belong together, tried in this order:
+
+1. **Axes.** Three names equal but for ``x``, ``y``, ``z`` at one place
+   (``acc_x acc_y acc_z``, ``x_gyro y_gyro z_gyro``, ``accX``, ``X-Axis``), or
+   for ``roll``, ``pitch``, ``yaw``, are one tri-axial sensor: the study's 16
+   features.
+2. **Numbered channels.** Names equal but for a number at the end
+   (``channel1`` .. ``channel8``, ``emg1``, ``ch_1``, ``EMG 3``), two or more of
+   them, are one sensor of that many channels: per-channel features. Numbers
+   say nothing about axes, so three numbered channels are not made tri-axial.
+3. **Any other channel** (``temp``, ``ecg``) is a sensor of its own, with one
+   channel: per-channel features.
+
+Without a header line the columns have no names (``c1``, ``c2``, ...): a
+multiple of three is read as tri-axial sensors in threes (the layout of the
+accelerometer releases), any other count as one sensor of per-channel
+features, so that no channel is dropped. Every group is reported with its
+reason, and the draft states each sensor's ``features``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mudata.entry import PER_CHANNEL, TRI_AXIAL
+
+#: Names of the three axes, as a name may spell them (each set in x, y, z order).
+AXIS_SETS: tuple[tuple[str, str, str], ...] = (("x", "y", "z"), ("roll", "pitch", "yaw"))
+# A number at the end of a name, after its stem (which may be empty).
+_NUMBERED = re.compile(r"^(?P<stem>.*?)(?P<number>\d+)$", re.DOTALL)
+_EDGES = " _-.:/"
+
+
+@dataclass(frozen=True)
+class SensorGroup:
+    """A drafted sensor: name, channels in order, ``features`` and why it was grouped so."""
+
+    name: str
+    channels: tuple[str, ...]
+    features: str
+    why: str
+
+    def as_entry(self) -> dict[str, object]:
+        """The ``[[sensors]]`` table of the draft."""
+        return {"name": self.name, "channels": list(self.channels), "features": self.features}
+
+    def line(self) -> str:
+        """One line of init's report."""
+        shown = list(self.channels)
+        listed = ", ".join(shown) if len(shown) <= 4 else f"{shown[0]} .. {shown[-1]}"
+        return f"{self.name}: {listed} ({self.why})"
+
+
+def _spelled(word: str, like: str) -> str:
+    """``word`` in the case of ``like`` (``X`` -> ``Y``, ``Roll`` -> ``Pitch``)."""
+    if like.isupper():
+        return word.upper()
+    if like[:1].isupper():
+        return word.capitalize()
+    return word
+
+
+def _stem_name(stem: str) -> str:
+    """A sensor name from what the channels share: separators at its ends removed."""
+    name = stem.strip(_EDGES)
+    return re.sub(r"[ _\-.:/]{2,}", "_", name)
+
+
+def _axis_triple(
+    name: str, free: set[str]
+) -> tuple[tuple[str, str, str], str, tuple[str, str, str]] | None:
+    """The three channels (``name`` and two of ``free``) that differ only by their axis,
+    what they share and the axis names; the last place in ``name`` that gives three wins
+    (``acc_x_1``)."""
+    for axes in AXIS_SETS:
+        first = axes[0]
+        places = [m.start() for m in re.finditer(re.escape(first), name, re.IGNORECASE)]
+        for place in reversed(places):
+            like = name[place : place + len(first)]
+            before, after = name[:place], name[place + len(first) :]
+            triple = tuple(before + _spelled(axis, like) + after for axis in axes)
+            if all(t in free for t in triple[1:]):
+                return triple, before + " " + after, axes  # type: ignore[return-value]
+    return None
+
+
+def _unique(name: str, taken: set[str], fallback: str) -> str:
+    name = name or fallback
+    candidate, k = name, 2
+    while candidate in taken:
+        candidate, k = f"{name}_{k}", k + 1
+    taken.add(candidate)
+    return candidate
+
+
+def _without_header(channels: list[str]) -> list[SensorGroup]:
+    if len(channels) % 3 == 0:
+        why = "no header line: columns in threes read as x, y, z; the study's 16 features"
+        return [
+            SensorGroup(f"sensor{i // 3 + 1}", tuple(channels[i : i + 3]), TRI_AXIAL, why)
+            for i in range(0, len(channels), 3)
+        ]
+    why = (
+        f"no header line, and {len(channels)} columns are not a multiple of three: "
+        f"per-channel features"
+    )
+    return [SensorGroup("sensor1", tuple(channels), PER_CHANNEL, why)]
+
+
+def group_channels(channels: list[str], header: bool) -> list[SensorGroup]:
+    """The sensors the channel names propose, in the order of their first channel.
+
+    Parameters
+    ----------
+    channels : list of str
+        The drafted channels, in table order (every one ends in one sensor).
+    header : bool
+        Whether the names come from a header line (else ``c1``, ``c2``, ...).
+
+    Returns
+    -------
+    list of SensorGroup
+        Each with the reason it was grouped so (see the module docstring).
+    """
+    if not header:
+        return _without_header(channels)
+    free = set(channels)
+    found: list[tuple[int, str, tuple[str, ...], str, str]] = []
+    position = {c: i for i, c in enumerate(channels)}
+    for channel in channels:
+        if channel not in free:
+            continue
+        match = _axis_triple(channel, free - {channel})
+        if match is None:
+            continue
+        triple, stem, axes = match
+        free -= set(triple)
+        why = f"tri-axial: {', '.join(axes)} in the names; the study's 16 features"
+        found.append((position[channel], stem, triple, TRI_AXIAL, why))
+    numbered: dict[str, list[str]] = {}
+    for channel in channels:
+        match = _NUMBERED.match(channel) if channel in free else None
+        if match:
+            numbered.setdefault(match.group("stem"), []).append(channel)
+    for stem, members in numbered.items():
+        if len(members) < 2:
+            continue
+        free -= set(members)
+        why = f"{len(members)} channels numbered alike: per-channel features"
+        found.append((position[members[0]], stem, tuple(members), PER_CHANNEL, why))
+    for channel in channels:
+        if channel in free:
+            why = "1 channel, grouped with none by its name: per-channel features"
+            found.append((position[channel], channel, (channel,), PER_CHANNEL, why))
+    taken: set[str] = set()
+    groups = []
+    for number, (_, stem, members, features, why) in enumerate(sorted(found), start=1):
+        name = _unique(_stem_name(stem), taken, f"sensor{number}")
+        groups.append(SensorGroup(name, members, features, why))
+    return groups
+
+
+def report_lines(groups: list[SensorGroup]) -> list[str]:
+    """What init prints (and writes in the draft) about the sensors it grouped."""
+    tri = sum(g.features == TRI_AXIAL for g in groups)
+    lines = [
+        f"sensors: {len(groups)} from {sum(len(g.channels) for g in groups)} channels "
+        f"({tri} tri-axial, {len(groups) - tri} per-channel: mean, sd, max, auc and meanDif "
+        f"of each channel); edit [[sensors]] to regroup them"
+    ]
+    return lines + [f"  {g.line()}" for g in groups]

@@ -91,6 +91,32 @@ def test_a_window_model_runs_under_the_protocol_and_report_reads_it(source, tmp_
     assert len(pd.read_parquet(out / "predictions.parquet")) > 0
 
 
+def nearest_centroid_of_means(X_train, y_train, X_eval, seed):
+    """A ``fit_predict`` hook of plain numpy over windows: softmax of minus the distances."""
+    assert X_train.ndim == 3 and X_eval.ndim == 3  # windows, not feature rows
+    train, evaluate = X_train.mean(axis=1), X_eval.mean(axis=1)
+    classes = np.unique(y_train)
+    centroids = np.stack([train[y_train == c].mean(axis=0) for c in classes])
+    logits = -((evaluate[:, None, :] - centroids[None]) ** 2).sum(axis=2)
+    weights = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return weights / weights.sum(axis=1, keepdims=True)
+
+
+def test_a_fit_predict_hook_takes_windows_too(source) -> None:
+    run = mueval.evaluate(
+        "motionsense",
+        strategies="mm",
+        models={"centroid": nearest_centroid_of_means},
+        iterations=1,
+        jobs=1,
+        input="windows",
+        progress=False,
+        **source,
+    )
+    coverage = run.summary.query("metric == 'coverage'")["mean"]
+    assert len(coverage) == 1 and 0 < float(coverage.iloc[0]) <= 1
+
+
 @pytest.mark.parametrize(
     ("options", "expected"),
     [

@@ -11,6 +11,8 @@ from mudata.errors import MissingFileError
 from mudata.pipeline import build_frame, parquet_path
 from mudata.registry import get_entry
 from mudata.store import read_provenance
+from mudata.window_build import build_windows, check_windowed
+from mudata.window_store import read_provenance as read_window_provenance
 
 if TYPE_CHECKING:
     from sklearn.utils import Bunch
@@ -30,6 +32,7 @@ def fetch(
     progress: bool | None = None,
     max_expansion: float | None = None,
     min_users: int = 2,
+    windows: bool = False,
 ) -> Path:
     """Build the dataset's feature table if needed and return the Parquet path.
 
@@ -60,6 +63,9 @@ def fetch(
         ``$MUDATA_MAX_EXPANSION``, else 100 (small archives may always reach 64 MiB).
     min_users : int
         Fewest users the table must keep after the user filter (at least 2).
+    windows : bool
+        Build the windows of samples beside the feature table too (datasets
+        of recipe ``study-window`` only; see :func:`load`) and return their path.
 
     Returns
     -------
@@ -67,9 +73,12 @@ def fetch(
         ``<data_home>/<name>/<name>.parquet``. A table built before was
         checked against the hash recorded when it was built (a damaged table
         is rebuilt from the verified raw files, with a warning); a table built
-        now is not read back into memory.
+        now is not read back into memory. With ``windows``,
+        ``<data_home>/<name>/<name>.windows.parquet``.
     """
     parameters = dict(locals())  # every parameter goes to the build under its name
+    if parameters.pop("windows"):
+        return _fetch(**parameters, windows=True)[0]
     # Only the path is returned: a table just built is not read back into memory.
     return _fetch(**parameters, read_back=False)[0]
 
@@ -80,9 +89,12 @@ def _fetch(
     data_home: Path | str | None,
     download_if_missing: bool,
     manual_dir: Path | str | None,
+    windows: bool = False,
     **options: Any,
 ) -> tuple[Path, Any]:
     entry = get_entry(name, data_home)
+    if windows:
+        check_windowed(entry)  # before anything is downloaded or built
     # A table that exists but is out of date or damaged is rebuilt from the
     # cached raw files without downloading (or a clear error names the missing one).
     # An entry whose every file is a local path (the embedded ``demo``, a
@@ -98,6 +110,14 @@ def _fetch(
             "and download_if_missing=False"
         )
         raise MissingFileError(message)
+    if windows:
+        return build_windows(
+            entry,
+            data_home=data_home,
+            manual_dir=manual_dir,
+            download=download_if_missing,
+            **options,
+        )
     return build_frame(
         entry,
         data_home=data_home,
@@ -119,8 +139,9 @@ def load(
     allow_unverified: bool = False,
     progress: bool | None = None,
     max_expansion: float | None = None,
+    windows: bool = False,
 ) -> Bunch | tuple[Any, Any, Any]:
-    """Load a dataset's feature table, building it first if needed.
+    """Load a dataset's feature table, or its windows of samples, building them if needed.
 
     The shape of scikit-learn's dataset loaders (``fetch_openml``, ``load_iris``),
     with ``groups`` added: the user ids, for
@@ -138,6 +159,18 @@ def load(
         Series. If False they are numpy arrays (``data`` of float64, shape
         ``(n_rows, n_features)``; ``target`` and ``groups`` of shape
         ``(n_rows,)``) and ``frame`` is None, as in scikit-learn.
+    windows : bool
+        If True, ``data`` is the windows of samples instead of the features:
+        a float32 array of shape ``(n_rows, window, n_channels)``, whose row
+        ``i`` is row ``i`` of the feature table (same users, classes, user
+        filter and order). Its values are the samples the features are
+        computed from: each channel of ``entry.sensors`` after the recipe's
+        moving average. ``channel_names`` names the last axis and ``frame``
+        is None. Only datasets of recipe ``study-window`` have windows; any
+        other is a :class:`~mudata.errors.MudataUsageError` that says why.
+        The file, ``<name>.windows.parquet`` beside the table, holds one
+        fixed-size list column per channel, with the table's provenance and
+        a ``table_sha256`` of its own, checked at each load.
 
     Returns
     -------
@@ -166,8 +199,10 @@ def load(
         bunch.frame.columns[:2].tolist()          # ['userid', 'label']
         X, y, groups = load("wisdm", return_X_y=True)
     """
-    # Every parameter but the two that shape the answer goes to the build.
-    source = {k: v for k, v in locals().items() if k not in ("return_X_y", "as_frame")}
+    # Every parameter but those that shape the answer goes to the build.
+    source = {k: v for k, v in locals().items() if k not in ("return_X_y", "as_frame", "windows")}
+    if windows:
+        return _load_windows(source, return_X_y=return_X_y, as_frame=as_frame)
     # The rows served are the rows whose hash was just checked: one read.
     path, frame = _fetch(**source, force=False)
     record = _public_record(frame.attrs["provenance"], path)
@@ -192,6 +227,42 @@ def load(
         provenance=record,
         DESCR=describe(record),
     )
+
+
+def _load_windows(
+    source: dict[str, Any], *, return_X_y: bool, as_frame: bool
+) -> Bunch | tuple[Any, Any, Any]:
+    """:func:`load` with ``windows=True``: the checked rows of the windows file."""
+    path, rows = _fetch(**source, force=False, windows=True)
+    record = _public_record(rows.provenance, path)
+    target: Any = rows.y
+    groups: Any = rows.groups
+    if as_frame:
+        # Here, not at the top: pandas is imported by the build already.
+        import pandas as pd
+
+        target, groups = pd.Series(target, name="label"), pd.Series(groups, name="userid")
+    if return_X_y:
+        return rows.X, target, groups
+    # Here, not at the top: scikit-learn is slow to import; only needed here.
+    from sklearn.utils import Bunch
+
+    return Bunch(
+        data=rows.X,
+        target=target,
+        groups=groups,
+        frame=None,
+        channel_names=list(rows.channels),
+        target_names=list(record["classes"]),
+        provenance=record,
+        DESCR=describe(record),
+    )
+
+
+def window_layout(path: Path) -> dict[str, Any]:
+    """``length`` and ``channels`` of the windows file at ``path`` (from its provenance)."""
+    record = read_window_provenance(path) or {}
+    return dict(record.get("windows", {}))
 
 
 def describe(record: dict[str, Any]) -> str:

@@ -237,11 +237,20 @@ def _pin_note(remote: RemoteFile) -> str:
 @click.argument("name")
 @fetch_options
 @build_options
+@click.option(
+    "--windows",
+    is_flag=True,
+    help=(
+        "Also build the windows of samples, row for row beside the feature table, "
+        "and print their path (recipe study-window only)."
+    ),
+)
 def fetch_command(name: str, data_home: Path | None, **options: Any) -> None:
     """Download (or take from --manual-dir), verify and build dataset NAME.
 
-    Prints the path of the Parquet table. A table already built from the same
-    registry entry is returned at once.
+    Prints the path of the Parquet table (with --windows, of the windows file:
+    one fixed-size list column of float32 samples per channel). A table
+    already built from the same registry entry is returned at once.
     """
     # Here, not at the top: pandas, pyarrow and Pandera: only for this command.
     from mudata import api
@@ -255,6 +264,13 @@ def fetch_command(name: str, data_home: Path | None, **options: Any) -> None:
         f"{len(record['classes'])} classes, {counts['features']} features",
         err=True,
     )
+    if options["windows"]:
+        layout = api.window_layout(path)
+        click.echo(
+            f"windows: {counts['rows']} of {layout['length']} samples x "
+            f"{len(layout['channels'])} channels ({', '.join(layout['channels'])})",
+            err=True,
+        )
     click.echo(printable(users_line(record, get_entry(name, data_home))), err=True)
     click.echo(str(path))
 

@@ -660,6 +660,7 @@ def _window_features(
     recipe: Recipe,
     index: np.ndarray,
     short: np.ndarray,
+    samples: list[np.ndarray] | None = None,
 ) -> tuple[list[np.ndarray], np.ndarray | None]:
     """The features of each sensor's windows, and where a sample is missing.
 
@@ -675,6 +676,10 @@ def _window_features(
     index, short : ndarray, shape (window, n_windows)
         From :func:`_window_index`: the sample behind each window position, and
         whether its smoothing runs short of the sequence.
+    samples : list, optional
+        When given, each channel's smoothed windows, the very values its
+        features are computed from, are appended to it as float32 arrays of
+        shape (window, n_windows), in channel order.
 
     Returns
     -------
@@ -697,6 +702,8 @@ def _window_features(
             if nan.any():
                 any_nan = nan if any_nan is None else any_nan | nan
             axes.append(_gather(running_means(ordered, span), index, short))
+            if samples is not None:
+                samples.append(axes[-1].astype(np.float32))
         parts.append(_features_of(axes, triple, _Regular(width, n_windows), **options))
         if number == 0 and recipe.second_sensor == "diff":
             diffs = [a[1:] - a[:-1] for a in axes]
@@ -712,6 +719,52 @@ def study_window(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
     array, on which every feature is one vectorised pass: no Python loop per
     window or per sequence, no copy of the whole table.
     """
+    return _study_window(signals, entry, None)[0]
+
+
+def study_window_samples(
+    signals: SignalTable, entry: DatasetEntry
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """:func:`study_window`'s rows and, beside them, the samples of each window.
+
+    Parameters
+    ----------
+    signals : SignalTable
+        As for :func:`featurize`.
+    entry : DatasetEntry
+        With recipe ``study-window``.
+
+    Returns
+    -------
+    table : DataFrame
+        What :func:`featurize` returns for ``signals``, bit for bit.
+    windows : ndarray of float32, shape (len(table), window, n_channels)
+        ``windows[i]`` holds the samples row ``i``'s features are computed
+        from: the recipe's moving average of each channel (the channels of
+        ``entry.sensors``, in order) over the window's positions. The rows
+        dropped for an undefined feature are dropped here too.
+    """
+    if entry.recipe.name != "study-window":
+        message = (
+            f"dataset '{entry.name}': windows of samples need recipe 'study-window', "
+            f"not '{entry.recipe.name}'"
+        )
+        raise RegistryError(message)
+    samples: list[np.ndarray] = []
+    with np.errstate(over="ignore", invalid="ignore"):
+        table, keep = _study_window(signals, entry, samples)
+    n_channels = sum(len(s.channels) for s in entry.sensors)
+    if keep is None:
+        return table, np.zeros((0, int(entry.recipe.window or 0), n_channels), np.float32)
+    # (window, n_windows) per channel -> (n_windows, window, channel), kept rows only.
+    windows = np.stack([s[:, keep] for s in samples], axis=-1).transpose(1, 0, 2)
+    return table, np.ascontiguousarray(windows)
+
+
+def _study_window(
+    signals: SignalTable, entry: DatasetEntry, samples: list[np.ndarray] | None
+) -> tuple[pd.DataFrame, np.ndarray | None]:
+    """:func:`study_window`, and which windows it kept (None: no window was cut)."""
     recipe = entry.recipe
     if recipe.window is None:
         message = f"dataset '{entry.name}': recipe 'study-window' needs 'window'"
@@ -724,14 +777,14 @@ def study_window(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
 
     order, bounds = _sequences(frame, entry)
     if order.size == 0:
-        return _empty_frame(columns)
+        return _empty_frame(columns), None
     counts = window_count(np.diff(bounds), width)
     unused = int((np.diff(bounds) - counts * width).sum())
     n_windows = int(counts.sum())
     if n_windows == 0:
         empty = _empty_frame(columns)
         empty.attrs["samples_unused"] = unused
-        return empty
+        return empty, None
     index, short = _window_index(bounds, counts, width, span)
 
     parts, ordered_nan = _window_features(
@@ -741,6 +794,7 @@ def study_window(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
         recipe,
         index,
         short,
+        samples,
     )
 
     first = np.repeat(order[bounds[:-1]], counts)
@@ -750,7 +804,10 @@ def study_window(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
     }
     users = frame["userid"].to_numpy()[first]
     labels = frame["label"].to_numpy()[first]
-    table = _finish(users, labels, np.hstack(parts), columns, reasons, entry, "windows")
+    values = np.hstack(parts)
+    # _finish keeps the rows without an undefined feature (and overwrites values).
+    keep = ~np.isnan(values).any(axis=1)
+    table = _finish(users, labels, values, columns, reasons, entry, "windows")
     table.attrs["samples_unused"] = unused
     if unused:
         log.info(
@@ -758,7 +815,7 @@ def study_window(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:
             entry.name,
             unused,
         )
-    return table
+    return table, keep
 
 
 def study_segment(signals: SignalTable, entry: DatasetEntry) -> pd.DataFrame:

@@ -674,3 +674,26 @@ def _provenance(
         "python_version": platform.python_version(),
         "built": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+
+def kept_signals(entry: DatasetEntry, sources: Sources) -> SignalTable:
+    """The raw samples of the kept classes, read whole (not in chunks), in file order.
+
+    What :func:`labelled_features` windows for a signal reader, given to the
+    stages that need the samples themselves (:mod:`mudata.window_build`).
+    """
+    raw = get_reader(entry.reader)(entry, sources)
+    if not isinstance(raw, SignalTable):
+        message = f"{entry.name}: reader '{entry.reader}' gives features, not samples"
+        raise EmptyResultError(message)
+    return SignalTable(_label_raw(raw, entry)[0])
+
+
+def name_labels(features: pd.DataFrame, entry: DatasetEntry) -> pd.DataFrame:
+    """Feature rows of a signal recipe with their class names instead of raw codes."""
+    return _name_labels(features, entry) if len(features) else features
+
+
+def spool_dir(entry: DatasetEntry, data_home: Path | str | None) -> Path | None:
+    """Where a build spools members (see :func:`_spool_dir`); call it under the dataset's lock."""
+    return _spool_dir(entry, data_home)

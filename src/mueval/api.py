@@ -38,6 +38,7 @@ from mueval.errors import UsageError
 from mueval.evaluation.aggregate import splits_frame, summary_frame, user_dtype
 from mueval.evaluation.estimators import SCALINGS, UserModel, user_models
 from mueval.evaluation.hooks import fit_predict_models
+from mueval.evaluation.inputs import check_input
 from mueval.evaluation.models import model_records
 from mueval.evaluation.records import EvalConfig
 from mueval.evaluation.runner import run, stage_timings
@@ -435,6 +436,7 @@ def evaluate(
     overwrite: bool = False,
     user_col: str = "userid",
     label_col: str = "label",
+    input: str = "features",
     **source: Any,
 ) -> Run:
     """Evaluate classifiers (the four built-ins, or models of your own) under the
@@ -544,6 +546,13 @@ def evaluate(
         Replace an existing run folder at ``out``.
     user_col, label_col : str
         Columns of a file or DataFrame.
+    input : {"features", "windows"}
+        What the models are fed: the feature table's rows (the protocol), or a
+        registered dataset's windows of samples, float32 of shape ``(n, T, C)``
+        with the same rows, users and order (:func:`mudata.load` with
+        ``windows=True``). Windows are for models that take such arrays (``cnn``
+        of ``mueval[deep]``, or your own); the built-ins take features and are
+        refused on windows, as is ``scale="minmax"``.
     **source
         For a registered dataset, where its files come from: ``data_home``,
         ``manual_dir``, ``mirror``, ``allow_unverified``, ``max_expansion``
@@ -575,6 +584,7 @@ def evaluate(
     [{'strategy': 'mm', 'classifier': 'nb', 'n': 2}]
     """
     names, own = _all_models(classifiers, models, classifier_params, scale)
+    check_input(input, names, own)
     config = EvalConfig(
         strategies=tuple(parse_strategies(_as_list(strategies))),
         classifiers=names,
@@ -601,7 +611,7 @@ def evaluate(
         # A cohort column of any type (text too) is taken out before the features
         # are checked to be numeric.
         data, cohorts = _split_cohort_column(data, config.conditioning.column, user_col)
-    table = load_data(data, user_col=user_col, label_col=label_col, **source)
+    table = load_data(data, user_col=user_col, label_col=label_col, input=input, **source)
     return evaluate_table(
         table,
         config,

@@ -75,6 +75,17 @@ def main() -> None:
 @main.command()
 @evaluate_options
 @click.option(
+    "--input",
+    "input_kind",
+    type=click.Choice(("features", "windows")),
+    default="features",
+    show_default=True,
+    help="What the models are fed: the feature table's rows (the protocol), or the "
+    "--dataset's windows of samples, float32 (n, T, C), same rows and users "
+    "(mudata fetch NAME --windows). Windows are for models that take them (-c cnn of "
+    "mueval[deep], or your own); the built-ins stay on features.",
+)
+@click.option(
     "--strict",
     is_flag=True,
     help=f"Exit with code {STRICT_EXIT} when the run has an error-severity warning (a "
@@ -92,6 +103,7 @@ def evaluate(
     overwrite: bool,
     strict: bool,
     table_format: str,
+    input_kind: str,
     **options: Any,
 ) -> None:
     """Evaluate classifiers under the multi-user strategies with split conformal
@@ -111,6 +123,7 @@ def evaluate(
 
     # Here, not at the top: scikit-learn, for the user's models.
     from mueval.evaluation.estimators import read_model_config, user_models
+    from mueval.evaluation.inputs import check_input
     from mueval.evaluation.records import EvalConfig
     from mueval.guarantees.run_warnings import warnings_summary
     from mueval.runfolder import check_target
@@ -134,6 +147,10 @@ def evaluate(
         names, models = user_models(given, params=params, scale=options.pop("scale"))
     except UsageError as exc:
         raise click.BadParameter(str(exc), param_hint="--classifier") from exc
+    try:
+        check_input(input_kind, names, models)
+    except UsageError as exc:
+        raise click.BadParameter(str(exc), param_hint="--input") from exc
     config = EvalConfig(
         strategies=tuple(parse_strategies(strategies or ("mm,udm,uim,ucm",))),
         classifiers=names,
@@ -146,6 +163,7 @@ def evaluate(
         data_file if data_file is not None else dataset,
         user_col=user_col,
         label_col=label_col,
+        input=input_kind,
         **({} if data_file is not None else source),
     )
     # With --out the predictions stream to the folder while the tasks run.
@@ -155,8 +173,13 @@ def evaluate(
     aside = table_format != "text"
     click.echo(
         f"{plain(info.get('name'))}: {info['n_rows']} rows, {info['n_users']} users, "
-        f"{len(table.classes)} classes, {info['n_features']} features; "
-        f"alpha={config.alpha}, score={config.score}, threshold={config.threshold}"
+        f"{len(table.classes)} classes, "
+        + (
+            f"windows of {info['window_shape'][0]} samples x {info['window_shape'][1]} channels; "
+            if info.get("input") == "windows"
+            else f"{info['n_features']} features; "
+        )
+        + f"alpha={config.alpha}, score={config.score}, threshold={config.threshold}"
         f"{', mondrian' if config.mondrian else ''}"
         f"{f', condition {config.condition}' if config.condition else ''}"
         f"{', blocked split' if config.split == 'blocked' else ''}"

@@ -145,7 +145,8 @@ evaluate_options = stack(
         "--classifier",
         "-c",
         "classifiers",
-        help=f"Classifiers; repeat or comma list: {', '.join(CLASSIFIERS)}, all, or a model "
+        help=f"Classifiers; repeat or comma list: {', '.join(CLASSIFIERS)}, all, cnn (a small "
+        "1-D CNN, extra mueval[deep], with --input windows), or a model "
         "of your own as an import path module:attribute (a scikit-learn classifier class "
         "or a factory; NAME=module:attribute names it), e.g. "
         "sklearn.linear_model:LogisticRegression. [default: all; mueval curve takes one "

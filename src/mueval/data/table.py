@@ -404,6 +404,67 @@ def load_registered(name: str, **source: Any) -> Table:
     return table_from_frame(df, user_col="userid", label_col="label", info=info)
 
 
+def load_registered_windows(name: str, **source: Any) -> Table:
+    """A :mod:`mudata` dataset's windows of samples, for models that take ``(n, T, C)``.
+
+    The rows, users, classes and their order are those of the feature table
+    (:func:`mudata.load` with ``windows=True``), so ``y`` and ``users`` equal
+    :func:`load_registered`'s and a run on windows compares with a run on features.
+
+    Returns
+    -------
+    Table
+        ``X`` of float32, shape ``(n_rows, window, n_channels)``; ``features``
+        names the channels; ``info["input"]`` is ``"windows"`` and
+        ``info["window_shape"]`` ``[window, n_channels]``; ``provenance_sha256``
+        is the feature table's (the same rows), ``windows_sha256`` the windows'.
+
+    Raises
+    ------
+    UsageError
+        An unknown dataset, or one without windows (a recipe other than
+        ``study-window``: mudata's message says why).
+    """
+    mudata = import_mudata()
+    # Here, not at the top: after the check above, which names another mudata.
+    from mudata.errors import MudataError, MudataUsageError
+
+    try:
+        bunch = mudata.load(name, windows=True, **source)
+    except MudataUsageError as exc:
+        raise UsageError(str(exc)) from exc
+    except MudataError as exc:
+        message = f"cannot load the windows of dataset {name!r}: {exc}"
+        raise DataError(message) from exc
+    X = bunch.data
+    if not np.isfinite(X).all():
+        message = f"{name}: its windows hold missing or infinite samples; they cannot be evaluated"
+        raise DataError(message)
+    labels = bunch.target.astype(str).to_numpy()
+    classes = sorted(np.unique(labels).tolist())  # a label encoder's order, as for features
+    index = {c: i for i, c in enumerate(classes)}
+    y = np.fromiter((index[v] for v in labels), dtype=int, count=len(labels))
+    users = user_ids(bunch.groups)
+    record = bunch.provenance
+    info = {
+        "name": name,
+        "source": "registry",
+        "input": "windows",
+        "provenance_sha256": record.get("features_table_sha256"),
+        "windows_sha256": record.get("sha256"),
+        "window_shape": [int(X.shape[1]), int(X.shape[2])],
+        "licence": record.get("licence"),
+        "title": record.get("title"),
+        "citation": record.get("citation"),
+        "n_rows": int(X.shape[0]),
+        "n_users": len(np.unique(users)),
+        "n_features": int(X.shape[1] * X.shape[2]),
+        "user_col": "userid",
+        "label_col": "label",
+    }
+    return Table(X, y, users, classes, list(bunch.channel_names), info)
+
+
 class _PandasMetadataError(Exception):
     """The pandas metadata inside a Parquet file could not be applied."""
 
@@ -497,6 +558,7 @@ def load_data(
     *,
     user_col: str = "userid",
     label_col: str = "label",
+    input: str = "features",
     **source: Any,
 ) -> Table:
     """The table to evaluate, from a dataset name, a file or a DataFrame.
@@ -505,10 +567,21 @@ def load_data(
     a file; any other string is a registered mudata dataset, and ``source``
     (``data_home``, ``manual_dir``, ``mirror``, ``allow_unverified``,
     ``max_expansion``) says where its files come from
-    (:func:`mueval.data.table.load_registered`).
+    (:func:`mueval.data.table.load_registered`). ``input="windows"`` takes a
+    registered dataset's windows of samples instead of its features
+    (:func:`load_registered_windows`).
     """
-    if isinstance(data, str) and not data.lower().endswith(_TABLE_SUFFIXES):
-        return load_registered(data, **source)
+    registered = isinstance(data, str) and not data.lower().endswith(_TABLE_SUFFIXES)
+    if input == "windows":
+        if not registered:
+            message = (
+                "input windows (--input windows) needs a registered mudata dataset "
+                f"(--dataset NAME), whose windows mudata stores; got {type(data).__name__} data"
+            )
+            raise UsageError(message)
+        return load_registered_windows(data, **source)  # type: ignore[arg-type]
+    if registered:
+        return load_registered(data, **source)  # type: ignore[arg-type]
     given = sorted(k for k, v in source.items() if v not in (None, False))
     if given:
         message = f"{', '.join(given)} only apply to a registered dataset, not to {type(data).__name__} data"

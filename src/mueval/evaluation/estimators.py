@@ -15,6 +15,7 @@ classifier names of the run and its user models, checked before any task runs.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import pickle
 import re
@@ -50,6 +51,12 @@ __all__ = [
 
 #: ``--scale`` for the user's models: the protocol's min-max scaling, or none.
 SCALINGS: tuple[str, ...] = ("none", "minmax")
+
+#: Models of an optional extra, by code: their import path, the extra, and the
+#: packages it installs (checked when the code is given, before any work).
+OPTIONAL_MODELS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "cnn": ("mueval.evaluation.cnn:CNNClassifier", "deep", ("torch", "skorch")),
+}
 
 #: What each record of run.json says of a ``*random_state`` parameter.
 SEED_NOTE = "the iteration's seed"
@@ -246,6 +253,26 @@ def _from_path(path: str, params: Mapping[str, Any]) -> Any:
         raise UsageError(message[:400]) from exc
 
 
+def _optional_model(code: str) -> str:
+    """The import path of the optional model ``code``, once its extra is installed.
+
+    Raises
+    ------
+    UsageError
+        A package of its extra is not installed; the message says how to install it.
+    """
+    path, extra, packages = OPTIONAL_MODELS[code]
+    missing = [name for name in packages if importlib.util.find_spec(name) is None]
+    if missing:
+        message = (
+            f"classifier {code!r} needs the optional extra [{extra}], which installs "
+            f"{', '.join(packages)}; not installed: {', '.join(missing)}. Install it with "
+            f"pip install 'mudata-mueval[{extra}]'"
+        )
+        raise UsageError(message)
+    return path
+
+
 def _check_estimator(name: str, estimator: Any) -> None:
     """A classifier the evaluation can fit, clone and ask for probabilities."""
     if isinstance(estimator, type):
@@ -393,6 +420,17 @@ def user_models(
                 given, path = given.strip(), path.strip()
             if ":" in path or "." in path:
                 _add(models, taken, given, _from_path(path, params), scale=minmax, source=path)
+                used_params = True
+            elif path in OPTIONAL_MODELS:
+                target = _optional_model(path)
+                _add(
+                    models,
+                    taken,
+                    given or path,
+                    _from_path(target, params),
+                    scale=minmax,
+                    source=target,
+                )
                 used_params = True
             elif given is not None and given != path:
                 message = f"classifier {given!r}: {path!r} is no import path (module:attribute)"

@@ -592,7 +592,9 @@ def run(
     if callable(config.score) and (backend == "dask" or jobs != 1):
         where = "the dask backend" if backend == "dask" else f"jobs={jobs} (worker processes)"
         check_picklable(config.score, f"score function {config.conformity.name!r}", where)
-    X = np.ascontiguousarray(X, dtype=float)
+    # Features as float64 (the protocol's); windows of samples (n, T, C) keep
+    # their float32, half the memory, which is what a network takes.
+    X = np.ascontiguousarray(X, dtype=float if X.ndim == 2 else None)
     y = np.asarray(y, dtype=int)
     users = np.asarray(users)
     n_classes = len(classes)

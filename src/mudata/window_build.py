@@ -1,0 +1,207 @@
+"""A dataset's windows of samples, row for row beside its feature table.
+
+For a ``study-window`` dataset, :func:`build_windows` reads the verified raw
+files again, cuts the recipe's windows (:func:`mudata.features.study_window_samples`),
+keeps the rows the feature table keeps (undefined features, missing values, the
+user filter) and stores the samples of each (:mod:`mudata.window_store`).
+Window ``i`` is row ``i`` of the feature table: the feature rows computed beside
+the windows must hash to the feature table's ``table_sha256``, or nothing is
+written (:class:`~mudata.errors.StorageError`). The file records that hash as
+``features_table_sha256``; a windows file whose feature table changed since is
+built again.
+
+The values are the samples the features are computed from: each channel after
+the recipe's moving average (``smoothing``), over the window's positions.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from mudata.classes import user_names
+from mudata.entry import DatasetEntry
+from mudata.errors import CorruptTableError, MudataUsageError, StorageError
+from mudata.paths import dataset_lock, table_dir
+from mudata.pipeline import MIN_USERS, build_frame, kept_signals, name_labels, spool_dir
+from mudata.readers import Sources
+from mudata.store import table_fingerprint
+from mudata.userfilter import filter_users
+from mudata.version import __version__
+from mudata.window_store import Windows, read_provenance, read_windows, write_windows
+
+log = logging.getLogger(__name__)
+
+#: What the values of a windows file are, in its provenance.
+SAMPLES = "the recipe's moving average of each channel over the window's positions"
+
+
+def windows_path(entry: DatasetEntry, data_home: Path | str | None = None) -> Path:
+    """Where the windows of ``entry`` live: beside its feature table."""
+    return table_dir(entry.name, data_home) / f"{entry.name}.windows.parquet"
+
+
+def check_windowed(entry: DatasetEntry) -> None:
+    """Raise a usage error naming why ``entry`` has no windows of samples.
+
+    Raises
+    ------
+    MudataUsageError
+        The recipe is not ``study-window``: a precomputed table has no samples,
+        a segment recipe cuts no windows of one length.
+    """
+    recipe = entry.recipe.name
+    if recipe == "study-window":
+        return
+    why = {
+        "precomputed": "its table is published as features, with no samples to cut windows from",
+        "study-segment": "its rows are whole segments of different lengths, not windows of one length",
+    }.get(recipe, "only recipe 'study-window' cuts windows of one length")
+    hint = (
+        " (its rows are those of 'motionsense' on participants 1-4)" if entry.name == "demo" else ""
+    )
+    message = (
+        f"dataset '{entry.name}' has no windows of samples: its recipe is '{recipe}' and {why}. "
+        f"Windows exist for the datasets of recipe 'study-window'{hint}; without --windows "
+        f"its feature table loads as usual."
+    )
+    raise MudataUsageError(message)
+
+
+def build_windows(entry: DatasetEntry, **options: Any) -> tuple[Path, Windows]:
+    """Build (or find) the windows of ``entry``; return their path and the checked rows.
+
+    Parameters
+    ----------
+    entry : DatasetEntry
+        With recipe ``study-window``.
+    **options
+        The keyword arguments of :func:`mudata.pipeline.build_frame`
+        (``data_home``, ``manual_dir``, ``download``, ...); the feature table
+        is built first when needed.
+
+    Returns
+    -------
+    (Path, Windows)
+        The file ``<name>.windows.parquet`` and its rows, checked against
+        their ``table_sha256``.
+
+    Raises
+    ------
+    MudataUsageError
+        The recipe cuts no windows (:func:`check_windowed`).
+    StorageError
+        The feature rows computed beside the windows are not the feature
+        table's (nothing is written), or the file cannot be written.
+    """
+    check_windowed(entry)
+    force = bool(options.pop("force", False))
+    options.pop("read_back", None)
+    data_home = options.get("data_home")
+    _, table = build_frame(entry, **options, force=force, read_back=True)
+    assert table is not None  # read_back=True always reads the rows
+    features = table.attrs["provenance"]
+    target = windows_path(entry, data_home)
+    if not force and (cached := _current(target, features)) is not None:
+        return target, cached
+    with dataset_lock(entry.name, data_home):
+        if not force and (cached := _current(target, features)) is not None:
+            return target, cached
+        windows = _cut(entry, features, options)
+        write_windows(target, windows)
+    log.info("%s: %d windows written to %s", entry.name, len(windows.y), target)
+    return target, read_windows(target)
+
+
+def _current(target: Path, features: dict[str, Any]) -> Windows | None:
+    """The cached windows when they are those of the feature table as it is; else None."""
+    if not target.is_file():
+        return None
+    recorded = read_provenance(target)
+    if not recorded or recorded.get("features_table_sha256") != features["table_sha256"]:
+        return None
+    try:
+        return read_windows(target)
+    except CorruptTableError as exc:
+        log.warning("%s; building them again from the verified raw files", exc)
+        return None
+
+
+def _cut(entry: DatasetEntry, features: dict[str, Any], options: dict[str, Any]) -> Windows:
+    """Read the raw files again and cut the windows of the feature table's rows."""
+    # Here, not at the top: imports pooch's network stack, and numpy-heavy code.
+    from mudata.download import fetch_sources
+    from mudata.features import study_window_samples
+
+    data_home = options.get("data_home")
+    manual_dir = options.get("manual_dir")
+    fetched = fetch_sources(
+        entry,
+        data_home=data_home,
+        mirror=options.get("mirror"),
+        manual_dir=Path(manual_dir) if manual_dir is not None else None,
+        progress=options.get("progress"),
+        allow_unverified=bool(options.get("allow_unverified", False)),
+        download=bool(options.get("download", True)),
+        max_expansion=options.get("max_expansion"),
+    )
+    sources = Sources(
+        [f.root for f in fetched],
+        [f.pins for f in fetched],
+        max_expansion=options.get("max_expansion"),
+        spool_dir=spool_dir(entry, data_home),
+    )
+    try:
+        signals = kept_signals(entry, sources)
+    finally:
+        sources.close()
+    rows, X = study_window_samples(signals, entry)
+    del signals
+    rows = name_labels(rows, entry)
+    rows["userid"] = user_names(rows["userid"])
+    # The feature table's own stages after the recipe: missing values (none from
+    # this recipe, checked all the same), then the user filter.
+    numbers = [c for c in rows.columns if c not in ("userid", "label")]
+    complete = ~rows[numbers].isna().any(axis=1).to_numpy()
+    rows, X = rows.loc[complete].reset_index(drop=True), X[complete]
+    min_users = int(features.get("build", {}).get("min_users", MIN_USERS))
+    _, report = filter_users(
+        rows, entry.class_names, entry.min_per_class, dataset=entry.name, min_users=min_users
+    )
+    users_kept = rows["userid"].astype(str).isin(report.kept).to_numpy()
+    rows, X = rows.loc[users_kept].reset_index(drop=True), X[users_kept]
+    observed = table_fingerprint(rows)
+    if observed != features["table_sha256"]:
+        message = (
+            f"dataset '{entry.name}': the feature rows computed beside its windows hash to "
+            f"{observed}, but its feature table records table_sha256 {features['table_sha256']}; "
+            "the windows would not line up with the table's rows, so none are written. "
+            f"`mudata verify {entry.name}` checks the table against its raw files."
+        )
+        raise StorageError(message)
+    channels = [c for sensor in entry.sensors for c in sensor.channels]
+    provenance = {
+        key: value
+        for key, value in features.items()
+        if key not in ("table_sha256", "table_sha256_kind", "built", "mudata_version")
+    }
+    provenance.update(
+        {
+            "features_table_sha256": features["table_sha256"],
+            "windows": {"samples": SAMPLES, "smoothing": int(entry.recipe.smoothing)},
+            "mudata_version": __version__,
+            "built": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+    )
+    return Windows(
+        X=X,
+        y=rows["label"].to_numpy(dtype=object),
+        groups=rows["userid"].astype(str).to_numpy(dtype=object),
+        channels=channels,
+        provenance=provenance,
+    )
+
+
+__all__ = ["build_windows", "check_windowed", "windows_path"]

@@ -54,7 +54,7 @@ from mueval.guarantees.run_diagnostics import (
     diagnostic_names,
 )
 from mueval.guarantees.user_level import default_combine
-from mueval.names import parse_classifiers, parse_strategies
+from mueval.names import DEFAULT_STRATEGIES, is_pooled, parse_classifiers, parse_strategies
 from mueval.run import Run
 from mueval.runfolder import (
     PredictionStream,
@@ -63,6 +63,7 @@ from mueval.runfolder import (
     predictions_table,
     read_run_folder,
 )
+from mueval.strategies import Strategy
 from mueval.version import __version__
 
 if TYPE_CHECKING:
@@ -204,7 +205,7 @@ def _evaluate_into(
 def _target_dtype(table: Table, config: EvalConfig) -> str:
     """``target_user``'s type for the whole run, as :func:`predictions_table` picks it
     from all the run's results at once."""
-    per_user = set(config.strategies) - {"mm"}
+    per_user = [s for s in config.strategies if not is_pooled(s)]
     return user_dtype(np.unique(table.users).tolist() if per_user else [])
 
 
@@ -400,7 +401,7 @@ def _user_cohorts_frame(table: Table, row_cohorts: RowCohorts | None) -> pd.Data
 def evaluate(
     data: str | Path | pd.DataFrame,
     *,
-    strategies: Sequence[str] | str = ("mm", "udm", "uim", "ucm"),
+    strategies: Sequence[str | Strategy] | str | Strategy = DEFAULT_STRATEGIES,
     classifiers: Any = ("nb", "rf", "svm", "knn"),
     classifier_params: dict[str, Any] | None = None,
     scale: str = "none",
@@ -440,9 +441,12 @@ def evaluate(
     data : str, Path or DataFrame
         A registered mudata dataset (``"wisdm"``), a ``.csv``/``.parquet`` file,
         or a DataFrame with a user column, a label column and numeric features.
-    strategies : sequence of str or str
+    strategies : sequence of str or Strategy, str or Strategy
         Codes ``mm``, ``udm``, ``uim``, ``ucm``, ``uam``, ``uxc``, aliases, comma lists or
-        ``"all"``.
+        ``"all"`` (the built-ins); the code of a strategy registered with
+        :func:`mueval.strategies.register_strategy`, its
+        :class:`~mueval.strategies.Strategy` record (registered here) or the
+        import path ``"module:attribute"`` of one.
     classifiers : str, estimator, sequence or dict
         Built-in codes ``nb``, ``rf``, ``svm``, ``knn`` or ``"all"``; import
         paths ``"module:attribute"`` (a classifier class or factory); unfitted
@@ -549,7 +553,7 @@ def evaluate(
     """
     names, models = user_models(classifiers, params=classifier_params, scale=scale)
     config = EvalConfig(
-        strategies=tuple(parse_strategies(_as_list(strategies))),
+        strategies=tuple(parse_strategies(strategies)),
         classifiers=names,
         models=models,
         alpha=alpha,

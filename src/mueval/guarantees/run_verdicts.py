@@ -25,11 +25,13 @@ from mueval.errors import DataError
 from mueval.guarantees.intervals import per_user_coverage
 from mueval.guarantees.records import CONFIDENCE
 from mueval.guarantees.user_level import (
-    NO_VERDICT_STRATEGIES,
     default_combine,
+    has_verdict,
     threshold_rank,
     user_verdicts,
 )
+from mueval.names import is_pooled
+from mueval.strategies import get_strategy
 
 __all__ = [
     "USER_CORRECTION",
@@ -110,8 +112,8 @@ def no_verdict_reason(strategy: str, settings: Mapping[str, Any]) -> str | None:
     True
     """
     condition = settings["condition"]
-    if strategy in NO_VERDICT_STRATEGIES:
-        return f"{strategy}: cross-conformal p-values pooled over fold models, no rank-k threshold"
+    if not has_verdict(strategy):
+        return f"{strategy}: {get_strategy(str(strategy).lower()).no_verdict}"
     if settings["rule"] == "mapie" and settings["score"] != "lac":
         return (
             f"MAPIE's own {settings['score']} sets (--threshold mapie): no rank-k threshold "
@@ -123,9 +125,9 @@ def no_verdict_reason(strategy: str, settings: Mapping[str, Any]) -> str | None:
             "(splits.parquet's n_cal_class, written since the exact per-user test): the "
             "per-cell ranks are unknown"
         )
-    if condition.by_cohort and strategy == "mm":
+    if condition.by_cohort and is_pooled(strategy):
         return (
-            "mm under cohort calibration: each test row is calibrated on its own cohort, while "
+            f"{strategy} under cohort calibration: each test row is calibrated on its own cohort, while "
             "n_cal counts every cohort's calibration rows"
         )
     return None
@@ -140,7 +142,8 @@ def _prediction_rows(predictions: pd.DataFrame, **extra: np.ndarray) -> pd.DataF
     if "target_user" in predictions.columns:
         target = user_texts(predictions["target_user"]).to_numpy()
     else:
-        pooled = predictions["strategy"].astype(str).str.lower().eq("mm").to_numpy()
+        codes = predictions["strategy"].astype(str).str.lower()
+        pooled = codes.isin([c for c in pd.unique(codes) if is_pooled(c)]).to_numpy()
         target = np.where(pooled, "", user_texts(predictions["userid"]).to_numpy())
     return pd.DataFrame(
         {

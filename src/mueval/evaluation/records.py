@@ -460,7 +460,8 @@ class EvalResult:
         """(strategy order (:func:`~mueval.names.strategy_rank`), classifier order (:func:`~mueval.names.classifier_rank`),
         iteration, user in natural order)."""
         return (
-            strategy_rank(self.strategy),
+            # A run's strategies are registered (make_splits refuses others).
+            strategy_rank(self.strategy)[0],
             classifier_rank(self.classifier),
             self.iteration,
             () if self.user is None else natural_key(self.user),

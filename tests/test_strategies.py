@@ -128,6 +128,18 @@ def test_two_records_on_one_splitter_share_its_splits(toy: Strategy) -> None:
     assert split.strategies == ["ta", "tb"]
 
 
+def test_a_folders_strategy_records_say_which_have_no_verdict() -> None:
+    # As a report or comparison reads a run folder made with strategies this
+    # process never registered; a built-in's record is never the folder's.
+    records = {"nov": {"no_verdict": "pooled p-values"}, "ucm": {"no_verdict": "forged"}}
+    settings = verdict_settings({"strategy_records": records})
+    assert no_verdict_reason("nov", settings) == "nov: pooled p-values"
+    assert no_verdict_reason("ucm", settings) is None
+    assert no_verdict_reason("other", settings) is None
+    for bad in ([], "x", {"nov": "text"}, {"nov": {"no_verdict": 3}}):
+        assert no_verdict_reason("nov", verdict_settings({"strategy_records": bad})) is None
+
+
 def test_a_strategy_without_a_verdict_says_why(toy: Strategy) -> None:
     record = Strategy("nov", "No verdict", "pools.", _first_user, no_verdict="pooled p-values")
     register_strategy(record)

@@ -54,7 +54,13 @@ from mueval.guarantees.run_diagnostics import (
     diagnostic_names,
 )
 from mueval.guarantees.user_level import default_combine
-from mueval.names import DEFAULT_STRATEGIES, is_pooled, parse_classifiers, parse_strategies
+from mueval.names import (
+    DEFAULT_STRATEGIES,
+    STRATEGIES,
+    is_pooled,
+    parse_classifiers,
+    parse_strategies,
+)
 from mueval.run import Run
 from mueval.runfolder import (
     PredictionStream,
@@ -63,7 +69,7 @@ from mueval.runfolder import (
     predictions_table,
     read_run_folder,
 )
-from mueval.strategies import Strategy
+from mueval.strategies import Strategy, get_strategy
 from mueval.version import __version__
 
 if TYPE_CHECKING:
@@ -202,6 +208,14 @@ def _evaluate_into(
     return result
 
 
+def _strategy_records(strategies: Sequence[str]) -> dict[str, Any]:
+    """``strategy_records``: the records of the run's strategies of the user's (none
+    for the built-ins, whose records are mueval's), so that the folder says what
+    they were and a report made without them gives no verdict where none exists."""
+    own = {s: get_strategy(s).record() for s in strategies if s not in STRATEGIES}
+    return {"strategy_records": own} if own else {}
+
+
 def _target_dtype(table: Table, config: EvalConfig) -> str:
     """``target_user``'s type for the whole run, as :func:`predictions_table` picks it
     from all the run's results at once."""
@@ -277,6 +291,7 @@ def _evaluate(
         "cohort_column": None if row_cohorts is None else row_cohorts.column,
         # How each strategy's iterations are combined in the per-user verdicts.
         "user_combine": {s: default_combine(s, config.split) for s in config.strategies},
+        **_strategy_records(config.strategies),
         "jobs": execution["jobs"],
         "backend": execution.get("backend", "loky"),
         **_diagnostics_config(diagnostics),

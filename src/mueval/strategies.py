@@ -122,6 +122,23 @@ class Strategy:
         """Whether the exact per-user test gives this strategy's users a verdict."""
         return self.no_verdict is None
 
+    def record(self) -> dict[str, Any]:
+        """The record as ``run.json`` keeps it for a strategy of the user's: every
+        field, the splitter as its import path ``module:qualified name``."""
+        splitter = self.splitter
+        if callable(splitter):
+            module = getattr(splitter, "__module__", None) or "?"
+            splitter = f"{module}:{getattr(splitter, '__qualname__', repr(splitter))}"
+        return {
+            "name": self.name,
+            "help": self.help,
+            "splitter": splitter,
+            "combine": self.combine,
+            "no_verdict": self.no_verdict,
+            "aliases": list(self.aliases),
+            "pooled": self.pooled,
+        }
+
     def split_function(self) -> Callable[..., Any]:
         """The splitter as a function (an import path is imported here)."""
         if callable(self.splitter):

@@ -30,7 +30,7 @@ from mueval.guarantees.user_level import (
     threshold_rank,
     user_verdicts,
 )
-from mueval.names import is_pooled
+from mueval.names import STRATEGIES, is_pooled
 from mueval.strategies import get_strategy
 
 __all__ = [
@@ -67,8 +67,10 @@ def verdict_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
     dict
         ``level``, ``correction``, ``combine`` (strategy -> ``convolution`` or
         ``bonferroni``, or None: :func:`~mueval.guarantees.user_level.default_combine`),
-        ``rule``, ``score``, ``split``, ``small_cal`` and ``condition`` (a
-        :class:`~mueval.conformal.condition.Condition`).
+        ``rule``, ``score``, ``split``, ``small_cal``, ``condition`` (a
+        :class:`~mueval.conformal.condition.Condition`) and ``no_verdict``
+        (strategy -> why it has no verdict, for the strategies of the user's that
+        ``strategy_records`` describes).
 
     Examples
     --------
@@ -88,6 +90,22 @@ def verdict_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
         "condition": parse_condition(
             config.get("condition"), mondrian=bool(config.get("mondrian"))
         ),
+        "no_verdict": _recorded_no_verdict(config.get("strategy_records")),
+    }
+
+
+def _recorded_no_verdict(records: object) -> dict[str, str]:
+    """Strategy -> why it has no verdict, from run.json's ``strategy_records`` (the
+    user's strategies, which the process reading the folder may not have)."""
+    if not isinstance(records, Mapping):
+        return {}
+    return {
+        str(code): record["no_verdict"]
+        for code, record in records.items()
+        # A built-in's record is mueval's own, never the folder's.
+        if str(code) not in STRATEGIES
+        and isinstance(record, Mapping)
+        and isinstance(record.get("no_verdict"), str)
     }
 
 
@@ -112,6 +130,9 @@ def no_verdict_reason(strategy: str, settings: Mapping[str, Any]) -> str | None:
     True
     """
     condition = settings["condition"]
+    recorded = settings.get("no_verdict") or {}
+    if strategy in recorded:
+        return f"{strategy}: {recorded[strategy]}"
     if not has_verdict(strategy):
         return f"{strategy}: {get_strategy(str(strategy).lower()).no_verdict}"
     if settings["rule"] == "mapie" and settings["score"] != "lac":

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from mueval.data.table import table_from_frame
 from mueval.errors import SplitError, UsageError
-from mueval.evaluation.records import Split
+from mueval.evaluation.aggregate import splits_frame
+from mueval.evaluation.records import EvalConfig, Split
+from mueval.evaluation.runner import run
 from mueval.evaluation.splits import make_splits
 from mueval.guarantees.run_verdicts import no_verdict_reason, verdict_settings
 from mueval.guarantees.user_level import default_combine, has_verdict
@@ -28,6 +32,7 @@ from mueval.strategies import (
     registered_strategies,
     unregister_strategy,
 )
+from tests.test_evaluate_runner import make_frame
 
 
 def _first_user(request) -> list[Split]:
@@ -243,3 +248,39 @@ def test_a_splitter_of_the_users_is_checked_before_any_fit(toy, kind: str, match
 def test_an_unknown_strategy_code_is_refused_by_make_splits() -> None:
     with pytest.raises(UsageError, match="unknown strategy 'nope'; registered: mm, udm"):
         make_splits(*_table(), ["nope"], 1, 101)
+
+
+def _next_user(request) -> list[Split]:
+    """Each user tested on its rows, calibrated on the next user's, trained on the rest."""
+    users = np.unique(request.users).tolist()
+    out = []
+    for k, user in enumerate(users):
+        buddy = users[(k + 1) % len(users)]
+        test = np.flatnonzero(request.users == user)
+        cal = np.flatnonzero(request.users == buddy)
+        train = np.flatnonzero(~np.isin(request.users, [user, buddy]))
+        out.append(Split(request.iteration, request.seed, user, train, test, {"nxt": cal}))
+    return out
+
+
+@pytest.mark.slow
+def test_a_strategy_of_the_users_gives_the_same_results_for_any_jobs_and_dask(toy) -> None:
+    # The splits are made in this process: worker processes, which never import
+    # the module that registered the strategy, get them whole.
+    pytest.importorskip("distributed")
+    register_strategy(Strategy("nxt", "Next user", "calibrates on the next user.", _next_user))
+    table = table_from_frame(make_frame())
+    config = EvalConfig(strategies=("ucm", "nxt"), classifiers=("nb", "rf"), iterations=2)
+    args = (table.X, table.y, table.users, table.classes, config)
+    outs = [
+        run(*args, jobs=1, progress=False),
+        run(*args, jobs=2, progress=False),
+        run(*args, backend="dask", workers=2, progress=False),
+    ]
+    frames = [splits_frame(o.results) for o in outs]
+    assert set(frames[0]["strategy"]) == {"ucm", "nxt"}
+    assert len(frames[0][frames[0]["strategy"] == "nxt"]) == 2 * 2 * 4
+    for other, frame in zip(outs[1:], frames[1:], strict=True):
+        pd.testing.assert_frame_equal(frames[0], frame)
+        for a, b in zip(outs[0].results, other.results, strict=True):
+            assert np.array_equal(a.sets, b.sets) and np.array_equal(a.pvalues, b.pvalues)

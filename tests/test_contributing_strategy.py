@@ -177,10 +177,16 @@ def test_the_example_runs_as_written_from_python(example: Path) -> None:
 def test_the_example_runs_as_written_from_the_command_line(example: Path) -> None:
     table = _run_python_blocks(example)
     commands = [line for b in _blocks("bash") for line in b.splitlines() if line.strip()]
-    assert [c.split()[:2] for c in commands] == [["mueval", "evaluate"], ["mueval", "report"]]
+    verbs = [c.split()[:2] for c in commands]
+    assert verbs == [["mueval", "evaluate"], ["mueval", "report"], ["mueval", "compare"]]
+    outputs = []
     for command in commands:
         done = _run(command, example)
         assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
+        outputs.append(done.stdout)
+    # compare tested the pair, on the five users of the table.
+    (pair,) = [line.split() for line in outputs[2].splitlines() if " l2o " in line]
+    assert pair[:3] == ["nb", "ucm", "l2o"] and pair[-1] == "5"
     folder = example / "runs" / "l2o-cli"
     _check_folder(folder, table)
     # The report was built in a process that never imported l2o.py.

@@ -105,6 +105,10 @@ def test_a_registered_strategy_is_parsed_ordered_named_and_split(toy: Strategy) 
     assert parse_strategies(["toy,ucm"]) == ["ucm", "toy"]
     assert parse_strategies([toy, "mm"]) == ["mm", "toy"]
     assert parse_strategies(["all"]) == list(STRATEGIES)  # 'all' stays the built-ins
+    # A run folder's codes, registered here or not; no code that breaks the rule.
+    assert parse_strategies(["zz,toy"], extra={"zz", "toy", "../x"}) == ["toy", "zz"]
+    with pytest.raises(UsageError, match="unknown strategy '../x'"):
+        parse_strategies(["../x"], extra={"../x"})
     assert ordered_strategies(["toy", "zz", "mm"]) == ["mm", "toy", "zz"]
     assert strategy_name("toy") == "Toy (first user)"
     assert default_combine("toy") == "bonferroni"

@@ -668,10 +668,11 @@ def compare(
     """
     folders = [r.folder() if isinstance(r, Run) else read_run_folder(r) for r in runs]
     present = {c for f in folders for c in pd.unique(f.splits["classifier"])}
+    known = {s for f in folders for s in pd.unique(f.splits["strategy"])}
     return compare_runs(
         folders,
         metric=metric,
-        strategies=None if strategies is None else parse_strategies(_as_list(strategies)),
+        strategies=None if strategies is None else parse_strategies(strategies, known),
         classifiers=None
         if classifiers is None
         else parse_classifiers(_as_list(classifiers), extra=present),

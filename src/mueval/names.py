@@ -283,7 +283,9 @@ def _parse_codes(
     return [c for c in codes if c in wanted]
 
 
-def parse_strategies(values: Sequence[str | Strategy] | str | Strategy) -> list[str]:
+def parse_strategies(
+    values: Sequence[str | Strategy] | str | Strategy, extra: Iterable[str] = ()
+) -> list[str]:
     """Expand strategy names (codes, aliases, ``all``, comma lists) in report order.
 
     Parameters
@@ -293,11 +295,14 @@ def parse_strategies(values: Sequence[str | Strategy] | str | Strategy) -> list[
         :class:`~mueval.strategies.Strategy` record is registered and stands for
         its code; so does the import path ``module:attribute`` of one (``-s`` on
         the command line). ``all`` means the built-ins.
+    extra : iterable of str
+        The strategy codes of a run folder, also accepted where this process
+        has not registered them (a report of a run of a strategy of the user's).
 
     Returns
     -------
     list of str
-        Unique codes ordered as the registry (:func:`strategy_codes`).
+        Unique codes in table order (:func:`strategy_rank`).
 
     Examples
     --------
@@ -315,7 +320,9 @@ def parse_strategies(values: Sequence[str | Strategy] | str | Strategy) -> list[
             # An import path keeps its case (module and attribute names).
             names.append(load_strategy(part.strip()).code if ":" in part else part)
     records = registered_strategies()
-    codes = tuple(s.code for s in records)
+    known = tuple(s.code for s in records)
+    found = [e for e in extra if e not in known and is_strategy_code(e)]
+    codes = (*known, *ordered_strategies(found))
     aliases = {a: s.code for s in records for a in s.aliases}
     return _parse_codes(names, codes, "strategy", aliases, every=STRATEGIES)
 

@@ -60,7 +60,7 @@ _RESERVED = frozenset({"all"})
 class Strategy:
     """One evaluation strategy: its names, its splitter, and its per-user verdict rule.
 
-    Attributes
+    Parameters
     ----------
     code : str
         The code ``-s`` and ``strategies=`` take and every table shows
@@ -290,6 +290,15 @@ def registered_strategies() -> tuple[Strategy, ...]:
 def get_strategy(code: str) -> Strategy:
     """The record of a registered strategy code.
 
+    Parameters
+    ----------
+    code : str
+        A registered strategy code (an alias is not one).
+
+    Returns
+    -------
+    Strategy
+
     Raises
     ------
     UsageError
@@ -381,6 +390,11 @@ def register_strategy(record: Strategy, *, replace: bool = False) -> Strategy:
 def unregister_strategy(code: str) -> None:
     """Remove a strategy of the user's (a built-in stays).
 
+    Parameters
+    ----------
+    code : str
+        The strategy's code.
+
     Raises
     ------
     UsageError
@@ -400,6 +414,16 @@ def load_strategy(path: str) -> Strategy:
 
     How ``-s module:attribute`` takes a strategy of the user's on the command
     line (the module must be importable: on ``PYTHONPATH`` or installed).
+
+    Parameters
+    ----------
+    path : str
+        ``module:attribute``, e.g. ``"l2o:L2O"``.
+
+    Returns
+    -------
+    Strategy
+        The record, now registered.
 
     Raises
     ------

@@ -153,9 +153,12 @@ def _check_folder(folder: Path, table: pd.DataFrame) -> None:
     assert (mine["n_train"] + mine["n_test"] + mine["n_cal"] == len(table)).all()
     assert set(mine["n_cal"]) <= set(sizes)
     # What the section says the report shows: calibrating on another user's rows
-    # leaves L2O's pooled coverage below the target.
+    # leaves L2O's pooled coverage below the target (not UCM's), and the per-user
+    # verdicts and p-value checks name users.
     kinds = {(w["strategy"], w["kind"]) for w in info["warnings"]}
     assert ("l2o", "pooled-below-target") in kinds
+    assert ("ucm", "pooled-below-target") not in kinds
+    assert {("l2o", "users-below-target"), ("l2o", "users-not-exchangeable")} <= kinds
 
 
 def _run_python_blocks(folder: Path) -> pd.DataFrame:

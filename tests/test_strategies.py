@@ -61,6 +61,7 @@ def toy():
 
 
 def _table() -> tuple[np.ndarray, np.ndarray]:
+    # Rows 0-9 are user 3's, 10-19 user 1's, 20-29 user 2's.
     users = np.repeat([3, 1, 2], 10)
     y = np.tile([0, 1], 15)
     return y, users
@@ -227,6 +228,10 @@ def _bad_splitter(kind: str):
             return [Split(request.iteration, request.seed, 1, train, test, {"other": cal})]
         elif kind == "type":
             return (Split(request.iteration, request.seed, 1, train, test, {"bad": cal}),)
+        elif kind == "user":
+            return [Split(request.iteration, request.seed, 2, train, test, {"bad": cal})]
+        elif kind == "none":
+            return [Split(request.iteration, request.seed, None, train, test, {"bad": cal})]
         return [Split(request.iteration, request.seed, 1, train, test, {"bad": cal})]
 
     return splitter
@@ -241,6 +246,8 @@ def _bad_splitter(kind: str):
         ("floats", "test must be a non-empty 1-D array of row positions"),
         ("code", r"calibrates \['other'\], expected one calibration set for each of \['bad'\]"),
         ("type", "must return a list of mueval.evaluation.records.Split"),
+        ("user", "target user 2 is tested on rows of user 1; a strategy tests each target"),
+        ("none", "names no target user, but the record says pooled=False"),
     ],
 )
 def test_a_splitter_of_the_users_is_checked_before_any_fit(toy, kind: str, match: str) -> None:

@@ -537,7 +537,7 @@ def make_splits(
     for record, served in _splitter_groups(strategies):
         splits = record.split_function()(dataclasses.replace(request, strategies=served))
         if record.code not in _BUILTIN:
-            _check_splits(splits, served, record.code, len(request.y))
+            _check_splits(splits, served, record, request.users)
         out += splits
     return out
 
@@ -561,10 +561,14 @@ def _splitter_groups(strategies: Sequence[str]) -> list[tuple[Strategy, tuple[st
     return [(record, tuple(codes)) for record, codes in groups.values()]
 
 
-def _check_splits(splits: object, served: tuple[str, ...], code: str, n_rows: int) -> None:
+def _check_splits(
+    splits: object, served: tuple[str, ...], record: Strategy, users: np.ndarray
+) -> None:
     """A user's splitter returned Split records whose rows are in the table, whose
-    calibration sets are the served strategies', and whose roles do not share a row."""
-    where = f"strategy {code!r}: splitter"
+    calibration sets are the served strategies', whose roles do not share a row,
+    and which test each target user on its own rows (the run folder's rule), or
+    name no target user for a pooled strategy."""
+    where = f"strategy {record.code!r}: splitter"
     if not isinstance(splits, list) or not all(isinstance(s, Split) for s in splits):
         message = f"{where} must return a list of mueval.evaluation.records.Split records"
         raise SplitError(message)
@@ -580,7 +584,29 @@ def _check_splits(splits: object, served: tuple[str, ...], code: str, n_rows: in
                 )
                 raise SplitError(message)
             parts = {"train": split.train, "test": target.test, **target.calibrations}
-            _check_rows(parts, f"{where}: split {k} (user {target.user})", n_rows)
+            _check_rows(parts, f"{where}: split {k} (user {target.user})", len(users))
+            _check_target(target, record, f"{where}: split {k}", users)
+
+
+def _check_target(target: Split | Target, record: Strategy, where: str, users: np.ndarray) -> None:
+    """A pooled strategy names no target user; any other tests a target user of the
+    table on that user's own rows."""
+    if record.pooled or target.user is None:
+        if record.pooled != (target.user is None):
+            message = (
+                f"{where}: names target user {target.user!r}, but the record says pooled=True"
+                if record.pooled
+                else f"{where}: names no target user, but the record says pooled=False"
+            )
+            raise SplitError(message)
+        return
+    own = users[np.asarray(target.test)]
+    if not (own == target.user).all():
+        message = (
+            f"{where}: target user {target.user!r} is tested on rows of user "
+            f"{own[own != target.user].tolist()[0]!r}; a strategy tests each target user on its own rows"
+        )
+        raise SplitError(message)
 
 
 def _check_rows(parts: dict[str, np.ndarray], where: str, n_rows: int) -> None:

@@ -18,8 +18,9 @@ top to bottom; ``lint-imports`` checks it):
 - ``conformal/`` -- scores, threshold rules, p-values, split and Mondrian sets;
 - ``metrics/`` -- classic and conformal metrics, conditional-coverage diagnostics;
 - ``data/`` -- the feature table, user ids as text, cohorts, synthetic users;
-- ``files``, ``names``, ``errors``, ``version`` -- safe files, the names a run
-  speaks, exceptions, the version.
+- ``files``, ``names``, ``strategies``, ``errors``, ``version`` -- safe files, the
+  names a run speaks, the strategies' records (:func:`register_strategy` adds
+  one), exceptions, the version.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from mueval.strategies import Strategy, register_strategy
 from mueval.version import __version__
 
 if TYPE_CHECKING:
@@ -35,7 +37,16 @@ if TYPE_CHECKING:
     from mueval.run import Run
 
 
-__all__ = ["Run", "__version__", "compare", "compare_guarantees", "curve", "evaluate"]
+__all__ = [
+    "Run",
+    "Strategy",
+    "__version__",
+    "compare",
+    "compare_guarantees",
+    "curve",
+    "evaluate",
+    "register_strategy",
+]
 
 #: Names served by :func:`__getattr__`, and their modules: :mod:`mueval.api` and
 #: :mod:`mueval.run` import pandas and pyarrow, which ``mueval --help`` must not wait for.

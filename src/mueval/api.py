@@ -57,7 +57,15 @@ from mueval.guarantees.run_diagnostics import (
     diagnostic_names,
 )
 from mueval.guarantees.user_level import default_combine
-from mueval.names import CLASSIFIERS, classifier_rank, parse_classifiers, parse_strategies
+from mueval.names import (
+    CLASSIFIERS,
+    DEFAULT_STRATEGIES,
+    STRATEGIES,
+    classifier_rank,
+    is_pooled,
+    parse_classifiers,
+    parse_strategies,
+)
 from mueval.run import Run
 from mueval.runfolder import (
     PredictionStream,
@@ -66,6 +74,7 @@ from mueval.runfolder import (
     predictions_table,
     read_run_folder,
 )
+from mueval.strategies import Strategy, get_strategy
 from mueval.version import __version__
 
 if TYPE_CHECKING:
@@ -204,10 +213,18 @@ def _evaluate_into(
     return result
 
 
+def _strategy_records(strategies: Sequence[str]) -> dict[str, Any]:
+    """``strategy_records``: the records of the run's strategies of the user's (none
+    for the built-ins, whose records are mueval's), so that the folder says what
+    they were and a report made without them gives no verdict where none exists."""
+    own = {s: get_strategy(s).record() for s in strategies if s not in STRATEGIES}
+    return {"strategy_records": own} if own else {}
+
+
 def _target_dtype(table: Table, config: EvalConfig) -> str:
     """``target_user``'s type for the whole run, as :func:`predictions_table` picks it
     from all the run's results at once."""
-    per_user = set(config.strategies) - {"mm"}
+    per_user = [s for s in config.strategies if not is_pooled(s)]
     return user_dtype(np.unique(table.users).tolist() if per_user else [])
 
 
@@ -279,6 +296,7 @@ def _evaluate(
         "cohort_column": None if row_cohorts is None else row_cohorts.column,
         # How each strategy's iterations are combined in the per-user verdicts.
         "user_combine": {s: default_combine(s, config.split) for s in config.strategies},
+        **_strategy_records(config.strategies),
         "jobs": execution["jobs"],
         "backend": execution.get("backend", "loky"),
         **_diagnostics_config(diagnostics),
@@ -403,7 +421,7 @@ def _user_cohorts_frame(table: Table, row_cohorts: RowCohorts | None) -> pd.Data
 def evaluate(
     data: str | Path | pd.DataFrame,
     *,
-    strategies: Sequence[str] | str = ("mm", "udm", "uim", "ucm"),
+    strategies: Sequence[str | Strategy] | str | Strategy = DEFAULT_STRATEGIES,
     classifiers: Any = None,
     models: Mapping[str, Callable[..., Any]] | None = None,
     classifier_params: dict[str, Any] | None = None,
@@ -448,9 +466,12 @@ def evaluate(
     data : str, Path or DataFrame
         A registered mudata dataset (``"wisdm"``), a ``.csv``/``.parquet`` file,
         or a DataFrame with a user column, a label column and numeric features.
-    strategies : sequence of str or str
+    strategies : sequence of str or Strategy, str or Strategy
         Codes ``mm``, ``udm``, ``uim``, ``ucm``, ``uam``, ``uxc``, aliases, comma lists or
-        ``"all"``.
+        ``"all"`` (the built-ins); the code of a strategy registered with
+        :func:`mueval.strategies.register_strategy`, its
+        :class:`~mueval.strategies.Strategy` record (registered here) or the
+        import path ``"module:attribute"`` of one.
     classifiers : str, estimator, sequence or dict
         Built-in codes ``nb``, ``rf``, ``svm``, ``knn`` or ``"all"``; import
         paths ``"module:attribute"`` (a classifier class or factory); unfitted
@@ -586,7 +607,7 @@ def evaluate(
     names, own = _all_models(classifiers, models, classifier_params, scale)
     check_input(input, names, own)
     config = EvalConfig(
-        strategies=tuple(parse_strategies(_as_list(strategies))),
+        strategies=tuple(parse_strategies(strategies)),
         classifiers=names,
         models=own,
         alpha=alpha,
@@ -715,10 +736,11 @@ def compare(
     """
     folders = [r.folder() if isinstance(r, Run) else read_run_folder(r) for r in runs]
     present = {c for f in folders for c in pd.unique(f.splits["classifier"])}
+    known = {s for f in folders for s in pd.unique(f.splits["strategy"])}
     return compare_runs(
         folders,
         metric=metric,
-        strategies=None if strategies is None else parse_strategies(_as_list(strategies)),
+        strategies=None if strategies is None else parse_strategies(strategies, known),
         classifiers=None
         if classifiers is None
         else parse_classifiers(_as_list(classifiers), extra=present),

@@ -10,30 +10,79 @@ import re
 from collections.abc import Iterable, Sequence
 
 from mueval.errors import UsageError
+from mueval.strategies import (
+    BUILTIN_STRATEGIES,
+    STRATEGY_CODE,
+    Strategy,
+    load_strategy,
+    register_strategy,
+    registered_strategies,
+)
 
-#: Strategy codes in report order (docs/protocol.md, "Splits"; ``uam`` and ``uxc``
-#: are additions).
-STRATEGIES: tuple[str, ...] = ("mm", "udm", "uim", "ucm", "uam", "uxc")
+#: The built-in strategy codes in report order (docs/protocol.md, "Splits"; ``uam``
+#: and ``uxc`` are additions). A strategy of the user's is in the registry
+#: (:mod:`mueval.strategies`): :func:`strategy_codes` lists every one known now.
+STRATEGIES: tuple[str, ...] = tuple(s.code for s in BUILTIN_STRATEGIES)
 
-#: Long or short names accepted for each strategy code.
-STRATEGY_ALIASES: dict[str, str] = {
-    "mixed": "mm",
-    "ud": "udm",
-    "ui": "uim",
-    "uc": "ucm",
-    "ua": "uam",
-    "ux": "uxc",
-}
+#: Long or short names accepted for each built-in strategy code.
+STRATEGY_ALIASES: dict[str, str] = {a: s.code for s in BUILTIN_STRATEGIES for a in s.aliases}
 
-#: Display names of the strategies.
-STRATEGY_NAMES: dict[str, str] = {
-    "mm": "MM (mixed)",
-    "udm": "UDM (user-dependent)",
-    "uim": "UIM (user-independent)",
-    "ucm": "UCM (user-calibrated)",
-    "uam": "UAM (user-adaptive)",
-    "uxc": "UXC (user cross-conformal)",
-}
+#: Display names of the built-in strategies (:func:`strategy_name` knows every one).
+STRATEGY_NAMES: dict[str, str] = {s.code: s.name for s in BUILTIN_STRATEGIES}
+
+#: The strategies a run evaluates when none is named: the reference protocol's four.
+DEFAULT_STRATEGIES: tuple[str, ...] = STRATEGIES[:4]
+
+
+def strategy_codes() -> tuple[str, ...]:
+    """Every registered strategy code, in report order (the built-ins first)."""
+    return tuple(s.code for s in registered_strategies())
+
+
+def strategy_rank(code: str) -> tuple[int, str]:
+    """Sort key of a strategy in every table: registered ones in report order,
+    then codes no strategy of this process has (read from a run folder), by code.
+
+    Examples
+    --------
+    >>> sorted(["zz", "ucm", "mm"], key=strategy_rank)
+    ['mm', 'ucm', 'zz']
+    """
+    codes = strategy_codes()
+    if code in codes:
+        return codes.index(code), ""
+    return len(codes), str(code)
+
+
+def ordered_strategies(codes: Iterable[str]) -> list[str]:
+    """Unique ``codes`` in table order (:func:`strategy_rank`)."""
+    return sorted(set(codes), key=strategy_rank)
+
+
+def strategy_name(code: str) -> str:
+    """Display name of a registered strategy, or the code itself."""
+    record = {s.code: s for s in registered_strategies()}.get(code)
+    return code if record is None else record.name
+
+
+def is_pooled(code: str) -> bool:
+    """Whether a registered strategy's splits have no target user (MM); False for a
+    code no strategy of this process has.
+
+    Examples
+    --------
+    >>> is_pooled("mm"), is_pooled("ucm")
+    (True, False)
+    """
+    record = {s.code: s for s in registered_strategies()}.get(str(code).lower())
+    return record is not None and record.pooled
+
+
+def is_strategy_code(value: object) -> bool:
+    """Whether ``value`` can name a strategy (:data:`~mueval.strategies.STRATEGY_CODE_RULE`;
+    safe in a file name), registered here or not."""
+    return isinstance(value, str) and STRATEGY_CODE.fullmatch(value) is not None
+
 
 #: Column types of the keys that name an evaluation task's iteration in every table.
 TASK_KEY_DTYPES: dict[str, object] = {
@@ -205,9 +254,14 @@ BACKENDS: tuple[str, ...] = ("loky", "dask")
 
 
 def _parse_codes(
-    values: Sequence[str], codes: tuple[str, ...], what: str, aliases: dict[str, str]
+    values: Sequence[str],
+    codes: tuple[str, ...],
+    what: str,
+    aliases: dict[str, str],
+    every: tuple[str, ...] | None = None,
 ) -> list[str]:
-    """Expand ``values`` (codes, aliases, ``all``, comma lists) into codes in ``codes``' order."""
+    """Expand ``values`` (codes, aliases, ``all``, comma lists) into codes in ``codes``' order;
+    ``all`` is ``every`` (default: ``codes``)."""
     valid = ", ".join([*codes, *aliases, "all"])
     wanted: set[str] = set()
     for value in values:
@@ -216,7 +270,7 @@ def _parse_codes(
             if not name:
                 continue
             if name == "all":
-                wanted.update(codes)
+                wanted.update(codes if every is None else every)
             elif name in codes:
                 wanted.add(name)
             elif name in aliases:
@@ -230,25 +284,48 @@ def _parse_codes(
     return [c for c in codes if c in wanted]
 
 
-def parse_strategies(values: Sequence[str]) -> list[str]:
+def parse_strategies(
+    values: Sequence[str | Strategy] | str | Strategy, extra: Iterable[str] = ()
+) -> list[str]:
     """Expand strategy names (codes, aliases, ``all``, comma lists) in report order.
 
     Parameters
     ----------
-    values : sequence of str
-        E.g. ``["mm,ucm"]``, ``["mixed", "ui"]`` or ``["all"]``.
+    values : sequence of str or Strategy
+        E.g. ``["mm,ucm"]``, ``["mixed", "ui"]`` or ``["all"]``. A
+        :class:`~mueval.strategies.Strategy` record is registered and stands for
+        its code; so does the import path ``module:attribute`` of one (``-s`` on
+        the command line). ``all`` means the built-ins.
+    extra : iterable of str
+        The strategy codes of a run folder, also accepted where this process
+        has not registered them (a report of a run of a strategy of the user's).
 
     Returns
     -------
     list of str
-        Unique codes ordered as :data:`STRATEGIES`.
+        Unique codes in table order (:func:`strategy_rank`).
 
     Examples
     --------
     >>> parse_strategies(["ucm,mixed"])
     ['mm', 'ucm']
     """
-    return _parse_codes(values, STRATEGIES, "strategy", STRATEGY_ALIASES)
+    if isinstance(values, (str, Strategy)):
+        values = [values]
+    names: list[str] = []
+    for value in values:
+        if isinstance(value, Strategy):
+            names.append(register_strategy(value).code)
+            continue
+        for part in str(value).split(","):
+            # An import path keeps its case (module and attribute names).
+            names.append(load_strategy(part.strip()).code if ":" in part else part)
+    records = registered_strategies()
+    known = tuple(s.code for s in records)
+    found = [e for e in extra if e not in known and is_strategy_code(e)]
+    codes = (*known, *ordered_strategies(found))
+    aliases = {a: s.code for s in records for a in s.aliases}
+    return _parse_codes(names, codes, "strategy", aliases, every=STRATEGIES)
 
 
 def parse_classifiers(values: Sequence[str], extra: Iterable[str] = ()) -> list[str]:

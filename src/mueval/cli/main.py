@@ -28,7 +28,7 @@ from mudata.display import plain
 from mueval.cli.base import LazyGroup
 from mueval.cli.options import evaluate_options
 from mueval.errors import UsageError
-from mueval.names import parse_strategies
+from mueval.names import DEFAULT_STRATEGIES, parse_strategies
 from mueval.version import __version__
 
 #: ``evaluate --strict``'s exit code when the run has an error-severity warning.
@@ -152,7 +152,7 @@ def evaluate(
     except UsageError as exc:
         raise click.BadParameter(str(exc), param_hint="--input") from exc
     config = EvalConfig(
-        strategies=tuple(parse_strategies(strategies or ("mm,udm,uim,ucm",))),
+        strategies=tuple(parse_strategies(strategies or DEFAULT_STRATEGIES)),
         classifiers=names,
         models=models,
         **{key: options.pop(key) for key in fields},

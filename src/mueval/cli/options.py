@@ -23,6 +23,7 @@ from mueval.names import (
     CLASSIFIERS,
     COMPARABLE_METRICS,
     COMPARE_ADJUSTMENTS,
+    DEFAULT_STRATEGIES,
     DIAGNOSTIC_LEVELS,
     PAPER_FORMATS,
     PAPER_ROWS,
@@ -33,7 +34,7 @@ from mueval.names import (
     THRESHOLD_RULES,
     USER_CORRECTIONS,
 )
-from mueval.names import STRATEGY_ALIASES as ALIASES
+from mueval.strategies import BUILTIN_STRATEGIES
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -91,15 +92,12 @@ __all__ = [
 _STRATEGY_HELP = (
     "Evaluation strategy; repeat or give a comma list. "
     f"Codes: {', '.join(STRATEGIES)}; aliases: "
-    + ", ".join(f"{a}={c}" for a, c in ALIASES.items())
-    + "; 'all'. mm: mixed model (60/20/20 over all rows). udm: user-dependent "
-    "(the same split within each user). uim: user-independent (train and calibrate "
-    "on the other users, test on half of the target user). ucm: user-calibrated "
-    "(train on the other users, calibrate on the target user's other half). uam: "
-    "user-adaptive (train on the other users plus --adapt-frac of the target user). "
-    "uxc: user cross-conformal (the other users are the folds; every other user's "
-    "out-of-fold scores calibrate the target; sets are {y : p > alpha}). "
-    "[default: mm,udm,uim,ucm]"
+    + ", ".join(f"{a}={s.code}" for s in BUILTIN_STRATEGIES for a in s.aliases)
+    + "; 'all'. "
+    + " ".join(f"{s.code}: {s.help}" for s in BUILTIN_STRATEGIES)
+    + " A strategy of your own: its import path module:attribute (a "
+    "mueval.strategies.Strategy record). "
+    f"[default: {','.join(DEFAULT_STRATEGIES)}]"
 )
 
 

@@ -118,8 +118,9 @@ def _in_run(asked: tuple[str, ...], parse, run: RunFolder, column: str) -> tuple
     if not asked or any(a.lower() == "all" for a in asked):
         return ()
     present = set(run.predictions[column])
-    # A run's own models' names are classifiers of it, as the built-in codes.
-    codes = parse(asked, present) if parse is parse_classifiers else parse(asked)
+    # A run's own models' names are classifiers of it, as the built-in codes, and
+    # so are its strategies of the user's.
+    codes = parse(asked, present)
     unknown = [c for c in codes if c not in present]
     if unknown:
         msg = f"{', '.join(unknown)} not in the run; choose from {', '.join(sorted(present))}"
@@ -152,13 +153,15 @@ def compare_command(
     classifier or strategy of one run only) is listed as "not compared: ...".
     The terminal shows one line per pair; --out writes every test and column.
     """
-    try:
-        codes_s = parse_strategies(strategies) if strategies else None
-    except UsageError as exc:
-        raise click.BadParameter(str(exc), param_hint="--strategy") from exc
     # The tests read the splits and predictions; only --guarantees needs the
     # per-user guarantees, most of the reading time.
     runs = [read_run_folder(p, guarantees=guarantees) for p in run_dirs]
+    # After reading: the runs' strategies of the user's are strategies too.
+    known = {s for r in runs for s in pd.unique(r.splits["strategy"])}
+    try:
+        codes_s = parse_strategies(strategies, known) if strategies else None
+    except UsageError as exc:
+        raise click.BadParameter(str(exc), param_hint="--strategy") from exc
     # After reading: the runs' own models' names are classifiers too.
     present = {c for r in runs for c in pd.unique(r.splits["classifier"])}
     try:

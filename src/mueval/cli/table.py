@@ -22,7 +22,7 @@ def _kept(asked: tuple[str, ...], parse, present: set[str], column: str) -> list
     """The codes asked for, each present in the run; None for every one."""
     if not asked or any(a.lower() == "all" for a in asked):
         return None
-    codes = parse(asked, present) if parse is parse_classifiers else parse(asked)
+    codes = parse(asked, present)
     unknown = [c for c in codes if c not in present]
     if unknown:
         msg = f"{', '.join(unknown)} not in the run; choose from {', '.join(sorted(present))}"

@@ -24,9 +24,9 @@ from mueval.evaluation.records import EvalResult
 from mueval.names import (
     FULL_DIAGNOSTICS,
     METRICS,
-    STRATEGIES,
     TASK_KEY_DTYPES,
     ordered_classifiers,
+    ordered_strategies,
 )
 
 _KEYS = ["strategy", "classifier", "iteration", "seed", "user", "n_train", "n_test", "n_cal"]
@@ -152,7 +152,7 @@ def summary_frame(splits: pd.DataFrame, diagnostics: pd.DataFrame | None = None)
             rows.append((strategy, classifier, metric, mean, sd, n))
     out = pd.DataFrame(rows, columns=["strategy", "classifier", "metric", "mean", "sd", "n"])
     order = {
-        "strategy": {s: i for i, s in enumerate(STRATEGIES)},
+        "strategy": {s: i for i, s in enumerate(ordered_strategies(out["strategy"]))},
         "classifier": {c: i for i, c in enumerate(ordered_classifiers(out["classifier"]))},
         "metric": {m: i for i, m in enumerate(names)},
     }

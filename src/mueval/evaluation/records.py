@@ -8,7 +8,7 @@ folder, the diagnostics), so that neither side imports the other.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,13 +21,14 @@ from mueval.errors import UsageError
 from mueval.names import (
     CLASSIC_METRICS,
     CLASSIFIERS,
+    DEFAULT_STRATEGIES,
     PVALUE_METRICS,
     SMALL_CAL_POLICIES,
     SPLIT_METHODS,
-    STRATEGIES,
     THRESHOLD_RULES,
     USER_CORRECTIONS,
     classifier_rank,
+    strategy_rank,
 )
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ __all__ = [
     "EvalResult",
     "RunOutput",
     "Split",
+    "SplitRequest",
     "Target",
 ]
 
@@ -122,6 +124,49 @@ class CrossSplit(Split):
 
 
 @dataclass(frozen=True)
+class SplitRequest:
+    """What a strategy's splitter is asked for: one iteration's splits
+    (:class:`mueval.strategies.Strategy`, ``splitter``).
+
+    Attributes
+    ----------
+    y : ndarray of int, shape (n_rows,)
+        Class index of every row of the table.
+    users : ndarray of shape (n_rows,)
+        User id of every row.
+    iteration : int
+        1-based iteration number.
+    seed : int
+        Seed of the iteration: every random choice of the splitter draws from it,
+        so that runs repeat.
+    strategies : tuple of str
+        The codes, among those whose records name this splitter, that the run
+        evaluates: each split holds a calibration set under each of them.
+    classes : sequence of str or None
+        Class names, for error messages.
+    split : {"random", "blocked"}
+        ``--split``: how a user's own rows are split.
+    gap : int
+        ``--gap``: rows left out between blocks under ``split="blocked"``.
+    adapt_frac : float
+        ``--adapt-frac``: share of the target user's rows added to training (UAM).
+    user_folds : int or None
+        ``--user-folds``: grouped folds of users, or None (one user at a time).
+    """
+
+    y: np.ndarray
+    users: np.ndarray
+    iteration: int
+    seed: int
+    strategies: tuple[str, ...]
+    classes: Sequence[str] | None = None
+    split: str = "random"
+    gap: int = 1
+    adapt_frac: float = 0.5
+    user_folds: int | None = None
+
+
+@dataclass(frozen=True)
 class EvalConfig:
     """What to evaluate and how (defaults = the reference protocol).
 
@@ -145,7 +190,7 @@ class EvalConfig:
     (:func:`~mueval.evaluation.estimators.user_models` builds both).
     """
 
-    strategies: tuple[str, ...] = STRATEGIES[:4]
+    strategies: tuple[str, ...] = DEFAULT_STRATEGIES
     classifiers: tuple[str, ...] = CLASSIFIERS
     alpha: float = 0.05
     iterations: int = 20
@@ -460,10 +505,11 @@ class EvalResult:
 
     @property
     def key(self) -> tuple:
-        """(strategy order, classifier order (:func:`~mueval.names.classifier_rank`),
+        """(strategy order (:func:`~mueval.names.strategy_rank`), classifier order (:func:`~mueval.names.classifier_rank`),
         iteration, user in natural order)."""
         return (
-            STRATEGIES.index(self.strategy),
+            # A run's strategies are registered (make_splits refuses others).
+            strategy_rank(self.strategy)[0],
             classifier_rank(self.classifier),
             self.iteration,
             () if self.user is None else natural_key(self.user),

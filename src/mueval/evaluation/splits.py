@@ -5,6 +5,12 @@ with scikit-learn's ``train_test_split(..., stratify=<labels>, random_state=seed
 in exactly the order the reference code made them, since the order of the calls
 and which returned part plays which role decide the numbers.
 
+Each strategy's record (:mod:`mueval.strategies`) names its splitter, a
+function of one :class:`~mueval.evaluation.records.SplitRequest`:
+:func:`split_mixed`, :func:`split_user_dependent`, :func:`split_user_independent`
+(UIM and UCM), :func:`split_user_adaptive` and :func:`split_cross_user`, over the
+functions below; :func:`make_splits` calls each requested splitter once.
+
 A :class:`Split` holds one training set and one test set, and one calibration set
 per strategy it serves: UIM and UCM of one (user, seed) share training and test
 rows by construction, so one split (one model fit) serves both. With grouped
@@ -14,6 +20,7 @@ holds one :class:`Target` (test and calibration rows) per held-out user.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Iterator, Sequence
 
@@ -21,15 +28,21 @@ import numpy as np
 from sklearn.model_selection import GroupKFold, train_test_split
 
 from mueval.errors import SplitError, UsageError
-from mueval.evaluation.records import CrossSplit, Split, Target
-from mueval.names import SPLIT_METHODS
+from mueval.evaluation.records import CrossSplit, Split, SplitRequest, Target
+from mueval.names import SPLIT_METHODS, strategy_codes
+from mueval.strategies import BUILTIN_STRATEGIES, Strategy, registered_strategies
 
 __all__ = [
     "blocked_parts",
     "cross_user_splits",
     "each_user",
     "make_splits",
+    "split_cross_user",
+    "split_mixed",
     "split_rows",
+    "split_user_adaptive",
+    "split_user_dependent",
+    "split_user_independent",
     "user_folds",
     "user_rows",
 ]
@@ -497,7 +510,10 @@ def make_splits(
     Returns
     -------
     list of Split
-        MM first, then UDM, UIM/UCM, UAM and UXC, users ascending in each.
+        In report order of the strategies (:mod:`mueval.strategies`): MM first,
+        then UDM, UIM/UCM, UAM and UXC, then the user's, users ascending in each.
+        Each strategy's records say its splitter; one call serves every
+        requested strategy of a splitter.
     """
     if split not in SPLIT_METHODS:
         message = f"unknown split method {split!r}; valid: {', '.join(SPLIT_METHODS)}"
@@ -505,26 +521,163 @@ def make_splits(
     if gap < 0:
         message = f"gap must be 0 or more rows, got {gap}"
         raise UsageError(message)
-    y = np.asarray(y)
-    users = np.asarray(users)
+    request = SplitRequest(
+        y=np.asarray(y),
+        users=np.asarray(users),
+        iteration=iteration,
+        seed=seed,
+        strategies=(),
+        classes=classes,
+        split=split,
+        gap=gap,
+        adapt_frac=adapt_frac,
+        user_folds=n_user_folds,
+    )
     out: list[Split] = []
-    if "mm" in strategies:
-        out += mixed_splits(y, iteration, seed, classes)
-    if "udm" in strategies:
-        out += user_dependent_splits(y, users, iteration, seed, classes, split, gap)
-    if ("uim" in strategies or "ucm" in strategies) and n_user_folds is not None:
-        out += user_fold_splits(
-            y, users, iteration, seed, strategies, n_user_folds, classes, split, gap
-        )
-    elif "uim" in strategies or "ucm" in strategies:
-        out += user_independent_splits(y, users, iteration, seed, strategies, classes, split, gap)
-    if "uam" in strategies:
-        out += user_adaptive_splits(y, users, iteration, seed, adapt_frac, classes, split, gap)
-    if "uxc" in strategies:
-        out += cross_user_splits(
-            y, users, iteration, seed, n_folds=n_user_folds, classes=classes, split=split, gap=gap
-        )
+    for record, served in _splitter_groups(strategies):
+        splits = record.split_function()(dataclasses.replace(request, strategies=served))
+        if record.code not in _BUILTIN:
+            _check_splits(splits, served, record, request.users)
+        out += splits
     return out
+
+
+#: The built-in codes, whose splitters are this module's own (their splits are not checked).
+_BUILTIN = frozenset(s.code for s in BUILTIN_STRATEGIES)
+
+
+def _splitter_groups(strategies: Sequence[str]) -> list[tuple[Strategy, tuple[str, ...]]]:
+    """The requested strategies grouped by splitter, in report order: one call per
+    splitter serves every requested strategy whose record names it."""
+    wanted = set(strategies)
+    unknown = sorted(wanted - {s.code for s in registered_strategies()})
+    if unknown:
+        message = f"unknown strategy {unknown[0]!r}; registered: {', '.join(strategy_codes())}"
+        raise UsageError(message)
+    groups: dict[object, tuple[Strategy, list[str]]] = {}
+    for record in registered_strategies():
+        if record.code in wanted:
+            groups.setdefault(record.splitter, (record, []))[1].append(record.code)
+    return [(record, tuple(codes)) for record, codes in groups.values()]
+
+
+def _check_splits(
+    splits: object, served: tuple[str, ...], record: Strategy, users: np.ndarray
+) -> None:
+    """A user's splitter returned Split records whose rows are in the table, whose
+    calibration sets are the served strategies', whose roles do not share a row,
+    and which test each target user on its own rows (the run folder's rule), or
+    name no target user for a pooled strategy."""
+    where = f"strategy {record.code!r}: splitter"
+    if not isinstance(splits, list) or not all(isinstance(s, Split) for s in splits):
+        message = f"{where} must return a list of mueval.evaluation.records.Split records"
+        raise SplitError(message)
+    for k, split in enumerate(splits):
+        if isinstance(split, CrossSplit):
+            message = f"{where}: split {k} is a CrossSplit; cross-conformal splits are uxc's own"
+            raise SplitError(message)
+        for target in split.served():
+            if set(target.calibrations) != set(served):
+                message = (
+                    f"{where}: split {k} calibrates {sorted(target.calibrations)}, expected "
+                    f"one calibration set for each of {list(served)}"
+                )
+                raise SplitError(message)
+            parts = {"train": split.train, "test": target.test, **target.calibrations}
+            _check_rows(parts, f"{where}: split {k} (user {target.user})", len(users))
+            _check_target(target, record, f"{where}: split {k}", users)
+
+
+def _check_target(target: Split | Target, record: Strategy, where: str, users: np.ndarray) -> None:
+    """A pooled strategy names no target user; any other tests a target user of the
+    table on that user's own rows."""
+    if record.pooled or target.user is None:
+        if record.pooled != (target.user is None):
+            message = (
+                f"{where}: names target user {target.user!r}, but the record says pooled=True"
+                if record.pooled
+                else f"{where}: names no target user, but the record says pooled=False"
+            )
+            raise SplitError(message)
+        return
+    own = users[np.asarray(target.test)]
+    if not (own == target.user).all():
+        message = (
+            f"{where}: target user {target.user!r} is tested on rows of user "
+            f"{own[own != target.user].tolist()[0]!r}; a strategy tests each target user on its own rows"
+        )
+        raise SplitError(message)
+
+
+def _check_rows(parts: dict[str, np.ndarray], where: str, n_rows: int) -> None:
+    """Each part is a non-empty array of distinct row positions in the table, and
+    neither the training nor the test rows share a row with another part (two
+    strategies' calibration sets may)."""
+    for role, rows in parts.items():
+        rows = np.asarray(rows)
+        if rows.ndim != 1 or len(rows) == 0 or not np.issubdtype(rows.dtype, np.integer):
+            message = f"{where}: {role} must be a non-empty 1-D array of row positions"
+            raise SplitError(message)
+        if rows.min() < 0 or rows.max() >= n_rows or len(np.unique(rows)) != len(rows):
+            message = f"{where}: {role} must hold distinct row positions from 0 to {n_rows - 1}"
+            raise SplitError(message)
+    roles = list(parts)
+    for i, first in enumerate(roles[:2]):
+        for second in roles[i + 1 :]:
+            shared = np.intersect1d(parts[first], parts[second])
+            if len(shared):
+                message = f"{where}: row {int(shared[0])} is in both {first} and {second}"
+                raise SplitError(message)
+
+
+def split_mixed(request: SplitRequest) -> list[Split]:
+    """MM's splitter (:func:`mixed_splits`)."""
+    return mixed_splits(request.y, request.iteration, request.seed, request.classes)
+
+
+def split_user_dependent(request: SplitRequest) -> list[Split]:
+    """UDM's splitter (:func:`user_dependent_splits`)."""
+    r = request
+    return user_dependent_splits(r.y, r.users, r.iteration, r.seed, r.classes, r.split, r.gap)
+
+
+def split_user_independent(request: SplitRequest) -> list[Split]:
+    """The splitter UIM and UCM share: one split per target user
+    (:func:`user_independent_splits`), or per grouped fold of users with
+    ``user_folds`` (:func:`user_fold_splits`)."""
+    r = request
+    if r.user_folds is not None:
+        return user_fold_splits(
+            r.y, r.users, r.iteration, r.seed, r.strategies, r.user_folds, r.classes, r.split, r.gap
+        )
+    return user_independent_splits(
+        r.y, r.users, r.iteration, r.seed, r.strategies, r.classes, r.split, r.gap
+    )
+
+
+def split_user_adaptive(request: SplitRequest) -> list[Split]:
+    """UAM's splitter (:func:`user_adaptive_splits`)."""
+    r = request
+    return user_adaptive_splits(
+        r.y, r.users, r.iteration, r.seed, r.adapt_frac, r.classes, r.split, r.gap
+    )
+
+
+def split_cross_user(request: SplitRequest) -> list[Split]:
+    """UXC's splitter (:func:`cross_user_splits`)."""
+    r = request
+    return list(
+        cross_user_splits(
+            r.y,
+            r.users,
+            r.iteration,
+            r.seed,
+            n_folds=r.user_folds,
+            classes=r.classes,
+            split=r.split,
+            gap=r.gap,
+        )
+    )
 
 
 def _fold_users(

@@ -27,6 +27,7 @@ from mueval.guarantees.records import CONFIDENCE, USER_VALIDITY_COLUMNS, Guarant
 from mueval.guarantees.run_verdicts import user_coverage_table, verdict_settings
 from mueval.guarantees.run_warnings import collect_warnings, set_statistics
 from mueval.guarantees.validity import user_validity
+from mueval.names import is_pooled
 
 __all__ = [
     "compute_guarantees",
@@ -46,7 +47,7 @@ def validity_method(strategy: str, condition: Condition) -> str:
     class calibration gives each class its own set, and MM under cohorts gives
     each cohort its own while ``n_cal`` counts them all: ``"uniform"`` there.
     """
-    if condition.per_class or (condition.by_cohort and strategy == "mm"):
+    if condition.per_class or (condition.by_cohort and is_pooled(strategy)):
         return "uniform"
     return "rank"
 

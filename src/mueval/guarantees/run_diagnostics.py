@@ -45,9 +45,9 @@ from mueval.names import (
     BASIC_DIAGNOSTICS,
     DIAGNOSTIC_LEVELS,
     FULL_DIAGNOSTICS,
-    STRATEGIES,
     TASK_KEY_DTYPES,
     classifier_rank,
+    strategy_rank,
 )
 
 __all__ = [
@@ -440,7 +440,7 @@ class PoolDiagnostics:
             pools.append(((*pool, seed), rows, covered, set_size))
         outs = _pool_calls(pools, self._users, self._y, self._X_scaled, **self._options)
         for (key, rows, _, _), (values, ssc, took) in zip(pools, outs, strict=True):
-            order = (STRATEGIES.index(key[0]), classifier_rank(key[1]), key[2])
+            order = (strategy_rank(key[0]), classifier_rank(key[1]), key[2])
             self._done.append((order, key, rows.size, values, ssc, took))
 
     def finish(self) -> Diagnostics:

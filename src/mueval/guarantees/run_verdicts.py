@@ -26,11 +26,13 @@ from mueval.errors import DataError
 from mueval.guarantees.intervals import per_user_coverage
 from mueval.guarantees.records import CONFIDENCE
 from mueval.guarantees.user_level import (
-    NO_VERDICT_STRATEGIES,
     default_combine,
+    has_verdict,
     threshold_rank,
     user_verdicts,
 )
+from mueval.names import STRATEGIES, is_pooled
+from mueval.strategies import get_strategy
 
 __all__ = [
     "USER_CORRECTION",
@@ -66,8 +68,10 @@ def verdict_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
     dict
         ``level``, ``correction``, ``combine`` (strategy -> ``convolution`` or
         ``bonferroni``, or None: :func:`~mueval.guarantees.user_level.default_combine`),
-        ``rule``, ``score``, ``split``, ``small_cal`` and ``condition`` (a
-        :class:`~mueval.conformal.condition.Condition`).
+        ``rule``, ``score``, ``split``, ``small_cal``, ``condition`` (a
+        :class:`~mueval.conformal.condition.Condition`) and ``no_verdict``
+        (strategy -> why it has no verdict, for the strategies of the user's that
+        ``strategy_records`` describes).
 
     Examples
     --------
@@ -87,6 +91,22 @@ def verdict_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
         "condition": parse_condition(
             config.get("condition"), mondrian=bool(config.get("mondrian"))
         ),
+        "no_verdict": _recorded_no_verdict(config.get("strategy_records")),
+    }
+
+
+def _recorded_no_verdict(records: object) -> dict[str, str]:
+    """Strategy -> why it has no verdict, from run.json's ``strategy_records`` (the
+    user's strategies, which the process reading the folder may not have)."""
+    if not isinstance(records, Mapping):
+        return {}
+    return {
+        str(code): record["no_verdict"]
+        for code, record in records.items()
+        # A built-in's record is mueval's own, never the folder's.
+        if str(code) not in STRATEGIES
+        and isinstance(record, Mapping)
+        and isinstance(record.get("no_verdict"), str)
     }
 
 
@@ -111,8 +131,11 @@ def no_verdict_reason(strategy: str, settings: Mapping[str, Any]) -> str | None:
     True
     """
     condition = settings["condition"]
-    if strategy in NO_VERDICT_STRATEGIES:
-        return f"{strategy}: cross-conformal p-values pooled over fold models, no rank-k threshold"
+    recorded = settings.get("no_verdict") or {}
+    if strategy in recorded:
+        return f"{strategy}: {recorded[strategy]}"
+    if not has_verdict(strategy):
+        return f"{strategy}: {get_strategy(str(strategy).lower()).no_verdict}"
     if settings["rule"] == "mapie" and settings["score"] != "lac":
         return (
             f"MAPIE's own {settings['score']} sets (--threshold mapie): no rank-k threshold "
@@ -124,9 +147,9 @@ def no_verdict_reason(strategy: str, settings: Mapping[str, Any]) -> str | None:
             "(splits.parquet's n_cal_class, written since the exact per-user test): the "
             "per-cell ranks are unknown"
         )
-    if condition.by_cohort and strategy == "mm":
+    if condition.by_cohort and is_pooled(strategy):
         return (
-            "mm under cohort calibration: each test row is calibrated on its own cohort, while "
+            f"{strategy} under cohort calibration: each test row is calibrated on its own cohort, while "
             "n_cal counts every cohort's calibration rows"
         )
     return None
@@ -141,7 +164,8 @@ def _prediction_rows(predictions: pd.DataFrame, **extra: np.ndarray) -> pd.DataF
     if "target_user" in predictions.columns:
         target = frame_column(user_texts(predictions["target_user"]))
     else:
-        pooled = predictions["strategy"].astype(str).str.lower().eq("mm").to_numpy()
+        codes = predictions["strategy"].astype(str).str.lower()
+        pooled = codes.isin([c for c in pd.unique(codes) if is_pooled(c)]).to_numpy()
         target = np.where(pooled, "", user_texts(predictions["userid"]).to_numpy())
     return pd.DataFrame(
         {

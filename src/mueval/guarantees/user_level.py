@@ -106,6 +106,8 @@ from scipy import stats
 from mueval.conformal.thresholds import min_calibration_size
 from mueval.guarantees.frame_checks import check_choice, check_level
 from mueval.names import USER_CORRECTIONS
+from mueval.strategies import BUILTIN_STRATEGIES, Strategy, registered_strategies
+from mueval.strategies import COMBINES as STRATEGY_COMBINES
 
 __all__ = [
     "COMBINES",
@@ -115,6 +117,7 @@ __all__ = [
     "adjust_pvalues",
     "covered_pmf",
     "default_combine",
+    "has_verdict",
     "lower_pvalue",
     "null_pmf",
     "threshold_rank",
@@ -126,24 +129,40 @@ __all__ = [
 #: (declared in :mod:`mueval.names`, which the command line offers).
 CORRECTIONS: tuple[str, ...] = USER_CORRECTIONS
 
-#: How iterations are combined per user.
-COMBINES: tuple[str, ...] = ("convolution", "bonferroni")
+#: How iterations are combined per user (:data:`mueval.strategies.COMBINES`).
+COMBINES: tuple[str, ...] = STRATEGY_COMBINES
 
-#: Per strategy: "convolution" where each iteration redraws the user's
+#: Per built-in strategy: "convolution" where each iteration redraws the user's
 #: calibration and test rows from the user's own rows (independent iterations),
 #: "bonferroni" where the user's test rows are reused against calibration rows
-#: of other users (dependent iterations). Strategies not listed get
+#: of other users (dependent iterations). Each strategy's record holds its own
+#: (:attr:`mueval.strategies.Strategy.combine`); strategies no record knows get
 #: "bonferroni", the choice valid under any dependence.
-DEFAULT_COMBINE: dict[str, str] = {
-    "udm": "convolution",
-    "ucm": "convolution",
-    "uam": "convolution",
-    "mm": "bonferroni",
-    "uim": "bonferroni",
-}
+DEFAULT_COMBINE: dict[str, str] = {s.code: s.combine for s in BUILTIN_STRATEGIES}
 
-#: Strategies without a single rank-k threshold: their verdict is ``nan``.
-NO_VERDICT_STRATEGIES: tuple[str, ...] = ("uxc",)
+#: Built-in strategies without a single rank-k threshold: their verdict is ``nan``
+#: (:attr:`mueval.strategies.Strategy.no_verdict`; :func:`has_verdict` knows every one).
+NO_VERDICT_STRATEGIES: tuple[str, ...] = tuple(
+    s.code for s in BUILTIN_STRATEGIES if not s.has_verdict
+)
+
+
+def _record(strategy: str) -> Strategy | None:
+    """The registered record of a strategy code (any case), or None."""
+    return {s.code: s for s in registered_strategies()}.get(str(strategy).lower())
+
+
+def has_verdict(strategy: str) -> bool:
+    """Whether the exact test gives a strategy's users a verdict (its record's
+    ``no_verdict`` is None; a code no record knows is tested).
+
+    Examples
+    --------
+    >>> has_verdict("ucm"), has_verdict("uxc")
+    (True, False)
+    """
+    record = _record(strategy)
+    return record is None or record.has_verdict
 
 
 def default_combine(strategy: str, split: str = "random") -> str:
@@ -171,7 +190,8 @@ def default_combine(strategy: str, split: str = "random") -> str:
     check_choice("split", split, ("random", "blocked"))
     if split == "blocked":
         return "bonferroni"
-    return DEFAULT_COMBINE.get(str(strategy).lower(), "bonferroni")
+    record = _record(strategy)
+    return "bonferroni" if record is None else record.combine
 
 
 _CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no correction"}
@@ -582,7 +602,7 @@ def user_verdicts(
         ``n_test``, ``n_covered``, ``expected_covered`` (under the null),
         ``p_value`` (exact, one-sided), ``p_adjusted``, ``below`` (bool, or
         ``<NA>`` without a verdict), ``level``, ``correction``, ``combine``.
-        Strategies in :data:`NO_VERDICT_STRATEGIES` get ``nan`` p-values.
+        Strategies without a verdict (:func:`has_verdict`) get ``nan`` p-values.
 
     Examples
     --------
@@ -615,7 +635,8 @@ def user_verdicts(
         message = "n_cal, n_test and n_covered must be counts with n_covered <= n_test"
         raise ValueError(message)
     frame["rank"] = _ranks(frame, alpha, rule, small_cal)
-    frame.loc[frame["strategy"].isin(NO_VERDICT_STRATEGIES), "rank"] = np.nan
+    without = [s for s in pd.unique(frame["strategy"]) if not has_verdict(s)]
+    frame.loc[frame["strategy"].isin(without), "rank"] = np.nan
 
     if frame.empty:
         return pd.DataFrame()

@@ -54,6 +54,8 @@ from mueval.names import (
     STRATEGIES,
     STRATEGY_NAMES,
     is_model_name,
+    is_strategy_code,
+    strategy_name,
 )
 from mueval.report import figures as F
 from mueval.report import setstats as S
@@ -111,6 +113,11 @@ def _token(code: str, known: Sequence[str], kind: str) -> str:
 
 
 def _stoken(code: str) -> str:
+    """A built-in code as mueval spells it, or a strategy of the user's, whose code
+    :func:`~mueval.names.is_strategy_code` keeps to lower-case letters, digits, ``_``
+    and ``-`` (the reader has checked it: :mod:`mueval.runfolder.consistency`)."""
+    if code not in STRATEGIES and is_strategy_code(code):
+        return code
     return _token(code, STRATEGIES, "strategy")
 
 
@@ -124,7 +131,7 @@ def _ctoken(code: str) -> str:
 
 
 def _sname(code: str) -> str:
-    return STRATEGY_NAMES.get(code, code)
+    return strategy_name(code)
 
 
 def _cname(code: str) -> str:

@@ -35,8 +35,8 @@ from mueval.names import (
     PAPER_FORMATS,
     PAPER_ROWS,
     PERCENT_METRICS,
-    STRATEGIES,
-    STRATEGY_NAMES,
+    ordered_strategies,
+    strategy_name,
 )
 from mueval.report.tables import cell_texts
 
@@ -127,7 +127,7 @@ class PaperTable:
     @property
     def name(self) -> str:
         """The strategy's display name (its code when it has none)."""
-        return STRATEGY_NAMES.get(self.strategy, self.strategy)
+        return strategy_name(self.strategy)
 
     @property
     def over(self) -> str:
@@ -180,7 +180,7 @@ def paper_tables(
         diags = list(diagnostics)
         wanted = [m for m in METRICS if m not in diags]
     tables = []
-    for strategy in _ordered(set(summary["strategy"]), STRATEGIES):
+    for strategy in ordered_strategies(summary["strategy"]):
         part = summary[summary["strategy"] == strategy]
         classifiers = _ordered(set(part["classifier"]), CLASSIFIERS)
         cells = {

@@ -11,10 +11,10 @@ from mueval.names import (
     FULL_DIAGNOSTICS,
     METRICS,
     PERCENT_METRICS,
-    STRATEGIES,
-    STRATEGY_NAMES,
     classifier_name,
     ordered_classifiers,
+    ordered_strategies,
+    strategy_name,
 )
 
 __all__ = [
@@ -126,7 +126,7 @@ def format_table(
         present = set(summary["metric"])
         diagnostics = [d for d in FULL_DIAGNOSTICS if d in present]
     blocks = []
-    for strategy in [s for s in STRATEGIES if s in set(summary["strategy"])]:
+    for strategy in ordered_strategies(summary["strategy"]):
         part = summary[summary["strategy"] == strategy]
         classifiers = ordered_classifiers(part["classifier"])
         cells = _cells(part, diagnostics)
@@ -148,7 +148,7 @@ def format_table(
         ]
         rule = "-" * len(text[0])
         n_iter = int(part["n"].max()) if len(part) else 0
-        title = f"{STRATEGY_NAMES[strategy]}: mean±SD over {n_iter} iterations"
+        title = f"{strategy_name(strategy)}: mean±SD over {n_iter} iterations"
         body = [title, text[0], rule, *text[1:n_study]]
         if len(text) > n_study:
             # The diagnostics are computed on the pooled test rows, not per user:
@@ -193,7 +193,7 @@ def table_rows(
     classifiers = ordered_classifiers(summary["classifier"])
     header = ["strategy", "metric", *[classifier_name(c) for c in classifiers]]
     rows = []
-    for strategy in [s for s in STRATEGIES if s in set(summary["strategy"])]:
+    for strategy in ordered_strategies(summary["strategy"]):
         cells = _cells(summary[summary["strategy"] == strategy], diagnostics)
         for metric in [*metrics, *diagnostics]:
             label = f"{metric} (%)" if metric in PERCENT_METRICS else metric

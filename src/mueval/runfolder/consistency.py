@@ -49,8 +49,16 @@ from mueval.data.frames import frame_column
 from mueval.data.table import SCORES_ENV, max_score_cells
 from mueval.data.users import user_texts
 from mueval.guarantees.validity import benjamini_hochberg
-from mueval.names import CLASSIFIERS, FULL_DIAGNOSTICS, MODEL_NAME_RULE, STRATEGIES, is_model_name
+from mueval.names import (
+    CLASSIFIERS,
+    FULL_DIAGNOSTICS,
+    MODEL_NAME_RULE,
+    STRATEGIES,
+    is_model_name,
+    is_strategy_code,
+)
 from mueval.runfolder.records import RunFolder, RunFolderError
+from mueval.strategies import STRATEGY_CODE_RULE
 
 __all__ = [
     "RTOL",
@@ -80,11 +88,12 @@ def _show(value: object) -> str:
 
 def _check_codes_of(path: object, frame: pd.DataFrame) -> None:
     values = pd.unique(frame["strategy"])
-    unknown = [v for v in values if not (isinstance(v, str) and v in STRATEGIES)]
+    unknown = [v for v in values if not is_strategy_code(v)]
     if unknown:
         msg = (
             f"{path}: strategy {_show(unknown[0])} is not a strategy code of mueval "
-            f"(expected one of {', '.join(STRATEGIES)})"
+            f"(expected one of {', '.join(STRATEGIES)}, or a strategy of your own: "
+            f"{STRATEGY_CODE_RULE})"
         )
         raise RunFolderError(msg)
     values = pd.unique(frame["classifier"])

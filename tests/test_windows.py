@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -144,6 +145,20 @@ def test_the_file_has_fixed_size_list_columns_and_the_table_provenance(real) -> 
     np.testing.assert_array_equal(
         column.flatten().to_numpy().reshape(-1, 150), real["windows"].data[:, :, 0]
     )
+
+
+def test_polars_reads_the_windows_file_as_fixed_size_arrays(real) -> None:
+    """Another Parquet reader than mudata's (polars, as dataframe users read the
+    file) sees each channel as an array of the window's length, with the values
+    and the row order ``mudata.load`` gives."""
+    entry = get_entry("motionsense")
+    frame = pl.read_parquet(windows_path(entry, real["options"]["data_home"]))
+    windows = real["windows"]
+    assert frame.columns == ["userid", "label", *windows.channel_names]
+    for c, name in enumerate(windows.channel_names):
+        assert frame.schema[name] == pl.Array(pl.Float32, 150)
+        np.testing.assert_array_equal(frame[name].to_numpy(), windows.data[:, :, c])
+    assert frame["userid"].cast(pl.String).to_list() == [str(g) for g in windows.groups]
 
 
 def test_mudata_fetch_windows_prints_the_windows_path(real) -> None:

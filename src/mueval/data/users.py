@@ -49,6 +49,9 @@ def user_texts(values: pd.Series) -> pd.Series:
         # Values of other types can be equal and still read differently (7 and
         # Decimal("7.0")): grouping them would give every one the first's text.
         return objects.map(user_text)
+    if not len(objects):
+        # An empty Series of objects, as pandas gives for no str at all.
+        return pd.Series(np.array([], dtype=object), index=values.index)
     codes, distinct = pd.factorize(objects, use_na_sentinel=False)
     texts = [user_text(value) for value in distinct] + [""]
     # pandas may keep a code of -1 for a missing value even without the sentinel.

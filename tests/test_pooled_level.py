@@ -180,3 +180,36 @@ def test_the_interval_rule_misses_its_level_when_rows_are_re_tested():
         new += pooled_pvalue(cells, dependence="independent", combine="bonferroni") <= 0.05
     assert old / reps > 0.10
     assert new / reps <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / reps)
+
+
+@pytest.mark.slow
+def test_the_run_family_holds_the_level_over_sixteen_pairs():
+    # 16 (strategy, classifier) pairs of 8 valid users, each user's covered
+    # count drawn from its exact null (one iteration: 40 test rows against a
+    # 19-row calibration set, rank 19) and tested by user_verdicts. Within
+    # each pair Holm holds 5 %, so a run of 16 independent pairs carries a
+    # false flag far more often; over the run's 128 users, at most 5 %.
+    from mueval.guarantees.user_level import user_verdicts
+
+    rng = np.random.default_rng(2)
+    reps, pairs, users = 200, 16, 8
+    hits = {"run": 0, "pair": 0}
+    for _ in range(reps):
+        covered = stats.betabinom.rvs(40, 19, 1, size=pairs * users, random_state=rng)
+        cells = pd.DataFrame(
+            {
+                "strategy": np.repeat([f"s{i // 4}" for i in range(pairs)], users),
+                "classifier": np.repeat([f"c{i % 4}" for i in range(pairs)], users),
+                "user": np.tile(np.arange(users), pairs),
+                "iteration": 0,
+                "n_cal": 19,
+                "n_test": 40,
+                "n_covered": covered,
+                "rank": 19,
+            }
+        )
+        for family in hits:
+            table = user_verdicts(cells, alpha=ALPHA, family=family)
+            hits[family] += bool(table["below"].any())
+    assert hits["run"] / reps <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / reps)
+    assert hits["pair"] / reps > 0.15

@@ -284,8 +284,10 @@ def compute_guarantees_by_block(
     Every per-row computation of the guarantees (the verdicts and their
     correction, the intervals, the validity tests and their adjustment,
     coverage per class and cohort, the set statistics) stays within one
-    strategy and classifier; only the summary over users and the warnings
-    take several, and they read the per-user tables. So the rows are read
+    strategy and classifier; only the summary over users, the correction
+    over the run's family (``user_family`` ``"run"``: every user's verdict
+    and every pair's pooled test corrected together) and the warnings take
+    several, and they read the per-user and per-pair tables. So the rows are read
     block by block, and the main process holds one block's rows (its share
     of the run's) instead of all of them. The tables are those of
     :func:`compute_guarantees` on all the rows, in its order.

@@ -600,8 +600,9 @@ def validity_warnings(validity: pd.DataFrame, *, show: int = 5) -> list[RunWarni
     ...                       "flagged": [False, True, False, False], "method": "rank"})
     >>> print(validity_warnings(table)[0].message)  # doctest: +NORMALIZE_WHITESPACE
     UCM / RF: 1 of 4 users have true-label p-values that are not super-uniform
-    (one-sided KS, rank method, Benjamini-Hochberg adjusted at 0.05): their calibration
-    rows are not exchangeable with their test rows: user 2 (adjusted p 0.001).
+    (one-sided KS, rank method, Benjamini-Hochberg adjusted at 0.05 over the users of
+    this strategy and classifier): their calibration rows are not exchangeable with
+    their test rows: user 2 (adjusted p 0.001).
     """
     require_columns(validity, [*_KEYS, "user", "pvalue_bh", "flagged", "method"], "validity")
     warnings = []
@@ -617,7 +618,8 @@ def validity_warnings(validity: pd.DataFrame, *, show: int = 5) -> list[RunWarni
         message = (
             f"{strategy} / {classifier}: {len(flagged)} of {len(group)} users have true-label "
             f"p-values that are not super-uniform (one-sided KS, {methods} method, "
-            "Benjamini-Hochberg adjusted at 0.05): their calibration rows are not "
+            "Benjamini-Hochberg adjusted at 0.05 over the users of this strategy and "
+            "classifier): their calibration rows are not "
             f"exchangeable with their test rows: {named}{more}."
         )
         severity = "error" if 2 * len(flagged) >= len(group) else "warning"

@@ -48,6 +48,35 @@ Run::
 
 ``--reps`` null runs per dataset and strategy (2000: standard error about 0.5
 percentage point at 5 %); ``--power-reps`` runs per shift.
+
+Through the pipeline (``--pipeline``)
+-------------------------------------
+The level of a whole run, and of every error-severity warning, through
+``mueval.evaluate`` itself: null runs on ``mueval.data.synthetic.make_users``
+with ``drift=0`` and ``imbalance=0`` (every user's rows drawn from one
+distribution: every user exchangeable, so every flag is false), under the
+random and the blocked split, with MM, UDM, UIM, UCM and UAM, 20 iterations,
+alpha = 0.05, and four classifiers (``nb``, ``knn`` and two fast user models,
+logistic regression and linear discriminant analysis: the built-in RF and SVM
+cost too much per replicate for many replicates, and the family counts
+pairs, not models). Printed per split:
+
+- the share of runs with any user flagged among the default run's 16 pairs
+  (MM, UDM, UIM, UCM x 4 classifiers), under ``--user-family run`` and
+  ``pair``, and the same under ``pair`` for one pair (per-pair level);
+- per strategy, the share of (run, classifier) cases where the exact pooled
+  test fires at 0.05 (one test per pair), against the Clopper-Pearson rule it
+  replaces (upper bound below 0.95, one-sided 2.5 %);
+- the share of runs with any ``pooled-below-target`` error under the family
+  ``run`` (Holm over the run's 20 pooled tests), and with any error-severity
+  warning at all as the run recorded them.
+
+Run::
+
+    python benchmarks/user_level.py --pipeline --reps 40 --cache /tmp/null-runs
+
+Replicates are cached (``--cache``), so a second call adds to them; ``--users``
+and ``--rows`` set their size, ``--iterations`` their iterations.
 """
 
 from __future__ import annotations
@@ -55,6 +84,7 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from scipy import stats
@@ -280,6 +310,183 @@ def scenario(
     return {label: np.array(v) for label, v in out.items()}
 
 
+PIPELINE_STRATEGIES = ("mm", "udm", "uim", "ucm", "uam")
+DEFAULT_RUN = ("mm", "udm", "uim", "ucm")
+PIPELINE_CLASSIFIERS = (
+    "nb",
+    "knn",
+    "sklearn.linear_model:LogisticRegression",
+    "sklearn.discriminant_analysis:LinearDiscriminantAnalysis",
+)
+
+
+def pipeline_run(
+    rep: int,
+    split: str,
+    *,
+    users: int = 8,
+    rows: int = 130,
+    iterations: int = ITERATIONS,
+    strategies: tuple[str, ...] = PIPELINE_STRATEGIES,
+    classifiers: tuple[str, ...] = PIPELINE_CLASSIFIERS,
+    cache: Path | None = None,
+) -> dict:
+    """One null run through ``mueval.evaluate`` (cached under ``cache``).
+
+    Returns ``predictions``, ``splits`` (frames), ``config``, ``classes`` and
+    ``warnings`` (as the run recorded them).
+    """
+    import json
+
+    import pandas as pd
+
+    import mueval
+    from mueval.data.synthetic import make_users
+
+    stem = None if cache is None else cache / f"{split}-{rep:04d}"
+    if stem is not None and stem.with_suffix(".json").exists():
+        info = json.loads(stem.with_suffix(".json").read_text())
+        return {
+            **info,
+            "predictions": pd.read_parquet(stem.with_suffix(".pred.parquet")),
+            "splits": pd.read_parquet(stem.with_suffix(".splits.parquet")),
+        }
+    data = make_users(
+        users,
+        n_classes=4,
+        rows_per_user=rows,
+        n_features=4,
+        drift=0.0,
+        imbalance=0.0,
+        seed=1000 + rep,
+    )
+    run = mueval.evaluate(
+        data,
+        strategies=strategies,
+        classifiers=classifiers,
+        split=split,
+        iterations=iterations,
+        seed_base=100 + 1000 * rep,
+        progress=False,
+        jobs=1,
+        diagnostics="none",
+    )
+    columns = ["strategy", "classifier", "iteration", "userid", "target_user", "y_true"]
+    out = {
+        "config": run.config,
+        "classes": list(run.classes),
+        "warnings": run.warnings,
+        "predictions": run.predictions[[*columns, "covered", "set_size"]],
+        "splits": run.splits,
+    }
+    if stem is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+        out["predictions"].to_parquet(stem.with_suffix(".pred.parquet"))
+        out["splits"].to_parquet(stem.with_suffix(".splits.parquet"))
+        info = {k: out[k] for k in ("config", "classes", "warnings")}
+        stem.with_suffix(".json").write_text(json.dumps(info, default=str))
+    return out
+
+
+def pipeline_flags(run: dict) -> dict[str, object]:
+    """The false flags of one null run (every flag is false: exchangeable users)."""
+    import pandas as pd
+
+    from mueval.guarantees.run_verdicts import pooled_table, verdict_table
+
+    preds, splits, classes = run["predictions"], run["splits"], run["classes"]
+    default = preds[preds["strategy"].isin(DEFAULT_RUN)]
+    out: dict[str, object] = {}
+    for family in ("run", "pair"):
+        config = {**run["config"], "user_family": family}
+        table = verdict_table(default, splits, alpha=ALPHA, config=config, classes=classes)
+        out[f"any_user_{family}"] = bool(table["below"].fillna(False).any())
+        if family == "pair":
+            first = table[
+                (table["strategy"] == "mm") & (table["classifier"] == table["classifier"].iloc[0])
+            ]
+            out["any_user_one_pair"] = bool(first["below"].fillna(False).any())
+        pooled = pooled_table(preds, splits, alpha=ALPHA, config=config, classes=classes)
+        if family == "pair":
+            out["pooled"] = pooled
+        else:
+            out["any_pooled_run"] = bool(pooled["below"].fillna(False).any())
+    rows = preds.groupby(["strategy", "classifier"])["covered"].agg(["sum", "size"])
+    # The Clopper-Pearson upper bound (97.5 %), 1 when every row is covered.
+    full = (rows["sum"] == rows["size"]).to_numpy()
+    upper = stats.beta.ppf(0.975, rows["sum"] + 1, np.maximum(rows["size"] - rows["sum"], 1))
+    out["old_pooled"] = pd.Series(np.where(full, 1.0, upper) < 1 - ALPHA, index=rows.index)
+    out["any_error"] = any(w["severity"] == "error" for w in run["warnings"])
+    return out
+
+
+def _share(hits: list[bool]) -> str:
+    n = len(hits)
+    rate = float(np.mean(hits)) if n else float("nan")
+    se = np.sqrt(rate * (1 - rate) / n) if n else float("nan")
+    return f"{sum(hits)}/{n} = {pct(rate, se)} %"
+
+
+def pipeline_main(args: argparse.Namespace) -> None:
+    """Null runs through mueval.evaluate: the level of a run's flags and errors."""
+    start = time.perf_counter()
+    cache = Path(args.cache) if args.cache else None
+    print(
+        f"null runs through mueval.evaluate: {args.users} users x {args.rows} rows "
+        f"(make_users drift=0, imbalance=0), {args.iterations} iterations, alpha = {ALPHA}, "
+        f"level {LEVEL}, Holm; strategies {', '.join(PIPELINE_STRATEGIES)}; classifiers "
+        f"{', '.join(PIPELINE_CLASSIFIERS)}"
+    )
+    for split in ("random", "blocked"):
+        results = []
+        reps: list[int] = list(range(args.reps))
+        if args.cached_only and cache is not None:
+            reps = sorted(int(p.stem.split("-")[1]) for p in cache.glob(f"{split}-*.json"))
+        for rep in reps:
+            run = pipeline_run(
+                rep,
+                split,
+                users=args.users,
+                rows=args.rows,
+                iterations=args.iterations,
+                cache=cache,
+            )
+            results.append(pipeline_flags(run))
+        print(f"\n--split {split}: {len(results)} runs")
+        if not results:
+            continue
+        print(
+            f"  runs with any false user flag, 16 pairs, family run : "
+            f"{_share([r['any_user_run'] for r in results])}"
+        )
+        print(
+            f"  runs with any false user flag, 16 pairs, family pair: "
+            f"{_share([r['any_user_pair'] for r in results])}"
+        )
+        print(
+            f"  runs with a false user flag in one pair (MM), pair  : "
+            f"{_share([r['any_user_one_pair'] for r in results])}"
+        )
+        print(
+            f"  runs with a pooled-below-target error, family run   : "
+            f"{_share([r['any_pooled_run'] for r in results])}"
+        )
+        print(
+            f"  runs with any error-severity warning (as recorded)  : "
+            f"{_share([r['any_error'] for r in results])}"
+        )
+        print("  per strategy, (run, classifier) cases flagged by the pooled test at 0.05 (one")
+        print("  test per pair) and by the Clopper-Pearson rule it replaces (one-sided 2.5 %):")
+        for strategy in PIPELINE_STRATEGIES:
+            new, old = [], []
+            for r in results:
+                pooled = r["pooled"][r["pooled"]["strategy"] == strategy]
+                new += [bool(b) for b in pooled["below"].fillna(False)]
+                old += [bool(b) for b in r["old_pooled"].loc[strategy]]
+            print(f"    {strategy.upper():<4} exact {_share(new):<26} interval {_share(old)}")
+    print(f"\n{time.perf_counter() - start:.0f} s")
+
+
 def pct(x: float, se: float) -> str:
     return f"{100 * x:5.1f} ± {100 * se:3.1f}"
 
@@ -291,7 +498,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=19)
     parser.add_argument("--datasets", nargs="*", default=[d.name for d in DATASETS])
     parser.add_argument("--strategies", nargs="*", default=list(STRATEGIES))
+    parser.add_argument("--pipeline", action="store_true", help="null runs via mueval.evaluate")
+    parser.add_argument("--cache", default=None, help="--pipeline: folder of cached runs")
+    parser.add_argument("--cached-only", action="store_true", help="--pipeline: cached runs only")
+    parser.add_argument("--users", type=int, default=8)
+    parser.add_argument("--rows", type=int, default=130)
+    parser.add_argument("--iterations", type=int, default=ITERATIONS)
     args = parser.parse_args()
+    if args.pipeline:
+        pipeline_main(args)
+        return
     rng = np.random.default_rng(args.seed)
     start = time.perf_counter()
 

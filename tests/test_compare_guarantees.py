@@ -78,7 +78,7 @@ def _independent_summary(folder: Path, alpha: float) -> pd.DataFrame:
     """Per-user verdicts from the raw rows and splits: each iteration's Beta-Binomial
     (scipy's), its threshold rank from the study rule, iterations combined as the
     split allows (convolution for UCM under a random split, Bonferroni otherwise),
-    Holm across the users of a strategy, flagged at 0.05."""
+    Holm across every user of the run (the default family), flagged at 0.05."""
     preds = pd.read_parquet(folder / "predictions.parquet")
     splits = pd.read_parquet(folder / "splits.parquet")
     blocked = "blocked" in folder.name
@@ -104,15 +104,14 @@ def _independent_summary(folder: Path, alpha: float) -> pd.DataFrame:
             each = [law[: c + 1].sum() for law, c in zip(laws, seen, strict=True)]
             pvalues.append(min(1.0, len(each) * min(each)))
     counts["p"] = pvalues
-    below = []
-    for _, part in counts.groupby("strategy", sort=False):
-        order = np.argsort(part["p"].to_numpy())
-        p = part["p"].to_numpy()[order]
-        holm = np.maximum.accumulate(np.minimum(1, (len(p) - np.arange(len(p))) * p))
-        flags = np.empty(len(p), dtype=bool)
-        flags[order] = holm <= 0.05
-        below.append(pd.Series(flags, index=part.index))
-    counts["below"] = pd.concat(below)
+    # The runs' family is the default, "run": Holm across every user of both
+    # strategies at once.
+    order = np.argsort(counts["p"].to_numpy())
+    p = counts["p"].to_numpy()[order]
+    holm = np.maximum.accumulate(np.minimum(1, (len(p) - np.arange(len(p))) * p))
+    flags = np.empty(len(p), dtype=bool)
+    flags[order] = holm <= 0.05
+    counts["below"] = flags
     counts["coverage"] = counts["sum"] / counts["size"]
     return counts
 

@@ -16,8 +16,16 @@ from tests.test_run_guarantees import _frame
 
 @pytest.fixture(scope="module")
 def run() -> mueval.Run:
+    # One family per strategy and classifier, where user 3 is flagged under MM
+    # (see tests/test_run_guarantees.py::test_the_run_family_corrects_over_every_user).
     return mueval.evaluate(
-        _frame(), strategies="mm,ucm", classifiers="nb", iterations=2, alpha=0.1, progress=False
+        _frame(),
+        strategies="mm,ucm",
+        classifiers="nb",
+        iterations=2,
+        alpha=0.1,
+        progress=False,
+        user_family="pair",
     )
 
 
@@ -52,6 +60,11 @@ def test_grid_shows_the_share_of_users_below_target(run, page) -> None:
     assert "0 of 3 users below (0 %)" in grid  # UCM calibrates on the user itself
     assert '<td class="bad"><a href="#pair-mm-nb">' in grid
     assert f"size {mm.set_size.mean():.2f}" in grid
+    # The caption names the level, the correction and the family.
+    assert (
+        "users below target at level 0.05 after Holm over the users of each strategy and "
+        "classifier" in grid
+    )
 
 
 def test_warning_names_the_user_with_its_interval(run, page) -> None:

@@ -87,9 +87,42 @@ def _frame(seed: int = 0) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def run() -> mueval.Run:
+    # One family per strategy and classifier: with two iterations, user 3's
+    # MM p-value (0.010) is flagged among MM's 3 users (Holm: 0.030), not
+    # among the run's 6 (0.061; test_the_run_family_corrects_over_every_user).
     return mueval.evaluate(
+        _frame(),
+        strategies="mm,ucm",
+        classifiers="nb",
+        iterations=2,
+        alpha=0.1,
+        progress=False,
+        user_family="pair",
+    )
+
+
+def test_the_run_family_corrects_over_every_user(run) -> None:
+    default = mueval.evaluate(
         _frame(), strategies="mm,ucm", classifiers="nb", iterations=2, alpha=0.1, progress=False
     )
+    assert default.config["user_family"] == "run"
+    mine, pair = (
+        r.user_coverage.set_index(["strategy", "user"]).sort_index() for r in (default, run)
+    )
+    np.testing.assert_allclose(mine["p_value"], pair["p_value"], rtol=1e-12)
+    # Holm over all 6 users by hand: the i-th smallest times (7 - i), then the
+    # running maximum.
+    p = mine["p_value"].to_numpy()
+    order = np.argsort(p, kind="stable")
+    scaled = np.minimum(1.0, p[order] * (len(p) - np.arange(len(p))))
+    holm = np.empty(len(p))
+    holm[order] = np.maximum.accumulate(scaled)
+    np.testing.assert_allclose(mine["p_adjusted"], holm, rtol=1e-12)
+    assert mine.loc[("mm", "3"), "p_value"] < 0.05 / 3  # flagged per pair ...
+    assert pair.loc[("mm", "3"), "below"]
+    assert mine.loc[("mm", "3"), "p_adjusted"] > 0.05  # ... not over the run's 6 users
+    assert not mine["below"].any()
+    assert not [w for w in default.warnings if w["kind"] == "users-below-target"]
 
 
 def test_evaluate_computes_the_guarantees_from_its_rows(run) -> None:

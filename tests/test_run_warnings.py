@@ -62,15 +62,54 @@ def test_no_coverage_warning_when_intervals_reach_target():
     assert coverage_warnings(summary, alpha=0.1) == []
 
 
-def test_pooled_below_target_fires_just_below():
+def test_pooled_below_target_without_a_test_is_the_interval_rule_and_a_warning():
+    # Without the exact pooled test (no table, or a strategy without one) the
+    # interval rule is all there is: it treats re-tested rows as independent, so
+    # it is at no stated level, says so, and is no error.
     summary = _summary(pooled_coverage=0.713, pooled_low=0.70, pooled_high=0.8999, pooled_n=5000)
     (warning,) = coverage_warnings(summary, alpha=0.1)
     assert isinstance(warning, RunWarning)
     assert (warning.strategy, warning.classifier) == ("UCM", "RF")
-    assert (warning.kind, warning.severity) == ("pooled-below-target", "error")
+    assert (warning.kind, warning.severity) == ("pooled-below-target", "warning")
     assert "0.713 [0.700, 0.900]" in warning.message
     assert "5000 test rows" in warning.message and "0.900" in warning.message
     assert warning.message.startswith("UCM / RF:")
+    assert "no test at a stated level" in warning.message
+    assert "beyond sampling error" not in warning.message
+
+
+def _pooled(p_value: float, p_adjusted: float, below: bool) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "strategy": ["UCM"],
+            "classifier": ["RF"],
+            "p_value": [p_value],
+            "p_adjusted": [p_adjusted],
+            "below": [below],
+            "combine": ["bonferroni"],
+        }
+    )
+
+
+def test_pooled_below_target_follows_the_exact_test_not_the_interval():
+    summary = _summary(pooled_coverage=0.713, pooled_low=0.70, pooled_high=0.8999, pooled_n=5000)
+    # The interval lies below 0.9, but the exact test does not reject: no warning.
+    assert coverage_warnings(summary, alpha=0.1, pooled=_pooled(0.2, 0.4, False)) == []
+    (warning,) = coverage_warnings(
+        summary, alpha=0.1, user_level=0.05, user_family="run", pooled=_pooled(1e-4, 2e-3, True)
+    )
+    assert (warning.kind, warning.severity) == ("pooled-below-target", "error")
+    assert "at level 0.05" in warning.message and "p = 0.0001" in warning.message
+    assert "adjusted 0.002" in warning.message
+    assert "every strategy and classifier of the run" in warning.message
+    assert "beyond sampling error" not in warning.message
+    (per_pair,) = coverage_warnings(
+        summary, alpha=0.1, user_family="pair", pooled=_pooled(1e-4, 1e-4, True)
+    )
+    assert "one test for this strategy and classifier" in per_pair.message
+    # A strategy without an exact test (p nan) falls back to the interval rule.
+    (fallback,) = coverage_warnings(summary, alpha=0.1, pooled=_pooled(np.nan, np.nan, False))
+    assert fallback.severity == "warning"
 
 
 def test_users_below_target_warning_then_error():

@@ -24,6 +24,17 @@ from mueval.runfolder import RunFolderError
 SHIFTED = 6
 
 
+def _holm(p: np.ndarray) -> np.ndarray:
+    """Holm's adjusted p-values by their definition: for the i-th smallest, the
+    largest of min(1, (u - j + 1) p_(j)) over j <= i."""
+    u = len(p)
+    ranked = sorted(range(u), key=lambda i: p[i])
+    out = np.empty(u)
+    for position, i in enumerate(ranked):
+        out[i] = max(min(1.0, (u - j) * p[ranked[j]]) for j in range(position + 1))
+    return out
+
+
 def _frame(seed: int = 1, users: int = 6) -> pd.DataFrame:
     """Users of 120 rows, 3 classes; user ``SHIFTED`` has noisy features."""
     rng = np.random.default_rng(seed)
@@ -86,8 +97,17 @@ def test_the_verdicts_are_user_verdicts_of_the_runs_cells(saved: Path) -> None:
     got = run.user_coverage.merge(expected, on=["strategy", "classifier", "user"])
     assert len(got) == len(expected) == 18
     np.testing.assert_allclose(got["p_value_x"], got["p_value_y"], rtol=1e-12)
-    np.testing.assert_allclose(got["p_adjusted_x"], got["p_adjusted_y"], rtol=1e-12)
-    assert (got["below_x"].astype(bool) == got["below_y"].astype(bool)).all()
+    # The run's family (the default, "run") is all 18 users of the three
+    # strategies at once: Holm over the 18 p-values, by its definition.
+    assert run.config["user_family"] == "run"
+    holm = _holm(got["p_value_y"].to_numpy())
+    np.testing.assert_allclose(got["p_adjusted_x"], holm, rtol=1e-12)
+    assert (got["below_x"].astype(bool).to_numpy() == (holm <= 0.05)).all()
+    # The family "pair": Holm within each strategy (one classifier here).
+    pair = user_verdicts(cells, alpha=0.05, rule="study", family="pair")
+    for _, part in pair.groupby("strategy"):
+        by_hand = _holm(part["p_value"].to_numpy())
+        np.testing.assert_allclose(part["p_adjusted"], by_hand, rtol=1e-12)
     # MM and UIM reuse the user's rows in every iteration: Bonferroni; UCM: convolution.
     combine = expected.groupby("strategy")["combine"].first().to_dict()
     assert combine == {"mm": "bonferroni", "uim": "bonferroni", "ucm": "convolution"}
@@ -98,7 +118,7 @@ def test_the_warning_names_the_level_and_the_correction(saved: Path) -> None:
     assert {w["strategy"] for w in warnings} == {"mm", "uim"}
     for w in warnings:
         assert "1 of 6 users" in w["message"]
-        assert "below target at level 0.05 after Holm" in w["message"]
+        assert "below target at level 0.05 after Holm over every user of the run" in w["message"]
         assert "significantly" not in w["message"]
         assert "Clopper-Pearson interval of the observed rate" in w["message"]
 
@@ -159,7 +179,7 @@ def test_a_folder_from_before_the_verdicts_gets_them_recomputed(
 ) -> None:
     folder = _copy(saved, tmp_path)
     info = json.loads((folder / "run.json").read_text())
-    for key in ("user_level", "user_correction", "user_combine"):
+    for key in ("user_level", "user_correction", "user_combine", "user_family"):
         del info["config"][key]
     # Its warning said "significantly" and its below was the interval rule.
     for w in info["warnings"]:
@@ -176,6 +196,39 @@ def test_a_folder_from_before_the_verdicts_gets_them_recomputed(
         fresh.user_coverage[["strategy", "user", "p_value", "below"]],
     )
     assert any("after Holm" in w["message"] for w in again.warnings)
+
+
+def test_a_folder_from_before_the_family_is_read_per_pair(tmp_path: Path) -> None:
+    """A run.json without user_family was written when the correction ran within
+    each strategy and classifier: its files are checked against that rule."""
+    run = mueval.evaluate(
+        _frame(),
+        strategies="mm,uim",
+        classifiers="nb",
+        iterations=2,
+        diagnostics="none",
+        progress=False,
+        user_family="pair",
+    )
+    assert run.config["user_family"] == "pair"
+    folder = run.save(tmp_path / "pair")
+    info = json.loads((folder / "run.json").read_text())
+    del info["config"]["user_family"]
+    (folder / "run.json").write_text(json.dumps(info))
+    again = mueval.Run.load(folder)
+    pd.testing.assert_series_equal(
+        again.user_coverage["p_adjusted"], run.user_coverage["p_adjusted"]
+    )
+    # The same files claimed for the family "run" no longer follow: 12 users
+    # in one family, not 6 in each.
+    info["config"]["user_family"] = "run"
+    (folder / "run.json").write_text(json.dumps(info))
+    with pytest.raises(RunFolderError, match="p_adjusted"):
+        mueval.Run.load(folder)
+    info["config"]["user_family"] = "everyone"
+    (folder / "run.json").write_text(json.dumps(info))
+    with pytest.raises(RunFolderError, match="config.user_family is 'everyone'"):
+        mueval.Run.load(folder)
 
 
 def test_class_conditional_cells_are_exact(tmp_path: Path) -> None:
@@ -238,12 +291,16 @@ def test_the_command_line_sets_level_and_correction(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     config = json.loads((out / "run.json").read_text())["config"]
     assert (config["user_level"], config["user_correction"]) == (0.01, "bh")
+    assert config["user_family"] == "run"
     run = mueval.Run.load(out)
     [warning] = [w for w in run.warnings if w["kind"] == "users-below-target"]
     assert "below target at level 0.01 after Benjamini-Hochberg" in warning["message"]
     bad = CliRunner().invoke(main, [*args[:-4], "--user-correction", "bonf"])
     assert bad.exit_code == 2
     assert "bonf" in bad.output
+    bad = CliRunner().invoke(main, [*args, "--user-family", "everyone"])
+    assert bad.exit_code == 2
+    assert "everyone" in bad.output
     report = CliRunner().invoke(main, ["compare", "--guarantees", str(out)])
     assert report.exit_code == 0, report.output
     assert "below target at level 0.01 after Benjamini-Hochberg" in report.output

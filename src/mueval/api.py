@@ -445,6 +445,7 @@ def evaluate(
     diagnostics: str = "basic",
     user_level: float = 0.05,
     user_correction: str = "holm",
+    user_family: str = "run",
     jobs: int | None = None,
     backend: str = "loky",
     scheduler: str | None = None,
@@ -542,7 +543,13 @@ def evaluate(
         Level of the per-user verdicts "below target" (the exact test of
         :mod:`mueval.guarantees.user_level`); changes no set.
     user_correction : {"holm", "bh", "none"}
-        Their correction across the users of each strategy and classifier.
+        Their correction across the users of ``user_family``.
+    user_family : {"run", "pair"}
+        ``"run"`` (default): one family of every user of every strategy and
+        classifier, so the level (family-wise error under Holm, false
+        discovery rate under BH) holds for the whole run, and the pooled
+        coverage tests are corrected across the run's strategies and
+        classifiers; ``"pair"``: each strategy and classifier apart.
     jobs : int, optional
         Worker processes (loky); the results do not depend on it. None (the
         default) or -1: every CPU this process may use
@@ -627,6 +634,7 @@ def evaluate(
         condition=condition,
         user_level=user_level,
         user_correction=user_correction,
+        user_family=user_family,
     )
     if isinstance(data, pd.DataFrame) and cohorts is None and config.conditioning.by_cohort:
         # A cohort column of any type (text too) is taken out before the features

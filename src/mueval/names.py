@@ -246,6 +246,18 @@ SMALL_CAL_POLICIES: tuple[str, ...] = ("error", "skip", "full-set")
 #: Benjamini-Hochberg's step-up, none); :mod:`mueval.guarantees.user_level`.
 USER_CORRECTIONS: tuple[str, ...] = ("holm", "bh", "none")
 
+#: ``--user-family``: over which users that correction runs. ``run``: every
+#: user of every strategy and classifier of the run at once (the level holds
+#: for the run a reader sees); ``pair``: the users of each (strategy,
+#: classifier) apart, the level holding per pair.
+USER_FAMILIES: tuple[str, ...] = ("run", "pair")
+
+#: How a verdict names its family: "... after Holm over every user of the run".
+USER_FAMILY_WORDS: dict[str, str] = {
+    "run": "every user of the run",
+    "pair": "the users of each strategy and classifier",
+}
+
 #: What ``mueval curve`` does with the target user's k labelled windows.
 CURVE_USES: tuple[str, ...] = ("calibration", "adaptation", "both")
 

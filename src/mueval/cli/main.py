@@ -28,7 +28,7 @@ from mudata.display import plain
 from mueval.cli.base import LazyGroup
 from mueval.cli.options import evaluate_options
 from mueval.errors import UsageError
-from mueval.names import DEFAULT_STRATEGIES, parse_strategies
+from mueval.names import DEFAULT_STRATEGIES, USER_FAMILY_WORDS, parse_strategies
 from mueval.version import __version__
 
 #: ``evaluate --strict``'s exit code when the run has an error-severity warning.
@@ -185,7 +185,8 @@ def evaluate(
         f"{', blocked split' if config.split == 'blocked' else ''}"
         f"{f', {config.user_folds} user folds' if config.user_folds else ''}"
         f"; users below target at level {config.user_level:g} after "
-        f"{config.user_correction} (exact per-user test)",
+        f"{config.user_correction} over {USER_FAMILY_WORDS[config.user_family]} "
+        "(exact per-user test)",
         err=aside,
     )
     if table_format == "csv":

@@ -33,6 +33,7 @@ from mueval.names import (
     STRATEGIES,
     THRESHOLD_RULES,
     USER_CORRECTIONS,
+    USER_FAMILIES,
 )
 from mueval.strategies import BUILTIN_STRATEGIES
 
@@ -380,6 +381,16 @@ evaluate_options = stack(
         "classifier: holm (the chance of any false flag is at most --user-level, whatever "
         "the dependence), bh (Benjamini-Hochberg: false discovery rate, under independence "
         "or positive dependence), none (each user at --user-level).",
+    ),
+    click.option(
+        "--user-family",
+        type=click.Choice(USER_FAMILIES),
+        default="run",
+        show_default=True,
+        help="Over which users --user-correction runs, and so what --user-level bounds: run "
+        "(every user of every strategy and classifier of the run, one family; the pooled "
+        "coverage tests likewise, one per strategy and classifier) or pair (the users of "
+        "each strategy and classifier apart, the level holding per pair).",
     ),
 )
 

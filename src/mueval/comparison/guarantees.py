@@ -204,7 +204,7 @@ def compare_guarantees(runs: Sequence[RunFolder], *, seed: int = 0) -> Guarantee
         ignore_index=True,
     )
     verdicts = [
-        verdict_label(settings["level"], settings["correction"])
+        verdict_label(settings["level"], settings["correction"], settings["family"])
         for settings in (verdict_settings(r.config) for r in runs)
     ]
     if len(set(verdicts)) > 1:

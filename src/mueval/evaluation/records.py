@@ -27,6 +27,7 @@ from mueval.names import (
     SPLIT_METHODS,
     THRESHOLD_RULES,
     USER_CORRECTIONS,
+    USER_FAMILIES,
     classifier_rank,
     strategy_rank,
 )
@@ -182,8 +183,10 @@ class EvalConfig:
     ``user_level`` and ``user_correction``: a user is *below target* when the
     exact per-user test (:mod:`mueval.guarantees.user_level`) rejects at
     ``user_level`` after ``user_correction`` (``holm``, ``bh`` or ``none``)
-    across the users of each strategy and classifier. They change no set,
-    only the verdicts a run folder records.
+    across ``user_family``: ``"run"`` (every user of every strategy and
+    classifier of the run, one family) or ``"pair"`` (the users of each
+    strategy and classifier apart). They change no set, only the verdicts a
+    run folder records.
 
     ``models``: the user's own models (:class:`~mueval.evaluation.estimators.UserModel`),
     each named in ``classifiers`` beside the built-in codes
@@ -209,6 +212,7 @@ class EvalConfig:
     condition: str | None = None
     user_level: float = 0.05
     user_correction: str = "holm"
+    user_family: str = "run"
     models: tuple[UserModel, ...] = ()
 
     def __post_init__(self) -> None:
@@ -253,6 +257,9 @@ class EvalConfig:
                 f"unknown user correction {self.user_correction!r}; valid: "
                 f"{', '.join(USER_CORRECTIONS)}"
             )
+            raise UsageError(message)
+        if self.user_family not in USER_FAMILIES:
+            message = f"unknown user family {self.user_family!r}; valid: {', '.join(USER_FAMILIES)}"
             raise UsageError(message)
         if self.small_cal not in SMALL_CAL_POLICIES:
             message = (

@@ -24,8 +24,14 @@ from mueval.data.users import user_texts
 from mueval.guarantees.conditional_coverage import conditional_coverage
 from mueval.guarantees.intervals import coverage_summary
 from mueval.guarantees.records import CONFIDENCE, USER_VALIDITY_COLUMNS, Guarantees
-from mueval.guarantees.run_verdicts import user_coverage_table, verdict_settings
+from mueval.guarantees.run_verdicts import (
+    pooled_family,
+    pooled_table,
+    user_coverage_table,
+    verdict_settings,
+)
 from mueval.guarantees.run_warnings import collect_warnings, set_statistics
+from mueval.guarantees.user_level import adjust_family
 from mueval.guarantees.validity import user_validity
 from mueval.names import is_pooled
 
@@ -209,8 +215,17 @@ def compute_guarantees(
         validity = validity_table(predictions, splits, classes, condition or Condition())
     step("warnings")
     sets = set_statistics(predictions, n_classes=n_classes)
+    pooled = pooled_table(predictions, splits, alpha=alpha, config=config, classes=classes)
     return _summarised(
-        per_user, conditional, validity, sets, splits, alpha, n_classes, seed, config, user_cohorts
+        per_user,
+        conditional,
+        validity,
+        sets,
+        pooled,
+        splits,
+        (alpha, n_classes, seed),
+        config,
+        user_cohorts,
     )
 
 
@@ -223,14 +238,15 @@ def _summarised(
     conditional: pd.DataFrame | None,
     validity: pd.DataFrame | None,
     sets: pd.DataFrame,
+    pooled: pd.DataFrame,
     splits: pd.DataFrame,
-    alpha: float,
-    n_classes: int,
-    seed: int,
+    numbers: tuple[float, int, int],
     config: Mapping[str, Any] | None,
     user_cohorts: pd.DataFrame | None,
 ) -> Guarantees:
-    """The summary over users and the warnings, from the per-user tables."""
+    """The summary over users and the warnings, from the per-user tables
+    (``numbers``: alpha, the number of classes and the bootstrap's seed)."""
+    alpha, n_classes, seed = numbers
     summary = coverage_summary(per_user, alpha=alpha, confidence=CONFIDENCE, seed=seed)
     settings = verdict_settings(config)
     found = collect_warnings(
@@ -242,6 +258,8 @@ def _summarised(
         validity=validity,
         user_level=settings["level"],
         user_correction=settings["correction"],
+        user_family=settings["family"],
+        pooled=pooled,
     )
     return Guarantees(
         per_user, summary, [asdict(w) for w in found], conditional, validity, user_cohorts
@@ -268,8 +286,10 @@ def compute_guarantees_by_block(
     Every per-row computation of the guarantees (the verdicts and their
     correction, the intervals, the validity tests and their adjustment,
     coverage per class and cohort, the set statistics) stays within one
-    strategy and classifier; only the summary over users and the warnings
-    take several, and they read the per-user tables. So the rows are read
+    strategy and classifier; only the summary over users, the correction
+    over the run's family (``user_family`` ``"run"``: every user's verdict
+    and every pair's pooled test corrected together) and the warnings take
+    several, and they read the per-user and per-pair tables. So the rows are read
     block by block, and the main process holds one block's rows (its share
     of the run's) instead of all of them. The tables are those of
     :func:`compute_guarantees` on all the rows, in its order.
@@ -310,6 +330,7 @@ def compute_guarantees_by_block(
                 conditional_tables(rows, alpha=alpha, classes=classes, cohorts=cohorts),
                 validity_table(rows, splits, classes, condition),
                 set_statistics(rows, n_classes=n_classes),
+                pooled_table(rows, splits, alpha=alpha, config=config, classes=classes),
             )
             del rows
     if not parts:
@@ -325,6 +346,15 @@ def compute_guarantees_by_block(
     methods = ("rank", "uniform")
     by_method = sorted(parts, key=lambda k: (methods.index(validity_method(k[0], condition)), k))
     per_user = pd.concat([parts[k][0] for k in by_text], ignore_index=True)
+    settings = verdict_settings(config)
+    if settings["family"] == "run":
+        # One family over the whole run: the blocks' verdicts are corrected again,
+        # all users together, as compute_guarantees does on all the rows.
+        per_user = adjust_family(
+            per_user, level=settings["level"], correction=settings["correction"], family="run"
+        ).drop(columns="family")
+        per_user["below"] = per_user["below"].astype("boolean")
+    pooled = pooled_family(pd.concat([parts[k][4] for k in by_text], ignore_index=True), settings)
     conditional = pd.concat(
         [
             table[table["by"] == by]
@@ -342,5 +372,13 @@ def compute_guarantees_by_block(
     sets = pd.concat([parts[k][3] for k in by_text], ignore_index=True)
     step("warnings")
     return _summarised(
-        per_user, conditional, validity, sets, splits, alpha, n_classes, seed, config, user_cohorts
+        per_user,
+        conditional,
+        validity,
+        sets,
+        pooled,
+        splits,
+        (alpha, n_classes, seed),
+        config,
+        user_cohorts,
     )

@@ -24,8 +24,11 @@ from mueval.data.frames import frame_column
 from mueval.data.users import user_texts
 from mueval.errors import DataError
 from mueval.guarantees.intervals import per_user_coverage
+from mueval.guarantees.pooled_level import pooled_pvalue, within_iteration
 from mueval.guarantees.records import CONFIDENCE
 from mueval.guarantees.user_level import (
+    adjust_family,
+    cell_ranks,
     default_combine,
     has_verdict,
     threshold_rank,
@@ -35,10 +38,14 @@ from mueval.names import STRATEGIES, is_pooled
 from mueval.strategies import get_strategy
 
 __all__ = [
+    "POOLED_COLUMNS",
     "USER_CORRECTION",
+    "USER_FAMILY",
     "USER_LEVEL",
     "class_cells",
     "no_verdict_reason",
+    "pooled_family",
+    "pooled_table",
     "user_coverage_table",
     "verdict_cells",
     "verdict_settings",
@@ -50,6 +57,9 @@ __all__ = [
 #: ``--user-correction``'s defaults.
 USER_LEVEL = 0.05
 USER_CORRECTION = "holm"
+#: The family of a run whose run.json records none: folders written before
+#: ``--user-family`` corrected within each strategy and classifier.
+USER_FAMILY = "pair"
 
 
 def verdict_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -61,12 +71,13 @@ def verdict_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
         ``run.json``'s ``config`` (:meth:`EvalConfig.record
         <mueval.evaluation.records.EvalConfig.record>` with ``condition``);
         keys it lacks take the protocol's defaults, so a folder written before
-        the verdicts gets level 0.05 and Holm.
+        the verdicts gets level 0.05 and Holm; one written before
+        ``user_family`` gets ``"pair"``, the rule it was written with.
 
     Returns
     -------
     dict
-        ``level``, ``correction``, ``combine`` (strategy -> ``convolution`` or
+        ``level``, ``correction``, ``family``, ``combine`` (strategy -> ``convolution`` or
         ``bonferroni``, or None: :func:`~mueval.guarantees.user_level.default_combine`),
         ``rule``, ``score``, ``split``, ``small_cal``, ``condition`` (a
         :class:`~mueval.conformal.condition.Condition`) and ``no_verdict``
@@ -83,6 +94,7 @@ def verdict_settings(config: Mapping[str, Any] | None) -> dict[str, Any]:
     return {
         "level": float(config.get("user_level", USER_LEVEL)),
         "correction": str(config.get("user_correction", USER_CORRECTION)),
+        "family": str(config.get("user_family", USER_FAMILY)),
         "combine": config.get("user_combine"),
         "rule": str(config.get("threshold") or "study"),
         "score": str(config.get("score") or "lac"),
@@ -319,41 +331,15 @@ def _is_missing(value: object) -> bool:
 _VERDICT_COLUMNS = ["expected_covered", "p_value", "p_adjusted", "below"]
 
 
-def verdict_table(
+def _strategy_parts(
     predictions: pd.DataFrame,
     splits: pd.DataFrame,
-    *,
     alpha: float,
-    config: Mapping[str, Any] | None = None,
-    classes: Sequence[str] | None = None,
-) -> pd.DataFrame:
-    """Each user's exact test of "below target" in a run.
-
-    Parameters
-    ----------
-    predictions, splits : DataFrame
-        As for :func:`verdict_cells` (and :func:`class_cells` under
-        class-conditional calibration).
-    alpha : float
-        The run's miscoverage level.
-    config : mapping, optional
-        The run's configuration (:func:`verdict_settings`).
-    classes : sequence of str, optional
-        Class names in index order; a class-conditional run needs them (and
-        ``n_cal_class`` in the splits) for its cells, or gets no verdict.
-
-    Returns
-    -------
-    DataFrame
-        :func:`~mueval.guarantees.user_level.user_verdicts` output, one row
-        per (strategy, classifier, user), for every strategy of the
-        predictions; users of a strategy with a :func:`no_verdict_reason`
-        have ``nan`` p-values and ``below`` ``<NA>``, and so do the users of a
-        strategy with a calibration set the run's ``small_cal`` policy refuses
-        (no run leaves test rows for one; the ``calibration-too-small``
-        warning names it).
-    """
-    settings = verdict_settings(config)
+    settings: Mapping[str, Any],
+    classes: Sequence[str] | None,
+) -> list[tuple[str, dict[str, Any], pd.DataFrame, bool]]:
+    """Per strategy: its verdict options, its cells with their ``rank`` and
+    whether it has a test (False: every rank ``nan``)."""
     cells = verdict_cells(predictions, splits)
     condition = settings["condition"]
     by_class = None
@@ -382,18 +368,138 @@ def verdict_table(
             and bool((part["n_cal"] < min_calibration_size(alpha)).any())
         )
         if refused or reason is not None:
-            parts.append(user_verdicts(part.assign(rank=np.nan), **options))
+            parts.append((strategy, options, part.assign(rank=np.nan), False))
         elif condition.per_class:
-            parts.append(user_verdicts(mondrian, **options))
+            parts.append((strategy, options, mondrian, True))
         else:
-            parts.append(
-                user_verdicts(
-                    part, rule=settings["rule"], small_cal=settings["small_cal"], **options
-                )
+            ranks = cell_ranks(
+                part, alpha=alpha, rule=settings["rule"], small_cal=settings["small_cal"]
             )
+            parts.append((strategy, options, part.assign(rank=ranks), True))
+    return parts
+
+
+def verdict_table(
+    predictions: pd.DataFrame,
+    splits: pd.DataFrame,
+    *,
+    alpha: float,
+    config: Mapping[str, Any] | None = None,
+    classes: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Each user's exact test of "below target" in a run.
+
+    Parameters
+    ----------
+    predictions, splits : DataFrame
+        As for :func:`verdict_cells` (and :func:`class_cells` under
+        class-conditional calibration).
+    alpha : float
+        The run's miscoverage level.
+    config : mapping, optional
+        The run's configuration (:func:`verdict_settings`).
+    classes : sequence of str, optional
+        Class names in index order; a class-conditional run needs them (and
+        ``n_cal_class`` in the splits) for its cells, or gets no verdict.
+
+    Returns
+    -------
+    DataFrame
+        :func:`~mueval.guarantees.user_level.user_verdicts` output, one row
+        per (strategy, classifier, user), for every strategy of the
+        predictions, corrected over the run's family (``"run"``: every user
+        of ``predictions`` at once; ``"pair"``: each strategy and classifier);
+        users of a strategy with a :func:`no_verdict_reason` have ``nan``
+        p-values and ``below`` ``<NA>``, and so do the users of a strategy
+        with a calibration set the run's ``small_cal`` policy refuses (no run
+        leaves test rows for one; the ``calibration-too-small`` warning names
+        it).
+    """
+    settings = verdict_settings(config)
+    parts = [
+        user_verdicts(cells, **options)
+        for _, options, cells, _ in _strategy_parts(predictions, splits, alpha, settings, classes)
+    ]
     if not parts:
         return pd.DataFrame(columns=["strategy", "classifier", "user", *_VERDICT_COLUMNS])
-    return pd.concat(parts, ignore_index=True)
+    table = pd.concat(parts, ignore_index=True)
+    if settings["family"] == "run":
+        table = adjust_family(
+            table, level=settings["level"], correction=settings["correction"], family="run"
+        ).drop(columns="family")
+    return table
+
+
+#: Columns of :func:`pooled_table`.
+POOLED_COLUMNS = [
+    "strategy",
+    "classifier",
+    "pooled_n",
+    "pooled_covered",
+    "combine",
+    "dependence",
+    "p_value",
+    "p_adjusted",
+    "below",
+]
+
+
+def pooled_table(
+    predictions: pd.DataFrame,
+    splits: pd.DataFrame,
+    *,
+    alpha: float,
+    config: Mapping[str, Any] | None = None,
+    classes: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """The exact test of each (strategy, classifier)'s pooled covered count.
+
+    The null and the combinations are :mod:`mueval.guarantees.pooled_level`'s,
+    on the cells of the per-user verdicts (:func:`verdict_table`); a strategy
+    without a per-user verdict has none either (``p_value`` ``nan``). The
+    p-values are corrected with the run's correction across the run's
+    (strategy, classifier) pairs under the family ``"run"``, and not at all
+    under ``"pair"`` (one test per pair).
+
+    Returns
+    -------
+    DataFrame
+        :data:`POOLED_COLUMNS`, one row per (strategy, classifier).
+    """
+    settings = verdict_settings(config)
+    rows = []
+    for strategy, options, cells, tested in _strategy_parts(
+        predictions, splits, alpha, settings, classes
+    ):
+        dependence = within_iteration(strategy)
+        for classifier, part in cells.groupby("classifier", sort=True):
+            p = (
+                pooled_pvalue(part, dependence=dependence, combine=options["combine"])
+                if tested
+                else np.nan
+            )
+            rows.append(
+                {
+                    "strategy": strategy,
+                    "classifier": classifier,
+                    "pooled_n": int(part["n_test"].sum()),
+                    "pooled_covered": int(part["n_covered"].sum()),
+                    "combine": options["combine"],
+                    "dependence": dependence,
+                    "p_value": p,
+                }
+            )
+    table = pd.DataFrame(rows, columns=POOLED_COLUMNS[:7])
+    return pooled_family(table, settings)
+
+
+def pooled_family(table: pd.DataFrame, settings: Mapping[str, Any]) -> pd.DataFrame:
+    """``p_adjusted`` and ``below`` of a :func:`pooled_table` (or several, concatenated)."""
+    correction = settings["correction"] if settings["family"] == "run" else "none"
+    out = adjust_family(table, level=settings["level"], correction=correction, family="run").drop(
+        columns="family"
+    )
+    return out[POOLED_COLUMNS]
 
 
 def user_coverage_table(

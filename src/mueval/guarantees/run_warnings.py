@@ -1,16 +1,24 @@
-"""Warnings about a run, driven by intervals rather than by point estimates.
+"""Warnings about a run, driven by tests and intervals rather than by point estimates.
 
 Each rule is a pure function from one table to a list of :class:`RunWarning`;
-:func:`collect_warnings` runs them all. A rule fires only when the data say
-so beyond sampling error, so that "lowest user 0.946 after 5 iterations" is
-not reported while "pooled coverage 0.713 [0.70, 0.73]" is.
+:func:`collect_warnings` runs them all. A coverage rule is an error only when a
+test at a stated level rejects, so that "lowest user 0.946 after 5 iterations"
+is not reported while "pooled coverage 0.713 [0.70, 0.73]" is.
 
 The rules, for a target coverage ``1 - alpha``:
 
-``pooled-below-target`` (error)
-    The pooled coverage's Clopper-Pearson upper bound is below ``1 - alpha``.
-    Iterations reuse rows, so that interval is on the narrow side; a pooled
-    shortfall it flags is still large next to binomial noise.
+``pooled-below-target`` (error; a warning without an exact test)
+    The exact test of the pooled covered count
+    (:mod:`mueval.guarantees.pooled_level`, through
+    :func:`~mueval.guarantees.run_verdicts.pooled_table`) rejects at the
+    run's level: every iteration's count against its null, the iterations
+    combined as the per-user verdicts combine them, so rows re-tested in
+    every iteration (``--split blocked``) count once per iteration and not
+    as new evidence; under the family ``"run"`` the pooled tests of every
+    strategy and classifier are corrected together. Where there is no such
+    test (no table given, or a strategy without a rank-k threshold), the
+    Clopper-Pearson upper bound below ``1 - alpha`` gives a warning that
+    says it is at no stated level (it treats the rows as independent).
 ``users-below-target`` (warning; error when at least half the users)
     At least one user is below target by the exact per-user test of
     :mod:`mueval.guarantees.user_level` (the covered count against its
@@ -161,16 +169,47 @@ def _interval(value: float, low: float, high: float) -> str:
     return f"{value:.3f} [{low:.3f}, {high:.3f}]"
 
 
-def _pooled_warning(row: pd.Series, target: float) -> RunWarning | None:
+def _pooled_warning(
+    row: pd.Series, target: float, test: Mapping[str, Any] | None, family: str | None
+) -> RunWarning | None:
+    """The exact pooled test where there is one (an error at its level), else the
+    interval rule, which is no test at a stated level (a warning)."""
+    where = f"{row['strategy']} / {row['classifier']}: pooled coverage"
+    observed = (
+        f"{_interval(row['pooled_coverage'], row['pooled_low'], row['pooled_high'])} over "
+        f"{int(row['pooled_n'])} test rows"
+    )
+    if test is not None and not math.isnan(float(test["p_value"])):
+        if not bool(test["below"]):
+            return None
+        scope = (
+            f"corrected by {_CORRECTION_WORDS[test['correction']]} over the pooled tests of "
+            "every strategy and classifier of the run"
+            if family == "run"
+            else "one test for this strategy and classifier"
+        )
+        message = (
+            f"{where} {observed} is below the target {target:.3f} at level "
+            f"{test['level']:g} (exact test of the pooled covered count: p = "
+            f"{float(test['p_value']):.2g}, adjusted {float(test['p_adjusted']):.2g}, "
+            f"{scope}; iterations combined by {test['combine']}, rows re-tested across "
+            "iterations counted once per iteration)."
+        )
+        return RunWarning(
+            row["strategy"], row["classifier"], "pooled-below-target", message, "error"
+        )
     if not float(row["pooled_high"]) < target:
         return None
     message = (
-        f"{row['strategy']} / {row['classifier']}: pooled coverage "
-        f"{_interval(row['pooled_coverage'], row['pooled_low'], row['pooled_high'])} over "
-        f"{int(row['pooled_n'])} test rows is below the target {target:.3f} beyond sampling "
-        f"error (the whole Clopper-Pearson interval lies below it)."
+        f"{where} {observed} is below the target {target:.3f}: the whole Clopper-Pearson "
+        "interval lies below it. The interval treats rows as independent, while iterations "
+        "re-test rows and share calibration rows; there is no exact pooled test for this "
+        "strategy, so this is no test at a stated level."
     )
-    return RunWarning(row["strategy"], row["classifier"], "pooled-below-target", message, "error")
+    return RunWarning(row["strategy"], row["classifier"], "pooled-below-target", message, "warning")
+
+
+_CORRECTION_WORDS = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no correction"}
 
 
 def _users_warning(row: pd.Series, target: float, verdict: str) -> RunWarning | None:
@@ -195,10 +234,15 @@ def coverage_warnings(
     alpha: float,
     user_level: float = 0.05,
     user_correction: str = "holm",
+    user_family: str | None = None,
+    pooled: pd.DataFrame | None = None,
 ) -> list[RunWarning]:
     """The two coverage rules, from a :func:`~mueval.guarantees.intervals.coverage_summary`.
 
-    - ``pooled-below-target`` (error): ``pooled_high < 1 - alpha``.
+    - ``pooled-below-target``: with ``pooled``, an error where its exact test
+      rejects (``below``, at the run's level after the family's correction);
+      without it, or for a strategy without that test, a warning where
+      ``pooled_high < 1 - alpha`` (the interval rule, at no stated level).
     - ``users-below-target``: ``n_below > 0``; an error when
       ``n_below / n_users >= 0.5``, a warning otherwise.
 
@@ -215,6 +259,11 @@ def coverage_warnings(
     user_level, user_correction : float, str
         The level and the correction of those verdicts, named in the message
         (:func:`~mueval.guarantees.user_level.verdict_label`).
+    user_family : {"run", "pair"}, optional
+        The users the correction ran over, named in the message.
+    pooled : DataFrame, optional
+        :func:`~mueval.guarantees.run_verdicts.pooled_table`: ``strategy,
+        classifier, p_value, p_adjusted, below, combine``.
 
     Returns
     -------
@@ -222,7 +271,19 @@ def coverage_warnings(
         Per (strategy, classifier) in table order: the pooled warning first.
     """
     target = 1.0 - check_level("alpha", alpha)
-    verdict = verdict_label(check_level("user_level", user_level), user_correction)
+    level = check_level("user_level", user_level)
+    verdict = verdict_label(level, user_correction, user_family)
+    tests: dict[tuple[str, str], dict[str, Any]] = {}
+    if pooled is not None:
+        require_columns(
+            pooled,
+            [*_KEYS, "p_value", "p_adjusted", "below", "combine"],
+            "pooled tests",
+            may_be_missing=("p_value", "p_adjusted", "below"),
+        )
+        for record in pooled.to_dict("records"):
+            key = (str(record["strategy"]), str(record["classifier"]))
+            tests[key] = {**record, "level": level, "correction": user_correction}
     columns = [
         *_KEYS,
         "n_users",
@@ -242,7 +303,11 @@ def coverage_warnings(
     )
     warnings: list[RunWarning] = []
     for _, row in summary.iterrows():
-        for found in (_pooled_warning(row, target), _users_warning(row, target, verdict)):
+        test = tests.get((str(row["strategy"]), str(row["classifier"])))
+        for found in (
+            _pooled_warning(row, target, test, user_family),
+            _users_warning(row, target, verdict),
+        ):
             if found is not None:
                 warnings.append(found)
     return warnings
@@ -536,8 +601,9 @@ def validity_warnings(validity: pd.DataFrame, *, show: int = 5) -> list[RunWarni
     ...                       "flagged": [False, True, False, False], "method": "rank"})
     >>> print(validity_warnings(table)[0].message)  # doctest: +NORMALIZE_WHITESPACE
     UCM / RF: 1 of 4 users have true-label p-values that are not super-uniform
-    (one-sided KS, rank method, Benjamini-Hochberg adjusted at 0.05): their calibration
-    rows are not exchangeable with their test rows: user 2 (adjusted p 0.001).
+    (one-sided KS, rank method, Benjamini-Hochberg adjusted at 0.05 over the users of
+    this strategy and classifier): their calibration rows are not exchangeable with
+    their test rows: user 2 (adjusted p 0.001).
     """
     require_columns(validity, [*_KEYS, "user", "pvalue_bh", "flagged", "method"], "validity")
     warnings = []
@@ -553,7 +619,8 @@ def validity_warnings(validity: pd.DataFrame, *, show: int = 5) -> list[RunWarni
         message = (
             f"{strategy} / {classifier}: {len(flagged)} of {len(group)} users have true-label "
             f"p-values that are not super-uniform (one-sided KS, {methods} method, "
-            "Benjamini-Hochberg adjusted at 0.05): their calibration rows are not "
+            "Benjamini-Hochberg adjusted at 0.05 over the users of this strategy and "
+            "classifier): their calibration rows are not "
             f"exchangeable with their test rows: {named}{more}."
         )
         severity = "error" if 2 * len(flagged) >= len(group) else "warning"
@@ -584,6 +651,8 @@ def collect_warnings(
     validity: pd.DataFrame | None = None,
     user_level: float = 0.05,
     user_correction: str = "holm",
+    user_family: str | None = None,
+    pooled: pd.DataFrame | None = None,
 ) -> list[RunWarning]:
     """Every rule, sorted by (strategy, classifier) then by rule.
 
@@ -606,6 +675,9 @@ def collect_warnings(
     user_level, user_correction : float, str
         Level and correction of the per-user verdicts counted in ``summary``
         (see :func:`coverage_warnings`).
+    user_family, pooled : str, DataFrame, optional
+        The family of those verdicts and the exact pooled tests (see
+        :func:`coverage_warnings`).
 
     Returns
     -------
@@ -613,7 +685,12 @@ def collect_warnings(
     """
     found = [
         *coverage_warnings(
-            summary, alpha=alpha, user_level=user_level, user_correction=user_correction
+            summary,
+            alpha=alpha,
+            user_level=user_level,
+            user_correction=user_correction,
+            user_family=user_family,
+            pooled=pooled,
         ),
         *degenerate_set_warnings(set_stats, n_classes=n_classes),
         *empty_set_warnings(set_stats, alpha=alpha, level=level),
@@ -679,7 +756,7 @@ def warnings_summary(
     all of them: run.json
     """
     if not warnings:
-        return ["warnings: none (no coverage below target beyond sampling error)"]
+        return ["warnings: none"]
     counts = {s: sum(w["severity"] == s for w in warnings) for s in SEVERITIES}
     other = len(warnings) - sum(counts.values())
     parts = [f"{n} {s}{'' if n == 1 else 's'}" for s, n in counts.items()]

@@ -105,7 +105,7 @@ from scipy import stats
 
 from mueval.conformal.thresholds import min_calibration_size
 from mueval.guarantees.frame_checks import check_choice, check_level
-from mueval.names import USER_CORRECTIONS
+from mueval.names import USER_CORRECTIONS, USER_FAMILIES, USER_FAMILY_WORDS
 from mueval.strategies import BUILTIN_STRATEGIES, Strategy, registered_strategies
 from mueval.strategies import COMBINES as STRATEGY_COMBINES
 
@@ -113,8 +113,11 @@ __all__ = [
     "COMBINES",
     "CORRECTIONS",
     "DEFAULT_COMBINE",
+    "FAMILIES",
     "NO_VERDICT_STRATEGIES",
+    "adjust_family",
     "adjust_pvalues",
+    "cell_ranks",
     "covered_pmf",
     "default_combine",
     "has_verdict",
@@ -128,6 +131,9 @@ __all__ = [
 #: Multiplicity corrections across the users of one (strategy, classifier)
 #: (declared in :mod:`mueval.names`, which the command line offers).
 CORRECTIONS: tuple[str, ...] = USER_CORRECTIONS
+
+#: Over which users a correction runs: the whole run, or each (strategy, classifier).
+FAMILIES: tuple[str, ...] = USER_FAMILIES
 
 #: How iterations are combined per user (:data:`mueval.strategies.COMBINES`).
 COMBINES: tuple[str, ...] = STRATEGY_COMBINES
@@ -423,16 +429,77 @@ def adjust_pvalues(pvalues: Sequence[float] | np.ndarray, correction: str = "hol
     return out
 
 
-def verdict_label(level: float, correction: str) -> str:
+def verdict_label(level: float, correction: str, family: str | None = None) -> str:
     """The words for a flag: ``"below target at level 0.05 after Holm"``.
+
+    With ``family``, the users the correction ran over follow.
 
     Examples
     --------
     >>> verdict_label(0.05, "bh")
     'below target at level 0.05 after Benjamini-Hochberg'
+    >>> verdict_label(0.05, "holm", "run")
+    'below target at level 0.05 after Holm over every user of the run'
     """
     check_choice("correction", correction, CORRECTIONS)
-    return f"below target at level {level:g} after {_CORRECTION_NAMES[correction]}"
+    label = f"below target at level {level:g} after {_CORRECTION_NAMES[correction]}"
+    if family is None:
+        return label
+    check_choice("family", family, FAMILIES)
+    return f"{label} over {USER_FAMILY_WORDS[family]}"
+
+
+def adjust_family(
+    table: pd.DataFrame, *, level: float, correction: str, family: str
+) -> pd.DataFrame:
+    """``p_adjusted`` and ``below`` of a verdict table, corrected over ``family``.
+
+    Parameters
+    ----------
+    table : DataFrame
+        Rows with ``strategy``, ``classifier`` and ``p_value`` (``nan``: no
+        verdict, left out of every family), such as :func:`user_verdicts`
+        gives for one or several strategies.
+    level : float
+        Level of the verdict after the correction.
+    correction : {"holm", "bh", "none"}
+        The correction.
+    family : {"run", "pair"}
+        ``"run"``: every row of ``table`` is one family, so Holm's
+        family-wise error (BH's false discovery rate) holds over all of them
+        at once; ``"pair"``: each (strategy, classifier) is a family.
+
+    Returns
+    -------
+    DataFrame
+        A copy with ``p_adjusted`` and ``below`` (``<NA>`` without a
+        p-value) recomputed, and ``family``.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"strategy": ["mm", "mm", "uim"], "classifier": "nb",
+    ...                   "p_value": [0.02, 0.5, 0.03]})
+    >>> adjust_family(t, level=0.05, correction="holm", family="pair")["below"].tolist()
+    [True, False, True]
+    >>> adjust_family(t, level=0.05, correction="holm", family="run")["below"].tolist()
+    [False, False, False]
+    """
+    level = check_level("level", level)
+    check_choice("correction", correction, CORRECTIONS)
+    check_choice("family", family, FAMILIES)
+    out = table.copy()
+    p = out["p_value"].to_numpy(dtype=np.float64)
+    adjusted = np.full(p.shape, np.nan)
+    if family == "run":
+        adjusted = adjust_pvalues(p, correction)
+    else:
+        for idx in out.groupby(["strategy", "classifier"], sort=False).indices.values():
+            adjusted[idx] = adjust_pvalues(p[idx], correction)
+    out["p_adjusted"] = adjusted
+    below = pd.Series(adjusted <= level, index=out.index)
+    out["below"] = below.astype("boolean").mask(np.isnan(adjusted))
+    out["family"] = family
+    return out
 
 
 _REQUIRED = ("strategy", "classifier", "user", "iteration", "n_cal", "n_test", "n_covered")
@@ -488,6 +555,17 @@ def _per_user_pvalues(frame: pd.DataFrame, combine: str | None, split: str) -> p
         combine=how,
     )
     return out
+
+
+def cell_ranks(
+    cells: pd.DataFrame, *, alpha: float, rule: str | None = None, small_cal: str = "error"
+) -> np.ndarray:
+    """Threshold rank of every row of ``cells``, as :func:`user_verdicts` derives it.
+
+    ``cells`` as for :func:`user_verdicts`; ``nan`` where a ``rank`` column
+    says no verdict.
+    """
+    return _ranks(cells, check_level("alpha", alpha), rule, small_cal)
 
 
 def _ranks(cells: pd.DataFrame, alpha: float, rule: str | None, small_cal: str) -> np.ndarray:
@@ -562,6 +640,7 @@ def user_verdicts(
     combine: str | None = None,
     split: str = "random",
     small_cal: str = "error",
+    family: str = "pair",
 ) -> pd.DataFrame:
     """Per-user exact p-values and "below target" verdicts at ``level``.
 
@@ -582,7 +661,7 @@ def user_verdicts(
     level : float
         Level of the verdict after the correction.
     correction : {"holm", "bh", "none"}
-        Across the users of each (strategy, classifier).
+        Across the users of ``family``.
     rule : {"study", "mapie"}, optional
         Threshold rule when ``cells`` has neither ``rank`` nor ``threshold``.
     combine : {"convolution", "bonferroni"}, optional
@@ -594,6 +673,10 @@ def user_verdicts(
         What the run did with a non-Mondrian calibration set below
         :func:`min_calibration_size` (only ``"full-set"`` leaves sets to test:
         all rows covered surely).
+    family : {"pair", "run"}
+        ``"pair"``: the correction runs over the users of each (strategy,
+        classifier); ``"run"``: over every user of ``cells`` at once
+        (:func:`adjust_family`).
 
     Returns
     -------
@@ -641,11 +724,7 @@ def user_verdicts(
     if frame.empty:
         return pd.DataFrame()
     out = _per_user_pvalues(frame, combine, split)
-    out["p_adjusted"] = np.nan
-    for _, idx in out.groupby(["strategy", "classifier"], sort=False).groups.items():
-        out.loc[idx, "p_adjusted"] = adjust_pvalues(out.loc[idx, "p_value"].to_numpy(), correction)
-    below = out["p_adjusted"] <= level
-    out["below"] = below.astype("boolean").mask(out["p_adjusted"].isna())
+    out = adjust_family(out, level=level, correction=correction, family=family)
     out["level"] = level
     out["correction"] = correction
     columns = [

@@ -1448,7 +1448,7 @@ def _page_one(
     sizes = set_statistics(run.predictions, n_classes=len(run.classes))
     warnings = _shown_warnings(g, strategies, classifiers)
     settings = verdict_settings(run.config)
-    verdict = verdict_label(settings["level"], settings["correction"])
+    verdict = verdict_label(settings["level"], settings["correction"], settings["family"])
     judged = g.user_coverage[g.user_coverage["below"].notna()]
     unjudged = {
         (s, c)

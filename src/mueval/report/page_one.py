@@ -184,9 +184,8 @@ def warnings_html(
     """
     if not warnings:
         return (
-            '<p class="note">No warning: no pooled coverage is below the target beyond '
-            "sampling error, no user is below target by the exact per-user test, and no set "
-            "is degenerate.</p>"
+            '<p class="note">No warning: no exact test finds a pooled coverage or a user '
+            "below target, and no set is degenerate.</p>"
         )
     # The order and the severity words of the terminal (mueval evaluate, report).
     ordered = by_severity(warnings)

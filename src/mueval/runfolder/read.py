@@ -30,7 +30,7 @@ from mudata.errors import ParseError as MudataParseError
 from mudata.files import describe_kind
 from mudata.parquet_bounds import check_parquet
 from mueval.files import restore_formulas
-from mueval.names import USER_CORRECTIONS
+from mueval.names import USER_CORRECTIONS, USER_FAMILIES
 from mueval.runfolder.columns import run_file_frame
 from mueval.runfolder.consistency import check_consistency
 from mueval.runfolder.format import (
@@ -152,6 +152,12 @@ def _check_verdict_config(path: Path, config: dict) -> None:
         msg = (
             f"{path}: config.user_correction is {correction!r}; expected one of "
             f"{', '.join(USER_CORRECTIONS)}"
+        )
+        raise RunFolderError(msg[:300])
+    family = config.get("user_family", "pair")
+    if family not in USER_FAMILIES:
+        msg = (
+            f"{path}: config.user_family is {family!r}; expected one of {', '.join(USER_FAMILIES)}"
         )
         raise RunFolderError(msg[:300])
     combine = config.get("user_combine", {})

@@ -207,3 +207,46 @@ def test_two_labelled_tables_of_other_columns_stay_a_tie_of_shapes(tmp_path):
     assert any(
         "two.csv: its columns" in line and "a metadata sheet?" in line for line in draft.report
     )
+
+
+@pytest.mark.parametrize(
+    ("folders", "tokens", "folder_role"),
+    [
+        (["run", "sit", "stand"], ["s01", "s02", "s03"], "label"),  # run/run_s01.txt
+        (["a01", "a02"], ["p1", "p2", "p3"], "label"),  # a01/a01_p1.txt
+        (["SA01", "SA02", "SA03"], ["D01", "D02"], "user"),  # SA01/D01_SA01_R01.txt
+    ],
+)
+def test_a_folder_repeated_in_the_file_names_is_one_field(tmp_path, folders, tokens, folder_role):
+    """The token that repeats the folder is the folder again: it takes no role of its own
+    (a words folder repeated in the names used to make the folder the user)."""
+    rng = np.random.default_rng(len(folders))
+    root = tmp_path / "rel"
+    for folder in folders:
+        (root / folder).mkdir(parents=True)
+        for token in tokens:
+            for trial in ("R01", "R02"):
+                name = (
+                    f"{token}_{folder}_{trial}.txt"
+                    if folder_role == "user"
+                    else f"{folder}_{token}_{trial}.txt"
+                )
+                values = np.round(30 + np.cumsum(rng.normal(0, 1, (800, 3)), axis=0))
+                np.savetxt(root / folder / name, values.astype(int), fmt="%d")
+    draft = draft_entry([root], "copy", output=tmp_path / "copy.toml", sampling_rate_hz=50.0)
+    other = "user" if folder_role == "label" else "label"
+    folder_note = f"{folder_role}: the folder holding each file ({folders[0]}"
+    assert any(line.startswith(folder_note) for line in draft.report), draft.report
+    assert any(
+        line.startswith(f"{other}: a token of the file names ({tokens[0]}") for line in draft.report
+    ), draft.report
+    assert any(
+        line.startswith("recording: a token of the file names (R01, R02") for line in draft.report
+    )
+    users = len(tokens) if folder_role == "label" else len(folders)
+    classes = len(folders) if folder_role == "label" else len(tokens)
+    assert len(draft.entry.class_names) == classes
+    # 800 samples a file: 5 windows of 3 s, 10 of each class per user
+    assert f"user filter (at least 5 windows of every class): {users} kept, 0 dropped" in (
+        draft.report
+    )

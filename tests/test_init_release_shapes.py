@@ -114,15 +114,14 @@ def test_numbered_participants_with_a_row_counter_and_label_zero(tmp_path):
     files = shapes.numbered_participants(tmp_path / "accel", np.random.default_rng(2))
     written = (files / "2.csv").read_text()
     assert "\n1e+05," in written and "\n1.0001e+05," in written and "\n1.0000e+05," in written
-    draft, report, _ = walk(
-        tmp_path, files, "seq-counter", ["--sampling-rate", "52"], "mm", drop_classes=("0",)
-    )
+    draft, report, _ = walk(tmp_path, files, "seq-counter", ["--sampling-rate", "52"], "mm")
     # seq (c1) is a counter, z (c4) a channel; c5 the label
     assert signals_of(draft) == ["c2", "c3", "c4"]
     assert draft["reader_options"]["label_col"] == "c5"
     assert "c1: a row counter (the row number within the rounding of its 5 significant" in report
-    assert "class(es) 0 give no user 5 windows" in report
-    assert [c["code"] for c in draft["classes"]] == [0, 1, 2, 3]
+    # class 0 gives no user 5 windows: no table could keep 2 users with it
+    assert "(left out: fewer than 2 users have 5 windows of it, even of 0.5 s (no user)" in report
+    assert [c["code"] for c in draft["classes"]] == [1, 2, 3]
     table = mudata.load("seq-counter", data_home=tmp_path / "home").frame
     assert sorted(table["label"].unique()) == ["1", "2", "3"]
 

@@ -65,7 +65,7 @@ from mudata.drafting.records import Choices, Layout, Sniffed
 from mudata.drafting.selection import Selection, format_of, select
 from mudata.drafting.shapes import text_shape
 from mudata.drafting.toml_text import to_toml
-from mudata.drafting.windows import window_report
+from mudata.drafting.windows import classes_of_too_few_users, window_report
 from mudata.entry import DatasetEntry
 from mudata.errors import LimitError, ParseError, UsageError
 from mudata.files import describe_kind, sha256_file
@@ -548,6 +548,12 @@ def draft_entry(
         classes = [c for c in classes if code_text(c["code"]) not in left_out]
         entry_data["classes"] = classes
         entry = parse_entry(entry_data, source=output)
+        few = _classes_of_too_few_users(raw.frame, entry, rate, classes, choices)
+        if few:
+            left_out.update(few)
+            classes = [c for c in classes if code_text(c["code"]) not in left_out]
+            entry_data["classes"] = classes
+            entry = parse_entry(entry_data, source=output)
         filter_lines, built = _filter_report(entry, collected.sources, raw)
         frame = raw.frame
     finally:
@@ -667,11 +673,53 @@ def _left_out_classes(
     return left_out
 
 
+#: How the reason of a class left out by :func:`_classes_of_too_few_users` begins.
+FEW_USERS = "fewer than 2 users have"
+
+
+def _classes_of_too_few_users(
+    frame: pd.DataFrame,
+    entry: DatasetEntry,
+    rate: float,
+    classes: list[dict[str, Any]],
+    choices: Choices,
+) -> dict[str, str]:
+    """Code (as text) to why: the classes no window lets 2 users keep.
+
+    The user filter keeps a user only with ``min_per_class`` windows of every
+    class, and the build needs 2 users: a class that fewer than 2 users have
+    enough windows of, even of 0.5 s (:func:`classes_of_too_few_users`),
+    makes every table fail, whatever the window. Such classes are left out
+    (``--keep-class`` keeps one), if at least 2 classes remain; an activity
+    that one volunteer alone recorded cannot be tested on another user.
+    """
+    if not entry.recipe.window or entry.min_per_class < 1:
+        return {}
+    names = {c["name"]: code_text(c["code"]) for c in classes}
+    keep = set(_given_codes(choices.keep_class, list(names.values()), "--keep-class"))
+    few = classes_of_too_few_users(
+        _as_built(frame, entry), rate, entry.class_names, entry.min_per_class
+    )
+    few = {name: users for name, users in few.items() if names[name] not in keep}
+    if not few or len(classes) - len(few) < 2:
+        return {}
+    return {
+        names[name]: (
+            f"{FEW_USERS} {entry.min_per_class} windows of it, even of 0.5 s "
+            f"({'only ' + users[0] if users else 'no user'}): no window lets 2 users pass "
+            f"the filter with it"
+        )
+        for name, users in few.items()
+    }
+
+
 def _left_out_note(reason: str | None, code: object) -> str:
     if reason is None:
         return ""
     if reason == "--drop-class":
         return " (left out: --drop-class)"
+    if reason.startswith(FEW_USERS):
+        return f" (left out: {reason}; --keep-class {code} keeps it)"
     return f" (left out, not an activity: {reason}; --keep-class {code} keeps it)"
 
 

@@ -6,7 +6,8 @@ A path holds fields: the folders above each file, and the tokens of its name
 user, a label or a recording by what they are, not by where they sit:
 
 * a folder whose name reappears inside the file names (``SA01/D01_SA01_R01.txt``)
-  is the user;
+  is the user, that token of the names being the folder again, no field of its
+  own (so ``walking/walking_s1.csv`` gives its role to the folder alone);
 * a field that takes the same few values in every folder (a series number
   ``1_raw_data_...``, a trial ``_R01``, a segment ``s01``) is a recording,
   not a user;
@@ -60,6 +61,7 @@ class Field:
     prefix: str | None = None  # the letters before the digits, when all share them
     kind: str = "mixed"  # "number", "coded", "text" or "mixed"
     reappears: bool = False  # a folder whose value is also a token of the file name
+    copy: bool = False  # a token of the names equal to a folder in every file: that folder
     repeats: bool = False  # the same few values in every folder above it
     per_file: bool = False  # one value per file
 
@@ -127,6 +129,11 @@ def _fields(members: list[str]) -> tuple[list[Field], list[list[str]], list[list
     for f in found:
         if f.where == "folder":
             f.reappears = all(v in s[0::2] for v, s in zip(f.values, stems, strict=True))
+    for f in found:
+        # walking/walking_user1.csv: the name repeats the folder, one field, not two
+        f.copy = f.where == "name" and any(
+            g.where == "folder" and g.values == f.values for g in found
+        )
     folder_fields = [f for f in found if f.where == "folder"]
     for f in found:
         above = [
@@ -242,7 +249,7 @@ def read_paths(members: list[str], need_user: bool, need_label: bool) -> PathRea
     roles: dict[int, str] = {}
     notes: list[str] = []
     other: tuple[str, str] | None = None
-    free = list(range(len(found)))
+    free = [i for i, f in enumerate(found) if not f.copy]
     runner_up: tuple[str, int, int] | None = None
     for role, score in (("label", _label_score), ("user", _user_score)):
         if not (need_label if role == "label" else need_user):

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from mudata.drafting.annotations import Annotation, find_annotation, find_class_names
+from mudata.drafting.columns import LABEL_NAMES
 from mudata.drafting.shapes import text_shape
 from mudata.errors import UsageError
 from mudata.readers.decode import COMPRESSIONS, data_suffix
@@ -183,18 +184,34 @@ def _by_columns(
     counts = Counter(signatures.values())
     if len(counts) < 2:
         return names
-    (majority, n), *_ = counts.most_common(1)
+    # Of shapes equally common, the one with a label column: a labelled training
+    # table beside its unlabelled test split (pml-training.csv, pml-testing.csv)
+    # is the data; the first of the tie otherwise, as the files are sorted.
+    majority = max(counts, key=lambda s: (counts[s], _label_column(s) is not None))
+    n = counts[majority]
+    label = _label_column(majority)
     kept = []
     for name in names:
         if signatures[name] == majority:
             kept.append(name)
+            continue
+        shown = ", ".join(signatures[name] or ("(empty)",))[:120]
+        if label is not None and _label_column(signatures[name]) is None:
+            left_out[name] = (
+                f"its columns ({shown}) lack the label column {label!r} of {n} of the "
+                f"{len(names)} tables: an unlabelled (test) table?"
+            )
         else:
-            shown = ", ".join(signatures[name] or ("(empty)",))[:120]
             left_out[name] = (
                 f"its columns ({shown}) differ from those of {n} of the {len(names)} "
                 f"tables ({', '.join(majority)[:120]}): a metadata sheet?"
             )
     return kept
+
+
+def _label_column(signature: tuple[str, ...] | None) -> str | None:
+    """The first header field named as a label (:data:`LABEL_NAMES`), if any."""
+    return next((f for f in signature or () if LABEL_NAMES.match(f.strip())), None)
 
 
 def select(

@@ -149,6 +149,32 @@ def _blocking(
     return [c for c in classes if int(shortest[c].max()) < min_per_class]
 
 
+def classes_of_too_few_users(
+    frame: pd.DataFrame, rate: float, classes: list[str], min_per_class: int
+) -> dict[str, list[str]]:
+    """Classes that fewer than 2 users have ``min_per_class`` windows of, even of 0.5 s.
+
+    A longer window never gives a sequence more windows
+    (:func:`mudata.windowing.window_count` does not grow with the window), so
+    such a class keeps every table under the 2 users the build needs, whatever
+    the window: each kept user must have it. ``frame`` is the reader's signal
+    table as the build names users and classes (``userid``, ``label``,
+    ``recording``); ``classes`` are class names as there.
+
+    Returns
+    -------
+    dict
+        Class name -> the users (at most one) who have enough windows of it.
+    """
+    lengths = sequence_lengths(frame)
+    shortest = windows_per_user_class(lengths, max(2, round(0.5 * rate)))
+    shortest = shortest.reindex(columns=classes, fill_value=0)
+    enough = shortest >= min_per_class
+    return {
+        c: [str(u) for u in shortest.index[enough[c]]] for c in classes if int(enough[c].sum()) < 2
+    }
+
+
 def _calibration_lines(
     lengths: pd.DataFrame,
     table: pd.DataFrame,

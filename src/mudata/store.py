@@ -177,6 +177,9 @@ def _source(record: dict[str, Any]) -> dict[str, Any]:
 def write_table(table: pd.DataFrame, folder: Path, name: str, provenance: dict[str, Any]) -> Path:
     """Write ``<folder>/<name>.parquet`` and ``<folder>/datapackage.json`` atomically.
 
+    ``croissant.json`` is written with them, and the stamp (:func:`write_stamp`)
+    once the Parquet file is in place.
+
     Returns
     -------
     Path

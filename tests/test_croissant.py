@@ -65,13 +65,13 @@ def test_the_descriptor_names_the_file_hash_licence_citation_and_fields(built: P
     assert all(c in record_set["field"][1]["description"] for c in record["classes"])
 
 
-def test_a_table_without_one_gets_it_on_load_without_mlcroissant(built: Path) -> None:
+def test_a_table_without_one_gets_it_on_fetch_without_mlcroissant(built: Path) -> None:
     folder = built / NAME
     before = (folder / "croissant.json").read_bytes()
     (folder / "croissant.json").unlink()
     script = (
         "import sys, mudata\n"
-        f"mudata.load({NAME!r}, data_home={str(built)!r}, download_if_missing=False)\n"
+        f"mudata.fetch({NAME!r}, data_home={str(built)!r}, download_if_missing=False)\n"
         "assert 'mlcroissant' not in sys.modules, 'mlcroissant imported at run time'\n"
     )
     subprocess.run([sys.executable, "-c", script], check=True, timeout=300)

@@ -553,7 +553,7 @@ def _toml(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_datapackage_disagreeing_with_the_parquet_is_rewritten(
+def test_datapackage_disagreeing_with_the_parquet_is_rewritten_by_a_fetch(
     local_toy: tuple[dict, Path],
 ) -> None:
     entry, home = local_toy
@@ -562,7 +562,9 @@ def test_datapackage_disagreeing_with_the_parquet_is_rewritten(
     stale = json.loads(descriptor.read_text())
     stale["mudata"]["table_sha256"] = "0" * 64  # as left by a kill between the two renames
     descriptor.write_text(json.dumps(stale))
-    frame = build(entry, home)
+    frame = build(entry, home)  # a load: a read, which leaves it as it is
+    assert json.loads(descriptor.read_text()) == stale
+    build(entry, home, read_back=False)  # a fetch repairs it
     assert (
         json.loads(descriptor.read_text())["mudata"]["table_sha256"]
         == frame.attrs["provenance"]["table_sha256"]
@@ -1379,12 +1381,15 @@ def test_a_killed_build_s_part_files_go_at_the_next_run_that_finds_the_table_bui
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
-        build(entry, home)
+        build(entry, home, read_back=False)
         assert all(path.exists() for path in leftovers)
     finally:
         holder.kill()
         holder.wait()
-    build(entry, home)  # served from the cache, no build: the leftovers go all the same
+    build(entry, home)  # a load is a read: it leaves them
+    assert all(path.exists() for path in leftovers)
+    # A fetch served from the cache, no build: the leftovers go all the same.
+    build(entry, home, read_back=False)
     assert not any(path.exists() for path in leftovers)
     assert (folder / "toy.parquet").exists()
 

@@ -33,6 +33,7 @@ def fetch(
     max_expansion: float | None = None,
     min_users: int = 2,
     windows: bool = False,
+    verify: bool = False,
 ) -> Path:
     """Build the dataset's feature table if needed and return the Parquet path.
 
@@ -66,15 +67,21 @@ def fetch(
     windows : bool
         Build the windows of samples beside the feature table too (datasets
         of recipe ``study-window`` only; see :func:`load`) and return their path.
+    verify : bool
+        Hash the rows of a table built before even when its file is unchanged
+        since it was written.
 
     Returns
     -------
     Path
-        ``<data_home>/<name>/<name>.parquet``. A table built before was
-        checked against the hash recorded when it was built (a damaged table
-        is rebuilt from the verified raw files, with a warning); a table built
-        now is not read back into memory. With ``windows``,
-        ``<data_home>/<name>/<name>.windows.parquet``.
+        ``<data_home>/<name>/<name>.parquet``. A table built before is served
+        without reading its rows when its file's size and times are those
+        recorded when it was written, with the hash its footer holds; when
+        they changed, or with ``verify``, its rows are hashed and compared
+        with that hash (a damaged table is rebuilt from the verified raw
+        files, with a warning) and ``datapackage.json`` is repaired if it
+        disagrees. A table built now is not read back into memory. With
+        ``windows``, ``<data_home>/<name>/<name>.windows.parquet``.
     """
     parameters = dict(locals())  # every parameter goes to the build under its name
     if parameters.pop("windows"):
@@ -336,10 +343,12 @@ def verify(
     ``files[].verified_at_build`` in a table's provenance says what the build
     saw; the table can have been rewritten since (its ``table_sha256`` with
     it). This reads the raw files again, checks each byte against the registry
-    entry's hashes, builds the table in memory (nothing is written or
-    downloaded) and compares the rows exactly (builds are deterministic),
-    then the provenance fields :func:`load` serves (classes and their order,
-    licence, citation, counts, ...).
+    entry's hashes, builds the table in memory (nothing is downloaded, and
+    the table is not rewritten) and compares the rows exactly (builds are
+    deterministic), then the provenance fields :func:`load` serves (classes
+    and their order, licence, citation, counts, ...). A table that verifies
+    has a ``datapackage.json`` that disagrees with it repaired, as
+    :func:`fetch` does.
 
     Parameters
     ----------

@@ -12,10 +12,10 @@ what would let two of them differ or would let an archive do harm:
 * tar symlinks, hardlinks, devices and FIFOs; zip entries whose Unix mode is a
   link or a device; encrypted zip entries;
 * archives whose members declare more bytes than the expansion cap
-  (:func:`max_expansion`), checked before anything is decompressed, and
+  (:func:`mudata.config.max_expansion`), checked before anything is decompressed, and
   members that yield more bytes than they declare, checked while
   decompressing;
-* archives of more members than the member cap (:func:`max_members`): a zip's
+* archives of more members than the member cap (:func:`mudata.config.max_members`): a zip's
   count is read from its end record before its directory is parsed, a tar's
   headers are counted as they are read.
 """
@@ -37,15 +37,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Self
 
-from mudata.errors import ChecksumError, LimitError, ParseError, UsageError, excerpt
+# The caps are settings, read and checked in mudata.config; parse_cap is named
+# here too because mudata.readers.base still imports it from this module.
+from mudata.config import EXPANSION_ENV, MEMBERS_ENV, max_expansion, max_members
+from mudata.config import parse_cap as parse_cap
+from mudata.errors import ChecksumError, LimitError, ParseError, excerpt
 from mudata.files import open_regular, sha256_file
 
-EXPANSION_ENV = "MUDATA_MAX_EXPANSION"
-DEFAULT_MAX_EXPANSION = 100.0
-MEMBERS_ENV = "MUDATA_MAX_MEMBERS"
-#: Members (files and folders) an archive may hold. The largest release known
-#: here has about 3,500; each member costs time and memory in every reader.
-DEFAULT_MAX_MEMBERS = 50_000
 _EOCD = b"PK\x05\x06"
 _ZIP64_EOCD = b"PK\x06\x06"
 # Small archives of very regular text (test fixtures, a toy CSV) compress
@@ -70,114 +68,6 @@ CORRUPT_ARCHIVE_ERRORS: tuple[type[BaseException], ...] = (
     IndexError,
     KeyError,
 )
-
-
-def parse_cap(
-    value: float | str | None,
-    *,
-    option: str,
-    env: str,
-    default: float,
-    unit: str,
-    whole: bool = False,
-) -> float:
-    """A positive cap given as an option, else by an environment variable, else its default.
-
-    The one parser of mudata's caps (:func:`max_expansion`, :func:`max_members`
-    and :func:`mudata.readers.base.max_read_bytes`), so that each reads the
-    option and the environment the same way and words a bad value the same way.
-
-    Parameters
-    ----------
-    value : float or str, optional
-        The option's value; None reads ``$env``, and an unset or empty
-        variable gives ``default``.
-    option, env : str
-        The option's and the variable's names, for the message.
-    default : float
-        The cap when neither is given.
-    unit : str
-        What the cap counts, for the message ("archive members").
-    whole : bool
-        The cap must be a whole number (``inf`` is then refused too).
-
-    Raises
-    ------
-    UsageError
-        The value is not a positive number (a whole one when ``whole``).
-
-    Examples
-    --------
-    >>> parse_cap("inf", option="max_expansion", env="X", default=100.0, unit="bytes")
-    inf
-    >>> parse_cap(None, option="max_members", env="UNSET_X", default=5, unit="members", whole=True)
-    5
-    """
-    source = option
-    if value is None:
-        value = os.environ.get(env) or default
-        source = f"${env}"
-    try:
-        cap = float(value)
-        if whole:
-            cap = (
-                int(value) if isinstance(value, (int, str)) else int(cap) if cap.is_integer() else 0
-            )
-    except (TypeError, ValueError, OverflowError):
-        cap = float("nan")
-    if not cap > 0:
-        kind = "positive whole number" if whole else "positive number"
-        message = f"{source} must be a {kind} of {unit}; got {excerpt(str(value))}"
-        raise UsageError(message)
-    return cap
-
-
-def max_expansion(value: float | str | None = None) -> float:
-    """The expansion cap: how many bytes an archive may expand to per byte it holds.
-
-    Parameters
-    ----------
-    value : float or str, optional
-        The cap; default ``$MUDATA_MAX_EXPANSION``, else
-        :data:`DEFAULT_MAX_EXPANSION`. ``inf`` lifts it.
-
-    Raises
-    ------
-    UsageError
-        The value is not a positive number.
-    """
-    return parse_cap(
-        value,
-        option="max_expansion",
-        env=EXPANSION_ENV,
-        default=DEFAULT_MAX_EXPANSION,
-        unit="bytes out per archive byte (or inf)",
-    )
-
-
-def max_members(value: int | str | None = None) -> int:
-    """The member cap: how many members (files and folders) an archive may hold.
-
-    Parameters
-    ----------
-    value : int or str, optional
-        The cap; default ``$MUDATA_MAX_MEMBERS``, else :data:`DEFAULT_MAX_MEMBERS`.
-
-    Raises
-    ------
-    UsageError
-        The value is not a positive integer.
-    """
-    return int(
-        parse_cap(
-            value,
-            option="max_members",
-            env=MEMBERS_ENV,
-            default=DEFAULT_MAX_MEMBERS,
-            unit="archive members",
-            whole=True,
-        )
-    )
 
 
 def zip_declared_count(fh: IO[bytes]) -> int | None:
@@ -276,9 +166,9 @@ class ArchiveIndex:
         When given, the archive's bytes are hashed through the very descriptor
         the members are then read from, and a mismatch is a ChecksumError.
     ratio : float, optional
-        Expansion cap (see :func:`max_expansion`).
+        Expansion cap (see :func:`mudata.config.max_expansion`).
     member_cap : int, optional
-        Member cap (see :func:`max_members`).
+        Member cap (see :func:`mudata.config.max_members`).
 
     Raises
     ------

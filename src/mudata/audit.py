@@ -16,8 +16,12 @@ the cached table records; then the fields of its provenance that
 Three outcomes (see :class:`Verification`): ``verified`` (exit code 0 in the
 CLI), ``differs`` (1) and ``unverifiable`` (2: no table, raw files missing or
 unpinned, an entry changed since the build, a table hashed with the old kind
-of ``table_sha256``, or a table without a build record from this data home). Nothing is written: neither the cached table nor the
-raw files are changed, and nothing is downloaded.
+of ``table_sha256``, or a table without a build record from this data home).
+Neither the cached table nor the raw files are changed, and nothing is
+downloaded. A table that verifies has the files beside it repaired
+(:func:`mudata.store.repair_descriptors`: ``datapackage.json`` and
+``croissant.json`` when they disagree with it, and its stamp), as ``mudata
+fetch`` does once it has hashed the rows.
 """
 
 from __future__ import annotations
@@ -50,7 +54,14 @@ from mudata.pipeline import (
     served_provenance,
 )
 from mudata.readers import Sources
-from mudata.store import fingerprint_kind, read_unchecked, recorded_fingerprint, table_fingerprint
+from mudata.store import (
+    fingerprint_kind,
+    read_provenance,
+    read_unchecked,
+    recorded_fingerprint,
+    repair_descriptors,
+    table_fingerprint,
+)
 from mudata.table_hash import KIND, LEGACY_KIND
 
 Status = Literal["verified", "differs", "unverifiable"]
@@ -169,7 +180,14 @@ def verify_table(
             )
             return Verification(entry.name, "unverifiable", message, path, cached_sha)
     served = served_provenance(entry, rebuilt, drops)
-    return _compare(entry, path, (cached, provenance), (rebuilt, served), build, data_home)
+    result = _compare(entry, path, (cached, provenance), (rebuilt, served), build, data_home)
+    if result.status == "verified" and provenance is not None:
+        with dataset_lock(entry.name, data_home):
+            # Only the table just compared may be described: not one written since.
+            now = read_provenance(path)
+            if now is not None and now.get("table_sha256") == provenance["table_sha256"]:
+                repair_descriptors(path, cached, provenance)
+    return result
 
 
 def _stale(entry: DatasetEntry, provenance: dict[str, Any] | None) -> str | None:

@@ -245,12 +245,24 @@ def _pin_note(remote: RemoteFile) -> str:
         "and print their path (recipe study-window only)."
     ),
 )
+@click.option(
+    "--verify",
+    is_flag=True,
+    help=(
+        "Hash the rows of a table built before even when its file is unchanged since "
+        "it was written (by default its size and times are compared, and the rows "
+        "hashed only when they changed)."
+    ),
+)
 def fetch_command(name: str, data_home: Path | None, **options: Any) -> None:
     """Download (or take from --manual-dir), verify and build dataset NAME.
 
     Prints the path of the Parquet table (with --windows, of the windows file:
     one fixed-size list column of float32 samples per channel). A table
-    already built from the same registry entry is returned at once.
+    already built from the same registry entry is returned at once, its rows
+    hashed again only when its file changed since it was written or with
+    --verify; a table that fails is rebuilt, and a datapackage.json that
+    disagrees with it is repaired.
     """
     # Here, not at the top: pandas, pyarrow and Pandera: only for this command.
     from mudata import api
@@ -317,7 +329,8 @@ def verify_command(
     table was built from) are hashed again against the registry entry, the
     table is built again in memory and compared with the cached one, row by
     row, and so are the classes, licence, citation and counts its provenance
-    serves; nothing is written or downloaded.
+    serves. Nothing is downloaded and the table is not rewritten; a table
+    that verifies has a datapackage.json that disagrees with it repaired.
 
     Exit codes: 0 verified; 1 the cached table differs (the first differing
     row or provenance field is named); 2 unverifiable (no table, raw files

@@ -4,7 +4,7 @@ Parquet compresses a column of equal values to almost nothing: a file of a
 few hundred kilobytes can declare tens of millions of rows and fill gigabytes
 once decoded. :func:`check_parquet` reads only the footer (the row count, the
 columns and their types) and refuses a file whose decoded size would exceed
-the same expansion cap that bounds archives (:func:`mudata.archive.max_expansion`,
+the same expansion cap that bounds archives (:func:`mudata.config.max_expansion`,
 ``$MUDATA_MAX_EXPANSION`` or ``--max-expansion``): bytes out per byte of the file, never
 below :data:`mudata.archive.EXPANSION_FLOOR`. Every Parquet input of both
 packages passes through it: release members and the cached table in mudata,
@@ -28,7 +28,8 @@ from typing import IO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mudata.archive import EXPANSION_ENV, expansion_budget, max_expansion
+from mudata.archive import expansion_budget
+from mudata.config import EXPANSION_ENV, max_expansion
 from mudata.errors import LimitError, ParseError
 
 #: Columns a Parquet input may hold; a footer declaring more is refused unread.

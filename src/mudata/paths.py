@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pooch
 
+from mudata import config
 from mudata.errors import MudataError, StorageError
 from mudata.files import atomic_create, read_regular
 
 log = logging.getLogger(__name__)
-
-HOME_ENV = "MUDATA_HOME"
 
 #: The file in the data home holding its identity (see :func:`home_identity`).
 HOME_ID_FILE = ".mudata-home"
@@ -29,9 +28,9 @@ def data_home(data_home: Path | str | None = None) -> Path:
     """The data directory: the argument, else ``$MUDATA_HOME``, else Pooch's OS cache."""
     if data_home is not None:
         return Path(data_home).expanduser()
-    env = os.environ.get(HOME_ENV)
-    if env:
-        return Path(env).expanduser()
+    env = config.home()
+    if env is not None:
+        return env
     return Path(pooch.os_cache("mudata"))
 
 

@@ -39,7 +39,16 @@ from mudata.readers import (
     get_stream_reader,
 )
 from mudata.readers.stream import coalesced
-from mudata.store import load_table, read_provenance, table_fingerprint, write_table
+from mudata.store import (
+    descriptors_agree,
+    load_table,
+    read_provenance,
+    repair_descriptors,
+    stamp_path,
+    table_fingerprint,
+    unchanged_since_written,
+    write_table,
+)
 from mudata.table_hash import KIND as TABLE_SHA256_KIND
 from mudata.userfilter import filter_users
 from mudata.version import __version__
@@ -52,7 +61,12 @@ log = logging.getLogger(__name__)
 
 def _temporary_files(target: Path) -> tuple[str, ...]:
     """Name patterns of the temporary files a build writes beside the table ``target``."""
-    return (f".{target.name}.*.part", ".datapackage.json.*.part", ".croissant.json.*.part")
+    return (
+        f".{target.name}.*.part",
+        ".datapackage.json.*.part",
+        ".croissant.json.*.part",
+        f".{stamp_path(target).name}.*.part",
+    )
 
 
 def _spool_dir(entry: DatasetEntry, data_home: Path | str | None) -> Path | None:
@@ -160,7 +174,7 @@ def current_table(entry: DatasetEntry, data_home: Path | str | None = None) -> p
 
     A table whose rows no longer match the hash recorded at build time is not
     served: a warning says so and None is returned, so that the caller rebuilds
-    it from the verified raw files.
+    it from the verified raw files. A read: nothing is written.
     """
     if not is_built(entry, data_home):
         return None
@@ -172,6 +186,46 @@ def current_table(entry: DatasetEntry, data_home: Path | str | None = None) -> p
         return None
     frame.attrs["provenance"] = provenance
     return frame
+
+
+def current_path(
+    entry: DatasetEntry, data_home: Path | str | None = None, *, verify: bool = False
+) -> dict[str, Any] | None:
+    """The provenance of the built table, for a fetch; None when it must be (re)built.
+
+    The fast path of ``mudata fetch``: when the file's size and times are
+    those its stamp recorded with the hash its footer holds
+    (:func:`mudata.store.unchanged_since_written`) and ``datapackage.json``
+    agrees, no row is read. Otherwise, or with ``verify``, the rows are hashed
+    as :func:`current_table` does; a table that passes has its descriptors and
+    its stamp repaired (:func:`mudata.store.repair_descriptors`), one that
+    fails is not served (a warning, and None).
+    """
+    path = parquet_path(entry, data_home)
+    if not path.is_file():
+        return None
+    provenance = read_provenance(path)
+    if not _up_to_date(entry, provenance):
+        return None
+    assert provenance is not None  # _up_to_date refuses None
+    if (
+        not verify
+        and unchanged_since_written(path, provenance)
+        and descriptors_agree(path, provenance)
+    ):
+        return provenance
+    try:
+        frame, provenance = load_table(path)
+    except CorruptTableError as exc:
+        log.warning("%s; rebuilding it from the verified raw files", exc)
+        return None
+    with dataset_lock(entry.name, data_home):
+        # Another process may have written a new table since it was read: only
+        # the rows just checked may be described.
+        now = read_provenance(path)
+        if now is not None and now.get("table_sha256") == provenance["table_sha256"]:
+            repair_descriptors(path, frame, provenance)
+    return provenance
 
 
 def _label_raw(
@@ -440,8 +494,9 @@ def build(entry: DatasetEntry, **options: Any) -> Path:
     """Build (or find) the published table of ``entry``; return its Parquet path.
 
     A table already built from the same entry with the same recipe version,
-    whose rows still match their recorded hash, is returned without reading
-    anything else. ``options`` are the keyword arguments of :func:`build_frame`.
+    unchanged since it was written (see :func:`current_path`), is returned
+    without reading its rows. ``options`` are the keyword arguments of
+    :func:`build_frame`.
     """
     return build_frame(entry, **options, read_back=False)[0]
 
@@ -459,6 +514,7 @@ def build_frame(
     max_expansion: float | None = None,
     min_users: int = MIN_USERS,
     read_back: bool = True,
+    verify: bool = False,
 ) -> tuple[Path, pd.DataFrame | None]:
     """Build (or find) the table of ``entry``; return its path and its checked rows.
 
@@ -475,9 +531,15 @@ def build_frame(
         dropped and why. A built table with fewer users is built again, so
         that the error says why.
     read_back : bool
-        When False, a table just built is not read back from its file, and
-        None stands for its rows (``mudata fetch`` needs only the path); the
-        rows of a table already built are read all the same, to check them.
+        When True (a load), the rows of a table already built are read and
+        hashed, and nothing is written unless the table must be built. When
+        False (a fetch), None stands for the rows: a table just built is not
+        read back, and one already built is checked by :func:`current_path`
+        (no row read when its file is unchanged since it was written), its
+        descriptors repaired and the leftovers of killed runs removed.
+    verify : bool
+        With ``read_back=False``: hash the rows of a table already built even
+        when its file is unchanged (``mudata fetch --verify``).
     Others
         As for :func:`mudata.fetch`.
     """
@@ -485,30 +547,32 @@ def build_frame(
     if min_users < MIN_USERS:
         message = f"min_users must be at least {MIN_USERS}, got {min_users}"
         raise UsageError(message, cli={"min_users must": "--min-users must"})
-    if not force and (frame := current_table(entry, data_home)) is not None:
-        if frame["userid"].nunique() < min_users:
+    if not force and (found := _cached(entry, data_home, read_back, verify)) is not None:
+        frame, record = found
+        if _users(frame, record) < min_users:
             return build_frame(
                 entry, data_home=data_home, mirror=mirror, manual_dir=manual_dir,
                 allow_unverified=allow_unverified, progress=progress, force=True,
                 download=download, max_expansion=max_expansion, min_users=min_users,
-                read_back=read_back,
+                read_back=read_back, verify=verify,
             )  # fmt: skip
         log.info(
             "%s: cached table %s, its raw files verified at build time (%s); "
             "`mudata verify %s` rebuilds it from them and compares",
             entry.name,
             target,
-            frame.attrs["provenance"].get("built", "time not recorded"),
+            record.get("built", "time not recorded"),
             entry.name,
         )
-        sweep_when_idle(entry.name, data_home, _temporary_files(target))
+        if not read_back:  # a fetch writes; a load (a read) leaves the folder as it is
+            sweep_when_idle(entry.name, data_home, _temporary_files(target))
         return target, frame
     # Here, not at the top: imports pooch's network stack.
     from mudata.download import fetch_sources
 
     with dataset_lock(entry.name, data_home):
-        if not force and (frame := current_table(entry, data_home)) is not None:
-            return target, frame  # built by another process while this one waited
+        if not force and (found := _cached(entry, data_home, read_back, verify)) is not None:
+            return target, found[0]  # built by another process while this one waited
         for pattern in _temporary_files(target):
             sweep_stale(target.parent, pattern)
         fetched = fetch_sources(
@@ -550,6 +614,28 @@ def build_frame(
     frame, record = load_table(path)
     frame.attrs["provenance"] = record
     return path, frame
+
+
+def _cached(
+    entry: DatasetEntry, data_home: Path | str | None, read_back: bool, verify: bool
+) -> tuple[pd.DataFrame | None, dict[str, Any]] | None:
+    """The built table's rows (None for a fetch) and provenance; None when it must be built."""
+    if read_back:
+        frame = current_table(entry, data_home)
+        return None if frame is None else (frame, frame.attrs["provenance"])
+    record = current_path(entry, data_home, verify=verify)
+    return None if record is None else (None, record)
+
+
+def _users(frame: pd.DataFrame | None, record: dict[str, Any]) -> int:
+    """Users of a cached table: counted in its rows when read, else as its provenance records."""
+    if frame is not None:
+        return int(frame["userid"].nunique())
+    users = (
+        record.get("counts", {}).get("users") if isinstance(record.get("counts"), dict) else None
+    )
+    # A record without a count (not one mudata wrote) counts as too few: it is rebuilt.
+    return users if isinstance(users, int) and not isinstance(users, bool) else 0
 
 
 def _discard_unhashed_cache(

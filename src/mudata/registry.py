@@ -12,7 +12,6 @@ import difflib
 import json
 import logging
 import math
-import os
 import sys
 import tomllib
 from collections import Counter
@@ -23,6 +22,7 @@ from typing import Any
 import jsonschema
 import tomli_w
 
+from mudata import config
 from mudata._resources import builtin_registry_dir, schemas_dir
 from mudata.entry import ClassSpec, DatasetEntry, Member, Recipe, RemoteFile, Sensor
 from mudata.errors import (
@@ -37,7 +37,6 @@ from mudata.readers import available_readers, check_reader_options
 
 log = logging.getLogger(__name__)
 
-REGISTRY_ENV = "MUDATA_REGISTRY"
 # Integers past int64 (TOML allows any size) overflow numpy later; refuse them here.
 _INT_RANGE = (-(2**63), 2**63 - 1)
 #: Classes an entry may hold: activity datasets have tens; the cap keeps a
@@ -440,7 +439,7 @@ def registry_dirs(data_home: Path | str | None = None) -> list[Path]:
     # Here, not at the top: mudata.paths imports pooch, slow to import for `mudata list`.
     from mudata.paths import user_registry_dir
 
-    dirs = [Path(p) for p in os.environ.get(REGISTRY_ENV, "").split(os.pathsep) if p]
+    dirs = config.registry_path()
     dirs.append(user_registry_dir(data_home))
     dirs.append(builtin_registry_dir())
     return dirs

@@ -12,9 +12,21 @@ records ``table_sha256``, a SHA-256 of the rows (:mod:`mudata.table_hash`; its
 kind is ``table_sha256_kind``); ``datapackage.json`` embeds the
 same provenance, hence the same hash. :func:`load_table` checks the rows
 against that hash before serving them (:class:`CorruptTableError` on a
-mismatch), then checks that ``datapackage.json`` carries the same hash and
-rewrites it from the Parquet file when it does not (a run killed between the
-two renames, a descriptor edited by hand).
+mismatch). A read never writes: :func:`repair_descriptors`, called by
+``mudata fetch`` and ``mudata verify`` once the rows matched their hash,
+rewrites ``datapackage.json`` (and ``croissant.json``) from the Parquet file
+when they disagree with it (a run killed between the two renames, a
+descriptor edited by hand).
+
+The stamp (``.<name>.parquet.stamp``, :func:`write_stamp`) lets a cached
+``fetch`` skip hashing the rows: written after the Parquet file is in place,
+it records the file's size, ``mtime_ns`` and ``ctime_ns`` and its
+``table_sha256``. :func:`unchanged_since_written` compares them with the file
+as it stands and with the hash in its footer, without reading a row. It
+catches accidental change (a file rewritten, cut, restored from a backup), not
+a forgery: whoever can write the table can write the stamp beside it, and
+only hashing the rows (``mudata fetch --verify``, :func:`load_table`) or a
+rebuild (``mudata verify``) checks them. See docs/trust.md.
 """
 
 from __future__ import annotations
@@ -38,7 +50,7 @@ from mudata.errors import (
     ValidationError,
     excerpt,
 )
-from mudata.files import atomic_path, atomic_write, read_regular, sha256_file
+from mudata.files import atomic_path, atomic_write, open_regular, read_regular, sha256_file
 from mudata.parquet_bounds import check_parquet
 from mudata.table_hash import KIND, LEGACY_KIND, legacy_sha256, table_sha256
 
@@ -47,6 +59,8 @@ log = logging.getLogger(__name__)
 PROVENANCE_KEY = b"mudata.provenance"
 DESCRIPTOR = "datapackage.json"
 CROISSANT = "croissant.json"
+#: Bytes a stamp may hold: four numbers and a hash; anything longer is not one.
+_STAMP_BYTES = 4096
 
 
 def table_fingerprint(table: pd.DataFrame) -> str:
@@ -163,6 +177,9 @@ def _source(record: dict[str, Any]) -> dict[str, Any]:
 def write_table(table: pd.DataFrame, folder: Path, name: str, provenance: dict[str, Any]) -> Path:
     """Write ``<folder>/<name>.parquet`` and ``<folder>/datapackage.json`` atomically.
 
+    ``croissant.json`` is written with them, and the stamp (:func:`write_stamp`)
+    once the Parquet file is in place.
+
     Returns
     -------
     Path
@@ -209,7 +226,58 @@ def _write_table(table: pd.DataFrame, folder: Path, name: str, provenance: dict[
     except BaseException:
         _put_back(placed)
         raise
+    # After the rename, which may change the file's ctime. Without a stamp (a
+    # full disk now) the table is whole all the same: the next fetch hashes it.
+    write_stamp(parquet_path, provenance["table_sha256"])
     return parquet_path
+
+
+def stamp_path(parquet_path: Path) -> Path:
+    """Where the stamp of the table ``parquet_path`` is kept (module docstring)."""
+    return parquet_path.with_name(f".{parquet_path.name}.stamp")
+
+
+def _file_stamp(parquet_path: Path) -> dict[str, int]:
+    """What the stamp records of the file as it stands now (of the file a link points to)."""
+    status = parquet_path.stat()
+    return {"bytes": status.st_size, "mtime_ns": status.st_mtime_ns, "ctime_ns": status.st_ctime_ns}
+
+
+def write_stamp(parquet_path: Path, table_sha256: str) -> None:
+    """Record the table file's size and times with its ``table_sha256`` (module docstring).
+
+    Call only when the rows are known to match ``table_sha256``: just written,
+    or just hashed. A stamp that cannot be written is logged and left out;
+    the next fetch then hashes the rows.
+    """
+    path = stamp_path(parquet_path)
+    try:
+        record = {**_file_stamp(parquet_path), "table_sha256": table_sha256}
+        atomic_write(path, json.dumps(record, sort_keys=True) + "\n")
+    except OSError as exc:
+        log.warning("could not write %s (the next fetch hashes the rows again): %s", path, exc)
+
+
+def unchanged_since_written(parquet_path: Path, provenance: dict[str, Any]) -> bool:
+    """True when the file's size and times are those its stamp records, and so is its hash.
+
+    ``provenance`` is what the file's footer holds (:func:`read_provenance`);
+    its ``table_sha256`` must equal the stamp's. No row is read. A missing,
+    unreadable or foreign stamp, or a table of the old hash kind, is False: the
+    rows are then hashed.
+    """
+    if fingerprint_kind(provenance) != KIND:
+        return False
+    try:
+        with open_regular(stamp_path(parquet_path), "table stamp", StorageError) as fh:
+            raw = fh.read(_STAMP_BYTES + 1)
+        recorded = json.loads(raw) if len(raw) <= _STAMP_BYTES else None
+        current = _file_stamp(parquet_path)
+    except (MudataError, OSError, ValueError):
+        return False
+    if not isinstance(recorded, dict):
+        return False
+    return recorded == {**current, "table_sha256": provenance.get("table_sha256")}
 
 
 def _place(path: Path, content: bytes, placed: dict[Path, bytes | None]) -> None:
@@ -316,10 +384,13 @@ def load_table(parquet_path: Path, *, verify: bool = True) -> tuple[pd.DataFrame
 
     The rows and the provenance come from one read of the file, so they
     belong together; with ``verify`` the rows are hashed and compared with
-    the provenance's ``table_sha256``, and ``datapackage.json`` is made to
-    agree with them (see the module docstring). This catches damage (a flipped
-    byte, a cut file), not a forgery: whoever rewrites the rows can rewrite the
-    hash beside them. :func:`mudata.verify` rebuilds the table to check that.
+    the provenance's ``table_sha256``. This catches damage (a flipped byte, a
+    cut file), not a forgery: whoever rewrites the rows can rewrite the hash
+    beside them. :func:`mudata.verify` rebuilds the table to check that.
+
+    A read: no file is written, not even a ``datapackage.json`` that
+    disagrees with the table (:func:`repair_descriptors` is for the commands
+    that write, ``fetch`` and ``verify``).
 
     Raises
     ------
@@ -352,18 +423,47 @@ def load_table(parquet_path: Path, *, verify: bool = True) -> tuple[pd.DataFrame
                 LEGACY_KIND,
                 KIND,
             )
-        _reconcile_descriptor(parquet_path, frame, provenance)
     return frame, provenance
 
 
-def _reconcile_descriptor(
-    parquet_path: Path, frame: pd.DataFrame, provenance: dict[str, Any]
-) -> None:
-    """Rewrite ``datapackage.json`` from the (verified) Parquet file when they disagree.
+def descriptors_agree(parquet_path: Path, provenance: dict[str, Any]) -> bool:
+    """True when ``datapackage.json`` records the table's ``table_sha256`` and ``croissant.json`` exists.
 
-    ``croissant.json`` is rewritten with it, and written when it is missing (a
-    table built before mudata wrote one).
+    Reads the descriptor only (not the rows): what a cached fetch checks
+    before it serves the table without repairing anything.
     """
+    try:
+        recorded = (
+            json.loads(read_regular(parquet_path.parent / DESCRIPTOR, "datapackage"))
+            .get("mudata", {})
+            .get("table_sha256")
+        )
+    except (MudataError, OSError, ValueError, AttributeError):
+        return False  # missing, not a regular file, or not ours
+    croissant_path = parquet_path.parent / CROISSANT
+    return recorded == provenance["table_sha256"] and (
+        croissant_path.exists() or croissant_path.is_symlink()
+    )
+
+
+def repair_descriptors(parquet_path: Path, frame: pd.DataFrame, provenance: dict[str, Any]) -> None:
+    """Make the files beside a table agree with it, once its rows matched their hash.
+
+    ``datapackage.json`` is rewritten from the Parquet file when it does not
+    record the table's ``table_sha256`` (``croissant.json`` with it), and
+    ``croissant.json`` is written when it is missing (a table built before
+    mudata wrote one). The stamp is written afresh, so that the next fetch
+    need not hash the rows again. For ``fetch`` and ``verify`` only: a read
+    (:func:`load_table`) never writes.
+
+    Parameters
+    ----------
+    parquet_path : Path
+        The table.
+    frame, provenance : DataFrame, dict
+        Its rows and provenance, as :func:`load_table` returned them (rows checked).
+    """
+    write_stamp(parquet_path, provenance["table_sha256"])
     path = parquet_path.parent / DESCRIPTOR
     try:
         recorded = (

@@ -23,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mudata.archive import EXPANSION_ENV
+from mudata.config import EXPANSION_ENV
 from mudata.errors import LimitError as MudataLimitError
 from mudata.errors import ParseError as MudataParseError
 from mudata.parquet_bounds import MAX_PARQUET_COLUMNS, check_csv_header, check_parquet

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from mudata.archive import EXPANSION_ENV
+from mudata.config import EXPANSION_ENV
 from mudata.display import shown
 from mudata.errors import LimitError as MudataLimitError
 from mudata.errors import ParseError as MudataParseError

@@ -256,6 +256,10 @@ def test_cohorts_file_through_the_command_line(tmp_path: Path) -> None:
     predictions = pd.read_parquet(out / "predictions.parquet")
     assert len(predictions) and predictions["p_values"].map(lambda p: np.isnan(p).all()).all()
     assert "p-value metrics" in result.output and "cohorts:sex,band" in result.output
+    # No p-values, so no validity rows: the folder still reads back and reports.
+    assert len(pd.read_csv(out / "user_validity.csv")) == 0
+    report = CliRunner().invoke(main, ["report", str(out)])
+    assert report.exit_code == 0, report.output
     # A column the file lacks, and a value that would break the pattern names.
     result = CliRunner().invoke(
         main, [*args, "--condition", "cohorts:sex,age", "--cohorts", str(cohorts)]

@@ -25,7 +25,7 @@ from mueval.conformal.conditional_quantile import (
 from mueval.conformal.sets import conformalize
 from mueval.data.cohorts import cohort_design
 from mueval.data.synthetic import make_users
-from mueval.errors import DataError, UsageError
+from mueval.errors import DataError, SmallCalibrationError, UsageError
 
 
 def _vertex_fits(scores: np.ndarray, features: np.ndarray, x: np.ndarray, alpha: float):
@@ -141,14 +141,16 @@ def test_a_pattern_with_too_few_rows_gets_the_full_set() -> None:
     top = rng.uniform(0.9, 0.99, 60)
     proba_cal = np.column_stack([top, (1 - top) / 2, (1 - top) / 2])
     proba_test = np.tile([[0.995, 0.004, 0.001]], (4, 1))
+    args = {"alpha": 0.05, "bins": (cal, np.array([0, 0, 1, 1])), "design": design}
+    with pytest.raises(SmallCalibrationError, match="cohort pattern 'y': its cohorts hold"):
+        conformalize(proba_cal, np.zeros(60, dtype=int), proba_test, bin_names=["x", "y"], **args)
     out = conformalize(
         proba_cal,
         np.zeros(60, dtype=int),
         proba_test,
-        alpha=0.05,
-        bins=(cal, np.array([0, 0, 1, 1])),
-        design=design,
+        small_bins="full-set",
         bin_names=["x", "y"],
+        **args,
     )
     assert out.sets.tolist() == [[True, False, False]] * 2 + [[True, True, True]] * 2
     assert "cohort pattern 'y'" in out.note and "2 test rows got the full set" in out.note

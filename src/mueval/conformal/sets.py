@@ -271,8 +271,8 @@ def conformalize(
         calibration rows (:mod:`mueval.conformal.conditional_quantile`),
         compared with the rule's tolerance; ``mondrian`` must be False. Its
         p-values are the unconditional ones (no p-value describes these
-        sets), and a pattern whose cohorts hold too few calibration rows gets
-        the full set, with a note.
+        sets). A pattern whose cohorts hold too few calibration rows for a
+        finite threshold follows ``small_bins`` as a small bin does.
 
     Returns
     -------
@@ -323,12 +323,13 @@ def conformalize(
             proba_test,
             bins,
             design,
-            alpha,
-            score,
-            mondrian,
-            threshold,
-            seed,
-            bin_names,
+            alpha=alpha,
+            score=score,
+            mondrian=mondrian,
+            threshold=threshold,
+            seed=seed,
+            small_bins=small_bins,
+            bin_names=bin_names,
         )
     if bins is None:
         return _one_cell(proba_cal, y_cal, proba_test, alpha, score, mondrian, threshold, seed)
@@ -508,11 +509,13 @@ def _regressed(
     proba_test: np.ndarray,
     bins: tuple[np.ndarray, np.ndarray] | None,
     design: np.ndarray,
+    *,
     alpha: float,
     score: ConformityScore,
     mondrian: bool,
     threshold: str,
     seed: int | None,
+    small_bins: str,
     bin_names: Sequence[str] | None,
 ) -> ConformalOutput:
     """Sets at each test row's conditional-quantile threshold (``design`` of :func:`conformalize`)."""
@@ -536,11 +539,13 @@ def _regressed(
         sets[rows] = _class_sets(proba_test[rows], test_scores[rows], q, score, threshold)
         if math.isinf(q):
             name = str(bin_names[code]) if bin_names is not None else str(code)
-            notes.append(
-                f"cohort pattern {name!r}: its cohorts hold too few calibration rows for the "
-                f"conditional quantile at alpha={alpha}; its {int(rows.sum())} test rows got "
-                "the full set"
+            message = (
+                f"cohort pattern {name!r}: its cohorts hold too few calibration rows for a "
+                f"finite conditional quantile at alpha={alpha}"
             )
+            if small_bins == "error":
+                raise SmallCalibrationError(message)
+            notes.append(f"{message}; its {int(rows.sum())} test rows got the full set")
     values = list(thresholds.values())
     q = values[0] if len(values) == 1 else float("nan")
     pvalues = conformal_pvalues(cal_scores, test_scores)

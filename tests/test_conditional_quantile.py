@@ -164,6 +164,8 @@ def test_cohort_design_spans_every_level_and_intersection() -> None:
     # The intersection's cells after the first (redundant with the margins,
     # which leaves the span as it is).
     assert design.groups == ["0=M", "1=young", "0=F*1=young", "0=M*1=old", "0=M*1=young"]
+    named = cohort_design(patterns, [[0], [1, 0]], columns=["sex", "age"])
+    assert named.groups == ["sex=M", "age=old*sex=M", "age=young*sex=F", "age=young*sex=M"]
     # Every cohort's indicator is in the span: F = intercept - M, and so on.
     for j, level in ((0, "F"), (0, "M"), (1, "old"), (1, "young")):
         target = np.array([p[j] == level for p in patterns], dtype=float)
@@ -326,3 +328,21 @@ def test_simulation_covers_every_overlapping_cohort() -> None:
         assert coverage >= 1 - alpha - 3 * se, (name, coverage)
     worst_split = min(c for c, _ in result["split"].values())
     assert worst_split < 1 - alpha - 0.03
+
+
+def test_column_names_and_values_with_pattern_characters() -> None:
+    # '=' in a column name and '*' in a value are kept apart from the pattern
+    # names' own separators; ',' or '=' in a value would not be (refused above).
+    frame = _frame()
+    cohorts = frame[["userid", "sex"]].drop_duplicates()
+    cohorts = cohorts.assign(**{"dev=ice": np.where(cohorts["userid"] <= 4, "a*b", "c")})
+    run = mueval.evaluate(
+        frame.drop(columns=["sex", "band"]),
+        strategies="mm",
+        condition="cohorts:sex,dev=ice",
+        cohorts=cohorts,
+        **_FAST,
+    )
+    assert set(run.user_cohorts["cohort"]) == {
+        f"sex={s},dev=ice={d}" for s in ("F", "M") for d in ("a*b", "c")
+    }

@@ -56,7 +56,10 @@ class CohortDesign:
 
 
 def cohort_design(
-    patterns: Sequence[Sequence[str]], terms: Sequence[Sequence[int]]
+    patterns: Sequence[Sequence[str]],
+    terms: Sequence[Sequence[int]],
+    *,
+    columns: Sequence[str] | None = None,
 ) -> CohortDesign:
     """The indicator design of cohort patterns.
 
@@ -69,6 +72,9 @@ def cohort_design(
         joint values are its cohorts; ``[[0], [1], [0, 1]]`` is every value of
         column 0, every value of column 1, and every cell of their
         intersection.
+    columns : sequence of str, optional
+        The columns' names, for :attr:`CohortDesign.groups` (default: their
+        positions).
 
     Returns
     -------
@@ -81,14 +87,19 @@ def cohort_design(
     ([[1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [1.0, 1.0, 1.0]], ['0=M', '1=young'])
     """
     patterns = [tuple(p) for p in patterns]
-    columns = [np.ones(len(patterns))]
+    indicators = [np.ones(len(patterns))]
     groups: list[str] = []
     for term in terms:
         keys = [tuple(p[j] for j in term) for p in patterns]
         for level in sorted(set(keys))[1:]:
-            columns.append(np.array([k == level for k in keys], dtype=float))
-            groups.append("*".join(f"{j}={v}" for j, v in zip(term, level, strict=True)))
-    return CohortDesign(np.column_stack(columns), groups)
+            indicators.append(np.array([k == level for k in keys], dtype=float))
+            groups.append(
+                "*".join(
+                    f"{j if columns is None else columns[j]}={v}"
+                    for j, v in zip(term, level, strict=True)
+                )
+            )
+    return CohortDesign(np.column_stack(indicators), groups)
 
 
 def read_cohorts_file(path: str | Path) -> pd.DataFrame:
@@ -340,22 +351,16 @@ def _pattern_cohorts(
         if "," in "".join(part) or "=" in "".join(part):
             message = f"{where}: values of cohort column {column!r} may not hold ',' or '='"
             raise DataError(message)
-    per_user = pd.Series(
-        [
-            ",".join(f"{c}={v}" for c, v in zip(columns, vals, strict=True))
-            for vals in zip(*per_column, strict=True)
-        ],
-        index=per_column[0].index,
-        name="+".join(columns),
-    )
+    values = list(zip(*per_column, strict=True))
+    names = [",".join(f"{c}={v}" for c, v in zip(columns, vals, strict=True)) for vals in values]
+    per_user = pd.Series(names, index=per_column[0].index, name="+".join(columns))
+    pattern_of = dict(zip(names, values, strict=True))
     rows = _row_codes(table.users, per_user, where)
-    patterns = [
-        [dict(p.split("=", 1) for p in name.split(","))[c] for c in columns] for name in rows.names
-    ]
     index = {c: j for j, c in enumerate(columns)}
-    design = cohort_design(patterns, [[index[c] for c in term] for term in terms])
-    groups = [
-        "*".join(f"{columns[int(j)]}={v}" for j, v in (g.split("=", 1) for g in name.split("*")))
-        for name in design.groups
-    ]
+    design = cohort_design(
+        [pattern_of[name] for name in rows.names],
+        [[index[c] for c in term] for term in terms],
+        columns=columns,
+    )
+    groups = design.groups
     return table, replace(rows, design=design.matrix, groups=groups)

@@ -25,7 +25,7 @@ from mueval.conformal.conditional_quantile import (
 from mueval.conformal.sets import conformalize
 from mueval.data.cohorts import cohort_design
 from mueval.data.synthetic import make_users
-from mueval.errors import DataError, SmallCalibrationError, UsageError
+from mueval.errors import DataError, EvaluationError, SmallCalibrationError, UsageError
 
 
 def _vertex_fits(scores: np.ndarray, features: np.ndarray, x: np.ndarray, alpha: float):
@@ -213,7 +213,7 @@ def _frame(seed: int = 1) -> pd.DataFrame:
     return frame
 
 
-_FAST = {"classifiers": "nb", "iterations": 2, "progress": False, "diagnostics": "none"}
+_FAST = {"classifiers": "nb", "iterations": 2, "progress": False, "diagnostics": "none", "jobs": 1}
 
 
 def test_ucm_equals_unconditional_and_one_column_equals_mondrian_by_cohort() -> None:
@@ -346,3 +346,19 @@ def test_column_names_and_values_with_pattern_characters() -> None:
     assert set(run.user_cohorts["cohort"]) == {
         f"sex={s},dev=ice={d}" for s in ("F", "M") for d in ("a*b", "c")
     }
+
+
+def test_a_lone_small_pattern_follows_small_cal_through_the_pipeline() -> None:
+    # User 8 alone is sex=F, band=solo, with 30 rows: under MM its cohort
+    # band=solo holds a handful of calibration rows, too few for a finite
+    # threshold at alpha = 0.05.
+    frame = _frame()
+    frame.loc[frame["userid"] == 8, "band"] = "solo"
+    frame = frame[(frame["userid"] != 8) | (frame.groupby("userid").cumcount() < 30)]
+    args = {**_FAST, "strategies": "mm", "condition": "cohorts:sex,band"}
+    with pytest.raises(EvaluationError, match="cohort pattern 'sex=F,band=solo'.*--small-cal"):
+        mueval.evaluate(frame, **args)
+    run = mueval.evaluate(frame, small_cal="full-set", **args)
+    solo = run.predictions[run.predictions["userid"].astype(str) == "8"]
+    assert len(solo) and (solo["set_size"] == frame["label"].nunique()).all()
+    assert any("sex=F,band=solo" in note for note in run.notes)

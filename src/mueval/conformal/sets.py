@@ -46,7 +46,9 @@ classification, is done here by hand for every score and either rule: class
 ``c`` gets its own threshold from the calibration rows of class ``c``, infinite,
 i.e. ``c`` always in the set, when the rule's rank exceeds their number, and its
 p-values count only those rows). :mod:`mueval.conformal.condition` names the
-four combinations.
+four combinations. With ``design`` the bins are cohort patterns whose
+thresholds come from one quantile regression over every calibration row
+(:mod:`mueval.conformal.conditional_quantile`), the fifth condition.
 """
 
 from __future__ import annotations

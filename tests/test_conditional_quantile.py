@@ -21,6 +21,7 @@ from mueval.conformal.conditional_quantile import (
     augmented_fit,
     conditional_threshold,
     pattern_thresholds,
+    randomized_thresholds,
 )
 from mueval.conformal.sets import conformalize
 from mueval.data.cohorts import cohort_design
@@ -362,3 +363,84 @@ def test_a_lone_small_pattern_follows_small_cal_through_the_pipeline() -> None:
     solo = run.predictions[run.predictions["userid"].astype(str) == "8"]
     assert len(solo) and (solo["set_size"] == frame["label"].nunique()).all()
     assert any("sex=F,band=solo" in note for note in run.notes)
+
+
+def _optimum(scores: np.ndarray, features: np.ndarray, alpha: float) -> float:
+    """Brute force: the least pinball loss, over every vertex fit."""
+    n, d = features.shape
+    rows = np.array(list(itertools.combinations(range(n), d)))
+    blocks = features[rows]
+    keep = np.abs(np.linalg.det(blocks)) > 1e-9
+    betas = np.linalg.solve(blocks[keep], scores[rows[keep]][:, :, None])[:, :, 0]
+    residuals = scores[None, :] - betas @ features.T
+    return float(np.where(residuals > 0, (1 - alpha) * residuals, -alpha * residuals).sum(1).min())
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_randomised_threshold_is_where_the_slope_passes_u(seed: int) -> None:
+    # The paper's randomised rule keeps S while eta_{n+1}(S), the slope in S
+    # of the augmented optimum, is below U. Brute force: the optimum at S +- h
+    # by vertex enumeration, its slope by a central difference (grid points
+    # within 2h of a kink are skipped), against the threshold for each U.
+    alpha, h = 0.2, 1e-5
+    scores, codes, design = _overlapping(14, seed)
+    features = design[codes]
+    x = design[3]
+    all_features = np.vstack([features, x])
+    grid = np.linspace(scores.min() - 0.3, scores.max() + 0.3, 40)
+    slopes = []
+    for s in grid:
+        up = _optimum(np.append(scores, s + h), all_features, alpha)
+        down = _optimum(np.append(scores, s - h), all_features, alpha)
+        mid = _optimum(np.append(scores, s), all_features, alpha)
+        linear = abs(up + down - 2 * mid) < 1e-9  # no kink within h
+        slopes.append((up - down) / (2 * h) if linear else np.nan)
+    checked = 0
+    for u in (-0.15, 0.0, 0.3, 0.6, 0.8):
+        q = conditional_threshold(scores, features, x, alpha, u=u)
+        for s, slope in zip(grid, slopes, strict=True):
+            if np.isnan(slope) or abs(s - q) < 1e-4 or abs(slope - u) < 1e-6:
+                continue
+            assert (slope < u) == (s < q), (u, s, slope, q)
+            checked += 1
+    assert checked > 150
+    # u = 1 - alpha is the unrandomised rule.
+    assert conditional_threshold(scores, features, x, alpha, u=0.8) == conditional_threshold(
+        scores, features, x, alpha
+    )
+
+
+@pytest.mark.parametrize("n", [19, 39, 100])
+def test_randomised_one_cohort_is_the_smoothed_rank(n: int) -> None:
+    # One cohort: the first order statistic k with alpha k - (1 - alpha)(n - k)
+    # >= u, i.e. k = ceil((1 - alpha) n + u); averaged over U uniform on
+    # (-alpha, 1 - alpha), coverage k / (n + 1) is exactly 1 - alpha.
+    alpha = 0.05
+    scores = np.random.default_rng(n).random(n)
+    ordered = np.sort(scores)
+    us = np.linspace(-alpha + 1e-3, 1 - alpha, 97)
+    covered = []
+    for u in us:
+        k = math.ceil(round((1 - alpha) * n + u, 9))
+        expected = ordered[k - 1] if k <= n else math.inf
+        got = conditional_threshold(scores, np.ones((n, 1)), np.ones(1), alpha, u=float(u))
+        assert got == expected, (u, k)
+        covered.append(min(k, n + 1) / (n + 1))
+    assert np.mean(covered) == pytest.approx(1 - alpha, abs=0.01)
+    with pytest.raises(UsageError, match="u must be in"):
+        conditional_threshold(scores, np.ones((n, 1)), np.ones(1), alpha, u=-alpha)
+
+
+def test_randomised_thresholds_draw_one_u_per_row() -> None:
+    scores, codes, design = _overlapping(60, 2)
+    test_codes = np.array([0, 0, 1, 3])
+    q = randomized_thresholds(scores, codes, test_codes, design, 0.2, seed=5)
+    draws = np.random.default_rng(5).uniform(-0.2, 0.8, size=4)
+    expected = [
+        conditional_threshold(scores, design[codes], design[c], 0.2, u=float(u))
+        for c, u in zip(test_codes, draws, strict=True)
+    ]
+    assert q.tolist() == expected
+    # Never above the unrandomised threshold (a smaller reward, a lower fit).
+    plain = pattern_thresholds(scores, codes, test_codes, design, 0.2)
+    assert all(q[i] <= plain[c] for i, c in enumerate(test_codes))

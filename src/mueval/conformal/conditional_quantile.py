@@ -77,6 +77,7 @@ __all__ = [
     "augmented_fit",
     "conditional_threshold",
     "pattern_thresholds",
+    "randomized_thresholds",
 ]
 
 #: HiGHS's tolerances: tighter than its defaults (1e-7), since the fitted
@@ -108,9 +109,24 @@ def _check(cal_scores: np.ndarray, cal_features: np.ndarray, alpha: float) -> No
 
 
 def conditional_threshold(
-    cal_scores: np.ndarray, cal_features: np.ndarray, test_features: np.ndarray, alpha: float
+    cal_scores: np.ndarray,
+    cal_features: np.ndarray,
+    test_features: np.ndarray,
+    alpha: float,
+    *,
+    u: float | None = None,
 ) -> float:
     """The score threshold of a test point with indicators ``test_features``.
+
+    ``u`` gives the paper's randomised rule instead: ``S`` is in the set when
+    ``eta_{n+1}(S) < U``, ``U`` uniform on (-alpha, 1 - alpha), drawn per
+    test point, for coverage exactly 1 - alpha in every cohort of the span.
+    ``eta_{n+1}(S)`` is the slope in ``S`` of the augmented optimum, so the
+    threshold, the last ``S`` where the slope is below ``U``, minimises that
+    optimum minus ``U S`` jointly in the fit and ``S``; at the minimum ``S``
+    is the fit at ``x``, and the programme is the one above with the reward
+    ``1 - alpha`` replaced by ``U`` (``u = 1 - alpha`` is the unrandomised
+    rule).
 
     Parameters
     ----------
@@ -123,6 +139,8 @@ def conditional_threshold(
         The test point's.
     alpha : float
         Miscoverage level.
+    u : float, optional
+        The randomised rule's draw, in (-alpha, 1 - alpha]; None: 1 - alpha.
 
     Returns
     -------
@@ -144,6 +162,10 @@ def conditional_threshold(
     features = np.asarray(cal_features, dtype=float)
     phi = np.asarray(test_features, dtype=float)
     _check(scores, features, alpha)
+    reward = 1.0 - alpha if u is None else float(u)
+    if not -alpha < reward <= 1.0 - alpha:
+        message = f"u must be in (-alpha, 1 - alpha] = ({-alpha}, {1 - alpha}]; got {u!r}"
+        raise UsageError(message)
     n = len(scores)
     if n == 0:
         return math.inf
@@ -155,7 +177,7 @@ def conditional_threshold(
     dual = linprog(
         -scores / scale,
         A_eq=features.T,
-        b_eq=-(1.0 - alpha - _TILT) * phi,
+        b_eq=-(reward - _TILT) * phi,
         bounds=[(-alpha, 1.0 - alpha)] * n,
         method="highs",
         options=_HIGHS,
@@ -206,6 +228,36 @@ def pattern_thresholds(
         int(p): conditional_threshold(cal_scores, features, design[int(p)], alpha)
         for p in np.unique(test_codes)
     }
+
+
+def randomized_thresholds(
+    cal_scores: np.ndarray,
+    cal_codes: np.ndarray,
+    test_codes: np.ndarray,
+    design: np.ndarray,
+    alpha: float,
+    seed: int | None = None,
+) -> np.ndarray:
+    """The randomised rule's threshold of every test row (one programme per row).
+
+    Each row draws its ``U`` from ``numpy.random.default_rng(seed)``, uniform
+    on (-alpha, 1 - alpha) (:func:`conditional_threshold`). Coverage is then
+    exactly 1 - alpha in every cohort of the span, where the unrandomised
+    rule's is at least 1 - alpha; the price is one programme per test row,
+    not per pattern, which is why the evaluation runs the unrandomised rule.
+
+    Returns
+    -------
+    ndarray of float, shape (n_test,)
+    """
+    draws = np.random.default_rng(seed).uniform(-alpha, 1.0 - alpha, size=len(test_codes))
+    features = design[np.asarray(cal_codes, dtype=int)]
+    return np.array(
+        [
+            conditional_threshold(cal_scores, features, design[int(p)], alpha, u=float(u))
+            for p, u in zip(test_codes, draws, strict=True)
+        ]
+    )
 
 
 def augmented_fit(

@@ -21,7 +21,8 @@ The set of a test point ``x`` with cohort indicators ``phi`` is
 ``S``, the inequality holding for every minimiser (where the minimisers form
 a segment, for its lowest end). This is the paper's dual rule
 ``eta_{n+1}(S) < 1 - alpha``, the unrandomised (conservative) form, which the
-authors' own code also computes. It is a threshold on ``S``, and the threshold
+authors' own code also computes (the randomised form, exact coverage, is
+:func:`randomized_thresholds`). It is a threshold on ``S``, and the threshold
 depends on ``x`` only through ``phi``: one linear programme per distinct
 cohort pattern of the test rows.
 

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 import mueval
+import mueval.data.cohorts
 from mueval.cli.main import main
 from mueval.conformal.condition import parse_condition
 from mueval.conformal.conditional_quantile import (
@@ -444,3 +445,12 @@ def test_randomised_thresholds_draw_one_u_per_row() -> None:
     # Never above the unrandomised threshold (a smaller reward, a lower fit).
     plain = pattern_thresholds(scores, codes, test_codes, design, 0.2)
     assert all(q[i] <= plain[c] for i, c in enumerate(test_codes))
+
+
+def test_too_many_patterns_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The cap, lowered to 2, against three users of three patterns.
+    frame = make_users(3, rows_per_user=30, seed=2)
+    cohorts = pd.DataFrame({"userid": [1, 2, 3], "a": ["x", "y", "z"], "b": ["p", "q", "r"]})
+    monkeypatch.setattr(mueval.data.cohorts, "MAX_PATTERNS", 2)
+    with pytest.raises(DataError, match="3 combinations of \\['a', 'b'\\], more than the 2"):
+        mueval.evaluate(frame, strategies="mm", condition="cohorts:a,b", cohorts=cohorts, **_FAST)

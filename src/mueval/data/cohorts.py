@@ -26,6 +26,11 @@ from mueval.files import open_input
 #: Lines a cohorts file may hold (one per user, or per window of the table).
 MAX_COHORT_ROWS = 1_000_000
 
+#: Cohort patterns (combinations of the columns' values) a ``cohorts:``
+#: condition may hold: its thresholds cost one linear programme per pattern
+#: of a task's test rows, with a constraint per cohort.
+MAX_PATTERNS = 256
+
 __all__ = [
     "CohortDesign",
     "RowCohorts",
@@ -356,6 +361,13 @@ def _pattern_cohorts(
     per_user = pd.Series(names, index=per_column[0].index, name="+".join(columns))
     pattern_of = dict(zip(names, values, strict=True))
     rows = _row_codes(table.users, per_user, where)
+    if len(rows.names) > MAX_PATTERNS:
+        message = (
+            f"{where}: the users hold {len(rows.names):,} combinations of {columns}, more "
+            f"than the {MAX_PATTERNS} a cohorts: condition may hold (one linear programme "
+            "each); use fewer columns or coarser values"
+        )
+        raise DataError(message)
     index = {c: j for j, c in enumerate(columns)}
     design = cohort_design(
         [pattern_of[name] for name in rows.names],

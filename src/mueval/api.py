@@ -508,12 +508,15 @@ def evaluate(
     condition : str, optional
         What the threshold is conditioned on: None (the protocol), ``"class"``
         (as ``mondrian=True``), ``"cohort:COLUMN"`` or ``"class+cohort:COLUMN"``
-        (one per cohort of users, or per cohort and class; see
-        ``docs/per-user-guarantees.md``).
+        (one per cohort of users, or per cohort and class), or
+        ``"cohorts:COL1,COL2,..."`` (coverage in every cohort of every column
+        at once, by the conditional quantile regression of Gibbs, Cherian and
+        Candès; ``COL1*COL2`` adds their intersections); see
+        ``docs/per-user-guarantees.md``.
     cohorts : path or DataFrame, optional
         Where the cohorts come from: a CSV or table with ``userid`` and the
-        cohort column. Without it the column is taken from ``data`` (and is
-        then no feature).
+        cohort column(s). Without it the columns are taken from ``data`` (and
+        are then no features).
     diagnostics : {"none", "basic", "full"}
         Conditional-coverage diagnostics to compute.
     user_level : float

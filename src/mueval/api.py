@@ -158,6 +158,7 @@ def evaluate_table(
         cohorts,
         by_cohort=config.conditioning.by_cohort,
         column=config.conditioning.column,
+        terms=config.conditioning.terms,
     )
     stages = StageProgress(
         [*_STAGES, *(["saving"] if out is not None else [])], execution.get("progress")
@@ -531,12 +532,15 @@ def evaluate(
     condition : str, optional
         What the threshold is conditioned on: None (the protocol), ``"class"``
         (as ``mondrian=True``), ``"cohort:COLUMN"`` or ``"class+cohort:COLUMN"``
-        (one per cohort of users, or per cohort and class; see
-        ``docs/per-user-guarantees.md``).
+        (one per cohort of users, or per cohort and class), or
+        ``"cohorts:COL1,COL2,..."`` (coverage in every cohort of every column
+        at once, by the conditional quantile regression of Gibbs, Cherian and
+        Candès; ``COL1*COL2`` adds their intersections); see
+        ``docs/per-user-guarantees.md``.
     cohorts : path or DataFrame, optional
         Where the cohorts come from: a CSV or table with ``userid`` and the
-        cohort column. Without it the column is taken from ``data`` (and is
-        then no feature).
+        cohort column(s). Without it the columns are taken from ``data`` (and
+        are then no features).
     diagnostics : {"none", "basic", "full"}
         Conditional-coverage diagnostics to compute.
     user_level : float
@@ -639,7 +643,9 @@ def evaluate(
     if isinstance(data, pd.DataFrame) and cohorts is None and config.conditioning.by_cohort:
         # A cohort column of any type (text too) is taken out before the features
         # are checked to be numeric.
-        data, cohorts = _split_cohort_column(data, config.conditioning.column, user_col)
+        data, cohorts = _split_cohort_column(
+            data, config.conditioning.columns or config.conditioning.column, user_col
+        )
     table = load_data(data, user_col=user_col, label_col=label_col, input=input, **source)
     return evaluate_table(
         table,
@@ -683,13 +689,15 @@ def _all_models(
 
 
 def _split_cohort_column(
-    frame: pd.DataFrame, column: str | None, user_col: str
+    frame: pd.DataFrame, column: str | tuple[str, ...] | None, user_col: str
 ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """A DataFrame's cohort column as a cohorts table, and the frame without it."""
-    if column is None or column not in frame.columns:
+    """A DataFrame's cohort column (or columns, all present) as a cohorts table,
+    and the frame without them."""
+    columns = [column] if isinstance(column, str) else list(column or ())
+    if not columns or any(c not in frame.columns for c in columns):
         return frame, None
-    cohorts = pd.DataFrame({"userid": frame[user_col], column: frame[column]})
-    return frame.drop(columns=[column]), cohorts
+    cohorts = pd.DataFrame({"userid": frame[user_col], **{c: frame[c] for c in columns}})
+    return frame.drop(columns=columns), cohorts
 
 
 def _as_list(value: Sequence[str] | str) -> list[str]:

@@ -242,19 +242,22 @@ evaluate_options = stack(
     ),
     click.option(
         "--condition",
-        metavar="class|cohort[:COL]|class+cohort[:COL]",
+        metavar="class|cohort[:COL]|class+cohort[:COL]|cohorts:COL1,COL2,...",
         default=None,
         help="Conditional (Mondrian) calibration: one threshold per class, per cohort of "
         "users (COL: a user-level attribute such as an age band or a device, from --cohorts "
         "or a numeric column of the table, which then is no feature), or per cohort and "
-        "class. Coverage per class and cohort goes to conditional_coverage.csv. "
+        "class. cohorts:COL1,COL2,... covers every cohort of every column at once "
+        "(overlapping cohorts; COL1*COL2 adds their intersections) by the conditional "
+        "quantile regression of Gibbs, Cherian and Candes (2023). Coverage per class and "
+        "cohort goes to conditional_coverage.csv. "
         "[default: none, one threshold per calibration set, as the protocol]",
     ),
     click.option(
         "--cohorts",
         type=click.Path(exists=True, dir_okay=False, path_type=Path),
-        help="CSV of each user's cohort for --condition cohort: a userid column and the "
-        "cohort column (one value per user).",
+        help="CSV of each user's cohort for --condition cohort or cohorts: a userid column "
+        "and the cohort column(s) (one value per user).",
     ),
     click.option(
         "--threshold",

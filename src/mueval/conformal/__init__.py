@@ -11,5 +11,8 @@ Modules:
   sets from one mechanism (``mondrian`` for the class, ``bins`` for cohorts of
   users), and the full set;
 - :mod:`.condition`: what the threshold is conditioned on, as ``run.json``
-  spells it.
+  spells it;
+- :mod:`.conditional_quantile`: thresholds over overlapping cohorts of users
+  (``cohorts:``), from the conditional quantile regression of Gibbs, Cherian
+  and Candès, solved with HiGHS.
 """

@@ -46,7 +46,9 @@ classification, is done here by hand for every score and either rule: class
 ``c`` gets its own threshold from the calibration rows of class ``c``, infinite,
 i.e. ``c`` always in the set, when the rule's rank exceeds their number, and its
 p-values count only those rows). :mod:`mueval.conformal.condition` names the
-four combinations.
+four combinations. With ``design`` the bins are cohort patterns whose
+thresholds come from one quantile regression over every calibration row
+(:mod:`mueval.conformal.conditional_quantile`), the fifth condition.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ import numpy as np
 from mapie.classification import SplitConformalClassifier
 from sklearn.base import BaseEstimator, ClassifierMixin
 
+from mueval.conformal.conditional_quantile import pattern_thresholds
 from mueval.conformal.pvalues import conformal_pvalues
 from mueval.conformal.scores import (
     ConformityScore,
@@ -226,6 +229,7 @@ def conformalize(
     bins: tuple[np.ndarray, np.ndarray] | None = None,
     small_bins: str = "error",
     bin_names: Sequence[str] | None = None,
+    design: np.ndarray | None = None,
 ) -> ConformalOutput:
     """Prediction sets and p-values for the test rows of one split.
 
@@ -261,6 +265,16 @@ def conformalize(
         the full set and say so in ``note``.
     bin_names : sequence of str, optional
         Name of each bin code, for messages.
+    design : ndarray of float, shape (n_bins, d), optional
+        With ``bins``: each bin's cohort indicators
+        (:attr:`mueval.data.cohorts.CohortDesign.matrix`). The bins are then
+        cohort patterns, not calibrated apart: every test row's threshold
+        comes from the conditional quantile regression over all the
+        calibration rows (:mod:`mueval.conformal.conditional_quantile`),
+        compared with the rule's tolerance; ``mondrian`` must be False. Its
+        p-values are the unconditional ones (no p-value describes these
+        sets). A pattern whose cohorts hold too few calibration rows for a
+        finite threshold follows ``small_bins`` as a small bin does.
 
     Returns
     -------
@@ -304,6 +318,21 @@ def conformalize(
     if threshold not in THRESHOLD_RULES:
         message = f"unknown threshold rule {threshold!r}; valid: {', '.join(THRESHOLD_RULES)}"
         raise UsageError(message)
+    if design is not None:
+        return _regressed(
+            proba_cal,
+            y_cal,
+            proba_test,
+            bins,
+            design,
+            alpha=alpha,
+            score=score,
+            mondrian=mondrian,
+            threshold=threshold,
+            seed=seed,
+            small_bins=small_bins,
+            bin_names=bin_names,
+        )
     if bins is None:
         return _one_cell(proba_cal, y_cal, proba_test, alpha, score, mondrian, threshold, seed)
     return _binned(
@@ -474,3 +503,52 @@ def _binned(
         thresholds.append(out.threshold)
     q = thresholds[0] if len(thresholds) == 1 else float("nan")
     return ConformalOutput(sets, pvalues, used, q, "; ".join(notes) or None)
+
+
+def _regressed(
+    proba_cal: np.ndarray,
+    y_cal: np.ndarray,
+    proba_test: np.ndarray,
+    bins: tuple[np.ndarray, np.ndarray] | None,
+    design: np.ndarray,
+    *,
+    alpha: float,
+    score: ConformityScore,
+    mondrian: bool,
+    threshold: str,
+    seed: int | None,
+    small_bins: str,
+    bin_names: Sequence[str] | None,
+) -> ConformalOutput:
+    """Sets at each test row's conditional-quantile threshold (``design`` of :func:`conformalize`)."""
+    if bins is None or mondrian:
+        message = "a cohort design needs the bins (cohort patterns) and no per-class calibration"
+        raise UsageError(message)
+    cal_codes, test_codes = (np.asarray(codes, dtype=int) for codes in bins)
+    y_cal = np.asarray(y_cal, dtype=int)
+    if len(cal_codes) != len(y_cal) or len(test_codes) != len(proba_test):
+        message = (
+            f"bin codes: {len(cal_codes)} for {len(y_cal)} calibration rows and "
+            f"{len(test_codes)} for {len(proba_test)} test rows; expected one per row"
+        )
+        raise UsageError(message)
+    cal_scores, test_scores = _scores(proba_cal, y_cal, proba_test, score, seed)
+    thresholds = pattern_thresholds(cal_scores, cal_codes, test_codes, design, alpha)
+    sets = np.zeros(proba_test.shape, dtype=bool)
+    notes = []
+    for code, q in thresholds.items():
+        rows = test_codes == code
+        sets[rows] = _class_sets(proba_test[rows], test_scores[rows], q, score, threshold)
+        if math.isinf(q):
+            name = str(bin_names[code]) if bin_names is not None else str(code)
+            message = (
+                f"cohort pattern {name!r}: its cohorts hold too few calibration rows for a "
+                f"finite conditional quantile at alpha={alpha}"
+            )
+            if small_bins == "error":
+                raise SmallCalibrationError(message)
+            notes.append(f"{message}; its {int(rows.sum())} test rows got the full set")
+    values = list(thresholds.values())
+    q = values[0] if len(values) == 1 else float("nan")
+    pvalues = conformal_pvalues(cal_scores, test_scores)
+    return ConformalOutput(sets, pvalues, len(y_cal), q, "; ".join(notes) or None)

@@ -9,7 +9,8 @@ calibration (:mod:`mueval.conformal.condition`) uses the cohort of every row.
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -25,12 +26,85 @@ from mueval.files import open_input
 #: Lines a cohorts file may hold (one per user, or per window of the table).
 MAX_COHORT_ROWS = 1_000_000
 
+#: Cohort patterns (combinations of the columns' values) a ``cohorts:``
+#: condition may hold: its thresholds cost one linear programme per pattern
+#: of a task's test rows, with a constraint per cohort.
+MAX_PATTERNS = 256
+
 __all__ = [
+    "CohortDesign",
     "RowCohorts",
+    "cohort_design",
     "read_cohorts_file",
     "resolve_cohorts",
     "user_cohorts",
 ]
+
+
+@dataclass(frozen=True)
+class CohortDesign:
+    """The cohort indicators of every cohort pattern.
+
+    Attributes
+    ----------
+    matrix : ndarray of float, shape (n_patterns, d)
+        Row ``p``: an intercept, then the indicator of every group for the
+        users of pattern ``p`` (the first level of each term left out: it is
+        the intercept minus the others, so the span is the same).
+    groups : list of str
+        Name of each column of ``matrix`` after the intercept (``"sex=F"``,
+        ``"sex=F*age=old"``).
+    """
+
+    matrix: np.ndarray
+    groups: list[str]
+
+
+def cohort_design(
+    patterns: Sequence[Sequence[str]],
+    terms: Sequence[Sequence[int]],
+    *,
+    columns: Sequence[str] | None = None,
+) -> CohortDesign:
+    """The indicator design of cohort patterns.
+
+    Parameters
+    ----------
+    patterns : sequence of sequence of str
+        Each pattern's value of each cohort column (``("F", "old", "phone")``).
+    terms : sequence of sequence of int
+        The groups: each term is the columns (positions into a pattern) whose
+        joint values are its cohorts; ``[[0], [1], [0, 1]]`` is every value of
+        column 0, every value of column 1, and every cell of their
+        intersection.
+    columns : sequence of str, optional
+        The columns' names, for :attr:`CohortDesign.groups` (default: their
+        positions).
+
+    Returns
+    -------
+    CohortDesign
+
+    Examples
+    --------
+    >>> design = cohort_design([("F", "old"), ("M", "old"), ("M", "young")], [[0], [1]])
+    >>> design.matrix.tolist(), design.groups
+    ([[1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [1.0, 1.0, 1.0]], ['0=M', '1=young'])
+    """
+    patterns = [tuple(p) for p in patterns]
+    indicators = [np.ones(len(patterns))]
+    groups: list[str] = []
+    for term in terms:
+        keys = [tuple(p[j] for j in term) for p in patterns]
+        for level in sorted(set(keys))[1:]:
+            indicators.append(np.array([k == level for k in keys], dtype=float))
+            groups.append(
+                "*".join(
+                    f"{j if columns is None else columns[j]}={v}"
+                    for j, v in zip(term, level, strict=True)
+                )
+            )
+    return CohortDesign(np.column_stack(indicators), groups)
 
 
 def read_cohorts_file(path: str | Path) -> pd.DataFrame:
@@ -143,12 +217,21 @@ class RowCohorts:
     column : str
     users : Series
         Cohort per user (text), indexed by the user id as text.
+    design : ndarray of float, shape (len(names), d), optional
+        ``cohorts:`` conditions: each pattern's cohort indicators
+        (:class:`CohortDesign`); a
+        pattern is then one combination of the columns' values, and its name
+        ``col=value,col=value``.
+    groups : list of str
+        The names of the indicator columns of ``design`` after the intercept.
     """
 
     codes: np.ndarray
     names: list[str]
     column: str
     users: pd.Series
+    design: np.ndarray | None = None
+    groups: list[str] = field(default_factory=list)
 
 
 def _row_codes(table_users: np.ndarray, per_user: pd.Series, where: str) -> RowCohorts:
@@ -198,6 +281,7 @@ def resolve_cohorts(
     *,
     by_cohort: bool,
     column: str | None,
+    terms: Sequence[Sequence[str]] = (),
 ) -> tuple[Table, RowCohorts | None]:
     """The cohort of every row of ``table``.
 
@@ -213,6 +297,11 @@ def resolve_cohorts(
         (:attr:`mueval.conformal.condition.Condition.by_cohort`).
     column : str or None
         The cohort column (None: the only column of the cohorts file).
+    terms : sequence of sequence of str
+        A ``cohorts:`` condition's terms
+        (:attr:`mueval.conformal.condition.Condition.terms`): the cohort of a
+        row is then its user's combination of every column's value, with its
+        indicator design.
 
     Returns
     -------
@@ -226,6 +315,8 @@ def resolve_cohorts(
             message = "cohorts were given but the condition has no cohort (use cohort:COLUMN)"
             raise UsageError(message)
         return table, None
+    if terms:
+        return _pattern_cohorts(table, cohorts, terms)
     if cohorts is None:
         if column is None:
             message = "condition cohort needs a column: cohort:COLUMN, or a cohorts file"
@@ -239,3 +330,49 @@ def resolve_cohorts(
         frame, where = read_cohorts_file(cohorts), str(cohorts)
     per_user = user_cohorts(frame, column, where=where)
     return table, _row_codes(table.users, per_user, where)
+
+
+def _pattern_cohorts(
+    table: Table, cohorts: str | Path | pd.DataFrame | None, terms: Sequence[Sequence[str]]
+) -> tuple[Table, RowCohorts]:
+    """Every row's pattern (its user's value of every column) and the design of the terms."""
+    columns = list(dict.fromkeys(c for term in terms for c in term))
+    if cohorts is None:
+        values = {}
+        for column in columns:
+            table, values[column] = _take_column(table, column)
+        frame = pd.DataFrame({"userid": table.users, **values})
+        where = f"{table.info.get('name', 'the table')} columns {columns}"
+    elif isinstance(cohorts, pd.DataFrame):
+        frame, where = cohorts.astype(object), "the cohorts table"
+    else:
+        frame, where = read_cohorts_file(cohorts), str(cohorts)
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        message = f"{where}: no cohort column {missing[0]!r}; columns are {list(frame.columns)}"
+        raise UsageError(message)
+    per_column = [user_cohorts(frame[["userid", c]], c, where=where) for c in columns]
+    for column, part in zip(columns, per_column, strict=True):
+        if "," in "".join(part) or "=" in "".join(part):
+            message = f"{where}: values of cohort column {column!r} may not hold ',' or '='"
+            raise DataError(message)
+    values = list(zip(*per_column, strict=True))
+    names = [",".join(f"{c}={v}" for c, v in zip(columns, vals, strict=True)) for vals in values]
+    per_user = pd.Series(names, index=per_column[0].index, name="+".join(columns))
+    pattern_of = dict(zip(names, values, strict=True))
+    rows = _row_codes(table.users, per_user, where)
+    if len(rows.names) > MAX_PATTERNS:
+        message = (
+            f"{where}: the users hold {len(rows.names):,} combinations of {columns}, more "
+            f"than the {MAX_PATTERNS} a cohorts: condition may hold (one linear programme "
+            "each); use fewer columns or coarser values"
+        )
+        raise DataError(message)
+    index = {c: j for j, c in enumerate(columns)}
+    design = cohort_design(
+        [pattern_of[name] for name in rows.names],
+        [[index[c] for c in term] for term in terms],
+        columns=columns,
+    )
+    groups = design.groups
+    return table, replace(rows, design=design.matrix, groups=groups)

@@ -338,11 +338,21 @@ class EvalConfig:
         Under the study rule every score's sets and p-values come from the same
         deterministic scores; under the MAPIE rule only LAC's do (MAPIE's aps
         and raps draw random numbers, and its top_k breaks ties its own way).
+        A ``cohorts:`` condition thresholds each row by a quantile regression,
+        which no count of calibration scores describes.
         """
+        if self.conditioning.regression:
+            return False
         return self.threshold == "study" or self.score == "lac" or self.conformity.mapie is None
 
     def pvalue_note(self) -> str:
         """Why the p-value metrics are not reported (see :attr:`pvalues_describe_sets`)."""
+        if self.conditioning.regression:
+            return (
+                f"p-value metrics ({', '.join(PVALUE_METRICS)}) are not reported under "
+                f"--condition {self.conditioning.text}: each set's threshold is the "
+                "conditional quantile regression's, which no conformal p-value describes"
+            )
         return (
             f"p-value metrics ({', '.join(PVALUE_METRICS)}) are not reported for --score "
             f"{self.score} with --threshold mapie: MAPIE makes those sets from its own "

@@ -394,6 +394,7 @@ def _conformalize(
         bins=bins,
         small_bins="full-set" if config.small_cal == "full-set" else "error",
         bin_names=None if by_cohort is None else by_cohort[0].names,
+        design=None if by_cohort is None else by_cohort[0].design,
     )
 
 

@@ -159,6 +159,11 @@ def no_verdict_reason(strategy: str, settings: Mapping[str, Any]) -> str | None:
             "(splits.parquet's n_cal_class, written since the exact per-user test): the "
             "per-cell ranks are unknown"
         )
+    if condition.regression:
+        return (
+            f"{condition.text}: each test row's threshold is a conditional quantile "
+            "regression's fitted value, no rank-k order statistic"
+        )
     if condition.by_cohort and is_pooled(strategy):
         return (
             f"{strategy} under cohort calibration: each test row is calibrated on its own cohort, while "

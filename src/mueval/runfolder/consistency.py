@@ -329,6 +329,9 @@ def _check_rows(run: RunFolder, preds: pa.Table) -> None:
 def _numeric(path: object, frame: pd.DataFrame, columns: list[str]) -> None:
     for column in columns:
         values = frame[column]
+        # A table without rows (no p-values to test) reads back as text columns.
+        if not len(values):
+            continue
         if pd.api.types.is_bool_dtype(values) or not pd.api.types.is_numeric_dtype(values):
             as_num = pd.to_numeric(values, errors="coerce")
             bad = values[as_num.isna() & values.notna()]

@@ -969,6 +969,7 @@ def test_a_skipped_split_is_consistent_under_the_writers_aggregation(
         alpha=info["config"]["alpha"],
         n_classes=len(info["classes"]),
         classes=info["classes"],
+        config=info["config"],  # the run's own rules: its family of users among them
     )
     found.user_coverage.to_csv(run / "user_coverage.csv", index=False)
     found.coverage_summary.to_csv(run / "coverage_summary.csv", index=False)

@@ -13,6 +13,7 @@ import io
 import json
 from pathlib import Path
 
+import datasets as hf_datasets
 import numpy as np
 import pandas as pd
 import polars as pl
@@ -159,6 +160,24 @@ def test_polars_reads_the_windows_file_as_fixed_size_arrays(real) -> None:
         assert frame.schema[name] == pl.Array(pl.Float32, 150)
         np.testing.assert_array_equal(frame[name].to_numpy(), windows.data[:, :, c])
     assert frame["userid"].cast(pl.String).to_list() == [str(g) for g in windows.groups]
+
+
+def test_hugging_face_datasets_reads_the_windows_file_offline(real, tmp_path, monkeypatch) -> None:
+    """Hugging Face ``datasets`` loads the file as a local Parquet dataset, offline,
+    each channel a float32 list of the window's length, the rows in mudata's order."""
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    entry = get_entry("motionsense")
+    path = windows_path(entry, real["options"]["data_home"])
+    dataset = hf_datasets.Dataset.from_parquet(str(path), cache_dir=str(tmp_path / "cache"))
+    windows = real["windows"]
+    for c, name in enumerate(windows.channel_names):
+        feature = dataset.features[name]
+        assert (feature.feature.dtype, feature.length) == ("float32", 150)
+        values = np.asarray(dataset.with_format("numpy")[name])
+        np.testing.assert_array_equal(values, windows.data[:, :, c])
+    assert [str(u) for u in dataset["userid"]] == [str(g) for g in windows.groups]
 
 
 def test_mudata_fetch_windows_prints_the_windows_path(real) -> None:

@@ -436,6 +436,9 @@ def evaluate(
     raps_k_reg: int | None = None,
     mondrian: bool = False,
     adapt_frac: float = 0.5,
+    min_own: int | None = None,
+    clusters: int | None = None,
+    own_rows: int | None = None,
     small_cal: str = "error",
     split: str = "random",
     gap: int = 1,
@@ -517,6 +520,12 @@ def evaluate(
         One threshold per class.
     adapt_frac : float
         ``uam``: share of the target user's rows added to training.
+    min_own, clusters, own_rows : int, optional
+        UKM (:mod:`mueval.evaluation.clustered`): the own calibration rows from
+        which a target calibrates on them (default: 20 at ``alpha = 0.05``),
+        the number of k-means clusters of users (default: Ding et al.'s
+        heuristic), and how many of the target's calibration rows to keep
+        (default: all).
     small_cal : {"error", "skip", "full-set"}
         What a calibration set too small for ``alpha`` gets.
     split : {"random", "blocked"}
@@ -620,6 +629,9 @@ def evaluate(
         raps_k_reg=raps_k_reg,
         mondrian=mondrian,
         adapt_frac=adapt_frac,
+        min_own=min_own,
+        clusters=clusters,
+        own_rows=own_rows,
         small_cal=small_cal,
         split=split,
         gap=gap,

@@ -274,6 +274,29 @@ evaluate_options = stack(
         help="uam: share of the target user's rows added to training.",
     ),
     click.option(
+        "--min-own",
+        type=click.IntRange(min=0),
+        default=None,
+        help="ukm: a target user with fewer own calibration rows than this calibrates on "
+        "the other users of its k-means cluster (none: on every other user). "
+        "[default: max(1/alpha, 1/(1-alpha)), 20 at alpha 0.05, the smallest set a "
+        "threshold is taken from]",
+    ),
+    click.option(
+        "--clusters",
+        type=click.IntRange(min=1),
+        default=None,
+        help="ukm: k-means clusters of the other users' score quantiles. [default: Ding et "
+        "al.'s heuristic, floor(floor(N K/(75+K))/2) for K users of N calibration rows]",
+    ),
+    click.option(
+        "--own-rows",
+        type=click.IntRange(min=0),
+        default=None,
+        help="ukm: keep only the first this many of the target's calibration rows, as a "
+        "new user with few labelled windows (ucm keeps all). [default: all]",
+    ),
+    click.option(
         "--small-cal",
         type=click.Choice(SMALL_CAL_POLICIES),
         default="error",

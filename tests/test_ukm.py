@@ -6,12 +6,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 from sklearn.cluster import KMeans
 
 import mueval
 from mueval.conformal.thresholds import lac_threshold
 from mueval.errors import UsageError
-from mueval.evaluation.clustered import cluster_users, default_min_own, heuristic_clusters
+from mueval.evaluation.clustered import (
+    choose_calibration,
+    cluster_users,
+    default_min_own,
+    heuristic_clusters,
+)
 from mueval.evaluation.models import fit_scaled, full_proba
 from mueval.evaluation.records import EvalConfig
 from mueval.evaluation.runner import iteration_splits, run
@@ -153,8 +159,31 @@ def test_jobs_one_and_two_give_the_same_run() -> None:
         ({"own_rows": 2.5}, "own_rows must be"),
         ({"condition": "class"}, "ukm chooses one calibration set"),
         ({"score": "aps", "randomized": True}, "not offered with ukm"),
+        ({"assign": "closest"}, "unknown assign rule"),
     ],
 )
 def test_bad_options_are_refused_by_name(kwargs, match) -> None:
     with pytest.raises(UsageError, match=match):
         _config(**kwargs)
+
+
+def test_rank_assignment_is_the_mann_whitney_statistic_closest_to_a_half() -> None:
+    rng = np.random.default_rng(3)
+    users = np.repeat(np.arange(6), 40)
+    scale = np.repeat([0.05, 0.05, 0.3, 0.3, 0.8, 0.8], 40)
+    pool = np.clip(rng.exponential(scale), 0, 1).round(2)  # rounded: ties count half
+    names, labels, _ = cluster_users(pool, users, ALPHA, 3, seed=11)
+    for own in (np.clip(rng.exponential(s, size=5), 0, 1).round(2) for s in (0.05, 0.3, 0.8)):
+        choice = choose_calibration(
+            own, pool, users, alpha=ALPHA, min_own=None, n_clusters=3, seed=11, assign="rank"
+        )
+        # scipy's U of the own scores against each cluster's pooled scores, over n * m.
+        gaps = []
+        for c in range(3):
+            ref = pool[np.isin(users, [u for u, lab in zip(names, labels) if lab == c])]
+            u_stat = stats.mannwhitneyu(own, ref).statistic
+            gaps.append(abs(u_stat / (len(own) * len(ref)) - 0.5))
+        best = int(np.argmin(gaps))
+        expected = sorted(u for u, lab in zip(names, labels) if lab == best)
+        assert choice.how == "cluster" and sorted(choice.cluster) == expected
+        assert np.array_equal(choice.rows - len(own), np.flatnonzero(np.isin(users, expected)))

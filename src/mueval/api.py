@@ -439,6 +439,7 @@ def evaluate(
     min_own: int | None = None,
     clusters: int | None = None,
     own_rows: int | None = None,
+    assign: str = "centroid",
     small_cal: str = "error",
     split: str = "random",
     gap: int = 1,
@@ -526,6 +527,8 @@ def evaluate(
         the number of k-means clusters of users (default: Ding et al.'s
         heuristic), and how many of the target's calibration rows to keep
         (default: all).
+    assign : {"centroid", "rank"}
+        UKM: how a target below ``min_own`` finds its cluster.
     small_cal : {"error", "skip", "full-set"}
         What a calibration set too small for ``alpha`` gets.
     split : {"random", "blocked"}
@@ -632,6 +635,7 @@ def evaluate(
         min_own=min_own,
         clusters=clusters,
         own_rows=own_rows,
+        assign=assign,
         small_cal=small_cal,
         split=split,
         gap=gap,

@@ -249,6 +249,10 @@ USER_CORRECTIONS: tuple[str, ...] = ("holm", "bh", "none")
 #: What ``mueval curve`` does with the target user's k labelled windows.
 CURVE_USES: tuple[str, ...] = ("calibration", "adaptation", "both")
 
+#: ``--assign``: how a ukm target with fewer than ``--min-own`` own calibration
+#: rows finds its cluster (:mod:`mueval.evaluation.clustered`).
+UKM_ASSIGN_RULES: tuple[str, ...] = ("centroid", "rank")
+
 #: ``--backend`` values: loky worker processes or a Dask cluster.
 BACKENDS: tuple[str, ...] = ("loky", "dask")
 

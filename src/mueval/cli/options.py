@@ -32,6 +32,7 @@ from mueval.names import (
     SPLIT_METHODS,
     STRATEGIES,
     THRESHOLD_RULES,
+    UKM_ASSIGN_RULES,
     USER_CORRECTIONS,
 )
 from mueval.strategies import BUILTIN_STRATEGIES
@@ -295,6 +296,16 @@ evaluate_options = stack(
         default=None,
         help="ukm: keep only the first this many of the target's calibration rows, as a "
         "new user with few labelled windows (ucm keeps all). [default: all]",
+    ),
+    click.option(
+        "--assign",
+        type=click.Choice(UKM_ASSIGN_RULES),
+        default="centroid",
+        show_default=True,
+        help="ukm: how a target below --min-own finds its cluster. centroid: the nearest "
+        "k-means centroid to its own rows' score quantiles (Ding et al.); rank: the cluster "
+        "under whose pooled scores its own scores have a mean mid-rank closest to 1/2 "
+        "(unbiased however few its rows).",
     ),
     click.option(
         "--small-cal",

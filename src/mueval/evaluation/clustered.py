@@ -43,14 +43,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from sklearn.cluster import KMeans
 
 from mueval.conformal.scores import ConformityScore, class_scores
 from mueval.conformal.thresholds import min_calibration_size
+from mueval.names import UKM_ASSIGN_RULES
 
 __all__ = [
+    "ASSIGN_RULES",
     "EMBEDDING_LEVELS",
     "Choice",
     "choose_calibration",
@@ -62,6 +65,13 @@ __all__ = [
     "heuristic_clusters",
     "true_class_scores",
 ]
+
+#: How a target with too few own rows finds its cluster: ``centroid``, the
+#: nearest k-means centroid to its own rows' score quantiles (Ding et al.'s
+#: embedding); ``rank``, the cluster under whose pooled scores its own scores
+#: have a mean mid-rank closest to 1/2 (unbiased for any number of own rows,
+#: where a quantile of 5 rows is not).
+ASSIGN_RULES: tuple[str, ...] = UKM_ASSIGN_RULES
 
 #: The fixed quantile levels of the embedding; ``1 - alpha`` is added to them.
 EMBEDDING_LEVELS: tuple[float, ...] = (0.5, 0.6, 0.7, 0.8, 0.9)
@@ -185,6 +195,27 @@ class Choice:
     cluster: tuple[object, ...] = ()
 
 
+def _rank_nearest(
+    own_scores: np.ndarray,
+    pool_scores: np.ndarray,
+    pool_users: np.ndarray,
+    names: Sequence[object],
+    labels: np.ndarray,
+) -> int:
+    """The cluster under whose pooled scores the target's scores have a mean
+    mid-rank (the empirical CDF, ties counted half) closest to 1/2; ties: the
+    lowest cluster index."""
+    label_of = dict(zip(names, labels.tolist(), strict=True))
+    pool_labels = np.array([label_of[u] for u in pool_users.tolist()])
+    gaps = []
+    for c in range(int(labels.max()) + 1):
+        ref = np.sort(pool_scores[pool_labels == c])
+        below = np.searchsorted(ref, own_scores, side="left")
+        tied = np.searchsorted(ref, own_scores, side="right") - below
+        gaps.append(abs(float(np.mean((below + 0.5 * tied) / len(ref))) - 0.5))
+    return int(np.argmin(gaps))
+
+
 def choose_calibration(
     own_scores: np.ndarray,
     pool_scores: np.ndarray,
@@ -194,6 +225,7 @@ def choose_calibration(
     min_own: int | None,
     n_clusters: int | None,
     seed: int,
+    assign: str = "centroid",
 ) -> Choice:
     """UKM's rule: own rows from ``min_own`` on, else the nearest cluster's rows.
 
@@ -212,6 +244,8 @@ def choose_calibration(
         None: :func:`heuristic_clusters`.
     seed : int
         The iteration's seed (k-means).
+    assign : {"centroid", "rank"}
+        How a target below ``min_own`` finds its cluster (:data:`ASSIGN_RULES`).
 
     Returns
     -------
@@ -228,24 +262,36 @@ def choose_calibration(
         members: Sequence[object] = names
         how = "all"
     else:
-        distances = ((centroids - embed(own_scores, alpha)) ** 2).sum(axis=1)
-        nearest = int(np.argmin(distances))  # ties: the lowest cluster index
+        if assign == "rank":
+            nearest = _rank_nearest(own_scores, pool_scores, pool_users, names, labels)
+        else:
+            distances = ((centroids - embed(own_scores, alpha)) ** 2).sum(axis=1)
+            nearest = int(np.argmin(distances))  # ties: the lowest cluster index
         members = [u for u, label in zip(names, labels, strict=True) if label == nearest]
         how = "cluster"
     in_cluster = np.isin(pool_users, np.asarray(members, dtype=pool_users.dtype))
     return Choice(n_own + np.flatnonzero(in_cluster), how, tuple(members))
 
 
-def clustered_note(
-    alpha: float, min_own: int | None, clusters: int | None, own_rows: int | None
-) -> str:
-    """The run note that says how UKM calibrated (run.json's ``notes``)."""
-    threshold = default_min_own(alpha) if min_own is None else min_own
-    how_many = "Ding et al.'s heuristic" if clusters is None else str(clusters)
-    kept = "" if own_rows is None else f"; only the first {own_rows} own calibration rows kept"
+def clustered_note(config: Any) -> str:
+    """The run note that says how UKM calibrated (run.json's ``notes``), from an
+    :class:`~mueval.evaluation.records.EvalConfig`."""
+    alpha = config.alpha
+    threshold = default_min_own(alpha) if config.min_own is None else config.min_own
+    how_many = "Ding et al.'s heuristic" if config.clusters is None else str(config.clusters)
+    kept = (
+        ""
+        if config.own_rows is None
+        else f"; only the first {config.own_rows} own calibration rows kept"
+    )
+    finds = {
+        "centroid": "the nearest centroid to its own rows' quantiles",
+        "rank": "the cluster where its own scores' mean mid-rank is closest to 1/2",
+    }[config.assign]
     return (
         f"ukm: a target user with fewer than {threshold} own calibration rows calibrates on the "
         f"other users of its k-means cluster ({how_many} clusters of the users' score quantiles "
-        f"at {', '.join(f'{q:g}' for q in embedding_levels(alpha))}; no own row: every other "
-        f"user, as uim), the others on their own rows, as ucm{kept}; ukm has no per-user verdict"
+        f"at {', '.join(f'{q:g}' for q in embedding_levels(alpha))}; its cluster: {finds}; no "
+        f"own row: every other user, as uim), the others on their own rows, as ucm{kept}; ukm "
+        "has no per-user verdict"
     )

@@ -26,6 +26,7 @@ from mueval.names import (
     SMALL_CAL_POLICIES,
     SPLIT_METHODS,
     THRESHOLD_RULES,
+    UKM_ASSIGN_RULES,
     USER_CORRECTIONS,
     classifier_rank,
     strategy_rank,
@@ -214,13 +215,14 @@ class EvalConfig:
     across the users of each strategy and classifier. They change no set,
     only the verdicts a run folder records.
 
-    ``min_own``, ``clusters`` and ``own_rows``: UKM only
+    ``min_own``, ``clusters``, ``own_rows`` and ``assign``: UKM only
     (:mod:`mueval.evaluation.clustered`). A target user with fewer than
     ``min_own`` own calibration rows (None: :func:`~mueval.evaluation.clustered.default_min_own`)
     is calibrated on the rows of its cluster of other users; ``clusters`` is
     the number of k-means clusters (None: Ding et al.'s heuristic); ``own_rows``
     keeps only the first so many of the target's calibration rows (None: all),
-    as for a new user with few labelled windows.
+    as for a new user with few labelled windows; ``assign`` how a target
+    below ``min_own`` finds its cluster (``centroid`` or ``rank``).
 
     ``models``: the user's own models (:class:`~mueval.evaluation.estimators.UserModel`),
     each named in ``classifiers`` beside the built-in codes
@@ -249,6 +251,7 @@ class EvalConfig:
     min_own: int | None = None
     clusters: int | None = None
     own_rows: int | None = None
+    assign: str = "centroid"
     models: tuple[UserModel, ...] = ()
 
     def __post_init__(self) -> None:
@@ -312,6 +315,9 @@ class EvalConfig:
             ):
                 message = f"{name} must be None or a whole number of {low} or more, got {value!r}"
                 raise UsageError(message, cli={name: "--" + name.replace("_", "-")})
+        if self.assign not in UKM_ASSIGN_RULES:
+            message = f"unknown assign rule {self.assign!r}; valid: {', '.join(UKM_ASSIGN_RULES)}"
+            raise UsageError(message)
         if "ukm" not in self.strategies:
             return
         if condition.per_class or condition.by_cohort:

@@ -220,6 +220,7 @@ def _borrowed(
         min_own=config.min_own,
         n_clusters=config.clusters,
         seed=split.seed,
+        assign=config.assign,
     )
     if choice.how == "own":
         # UCM's rows as they are: the same floats, so the same threshold.
@@ -694,9 +695,7 @@ def run(
     if "uxc" in config.strategies:
         notes.insert(0, cross_note(config.user_folds))
     if "ukm" in config.strategies:
-        notes.insert(
-            0, clustered_note(config.alpha, config.min_own, config.clusters, config.own_rows)
-        )
+        notes.insert(0, clustered_note(config))
     return RunOutput(results=results, notes=notes, timings=timings, stages=stage_timings(results))
 
 

@@ -15,7 +15,8 @@ rows (``--own-rows k``):
 
 - ``ukm``: the target's first ``k`` calibration rows; below ``--min-own`` (20)
   it calibrates on the other users of its cluster (``k = 0``: every other user,
-  as UIM);
+  as UIM), found by ``--assign centroid`` and, for ``0 < k < 20``, by
+  ``--assign rank`` (the default);
 - ``ucm@k``: the same ``k`` own rows and nothing else (ukm with ``--min-own
   0``); below 20 rows no threshold exists and the only valid answer is the
   full set (coverage 1, set size 4: printed by construction, not run);
@@ -74,7 +75,7 @@ def _rows(run: mueval.Run, strategy: str, label: str, k: object) -> dict[str, ob
         "own rows": k,
         "worst user": users["coverage"].min(),
         "mean user": users["coverage"].mean(),
-        "users < 0.90": (users["coverage"] < 0.90).mean(),
+        "share of users < 0.90": (users["coverage"] < 0.90).mean(),
         "set size": float(sizes["mean"].iloc[0]),
         "calibration rows": splits["n_cal"].mean(),
     }
@@ -90,13 +91,24 @@ def main() -> None:
     frame = grouped_users(args.users_per_group, args.rows, args.seed)
     common = {"classifiers": "nb", "iterations": args.iterations, "jobs": 1, "progress": False}
     started = time.perf_counter()
-    by_strategy: dict[str, list[dict[str, object]]] = {"uim": [], "ucm": [], "ucm@k": [], "ukm": []}
+    by_strategy: dict[str, list[dict[str, object]]] = {
+        "uim": [],
+        "ucm": [],
+        "ucm@k": [],
+        "ukm": [],
+        "ukm rank": [],
+    }
     for k in OWN_ROWS:
-        run = mueval.evaluate(frame, strategies="uim,ucm,ukm", own_rows=k, **common)
+        run = mueval.evaluate(
+            frame, strategies="uim,ucm,ukm", own_rows=k, assign="centroid", **common
+        )
         if k == OWN_ROWS[0]:
             by_strategy["uim"].append(_rows(run, "uim", "uim", "-"))
             by_strategy["ucm"].append(_rows(run, "ucm", "ucm (all own)", "all"))
-        by_strategy["ukm"].append(_rows(run, "ukm", "ukm", k))
+        by_strategy["ukm"].append(_rows(run, "ukm", "ukm (centroid)", k))
+        if 0 < k < MIN_ROWS:
+            ranked = mueval.evaluate(frame, strategies="ukm", own_rows=k, assign="rank", **common)
+            by_strategy["ukm rank"].append(_rows(ranked, "ukm", "ukm (rank)", k))
         if k >= MIN_ROWS:
             alone = mueval.evaluate(frame, strategies="ukm", own_rows=k, min_own=0, **common)
             by_strategy["ucm@k"].append(_rows(alone, "ukm", "ucm@k", k))
@@ -108,7 +120,7 @@ def main() -> None:
                     "own rows": k,
                     "worst user": 1.0,
                     "mean user": 1.0,
-                    "users < 0.90": 0.0,
+                    "share of users < 0.90": 0.0,
                     "set size": 4.0,
                     "calibration rows": k,
                 }

@@ -100,7 +100,7 @@ def test_no_own_row_is_uim_exactly() -> None:
 
 def test_few_own_rows_calibrate_on_the_nearest_cluster_checked_by_hand() -> None:
     X, y, users, classes = _groups_table()
-    config = _config(own_rows=6, clusters=3)
+    config = _config(own_rows=6, clusters=3, assign="centroid")
     out = _by_key(run(X, y, users, classes, config, jobs=1, progress=False).results)
     levels = [0.5, 0.6, 0.7, 0.8, 0.9, 0.95]
     checked = 0

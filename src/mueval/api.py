@@ -439,7 +439,7 @@ def evaluate(
     min_own: int | None = None,
     clusters: int | None = None,
     own_rows: int | None = None,
-    assign: str = "centroid",
+    assign: str = "rank",
     small_cal: str = "error",
     split: str = "random",
     gap: int = 1,
@@ -527,8 +527,9 @@ def evaluate(
         the number of k-means clusters of users (default: Ding et al.'s
         heuristic), and how many of the target's calibration rows to keep
         (default: all).
-    assign : {"centroid", "rank"}
-        UKM: how a target below ``min_own`` finds its cluster.
+    assign : {"rank", "centroid"}
+        UKM: how a target below ``min_own`` finds its cluster
+        (:data:`~mueval.evaluation.clustered.ASSIGN_RULES`).
     small_cal : {"error", "skip", "full-set"}
         What a calibration set too small for ``alpha`` gets.
     split : {"random", "blocked"}

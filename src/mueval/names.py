@@ -251,7 +251,7 @@ CURVE_USES: tuple[str, ...] = ("calibration", "adaptation", "both")
 
 #: ``--assign``: how a ukm target with fewer than ``--min-own`` own calibration
 #: rows finds its cluster (:mod:`mueval.evaluation.clustered`).
-UKM_ASSIGN_RULES: tuple[str, ...] = ("centroid", "rank")
+UKM_ASSIGN_RULES: tuple[str, ...] = ("rank", "centroid")
 
 #: ``--backend`` values: loky worker processes or a Dask cluster.
 BACKENDS: tuple[str, ...] = ("loky", "dask")

@@ -300,12 +300,13 @@ evaluate_options = stack(
     click.option(
         "--assign",
         type=click.Choice(UKM_ASSIGN_RULES),
-        default="centroid",
+        default="rank",
         show_default=True,
-        help="ukm: how a target below --min-own finds its cluster. centroid: the nearest "
-        "k-means centroid to its own rows' score quantiles (Ding et al.); rank: the cluster "
-        "under whose pooled scores its own scores have a mean mid-rank closest to 1/2 "
-        "(unbiased however few its rows).",
+        help="ukm: how a target below --min-own finds its cluster. rank: the cluster under "
+        "whose pooled scores its own scores have a mean mid-rank closest to 1/2 (unbiased "
+        "however few its rows); centroid: the nearest k-means centroid to its own rows' "
+        "score quantiles (Ding et al.'s embedding, biased towards easier clusters by a few "
+        "rows' upper quantiles).",
     ),
     click.option(
         "--small-cal",

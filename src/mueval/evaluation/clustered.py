@@ -17,13 +17,17 @@ iteration, for one target user and the model trained without it:
    by default Ding et al.'s heuristic (:func:`heuristic_clusters`).
 3. **Calibrate.** A target with at least ``min_own`` own calibration rows is
    calibrated on them, exactly as UCM (:func:`default_min_own`). A target
-   with fewer, but at least one, is embedded by its own rows' score
-   quantiles and goes to the nearest centroid (Euclidean): it is calibrated
-   on the pooled calibration rows of that cluster's users. A target with no
-   own row has no embedding and is calibrated on every other user's rows
-   (Ding et al.'s "null cluster"), that is, exactly as UIM.
+   with fewer, but at least one, is calibrated on the pooled calibration rows
+   of one cluster's users: by default (``assign="rank"``) the cluster under
+   whose pooled scores its own scores have a mean mid-rank closest to 1/2;
+   with ``assign="centroid"``, the nearest centroid (Euclidean) to its own
+   rows' score quantiles (:data:`ASSIGN_RULES`). A target with no own row is
+   calibrated on every other user's rows (Ding et al.'s "null cluster"),
+   that is, exactly as UIM.
 
-Two departures from the paper, both forced by users not being classes:
+Three departures from the paper. The default ``assign="rank"`` is not Ding
+et al.'s centroid rule (they embed classes with enough rows; a new user has
+a handful). The other two are forced by users not being classes:
 Ding et al. hold out a share of each class's rows for the clustering, so
 that within a cluster the calibration rows stay exchangeable given the
 clustering; a target user's test rows are not exchangeable with another
@@ -66,11 +70,12 @@ __all__ = [
     "true_class_scores",
 ]
 
-#: How a target with too few own rows finds its cluster: ``centroid``, the
-#: nearest k-means centroid to its own rows' score quantiles (Ding et al.'s
-#: embedding); ``rank``, the cluster under whose pooled scores its own scores
-#: have a mean mid-rank closest to 1/2 (unbiased for any number of own rows,
-#: where a quantile of 5 rows is not).
+#: How a target with too few own rows finds its cluster: ``rank`` (the
+#: default), the cluster under whose pooled scores its own scores have a mean
+#: mid-rank closest to 1/2, which is unbiased for any number of own rows;
+#: ``centroid``, the nearest k-means centroid to its own rows' score quantiles
+#: (Ding et al.'s embedding), which the upper quantiles of 5 or 10 rows bias
+#: towards easier clusters (docs/per-user-guarantees.md, section 6, measures both).
 ASSIGN_RULES: tuple[str, ...] = UKM_ASSIGN_RULES
 
 #: The fixed quantile levels of the embedding; ``1 - alpha`` is added to them.
@@ -225,7 +230,7 @@ def choose_calibration(
     min_own: int | None,
     n_clusters: int | None,
     seed: int,
-    assign: str = "centroid",
+    assign: str = "rank",
 ) -> Choice:
     """UKM's rule: own rows from ``min_own`` on, else the nearest cluster's rows.
 

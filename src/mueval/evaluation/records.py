@@ -222,7 +222,7 @@ class EvalConfig:
     the number of k-means clusters (None: Ding et al.'s heuristic); ``own_rows``
     keeps only the first so many of the target's calibration rows (None: all),
     as for a new user with few labelled windows; ``assign`` how a target
-    below ``min_own`` finds its cluster (``centroid`` or ``rank``).
+    below ``min_own`` finds its cluster (``rank``, the default, or ``centroid``).
 
     ``models``: the user's own models (:class:`~mueval.evaluation.estimators.UserModel`),
     each named in ``classifiers`` beside the built-in codes
@@ -251,7 +251,7 @@ class EvalConfig:
     min_own: int | None = None
     clusters: int | None = None
     own_rows: int | None = None
-    assign: str = "centroid"
+    assign: str = "rank"
     models: tuple[UserModel, ...] = ()
 
     def __post_init__(self) -> None:

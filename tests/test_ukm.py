@@ -75,9 +75,12 @@ def test_heuristic_and_default_min_own_by_hand() -> None:
     assert default_min_own(ALPHA) == 20
 
 
-def test_users_at_min_own_get_ucm_thresholds_and_sets_exactly() -> None:
+@pytest.mark.parametrize(
+    "options", [{}, {"user_folds": 3}, {"split": "blocked"}], ids=["loo", "folds", "blocked"]
+)
+def test_users_at_min_own_get_ucm_thresholds_and_sets_exactly(options) -> None:
     X, y, users, classes = _groups_table()
-    out = run(X, y, users, classes, _config(), jobs=1, progress=False)
+    out = run(X, y, users, classes, _config(**options), jobs=1, progress=False)
     got = _by_key(out.results)
     ukm = [r for r in out.results if r.strategy == "ukm"]
     assert len(ukm) == 18

@@ -11,6 +11,7 @@ from sklearn.cluster import KMeans
 
 import mueval
 from mueval.conformal.thresholds import lac_threshold
+from mueval.data.table import table_from_frame
 from mueval.errors import UsageError
 from mueval.evaluation.clustered import (
     choose_calibration,
@@ -18,6 +19,7 @@ from mueval.evaluation.clustered import (
     default_min_own,
     heuristic_clusters,
 )
+from mueval.evaluation.labelcurve import CurveConfig, curve_run
 from mueval.evaluation.models import fit_scaled, full_proba
 from mueval.evaluation.records import EvalConfig
 from mueval.evaluation.runner import iteration_splits, run
@@ -25,7 +27,9 @@ from mueval.evaluation.runner import iteration_splits, run
 ALPHA = 0.05
 
 
-def _groups_table(seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+def _groups_table(
+    seed: int = 0, rows: int = 60
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """9 users in 3 behaviour groups: the same class centres, and per group a
     noise scale (0.5, 1.5, 3), so that a model scores each group's rows alike."""
     rng = np.random.default_rng(seed)
@@ -33,10 +37,10 @@ def _groups_table(seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, li
     X, y, users = [], [], []
     for user in range(1, 10):
         noise = (0.5, 1.5, 3.0)[(user - 1) // 3]
-        labels = np.tile(np.arange(3), 20)  # 60 rows, 20 a class
-        X.append(centres[labels] + rng.normal(0, noise, size=(60, 4)))
+        labels = np.resize(np.arange(3), rows)  # 20 rows a class by default
+        X.append(centres[labels] + rng.normal(0, noise, size=(rows, 4)))
         y.append(labels)
-        users.append(np.full(60, user))
+        users.append(np.full(rows, user))
     return np.concatenate(X), np.concatenate(y), np.concatenate(users), ["a", "b", "c"]
 
 
@@ -190,3 +194,28 @@ def test_rank_assignment_is_the_mann_whitney_statistic_closest_to_a_half() -> No
         expected = sorted(u for u, lab in zip(names, labels) if lab == best)
         assert choice.how == "cluster" and sorted(choice.cluster) == expected
         assert np.array_equal(choice.rows - len(own), np.flatnonzero(np.isin(users, expected)))
+
+
+def test_the_label_curve_s_cluster_use_follows_the_ukm_rule() -> None:
+    X, y, users, classes = _groups_table(rows=150)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(4)])
+    frame.insert(0, "label", np.array(classes)[y])
+    frame.insert(0, "userid", users)
+    # 8 other users of 60 calibration rows (40 % of 150): Ding et al.'s
+    # heuristic gives 2 clusters, so a cluster is not every other user.
+    assert heuristic_clusters(60, 8) == 2
+    config = CurveConfig(
+        classifier="nb", ks=(0, 5, 20), uses=("calibration", "cluster"), iterations=1
+    )
+    rows = curve_run(table_from_frame(frame), config).per_user.set_index(["user", "k", "use"])
+    for user in range(1, 10):
+        # No window and 20 windows: the rule says the calibration use's rows.
+        for k in (0, 20):
+            mine, theirs = rows.loc[(user, k, "cluster")], rows.loc[(user, k, "calibration")]
+            assert mine.n_cal == theirs.n_cal and mine.coverage == theirs.coverage
+            assert mine.setsize == theirs.setsize
+        # 5 windows: one of the clusters of the other users' calibration rows.
+        five = rows.loc[(user, 5, "cluster")]
+        assert five.cal_source == "cluster" and 0 < five.n_cal < 8 * 60
+        assert five.setsize < 3  # informative, where 5 own rows give the full set
+        assert rows.loc[(user, 5, "calibration")].setsize == 3

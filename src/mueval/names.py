@@ -247,7 +247,7 @@ SMALL_CAL_POLICIES: tuple[str, ...] = ("error", "skip", "full-set")
 USER_CORRECTIONS: tuple[str, ...] = ("holm", "bh", "none")
 
 #: What ``mueval curve`` does with the target user's k labelled windows.
-CURVE_USES: tuple[str, ...] = ("calibration", "adaptation", "both")
+CURVE_USES: tuple[str, ...] = ("calibration", "adaptation", "both", "cluster")
 
 #: ``--assign``: how a ukm target with fewer than ``--min-own`` own calibration
 #: rows finds its cluster (:mod:`mueval.evaluation.clustered`).

@@ -129,7 +129,11 @@ def test_real_gestures_two_iterations(tmp_path: Path, gestures_zip: Path) -> Non
 @pytest.mark.parametrize(
     ("option", "value", "valid"),
     [
-        ("--strategy", "loso", "mm, udm, uim, ucm, uam, uxc, mixed, ud, ui, uc, ua, ux, all"),
+        (
+            "--strategy",
+            "loso",
+            "mm, udm, uim, ucm, uam, uxc, ukm, mixed, ud, ui, uc, ua, ux, uk, all",
+        ),
         ("--classifier", "xgb", "nb, rf, svm, knn, all"),
     ],
 )

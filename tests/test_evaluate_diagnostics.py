@@ -73,8 +73,8 @@ def test_full_diagnostics_equal_the_functions_on_predictions(gestures_runs) -> N
     # The documented feature space: the whole table MinMax-scaled.
     X_scaled = MinMaxScaler().fit_transform(gestures_runs["table"].X)
     assert list(diag.columns) == ["seed", "n_rows", *FULL_DIAGNOSTICS]
-    # 6 strategies x 1 classifier x 2 iterations.
-    assert len(diag) == 12
+    # 7 strategies x 1 classifier x 2 iterations.
+    assert len(diag) == 14
     for key, rows in preds.groupby(KEYS, sort=False):
         got = diag.loc[key]
         covered = rows["covered"].to_numpy()
@@ -148,7 +148,7 @@ def test_summary_rows_are_mean_and_sd_over_iterations(gestures_runs) -> None:
 def test_cli_prints_the_diagnostics_below_a_rule(gestures_runs) -> None:
     full = gestures_runs["full"].output.splitlines()
     blocks = [i for i, line in enumerate(full) if line.startswith("OU_textbook")]
-    assert len(blocks) == 6  # one per strategy
+    assert len(blocks) == 7  # one per strategy
     for i in blocks:
         assert set(full[i + 1]) == {"-"}
         assert [line.split()[0] for line in full[i + 2 : i + 9]] == list(FULL_DIAGNOSTICS)

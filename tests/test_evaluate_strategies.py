@@ -19,9 +19,9 @@ def _labels() -> tuple[np.ndarray, np.ndarray]:
 
 def test_parse_strategies_aliases_all_and_order() -> None:
     assert parse_strategies(["ucm,mixed", "ui"]) == ["mm", "uim", "ucm"]
-    assert parse_strategies(["all"]) == ["mm", "udm", "uim", "ucm", "uam", "uxc"]
+    assert parse_strategies(["all"]) == ["mm", "udm", "uim", "ucm", "uam", "uxc", "ukm"]
     assert parse_strategies(["UD", "ua", "ux"]) == ["udm", "uam", "uxc"]
-    with pytest.raises(UsageError, match="valid: mm, udm, uim, ucm, uam, uxc"):
+    with pytest.raises(UsageError, match="valid: mm, udm, uim, ucm, uam, uxc, ukm"):
         parse_strategies(["mm,loso"])
 
 

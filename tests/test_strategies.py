@@ -69,7 +69,7 @@ def _table() -> tuple[np.ndarray, np.ndarray]:
 
 def test_the_built_in_records_give_the_names_the_protocol_uses() -> None:
     # Written out by hand: the codes, order, aliases and names runs have always had.
-    assert STRATEGIES == ("mm", "udm", "uim", "ucm", "uam", "uxc")
+    assert STRATEGIES == ("mm", "udm", "uim", "ucm", "uam", "uxc", "ukm")
     assert STRATEGY_ALIASES == {
         "mixed": "mm",
         "ud": "udm",
@@ -77,6 +77,7 @@ def test_the_built_in_records_give_the_names_the_protocol_uses() -> None:
         "uc": "ucm",
         "ua": "uam",
         "ux": "uxc",
+        "uk": "ukm",
     }
     assert STRATEGY_NAMES["ucm"] == "UCM (user-calibrated)"
     assert [s.code for s in registered_strategies()] == list(STRATEGIES)
@@ -89,11 +90,13 @@ def test_the_built_in_records_give_the_names_the_protocol_uses() -> None:
         "ucm": "convolution",
         "uam": "convolution",
         "uxc": "bonferroni",
+        "ukm": "bonferroni",
     }
-    assert {s for s in STRATEGIES if not has_verdict(s)} == {"uxc"}
+    assert {s for s in STRATEGIES if not has_verdict(s)} == {"uxc", "ukm"}
     assert {s for s in STRATEGIES if is_pooled(s)} == {"mm"}
-    # UIM and UCM name one splitter, so one split serves both.
+    # UIM, UCM and UKM name one splitter, so one split serves all three.
     assert get_strategy("uim").splitter == get_strategy("ucm").splitter
+    assert get_strategy("ukm").splitter == get_strategy("ucm").splitter
     assert len({s.splitter for s in BUILTIN_STRATEGIES}) == 5
 
 

@@ -437,6 +437,10 @@ def evaluate(
     raps_k_reg: int | None = None,
     mondrian: bool = False,
     adapt_frac: float = 0.5,
+    min_own: int | None = None,
+    clusters: int | None = None,
+    own_rows: int | None = None,
+    assign: str = "rank",
     small_cal: str = "error",
     split: str = "random",
     gap: int = 1,
@@ -519,6 +523,15 @@ def evaluate(
         One threshold per class.
     adapt_frac : float
         ``uam``: share of the target user's rows added to training.
+    min_own, clusters, own_rows : int, optional
+        UKM (:mod:`mueval.evaluation.clustered`): the own calibration rows from
+        which a target calibrates on them (default: 20 at ``alpha = 0.05``),
+        the number of k-means clusters of users (default: Ding et al.'s
+        heuristic), and how many of the target's calibration rows to keep
+        (default: all).
+    assign : {"rank", "centroid"}
+        UKM: how a target below ``min_own`` finds its cluster
+        (:data:`~mueval.evaluation.clustered.ASSIGN_RULES`).
     small_cal : {"error", "skip", "full-set"}
         What a calibration set too small for ``alpha`` gets.
     split : {"random", "blocked"}
@@ -631,6 +644,10 @@ def evaluate(
         raps_k_reg=raps_k_reg,
         mondrian=mondrian,
         adapt_frac=adapt_frac,
+        min_own=min_own,
+        clusters=clusters,
+        own_rows=own_rows,
+        assign=assign,
         small_cal=small_cal,
         split=split,
         gap=gap,

@@ -259,7 +259,11 @@ USER_FAMILY_WORDS: dict[str, str] = {
 }
 
 #: What ``mueval curve`` does with the target user's k labelled windows.
-CURVE_USES: tuple[str, ...] = ("calibration", "adaptation", "both")
+CURVE_USES: tuple[str, ...] = ("calibration", "adaptation", "both", "cluster")
+
+#: ``--assign``: how a ukm target with fewer than ``--min-own`` own calibration
+#: rows finds its cluster (:mod:`mueval.evaluation.clustered`).
+UKM_ASSIGN_RULES: tuple[str, ...] = ("rank", "centroid")
 
 #: ``--backend`` values: loky worker processes or a Dask cluster.
 BACKENDS: tuple[str, ...] = ("loky", "dask")

@@ -273,6 +273,22 @@ BUILTIN_STRATEGIES: tuple[Strategy, ...] = (
         no_verdict="cross-conformal p-values pooled over fold models, no rank-k threshold",
         aliases=("ux",),
     ),
+    Strategy(
+        "ukm",
+        "UKM (user-clustered)",
+        "user-clustered (as ucm; a target with fewer than --min-own own calibration rows "
+        "calibrates on the other users of its k-means cluster of score quantiles).",
+        # UIM's and UCM's splitter: one fit serves all three, and UKM's own
+        # calibration rows are UCM's.
+        f"{_SPLITS}:split_user_independent",
+        combine="bonferroni",
+        no_verdict=(
+            "a user below --min-own calibrates on other users' rows, with which its test "
+            "rows are not exchangeable; users at or above it have ucm's thresholds and "
+            "ucm's verdicts"
+        ),
+        aliases=("uk",),
+    ),
 )
 
 _BUILTIN_CODES = frozenset(s.code for s in BUILTIN_STRATEGIES)

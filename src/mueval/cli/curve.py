@@ -115,7 +115,9 @@ SHORT_HELP = "Coverage, set size and accuracy against k labelled windows of the 
     show_default=True,
     help=f"What the k windows do; repeat or comma list of {', '.join(CURVE_USES)}. "
     "calibration: they calibrate (k=0: the other users' 40 % calibrate, as in uim); "
-    "adaptation: they join the training rows; both: k//2 train, the rest calibrate.",
+    "adaptation: they join the training rows; both: k//2 train, the rest calibrate; "
+    "cluster: as calibration from 20 windows on (at alpha 0.05), below it the other users "
+    "of the target's cluster calibrate (the ukm strategy's rule).",
 )
 @click.option(
     "--iterations",

@@ -32,6 +32,7 @@ from mueval.names import (
     SPLIT_METHODS,
     STRATEGIES,
     THRESHOLD_RULES,
+    UKM_ASSIGN_RULES,
     USER_CORRECTIONS,
     USER_FAMILIES,
 )
@@ -276,6 +277,40 @@ evaluate_options = stack(
         default=0.5,
         show_default=True,
         help="uam: share of the target user's rows added to training.",
+    ),
+    click.option(
+        "--min-own",
+        type=click.IntRange(min=0),
+        default=None,
+        help="ukm: a target user with fewer own calibration rows than this calibrates on "
+        "the other users of its k-means cluster (none: on every other user). "
+        "[default: max(1/alpha, 1/(1-alpha)), 20 at alpha 0.05, the smallest set a "
+        "threshold is taken from]",
+    ),
+    click.option(
+        "--clusters",
+        type=click.IntRange(min=1),
+        default=None,
+        help="ukm: k-means clusters of the other users' score quantiles. [default: Ding et "
+        "al.'s heuristic, floor(floor(N K/(75+K))/2) for K users of N calibration rows]",
+    ),
+    click.option(
+        "--own-rows",
+        type=click.IntRange(min=0),
+        default=None,
+        help="ukm: keep only the first this many of the target's calibration rows, as a "
+        "new user with few labelled windows (ucm keeps all). [default: all]",
+    ),
+    click.option(
+        "--assign",
+        type=click.Choice(UKM_ASSIGN_RULES),
+        default="rank",
+        show_default=True,
+        help="ukm: how a target below --min-own finds its cluster. rank: the cluster under "
+        "whose pooled scores its own scores have a mean mid-rank closest to 1/2 (unbiased "
+        "however few its rows); centroid: the nearest k-means centroid to its own rows' "
+        "score quantiles (Ding et al.'s embedding, biased towards easier clusters by a few "
+        "rows' upper quantiles).",
     ),
     click.option(
         "--small-cal",

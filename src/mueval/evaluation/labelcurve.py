@@ -19,6 +19,11 @@ For each target user and iteration (seed ``seed_base + i``):
      stays on the others' 40 %;
    - ``both``: the first ``k // 2`` join the training rows, the other
      ``k - k // 2`` calibrate.
+   - ``cluster``: as ``calibration`` from ``min_calibration_size(alpha)``
+     windows on; below, the target calibrates on the other users of its
+     cluster, as the ``ukm`` strategy does with ``--own-rows k``
+     (:func:`~mueval.evaluation.clustered.choose_calibration`, its defaults:
+     Ding et al.'s number of clusters, the rank rule).
 
    ``k = 0`` is UIM for every use: train on the others' 60 %, calibrate on
    their 40 %.
@@ -54,6 +59,7 @@ from mueval.conformal.sets import conformalize, full_sets
 from mueval.conformal.thresholds import min_calibration_size
 from mueval.data.table import Table, load_data, natural_key
 from mueval.errors import DataError, EvaluationError, OutputError, SmallCalibrationError, UsageError
+from mueval.evaluation.clustered import choose_calibration, true_class_scores
 from mueval.evaluation.models import fit_scaled, full_proba
 from mueval.evaluation.splits import split_rows
 from mueval.files import neutralise_formulas, write_atomic
@@ -185,6 +191,12 @@ class CurveConfig:
                 "--small-cal full-set form; use --small-cal skip"
             )
             raise UsageError(message)
+        if "cluster" in self.uses and self.score == "raps":
+            message = (
+                "the label curve's raps is MAPIE 1.x's own, tuned on one calibration set: the "
+                "cluster use needs scores of its own; use another --score"
+            )
+            raise UsageError(message)
         if parse_uses(list(self.uses)) != tuple(self.uses):
             message = f"uses must be unique and ordered as {', '.join(CURVE_USES)}, got {self.uses}"
             raise UsageError(message)
@@ -212,7 +224,7 @@ def _smallest_informative_k(use: str, alpha: float) -> int:
     ``k - k // 2`` of them.
     """
     need = min_calibration_size(alpha)
-    return {"calibration": need, "adaptation": 1, "both": 2 * need - 1}[use]
+    return {"calibration": need, "adaptation": 1, "both": 2 * need - 1, "cluster": 1}[use]
 
 
 def auto_ks(
@@ -332,7 +344,7 @@ def _test_and_pool(own: np.ndarray, y: np.ndarray, size: int, seed: int) -> tupl
 
 def _parts(use: str, k: int) -> int:
     """How many of the k labelled windows join the training rows."""
-    return {"calibration": 0, "adaptation": k, "both": k // 2}[use]
+    return {"calibration": 0, "adaptation": k, "both": k // 2, "cluster": 0}[use]
 
 
 def _conformal(proba_cal, y_cal, proba_test, config: CurveConfig, seed: int, where: str):
@@ -360,6 +372,44 @@ def _conformal(proba_cal, y_cal, proba_test, config: CurveConfig, seed: int, whe
     return out.sets, False
 
 
+def _cluster_rows(
+    X: np.ndarray,
+    y: np.ndarray,
+    users: np.ndarray,
+    fitted: tuple,
+    rows: tuple[np.ndarray, np.ndarray],
+    config: CurveConfig,
+    seed: int,
+) -> tuple[np.ndarray, str]:
+    """The ``cluster`` use's calibration rows and their source (``target``,
+    ``cluster`` or ``others``): the ``ukm`` rule on the model's scores of the
+    target's ``k`` windows and of the other users' calibration rows."""
+    scaler, model, n_classes = fitted
+    own_cal, cal_others = rows
+    score = get_score(config.score)
+
+    def scores(part: np.ndarray) -> np.ndarray:
+        if not len(part):  # k = 0: no window of the target to score
+            return np.empty(0)
+        return true_class_scores(
+            full_proba(model, scaler.transform(X[part]), n_classes), y[part], score
+        )
+
+    choice = choose_calibration(
+        scores(own_cal),
+        scores(cal_others),
+        users[cal_others],
+        alpha=config.alpha,
+        min_own=None,
+        n_clusters=None,
+        seed=seed,
+    )
+    if choice.how == "own":
+        return own_cal, "target"
+    source = "cluster" if choice.how == "cluster" else "others"
+    return cal_others[choice.rows - len(own_cal)], source
+
+
 def _user_rows(X, y, users, n_classes, user, iteration, config: CurveConfig) -> list[dict]:
     """Every (use, k) of one target user and iteration."""
     seed = config.seed_base + iteration
@@ -381,6 +431,12 @@ def _user_rows(X, y, users, n_classes, user, iteration, config: CurveConfig) -> 
             scaler, model, proba_test, y_pred = fits[n_adapt]
             own_cal = pool[n_adapt:k]
             cal = own_cal if len(own_cal) else cal_others
+            source = "target" if len(own_cal) else "others"
+            if use == "cluster":
+                fitted = (scaler, model, n_classes)
+                cal, source = _cluster_rows(
+                    X, y, users, fitted, (own_cal, cal_others), config, seed
+                )
             proba_cal = full_proba(model, scaler.transform(X[cal]), n_classes)
             where = f"curve, user {user}, seed {seed}, use {use}, k {k}"
             sets, small = _conformal(proba_cal, y[cal], proba_test, config, seed, where)
@@ -395,7 +451,7 @@ def _user_rows(X, y, users, n_classes, user, iteration, config: CurveConfig) -> 
                     "k": k,
                     "n_adapt": n_adapt,
                     "n_cal": len(cal),
-                    "cal_source": "target" if len(own_cal) else "others",
+                    "cal_source": source,
                     "n_test": len(test),
                     "coverage": float(covered.mean()) if sets is not None else math.nan,
                     "setsize": float(sets.sum(axis=1).mean()) if sets is not None else math.nan,
@@ -740,7 +796,8 @@ def curve(
         four values chosen from the data (:func:`auto_ks`), from the smallest
         k whose calibration set gives informative sets.
     use : str or sequence of str
-        ``calibration``, ``adaptation``, ``both``, or several (comma list).
+        ``calibration``, ``adaptation``, ``both``, ``cluster``, or several
+        (comma list).
     iterations, seed_base : int
         Iteration *i* uses seed ``seed_base + i``.
     alpha : float

@@ -26,6 +26,7 @@ from mueval.names import (
     SMALL_CAL_POLICIES,
     SPLIT_METHODS,
     THRESHOLD_RULES,
+    UKM_ASSIGN_RULES,
     USER_CORRECTIONS,
     USER_FAMILIES,
     classifier_rank,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from mueval.evaluation.estimators import UserModel
 
 __all__ = [
+    "Borrow",
     "CrossSplit",
     "EvalConfig",
     "EvalResult",
@@ -60,11 +62,35 @@ class Target:
         Row positions of the user's test set.
     calibrations : dict of str to ndarray
         Strategy code -> row positions of its calibration set for this user.
+    borrow : dict of str to Borrow
+        As :attr:`Split.borrow`, for this user.
     """
 
     user: int | str
     test: np.ndarray
     calibrations: dict[str, np.ndarray]
+    borrow: dict[str, Borrow] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Borrow:
+    """The other users' calibration rows a strategy may borrow from (UKM).
+
+    A strategy with a :class:`Borrow` pool picks its calibration rows once the
+    model is fitted, from their scores (:mod:`mueval.evaluation.clustered`):
+    ``calibrations[code]`` then holds the target's own calibration rows, and
+    the pool the rows it may use instead.
+
+    Attributes
+    ----------
+    rows : ndarray of shape (n_pool,)
+        Row positions of the other users' calibration rows (UIM's calibration set).
+    users : ndarray of shape (n_pool,)
+        The user of each of those rows.
+    """
+
+    rows: np.ndarray
+    users: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -88,6 +114,9 @@ class Split:
     targets : tuple of Target
         Grouped folds only: one per held-out user of the fold, served by this
         one fit; ``user`` is then None and ``test`` and ``calibrations`` empty.
+    borrow : dict of str to Borrow
+        Strategy code -> the other users' rows it may calibrate on instead of
+        ``calibrations[code]`` (UKM only; empty for every other strategy).
     """
 
     iteration: int
@@ -97,6 +126,7 @@ class Split:
     test: np.ndarray
     calibrations: dict[str, np.ndarray] = field(default_factory=dict)
     targets: tuple[Target, ...] = ()
+    borrow: dict[str, Borrow] = field(default_factory=dict)
 
     def served(self) -> tuple[Target | Split, ...]:
         """What one fit predicts for: the fold's targets, or the split itself.
@@ -188,6 +218,15 @@ class EvalConfig:
     strategy and classifier apart). They change no set, only the verdicts a
     run folder records.
 
+    ``min_own``, ``clusters``, ``own_rows`` and ``assign``: UKM only
+    (:mod:`mueval.evaluation.clustered`). A target user with fewer than
+    ``min_own`` own calibration rows (None: :func:`~mueval.evaluation.clustered.default_min_own`)
+    is calibrated on the rows of its cluster of other users; ``clusters`` is
+    the number of k-means clusters (None: Ding et al.'s heuristic); ``own_rows``
+    keeps only the first so many of the target's calibration rows (None: all),
+    as for a new user with few labelled windows; ``assign`` how a target
+    below ``min_own`` finds its cluster (``rank``, the default, or ``centroid``).
+
     ``models``: the user's own models (:class:`~mueval.evaluation.estimators.UserModel`),
     each named in ``classifiers`` beside the built-in codes
     (:func:`~mueval.evaluation.estimators.user_models` builds both).
@@ -213,6 +252,10 @@ class EvalConfig:
     user_level: float = 0.05
     user_correction: str = "holm"
     user_family: str = "run"
+    min_own: int | None = None
+    clusters: int | None = None
+    own_rows: int | None = None
+    assign: str = "rank"
     models: tuple[UserModel, ...] = ()
 
     def __post_init__(self) -> None:
@@ -261,10 +304,38 @@ class EvalConfig:
         if self.user_family not in USER_FAMILIES:
             message = f"unknown user family {self.user_family!r}; valid: {', '.join(USER_FAMILIES)}"
             raise UsageError(message)
+        self._check_ukm(condition)
         if self.small_cal not in SMALL_CAL_POLICIES:
             message = (
                 f"unknown small-cal policy {self.small_cal!r}; valid: "
                 f"{', '.join(SMALL_CAL_POLICIES)}"
+            )
+            raise UsageError(message)
+
+    def _check_ukm(self, condition: Condition) -> None:
+        """UKM's options are whole numbers in range, and its calibration has no
+        conditioned or randomised form."""
+        for name, low in (("min_own", 0), ("clusters", 1), ("own_rows", 0)):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < low
+            ):
+                message = f"{name} must be None or a whole number of {low} or more, got {value!r}"
+                raise UsageError(message, cli={name: "--" + name.replace("_", "-")})
+        if self.assign not in UKM_ASSIGN_RULES:
+            message = f"unknown assign rule {self.assign!r}; valid: {', '.join(UKM_ASSIGN_RULES)}"
+            raise UsageError(message)
+        if "ukm" not in self.strategies:
+            return
+        if condition.per_class or condition.by_cohort:
+            message = (
+                "ukm chooses one calibration set per user (its own rows or its cluster's) and "
+                "has no class- or cohort-conditional form: run it without --condition/--mondrian"
+            )
+            raise UsageError(message)
+        if self.randomized:
+            message = (
+                "--randomized is not offered with ukm: its clusters embed deterministic scores"
             )
             raise UsageError(message)
 
@@ -281,13 +352,14 @@ class EvalConfig:
         conditioning = parse_condition(self.condition, mondrian=self.mondrian)
         if score.tuned_by_mapie and (
             "uxc" in self.strategies
+            or "ukm" in self.strategies
             or conditioning.per_class
             or conditioning.by_cohort
             or self.small_cal == "full-set"
         ):
             message = (
                 "--score raps without --raps-lambda and --raps-k-reg is MAPIE 1.x's own RAPS, "
-                "tuned on one calibration set: it has no class-conditional, per-cohort, uxc or "
+                "tuned on one calibration set: it has no class-conditional, per-cohort, uxc, ukm or "
                 "--small-cal full-set form here; give --raps-lambda and --raps-k-reg"
             )
             raise UsageError(message)

@@ -28,6 +28,7 @@ from tqdm import tqdm
 from mueval.conformal.sets import ConformalOutput, conformalize, full_sets
 from mueval.data.cohorts import RowCohorts
 from mueval.errors import EvaluationError, SmallCalibrationError, UsageError
+from mueval.evaluation.clustered import choose_calibration, clustered_note, true_class_scores
 from mueval.evaluation.crossconformal import cross_note, evaluate_cross_split
 from mueval.evaluation.estimators import check_picklable, check_shippable
 from mueval.evaluation.hooks import FitPredictClassifier
@@ -161,13 +162,29 @@ def _evaluate_split(X, y, n_classes, split, classifier, config, cohorts=None) ->
         proba_test = proba_all[start : start + n_test]
         for strategy, cal in target.calibrations.items():
             proba_cal = proba_all[offsets[id(cal)] : offsets[id(cal)] + len(cal)]
+            if id(cal) not in y_cals:
+                y_cals[id(cal)] = y[cal]
+            y_cal = y_cals[id(cal)]
+            if strategy in target.borrow:
+                # UKM: the calibration rows are chosen from the model's scores.
+                pool = target.borrow[strategy].rows
+                proba_pool = proba_all[offsets[id(pool)] : offsets[id(pool)] + len(pool)]
+                proba_cal, y_cal = _borrowed(
+                    proba_cal,
+                    y_cal,
+                    proba_pool,
+                    y[pool],
+                    target.borrow[strategy].users,
+                    split,
+                    config,
+                )
             result = EvalResult.of_rows(
                 split,
                 strategy=strategy,
                 classifier=classifier,
                 user=target.user,
                 rows=target.test,
-                n_cal=len(cal),
+                n_cal=len(y_cal),
                 classic=classic,
                 y_pred=y_pred,
                 proba=proba_test,
@@ -175,12 +192,40 @@ def _evaluate_split(X, y, n_classes, split, classifier, config, cohorts=None) ->
             )
             by_cohort = None if cohorts is None else (cohorts, cal, target.test)
             given = shared_conf.get((strategy, id(cal), id(target.test)))
-            if id(cal) not in y_cals:
-                y_cals[id(cal)] = y[cal]
-            y_cal = y_cals[id(cal)]
             _conformal_step(result, proba_cal, y_cal, y[target.test], config, by_cohort, given)
             out.append(result)
     return out
+
+
+def _borrowed(
+    proba_own: np.ndarray,
+    y_own: np.ndarray,
+    proba_pool: np.ndarray,
+    y_pool: np.ndarray,
+    pool_users: np.ndarray,
+    split: Split,
+    config: EvalConfig,
+) -> tuple[np.ndarray, np.ndarray]:
+    """UKM's calibration probabilities and labels for one target
+    (:func:`~mueval.evaluation.clustered.choose_calibration`): the target's own
+    rows (the first ``config.own_rows`` of them), or its cluster's rows."""
+    if config.own_rows is not None:
+        proba_own, y_own = proba_own[: config.own_rows], y_own[: config.own_rows]
+    score = config.conformity
+    choice = choose_calibration(
+        true_class_scores(proba_own, y_own, score),
+        true_class_scores(proba_pool, y_pool, score),
+        pool_users,
+        alpha=config.alpha,
+        min_own=config.min_own,
+        n_clusters=config.clusters,
+        seed=split.seed,
+        assign=config.assign,
+    )
+    if choice.how == "own":
+        # UCM's rows as they are: the same floats, so the same threshold.
+        return proba_own, y_own
+    return proba_pool[choice.rows - len(y_own)], y_pool[choice.rows - len(y_own)]
 
 
 def _point_predictions(model, X_test: np.ndarray, proba_test: np.ndarray) -> np.ndarray:
@@ -296,6 +341,8 @@ def _eval_layout(targets: Sequence) -> tuple[dict[int, int], np.ndarray]:
     parts = []
     size = 0
     arrays = [t.test for t in targets] + [c for t in targets for c in t.calibrations.values()]
+    # UKM's pool is UIM's calibration set: predicted once when both are run.
+    arrays += [b.rows for t in targets for b in t.borrow.values()]
     for array in arrays:
         if id(array) not in offsets:
             offsets[id(array)] = size
@@ -648,6 +695,8 @@ def run(
         notes.insert(0, config.user_folds_note())
     if "uxc" in config.strategies:
         notes.insert(0, cross_note(config.user_folds))
+    if "ukm" in config.strategies:
+        notes.insert(0, clustered_note(config))
     return RunOutput(results=results, notes=notes, timings=timings, stages=stage_timings(results))
 
 

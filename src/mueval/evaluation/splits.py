@@ -28,7 +28,7 @@ import numpy as np
 from sklearn.model_selection import GroupKFold, train_test_split
 
 from mueval.errors import SplitError, UsageError
-from mueval.evaluation.records import CrossSplit, Split, SplitRequest, Target
+from mueval.evaluation.records import Borrow, CrossSplit, Split, SplitRequest, Target
 from mueval.names import SPLIT_METHODS, strategy_codes
 from mueval.strategies import BUILTIN_STRATEGIES, Strategy, registered_strategies
 
@@ -282,7 +282,7 @@ def user_independent_splits(
     split: str = "random",
     gap: int = 1,
 ) -> list[Split]:
-    """UIM and/or UCM, one split per target user serving both.
+    """UIM, UCM and/or UKM, one split per target user serving each of them.
 
     Other users' rows, ``train_size=0.6``: train (first) and the UIM calibration
     set (second; discarded by UCM). Target user's rows, ``train_size=0.5``: test
@@ -290,14 +290,26 @@ def user_independent_splits(
     ``split="blocked"``: the target's earlier half calibrates UCM and the later
     half is the test set of both, ``gap`` rows apart (:func:`blocked_parts`).
     """
-    serve = [s for s in ("uim", "ucm") if s in strategies]
+    serve = [s for s in _SERVED if s in strategies]
     out = []
     for user, others, own in each_user(users):
         what = f"{'/'.join(serve)}, user {user}"
         train, cal_others = _train_and_shared_cal(others, y, seed, what, "users'", classes)
         test, cals = _target_halves(own, y, seed, (split, gap), serve, cal_others, what, classes)
-        out.append(Split(iteration, seed, _plain(user), train, test, cals))
+        borrow = _borrow(serve, cal_others, users)
+        out.append(Split(iteration, seed, _plain(user), train, test, cals, borrow=borrow))
     return out
+
+
+#: The strategies the user-independent splitter serves, in report order.
+_SERVED = ("uim", "ucm", "ukm")
+
+
+def _borrow(serve: Sequence[str], cal_others: np.ndarray, users: np.ndarray) -> dict[str, Borrow]:
+    """UKM's pool: the other users' calibration rows (UIM's), and their users."""
+    if "ukm" not in serve:
+        return {}
+    return {"ukm": Borrow(cal_others, users[cal_others])}
 
 
 def _train_and_shared_cal(
@@ -332,15 +344,17 @@ def _target_halves(
 
     UIM calibrates on ``cal_others`` (the other users' rows), UCM on the target's
     other half: the earlier half under ``split="blocked"``, a stratified random
-    half otherwise.
+    half otherwise. UKM's calibration set is UCM's array itself (the runner
+    may swap it for rows of its pool, :func:`_borrow`), so the two share its
+    predictions.
     """
     split, gap = split_gap
     if split == "blocked":
         cal_own, test = blocked_parts(own, y, 0.5, 2, gap, what=what, classes=classes)
     else:
         test, cal_own = split_rows(own, y, 0.5, seed, what=what, classes=classes)
-    calibrations = {"uim": cal_others, "ucm": cal_own}
-    return test, {s: calibrations[s] for s in ("uim", "ucm") if s in serve}
+    calibrations = {"uim": cal_others, "ucm": cal_own, "ukm": cal_own}
+    return test, {s: calibrations[s] for s in _SERVED if s in serve}
 
 
 def user_folds(users: np.ndarray, n_folds: int, seed: int) -> list[np.ndarray]:
@@ -401,7 +415,7 @@ def user_fold_splits(
     training and the UIM calibration set, and each user of the fold is a
     :class:`Target` with its own test and UCM calibration halves.
     """
-    serve = [s for s in ("uim", "ucm") if s in strategies]
+    serve = [s for s in _SERVED if s in strategies]
     rows_of = user_rows(users)
     out = []
     for k, fold in enumerate(user_folds(users, n_folds, seed), start=1):
@@ -415,7 +429,7 @@ def user_fold_splits(
             who = f"{'/'.join(serve)}, user {user}"
             split_gap = (split, gap)
             test, cals = _target_halves(own, y, seed, split_gap, serve, cal_others, who, classes)
-            targets.append(Target(_plain(user), test, cals))
+            targets.append(Target(_plain(user), test, cals, _borrow(serve, cal_others, users)))
         empty = np.empty(0, dtype=int)
         out.append(Split(iteration, seed, None, train, empty, {}, tuple(targets)))
     return out
@@ -642,7 +656,7 @@ def split_user_dependent(request: SplitRequest) -> list[Split]:
 
 
 def split_user_independent(request: SplitRequest) -> list[Split]:
-    """The splitter UIM and UCM share: one split per target user
+    """The splitter UIM, UCM and UKM share: one split per target user
     (:func:`user_independent_splits`), or per grouped fold of users with
     ``user_folds`` (:func:`user_fold_splits`)."""
     r = request

@@ -25,6 +25,7 @@ from mueval.data.users import user_texts
 from mueval.errors import DataError
 from mueval.guarantees.intervals import per_user_coverage
 from mueval.guarantees.records import CONFIDENCE
+from mueval.guarantees.stratified_null import cell_laws
 from mueval.guarantees.user_level import (
     default_combine,
     has_verdict,
@@ -220,6 +221,11 @@ def verdict_cells(predictions: pd.DataFrame, splits: pd.DataFrame) -> pd.DataFra
             "iteration": frame_column(splits["iteration"]),
             "target": frame_column(user_texts(splits["user"])),
             "n_cal": pd.to_numeric(splits["n_cal"], errors="coerce").to_numpy(),
+            **(
+                {"pooled_order": frame_column(splits["pooled_order"])}
+                if "pooled_order" in splits.columns
+                else {}
+            ),
         }
     ).drop_duplicates(keys)
     cells = counts.merge(cal, on=keys, how="left")
@@ -233,7 +239,8 @@ def verdict_cells(predictions: pd.DataFrame, splits: pd.DataFrame) -> pd.DataFra
         )
         raise DataError(msg[:300])
     cells["n_cal"] = cells["n_cal"].astype(np.int64)
-    return cells[["strategy", "classifier", "user", "iteration", "n_cal", "n_test", "n_covered"]]
+    columns = ["strategy", "classifier", "user", "iteration", "n_cal", "n_test", "n_covered"]
+    return cells[columns + (["pooled_order"] if "pooled_order" in cells.columns else [])]
 
 
 def class_cells(
@@ -386,6 +393,7 @@ def verdict_table(
         elif condition.per_class:
             parts.append(user_verdicts(mondrian, **options))
         else:
+            part = _with_stratified_laws(part, alpha, settings)
             parts.append(
                 user_verdicts(
                     part, rule=settings["rule"], small_cal=settings["small_cal"], **options
@@ -394,6 +402,22 @@ def verdict_table(
     if not parts:
         return pd.DataFrame(columns=["strategy", "classifier", "user", *_VERDICT_COLUMNS])
     return pd.concat(parts, ignore_index=True)
+
+
+def _with_stratified_laws(
+    part: pd.DataFrame, alpha: float, settings: Mapping[str, Any]
+) -> pd.DataFrame:
+    """The cells with ``null_pmf``, the exact law of a class-stratified split
+    (:mod:`~mueval.guarantees.stratified_null`) where the task recorded its
+    ``pooled_order``; without one, the cells as they are (the Beta-Binomial)."""
+    if "pooled_order" not in part.columns:
+        return part
+    orders = part["pooled_order"]
+    if not any(v is not None and not _is_missing(v) for v in orders):
+        return part.drop(columns="pooled_order")
+    ranks = [threshold_rank(int(n), alpha, settings["rule"]) for n in part["n_cal"]]
+    laws = cell_laws(part, ranks)
+    return part.drop(columns="pooled_order").assign(null_pmf=laws)
 
 
 def user_coverage_table(

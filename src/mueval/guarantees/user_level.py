@@ -48,6 +48,11 @@ more often than its level says.
   per strategy and split: under ``--split blocked`` every iteration tests the
   same rows against the same calibration rows, so Bonferroni for every
   strategy.
+- **Stratified splits.** UDM, UCM and UAM split the user's rows stratified by
+  class, which makes the scores exchangeable within each class only; a cell
+  may carry its own exact law (a ``null_pmf`` column, from
+  :mod:`mueval.guarantees.stratified_null`), used in place of the
+  Beta-Binomial.
 - **Across users** of one (strategy, classifier), the p-values are adjusted by
   Holm (family-wise error at ``level``, any dependence), Benjamini-Hochberg
   (false discovery rate at ``level`` when the users' p-values are independent
@@ -602,7 +607,9 @@ def user_verdicts(
         either ``rank`` (the threshold's rank; ``n_cal + 1`` for a full set,
         ``nan`` for no verdict) or the rule, as a ``threshold`` column or
         ``rule=``; an optional bool ``mondrian`` column marks class cells
-        (they have no minimum size).
+        (they have no minimum size), and an optional ``null_pmf`` column holds
+        a cell's own null law (an array over ``0..n_test``, or None for the
+        Beta-Binomial).
     alpha : float
         Miscoverage level of the sets.
     level : float

@@ -1,7 +1,8 @@
 """Benchmark: power of the per-user "below target" verdicts through the real pipeline.
 
 Each run builds a synthetic table (:func:`mueval.data.synthetic.make_users`,
-without drift between users, so the users are exchangeable), shifts every feature of one user (user 1) by ``d`` standard deviations of that
+without drift between users and with the same class proportions, so the users
+are exchangeable), shifts every feature of one user (user 1) by ``d`` standard deviations of that
 feature over the table, and evaluates it with :func:`mueval.evaluate` (the
 protocol: 20 iterations, alpha = 0.05, the study's threshold rule, the run's
 verdicts at 0.05 after Holm, each strategy's default combination). Per shift
@@ -27,7 +28,8 @@ strategies is a false flag. MM and UIM calibrate it on other users' rows.
 Run::
 
     python benchmarks/user_power.py [--reps 10] [--users 8] [--rows 160]
-        [--classes 6] [--classifier nb] [--iterations 20] [--shifts 0.25,0.5,1,2]
+        [--classes 6] [--imbalance 0] [--classifier nb] [--iterations 20]
+        [--shifts 0.25,0.5,1,2]
 
 ``--reps`` runs per shift (each a whole ``mueval.evaluate``, seeds 0..reps-1).
 """
@@ -138,6 +140,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--rows", type=int, default=160)
     parser.add_argument("--classes", type=int, default=6)
     parser.add_argument("--features", type=int, default=8)
+    parser.add_argument("--imbalance", type=float, default=0.0)
     parser.add_argument("--classifier", default="nb")
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--shifts", default="0.25,0.5,1,2")
@@ -163,12 +166,14 @@ def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
                 classes=args.classes,
                 features=args.features,
                 seed=rep,
+                imbalance=args.imbalance,
             )
             rows.append(one_run(frame, args).assign(shift=shift, rep=rep))
     summary = summarise(pd.concat(rows, ignore_index=True))
     print(
         f"{args.reps} runs per shift; {args.users} users x {args.rows} rows, "
-        f"{args.classes} classes, {args.features} features; {args.classifier}; "
+        f"{args.classes} classes, {args.features} features, imbalance {args.imbalance:g}; "
+        f"{args.classifier}; "
         f"{args.iterations} iterations; {time.perf_counter() - clock:.0f} s"
     )
     print_table(summary)

@@ -227,5 +227,7 @@ def test_decoded_orders_renumber_classes_and_bad_files_are_data_errors():
         cell_laws(cells, [2, 2, 2])
     laws = cell_laws(cells.iloc[:2], [2, 2])
     assert laws[1] is None and laws[0].round(4).tolist() == [0.25, 0.25, 0.5]
+    with pytest.raises(DataError, match="outside -2..1"):
+        cell_laws(cells.iloc[:1].assign(pooled_order=[[0, 7, -1, -2]]), [2], n_classes=2)
     with pytest.raises(DataError, match="whole class codes"):
         cell_laws(cells.iloc[:1].assign(pooled_order=[[0.5, 1.0, -1.0, -2.0]]), [2])

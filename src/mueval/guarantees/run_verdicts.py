@@ -393,7 +393,9 @@ def verdict_table(
         elif condition.per_class:
             parts.append(user_verdicts(mondrian, **options))
         else:
-            part = _with_stratified_laws(part, alpha, settings)
+            part = _with_stratified_laws(
+                part, alpha, settings, None if classes is None else len(classes)
+            )
             parts.append(
                 user_verdicts(
                     part, rule=settings["rule"], small_cal=settings["small_cal"], **options
@@ -405,7 +407,7 @@ def verdict_table(
 
 
 def _with_stratified_laws(
-    part: pd.DataFrame, alpha: float, settings: Mapping[str, Any]
+    part: pd.DataFrame, alpha: float, settings: Mapping[str, Any], n_classes: int | None
 ) -> pd.DataFrame:
     """The cells with ``null_pmf``, the exact law of a class-stratified split
     (:mod:`~mueval.guarantees.stratified_null`) where the task recorded its
@@ -416,7 +418,7 @@ def _with_stratified_laws(
     if not any(v is not None and not _is_missing(v) for v in orders):
         return part.drop(columns="pooled_order")
     ranks = [threshold_rank(int(n), alpha, settings["rule"]) for n in part["n_cal"]]
-    laws = cell_laws(part, ranks)
+    laws = cell_laws(part, ranks, n_classes)
     return part.drop(columns="pooled_order").assign(null_pmf=laws)
 
 

@@ -67,6 +67,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import gammaln
 
+from mueval.data.table import MAX_CLASSES
 from mueval.errors import DataError
 
 __all__ = [
@@ -322,7 +323,9 @@ def task_pmf(signed: Sequence[int] | np.ndarray, k: int) -> np.ndarray:
     return stratified_pmf(order, sizes, k)
 
 
-def cell_laws(cells: pd.DataFrame, ranks: Sequence[float]) -> list[np.ndarray | None]:
+def cell_laws(
+    cells: pd.DataFrame, ranks: Sequence[float], n_classes: int | None = None
+) -> list[np.ndarray | None]:
     """Each cell's exact null law from its ``pooled_order``, or None (the Beta-Binomial).
 
     Parameters
@@ -332,6 +335,10 @@ def cell_laws(cells: pd.DataFrame, ranks: Sequence[float]) -> list[np.ndarray | 
         ``pooled_order`` (a sequence of signed class codes, or None).
     ranks : sequence of float
         The threshold rank of each cell (``n_cal + 1``: every row covered).
+    n_classes : int, optional
+        The run's classes: a code outside ``-n_classes..n_classes - 1`` is an
+        error (and bounds the work a hostile file can ask for); without it, at
+        most :data:`~mueval.data.table.MAX_CLASSES`.
 
     Returns
     -------
@@ -344,6 +351,7 @@ def cell_laws(cells: pd.DataFrame, ranks: Sequence[float]) -> list[np.ndarray | 
         A pooled order whose calibration or test rows disagree with the cell's
         ``n_cal`` and ``n_test``.
     """
+    limit = MAX_CLASSES if n_classes is None else int(n_classes)
     out: list[np.ndarray | None] = []
     columns = ["strategy", "classifier", "user", "iteration", "n_cal", "n_test"]
     for row, signed, k in zip(
@@ -353,7 +361,11 @@ def cell_laws(cells: pd.DataFrame, ranks: Sequence[float]) -> list[np.ndarray | 
             out.append(None)
             continue
         try:
-            order, sizes, m = decode_order(np.asarray(signed))
+            values = np.asarray(signed)
+            order, sizes, m = decode_order(values)
+            if values.size and (values.min() < -limit or values.max() >= limit):
+                message = f"pooled_order holds class codes outside -{limit}..{limit - 1}"
+                raise ValueError(message)
         except ValueError as exc:
             message = f"{row.strategy} / {row.classifier} iteration {row.iteration} user {row.user}: {exc}"
             raise DataError(message) from exc

@@ -28,7 +28,7 @@ strategies is a false flag. MM and UIM calibrate it on other users' rows.
 Run::
 
     python benchmarks/user_power.py [--reps 10] [--users 8] [--rows 160]
-        [--classes 6] [--imbalance 0] [--classifier nb] [--iterations 20]
+        [--classes 6] [--drift 0] [--imbalance 0] [--classifier nb] [--iterations 20]
         [--shifts 0.25,0.5,1,2]
 
 ``--reps`` runs per shift (each a whole ``mueval.evaluate``, seeds 0..reps-1).
@@ -52,10 +52,30 @@ SHIFTED_USER = 1
 
 
 def shifted_table(
-    shift: float, *, users: int, rows: int, classes: int, features: int, seed: int
+    shift: float,
+    *,
+    users: int,
+    rows: int,
+    classes: int,
+    features: int,
+    seed: int,
+    drift: float = 0.0,
+    imbalance: float = 0.0,
 ) -> pd.DataFrame:
     """A synthetic table whose user 1 has every feature raised by ``shift`` SDs."""
-    frame = make_users(users, n_classes=classes, rows_per_user=rows, n_features=features, seed=seed)
+    # By default no drift between users and the same class proportions: the
+    # other users are exchangeable, so a flag among them is a false flag under
+    # every strategy. (With drift or imbalance, a user unlike the pool is truly
+    # covered less under MM and UIM.)
+    frame = make_users(
+        users,
+        n_classes=classes,
+        rows_per_user=rows,
+        n_features=features,
+        drift=drift,
+        imbalance=imbalance,
+        seed=seed,
+    )
     columns = [c for c in frame.columns if c.startswith("f")]
     sd = frame[columns].std(ddof=0)
     mask = frame["userid"] == SHIFTED_USER
@@ -140,6 +160,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--rows", type=int, default=160)
     parser.add_argument("--classes", type=int, default=6)
     parser.add_argument("--features", type=int, default=8)
+    parser.add_argument("--drift", type=float, default=0.0)
     parser.add_argument("--imbalance", type=float, default=0.0)
     parser.add_argument("--classifier", default="nb")
     parser.add_argument("--iterations", type=int, default=20)
@@ -166,13 +187,14 @@ def main(argv: Sequence[str] | None = None) -> pd.DataFrame:
                 classes=args.classes,
                 features=args.features,
                 seed=rep,
+                drift=args.drift,
                 imbalance=args.imbalance,
             )
             rows.append(one_run(frame, args).assign(shift=shift, rep=rep))
     summary = summarise(pd.concat(rows, ignore_index=True))
     print(
         f"{args.reps} runs per shift; {args.users} users x {args.rows} rows, "
-        f"{args.classes} classes, {args.features} features, imbalance {args.imbalance:g}; "
+        f"{args.classes} classes, {args.features} features, drift {args.drift:g}, imbalance {args.imbalance:g}; "
         f"{args.classifier}; "
         f"{args.iterations} iterations; {time.perf_counter() - clock:.0f} s"
     )

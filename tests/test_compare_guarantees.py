@@ -74,15 +74,43 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return paths[0], paths[1]
 
 
+def _stratified_law(signed: np.ndarray, m: int, k: int) -> np.ndarray:
+    """The covered count's law under a class-stratified split, by a second route:
+    its CDF, P(X <= x) = P(at least k calibration rows among the first x + k
+    rows in score order), from scipy's hypergeometric laws per class."""
+    signed = np.asarray(signed)
+    classes = np.where(signed >= 0, signed, -signed - 1)
+    cdf = []
+    for x in range(m + 1):
+        head = classes[: x + k]
+        total = np.ones(1)
+        for c in np.unique(classes):
+            n_c = int(((signed >= 0) & (classes == c)).sum())
+            draws = int((head == c).sum())
+            law = stats.hypergeom.pmf(np.arange(n_c + 1), int((classes == c).sum()), n_c, draws)
+            total = np.convolve(total, law)
+        cdf.append(total[k:].sum())
+    return np.diff(np.concatenate([[0.0], cdf]))
+
+
 def _independent_summary(folder: Path, alpha: float) -> pd.DataFrame:
     """Per-user verdicts from the raw rows and splits: each iteration's Beta-Binomial
-    (scipy's), its threshold rank from the study rule, iterations combined as the
-    split allows (convolution for UCM under a random split, Bonferroni otherwise),
-    Holm across every user of the run (the default family), flagged at 0.05."""
+    (scipy's), or for UCM under a random split the law of its class-stratified
+    split (:func:`_stratified_law`), its threshold rank from the study rule,
+    iterations combined as the split allows (convolution for UCM under a random
+    split, Bonferroni otherwise), Holm across every user of the run (the default
+    family), flagged at 0.05."""
     preds = pd.read_parquet(folder / "predictions.parquet")
     splits = pd.read_parquet(folder / "splits.parquet")
     blocked = "blocked" in folder.name
     n_cal = {(r.strategy, r.iteration, str(r.user)): int(r.n_cal) for r in splits.itertuples()}
+    orders = {}
+    if not blocked:
+        orders = {
+            (r.strategy, r.iteration, str(r.user)): r.pooled_order
+            for r in splits.itertuples()
+            if r.strategy == "ucm"
+        }
     keys = ["strategy", "classifier", "userid"]
     counts = preds.groupby(keys)["covered"].agg(["sum", "size"]).reset_index()
     pvalues = []
@@ -93,7 +121,11 @@ def _independent_summary(folder: Path, alpha: float) -> pd.DataFrame:
             n = n_cal[(r.strategy, it, str(r.userid))]
             k = threshold_rank(n, alpha, "study")
             m = len(part)
-            laws.append(stats.betabinom.pmf(np.arange(m + 1), m, k, n + 1 - k))
+            key = (r.strategy, it, str(r.userid))
+            if key in orders:
+                laws.append(_stratified_law(orders[key], m, k))
+            else:
+                laws.append(stats.betabinom.pmf(np.arange(m + 1), m, k, n + 1 - k))
             seen.append(int(part["covered"].sum()))
         if r.strategy == "ucm" and not blocked:
             total = laws[0]
@@ -130,6 +162,10 @@ def test_summary_matches_an_independent_computation(two_runs) -> None:
     }
     for label, folder in (("random", random_run), ("blocked", blocked_run)):
         mine = _independent_summary(folder, 0.1)
+        stored = pd.read_csv(folder / "user_coverage.csv", dtype={"user": str})
+        both = mine.assign(user=mine["userid"].astype(str)).merge(stored, on=["strategy", "user"])
+        assert len(both) == len(mine)
+        np.testing.assert_allclose(both["p"], both["p_value"], rtol=1e-6)
         for strategy, part in mine.groupby("strategy"):
             row = summary.loc[(f"{label}/{strategy}", "nb")]
             assert row["n_users"] == len(part)

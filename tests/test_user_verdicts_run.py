@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 import mueval
 from mueval.cli.main import main
+from mueval.guarantees.stratified_null import task_pmf
 from mueval.guarantees.user_level import null_pmf, threshold_rank, user_verdicts
 from mueval.runfolder import RunFolderError
 
@@ -93,9 +94,24 @@ def test_the_verdicts_are_user_verdicts_of_the_runs_cells(saved: Path) -> None:
         n_cal[(s, i, None if s == "mm" else u)]
         for s, i, u in zip(cells.strategy, cells.iteration, cells.user, strict=True)
     ]
+    # UCM splits each user's rows stratified by class: the exact law of that
+    # split from the task's recorded score order; MM and UIM: the Beta-Binomial.
+    order = {
+        (r.strategy, r.iteration, r.user): r.pooled_order
+        for r in splits.itertuples()
+        if r.strategy == "ucm"
+    }
+    cells["null_pmf"] = [
+        task_pmf(order[(s, i, u)], threshold_rank(n, 0.05, "study")) if s == "ucm" else None
+        for s, i, u, n in zip(cells.strategy, cells.iteration, cells.user, cells.n_cal, strict=True)
+    ]
     expected = user_verdicts(cells, alpha=0.05, rule="study")
     got = run.user_coverage.merge(expected, on=["strategy", "classifier", "user"])
     assert len(got) == len(expected) == 18
+    # The exact law is not the Beta-Binomial's: the p-values differ.
+    beta = user_verdicts(cells.drop(columns="null_pmf"), alpha=0.05, rule="study")
+    ucm = (expected["strategy"] == "ucm").to_numpy()
+    assert not np.allclose(expected["p_value"][ucm], beta["p_value"][ucm], rtol=1e-6)
     np.testing.assert_allclose(got["p_value_x"], got["p_value_y"], rtol=1e-12)
     # The run's family (the default, "run") is all 18 users of the three
     # strategies at once: Holm over the 18 p-values, by its definition.

@@ -408,7 +408,8 @@ evaluate_options = stack(
         show_default=True,
         help="Level of the per-user verdict 'below target': a user is flagged when the "
         "exact test of its covered count (Beta-Binomial null, exchangeable calibration and "
-        "test rows) rejects at this level after --user-correction. Changes no set.",
+        "test rows; under UDM, UCM and UAM the exact law of the class-stratified split) "
+        "rejects at this level after --user-correction. Changes no set.",
     ),
     click.option(
         "--user-correction",

@@ -53,7 +53,10 @@ def splits_frame(results: Sequence[EvalResult]) -> pd.DataFrame:
         n_train, n_test, n_cal``, ``n_cal_cell`` (Int64: the smallest per-class
         calibration cell under class-conditional calibration, <NA> otherwise),
         ``n_cal_class`` (a list of each class's calibration rows in that cell, in
-        class order, or None) and one float column per name of :data:`METRICS`.
+        class order, or None), ``pooled_order`` (the signed class codes of the
+        pooled calibration and test rows in score order under a stratified split
+        of the target's rows, :mod:`mueval.evaluation.pooled_order`, or None)
+        and one float column per name of :data:`METRICS`.
     """
     records = []
     for r in results:
@@ -68,11 +71,12 @@ def splits_frame(results: Sequence[EvalResult]) -> pd.DataFrame:
             "n_cal": r.n_cal,
             "n_cal_cell": r.n_cal_cell,
             "n_cal_class": None if r.n_cal_class is None else list(r.n_cal_class),
+            "pooled_order": None if r.pooled_order is None else list(r.pooled_order),
         }
         row.update({m: float(r.metrics.get(m, np.nan)) for m in METRICS})
         records.append(row)
     frame = pd.DataFrame.from_records(
-        records, columns=[*_KEYS, "n_cal_cell", "n_cal_class", *METRICS]
+        records, columns=[*_KEYS, "n_cal_cell", "n_cal_class", "pooled_order", *METRICS]
     )
     frame = frame.astype(
         {

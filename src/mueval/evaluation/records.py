@@ -502,6 +502,13 @@ class EvalResult:
         their cohort under ``class+cohort``); None otherwise, and when the test
         rows span several cohorts (MM). The exact per-user test needs each
         cell's size (:mod:`mueval.guarantees.user_level`).
+    pooled_order : tuple of int or None
+        Under a class-stratified split of the target's own rows (UDM, UCM, UAM
+        with ``--split random`` and one unconditional threshold), the signed
+        class codes of the pooled calibration and test rows in score order
+        (:func:`mueval.evaluation.pooled_order.pooled_order`), from which the
+        exact per-user null is computed (:mod:`mueval.guarantees.stratified_null`);
+        None otherwise.
     threshold : float
         The conformal threshold (NaN when skipped, per class or MAPIE's own).
     timings : dict of str to float
@@ -527,6 +534,7 @@ class EvalResult:
     note: str | None = None
     n_cal_cell: int | None = None
     n_cal_class: tuple[int, ...] | None = None
+    pooled_order: tuple[int, ...] | None = None
     threshold: float = float("nan")
     timings: dict[str, float] = field(default_factory=dict)
 

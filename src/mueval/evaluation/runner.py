@@ -33,6 +33,7 @@ from mueval.evaluation.crossconformal import cross_note, evaluate_cross_split
 from mueval.evaluation.estimators import check_picklable, check_shippable
 from mueval.evaluation.hooks import FitPredictClassifier
 from mueval.evaluation.models import fit_scaled, full_proba
+from mueval.evaluation.pooled_order import pooled_order
 from mueval.evaluation.records import EvalConfig, EvalResult, RunOutput, Split
 from mueval.evaluation.splits import make_splits
 from mueval.metrics.classic import classification_metrics
@@ -402,6 +403,10 @@ def _conformal_step(
         )
     if conf is not None and by_cohort is not None:
         result.n_cal = conf.n_cal  # the calibration rows of the test rows' cohorts
+    if conf is not None and _stratified_null_applies(config, by_cohort, result.note):
+        result.pooled_order = pooled_order(
+            result.strategy, proba_cal, y_cal, result.proba, y_test, config.conformity
+        )
     if conf is not None and config.conditioning.per_class:
         result.n_cal_cell = _smallest_cell(y_cal, result.proba.shape[1], by_cohort)
         result.n_cal_class = _class_cells(y_cal, result.proba.shape[1], by_cohort)
@@ -414,6 +419,21 @@ def _conformal_step(
             pvalues = np.full(pvalues.shape, np.nan)
         result.sets, result.pvalues, result.threshold = conf.sets, pvalues, conf.threshold
     result.timings["metrics_s"] += time.perf_counter() - clock
+
+
+def _stratified_null_applies(
+    config: EvalConfig, by_cohort: object | None, note: str | None
+) -> bool:
+    """Whether a task's pooled score order is recorded (:mod:`.pooled_order`): a
+    random split, one unconditional threshold, sets the p-values describe, and
+    no full-set answer (``note``)."""
+    return (
+        config.split == "random"
+        and by_cohort is None
+        and not config.conditioning.per_class
+        and config.pvalues_describe_sets
+        and note is None
+    )
 
 
 def _conformalize(

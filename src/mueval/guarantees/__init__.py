@@ -7,6 +7,8 @@ Modules:
 - :mod:`.user_level`: the exact per-user test "below target" (the covered
   count against its Beta-Binomial null, iterations combined, corrected across
   users), the meaning of every "below target" of a run;
+- :mod:`.stratified_null`: the exact null of that count under the
+  class-stratified split of UDM, UCM and UAM, used in place of the Beta-Binomial;
 - :mod:`.validity`: are a user's true-label p-values as large as
   exchangeability implies (KS tests, Benjamini-Hochberg);
 - :mod:`.conditional_coverage`: coverage per class and per cohort of users;

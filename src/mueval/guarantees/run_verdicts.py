@@ -26,6 +26,7 @@ from mueval.errors import DataError
 from mueval.guarantees.intervals import per_user_coverage
 from mueval.guarantees.pooled_level import pooled_pvalue, within_iteration
 from mueval.guarantees.records import CONFIDENCE
+from mueval.guarantees.stratified_null import cell_laws
 from mueval.guarantees.user_level import (
     adjust_family,
     cell_ranks,
@@ -237,6 +238,11 @@ def verdict_cells(predictions: pd.DataFrame, splits: pd.DataFrame) -> pd.DataFra
             "iteration": frame_column(splits["iteration"]),
             "target": frame_column(user_texts(splits["user"])),
             "n_cal": pd.to_numeric(splits["n_cal"], errors="coerce").to_numpy(),
+            **(
+                {"pooled_order": frame_column(splits["pooled_order"])}
+                if "pooled_order" in splits.columns
+                else {}
+            ),
         }
     ).drop_duplicates(keys)
     cells = counts.merge(cal, on=keys, how="left")
@@ -250,7 +256,8 @@ def verdict_cells(predictions: pd.DataFrame, splits: pd.DataFrame) -> pd.DataFra
         )
         raise DataError(msg[:300])
     cells["n_cal"] = cells["n_cal"].astype(np.int64)
-    return cells[["strategy", "classifier", "user", "iteration", "n_cal", "n_test", "n_covered"]]
+    columns = ["strategy", "classifier", "user", "iteration", "n_cal", "n_test", "n_covered"]
+    return cells[columns + (["pooled_order"] if "pooled_order" in cells.columns else [])]
 
 
 def class_cells(
@@ -377,6 +384,9 @@ def _strategy_parts(
         elif condition.per_class:
             parts.append((strategy, options, mondrian, True))
         else:
+            part = _with_stratified_laws(
+                part, alpha, settings, None if classes is None else len(classes)
+            )
             ranks = cell_ranks(
                 part, alpha=alpha, rule=settings["rule"], small_cal=settings["small_cal"]
             )
@@ -505,6 +515,22 @@ def pooled_family(table: pd.DataFrame, settings: Mapping[str, Any]) -> pd.DataFr
         columns="family"
     )
     return out[POOLED_COLUMNS]
+
+
+def _with_stratified_laws(
+    part: pd.DataFrame, alpha: float, settings: Mapping[str, Any], n_classes: int | None
+) -> pd.DataFrame:
+    """The cells with ``null_pmf``, the exact law of a class-stratified split
+    (:mod:`~mueval.guarantees.stratified_null`) where the task recorded its
+    ``pooled_order``; without one, the cells as they are (the Beta-Binomial)."""
+    if "pooled_order" not in part.columns:
+        return part
+    orders = part["pooled_order"]
+    if not any(v is not None and not _is_missing(v) for v in orders):
+        return part.drop(columns="pooled_order")
+    ranks = [threshold_rank(int(n), alpha, settings["rule"]) for n in part["n_cal"]]
+    laws = cell_laws(part, ranks, n_classes)
+    return part.drop(columns="pooled_order").assign(null_pmf=laws)
 
 
 def user_coverage_table(

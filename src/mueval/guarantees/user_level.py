@@ -48,6 +48,11 @@ more often than its level says.
   per strategy and split: under ``--split blocked`` every iteration tests the
   same rows against the same calibration rows, so Bonferroni for every
   strategy.
+- **Stratified splits.** UDM, UCM and UAM split the user's rows stratified by
+  class, which makes the scores exchangeable within each class only; a cell
+  may carry its own exact law (a ``null_pmf`` column, from
+  :mod:`mueval.guarantees.stratified_null`), used in place of the
+  Beta-Binomial.
 - **Across users** of one (strategy, classifier), the p-values are adjusted by
   Holm (family-wise error at ``level``, any dependence), Benjamini-Hochberg
   (false discovery rate at ``level`` when the users' p-values are independent
@@ -374,6 +379,16 @@ def lower_pvalue(covered: int, m: Iterable[int], n: Iterable[int], k: Iterable[i
     return float(min(1.0, pmf[: covered + 1].sum()))
 
 
+def _tail(covered: int, laws: Sequence[np.ndarray]) -> float:
+    """``P(X <= covered)`` for the sum of independent counts with laws ``laws``
+    (direct convolution, as :func:`null_pmf`)."""
+    total = np.ones(1)
+    for part in laws:
+        if len(part) > 1:
+            total = np.convolve(total, part)
+    return float(min(1.0, total[: covered + 1].sum()))
+
+
 def adjust_pvalues(pvalues: Sequence[float] | np.ndarray, correction: str = "holm") -> np.ndarray:
     """Multiplicity-adjusted p-values of one family (the users of one
     strategy and classifier).
@@ -527,6 +542,9 @@ def _per_user_pvalues(frame: pd.DataFrame, combine: str | None, split: str) -> p
         name: frame[name].to_numpy()[order]
         for name in ("n_test", "n_cal", "rank", "n_covered", "iteration")
     }
+    # A cell's own null law where the cells give one (the stratified split's,
+    # mueval.guarantees.stratified_null); the Beta-Binomial elsewhere.
+    given = frame["null_pmf"].to_numpy()[order] if "null_pmf" in frame.columns else None
     keys = frame[_USER_KEYS].iloc[order[starts]].reset_index(drop=True)
     how = [combine or default_combine(str(s), split) for s in keys["strategy"]]
     pvalues, expected = [], []
@@ -538,6 +556,7 @@ def _per_user_pvalues(frame: pd.DataFrame, combine: str | None, split: str) -> p
             columns["n_covered"][start:stop].astype(np.int64),
             columns["iteration"][start:stop],
             way,
+            None if given is None else given[start:stop],
         )
         pvalues.append(p)
         expected.append(e)
@@ -607,24 +626,36 @@ def _user_pvalue(
     covered: np.ndarray,
     iteration: np.ndarray,
     combine: str,
+    given: np.ndarray | None = None,
 ) -> tuple[float, float]:
     """(p-value, expected covered count) of one user's cells; nan when any rank is nan.
 
     ``k`` holds float ranks (nan: no verdict); the others one entry per cell.
+    ``given``: per cell, its own null law (an array over ``0..m``) or None for
+    the Beta-Binomial.
     """
     if np.isnan(k).any():
         return math.nan, math.nan
     m = m.astype(np.int64)
     n = n.astype(np.int64)
     k = k.astype(np.int64)
-    # Expected coverage of a rank-k threshold: k / (n + 1), or 1 without one.
-    expected = float(np.sum(m * np.where(k > n, 1.0, k / (n + 1))))
+    if given is None:
+        given = np.full(len(m), None, dtype=object)
+    laws = [
+        _covered_pmf_cached(mi, ni, ki) if g is None else g
+        for mi, ni, ki, g in zip(m.tolist(), n.tolist(), k.tolist(), given, strict=True)
+    ]
+    # Expected coverage of a rank-k threshold: k / (n + 1), or 1 without one;
+    # a cell's own law gives its own mean.
+    beta = m * np.where(k > n, 1.0, k / (n + 1))
+    own = [float(np.dot(np.arange(len(g)), g)) for g in given if g is not None]
+    expected = float(np.sum(beta[[g is None for g in given]])) + float(sum(own))
     if combine == "convolution":
-        return lower_pvalue(int(covered.sum()), m, n, k), expected
+        return _tail(int(covered.sum()), laws), expected
     # One exact p-value per iteration (the sum over its cells).
     _, which = np.unique(iteration, return_inverse=True)
     per_iteration = [
-        lower_pvalue(int(covered[mask].sum()), m[mask], n[mask], k[mask])
+        _tail(int(covered[mask].sum()), [laws[j] for j in np.flatnonzero(mask)])
         for mask in (which == i for i in range(which.max() + 1))
     ]
     return float(min(1.0, len(per_iteration) * min(per_iteration))), expected
@@ -655,7 +686,9 @@ def user_verdicts(
         either ``rank`` (the threshold's rank; ``n_cal + 1`` for a full set,
         ``nan`` for no verdict) or the rule, as a ``threshold`` column or
         ``rule=``; an optional bool ``mondrian`` column marks class cells
-        (they have no minimum size).
+        (they have no minimum size), and an optional ``null_pmf`` column holds
+        a cell's own null law (an array over ``0..n_test``, or None for the
+        Beta-Binomial).
     alpha : float
         Miscoverage level of the sets.
     level : float

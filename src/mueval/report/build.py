@@ -1470,7 +1470,8 @@ def _page_one(
         ),
         note_html(
             f"A user is {verdict} when the exact test of its covered count (Beta-Binomial "
-            "null: its calibration and test rows exchangeable; iterations combined, then "
+            "null: its calibration and test rows exchangeable; under UDM, UCM and UAM the "
+            "exact law of the class-stratified split; iterations combined, then "
             "corrected across the users of the cell) rejects; no verdict for uxc, for MM under "
             "a cohort condition and for MAPIE's own aps, raps and top_k sets. Intervals are "
             "exact (Clopper-Pearson) on the test rows "

@@ -12,7 +12,8 @@ classifier, an iteration) in natural order, as the text ids no longer sort
 that way by themselves.
 
 A column that cannot hold a value in a run (``n_cal_cell`` and ``n_cal_class``
-without class-conditional calibration) is left out of the file rather than
+without class-conditional calibration, ``pooled_order`` without a stratified
+split of a user's own rows) is left out of the file rather than
 written empty (:func:`run_file_frame`); readers treat it as absent.
 """
 
@@ -40,7 +41,7 @@ USER_COLUMNS: tuple[str, ...] = ("user", "userid", "target_user", "worst_user")
 
 #: Per file, the columns that apply to some runs only: absent when they hold no value.
 OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {
-    "splits.parquet": ("n_cal_cell", "n_cal_class"),
+    "splits.parquet": ("n_cal_cell", "n_cal_class", "pooled_order"),
 }
 
 

@@ -274,7 +274,14 @@ def _column_options(
     options: dict[str, Any] = {k: v for k, v in role_cols.items() if v}
     notes = []
     if kind == "signals" and not chosen:
-        message = f"mudata init: {members[0]} has no signal column to use as a channel; left out: {roles.left_out}"
+        roles_found = {"user": roles.user, "label": roles.label, "time": roles.time}
+        held = [f"{c!r} ({why})" for c, why in roles.left_out.items()]
+        held += [f"{c!r} ({role})" for role, c in roles_found.items() if c]
+        message = (
+            f"mudata init: {members[0]} has no signal column to use as a channel "
+            f"(its columns: {', '.join(held) or 'none'}); name the signal columns with "
+            f"--channels A,B,C, or give --kind features for a table of features"
+        )
         raise UsageError(message)
     if not header:
         used = list(options.values())  # the role columns, named c1, c2, ...

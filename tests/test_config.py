@@ -14,10 +14,6 @@ from tests.conftest import PROJECT_ROOT
 
 MUDATA_SRC = PROJECT_ROOT / "src" / "mudata"
 
-#: Modules that still name a variable themselves: the readers' cap on a member
-#: read whole moves to mudata.config when readers/ is next changed.
-PENDING = {"readers/base.py"}
-
 
 def test_home_is_the_variable_expanded_or_none(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MUDATA_HOME", "~/somewhere")
@@ -60,13 +56,14 @@ def test_each_cap_reads_its_variable_and_names_it_when_bad(
         function("0")
 
 
-def test_the_readers_cap_still_agrees_with_config() -> None:
-    """Until readers/base.py imports it, its copy must say the same as config."""
+def test_the_readers_take_their_cap_from_config() -> None:
+    """readers/base.py holds no copy of the read cap: its names are config's own objects."""
+    from mudata import archive
     from mudata.readers import base
 
-    assert base.READ_ENV == config.READ_ENV
-    assert base.DEFAULT_MAX_READ_BYTES == config.DEFAULT_MAX_READ_BYTES
-    assert base.max_read_bytes("12") == config.max_read_bytes("12") == 12
+    assert base.max_read_bytes is config.max_read_bytes
+    assert base.READ_ENV is config.READ_ENV
+    assert not hasattr(archive, "parse_cap")  # the alias kept for readers/base.py is gone
 
 
 def _environment_reads(tree: ast.AST) -> list[int]:
@@ -89,7 +86,7 @@ def test_no_mudata_module_but_config_reads_the_environment() -> None:
     found = {}
     for path in sorted(MUDATA_SRC.rglob("*.py")):
         name = path.relative_to(MUDATA_SRC).as_posix()
-        if name == "config.py" or name in PENDING:
+        if name == "config.py":
             continue
         lines = _environment_reads(ast.parse(path.read_text(encoding="utf-8")))
         if lines:

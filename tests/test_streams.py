@@ -20,6 +20,8 @@ from click.testing import CliRunner
 
 import mudata
 from mudata.cli import main
+from mudata.drafting.sensors import group_channels, stream_sensors
+from mudata.entry import TRI_AXIAL
 from mudata.errors import ParseError, RegistryError
 from mudata.pipeline import build_table
 from mudata.readers.base import Sources
@@ -486,8 +488,9 @@ def test_recordings_one_after_the_other_are_no_streams(tmp_path):
         main, ["init", str(files), "--name", "seq", "-o", str(tmp_path / "s.toml")]
     )
     assert "streams:" not in result.output
-    # the reader's own advice names the option that tells recordings apart
-    assert "goes back" in result.output and "recording_col" in result.output
+    # the reader's advice, told as the init option that tells recordings apart
+    assert "goes back" in result.output and "--recording COL" in result.output
+    assert "recording_col" not in result.output
     ok = CliRunner().invoke(
         main,
         ["init", str(files), "--name", "seq", "-o", str(tmp_path / "s.toml"), "--recording",
@@ -495,3 +498,53 @@ def test_recordings_one_after_the_other_are_no_streams(tmp_path):
     )  # fmt: skip
     assert ok.exit_code == 0, ok.output
     assert "streams:" not in ok.output
+
+
+def test_the_sensors_of_aligned_streams_are_named_after_their_stream():
+    """Each stream gets its own copy of every group of the columns, named after the stream."""
+    one = group_channels(["x", "y", "z"], True)
+    sensors = stream_sensors(one, ["Sensor Type=0", "Sensor ID=2,Sensor Type=4"])
+    assert [(s.name, s.channels, s.features) for s in sensors] == [
+        (
+            "sensor_type_0",
+            ("x [Sensor Type=0]", "y [Sensor Type=0]", "z [Sensor Type=0]"),
+            TRI_AXIAL,
+        ),
+        (
+            "sensor_id_2_sensor_type_4",
+            tuple(f"{c} [Sensor ID=2,Sensor Type=4]" for c in "xyz"),
+            TRI_AXIAL,
+        ),
+    ]
+    # several groups per stream: each named after its columns, then the stream; the
+    # numbered channels are grouped by their own names, as without streams
+    several = group_channels(["acc_x", "acc_y", "acc_z", "emg1", "emg2"], True)
+    names = [s.name for s in stream_sensors(several, ["device=wrist", "device=hip"])]
+    assert names == ["acc_device_wrist", "emg_device_wrist", "acc_device_hip", "emg_device_hip"]
+    # streams whose names slug alike still give unique names
+    clash = [s.name for s in stream_sensors(one, ["a=1", "A=1"])]
+    assert clash == ["a_1", "a_1_2"]
+
+
+def test_init_names_the_drafted_sensors_after_the_streams(tmp_path):
+    """A file of two sensor types interleaved: the draft's sensors are one per stream, so named."""
+    files = tmp_path / "release"
+    files.mkdir()
+    rng = np.random.default_rng(4)
+    streams = [Stream({"Sensor Type": 0}, 100.0), Stream({"Sensor Type": 4}, 50.0, 2.0)]
+    for user in ("u1", "u2", "u3"):
+        write_multiplexed(
+            files / f"{user}.csv", users=[user], user_col="user", streams=streams,
+            classes=[0, 1], seconds=12, rng=rng, time_col="ts",
+            header=["ts", "Sensor Type", "x", "y", "z", "user", "label"],
+        )  # fmt: skip
+    toml = tmp_path / "mux.toml"
+    result = CliRunner().invoke(
+        main, ["init", str(files), "--name", "mux", "-o", str(toml), "--window", "1"]
+    )
+    assert result.exit_code == 0, result.output
+    draft = tomllib.loads(toml.read_text(encoding="utf-8"))
+    assert draft["reader_options"]["streams"]["keys"] == ["Sensor Type"]
+    assert {s["name"]: s["channels"] for s in draft["sensors"]} == {
+        f"sensor_type_{k}": [f"{c} [Sensor Type={k}]" for c in "xyz"] for k in (0, 4)
+    }

@@ -37,10 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Self
 
-# The caps are settings, read and checked in mudata.config; parse_cap is named
-# here too because mudata.readers.base still imports it from this module.
+# The caps are settings, read and checked in mudata.config.
 from mudata.config import EXPANSION_ENV, MEMBERS_ENV, max_expansion, max_members
-from mudata.config import parse_cap as parse_cap
 from mudata.errors import ChecksumError, LimitError, ParseError, excerpt
 from mudata.files import open_regular, sha256_file
 

@@ -53,6 +53,7 @@ from mudata.classes import (
     user_sort_key,
 )
 from mudata.display import shown
+from mudata.drafting.advice import INTERNAL_ERRORS, as_advice
 from mudata.drafting.annotated_layout import (
     annotation_report,
     named_classes,
@@ -535,26 +536,33 @@ def draft_entry(
             entry_data = _skeleton(name, layout, collected, rate, min_per_class, window)
             return layout, rate, rate_note, entry_data, *_classes(entry_data, collected.sources)
 
-        layout, rate, rate_note, entry_data, classes, counts, raw, folded = drafted()
-        if layout.kind == "signals" and not choices.channels:
-            # The first file said these were signals; a channel that never goes back
-            # within any recording of all the files is a time or a counter.
-            late = monotone_channels(raw.frame, layout.channels)
-            if late:
-                layout, rate, rate_note, entry_data, classes, counts, raw, folded = drafted(late)
-        classes = named_classes(classes, collected.selection.annotation)
-        left_out = _left_out_classes(classes, counts, collected.documents, choices)
-        all_classes = classes
-        classes = [c for c in classes if code_text(c["code"]) not in left_out]
-        entry_data["classes"] = classes
-        entry = parse_entry(entry_data, source=output)
-        few = _classes_of_too_few_users(raw.frame, entry, rate, classes, choices)
-        if few:
-            left_out.update(few)
+        # The readers and the registry check the draft in an entry's words; the
+        # user of init has options, so each refusal is told as the option to give.
+        try:
+            layout, rate, rate_note, entry_data, classes, counts, raw, folded = drafted()
+            if layout.kind == "signals" and not choices.channels:
+                # The first file said these were signals; a channel that never goes back
+                # within any recording of all the files is a time or a counter.
+                late = monotone_channels(raw.frame, layout.channels)
+                if late:
+                    layout, rate, rate_note, entry_data, classes, counts, raw, folded = drafted(
+                        late
+                    )
+            classes = named_classes(classes, collected.selection.annotation)
+            left_out = _left_out_classes(classes, counts, collected.documents, choices)
+            all_classes = classes
             classes = [c for c in classes if code_text(c["code"]) not in left_out]
             entry_data["classes"] = classes
             entry = parse_entry(entry_data, source=output)
-        filter_lines, built = _filter_report(entry, collected.sources, raw)
+            few = _classes_of_too_few_users(raw.frame, entry, rate, classes, choices)
+            if few:
+                left_out.update(few)
+                classes = [c for c in classes if code_text(c["code"]) not in left_out]
+                entry_data["classes"] = classes
+                entry = parse_entry(entry_data, source=output)
+            filter_lines, built = _filter_report(entry, collected.sources, raw)
+        except INTERNAL_ERRORS as exc:
+            raise as_advice(exc) from exc
         frame = raw.frame
     finally:
         collected.sources.close()

@@ -28,7 +28,7 @@ from mudata.drafting.columns import (
 from mudata.drafting.pathfields import hint, read_paths
 from mudata.drafting.records import Choices, Layout, Sniffed
 from mudata.drafting.selection import Selection, compile_path_pattern
-from mudata.drafting.sensors import group_channels, report_lines
+from mudata.drafting.sensors import group_channels, report_lines, stream_sensors
 from mudata.drafting.streams import StreamDraft, detect_streams
 from mudata.errors import ParseError, UsageError
 from mudata.readers.decode import data_suffix
@@ -274,7 +274,14 @@ def _column_options(
     options: dict[str, Any] = {k: v for k, v in role_cols.items() if v}
     notes = []
     if kind == "signals" and not chosen:
-        message = f"mudata init: {members[0]} has no signal column to use as a channel; left out: {roles.left_out}"
+        roles_found = {"user": roles.user, "label": roles.label, "time": roles.time}
+        held = [f"{c!r} ({why})" for c, why in roles.left_out.items()]
+        held += [f"{c!r} ({role})" for role, c in roles_found.items() if c]
+        message = (
+            f"mudata init: {members[0]} has no signal column to use as a channel "
+            f"(its columns: {', '.join(held) or 'none'}); name the signal columns with "
+            f"--channels A,B,C, or give --kind features for a table of features"
+        )
         raise UsageError(message)
     if not header:
         used = list(options.values())  # the role columns, named c1, c2, ...
@@ -396,7 +403,7 @@ def propose_layout(
         draft, stream_of = streams
         rate, rate_note = _stream_rates(first, roles.time or "", members[0], draft, stream_of)
         options["streams"] = draft.option()
-        chosen = draft.channels(chosen)
+        bare, chosen = chosen, draft.channels(chosen)
         column_notes += draft.notes(members[0])
         comments["streams"] = (
             f"{len(draft.rows)} stream(s) in {members[0]}: {draft.how}; align = "
@@ -405,6 +412,9 @@ def propose_layout(
     # Channels need not come in threes: the names say which form a sensor, and
     # its arity (after the streams, whose channels are named per stream).
     sensors = group_channels(chosen, header or streams is not None) if kind == "signals" else []
+    if streams is not None and kind == "signals" and streams[0].align != "per-stream":
+        # Grouped by the columns' own names, then once per stream, named after it.
+        sensors = stream_sensors(group_channels(bare, True), list(streams[0].rows))
     return Layout(
         kind,
         fmt,

@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass
 
 from mudata.entry import PER_CHANNEL, TRI_AXIAL
+from mudata.readers.streams import stream_channel
 
 #: Names of the three axes, as a name may spell them (each set in x, y, z order).
 AXIS_SETS: tuple[tuple[str, str, str], ...] = (("x", "y", "z"), ("roll", "pitch", "yaw"))
@@ -162,6 +163,39 @@ def group_channels(channels: list[str], header: bool) -> list[SensorGroup]:
         name = _unique(_stem_name(stem), taken, f"sensor{number}")
         groups.append(SensorGroup(name, members, features, why))
     return groups
+
+
+def _slug(text: str) -> str:
+    """``text`` as a sensor name: lower case ASCII letters, digits and ``_``."""
+    return re.sub(r"[^0-9a-z]+", "_", text.lower()).strip("_")
+
+
+def stream_sensors(groups: list[SensorGroup], streams: list[str]) -> list[SensorGroup]:
+    """The sensors of aligned streams: each group of the columns, once per stream, named after it.
+
+    The columns are grouped once, by their own names (:func:`group_channels`),
+    so that ``emg1 [Sensor ID=1]`` is numbered like ``emg1``; each stream then
+    has its own copy of every group, on its channels
+    (:func:`mudata.readers.streams.stream_channel`), named after the stream
+    (``Sensor Type=0`` -> ``sensor_type_0``), after the group's own name when a
+    stream has several (``acc_sensor_type_0``, ``gyr_sensor_type_0``).
+
+    Parameters
+    ----------
+    groups : list of SensorGroup
+        :func:`group_channels` of the columns, before the streams are aligned.
+    streams : list of str
+        The names of the streams kept (``"Sensor ID=1,Sensor Type=0"``), in order.
+    """
+    taken: set[str] = set()
+    sensors = []
+    for stream in streams:
+        for group in groups:
+            own = _slug(stream) if len(groups) == 1 else f"{_slug(group.name)}_{_slug(stream)}"
+            name = _unique(own.strip("_"), taken, f"sensor{len(sensors) + 1}")
+            channels = tuple(stream_channel(c, stream) for c in group.channels)
+            sensors.append(SensorGroup(name, channels, group.features, group.why))
+    return sensors
 
 
 def report_lines(groups: list[SensorGroup]) -> list[str]:

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING, Any
 
-from mudata.archive import ArchiveIndex, parse_cap, sniff_kind
+from mudata.archive import ArchiveIndex, sniff_kind
+from mudata.config import DEFAULT_MAX_READ_BYTES, READ_ENV, max_read_bytes
 from mudata.entry import DatasetEntry
 from mudata.errors import (
     ChecksumError,
@@ -128,41 +129,7 @@ class Read:
     verified: bool
 
 
-#: Environment variable of the cap on a member read whole (:func:`max_read_bytes`).
-READ_ENV = "MUDATA_MAX_READ_BYTES"
-#: Bytes a member read whole may hold (decompressed). The largest member of a
-#: built-in release is an OPPORTUNITY recording of 51,803,164 bytes; a member
-#: read whole is parsed in memory at several times its size, so five times that
-#: already asks for gigabytes. The HAR70+ reader streams its members instead;
-#: the others (long-signals included) read whole and stop here.
-DEFAULT_MAX_READ_BYTES = 256 * 2**20
 _CHUNK = 1 << 20
-
-
-def max_read_bytes(value: int | str | None = None) -> int:
-    """The cap on the bytes of a member read whole (:meth:`Sources.read_bytes`).
-
-    Parameters
-    ----------
-    value : int or str, optional
-        The cap; default ``$MUDATA_MAX_READ_BYTES``, else
-        :data:`DEFAULT_MAX_READ_BYTES`.
-
-    Raises
-    ------
-    UsageError
-        The value is not a positive whole number.
-    """
-    return int(
-        parse_cap(
-            value,
-            option="max_read_bytes",
-            env=READ_ENV,
-            default=DEFAULT_MAX_READ_BYTES,
-            unit="bytes of a member read whole",
-            whole=True,
-        )
-    )
 
 
 @dataclass
@@ -229,7 +196,7 @@ class Sources:
     in chunks of 1 MiB into a spool (:class:`mudata.readers.spool.Spool`:
     memory up to 1 MiB, then an unnamed file in a private temporary folder),
     so memory stays constant whatever the member's size; :meth:`read_bytes`
-    and :meth:`read_decoded` return the whole member, up to :func:`max_read_bytes`.
+    and :meth:`read_decoded` return the whole member, up to :func:`mudata.config.max_read_bytes`.
 
     Parameters
     ----------
@@ -241,7 +208,7 @@ class Sources:
     max_expansion : float, optional
         Expansion cap of archives (see :func:`mudata.archive.max_expansion`).
     max_read : int, optional
-        Cap on a member read whole (see :func:`max_read_bytes`).
+        Cap on a member read whole (see :func:`mudata.config.max_read_bytes`).
     spool_dir : Path, optional
         Where spool folders are made; default the system's temporary folder.
     """
@@ -371,7 +338,7 @@ class Sources:
         Raises
         ------
         LimitError
-            The decompressed content is larger than :func:`max_read_bytes`
+            The decompressed content is larger than :func:`mudata.config.max_read_bytes`
             (besides what :meth:`open_decoded` refuses).
         """
         if compression_of(self.find(member)) is None:
@@ -383,13 +350,13 @@ class Sources:
         """The whole content of a member, checked against its pins.
 
         The member is refused before it is read when it declares more than
-        :func:`max_read_bytes`, and one chunk past its declared size when it
+        :func:`mudata.config.max_read_bytes`, and one chunk past its declared size when it
         yields more (so at most that many bytes are ever held).
 
         Raises
         ------
         LimitError
-            The member is larger than :func:`max_read_bytes` (besides what
+            The member is larger than :func:`mudata.config.max_read_bytes` (besides what
             :meth:`open` refuses).
         """
         source = self._member(member, cap=self.max_read)

@@ -30,6 +30,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from mudata.config import READ_ENV, max_read_bytes
 from mudata.entry import DatasetEntry
 from mudata.errors import LimitError, MissingFileError, ParseError, excerpt
 from mudata.readers._text import (
@@ -41,7 +42,7 @@ from mudata.readers._text import (
     str_option,
     text_encoding,
 )
-from mudata.readers.base import READ_ENV, SignalTable, Sources, max_read_bytes
+from mudata.readers.base import SignalTable, Sources
 from mudata.readers.stream import CHUNK_BYTES, SignalStream, line_blocks
 
 CHANNELS = ("back_x", "back_y", "back_z", "thigh_x", "thigh_y", "thigh_z")

@@ -20,7 +20,7 @@ A value error found in a block is held until the member ends: the whole
 reader checks the users of the whole file before its times, and its times
 before its channels, so a later block may hold the error it gives.
 
-A member is read whole instead (under :func:`mudata.readers.base.max_read_bytes`,
+A member is read whole instead (under :func:`mudata.config.max_read_bytes`,
 logged at info) where reading it in parts could read it differently:
 Parquet and MATLAB files, another encoding than UTF-8, quotes (a quoted field
 may hold a line break), NUL bytes, lone carriage returns, a blank first line

@@ -25,9 +25,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
+from mudata.config import DEFAULT_MAX_READ_BYTES
 from mudata.entry import DatasetEntry
 from mudata.errors import LimitError
-from mudata.readers.base import DEFAULT_MAX_READ_BYTES, SignalTable, Sources
+from mudata.readers.base import SignalTable, Sources
 
 if TYPE_CHECKING:
     import pandas as pd

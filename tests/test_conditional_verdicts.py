@@ -280,3 +280,34 @@ def test_a_folder_without_the_tests_gets_them_computed(
     got = folder.conditional_coverage
     assert np.allclose(got["p_value"], expected["p_value"])
     assert got["below"].tolist() == expected["below"].tolist()
+
+
+def test_the_report_marks_the_test_not_the_interval() -> None:
+    from mueval.report.conditional import conditional_coverage_section
+
+    # Class a: the test flags it; b: its interval lies below 0.95 but the test
+    # does not flag it; c: no test (unconditional calibration).
+    table = pd.DataFrame(
+        {
+            "strategy": "mm",
+            "classifier": "nb",
+            "by": "class",
+            "value": ["a", "b", "c"],
+            "n_users": 2,
+            "n": 50,
+            "n_covered": [30, 40, 41],
+            "coverage": [0.6, 0.8, 0.82],
+            "low": [0.45, 0.66, 0.69],
+            "high": [0.74, 0.9, 0.91],
+            "below": pd.array([True, False, pd.NA], dtype="boolean"),
+            "p_value": [0.0001, 0.2, np.nan],
+            "p_adjusted": [0.0002, 0.2, np.nan],
+        }
+    )
+    section = conditional_coverage_section(
+        table, {"condition": "class"}, ["mm"], ["nb"], target=0.95, name=lambda s, c: (s, c)
+    )
+    body = "".join(section.body)
+    assert body.count("below target (adjusted p") == 1
+    assert "0.600 [0.450, 0.740] below target (adjusted p 0.0002)" in body
+    assert "0.800 [0.660, 0.900] below" not in body

@@ -311,3 +311,54 @@ def test_the_report_marks_the_test_not_the_interval() -> None:
     assert body.count("below target (adjusted p") == 1
     assert "0.600 [0.450, 0.740] below target (adjusted p 0.0002)" in body
     assert "0.800 [0.660, 0.900] below" not in body
+
+
+def _simulated_cohorts(rng: np.random.Generator, strategy: str):
+    """A per-user run (each user calibrated on its own rows) of 3 iterations and
+    6 users in 2 cohorts, every score uniform (exchangeable)."""
+    parts, splits = [], []
+    for iteration in range(3):
+        for user in range(6):
+            n = int(rng.integers(20, 40))
+            q = lac_threshold(rng.uniform(size=n), ALPHA, rule="study")
+            m = int(rng.integers(5, 15))
+            covered = rng.uniform(size=m) <= q
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "strategy": strategy,
+                        "classifier": "nb",
+                        "iteration": iteration,
+                        "userid": user,
+                        "target_user": user,
+                        "y_true": "a",
+                        "covered": covered,
+                    }
+                )
+            )
+            splits.append((strategy, "nb", iteration, str(user), n))
+    columns = ["strategy", "classifier", "iteration", "user", "n_cal"]
+    return pd.concat(parts, ignore_index=True), pd.DataFrame(splits, columns=columns)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", ["udm", "ucm"])
+def test_false_cohort_flags_stay_at_the_level_under_exchangeability(strategy: str) -> None:
+    # UDM: independent users (exact convolution); UCM: the comonotone bound.
+    # Iterations by convolution (a random split). Holm at 0.05 over 2 cohorts.
+    rng = np.random.default_rng(31)
+    cohorts = pd.Series({str(u): "x" if u < 3 else "y" for u in range(6)})
+    runs = 300
+    flagged = 0
+    for _ in range(runs):
+        preds, splits = _simulated_cohorts(rng, strategy)
+        table = conditional_tables(
+            preds,
+            splits,
+            alpha=ALPHA,
+            classes=["a"],
+            cohorts=cohorts,
+            config={"condition": "cohort"},
+        )
+        flagged += bool(table["below"].fillna(False).any())
+    assert flagged / runs <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / runs)

@@ -92,7 +92,9 @@ def conditional_pvalues(
             continue
         dependence = within_iteration(strategy)
 
-        def test(part: pd.DataFrame, dependence: str = dependence, how: str = options["combine"]):
+        def test(
+            part: pd.DataFrame, dependence: str = dependence, how: str = options["combine"]
+        ) -> float:
             return pooled_pvalue(part, dependence=dependence, combine=how)
 
         for classifier, part in cells.groupby("classifier", sort=True):

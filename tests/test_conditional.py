@@ -149,7 +149,7 @@ def test_cohort_coverage_counts_and_exact_interval_by_hand() -> None:
         }
     ).astype({"covered": bool})
     cohorts = pd.Series({"1": "x", "2": "x", "3": "y"})
-    table = conditional_coverage(rows, "cohort", alpha=0.1, user_cohorts=cohorts)
+    table = conditional_coverage(rows, "cohort", user_cohorts=cohorts)
     assert table[["value", "n_users", "n", "n_covered"]].values.tolist() == [
         ["x", 2, 5, 4],
         ["y", 1, 5, 4],

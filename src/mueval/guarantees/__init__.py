@@ -12,6 +12,8 @@ Modules:
 - :mod:`.validity`: are a user's true-label p-values as large as
   exchangeability implies (KS tests, Benjamini-Hochberg);
 - :mod:`.conditional_coverage`: coverage per class and per cohort of users;
+- :mod:`.conditional_verdicts`: their exact test "below target" (per cohort,
+  and per class under class-conditional calibration);
 - :mod:`.run_warnings`: the warnings those intervals and tests drive;
 - :mod:`.run_diagnostics`: conditional-coverage diagnostics of a run (the array
   functions are in :mod:`mueval.metrics.diagnostics`);

@@ -4,7 +4,7 @@ Each user's verdict "below target" (:mod:`.run_verdicts`, the exact test of
 :mod:`.user_level` at the run's level after its correction) beside its coverage
 with an exact Clopper-Pearson interval, a description of the observed rate, and
 their summary (:mod:`.intervals`), coverage per class and per cohort of users
-(:mod:`.conditional_coverage`), the per-user validity test (:mod:`.validity`) and the
+(:mod:`.conditional_coverage`, each with its exact test, :mod:`.conditional_verdicts`), the per-user validity test (:mod:`.validity`) and the
 warnings they drive (:mod:`.run_warnings`). A run folder stores them
 (:mod:`mueval.runfolder.guarantees` reads them back).
 """
@@ -22,8 +22,19 @@ from mueval.conformal.condition import Condition
 from mueval.data.frames import frame_column
 from mueval.data.users import user_texts
 from mueval.guarantees.conditional_coverage import conditional_coverage
+from mueval.guarantees.conditional_verdicts import (
+    CONDITIONAL_KEYS,
+    conditional_family,
+    conditional_pvalues,
+)
 from mueval.guarantees.intervals import coverage_summary
-from mueval.guarantees.records import CONFIDENCE, USER_VALIDITY_COLUMNS, Guarantees
+from mueval.guarantees.records import (
+    CONDITIONAL_COVERAGE_COLUMNS,
+    CONDITIONAL_VERDICT_COLUMNS,
+    CONFIDENCE,
+    USER_VALIDITY_COLUMNS,
+    Guarantees,
+)
 from mueval.guarantees.run_verdicts import (
     pooled_family,
     pooled_table,
@@ -115,14 +126,31 @@ def validity_table(
 
 
 def conditional_tables(
-    predictions: pd.DataFrame, *, alpha: float, classes: Sequence[str], cohorts: pd.Series | None
+    predictions: pd.DataFrame,
+    splits: pd.DataFrame,
+    *,
+    alpha: float,
+    classes: Sequence[str],
+    cohorts: pd.Series | None,
+    config: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
-    """Coverage per class, then per cohort of users when the run had cohorts."""
+    """Coverage per class, then per cohort of users when the run had cohorts, each
+    row with its exact test (:mod:`.conditional_verdicts`): the columns of
+    ``conditional_coverage.csv``."""
     rows = predictions[["strategy", "classifier", "userid", "y_true", "covered"]]
-    parts = [conditional_coverage(rows, "class", alpha=alpha, confidence=CONFIDENCE, order=classes)]
+    parts = [conditional_coverage(rows, "class", confidence=CONFIDENCE, order=classes)]
     if cohorts is not None:
-        parts.append(conditional_coverage(rows, "cohort", alpha=alpha, user_cohorts=cohorts))
-    return pd.concat(parts, ignore_index=True)
+        parts.append(
+            conditional_coverage(rows, "cohort", confidence=CONFIDENCE, user_cohorts=cohorts)
+        )
+    table = pd.concat(parts, ignore_index=True)
+    tests = conditional_pvalues(
+        predictions, splits, alpha=alpha, config=config, classes=classes, cohorts=cohorts
+    )
+    keys = list(CONDITIONAL_KEYS)
+    table = table.merge(tests, on=keys, how="left", validate="1:1")
+    columns = [*CONDITIONAL_COVERAGE_COLUMNS, *CONDITIONAL_VERDICT_COLUMNS]
+    return conditional_family(table, config)[columns]
 
 
 def _cohorts_series(user_cohorts: pd.DataFrame | None) -> pd.Series | None:
@@ -205,7 +233,12 @@ def compute_guarantees(
     if classes is not None:
         step("coverage per class")
         conditional = conditional_tables(
-            predictions, alpha=alpha, classes=classes, cohorts=_cohorts_series(user_cohorts)
+            predictions,
+            splits,
+            alpha=alpha,
+            classes=classes,
+            cohorts=_cohorts_series(user_cohorts),
+            config=config,
         )
     if not summarise:
         return Guarantees(per_user, pd.DataFrame(), [], conditional, None, user_cohorts)
@@ -327,7 +360,9 @@ def compute_guarantees_by_block(
                 user_coverage_table(
                     rows, splits, alpha=alpha, config=config, seed=seed, classes=classes
                 ),
-                conditional_tables(rows, alpha=alpha, classes=classes, cohorts=cohorts),
+                conditional_tables(
+                    rows, splits, alpha=alpha, classes=classes, cohorts=cohorts, config=config
+                ),
                 validity_table(rows, splits, classes, condition),
                 set_statistics(rows, n_classes=n_classes),
                 pooled_table(rows, splits, alpha=alpha, config=config, classes=classes),
@@ -363,6 +398,8 @@ def compute_guarantees_by_block(
         ],
         ignore_index=True,
     )
+    # Under the family "run" the classes (cohorts) of every block form one family.
+    conditional = conditional_family(conditional, config)
     tests = [parts[k][2] for k in by_method if len(parts[k][2])]
     validity = (
         pd.concat(tests, ignore_index=True)

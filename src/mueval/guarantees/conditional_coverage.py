@@ -1,4 +1,8 @@
-"""Coverage per class and per cohort of users, with Clopper-Pearson intervals."""
+"""Coverage per class and per cohort of users, with Clopper-Pearson intervals.
+
+The interval describes the observed rate; the verdict "below target" of a
+class or cohort is the exact test of :mod:`.conditional_verdicts`.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +22,6 @@ def conditional_coverage(
     rows: pd.DataFrame,
     by: str,
     *,
-    alpha: float,
     confidence: float = 0.95,
     user_cohorts: pd.Series | None = None,
     order: Sequence[str] | None = None,
@@ -31,9 +34,6 @@ def conditional_coverage(
         Prediction rows: ``strategy, classifier, userid, y_true, covered``.
     by : str
         ``"class"`` (the row's true class) or ``"cohort"`` (its user's cohort).
-    alpha : float
-        Miscoverage level; ``below`` is true when the whole interval lies below
-        ``1 - alpha``.
     confidence : float
     user_cohorts : Series, optional
         Cohort per user (text), indexed by the user id as text; needed for
@@ -45,14 +45,14 @@ def conditional_coverage(
     -------
     DataFrame
         ``strategy, classifier, by, value, n_users, n, n_covered, coverage,
-        low, high, below``, one row per (strategy, classifier, value).
+        low, high``, one row per (strategy, classifier, value).
 
     Examples
     --------
     >>> import pandas as pd
     >>> rows = pd.DataFrame({"strategy": "mm", "classifier": "rf", "userid": [1, 1, 2, 2],
     ...                      "y_true": ["a", "b", "a", "a"], "covered": [True, False, True, True]})
-    >>> conditional_coverage(rows, "class", alpha=0.1)[["value", "n", "coverage"]].values.tolist()
+    >>> conditional_coverage(rows, "class")[["value", "n", "coverage"]].values.tolist()
     [['a', 3, 1.0], ['b', 1, 0.0]]
     """
     keys = user_texts(rows["userid"])
@@ -92,6 +92,5 @@ def conditional_coverage(
     n, k = table["n"].to_numpy(), table["n_covered"].to_numpy()
     table["coverage"] = k / n
     table["low"], table["high"] = clopper_pearson(k, n, confidence)
-    table["below"] = table["high"].to_numpy() < 1.0 - alpha
     table.insert(2, "by", by)
     return table

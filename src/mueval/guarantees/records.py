@@ -9,6 +9,7 @@ import pandas as pd
 
 __all__ = [
     "CONDITIONAL_COVERAGE_COLUMNS",
+    "CONDITIONAL_VERDICT_COLUMNS",
     "CONFIDENCE",
     "COVERAGE_INTERVAL_COLUMNS",
     "COVERAGE_SUMMARY_COLUMNS",
@@ -59,6 +60,10 @@ CONDITIONAL_COVERAGE_COLUMNS: tuple[str, ...] = (
     "n_users",
     *COVERAGE_INTERVAL_COLUMNS,
 )
+#: The exact test's columns of ``conditional_coverage.csv`` (runs written since
+#: it, whose ``below`` is the test's verdict; an older folder's is the interval
+#: rule, and the table is recomputed on load).
+CONDITIONAL_VERDICT_COLUMNS: tuple[str, ...] = ("p_value", "p_adjusted")
 USER_VALIDITY_COLUMNS: tuple[str, ...] = (
     "strategy",
     "classifier",
@@ -94,7 +99,10 @@ class Guarantees:
         classifier, kind, message, severity``), the form ``run.json`` holds.
     conditional_coverage : DataFrame or None
         Coverage per class (``by == "class"``) and per cohort of users
-        (``by == "cohort"``) with Clopper-Pearson intervals.
+        (``by == "cohort"``) with Clopper-Pearson intervals, and the exact
+        test's ``p_value``, ``p_adjusted`` and ``below``
+        (:mod:`~mueval.guarantees.conditional_verdicts`; ``nan`` and ``<NA>``
+        for a class without a per-class guarantee).
     user_validity : DataFrame or None
         The one-sided KS test per user, Benjamini-Hochberg adjusted.
     user_cohorts : DataFrame or None

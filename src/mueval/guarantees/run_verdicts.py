@@ -47,6 +47,7 @@ __all__ = [
     "no_verdict_reason",
     "pooled_family",
     "pooled_table",
+    "strategy_parts",
     "user_coverage_table",
     "verdict_cells",
     "verdict_settings",
@@ -297,8 +298,9 @@ def class_cells(
         rows: ``n_cal`` (the cell's calibration rows), ``n_test``,
         ``n_covered`` and ``rank``: the rule's rank in the cell, or
         ``n_cal + 1`` (covered surely) where the task's cohort was below the
-        minimum and answered with every class (``--small-cal full-set``).
-        Tasks without ``n_cal_class`` are left out.
+        minimum and answered with every class (``--small-cal full-set``), and
+        ``class`` (the cell's class name, for the exact test per class of
+        :mod:`.conditional_verdicts`). Tasks without ``n_cal_class`` are left out.
     """
     index = {c: i for i, c in enumerate(classes)}
     rows = _prediction_rows(
@@ -331,8 +333,9 @@ def class_cells(
         n + 1 if surely else threshold_rank(n, alpha, rule)
         for n, surely in zip(cells["n_cal"], full, strict=True)
     ]
+    cells["class"] = [str(classes[k]) for k in cells["klass"]]
     columns = ["strategy", "classifier", "user", "iteration", "n_cal", "n_test", "n_covered"]
-    return cells[[*columns, "rank"]]
+    return cells[[*columns, "rank", "class"]]
 
 
 def _is_missing(value: object) -> bool:
@@ -343,7 +346,7 @@ def _is_missing(value: object) -> bool:
 _VERDICT_COLUMNS = ["expected_covered", "p_value", "p_adjusted", "below"]
 
 
-def _strategy_parts(
+def strategy_parts(
     predictions: pd.DataFrame,
     splits: pd.DataFrame,
     alpha: float,
@@ -351,7 +354,13 @@ def _strategy_parts(
     classes: Sequence[str] | None,
 ) -> list[tuple[str, dict[str, Any], pd.DataFrame, bool]]:
     """Per strategy: its verdict options, its cells with their ``rank`` and
-    whether it has a test (False: every rank ``nan``)."""
+    whether it has a test (False: every rank ``nan``).
+
+    The cells are :func:`verdict_cells` with their ranks, or, under
+    class-conditional calibration, :func:`class_cells` (with ``class``); the
+    per-user verdicts, the pooled test and the tests per class and cohort
+    (:mod:`.conditional_verdicts`) all take them from here.
+    """
     cells = verdict_cells(predictions, splits)
     condition = settings["condition"]
     by_class = None
@@ -433,7 +442,7 @@ def verdict_table(
     settings = verdict_settings(config)
     parts = [
         user_verdicts(cells, **options)
-        for _, options, cells, _ in _strategy_parts(predictions, splits, alpha, settings, classes)
+        for _, options, cells, _ in strategy_parts(predictions, splits, alpha, settings, classes)
     ]
     if not parts:
         return pd.DataFrame(columns=["strategy", "classifier", "user", *_VERDICT_COLUMNS])
@@ -483,7 +492,7 @@ def pooled_table(
     """
     settings = verdict_settings(config)
     rows = []
-    for strategy, options, cells, tested in _strategy_parts(
+    for strategy, options, cells, tested in strategy_parts(
         predictions, splits, alpha, settings, classes
     ):
         dependence = within_iteration(strategy)

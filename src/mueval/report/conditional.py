@@ -23,8 +23,11 @@ Namer = Callable[[str, str], tuple[str, str]]
 
 def _cell(row: pd.Series) -> str:
     text = f"{row['coverage']:.3f} [{row['low']:.3f}, {row['high']:.3f}]"
-    # "interval below", not "below target": the page keeps that for the per-user test.
-    return f"{text} interval below" if bool(row["below"]) else text
+    # The mark is the exact test's verdict, never the interval's position.
+    below = row.get("below")
+    if below is None or pd.isna(below) or not bool(below):
+        return text
+    return f"{text} below target (adjusted p {float(row['p_adjusted']):.3g})"
 
 
 def _matrix(
@@ -80,11 +83,15 @@ def conditional_coverage_section(
         note_html(
             f"Calibration conditioned on: {condition}. Coverage of the test rows of each class "
             "(true class) and, when the run had cohorts, of each cohort of users, pooled over "
-            "users and iterations, with its exact 95 % (Clopper-Pearson) interval; 'interval below' "
-            f"marks an interval entirely below the target {target:.2f}. Unconditional "
-            "calibration promises the target only on average over classes and cohorts; "
-            "per-class or per-cohort calibration promises it within each (mueval's "
-            "documentation, per-user-guarantees, section 4)."
+            "users and iterations, with its exact 95 % (Clopper-Pearson) interval, a "
+            "description of the observed rate. 'below target' marks a row whose covered "
+            f"count is lower than exchangeability allows at the target {target:.2f}: the exact "
+            "count test of the per-user verdicts, at the run's user level after its "
+            "correction over the classes (cohorts) of its family. A cohort is tested under "
+            "every calibration with a per-user verdict; a class only under class-conditional "
+            "calibration: unconditional calibration promises the target only on average over "
+            "classes, so a class row has no test there (mueval's documentation, "
+            "per-user-guarantees, section 4)."
         )
     ]
     for by, title in (("class", "Coverage per class"), ("cohort", "Coverage per cohort of users")):

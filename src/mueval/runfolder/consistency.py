@@ -25,7 +25,8 @@ predictions:
    against ``diagnostics.parquet``;
 5. the files of conditional coverage (read by :mod:`.guarantees`):
    ``user_cohorts.csv`` gives every user of the predictions one cohort;
-   ``conditional_coverage.csv``'s counts per class and cohort are the predictions'
+   ``conditional_coverage.csv``'s counts per class and cohort are the predictions',
+   and its exact tests those they give
    (:func:`check_conditional_coverage`); ``user_validity.csv``'s row counts are the
    predictions', and its ``pvalue_bh`` and ``flagged`` follow from its
    ``pvalue`` (:func:`check_user_validity`).
@@ -666,7 +667,9 @@ def check_user_cohorts(path: object, stored: pd.DataFrame, users: pd.Series) -> 
 
 def check_conditional_coverage(path: object, stored: pd.DataFrame, fresh: pd.DataFrame) -> None:
     """``conditional_coverage.csv``: the counts per (strategy, classifier, by, value) are
-    those of the predictions (and the cohorts of ``user_cohorts.csv``)."""
+    those of the predictions (and the cohorts of ``user_cohorts.csv``), and, in a
+    folder written since the exact test per class and cohort, its ``p_value``,
+    ``p_adjusted`` and ``below`` are those recomputed in ``fresh``."""
     counts = ["n_users", "n", "n_covered"]
     _numeric(path, stored, [*counts, "coverage", "low", "high"])
     keys = ["strategy", "classifier", "by", "value"]
@@ -689,6 +692,46 @@ def check_conditional_coverage(path: object, stored: pd.DataFrame, fresh: pd.Dat
                 f"n_users={r['n_users_file']}; predictions.parquet gives n={r['n']}, "
                 f"n_covered={r['n_covered']}, n_users={r['n_users']}"
             )
+        raise RunFolderError(msg[:600])
+    if "p_value" in stored.columns or "p_adjusted" in stored.columns:
+        _check_conditional_verdicts(path, stored, fresh)
+
+
+def _check_conditional_verdicts(path: object, stored: pd.DataFrame, fresh: pd.DataFrame) -> None:
+    """``conditional_coverage.csv``'s exact test per class and cohort: ``p_value``,
+    ``p_adjusted`` and ``below`` are those the predictions, the splits and run.json's
+    settings give (recomputed in ``fresh``), within a relative 1e-6."""
+    columns = ["p_value", "p_adjusted"]
+    missing = [c for c in [*columns, "below"] if c not in stored.columns]
+    if missing:
+        msg = f"{path}: has the exact test's columns only in part; missing {missing}"
+        raise RunFolderError(msg)
+    _numeric(path, stored, columns)
+    keys = ["strategy", "classifier", "by", "value"]
+
+    def keyed(frame: pd.DataFrame) -> pd.DataFrame:
+        out = frame[[*keys, *columns, "below"]].astype({"value": str})
+        text = out["below"].astype(str).str.strip().str.lower()
+        out["below"] = text.map({"true": "True", "false": "False", "1": "True", "0": "False"})
+        return out.fillna({"below": "no test"})
+
+    merged = keyed(fresh).merge(keyed(stored), on=keys, how="inner", suffixes=("", "_file"))
+    wrong = np.zeros(len(merged), dtype=bool)
+    for column in columns:
+        a = merged[column].to_numpy(dtype=float)
+        b = merged[f"{column}_file"].to_numpy(dtype=float)
+        wrong |= ~(np.isclose(a, b, rtol=1e-6, atol=1e-12) | (np.isnan(a) & np.isnan(b)))
+    wrong |= (merged["below"] != merged["below_file"]).to_numpy()
+    i = _first(wrong)
+    if i is not None:
+        r = merged.iloc[i]
+        msg = (
+            f"{path}: {r['strategy']} / {r['classifier']} {r['by']} {_show(r['value'])} has "
+            f"p_value {r['p_value_file']!r}, p_adjusted {r['p_adjusted_file']!r}, below "
+            f"{r['below_file']}; the predictions, splits.parquet and run.json's user_level, "
+            f"user_correction and user_family give {r['p_value']!r}, {r['p_adjusted']!r}, "
+            f"{r['below']}"
+        )
         raise RunFolderError(msg[:600])
 
 

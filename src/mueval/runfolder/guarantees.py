@@ -23,6 +23,7 @@ from mueval.files import restore_formulas
 from mueval.guarantees.compute import compute_guarantees, true_pvalues, validity_table
 from mueval.guarantees.records import (
     CONDITIONAL_COVERAGE_COLUMNS,
+    CONDITIONAL_VERDICT_COLUMNS,
     COVERAGE_SUMMARY_COLUMNS,
     USER_COVERAGE_COLUMNS,
     USER_VALIDITY_COLUMNS,
@@ -165,7 +166,11 @@ def _with_stored_extras(
         check_conditional_coverage(
             root / CONDITIONAL_COVERAGE_FILE, stored, fresh.conditional_coverage
         )
-        fresh.conditional_coverage = stored
+        # A folder written before the exact test per class and cohort holds the
+        # interval rule in ``below``: its counts are checked, its table recomputed.
+        if all(c in stored.columns for c in CONDITIONAL_VERDICT_COLUMNS):
+            stored["below"] = _as_verdict(stored["below"])
+            fresh.conditional_coverage = stored
     if (root / USER_VALIDITY_FILE).exists():
         stored = _read_csv(root / USER_VALIDITY_FILE, USER_VALIDITY_COLUMNS, users, ["user"])
         rows = predictions[~np.isnan(true_pvalues(predictions, run["classes"]))]

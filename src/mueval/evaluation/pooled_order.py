@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from mueval.conformal.scores import ConformityScore, class_scores
-from mueval.evaluation.splits import _can_stratify
+from mueval.evaluation.splits import can_stratify
 
 __all__ = ["STRATIFIED_STRATEGIES", "pooled_order"]
 
@@ -76,7 +76,7 @@ def pooled_order(
         return None
     y_cal = np.asarray(y_cal, dtype=np.int64)
     y_test = np.asarray(y_test, dtype=np.int64)
-    if strategy == "uam" and not _can_stratify(np.concatenate([y_cal, y_test]), 0.5):
+    if strategy == "uam" and not can_stratify(np.concatenate([y_cal, y_test]), 0.5):
         return None
     cal = class_scores(proba_cal, score)[np.arange(len(y_cal)), y_cal]
     test = class_scores(proba_test, score)[np.arange(len(y_test)), y_test]

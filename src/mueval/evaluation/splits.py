@@ -34,6 +34,7 @@ from mueval.strategies import BUILTIN_STRATEGIES, Strategy, registered_strategie
 
 __all__ = [
     "blocked_parts",
+    "can_stratify",
     "cross_user_splits",
     "each_user",
     "make_splits",
@@ -141,7 +142,7 @@ def user_rows(users: np.ndarray) -> dict[object, np.ndarray]:
     return dict(zip(unique.tolist(), np.split(order, bounds), strict=True))
 
 
-def _can_stratify(labels: np.ndarray, train_size: float) -> bool:
+def can_stratify(labels: np.ndarray, train_size: float) -> bool:
     """Whether a stratified split of ``labels`` is possible (each class >= 2 rows
     and both parts at least as large as the number of classes)."""
     _, counts = np.unique(labels, return_counts=True)
@@ -465,11 +466,11 @@ def user_adaptive_splits(
         if split == "blocked":
             adapt, cal, test = blocked_parts(own, y, adapt_frac, 3, gap, what=what, classes=classes)
         else:
-            strat = _can_stratify(y[own], adapt_frac)
+            strat = can_stratify(y[own], adapt_frac)
             adapt, rest = split_rows(
                 own, y, adapt_frac, seed, what=what, classes=classes, stratify=strat
             )
-            strat = _can_stratify(y[rest], 0.5)
+            strat = can_stratify(y[rest], 0.5)
             cal, test = split_rows(rest, y, 0.5, seed, what=what, classes=classes, stratify=strat)
         train = np.concatenate([others, adapt])
         if len(np.unique(y[train])) < 2:

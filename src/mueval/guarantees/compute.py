@@ -38,6 +38,7 @@ from mueval.guarantees.records import (
 from mueval.guarantees.run_verdicts import (
     pooled_family,
     pooled_table,
+    shared_cells,
     user_coverage_table,
     verdict_settings,
 )
@@ -224,6 +225,37 @@ def compute_guarantees(
     -------
     Guarantees
     """
+    with shared_cells():
+        return _computed(
+            predictions,
+            splits,
+            alpha=alpha,
+            n_classes=n_classes,
+            seed=seed,
+            summarise=summarise,
+            classes=classes,
+            condition=condition,
+            user_cohorts=user_cohorts,
+            config=config,
+            on_step=on_step,
+        )
+
+
+def _computed(
+    predictions: pd.DataFrame,
+    splits: pd.DataFrame,
+    *,
+    alpha: float,
+    n_classes: int,
+    seed: int,
+    summarise: bool,
+    classes: Sequence[str] | None,
+    condition: Condition | None,
+    user_cohorts: pd.DataFrame | None,
+    config: Mapping[str, Any] | None,
+    on_step: Callable[[str], None] | None,
+) -> Guarantees:
+    """:func:`compute_guarantees`, inside its :func:`shared_cells` block."""
     step = on_step or _quiet
     step("verdicts")
     per_user = user_coverage_table(
@@ -299,6 +331,30 @@ def _summarised(
     )
 
 
+def _block_tables(
+    rows: pd.DataFrame,
+    splits: pd.DataFrame,
+    alpha: float,
+    n_classes: int,
+    classes: Sequence[str] | None,
+    seed: int,
+    condition: Condition,
+    cohorts: pd.Series | None,
+    config: Mapping[str, Any] | None,
+) -> tuple:
+    """One block's tables for :func:`compute_guarantees_by_block`: per user, per
+    class and cohort, the validity tests, the set statistics and the pooled test."""
+    return (
+        user_coverage_table(rows, splits, alpha=alpha, config=config, seed=seed, classes=classes),
+        conditional_tables(
+            rows, splits, alpha=alpha, classes=classes, cohorts=cohorts, config=config
+        ),
+        validity_table(rows, splits, classes, condition),
+        set_statistics(rows, n_classes=n_classes),
+        pooled_table(rows, splits, alpha=alpha, config=config, classes=classes),
+    )
+
+
 def compute_guarantees_by_block(
     read_block: Callable[[str, str], pd.DataFrame],
     strategies: Sequence[str],
@@ -356,17 +412,10 @@ def compute_guarantees_by_block(
             rows = read_block(strategy, classifier)
             if not len(rows):
                 continue
-            parts[strategy, classifier] = (
-                user_coverage_table(
-                    rows, splits, alpha=alpha, config=config, seed=seed, classes=classes
-                ),
-                conditional_tables(
-                    rows, splits, alpha=alpha, classes=classes, cohorts=cohorts, config=config
-                ),
-                validity_table(rows, splits, classes, condition),
-                set_statistics(rows, n_classes=n_classes),
-                pooled_table(rows, splits, alpha=alpha, config=config, classes=classes),
-            )
+            with shared_cells():
+                parts[strategy, classifier] = _block_tables(
+                    rows, splits, alpha, n_classes, classes, seed, condition, cohorts, config
+                )
             del rows
     if not parts:
         message = (

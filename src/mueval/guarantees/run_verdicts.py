@@ -12,7 +12,9 @@ observed rate: ``user_coverage.csv``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -346,7 +348,64 @@ def _is_missing(value: object) -> bool:
 _VERDICT_COLUMNS = ["expected_covered", "p_value", "p_adjusted", "below"]
 
 
+#: Within :func:`shared_cells`: the :func:`strategy_parts` already made, by the
+#: identity of their rows and the value of their settings.
+_SHARED_PARTS: ContextVar[dict | None] = ContextVar("mueval_shared_parts", default=None)
+
+
+@contextmanager
+def shared_cells() -> Iterator[None]:
+    """Within the block, :func:`strategy_parts` makes the cells of one set of rows once.
+
+    The per-user verdicts, the pooled test and the tests per class and cohort
+    each ask for the same cells (:func:`compute_guarantees
+    <mueval.guarantees.compute.compute_guarantees>` asks three times); under
+    the exact law of a stratified split, each cell's law costs a few
+    milliseconds. Inside the block the rows are read, never changed, so the
+    cells of the same ``predictions`` and ``splits`` objects (held here, so
+    their identities stay theirs) and equal settings are made once; each
+    caller gets its own shallow copies.
+    """
+    token = _SHARED_PARTS.set({})
+    try:
+        yield
+    finally:
+        _SHARED_PARTS.reset(token)
+
+
 def strategy_parts(
+    predictions: pd.DataFrame,
+    splits: pd.DataFrame,
+    alpha: float,
+    settings: Mapping[str, Any],
+    classes: Sequence[str] | None,
+) -> list[tuple[str, dict[str, Any], pd.DataFrame, bool]]:
+    """Per strategy: its verdict options, its cells with their ``rank`` and
+    whether it has a test (False: every rank ``nan``).
+
+    See :func:`_made_parts`; inside :func:`shared_cells`, made once per rows.
+    """
+    shared = _SHARED_PARTS.get()
+    if shared is None:
+        return _made_parts(predictions, splits, alpha, settings, classes)
+    key = (
+        id(predictions),
+        id(splits),
+        float(alpha),
+        repr(sorted(settings.items())),
+        None if classes is None else tuple(classes),
+    )
+    if key not in shared:
+        shared[key] = (
+            predictions,
+            splits,
+            _made_parts(predictions, splits, alpha, settings, classes),
+        )
+    parts = shared[key][2]
+    return [(s, dict(o), cells.copy(deep=False), t) for s, o, cells, t in parts]
+
+
+def _made_parts(
     predictions: pd.DataFrame,
     splits: pd.DataFrame,
     alpha: float,

@@ -108,20 +108,25 @@ def hypergeom_pmf(total: int, marked: int, draws: int) -> np.ndarray:
 
 def _hypergeom_rows(total: int, marked: int, draws: np.ndarray, h: np.ndarray) -> np.ndarray:
     """:func:`hypergeom_pmf` at the values ``h`` for many draw counts at once,
-    shape (len(draws), len(h))."""
-    hh, dd = np.broadcast_arrays(
-        np.asarray(h, dtype=np.int64)[None, :], np.asarray(draws, dtype=np.int64)[:, None]
-    )
-    ok = (hh >= 0) & (hh <= dd) & (dd - hh <= total - marked)
-    safe_h = np.where(ok, hh, 0)
-    log = np.where(
-        ok,
-        _log_choose(marked, safe_h)
-        + _log_choose(total - marked, np.where(ok, dd - hh, 0))
-        - _log_choose(total, dd),
-        -np.inf,
-    )
-    return np.exp(log)
+    shape (len(draws), len(h)).
+
+    The binomial coefficients are looked up in one table of ``log(j!)``, with
+    the float operations of :func:`_log_choose` in its order, so the values are
+    its values: this runs for every class of every cell of a run.
+    """
+    hh = np.asarray(h, dtype=np.int64)[None, :]
+    dd = np.asarray(draws, dtype=np.int64)[:, None]
+    rest = dd - hh
+    ok = (hh >= 0) & (rest >= 0) & (rest <= total - marked)
+    table = _log_factorials(total)
+    # log C(marked, h): -inf where h > marked (no such draw).
+    inside = ok & (hh <= marked)
+    sh = np.where(inside, hh, 0)
+    first = np.where(inside, (table[marked] - table[sh]) - table[marked - sh], -np.inf)
+    sr = np.where(ok, rest, 0)
+    second = (table[total - marked] - table[sr]) - table[total - marked - sr]
+    third = (table[total] - table[dd]) - table[total - dd]
+    return np.exp(np.where(ok, first + second - third, -np.inf))
 
 
 def _convolve_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -133,8 +138,31 @@ def _convolve_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+#: ``gammaln(j + 1)`` for ``j = 0, 1, ...``, grown on demand: a run asks for the
+#: binomial coefficients of the same few hundred sizes thousands of times.
+_LOG_FACTORIALS = gammaln(np.arange(1.0, 1025.0))
+
+
+def _log_factorials(n: int) -> np.ndarray:
+    """``log(j!)`` for ``j = 0..n`` at least: the values ``gammaln`` gives."""
+    global _LOG_FACTORIALS
+    if n >= len(_LOG_FACTORIALS):
+        _LOG_FACTORIALS = gammaln(np.arange(1.0, max(2 * len(_LOG_FACTORIALS), n + 1) + 1.0))
+    return _LOG_FACTORIALS
+
+
 def _log_choose(n: int, k: np.ndarray) -> np.ndarray:
-    return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
+    """``log C(n, k)``, ``-inf`` where ``k < 0`` or ``k > n`` (as ``gammaln`` gives
+    there): the same floats as ``gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)``,
+    looked up instead of computed."""
+    k = np.asarray(k)
+    if not (np.issubdtype(k.dtype, np.integer) and float(n).is_integer()):
+        return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
+    n = int(n)
+    table = _log_factorials(max(n, 0))
+    inside = (k >= 0) & (k <= n)
+    j = np.where(inside, k, 0).astype(np.int64)
+    return np.where(inside, table[n] - table[j] - table[n - j], -np.inf)
 
 
 def pooled_classes(

@@ -42,6 +42,9 @@ USER_COLUMNS: tuple[str, ...] = ("user", "userid", "target_user", "worst_user")
 #: Per file, the columns that apply to some runs only: absent when they hold no value.
 OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {
     "splits.parquet": ("n_cal_cell", "n_cal_class", "pooled_order"),
+    # The tests per class and cohort: none in a run without cohorts or
+    # class-conditional calibration (a class has no guarantee there).
+    "conditional_coverage.csv": ("p_value", "p_adjusted", "below"),
 }
 
 

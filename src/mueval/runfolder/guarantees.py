@@ -156,13 +156,17 @@ def _with_stored_extras(
     checked against the predictions, or computed when the folder predates them."""
     users = predictions["userid"]
     if (root / CONDITIONAL_COVERAGE_FILE).exists():
+        # ``below`` and the test's columns are left out of a run with no test
+        # per class or cohort (run_file_frame's optional columns): no verdict.
         stored = _read_csv(
             root / CONDITIONAL_COVERAGE_FILE,
-            CONDITIONAL_COVERAGE_COLUMNS,
+            tuple(c for c in CONDITIONAL_COVERAGE_COLUMNS if c != "below"),
             users,
             [],
             ("by", "value"),
         )
+        if "below" not in stored.columns:
+            stored["below"] = pd.array([pd.NA] * len(stored), dtype="boolean")
         check_conditional_coverage(
             root / CONDITIONAL_COVERAGE_FILE, stored, fresh.conditional_coverage
         )

@@ -9,6 +9,7 @@ a run folder that ``report`` and ``compare`` read.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -44,8 +45,11 @@ def test_the_documented_command_runs_as_written_on_wisdm(wisdm_dir: Path, tmp_pa
     assert float(summary.loc[("mm", "accuracy"), "mean"]) > 0.5
     report = CliRunner().invoke(main, ["report", str(out)])
     assert report.exit_code == 0, report.output
+    # compare takes two run folders: the run and a copy of it under another name.
+    twin = tmp_path / "lr-copy"
+    shutil.copytree(out, twin, ignore=shutil.ignore_patterns("report"))
     compare = CliRunner().invoke(
-        main, ["compare", str(out), str(out), "--out", str(tmp_path / "c")]
+        main, ["compare", str(out), str(twin), "--out", str(tmp_path / "c")]
     )
     assert compare.exit_code == 0, compare.output
 

@@ -24,6 +24,7 @@ import pytest
 from tests import release_shapes
 from tests.annotated_releases import write_release
 from tests.conftest import PROJECT_ROOT
+from tests.stream_shapes import Stream, write_multiplexed
 
 SECTION = "# Registering your own dataset"
 
@@ -117,6 +118,17 @@ def test_readme_when_init_needs_help_runs_as_written(tmp_path):
     release_shapes.inertial_mat_files(tmp_path / "Inertial", rng)
     release_shapes.numbered_participants(tmp_path / "accel", rng)
     write_release(tmp_path / "HAPT")  # UCI HAPT's shape: labels in RawData/labels.txt
+    # Several streams in one file per user: an accelerometer at 100 Hz and a
+    # gyroscope at 50 Hz of one device, keyed by Sensor ID and Sensor Type.
+    (tmp_path / "sensors").mkdir()
+    streams = [Stream({"Sensor ID": 1, "Sensor Type": 0}, 100.0),
+               Stream({"Sensor ID": 1, "Sensor Type": 1}, 50.0, 3.0)]  # fmt: skip
+    for user in ("p01", "p02", "p03", "p04"):
+        write_multiplexed(
+            tmp_path / "sensors" / f"subject_{user}.csv", users=[user], user_col=None,
+            streams=streams, classes=[1, 2, 3], seconds=30, rng=rng,
+            header=["timestamp", "Sensor ID", "Sensor Type", "x", "y", "z", "label"],
+        )  # fmt: skip
     done = run_block(block, tmp_path, tmp_path / "home")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "  .zenodo.json: --exclude *.json" in done.stderr

@@ -10,11 +10,11 @@ users of half the size each, as a table needs two users).
 Then it runs, each in a fresh process whose peak resident memory
 (``ru_maxrss``) is read at its end:
 
-* ``build``: :func:`mudata.pipeline.build_table`, the table ``mudata fetch``
+* ``build``: :func:`mudata.build.pipeline.build_table`, the table ``mudata fetch``
   builds (the HAR70+ stream reader, the ``study-window`` recipe with window
   150 and span 10 fed chunk by chunk, the user filter and the checks), kept
   in memory;
-* ``fetch``: :func:`mudata.pipeline.build`, what ``mudata fetch`` does from
+* ``fetch``: :func:`mudata.build.pipeline.build`, what ``mudata fetch`` does from
   the raw files to the published table: the files hashed, the same build,
   the Parquet file and its descriptors written to a data home in the
   temporary folder;
@@ -68,7 +68,7 @@ def child_build(folder: Path, reader: str = "har70-csv") -> dict:
     # Here, not at the top: only this child process pays for importing mudata.
     from dataclasses import replace
 
-    from mudata.pipeline import build_table
+    from mudata.build.pipeline import build_table
     from mudata.readers.base import Sources
 
     entry = har70_entry()
@@ -85,8 +85,8 @@ def child_fetch(folder: Path, reader: str = "har70-csv") -> dict:
     # Here, not at the top: only this child process pays for importing mudata.
     from dataclasses import replace
 
-    from mudata.pipeline import build
-    from mudata.store import read_provenance
+    from mudata.build.pipeline import build
+    from mudata.publish.store import read_provenance
 
     entry = har70_entry(path=str(folder))
     entry = replace(entry, files=(replace(entry.files[0], glob="*.csv"),))

@@ -25,7 +25,7 @@ START_MS = 1616596923839  # 2021-03-24 14:42:03.839, as the release's first samp
 def har70_entry(*, path: str = "har70"):
     """The HAR70+ entry's reader, sensors, classes and recipe (window 150, span 10; no pins)."""
     # Here, not at the top: featurize_large.py's parent process never imports mudata.
-    from mudata.entry import ClassSpec, DatasetEntry, Recipe, RemoteFile, Sensor
+    from mudata.records.entry import ClassSpec, DatasetEntry, Recipe, RemoteFile, Sensor
 
     kept = [(1, "walking"), (3, "shuffling"), (6, "standing"), (7, "sitting"), (8, "lying")]
     return DatasetEntry(

@@ -1,7 +1,7 @@
 """Benchmark: what checking a cached table against its ``table_sha256`` costs.
 
 ``mudata.load`` reads the cached Parquet file once and hashes its rows before
-serving them (:func:`mudata.store.load_table`). This times that read with and
+serving them (:func:`mudata.publish.store.load_table`). This times that read with and
 without the check, on:
 
 * the WISDM and Smartwatch Gestures tables built from the official files in
@@ -30,10 +30,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mudata.pipeline import build
-from mudata.registry import get_entry
-from mudata.store import load_table, table_fingerprint, write_table
-from mudata.table_hash import KIND
+from mudata.build.pipeline import build
+from mudata.publish.store import load_table, table_fingerprint, write_table
+from mudata.publish.table_hash import KIND
+from mudata.registry.lookup import get_entry
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 

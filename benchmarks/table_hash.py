@@ -1,16 +1,16 @@
-"""Benchmark: the cost of ``table_sha256`` (:mod:`mudata.table_hash`), in rows per second.
+"""Benchmark: the cost of ``table_sha256`` (:mod:`mudata.publish.table_hash`), in rows per second.
 
 ``mudata.load`` hashes a cached table's rows before serving them, and
 ``mudata verify`` hashes the cached rows and the rebuild. This times
-:func:`mudata.table_hash.table_sha256` (SHA-256 over the canonical encoding)
-beside :func:`mudata.table_hash.legacy_sha256` (the old pandas row hashes),
+:func:`mudata.publish.table_hash.table_sha256` (SHA-256 over the canonical encoding)
+beside :func:`mudata.publish.table_hash.legacy_sha256` (the old pandas row hashes),
 on:
 
 * the WISDM table built from the official file in ``../shared/data/wisdm``
   (skipped when absent): 2,869 rows, two text columns and 39 float64 features;
 * a synthetic table of 1,000,000 rows with the same columns (text user ids
   and labels, 39 float64 features), hashed whole and in 100,000-row chunks
-  (:class:`mudata.table_hash.TableHasher`).
+  (:class:`mudata.publish.table_hash.TableHasher`).
 
 Run::
 
@@ -46,10 +46,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mudata.pipeline import build
-from mudata.registry import get_entry
-from mudata.store import read_table
-from mudata.table_hash import TableHasher, legacy_sha256, table_sha256
+from mudata.build.pipeline import build
+from mudata.publish.store import read_table
+from mudata.publish.table_hash import TableHasher, legacy_sha256, table_sha256
+from mudata.registry.lookup import get_entry
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 

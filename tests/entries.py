@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mudata.entry import DatasetEntry
-from mudata.registry import parse_entry
+from mudata.records.entry import DatasetEntry
+from mudata.registry.lookup import parse_entry
 
 
 def entry(

@@ -1,6 +1,6 @@
 """A forgery against the old table hash: relabel rows, keep pandas' 64-bit row hashes.
 
-The old ``table_sha256`` (``mudata.table_hash.legacy_sha256``) was SHA-256 over
+The old ``table_sha256`` (``mudata.publish.table_hash.legacy_sha256``) was SHA-256 over
 ``pd.util.hash_pandas_object(table, index=False)``: one 64-bit hash per row.
 That row hash is a chain of invertible steps (pandas' ``combine_hash_arrays``:
 xor, then multiply by an odd constant, per column; each float column hashed

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mudata.entry import ClassSpec, DatasetEntry, Recipe, RemoteFile, Sensor
+from mudata.records.entry import ClassSpec, DatasetEntry, Recipe, RemoteFile, Sensor
 
 HAR70_HEADER = "timestamp,back_x,back_y,back_z,thigh_x,thigh_y,thigh_z,label"
 HAR70_CHANNELS = ("back_x", "back_y", "back_z", "thigh_x", "thigh_y", "thigh_z")

@@ -16,11 +16,11 @@ import pandas as pd
 import pytest
 
 import mudata
-from mudata.classes import user_sort_key
+from mudata.build.pipeline import row_balance
+from mudata.build.windowing import window_count
 from mudata.errors import UsageError
-from mudata.pipeline import row_balance
-from mudata.registry import get_entry
-from mudata.windowing import window_count
+from mudata.records.classes import user_sort_key
+from mudata.registry.lookup import get_entry
 from tests.official_formats_more import (
     make_harth_zip,
     make_mhealth_zip,

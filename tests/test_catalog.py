@@ -20,7 +20,7 @@ import mudata
 from mudata._resources import builtin_registry_dir
 from mudata.cli import main
 from mudata.errors import RegistryError, UnknownDatasetError
-from mudata.registry import parse_entry
+from mudata.registry.lookup import parse_entry
 from tests.test_registry import _minimal
 from tests.tiny_entry import write_tiny_entry
 

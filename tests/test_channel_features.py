@@ -16,9 +16,7 @@ import pandas as pd
 import pytest
 
 from mudata._resources import builtin_registry_dir
-from mudata.entry import PER_CHANNEL, TRI_AXIAL, Sensor
-from mudata.errors import RegistryError
-from mudata.features import (
+from mudata.build.features import (
     CHANNEL_FEATURE_NAMES,
     FEATURE_NAMES,
     StudyWindows,
@@ -27,9 +25,11 @@ from mudata.features import (
     featurize,
     sensor_columns,
 )
+from mudata.build.windowing import moving_average, window_count
+from mudata.errors import RegistryError
 from mudata.readers.base import SignalTable
-from mudata.registry import load_entry_file, parse_entry
-from mudata.windowing import moving_average, window_count
+from mudata.records.entry import PER_CHANNEL, TRI_AXIAL, Sensor
+from mudata.registry.lookup import load_entry_file, parse_entry
 
 EMG = [f"channel{i}" for i in range(1, 9)]
 

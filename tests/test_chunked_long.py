@@ -24,17 +24,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mudata.entry import RemoteFile
+from mudata.build.pipeline import build_frame, labelled_features
+from mudata.build.userfilter import filter_users
+from mudata.build.validate import validate_table
 from mudata.errors import LimitError, ParseError
-from mudata.pipeline import build_frame, labelled_features
+from mudata.publish.store import table_fingerprint
 from mudata.readers import get_stream_reader
 from mudata.readers.base import Sources
 from mudata.readers.long_stream import stream_long_signals
 from mudata.readers.spool import Spool
 from mudata.readers.tabular import read_long_signals
-from mudata.store import table_fingerprint
-from mudata.userfilter import filter_users
-from mudata.validate import validate_table
+from mudata.records.entry import RemoteFile
 from tests.entries import entry
 from tests.test_chunked_windows import assert_same_rows
 
@@ -604,7 +604,7 @@ def test_a_link_planted_as_a_spool_is_removed_itself_and_the_log_says_so(tmp_pat
     (elsewhere / "keep.txt").write_text("not the build's")
     (spool / "mudata-spool-planted").symlink_to(elsewhere, target_is_directory=True)
     (spool / "mudata-spool-0123456789abcdef").mkdir()  # a killed run's
-    with caplog.at_level(logging.INFO, logger="mudata.pipeline"):
+    with caplog.at_level(logging.INFO, logger="mudata.build.pipeline"):
         build_frame(entry_, data_home=tmp_path / "home", allow_unverified=True)
     assert list(spool.iterdir()) == []
     assert (elsewhere / "keep.txt").read_text() == "not the build's"

@@ -1,6 +1,6 @@
 """The chunked path (stream readers + StudyWindows) against the whole-table path.
 
-The whole path (a reader's whole table, then :func:`mudata.features.featurize`)
+The whole path (a reader's whole table, then :func:`mudata.build.features.featurize`)
 is the reference: every table here is built both ways, and the two must be
 equal bit for bit, whatever the chunk boundaries.
 """
@@ -17,18 +17,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mudata.entry import Recipe, RemoteFile
+from mudata.build.features import StudyWindows, featurize
+from mudata.build.pipeline import build_frame, labelled_features
+from mudata.build.userfilter import filter_users
+from mudata.build.validate import validate_table
+from mudata.build.windowing import DIRECT_MAX_SPAN
 from mudata.errors import LimitError, ParseError, RegistryError
-from mudata.features import StudyWindows, featurize
-from mudata.pipeline import build_frame, labelled_features
+from mudata.publish.store import table_fingerprint
 from mudata.readers import get_stream_reader
 from mudata.readers.base import SignalTable, Sources
 from mudata.readers.har70 import read_har70, stream_har70
 from mudata.readers.stream import SignalStream, coalesced, line_blocks
-from mudata.store import table_fingerprint
-from mudata.userfilter import filter_users
-from mudata.validate import validate_table
-from mudata.windowing import DIRECT_MAX_SPAN
+from mudata.records.entry import Recipe, RemoteFile
 from tests.official_formats import (
     HAR70_CHANNELS,
     har70_csv_bytes,

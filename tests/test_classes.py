@@ -9,12 +9,12 @@ import pandas as pd
 import pytest
 
 import mudata
-from mudata.classes import fold_note, match_classes, user_names, user_sort_key
+from mudata.build.pipeline import build_table, row_balance
 from mudata.drafting.draft import draft_entry
 from mudata.drafting.records import Choices
 from mudata.errors import EmptyResultError, RegistryError
-from mudata.pipeline import build_table, row_balance
 from mudata.readers.base import Sources
+from mudata.records.classes import fold_note, match_classes, user_names, user_sort_key
 from tests.entries import entry
 
 # ---------------------------------------------------------------- the rule
@@ -67,7 +67,7 @@ def test_two_codes_that_are_one_number_are_an_error():
 
 def test_one_mapping_for_features_and_the_table():
     """1.0 in a float column is code 1 for the recipe and for the table's names alike."""
-    from mudata.features import _class_rank
+    from mudata.build.features import _class_rank
 
     e = entry("long-signals", {}, [(1, "one"), (2, "two")])
     labels = pd.Series([1.0, 2.0, 3.0])

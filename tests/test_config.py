@@ -58,7 +58,7 @@ def test_each_cap_reads_its_variable_and_names_it_when_bad(
 
 def test_the_readers_take_their_cap_from_config() -> None:
     """readers/base.py holds no copy of the read cap: its names are config's own objects."""
-    from mudata import archive
+    from mudata.bounds import archive
     from mudata.readers import base
 
     assert base.max_read_bytes is config.max_read_bytes
@@ -106,6 +106,6 @@ def test_mueval_takes_the_variable_names_from_config_not_archive() -> None:
     offenders = [
         path.relative_to(src).as_posix()
         for path in src.rglob("*.py")
-        if "from mudata.archive import" in path.read_text(encoding="utf-8")
+        if "from mudata.bounds.archive import" in path.read_text(encoding="utf-8")
     ]
     assert offenders == []

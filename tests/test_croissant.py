@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import mudata
-from mudata.croissant import CONFORMS_TO, croissant, croissant_type
+from mudata.publish.croissant import CONFORMS_TO, croissant, croissant_type
 
 NAME = "wisdm"
 

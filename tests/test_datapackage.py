@@ -10,7 +10,7 @@ from frictionless import validate
 
 import mudata
 from mudata.errors import StorageError
-from mudata.paths import table_dir
+from mudata.sources.paths import table_dir
 from tests.tiny_entry import write_tiny_entry
 
 CUSTOM = '{ name = "LicenseRef-tiny-terms", title = "Research use only; cite the study", path = "https://example.org/tiny/terms" }'

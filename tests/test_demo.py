@@ -19,7 +19,7 @@ import pytest
 
 import mudata
 from mudata.errors import ChecksumError
-from mudata.registry import get_entry
+from mudata.registry.lookup import get_entry
 from tests.conftest import PROJECT_ROOT, SHARED_DATA
 
 RELEASE = SHARED_DATA / "releases" / "motionsense_sub1-4.tar.gz"

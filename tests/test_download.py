@@ -19,8 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from mudata.download import FetchedFile, fetch_sources
-from mudata.entry import DatasetEntry
 from mudata.errors import (
     ChecksumError,
     DownloadError,
@@ -30,9 +28,11 @@ from mudata.errors import (
     UsageError,
 )
 from mudata.files import sha256_file
-from mudata.paths import raw_dir
 from mudata.readers.base import Sources
-from mudata.registry import get_entry, parse_entry
+from mudata.records.entry import DatasetEntry
+from mudata.registry.lookup import get_entry, parse_entry
+from mudata.sources.download import FetchedFile, fetch_sources
+from mudata.sources.paths import raw_dir
 
 if TYPE_CHECKING:
     from tests.http_server import HTTPTestServer
@@ -238,7 +238,7 @@ def _stderr_of_fetch(url: str, home: Path, n_retries: int) -> str:
     script = (
         "import sys\n"
         "from mudata.cli_options import configure_logging\n"
-        "from mudata.download import fetch_sources\n"
+        "from mudata.sources.download import fetch_sources\n"
         "from tests.test_download import make_entry, toy_file\n"
         "configure_logging(0)\n"
         "try:\n"
@@ -631,7 +631,7 @@ def test_unverified_file_allowed_with_a_warning(
     served_toy: HTTPTestServer, home: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     entry = make_entry(toy_file(served_toy.url + "/toy.zip", sha256=None, members=False))
-    with caplog.at_level(logging.WARNING, logger="mudata.download"):
+    with caplog.at_level(logging.WARNING, logger="mudata.sources.download"):
         [fetched] = fetch_sources(entry, data_home=home, delay=0, allow_unverified=True)
     assert (fetched.sha256, fetched.verified) == (sha(TOY_ZIP), False)
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
@@ -728,7 +728,7 @@ def test_killed_download_leaves_no_file_under_the_target_name(
     served_toy.stall_after = 100
     script = (
         "import sys; from pathlib import Path; from tests.test_download import make_entry, toy_file; "
-        "from mudata.download import fetch_sources; "
+        "from mudata.sources.download import fetch_sources; "
         "fetch_sources(make_entry(toy_file(sys.argv[1])), data_home=Path(sys.argv[2]), progress=False)"
     )
     root = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Tests of the feature recipes (mudata.features) and of the windowing helpers.
+"""Tests of the feature recipes (mudata.build.features) and of the windowing helpers.
 
 The vectorised recipes are checked against a plain per-window reference written
 here from the text of DATASETS.md, and against values computed by hand.
@@ -16,8 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mudata.errors import RegistryError
-from mudata.features import (
+from mudata.build.features import (
     REASON_CONSTANT,
     REASON_MISSING,
     REASON_SHORT,
@@ -25,10 +24,11 @@ from mudata.features import (
     featurize,
     sensor_features,
 )
+from mudata.build.windowing import DIRECT_MAX_SPAN, moving_average, running_means, window_count
+from mudata.errors import RegistryError
 from mudata.readers.base import SignalTable, Sources
 from mudata.readers.gestures import read_gestures
 from mudata.readers.har70 import read_har70
-from mudata.windowing import DIRECT_MAX_SPAN, moving_average, running_means, window_count
 from tests.conftest import GESTURES_ZIP
 from tests.official_formats import gestures_entry, har70_entry, make_har70_zip
 

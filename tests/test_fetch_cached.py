@@ -1,6 +1,6 @@
 """A cached fetch reads no row unless the file changed; a read never writes (issue 31, item 6).
 
-Rows hashed are counted by :func:`mudata.table_hash.rows_hashed`, which the
+Rows hashed are counted by :func:`mudata.publish.table_hash.rows_hashed`, which the
 real hash increments: nothing here replaces it.
 """
 
@@ -18,8 +18,8 @@ from click.testing import CliRunner
 
 import mudata
 from mudata.cli import main
-from mudata.store import read_provenance, stamp_path, unchanged_since_written
-from mudata.table_hash import rows_hashed, table_sha256
+from mudata.publish.store import read_provenance, stamp_path, unchanged_since_written
+from mudata.publish.table_hash import rows_hashed, table_sha256
 from tests.tiny_entry import write_tiny_entry
 
 

@@ -25,12 +25,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mudata.entry import DatasetEntry
+from mudata.build.pipeline import build_table
 from mudata.errors import MudataError
-from mudata.pipeline import build_table
 from mudata.readers import get_reader
 from mudata.readers.base import Sources
-from mudata.registry import get_entry, parse_entry
+from mudata.records.entry import DatasetEntry
+from mudata.registry.lookup import get_entry, parse_entry
 from tests import official_formats as of
 from tests.conftest import WISDM_DIR
 

@@ -34,8 +34,8 @@ import pytest
 from click.testing import CliRunner
 
 import mudata
+from mudata.build.pipeline import build_frame, parquet_path
 from mudata.cli import main
-from mudata.download import fetch_sources
 from mudata.errors import (
     ChecksumError,
     CorruptTableError,
@@ -48,11 +48,11 @@ from mudata.errors import (
     UnpinnedMemberError,
     UsageError,
 )
-from mudata.paths import raw_dir
-from mudata.pipeline import build_frame, parquet_path
+from mudata.publish.store import load_table
 from mudata.readers.base import Pin, Pins, Sources
-from mudata.registry import parse_entry
-from mudata.store import load_table
+from mudata.registry.lookup import parse_entry
+from mudata.sources.download import fetch_sources
+from mudata.sources.paths import raw_dir
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 MEMBER = "toy/data.csv"
@@ -499,7 +499,7 @@ def test_verify_rebuilds_from_the_download_cache_and_never_downloads(
     path = parquet_path(parse_entry(entry), home)
     frame, record = load_table(path)
     frame.loc[1, "f1"] += 1.0
-    record["table_sha256"] = mudata.store.table_fingerprint(frame)
+    record["table_sha256"] = mudata.publish.store.table_fingerprint(frame)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -823,8 +823,8 @@ def test_broken_user_entry_shadowing_a_builtin_fails_alone(tmp_path: Path, monke
     (registry / "wisdm.toml").write_text('name = "wisdm"\ntitle = 3\n', encoding="utf-8")
     monkeypatch.setenv("MUDATA_REGISTRY", str(registry))
     with pytest.raises(RegistryError, match="wisdm.toml"):
-        mudata.registry.get_entry("wisdm")
-    assert mudata.registry.get_entry("gestures").name == "gestures"
+        mudata.registry.lookup.get_entry("wisdm")
+    assert mudata.registry.lookup.get_entry("gestures").name == "gestures"
 
 
 def test_ftp_url_is_a_clean_download_error(tmp_path: Path) -> None:
@@ -884,7 +884,7 @@ def test_latin1_in_every_text_reader_is_a_parse_error(tmp_path: Path, reader: st
     if reader == "wisdm":
         from mudata.readers.wisdm import read_wisdm_arff as read
 
-        entry = mudata.registry.get_entry("wisdm")
+        entry = mudata.registry.lookup.get_entry("wisdm")
         members = [
             ("WISDM_ar_v1.1/WISDM_ar_v1.1_transformed.arff", b"@relation " + bad + b"\n@data\n")
         ]
@@ -1096,8 +1096,8 @@ def test_concurrent_builds_of_one_dataset_build_it_once(local_toy: tuple[dict, P
     """The second process waits for the lock, then serves what the first one built."""
     entry, home = local_toy
     script = (
-        "import json, sys; from mudata.registry import parse_entry; "
-        "from mudata.pipeline import build_frame; "
+        "import json, sys; from mudata.registry.lookup import parse_entry; "
+        "from mudata.build.pipeline import build_frame; "
         "e = parse_entry(json.loads(sys.argv[1])); "
         "import os; path = build_frame(e, data_home=sys.argv[2], progress=False)[0]; "
         "print(os.stat(path).st_ino)"
@@ -1139,7 +1139,7 @@ def test_archive_of_more_members_than_the_cap_is_refused_naming_both(
     tmp_path: Path, kind: str
 ) -> None:
     # Here, not at the top: the archive index is the unit under attack.
-    from mudata.archive import MEMBERS_ENV, ArchiveIndex
+    from mudata.bounds.archive import MEMBERS_ENV, ArchiveIndex
 
     path = _many_members(tmp_path / f"many.{kind}", 30, kind)
     with pytest.raises(LimitError) as caught:
@@ -1182,7 +1182,7 @@ def _parquet_bomb(rows: int = 200_000, columns: int = 50) -> bytes:
 
 def test_parquet_footer_declaring_too_much_is_refused_unread(tmp_path: Path) -> None:
     # Here, not at the top: the footer check is the unit under attack.
-    from mudata.parquet_bounds import check_parquet
+    from mudata.bounds.parquet import check_parquet
 
     bomb = _parquet_bomb()
     assert len(bomb) < 1_000_000
@@ -1279,7 +1279,7 @@ def test_linear_patterns_keep_python_unicode_classes() -> None:
 
 def test_entry_with_more_classes_than_the_cap_is_refused_before_the_schema() -> None:
     # Here, not at the top: the cap is read from the unit under test.
-    from mudata.registry import MAX_CLASSES
+    from mudata.registry.lookup import MAX_CLASSES
 
     data = {
         "name": "many",
@@ -1396,7 +1396,7 @@ def test_a_killed_build_s_part_files_go_at_the_next_run_that_finds_the_table_bui
 
 def test_windows_all_dropped_for_huge_signals_say_so(tmp_path: Path) -> None:
     # Here, not at the top: the long-signals layout of tests/test_long_signals.py.
-    from mudata.pipeline import build_table
+    from mudata.build.pipeline import build_table
     from tests.entries import entry
     from tests.test_long_signals import PATH_OPTIONS, WALK_SIT
 
@@ -1577,7 +1577,7 @@ def test_a_whole_read_past_the_cap_is_refused_naming_member_size_and_cap(
 def test_caps_parse_option_and_environment_alike(
     function: str, value: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mudata import archive
+    from mudata.bounds import archive
 
     parse = getattr(archive, function)
     with pytest.raises(UsageError, match=f"^{function} must be a positive"):
@@ -1666,10 +1666,10 @@ def test_the_spool_folder_is_private_and_gone_after_an_interrupt_mid_stream(
 _BOMB_SCRIPT = """
 import gzip, os, sys, zipfile, zlib
 from pathlib import Path
-from mudata.download import fetch_sources
+from mudata.sources.download import fetch_sources
 from mudata.errors import LimitError
 from mudata.readers.base import Sources
-from mudata.registry import parse_entry
+from mudata.registry.lookup import parse_entry
 
 folder, size = Path(sys.argv[1]), int(sys.argv[2])
 block = b"0" * 2**20  # not NUL: a gzip of NUL bytes also reads as an empty tar

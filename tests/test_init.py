@@ -14,7 +14,7 @@ from click.testing import CliRunner
 import mudata
 from mudata.cli import main
 from mudata.drafting.draft import draft_entry
-from mudata.registry import load_entry_file
+from mudata.registry.lookup import load_entry_file
 
 
 def hmp_folder(root: Path, rng: np.random.Generator, users=("f1", "f2", "m1"), n=400) -> Path:

@@ -30,13 +30,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mudata
+from mudata.build.pipeline import build_table
 from mudata.cli import main
 from mudata.drafting.draft import draft_entry
 from mudata.errors import MissingFileError, MudataError, ParseError, RegistryError
-from mudata.pipeline import build_table
 from mudata.readers.annotations import read_annotated_signals
 from mudata.readers.base import Sources
-from mudata.registry import parse_entry
+from mudata.registry.lookup import parse_entry
 from tests.annotated_releases import CLASSES, RATE, Release, write_release
 
 WINDOW = 3 * RATE  # init's default window, 3 s

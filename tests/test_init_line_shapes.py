@@ -27,7 +27,7 @@ from mudata.readers.base import Sources
 from mudata.readers.lines import LineOptions, checked_line_options, prepare_lines
 from mudata.readers.long_stream import stream_long_signals
 from mudata.readers.tabular import read_long_signals
-from mudata.registry import parse_entry
+from mudata.registry.lookup import parse_entry
 
 RATE = 50
 ROWS = 400  # per class and file: 2 windows of 3 s at 50 Hz

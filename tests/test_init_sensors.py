@@ -20,14 +20,14 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mudata.build.features import FEATURE_NAMES, channel_columns
+from mudata.build.windowing import window_count
 from mudata.cli import main as mudata_main
 from mudata.drafting.draft import draft_entry
 from mudata.drafting.records import Choices
 from mudata.drafting.sensors import group_channels
 from mudata.errors import UsageError
-from mudata.features import FEATURE_NAMES, channel_columns
-from mudata.registry import parse_entry
-from mudata.windowing import window_count
+from mudata.registry.lookup import parse_entry
 from tests.release_shapes import EMG_NAMES, emg_gesture_series
 from tests.test_init_release_shapes import walk
 

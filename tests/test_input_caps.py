@@ -20,8 +20,8 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from mudata.bounds.parquet import MAX_PARQUET_COLUMNS, check_csv_header
 from mudata.errors import LimitError, ParseError
-from mudata.parquet_bounds import MAX_PARQUET_COLUMNS, check_csv_header
 from mudata.readers.base import Sources
 from mudata.readers.tabular import (
     MAX_TABLE_MEMBERS,
@@ -29,8 +29,8 @@ from mudata.readers.tabular import (
     read_feature_table,
     read_long_signals,
 )
-from mudata.registry import MAX_CLASSES as REGISTRY_MAX_CLASSES
-from mudata.registry import parse_entry
+from mudata.registry.lookup import MAX_CLASSES as REGISTRY_MAX_CLASSES
+from mudata.registry.lookup import parse_entry
 from mueval.cli.main import main
 from mueval.data.cohorts import read_cohorts_file, resolve_cohorts
 from mueval.data.table import MAX_CLASSES, MAX_SCORE_CELLS, load_data

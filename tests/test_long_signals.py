@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mudata.build.pipeline import build_table
 from mudata.errors import ParseError, RegistryError
-from mudata.pipeline import build_table
 from mudata.readers.base import Sources
 from mudata.readers.tabular import read_long_signals
 from tests.entries import entry

@@ -23,11 +23,11 @@ from pathlib import Path
 import pytest
 
 import mudata
-from mudata.download import fetch_sources
 from mudata.errors import ChecksumError, MissingFileError, UnverifiedDataError, UsageError
 from mudata.files import sha256_file
-from mudata.registry import get_entry, parse_entry
-from mudata.store import load_table
+from mudata.publish.store import load_table
+from mudata.registry.lookup import get_entry, parse_entry
+from mudata.sources.download import fetch_sources
 from tests.conftest import PROJECT_ROOT, SHARED_DATA
 
 RELEASE = SHARED_DATA / "releases" / "motionsense_sub1-4.tar.gz"

@@ -13,7 +13,7 @@ import pytest
 
 import mudata
 from mudata.errors import ChecksumError, MissingFileError, UsageError
-from mudata.registry import load_entry_file
+from mudata.registry.lookup import load_entry_file
 
 
 def write_users(folder: Path, users: list[str], rng: np.random.Generator) -> None:
@@ -87,18 +87,18 @@ def test_an_unpinned_glob_needs_allow_unverified_and_then_reads_its_files(tmp_pa
     with pytest.raises(
         UsageError, match="no sha256 for the files its glob finds.*allow_unverified=True"
     ):
-        mudata.pipeline.build(entry, data_home=tmp_path / "home")
-    path = mudata.pipeline.build(entry, data_home=tmp_path / "home", allow_unverified=True)
-    record = mudata.store.read_provenance(path)
+        mudata.build.pipeline.build(entry, data_home=tmp_path / "home")
+    path = mudata.build.pipeline.build(entry, data_home=tmp_path / "home", allow_unverified=True)
+    record = mudata.publish.store.read_provenance(path)
     (file_record,) = record["files"]
     assert file_record["verified_at_build"] is False and file_record["glob"] == "*.csv"
     assert sorted(file_record["unpinned"]) == ["csv/u1.csv", "csv/u2.csv", "csv/u3.csv"]
     assert record["counts"]["users"] == 3
     # a file added under the unpinned glob is seen: the table is built again
     write_users(tmp_path / "data" / "csv", ["u4"], np.random.default_rng(9))
-    assert not mudata.pipeline.is_built(entry, tmp_path / "home")
-    path = mudata.pipeline.build(entry, data_home=tmp_path / "home", allow_unverified=True)
-    assert mudata.store.read_provenance(path)["counts"]["users"] == 4
+    assert not mudata.build.pipeline.is_built(entry, tmp_path / "home")
+    path = mudata.build.pipeline.build(entry, data_home=tmp_path / "home", allow_unverified=True)
+    assert mudata.publish.store.read_provenance(path)["counts"]["users"] == 4
 
 
 def test_pinned_glob_is_verified_and_labelled_first_use(tmp_path):
@@ -107,8 +107,8 @@ def test_pinned_glob_is_verified_and_labelled_first_use(tmp_path):
     pins = {p.name: sha(p) for p in sorted(folder.glob("*.csv"))}
     toml = tmp_path / "globbed.toml"
     toml.write_text(entry_text("data", "*.csv", pins), encoding="utf-8")
-    path = mudata.pipeline.build(load_entry_file(toml), data_home=tmp_path / "home")
-    (file_record,) = mudata.store.read_provenance(path)["files"]
+    path = mudata.build.pipeline.build(load_entry_file(toml), data_home=tmp_path / "home")
+    (file_record,) = mudata.publish.store.read_provenance(path)["files"]
     assert file_record["verified_at_build"] is True
     assert file_record["hashes"] == "first-use"
     assert file_record["members"] == pins
@@ -123,7 +123,7 @@ def test_a_changed_file_set_names_added_and_missing_files(tmp_path):
     (folder / "u3.csv").unlink()
     write_users(folder, ["u4"], np.random.default_rng(3))
     with pytest.raises(ChecksumError, match=r"added \['u4.csv'\]; missing \['u3.csv'\]") as info:
-        mudata.pipeline.build(
+        mudata.build.pipeline.build(
             load_entry_file(toml), data_home=tmp_path / "home", allow_unverified=True
         )
     assert "--allow-unverified" not in str(info.value)  # it does not help here
@@ -140,12 +140,12 @@ def test_a_glob_over_an_archive_checks_the_same_file_set(tmp_path):
     pins = {f"release/{p.name}": sha(p) for p in sorted(folder.glob("*.csv"))}
     toml = tmp_path / "globbed.toml"
     toml.write_text(entry_text("data.zip", "release/*.csv", pins), encoding="utf-8")
-    path = mudata.pipeline.build(load_entry_file(toml), data_home=tmp_path / "home")
-    assert mudata.store.read_provenance(path)["files"][0]["verified_at_build"] is True
+    path = mudata.build.pipeline.build(load_entry_file(toml), data_home=tmp_path / "home")
+    assert mudata.publish.store.read_provenance(path)["files"][0]["verified_at_build"] is True
     extra = dict(pins, **{"release/u9.csv": "0" * 64})
     toml.write_text(entry_text("data.zip", "release/*.csv", extra), encoding="utf-8")
     with pytest.raises(ChecksumError, match=r"added none; missing \['release/u9.csv'\]"):
-        mudata.pipeline.build(load_entry_file(toml), data_home=tmp_path / "home", force=True)
+        mudata.build.pipeline.build(load_entry_file(toml), data_home=tmp_path / "home", force=True)
 
 
 def test_a_glob_matching_nothing_says_so(tmp_path):
@@ -153,6 +153,6 @@ def test_a_glob_matching_nothing_says_so(tmp_path):
     toml = tmp_path / "globbed.toml"
     toml.write_text(entry_text("data", "*.parquet"), encoding="utf-8")
     with pytest.raises(MissingFileError, match=r"holds no file matching the glob '\*\.parquet'"):
-        mudata.pipeline.build(
+        mudata.build.pipeline.build(
             load_entry_file(toml), data_home=tmp_path / "home", allow_unverified=True
         )

@@ -15,7 +15,7 @@ import pytest
 import mudata
 from mudata._resources import builtin_registry_dir
 from mudata.errors import MissingFileError
-from mudata.store import PROVENANCE_KEY, write_table
+from mudata.publish.store import PROVENANCE_KEY, write_table
 
 WISDM_ARFF_SHA256 = "b083abfe759dea1b8f5eae01f2bef135bbecb25246c8d1eb52afdbfadd3e883a"
 GESTURES_SHA256 = "4a6c5ac1d408f8405d456e0404b424b905ea49425c663fb08f0c3ab341efd32d"

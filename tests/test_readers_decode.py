@@ -18,7 +18,7 @@ from mudata.errors import LimitError, ParseError, RegistryError
 from mudata.readers.base import Sources
 from mudata.readers.decode import decompress, read_mat, sniff_delimited
 from mudata.readers.tabular import read_long_signals
-from mudata.registry import parse_entry
+from mudata.registry.lookup import parse_entry
 from tests.hostile_inputs import mat_bomb
 
 

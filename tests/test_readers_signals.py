@@ -13,15 +13,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mudata.build.features import feature_columns, featurize
 from mudata.errors import MissingFileError, ParseError, RegistryError
-from mudata.features import feature_columns, featurize
 from mudata.readers import get_reader, har70
 from mudata.readers.base import FeatureTable, SignalTable, Sources
 from mudata.readers.gestures import read_gestures
 from mudata.readers.har70 import read_har70
 from mudata.readers.opportunity import read_opportunity
 from mudata.readers.tabular import read_feature_table, read_long_signals
-from mudata.registry import load_entry_file
+from mudata.registry.lookup import load_entry_file
 from tests.conftest import GESTURES_ZIP, PROJECT_ROOT
 from tests.official_formats import (
     HAR70_CHANNELS,

@@ -10,7 +10,7 @@ import pytest
 from mudata._resources import builtin_registry_dir
 from mudata.errors import RegistryError, UnknownDatasetError
 from mudata.readers import available_readers, get_reader
-from mudata.registry import get_entry, load_entry_file, load_registry, parse_entry
+from mudata.registry.lookup import get_entry, load_entry_file, load_registry, parse_entry
 
 BUILTIN = sorted(p.stem for p in builtin_registry_dir().glob("*.toml"))
 

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from mudata.cli import main
 from mudata.errors import RegistryError
-from mudata.registry import load_registry, parse_entry, spdx_titles
+from mudata.registry.lookup import load_registry, parse_entry, spdx_titles
 from tests.test_registry import _minimal
 
 

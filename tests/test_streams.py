@@ -19,15 +19,15 @@ import pytest
 from click.testing import CliRunner
 
 import mudata
+from mudata.build.pipeline import build_table
 from mudata.cli import main
 from mudata.drafting.sensors import group_channels, stream_sensors
-from mudata.entry import TRI_AXIAL
 from mudata.errors import ParseError, RegistryError
-from mudata.pipeline import build_table
 from mudata.readers.base import Sources
 from mudata.readers.long_stream import stream_long_signals
 from mudata.readers.streams import resample_linear
 from mudata.readers.tabular import read_long_signals
+from mudata.records.entry import TRI_AXIAL
 from tests.entries import entry
 from tests.stream_shapes import Stream, Written, kept_samples, stream_label, write_multiplexed
 from tests.test_init_release_shapes import walk

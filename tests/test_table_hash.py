@@ -1,4 +1,4 @@
-"""``table_sha256``: SHA-256 over the canonical encoding of mudata.table_hash's docstring."""
+"""``table_sha256``: SHA-256 over the canonical encoding of mudata.publish.table_hash's docstring."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from mudata.errors import ValidationError
-from mudata.table_hash import BLOCK_ROWS, TableHasher, legacy_sha256, table_sha256
+from mudata.publish.table_hash import BLOCK_ROWS, TableHasher, legacy_sha256, table_sha256
 from tests.forge import relabel_keeping_row_hashes
 
 PACK = {

@@ -9,8 +9,8 @@ import pandas as pd
 import pandera.pandas as pa
 import pytest
 
+from mudata.build.validate import feature_table_schema, validate_table
 from mudata.errors import ValidationError
-from mudata.validate import feature_table_schema, validate_table
 
 CLASSES = ["walk", "sit"]
 MIN_PER_CLASS = 2

@@ -14,9 +14,9 @@ from click.testing import CliRunner
 
 import mudata
 from mudata.cli import main
-from mudata.paths import home_identity
-from mudata.store import PROVENANCE_KEY, read_provenance, table_fingerprint
-from mudata.table_hash import KIND, LEGACY_KIND, legacy_sha256
+from mudata.publish.store import PROVENANCE_KEY, read_provenance, table_fingerprint
+from mudata.publish.table_hash import KIND, LEGACY_KIND, legacy_sha256
+from mudata.sources.paths import home_identity
 from tests.forge import relabel_keeping_row_hashes
 
 TABLE = Path("wisdm") / "wisdm.parquet"

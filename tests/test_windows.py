@@ -23,11 +23,11 @@ import pytest
 from click.testing import CliRunner
 
 import mudata
+from mudata.build.window_build import build_windows, windows_path
 from mudata.cli import main as mudata_main
 from mudata.errors import CorruptTableError, MudataUsageError
-from mudata.registry import get_entry, load_registry
-from mudata.window_build import build_windows, windows_path
-from mudata.window_store import PROVENANCE_KEY, read_windows
+from mudata.publish.window_store import PROVENANCE_KEY, read_windows
+from mudata.registry.lookup import get_entry, load_registry
 from tests.motionsense_release import member_bytes, release_zip
 from tests.official_formats import make_har70_zip, make_opportunity_zip, opportunity_entry
 from tests.official_formats_more import (
@@ -300,7 +300,7 @@ def test_every_study_window_builtin_lines_up_with_its_table(name: str, tmp_path:
     options = {"data_home": tmp_path / "home", "manual_dir": tmp_path / "release", **SOURCE}
     path, windows = build_windows(entry, **options)
     # The feature table, as load serves it (build_windows built it first).
-    table = mudata.pipeline.build_frame(entry, **options)[1]
+    table = mudata.build.pipeline.build_frame(entry, **options)[1]
     assert path == windows_path(entry, tmp_path / "home")
     assert windows.groups.tolist() == table["userid"].astype(str).tolist()
     assert windows.y.tolist() == table["label"].astype(str).tolist()

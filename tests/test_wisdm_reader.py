@@ -7,12 +7,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from mudata.build.pipeline import build_table
+from mudata.build.userfilter import filter_users
 from mudata.errors import EmptyResultError, ParseError
-from mudata.pipeline import build_table
 from mudata.readers import Sources
 from mudata.readers.wisdm import read_wisdm_arff
-from mudata.registry import get_entry
-from mudata.userfilter import filter_users
+from mudata.registry.lookup import get_entry
 
 ATTRIBUTES = (
     ["UNIQUE_ID", "user"]

@@ -40,8 +40,8 @@ from mudata.version import __version__
 
 if TYPE_CHECKING:
     from mudata.api import fetch, load, provenance, verify
-    from mudata.catalog import dataset_info as info
-    from mudata.catalog import list_datasets as list
+    from mudata.registry.catalog import dataset_info as info
+    from mudata.registry.catalog import list_datasets as list
 
 
 __all__ = [
@@ -62,10 +62,10 @@ _LAZY = {
     "load": ("mudata.api", "load"),
     "provenance": ("mudata.api", "provenance"),
     "verify": ("mudata.api", "verify"),
-    # ``list`` and ``info`` are functions of mudata.catalog under names that do
+    # ``list`` and ``info`` are functions of mudata.registry.catalog under names that do
     # not shadow the builtin ``list`` inside it.
-    "list": ("mudata.catalog", "list_datasets"),
-    "info": ("mudata.catalog", "dataset_info"),
+    "list": ("mudata.registry.catalog", "list_datasets"),
+    "info": ("mudata.registry.catalog", "dataset_info"),
 }
 
 

@@ -53,3 +53,6 @@ def check_ours(module: ModuleType | None = None) -> ModuleType:
         )
         raise ImportError(message)
     return module
+
+
+__all__ = ["DISTRIBUTION", "MARKER", "check_ours", "wrong_mudata_message"]

@@ -29,3 +29,6 @@ def builtin_registry_dir() -> Path:
 def schemas_dir() -> Path:
     """Folder holding the registry JSON Schema."""
     return _locate("schemas")
+
+
+__all__ = ["builtin_registry_dir", "schemas_dir"]

@@ -6,13 +6,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mudata._identity import check_ours
-from mudata.audit import Verification, verify_table
+from mudata.build.audit import Verification, verify_table
+from mudata.build.pipeline import build_frame, parquet_path
+from mudata.build.window_build import build_windows, check_windowed
 from mudata.errors import MissingFileError
-from mudata.pipeline import build_frame, parquet_path
-from mudata.registry import get_entry
-from mudata.store import read_provenance
-from mudata.window_build import build_windows, check_windowed
-from mudata.window_store import read_provenance as read_window_provenance
+from mudata.publish.store import read_provenance
+from mudata.publish.window_store import read_provenance as read_window_provenance
+from mudata.registry.lookup import get_entry
 
 if TYPE_CHECKING:
     from sklearn.utils import Bunch

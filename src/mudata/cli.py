@@ -29,9 +29,9 @@ from mudata.cli_options import (
     verbose_option,
 )
 from mudata.display import plain
-from mudata.entry import DatasetEntry, RemoteFile
 from mudata.errors import MudataError, MudataUsageError, RegistryError
-from mudata.registry import get_entry, install_entry, load_registry
+from mudata.records.entry import DatasetEntry, RemoteFile
+from mudata.registry.lookup import get_entry, install_entry, load_registry
 
 check_ours()  # `mudata` may resolve to scverse's package (same import name)
 
@@ -84,7 +84,7 @@ def list_command(data_home: Path | None, as_json: bool, table_format: str) -> No
     if as_json and table_format != "text":
         raise click.UsageError("give --json or --table, not both")
     # Here, not at the top: is a table built, and its provenance, need pyarrow.
-    from mudata.catalog import dataset_info, size_text, users_text
+    from mudata.registry.catalog import dataset_info, size_text, users_text
 
     broken: dict[str, RegistryError] = {}
     entries = load_registry(data_home, broken=broken)
@@ -156,7 +156,7 @@ def info_command(name: str, data_home: Path | None, as_json: bool) -> None:
     """Describe dataset NAME: built or not, download size, users, files and hashes,
     classes, recipe, licence, citation."""
     # Here, not at the top: is a table built, and its provenance, need pyarrow.
-    from mudata.catalog import dataset_info, size_text
+    from mudata.registry.catalog import dataset_info, size_text
 
     info = dataset_info(name, data_home=data_home)
     entry = info.entry
@@ -380,3 +380,15 @@ def register_command(
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
+
+
+__all__ = [
+    "MudataGroup",
+    "fetch_command",
+    "info_command",
+    "list_command",
+    "main",
+    "register_command",
+    "users_line",
+    "verify_command",
+]

@@ -64,3 +64,6 @@ def init_command(
     click.echo("\n".join(map(plain, draft.report)), err=True)
     click.echo(f"draft written to {target}; edit it, then: mudata register {target}", err=True)
     click.echo(str(target))
+
+
+__all__ = ["init_command"]

@@ -152,3 +152,27 @@ class InternalError(MudataError, RuntimeError):
 #: file (a 256 MiB "header", a name with escape sequences) cannot blow up or
 #: spoof a message, a log or a terminal.
 excerpt = shown
+
+
+__all__ = [
+    "CLI_WORDS",
+    "ChecksumError",
+    "CorruptTableError",
+    "DownloadError",
+    "EmptyResultError",
+    "InternalError",
+    "LimitError",
+    "MissingFileError",
+    "MudataError",
+    "MudataUsageError",
+    "ParseError",
+    "RegistryError",
+    "StorageError",
+    "UnknownDatasetError",
+    "UnpinnedMemberError",
+    "UnverifiedDataError",
+    "UsageError",
+    "ValidationError",
+    "cli_message",
+    "excerpt",
+]

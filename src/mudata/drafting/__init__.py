@@ -25,3 +25,5 @@ Modules, in the order the draft is made:
 - :mod:`~mudata.drafting.draft` -- :func:`~mudata.drafting.draft.draft_entry`,
   the steps above in order.
 """
+
+__all__: list[str] = []

@@ -289,3 +289,12 @@ def annotation_report(frame: pd.DataFrame) -> list[str]:
             f"name a key no signal file has (lines {shown}); not used"
         )
     return lines
+
+
+__all__ = [
+    "READER",
+    "annotation_report",
+    "named_classes",
+    "path_pattern",
+    "propose_annotated_layout",
+]

@@ -418,3 +418,15 @@ def _class_names(annotation: Annotation, name: str, data: bytes) -> None:
         annotation.names = names
         annotation.names_file = name
         annotation.notes.append(f"class names: from {name} ({len(names)} codes)")
+
+
+__all__ = [
+    "END_NAMES",
+    "KEY_WORDS",
+    "START_NAMES",
+    "USER_WORDS",
+    "Annotation",
+    "find_annotation",
+    "find_class_names",
+    "path_numbers",
+]

@@ -372,3 +372,26 @@ def check_leaks(roles: Roles, table: pd.DataFrame, labels: pd.Series) -> None:
             roles.left_out[column] = (
                 "a probable label leak (see below); name it in --channels/--features to keep it"
             )
+
+
+__all__ = [
+    "EPOCH_UNITS",
+    "FLAG_VALUES",
+    "INDEX_NAMES",
+    "LABEL_NAMES",
+    "MAX_MISSING",
+    "RECORDING_NAMES",
+    "TIME_NAMES",
+    "TIME_UNITS",
+    "TIME_WORDS",
+    "USER_NAMES",
+    "WINDOW_WORDS",
+    "Roles",
+    "check_leaks",
+    "epoch_unit",
+    "find_roles",
+    "leak_evidence",
+    "non_signal_reason",
+    "resolve",
+    "time_unit",
+]

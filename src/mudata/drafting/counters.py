@@ -152,3 +152,14 @@ def monotone_channels(frame: pd.DataFrame, channels: list[str]) -> dict[str, str
                 f"{max(up, down)} changes)"
             )
     return found
+
+
+__all__ = [
+    "MIN_CHANGES",
+    "MIN_ROWS",
+    "ROWS_PER_RUN",
+    "counter_evidence",
+    "monotone_channels",
+    "monotone_evidence",
+    "significant_digits",
+]

@@ -42,16 +42,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mudata.archive import ArchiveIndex, sniff_kind
-from mudata.classes import (
-    code_text,
-    fold_note,
-    folded_codes,
-    is_numeric_column,
-    match_classes,
-    user_names,
-    user_sort_key,
-)
+from mudata.bounds.archive import ArchiveIndex, sniff_kind
+from mudata.bounds.parquet import check_parquet
+from mudata.build.pipeline import labelled_features
+from mudata.build.userfilter import user_report
 from mudata.display import shown
 from mudata.drafting.advice import INTERNAL_ERRORS, as_advice
 from mudata.drafting.annotated_layout import (
@@ -67,17 +61,23 @@ from mudata.drafting.selection import Selection, format_of, select
 from mudata.drafting.shapes import text_shape
 from mudata.drafting.toml_text import to_toml
 from mudata.drafting.windows import classes_of_too_few_users, window_report
-from mudata.entry import DatasetEntry
 from mudata.errors import LimitError, ParseError, UsageError
 from mudata.files import describe_kind, sha256_file
-from mudata.parquet_bounds import check_parquet
-from mudata.pipeline import labelled_features
 from mudata.readers import get_reader
 from mudata.readers.base import Pin, Pins, RawTable, Sources
 from mudata.readers.decode import SPREADSHEET_MISSING, head, read_mat
 from mudata.readers.lines import checked_line_options, prepare_lines
-from mudata.registry import PLACEHOLDERS, parse_entry
-from mudata.userfilter import user_report
+from mudata.records.classes import (
+    code_text,
+    fold_note,
+    folded_codes,
+    is_numeric_column,
+    match_classes,
+    user_names,
+    user_sort_key,
+)
+from mudata.records.entry import DatasetEntry
+from mudata.registry.lookup import PLACEHOLDERS, parse_entry
 
 WINDOW_SECONDS = 3  # as HAR70+'s study windows (150 samples at 50 Hz)
 
@@ -414,7 +414,7 @@ def _classes(
 ) -> tuple[list[dict[str, Any]], dict[str, int], RawTable, dict[str, list[str]]]:
     """Every label the reader sees, with its count, as ``[[classes]]`` (code = name);
     the reader's table (the reader reads the same whatever the classes); and the labels
-    written differently that one code stands for (:func:`mudata.classes.folded_codes`)."""
+    written differently that one code stands for (:func:`mudata.records.classes.folded_codes`)."""
     probe = parse_entry(
         {**entry_data, "classes": [{"code": "_a", "name": "_a"}, {"code": "_b", "name": "_b"}]}
     )
@@ -455,8 +455,8 @@ def _filter_report(
 
 def _as_built(frame: pd.DataFrame, entry: DatasetEntry) -> pd.DataFrame:
     """The reader's samples with the build's users and classes: ``userid`` named by
-    :func:`mudata.classes.user_names`, ``label`` the class name the build gives
-    (:func:`mudata.classes.match_classes`; ``01`` and ``1`` are one class in a
+    :func:`mudata.records.classes.user_names`, ``label`` the class name the build gives
+    (:func:`mudata.records.classes.match_classes`; ``01`` and ``1`` are one class in a
     numeric column), samples of classes not kept dropped. So that windows
     counted on it are the build's, whatever way a code is written."""
     matched = match_classes(frame["label"], entry, check_seen=False)
@@ -747,3 +747,16 @@ def _resolve_rate(layout: Layout, given: float | None) -> tuple[float, str]:
         "give it with --sampling-rate HZ (samples are read in file order at that rate)"
     )
     raise UsageError(message)
+
+
+__all__ = [
+    "DOC_READ_BYTES",
+    "FEW_USERS",
+    "WINDOW_SECONDS",
+    "Choices",
+    "Collected",
+    "Draft",
+    "collect",
+    "draft_entry",
+    "sniff",
+]

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mudata.classes import is_numeric_column
 from mudata.drafting.columns import (
     EPOCH_UNITS,
     Roles,
@@ -33,6 +32,7 @@ from mudata.drafting.streams import StreamDraft, detect_streams
 from mudata.errors import ParseError, UsageError
 from mudata.readers.decode import data_suffix
 from mudata.readers.tabular import time_values
+from mudata.records.classes import is_numeric_column
 
 # A user id in a file or folder name: letters then digits ("f1", "S01", "subject101") or digits.
 USER_TOKEN = re.compile(r"^[A-Za-z]{0,12}\d+$")
@@ -428,3 +428,6 @@ def propose_layout(
         {**sniffed.line_notes, **comments},
         sensors,
     )
+
+
+__all__ = ["USER_TOKEN", "propose_layout", "time_rate"]

@@ -120,3 +120,6 @@ def null_classes(counts: dict[str, int], documents: dict[str, str] | None = None
 
 def _order(code: str) -> tuple[int, int | str]:
     return (0, int(code)) if code.isdigit() else (1, code)
+
+
+__all__ = ["NULL_NAMES", "Flagged", "legend", "null_classes"]

@@ -354,3 +354,15 @@ def hint(members: list[str], need: tuple[str, ...]) -> str:
         folder = wanted.pop(0)
     name = "".join(pieces) + suffix
     return f"{{{folder}}}/{name}" if folder else name
+
+
+__all__ = [
+    "CLOSE",
+    "LABEL_PREFIXES",
+    "RECORDING_PREFIXES",
+    "USER_PREFIXES",
+    "Field",
+    "PathReading",
+    "hint",
+    "read_paths",
+]

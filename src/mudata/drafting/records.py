@@ -106,3 +106,6 @@ class Layout:
     sensors: list[SensorGroup] = field(default_factory=list)
     #: The reader, when not the layout's generic one (``annotated-signals``).
     reader: str | None = None
+
+
+__all__ = ["Choices", "Layout", "Sniffed"]

@@ -448,3 +448,17 @@ def compile_path_pattern(text: str) -> str:
         message = f"--path-pattern {text!r}: unknown field(s) {sorted(unknown)}; the fields are {list(PATTERN_GROUPS)}"
         raise UsageError(message)
     return pattern
+
+
+__all__ = [
+    "DOC_NAMES",
+    "DOC_SUFFIXES",
+    "FORMATS",
+    "PATTERN_GROUPS",
+    "Selection",
+    "compile_path_pattern",
+    "data_glob",
+    "format_of",
+    "plain_suffix",
+    "select",
+]

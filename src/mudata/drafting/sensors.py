@@ -26,8 +26,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mudata.entry import PER_CHANNEL, TRI_AXIAL
 from mudata.readers.streams import stream_channel
+from mudata.records.entry import PER_CHANNEL, TRI_AXIAL
 
 #: Names of the three axes, as a name may spell them (each set in x, y, z order).
 AXIS_SETS: tuple[tuple[str, str, str], ...] = (("x", "y", "z"), ("roll", "pitch", "yaw"))
@@ -207,3 +207,6 @@ def report_lines(groups: list[SensorGroup]) -> list[str]:
         f"of each channel); edit [[sensors]] to regroup them"
     ]
     return lines + [f"  {g.line()}" for g in groups]
+
+
+__all__ = ["AXIS_SETS", "SensorGroup", "group_channels", "report_lines", "stream_sensors"]

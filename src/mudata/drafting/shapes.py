@@ -154,3 +154,6 @@ def text_shape(text: str) -> Shape:
             shape.header, shape.fields, shape.comment = True, raw, None
             shape.notes.pop("comment")
     return shape
+
+
+__all__ = ["COMMENT_MARKS", "Shape", "text_shape"]

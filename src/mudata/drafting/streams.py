@@ -318,3 +318,15 @@ def detect_streams(
     stream_of = number[codes]
     draft = StreamDraft(keys, list(selectors), align or "slowest", kept, how)
     return draft, stream_of
+
+
+__all__ = [
+    "MAX_KEYS",
+    "MAX_KEY_VALUES",
+    "MIN_RUNS_PER_STREAM",
+    "RATE_TOLERANCE",
+    "SHORT_STEPS",
+    "STEADY_SPREAD",
+    "StreamDraft",
+    "detect_streams",
+]

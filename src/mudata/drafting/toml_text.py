@@ -10,8 +10,8 @@ import json
 import re
 from typing import Any
 
-from mudata.classes import code_text
 from mudata.display import plain
+from mudata.records.classes import code_text
 
 
 def toml_value(value: Any) -> str:
@@ -136,3 +136,6 @@ def to_toml(data: dict[str, Any], counts: dict[str, int], notes: dict[str, Any])
         for member in members:
             lines += ["", *_table("[[files.members]]", member)]
     return "\n".join(lines) + "\n"
+
+
+__all__ = ["to_toml", "toml_key", "toml_value"]

@@ -2,7 +2,7 @@
 
 The study-window recipe cuts each (user, class, recording) sequence into
 windows of ``w`` samples and drops the last start
-(:func:`mudata.windowing.window_count`). From the samples the reader gives,
+(:func:`mudata.build.windowing.window_count`). From the samples the reader gives,
 this module counts, for a window length, the windows of each user and class,
 the users the filter keeps (at least ``min_per_class`` windows of every class),
 and the calibration set each built-in strategy of ``mueval`` would give.
@@ -33,8 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mudata.classes import code_text
-from mudata.windowing import window_count
+from mudata.build.windowing import window_count
+from mudata.records.classes import code_text
 
 #: The protocol's default miscoverage (docs/protocol.md, "Constants").
 DEFAULT_ALPHA = 0.05
@@ -61,7 +61,7 @@ def needed(alpha: float = DEFAULT_ALPHA) -> int:
 
 
 def label_texts(labels: pd.Series) -> np.ndarray:
-    """Each raw label as the registry names codes (:func:`mudata.classes.code_text`: 1.0 is "1")."""
+    """Each raw label as the registry names codes (:func:`mudata.records.classes.code_text`: 1.0 is "1")."""
     codes, uniques = pd.factorize(labels)
     texts = np.array([code_text(u) for u in uniques] + [code_text(None)], dtype=object)
     return texts[codes]  # code -1 (missing) picks the last text, the blank name
@@ -155,7 +155,7 @@ def classes_of_too_few_users(
     """Classes that fewer than 2 users have ``min_per_class`` windows of, even of 0.5 s.
 
     A longer window never gives a sequence more windows
-    (:func:`mudata.windowing.window_count` does not grow with the window), so
+    (:func:`mudata.build.windowing.window_count` does not grow with the window), so
     such a class keeps every table under the 2 users the build needs, whatever
     the window: each kept user must have it. ``frame`` is the reader's signal
     table as the build names users and classes (``userid``, ``label``,
@@ -300,3 +300,20 @@ def window_report(
             )
     lines += _calibration_lines(lengths, table, window, rate, min_per_class, alpha)
     return WindowReport(lines, proposed)
+
+
+__all__ = [
+    "CALIBRATION",
+    "DEFAULT_ALPHA",
+    "WindowReport",
+    "calibration_sizes",
+    "classes_of_too_few_users",
+    "kept_users",
+    "label_segments",
+    "label_texts",
+    "longest_window",
+    "needed",
+    "sequence_lengths",
+    "window_report",
+    "windows_per_user_class",
+]

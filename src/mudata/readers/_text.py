@@ -8,8 +8,8 @@ import io
 import numpy as np
 import pandas as pd
 
-from mudata.entry import DatasetEntry
 from mudata.errors import ParseError, RegistryError
+from mudata.records.entry import DatasetEntry
 
 DEFAULT_ENCODING = "utf-8"
 
@@ -245,3 +245,20 @@ def columns_option(entry: DatasetEntry, key: str, default: dict[str, int]) -> di
     ):
         raise _option_error(entry, key, "a table of channel = column number (>= 1)", value)
     return dict(value)
+
+
+__all__ = [
+    "DEFAULT_ENCODING",
+    "check_encoding",
+    "check_field_counts",
+    "columns_option",
+    "csv_line_of_row",
+    "decode_text",
+    "delimited_field_counts",
+    "first_non_numeric",
+    "int_option",
+    "list_option",
+    "str_option",
+    "text_encoding",
+    "whitespace_field_counts",
+]

@@ -46,7 +46,6 @@ from pathlib import PurePosixPath
 import numpy as np
 import pandas as pd
 
-from mudata.entry import DatasetEntry
 from mudata.errors import ParseError, RegistryError, excerpt
 from mudata.readers._text import check_encoding, list_option, str_option, text_encoding
 from mudata.readers.base import SignalTable, Sources
@@ -60,6 +59,7 @@ from mudata.readers.tabular import (
     text_users,
     time_values,
 )
+from mudata.records.entry import DatasetEntry
 
 log = logging.getLogger(__name__)
 
@@ -726,3 +726,19 @@ def read_annotated_signals(entry: DatasetEntry, sources: Sources) -> SignalTable
     table.attrs["unlabelled"] = unlabelled
     table.attrs["unmatched_intervals"] = [i.line for i in unmatched]
     return SignalTable(table)
+
+
+__all__ = [
+    "LABEL_KEYS",
+    "MAX_INTERVALS",
+    "UNITS",
+    "AnnotatedOptions",
+    "Interval",
+    "LabelOptions",
+    "annotated_options",
+    "check_overlaps",
+    "key_text",
+    "label_options",
+    "read_annotated_signals",
+    "read_intervals",
+]

@@ -24,9 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING, Any
 
-from mudata.archive import ArchiveIndex, sniff_kind
+from mudata.bounds.archive import ArchiveIndex, sniff_kind
 from mudata.config import DEFAULT_MAX_READ_BYTES, READ_ENV, max_read_bytes
-from mudata.entry import DatasetEntry
 from mudata.errors import (
     ChecksumError,
     LimitError,
@@ -40,6 +39,7 @@ from mudata.errors import (
 from mudata.files import links_and_special_files, open_regular
 from mudata.readers.decode import compression_of, decoded_chunks
 from mudata.readers.spool import Spool
+from mudata.records.entry import DatasetEntry
 
 if TYPE_CHECKING:
     # Annotations only: `mudata list` reads the registry, which checks reader
@@ -187,7 +187,7 @@ class Sources:
 
     Members are addressed by their path inside the release with the archive's
     top folder kept (``gestures-dataset/U01/01/01.txt``). A source is either an
-    archive (zip or tar, read through :class:`mudata.archive.ArchiveIndex`), a
+    archive (zip or tar, read through :class:`mudata.bounds.archive.ArchiveIndex`), a
     folder holding the extracted members, or a plain file.
 
     Every member is hashed and checked against its ``pins`` before a reader
@@ -206,7 +206,7 @@ class Sources:
         One per root. A root without pins is read as is and its reads are
         recorded as unverified (tests and direct use of a reader).
     max_expansion : float, optional
-        Expansion cap of archives (see :func:`mudata.archive.max_expansion`).
+        Expansion cap of archives (see :func:`mudata.bounds.archive.max_expansion`).
     max_read : int, optional
         Cap on a member read whole (see :func:`mudata.config.max_read_bytes`).
     spool_dir : Path, optional
@@ -606,3 +606,6 @@ def _read_back(fh: IO[bytes], size: int, member: str) -> bytes:
 
 
 Reader = Callable[["DatasetEntry", Sources], RawTable]
+
+
+__all__ = ["FeatureTable", "Pin", "Pins", "RawTable", "Read", "Reader", "SignalTable", "Sources"]

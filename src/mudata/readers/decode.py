@@ -3,7 +3,7 @@
 * :func:`decoded_chunks` (and :func:`decompress` for whole bytes) -- gzip,
   bzip2 and xz single files (``.csv.gz``, ``.txt.bz2``, ...) and such members
   of archives, decompressed chunk by chunk as they are read, under the archive
-  expansion cap (:func:`mudata.archive.max_expansion`), so that a small
+  expansion cap (:func:`mudata.bounds.archive.max_expansion`), so that a small
   hostile stream cannot fill the memory;
 * :func:`read_mat` -- a MATLAB ``.mat`` file (v4 to v7.2, through
   :func:`scipy.io.loadmat`) as a table of numbered columns; v7.3 files are
@@ -30,7 +30,7 @@ from collections.abc import Collection, Iterable, Iterator
 from pathlib import PurePosixPath
 from typing import IO, TYPE_CHECKING
 
-from mudata.archive import expansion_budget, max_expansion
+from mudata.bounds.archive import expansion_budget, max_expansion
 from mudata.errors import LimitError, MudataError, ParseError, excerpt
 
 if TYPE_CHECKING:
@@ -428,3 +428,22 @@ def sniff_delimited(head: str) -> tuple[str | None, str]:
         if any(_DECIMAL_COMMA.match(f) for f in fields):
             decimal = ","
     return separator, decimal
+
+
+__all__ = [
+    "COMPRESSIONS",
+    "MAT_NUMERIC_CLASSES",
+    "SEPARATORS",
+    "SPREADSHEET_MISSING",
+    "ChunkReader",
+    "compression_of",
+    "data_suffix",
+    "decoded_chunks",
+    "decompress",
+    "head",
+    "mat_arrays",
+    "mat_directory",
+    "plain_name",
+    "read_mat",
+    "sniff_delimited",
+]

@@ -13,7 +13,6 @@ import re
 import numpy as np
 import pandas as pd
 
-from mudata.entry import DatasetEntry
 from mudata.errors import MissingFileError, ParseError, RegistryError, excerpt
 from mudata.readers._text import (
     check_encoding,
@@ -25,6 +24,7 @@ from mudata.readers._text import (
     whitespace_field_counts,
 )
 from mudata.readers.base import SignalTable, Sources
+from mudata.records.entry import DatasetEntry
 
 _MEMBER = re.compile(r"U(\d+)/(\d+)/(\d+)\.txt$")
 DEFAULT_COLUMNS = {"x": 4, "y": 5, "z": 6}
@@ -143,3 +143,6 @@ def read_gestures(entry: DatasetEntry, sources: Sources) -> SignalTable:
         }
     )
     return SignalTable(frame)
+
+
+__all__ = ["DEFAULT_COLUMNS", "read_gestures"]

@@ -31,7 +31,6 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from mudata.config import READ_ENV, max_read_bytes
-from mudata.entry import DatasetEntry
 from mudata.errors import LimitError, MissingFileError, ParseError, excerpt
 from mudata.readers._text import (
     check_encoding,
@@ -44,6 +43,7 @@ from mudata.readers._text import (
 )
 from mudata.readers.base import SignalTable, Sources
 from mudata.readers.stream import CHUNK_BYTES, SignalStream, line_blocks
+from mudata.records.entry import DatasetEntry
 
 CHANNELS = ("back_x", "back_y", "back_z", "thigh_x", "thigh_y", "thigh_z")
 HEADER = ("timestamp", *CHANNELS, "label")
@@ -411,3 +411,6 @@ def stream_har70(
     channels, label, encoding = _options(entry)
     subjects = _subjects(entry, sources)
     return SignalStream(_subject_chunks(subjects, sources, channels, label, encoding, chunk_bytes))
+
+
+__all__ = ["CHANNELS", "HEADER", "read_har70", "stream_har70"]

@@ -125,3 +125,6 @@ def compile_linear(text: str) -> LinearPattern:
             f"make run for hours"
         )
         raise PatternError(message) from None
+
+
+__all__ = ["LinearPattern", "PatternError", "compile_linear"]

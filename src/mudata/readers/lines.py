@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mudata.entry import DatasetEntry
 from mudata.errors import ParseError, RegistryError, excerpt
+from mudata.records.entry import DatasetEntry
 
 #: ``header_line``'s value naming the last comment line before the data.
 LAST_COMMENT = "last-comment"
@@ -174,3 +174,6 @@ def prepare_lines(
     if separator:
         header = re.sub(r"[ \t]*" + re.escape(separator) + r"[ \t]*", separator, header)
     return header + "\n" + body
+
+
+__all__ = ["LAST_COMMENT", "LineOptions", "checked_line_options", "line_options", "prepare_lines"]

@@ -39,7 +39,6 @@ from typing import IO
 import numpy as np
 import pandas as pd
 
-from mudata.entry import DatasetEntry
 from mudata.errors import LimitError, ParseError, excerpt
 from mudata.readers._text import (
     check_encoding,
@@ -66,6 +65,7 @@ from mudata.readers.tabular import (
     time_text,
 )
 from mudata.readers.times import FirstTime, check_offsets
+from mudata.records.entry import DatasetEntry
 
 log = logging.getLogger(__name__)
 
@@ -573,3 +573,6 @@ def stream_long_signals(
     reading = _Reading(entry, sources, options, fmt, header, text_encoding(entry), chunk_bytes)
     attrs: dict = {}
     return SignalStream(_chunks(reading, members, attrs), attrs)
+
+
+__all__ = ["stream_long_signals"]

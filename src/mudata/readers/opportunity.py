@@ -15,7 +15,6 @@ import re
 import numpy as np
 import pandas as pd
 
-from mudata.entry import DatasetEntry
 from mudata.errors import MissingFileError, ParseError, RegistryError, excerpt
 from mudata.readers._text import (
     check_encoding,
@@ -28,6 +27,7 @@ from mudata.readers._text import (
     whitespace_field_counts,
 )
 from mudata.readers.base import SignalTable, Sources
+from mudata.records.entry import DatasetEntry
 
 _MEMBER = re.compile(r"S(\d+)-ADL(\d+)\.dat$")
 N_COLUMNS = 250
@@ -164,3 +164,6 @@ def read_opportunity(entry: DatasetEntry, sources: Sources) -> SignalTable:
             frame[name] = table[columns[name] - 1].to_numpy(dtype=np.float64)
         frames.append(frame)
     return SignalTable(pd.concat(frames, ignore_index=True))
+
+
+__all__ = ["DEFAULT_COLUMNS", "LABEL_COLUMN", "N_COLUMNS", "read_opportunity"]

@@ -137,3 +137,6 @@ class Spool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+__all__ = ["CHECK_EVERY", "IN_MEMORY", "RESERVE", "Spool"]

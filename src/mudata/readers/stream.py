@@ -5,7 +5,7 @@ A reader that can read its members piece by piece also offers a *stream
 reader*, ``(entry, sources, *, chunk_bytes=CHUNK_BYTES) -> SignalStream``
 (listed in :data:`mudata.readers.STREAM_READERS`), whose chunks, laid end to
 end, are the table its whole reader returns. The ``study-window`` recipe
-windows them as they come (:class:`mudata.features.StudyWindows`), so memory
+windows them as they come (:class:`mudata.build.features.StudyWindows`), so memory
 is bounded by a chunk, a few samples per (user, class, recording) and the
 feature rows.
 
@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 from mudata.config import DEFAULT_MAX_READ_BYTES
-from mudata.entry import DatasetEntry
 from mudata.errors import LimitError
 from mudata.readers.base import SignalTable, Sources
+from mudata.records.entry import DatasetEntry
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -162,3 +162,13 @@ def line_blocks(
         yield block
     if pending:
         yield b"".join(pending)
+
+
+__all__ = [
+    "CHUNK_BYTES",
+    "MAX_PENDING_FRAMES",
+    "SignalStream",
+    "StreamReader",
+    "coalesced",
+    "line_blocks",
+]

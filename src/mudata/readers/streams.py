@@ -50,9 +50,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from mudata.classes import is_numeric_column, number_text
-from mudata.entry import DatasetEntry
 from mudata.errors import ParseError, RegistryError, excerpt
+from mudata.records.classes import is_numeric_column, number_text
+from mudata.records.entry import DatasetEntry
 
 log = logging.getLogger(__name__)
 
@@ -532,3 +532,21 @@ def _slowest(
             mixed,
         )
     return Split(out_table, list(columns), None, info)
+
+
+__all__ = [
+    "ALIGNS",
+    "MAX_STREAMS",
+    "MIN_STREAM_ROWS",
+    "STREAM_RECORDING",
+    "Split",
+    "StreamOptions",
+    "key_text",
+    "parse_selector",
+    "resample_linear",
+    "selector_matches",
+    "split_streams",
+    "stream_channel",
+    "stream_name",
+    "stream_options",
+]

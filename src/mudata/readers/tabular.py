@@ -23,10 +23,8 @@ import numpy as np
 import pandas as pd
 from pyarrow import ArrowException
 
-from mudata.classes import user_names
-from mudata.entry import DatasetEntry
+from mudata.bounds.parquet import check_csv_header, check_parquet
 from mudata.errors import LimitError, MissingFileError, ParseError, RegistryError, excerpt
-from mudata.parquet_bounds import check_csv_header, check_parquet
 from mudata.readers._text import (
     check_encoding,
     columns_option,
@@ -41,6 +39,8 @@ from mudata.readers.linear_regex import LinearPattern, PatternError, compile_lin
 from mudata.readers.lines import line_options, prepare_lines
 from mudata.readers.streams import StreamOptions, split_streams, stream_options
 from mudata.readers.times import ParsedTimes, check_offsets, parse_times
+from mudata.records.classes import user_names
+from mudata.records.entry import DatasetEntry
 
 log = logging.getLogger(__name__)
 
@@ -331,7 +331,7 @@ def text_users(
     row_shift: int = 0,
     seen: dict[str, object] | None = None,
 ) -> np.ndarray:
-    """User ids as text (:func:`mudata.classes.user_names`); a blank id is an error.
+    """User ids as text (:func:`mudata.records.classes.user_names`); a blank id is an error.
 
     For a part of a file: ``row_shift`` rows come before ``values`` (for the
     row named), and ``seen`` carries the ids of the parts before it.
@@ -929,3 +929,28 @@ def _split(
         raise ParseError(message)
     found = dataclasses.replace(options, channels=channels, recording_col=split.recording_col)
     return split.table, found, split.info
+
+
+__all__ = [
+    "DEFAULT_MEMBERS",
+    "FORMATS",
+    "MAX_TABLE_MEMBERS",
+    "RESERVED",
+    "TIME_ORDERS",
+    "LongOptions",
+    "check_columns",
+    "check_time",
+    "check_time_blank",
+    "long_options",
+    "matching_members",
+    "numeric_columns",
+    "parse_member",
+    "path_groups",
+    "read_feature_table",
+    "read_long_signals",
+    "text_users",
+    "time_goes_back",
+    "time_numbers",
+    "time_text",
+    "time_values",
+]

@@ -205,3 +205,6 @@ def check_offsets(
         )
         raise ParseError(message)
     return first
+
+
+__all__ = ["FirstTime", "ParsedTimes", "_aware", "check_offsets", "parse_times"]

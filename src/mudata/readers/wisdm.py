@@ -130,3 +130,6 @@ def read_wisdm_arff(entry, sources: Sources) -> FeatureTable:
         len(feature_names),
     )
     return FeatureTable(table)
+
+
+__all__ = ["read_wisdm_arff"]

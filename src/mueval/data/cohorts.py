@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mudata.bounds.parquet import check_csv_header
 from mudata.errors import LimitError as MudataLimitError
-from mudata.parquet_bounds import check_csv_header
 from mueval.data.table import MAX_CLASSES, Table
 from mueval.data.users import user_text, user_texts
 from mueval.errors import DataError, UsageError

@@ -23,10 +23,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from mudata.bounds.parquet import MAX_PARQUET_COLUMNS, check_csv_header, check_parquet
 from mudata.config import EXPANSION_ENV
 from mudata.errors import LimitError as MudataLimitError
 from mudata.errors import ParseError as MudataParseError
-from mudata.parquet_bounds import MAX_PARQUET_COLUMNS, check_csv_header, check_parquet
 from mueval.errors import DataError, UsageError
 from mueval.files import open_input
 
@@ -145,7 +145,7 @@ def user_ids(raw: pd.Series) -> np.ndarray:
     return text.to_numpy(dtype=object)
 
 
-#: Classes a table may hold, as a mudata registry entry (``mudata.registry.MAX_CLASSES``):
+#: Classes a table may hold, as a mudata registry entry (``mudata.registry.lookup.MAX_CLASSES``):
 #: activity datasets have tens; every row's scores take one value per class.
 MAX_CLASSES = 10_000
 #: Columns a table may hold, as a Parquet or CSV input of mudata.

@@ -23,12 +23,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from mudata.bounds.parquet import check_parquet
 from mudata.config import EXPANSION_ENV
 from mudata.display import shown
 from mudata.errors import LimitError as MudataLimitError
 from mudata.errors import ParseError as MudataParseError
 from mudata.files import describe_kind
-from mudata.parquet_bounds import check_parquet
 from mueval.files import restore_formulas
 from mueval.names import USER_CORRECTIONS, USER_FAMILIES
 from mueval.runfolder.columns import run_file_frame

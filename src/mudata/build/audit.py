@@ -8,10 +8,10 @@ rebuilt rows with the cached ones. Builds are deterministic, so the comparison
 is exact: the content hashes are equal or the table differs, and then the
 first differing row is named.
 
-The rows are compared by :func:`mudata.store.table_fingerprint` (SHA-256
-over a canonical encoding, :mod:`mudata.table_hash`), whatever kind of hash
+The rows are compared by :func:`mudata.publish.store.table_fingerprint` (SHA-256
+over a canonical encoding, :mod:`mudata.publish.table_hash`), whatever kind of hash
 the cached table records; then the fields of its provenance that
-:func:`mudata.load` serves (:func:`mudata.pipeline.served_provenance`).
+:func:`mudata.load` serves (:func:`mudata.build.pipeline.served_provenance`).
 
 Three outcomes (see :class:`Verification`): ``verified`` (exit code 0 in the
 CLI), ``differs`` (1) and ``unverifiable`` (2: no table, raw files missing or
@@ -19,7 +19,7 @@ unpinned, an entry changed since the build, a table hashed with the old kind
 of ``table_sha256``, or a table without a build record from this data home).
 Neither the cached table nor the raw files are changed, and nothing is
 downloaded. A table that verifies has the files beside it repaired
-(:func:`mudata.store.repair_descriptors`: ``datapackage.json`` and
+(:func:`mudata.publish.store.repair_descriptors`: ``datapackage.json`` and
 ``croissant.json`` when they disagree with it, and its stamp), as ``mudata
 fetch`` does once it has hashed the rows.
 """
@@ -34,8 +34,14 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from mudata.download import fetch_sources
-from mudata.entry import DatasetEntry
+from mudata.build.pipeline import (
+    MIN_USERS,
+    RECIPE_VERSIONS,
+    build_table,
+    entry_fingerprint,
+    parquet_path,
+    served_provenance,
+)
 from mudata.errors import (
     CorruptTableError,
     MissingFileError,
@@ -44,17 +50,7 @@ from mudata.errors import (
     ValidationError,
     excerpt,
 )
-from mudata.paths import dataset_lock, home_identity
-from mudata.pipeline import (
-    MIN_USERS,
-    RECIPE_VERSIONS,
-    build_table,
-    entry_fingerprint,
-    parquet_path,
-    served_provenance,
-)
-from mudata.readers import Sources
-from mudata.store import (
+from mudata.publish.store import (
     fingerprint_kind,
     read_provenance,
     read_unchecked,
@@ -62,7 +58,11 @@ from mudata.store import (
     repair_descriptors,
     table_fingerprint,
 )
-from mudata.table_hash import KIND, LEGACY_KIND
+from mudata.publish.table_hash import KIND, LEGACY_KIND
+from mudata.readers import Sources
+from mudata.records.entry import DatasetEntry
+from mudata.sources.download import fetch_sources
+from mudata.sources.paths import dataset_lock, home_identity
 
 Status = Literal["verified", "differs", "unverifiable"]
 
@@ -88,7 +88,7 @@ class Verification:
     path : Path
         The cached table.
     cached_sha256, rebuilt_sha256 : str or None
-        Content hashes (:func:`mudata.store.table_fingerprint`) of the cached
+        Content hashes (:func:`mudata.publish.store.table_fingerprint`) of the cached
         rows as read now, and of the rebuilt rows.
     first_difference : dict, optional
         For ``differs``: what :func:`first_difference` returns (for tables of
@@ -317,7 +317,7 @@ def _compare(
 def provenance_differences(
     provenance: dict[str, Any], served: dict[str, Any], *, missing_ok: bool = False
 ) -> list[dict[str, Any]]:
-    """The served fields (:func:`mudata.pipeline.served_provenance`) a provenance does not match.
+    """The served fields (:func:`mudata.build.pipeline.served_provenance`) a provenance does not match.
 
     Parameters
     ----------
@@ -424,3 +424,13 @@ def describe_difference(where: dict[str, Any]) -> str:
     columns = where["columns"]
     shown = ", ".join(columns[:5]) + (f" and {len(columns) - 5} more" if len(columns) > 5 else "")
     return f"first differing row {where['row']} ({who}, {what}); differing column(s): {shown}"
+
+
+__all__ = [
+    "EXIT_CODES",
+    "Verification",
+    "describe_difference",
+    "first_difference",
+    "provenance_differences",
+    "verify_table",
+]

@@ -111,7 +111,7 @@ def croissant(
     parquet_sha256 : str
         SHA-256 of the Parquet file's bytes.
     provenance : dict
-        What :func:`mudata.pipeline.build` recorded (name, title, licence,
+        What :func:`mudata.build.pipeline.build` recorded (name, title, licence,
         citation, homepage, classes, counts).
     """
     name = provenance["dataset"]
@@ -129,7 +129,7 @@ def croissant(
         for column, dtype in table.dtypes.items()
     ]
     counts = provenance.get("counts", {})
-    # A table written outside mudata.pipeline.build (a precomputed table, a
+    # A table written outside mudata.build.pipeline.build (a precomputed table, a
     # benchmark) may carry no recipe: the description then names none.
     recipe = provenance.get("recipe") or {}
     made = (
@@ -201,3 +201,6 @@ def _semver(version: Any) -> str:
     if all(p.isdigit() for p in parts) and 1 <= len(parts) < 3:
         return ".".join(parts + ["0"] * (3 - len(parts)))
     return text
+
+
+__all__ = ["CONFORMS_TO", "CONTEXT", "PARQUET_TYPE", "croissant", "croissant_type", "node_id"]

@@ -1,6 +1,6 @@
 """One safe, bounded index over the members of a zip or tar archive.
 
-Both the hash check of :mod:`mudata.download` and the readers (through
+Both the hash check of :mod:`mudata.sources.download` and the readers (through
 :class:`mudata.readers.base.Sources`) open members only through
 :class:`ArchiveIndex`, so the name a reader asks for and the name a hash was
 checked under are the same name, resolved by the same code. The index refuses
@@ -408,3 +408,16 @@ class ArchiveIndex:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+__all__ = [
+    "CORRUPT_ARCHIVE_ERRORS",
+    "EXPANSION_FLOOR",
+    "MEMBERS_ENV",
+    "ArchiveIndex",
+    "expansion_budget",
+    "max_expansion",
+    "normalise_member",
+    "sniff_kind",
+    "zip_declared_count",
+]

@@ -6,10 +6,10 @@ column per channel, each a fixed-size list of ``window`` float32 values
 (``pa.list_(pa.float32(), window)``), which pyarrow, polars (``Array``) and
 Hugging Face ``datasets`` read as they are.
 
-The provenance rules are the feature table's (:mod:`mudata.store`): the
+The provenance rules are the feature table's (:mod:`mudata.publish.store`): the
 provenance sits in the file's own metadata under the same key and records
 ``table_sha256``, a SHA-256 of the rows of kind
-:data:`~mudata.table_hash.KIND`. The rows hashed are those of
+:data:`~mudata.publish.table_hash.KIND`. The rows hashed are those of
 :func:`flat_frame`: ``userid``, ``label``, then one float32 column per channel
 and position, named ``<channel>[<t>]``, channel after channel; so a value
 changed, moved between channels or positions, or a row moved changes the
@@ -29,10 +29,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from mudata.bounds.parquet import check_parquet
 from mudata.errors import CorruptTableError, ParseError, StorageError, excerpt
 from mudata.files import atomic_path
-from mudata.parquet_bounds import check_parquet
-from mudata.table_hash import KIND, table_sha256
+from mudata.publish.table_hash import KIND, table_sha256
 
 #: The metadata key of the provenance, as in the feature table.
 PROVENANCE_KEY = b"mudata.provenance"
@@ -230,3 +230,14 @@ def _values(arrow: pa.Table, path: Path, channels: Any, width: Any) -> np.ndarra
         values = column.flatten().to_numpy(zero_copy_only=False)
         X[:, :, c] = values.reshape(n, width)
     return X
+
+
+__all__ = [
+    "PROVENANCE_KEY",
+    "Windows",
+    "flat_frame",
+    "read_provenance",
+    "read_windows",
+    "windows_sha256",
+    "write_windows",
+]

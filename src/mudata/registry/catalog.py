@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from mudata.entry import DatasetEntry
+from mudata.build.pipeline import is_built, parquet_path
 from mudata.errors import RegistryError
-from mudata.pipeline import is_built, parquet_path
-from mudata.registry import get_entry, load_registry
-from mudata.store import read_provenance
+from mudata.publish.store import read_provenance
+from mudata.records.entry import DatasetEntry
+from mudata.registry.lookup import get_entry, load_registry
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -195,3 +195,16 @@ def sweep_when_idle(name: str, home: Path | str | None, patterns: Iterable[str])
         return [p for pattern in patterns for p in sweep_stale(folder, pattern)]
     finally:
         os.close(fd)  # closing releases the lock
+
+
+__all__ = [
+    "HOME_ID_FILE",
+    "data_home",
+    "dataset_lock",
+    "home_identity",
+    "raw_dir",
+    "sweep_stale",
+    "sweep_when_idle",
+    "table_dir",
+    "user_registry_dir",
+]

@@ -6,7 +6,7 @@ once decoded. :func:`check_parquet` reads only the footer (the row count, the
 columns and their types) and refuses a file whose decoded size would exceed
 the same expansion cap that bounds archives (:func:`mudata.config.max_expansion`,
 ``$MUDATA_MAX_EXPANSION`` or ``--max-expansion``): bytes out per byte of the file, never
-below :data:`mudata.archive.EXPANSION_FLOOR`. Every Parquet input of both
+below :data:`mudata.bounds.archive.EXPANSION_FLOOR`. Every Parquet input of both
 packages passes through it: release members and the cached table in mudata,
 ``--data`` files and run folders in mueval.
 
@@ -28,7 +28,7 @@ from typing import IO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mudata.archive import expansion_budget
+from mudata.bounds.archive import expansion_budget
 from mudata.config import EXPANSION_ENV, max_expansion
 from mudata.errors import LimitError, ParseError
 
@@ -202,3 +202,12 @@ def check_csv_header(
         )
         raise LimitError(message)
     return columns
+
+
+__all__ = [
+    "MAX_HEADER_BYTES",
+    "MAX_PARQUET_COLUMNS",
+    "check_csv_header",
+    "check_parquet",
+    "decoded_bytes",
+]

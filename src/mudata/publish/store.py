@@ -1,5 +1,5 @@
 """Publishing a feature table: Parquet with provenance, a Frictionless datapackage.json
-and a Croissant croissant.json (see :mod:`mudata.croissant`).
+and a Croissant croissant.json (see :mod:`mudata.publish.croissant`).
 
 Both files are written with :mod:`mudata.files` (a temporary name in the
 destination folder, then a rename), so an interrupted run never leaves a
@@ -8,7 +8,7 @@ when it exists (see :func:`read_provenance`).
 
 How the two can never disagree: the Parquet file is the authority. Its
 provenance (in its own metadata, so it cannot be separated from the rows)
-records ``table_sha256``, a SHA-256 of the rows (:mod:`mudata.table_hash`; its
+records ``table_sha256``, a SHA-256 of the rows (:mod:`mudata.publish.table_hash`; its
 kind is ``table_sha256_kind``); ``datapackage.json`` embeds the
 same provenance, hence the same hash. :func:`load_table` checks the rows
 against that hash before serving them (:class:`CorruptTableError` on a
@@ -41,7 +41,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mudata.croissant import croissant
+from mudata.bounds.parquet import check_parquet
 from mudata.errors import (
     CorruptTableError,
     MudataError,
@@ -51,8 +51,8 @@ from mudata.errors import (
     excerpt,
 )
 from mudata.files import atomic_path, atomic_write, open_regular, read_regular, sha256_file
-from mudata.parquet_bounds import check_parquet
-from mudata.table_hash import KIND, LEGACY_KIND, legacy_sha256, table_sha256
+from mudata.publish.croissant import croissant
+from mudata.publish.table_hash import KIND, LEGACY_KIND, legacy_sha256, table_sha256
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +67,8 @@ def table_fingerprint(table: pd.DataFrame) -> str:
     """The table's ``table_sha256``: SHA-256 over a canonical encoding of its rows.
 
     Column names, order and types are hashed with the values; the encoding is
-    described in :mod:`mudata.table_hash`. A table built by this mudata
-    records it with ``table_sha256_kind`` :data:`~mudata.table_hash.KIND`.
+    described in :mod:`mudata.publish.table_hash`. A table built by this mudata
+    records it with ``table_sha256_kind`` :data:`~mudata.publish.table_hash.KIND`.
     """
     return table_sha256(table)
 
@@ -77,7 +77,7 @@ def fingerprint_kind(provenance: dict[str, Any]) -> str:
     """The kind of hash ``provenance["table_sha256"]`` is.
 
     Tables written before the kind was recorded carry
-    :data:`~mudata.table_hash.LEGACY_KIND` (pandas' 64-bit row hashes).
+    :data:`~mudata.publish.table_hash.LEGACY_KIND` (pandas' 64-bit row hashes).
     """
     kind = provenance.get("table_sha256_kind", LEGACY_KIND)
     return kind if isinstance(kind, str) else repr(kind)
@@ -126,7 +126,7 @@ def datapackage(
     parquet_name : str
         The Parquet file's name, relative to the descriptor.
     provenance : dict
-        What :func:`mudata.pipeline.build` recorded.
+        What :func:`mudata.build.pipeline.build` recorded.
     """
     fields = [{"name": str(c), "type": _frictionless_type(t)} for c, t in table.dtypes.items()]
     fields[1]["constraints"] = {"enum": provenance["classes"]}
@@ -343,7 +343,7 @@ def read_unchecked(parquet_path: Path) -> tuple[pd.DataFrame, dict[str, Any] | N
         The file cannot be read as Parquet.
     LimitError
         Its footer declares more rows than the expansion cap allows
-        (:func:`mudata.parquet_bounds.check_parquet`).
+        (:func:`mudata.bounds.parquet.check_parquet`).
     """
     # The cached table is checked against its footer as any Parquet input: a
     # damaged or replaced file must not fill the memory (LimitError says so).
@@ -499,3 +499,24 @@ def _rewrite_croissant(parquet_path: Path, frame: pd.DataFrame, provenance: dict
 def read_table(parquet_path: Path, *, verify: bool = True) -> pd.DataFrame:
     """Read a published table back (checked, see :func:`load_table`)."""
     return load_table(parquet_path, verify=verify)[0]
+
+
+__all__ = [
+    "CROISSANT",
+    "DESCRIPTOR",
+    "PROVENANCE_KEY",
+    "datapackage",
+    "descriptors_agree",
+    "fingerprint_kind",
+    "load_table",
+    "read_provenance",
+    "read_table",
+    "read_unchecked",
+    "recorded_fingerprint",
+    "repair_descriptors",
+    "stamp_path",
+    "table_fingerprint",
+    "unchanged_since_written",
+    "write_stamp",
+    "write_table",
+]

@@ -1,9 +1,9 @@
 """A dataset's windows of samples, row for row beside its feature table.
 
 For a ``study-window`` dataset, :func:`build_windows` reads the verified raw
-files again, cuts the recipe's windows (:func:`mudata.features.study_window_samples`),
+files again, cuts the recipe's windows (:func:`mudata.build.features.study_window_samples`),
 keeps the rows the feature table keeps (undefined features, missing values, the
-user filter) and stores the samples of each (:mod:`mudata.window_store`).
+user filter) and stores the samples of each (:mod:`mudata.publish.window_store`).
 Window ``i`` is row ``i`` of the feature table: the feature rows computed beside
 the windows must hash to the feature table's ``table_sha256``, or nothing is
 written (:class:`~mudata.errors.StorageError`). The file records that hash as
@@ -21,16 +21,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from mudata.classes import user_names
-from mudata.entry import DatasetEntry
+from mudata.build.pipeline import MIN_USERS, build_frame, kept_signals, name_labels, spool_dir
+from mudata.build.userfilter import filter_users
 from mudata.errors import CorruptTableError, MudataUsageError, StorageError
-from mudata.paths import dataset_lock, table_dir
-from mudata.pipeline import MIN_USERS, build_frame, kept_signals, name_labels, spool_dir
+from mudata.publish.store import table_fingerprint
+from mudata.publish.window_store import Windows, read_provenance, read_windows, write_windows
 from mudata.readers import Sources
-from mudata.store import table_fingerprint
-from mudata.userfilter import filter_users
+from mudata.records.classes import user_names
+from mudata.records.entry import DatasetEntry
+from mudata.sources.paths import dataset_lock, table_dir
 from mudata.version import __version__
-from mudata.window_store import Windows, read_provenance, read_windows, write_windows
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ def build_windows(entry: DatasetEntry, **options: Any) -> tuple[Path, Windows]:
     entry : DatasetEntry
         With recipe ``study-window``.
     **options
-        The keyword arguments of :func:`mudata.pipeline.build_frame`
+        The keyword arguments of :func:`mudata.build.pipeline.build_frame`
         (``data_home``, ``manual_dir``, ``download``, ...); the feature table
         is built first when needed.
 
@@ -132,8 +132,8 @@ def _current(target: Path, features: dict[str, Any]) -> Windows | None:
 def _cut(entry: DatasetEntry, features: dict[str, Any], options: dict[str, Any]) -> Windows:
     """Read the raw files again and cut the windows of the feature table's rows."""
     # Here, not at the top: imports pooch's network stack, and numpy-heavy code.
-    from mudata.download import fetch_sources
-    from mudata.features import study_window_samples
+    from mudata.build.features import study_window_samples
+    from mudata.sources.download import fetch_sources
 
     data_home = options.get("data_home")
     manual_dir = options.get("manual_dir")

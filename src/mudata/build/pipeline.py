@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from mudata.classes import log_dropped, log_folded, match_classes, user_names
-from mudata.entry import DatasetEntry
+from mudata.build.userfilter import filter_users
 from mudata.errors import (
     ChecksumError,
     CorruptTableError,
@@ -28,18 +27,7 @@ from mudata.errors import (
     ParseError,
     UsageError,
 )
-from mudata.paths import data_home as resolve_home
-from mudata.paths import dataset_lock, home_identity, sweep_stale, sweep_when_idle, table_dir
-from mudata.readers import (
-    FeatureTable,
-    SignalStream,
-    SignalTable,
-    Sources,
-    get_reader,
-    get_stream_reader,
-)
-from mudata.readers.stream import coalesced
-from mudata.store import (
+from mudata.publish.store import (
     descriptors_agree,
     load_table,
     read_provenance,
@@ -49,12 +37,30 @@ from mudata.store import (
     unchanged_since_written,
     write_table,
 )
-from mudata.table_hash import KIND as TABLE_SHA256_KIND
-from mudata.userfilter import filter_users
+from mudata.publish.table_hash import KIND as TABLE_SHA256_KIND
+from mudata.readers import (
+    FeatureTable,
+    SignalStream,
+    SignalTable,
+    Sources,
+    get_reader,
+    get_stream_reader,
+)
+from mudata.readers.stream import coalesced
+from mudata.records.classes import log_dropped, log_folded, match_classes, user_names
+from mudata.records.entry import DatasetEntry
+from mudata.sources.paths import data_home as resolve_home
+from mudata.sources.paths import (
+    dataset_lock,
+    home_identity,
+    sweep_stale,
+    sweep_when_idle,
+    table_dir,
+)
 from mudata.version import __version__
 
 if TYPE_CHECKING:
-    from mudata.download import FetchedFile
+    from mudata.sources.download import FetchedFile
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +170,7 @@ def _up_to_date(entry: DatasetEntry, provenance: dict[str, Any] | None) -> bool:
     ):
         return False
     # Here, not at the top: imports pooch's network stack.
-    from mudata.download import unpinned_local_changed
+    from mudata.sources.download import unpinned_local_changed
 
     return not unpinned_local_changed(entry, provenance.get("files", []))
 
@@ -195,10 +201,10 @@ def current_path(
 
     The fast path of ``mudata fetch``: when the file's size and times are
     those its stamp recorded with the hash its footer holds
-    (:func:`mudata.store.unchanged_since_written`) and ``datapackage.json``
+    (:func:`mudata.publish.store.unchanged_since_written`) and ``datapackage.json``
     agrees, no row is read. Otherwise, or with ``verify``, the rows are hashed
     as :func:`current_table` does; a table that passes has its descriptors and
-    its stamp repaired (:func:`mudata.store.repair_descriptors`), one that
+    its stamp repaired (:func:`mudata.publish.store.repair_descriptors`), one that
     fails is not served (a warning, and None).
     """
     path = parquet_path(entry, data_home)
@@ -231,7 +237,7 @@ def current_path(
 def _label_raw(
     raw: FeatureTable | SignalTable, entry: DatasetEntry
 ) -> tuple[pd.DataFrame, dict[str, int]]:
-    """Keep the raw rows of kept classes (one rule: :mod:`mudata.classes`); count the others.
+    """Keep the raw rows of kept classes (one rule: :mod:`mudata.records.classes`); count the others.
 
     Rows are dropped here, before any feature is computed, so that every
     sample of a class not kept is counted (per label) in the log and the
@@ -267,7 +273,7 @@ def _to_features(
         counts["feature_rows"] = len(kept)
         return kept
     # Here, not at the top: numpy-heavy; only for signal readers.
-    from mudata.features import featurize
+    from mudata.build.features import featurize
 
     return _window_counts(featurize(SignalTable(kept), entry), len(kept), entry, counts)
 
@@ -300,7 +306,7 @@ def _stream_features(
         The feature rows (labels named), the counts, and the samples of kept classes.
     """
     # Here, not at the top: numpy-heavy; only for signal readers.
-    from mudata.features import StudyWindows
+    from mudata.build.features import StudyWindows
 
     windows = StudyWindows(entry, spool_dir=spool_dir)
     rows_read = n_kept = 0
@@ -444,7 +450,7 @@ def build_table(
     """
     labelled, counts = labelled_features(entry, sources)
     # Here, not at the top: pandera is slow to import; only needed to build.
-    from mudata.validate import validate_table
+    from mudata.build.validate import validate_table
 
     kept_rows, report = filter_users(
         labelled, entry.class_names, entry.min_per_class, dataset=entry.name, min_users=min_users
@@ -524,7 +530,7 @@ def build_frame(
         When False, a raw file missing from the cache is a
         :class:`~mudata.errors.MissingFileError` instead of a download.
     max_expansion : float, optional
-        Expansion cap of archives (see :func:`mudata.archive.max_expansion`).
+        Expansion cap of archives (see :func:`mudata.bounds.archive.max_expansion`).
     min_users : int
         Fewest users the table may keep after the user filter (at least 2);
         fewer is an :class:`~mudata.errors.EmptyResultError` listing the users
@@ -568,7 +574,7 @@ def build_frame(
             sweep_when_idle(entry.name, data_home, _temporary_files(target))
         return target, frame
     # Here, not at the top: imports pooch's network stack.
-    from mudata.download import fetch_sources
+    from mudata.sources.download import fetch_sources
 
     with dataset_lock(entry.name, data_home):
         if not force and (found := _cached(entry, data_home, read_back, verify)) is not None:
@@ -657,8 +663,8 @@ def _discard_unhashed_cache(
 
 def _file_record(fetched: FetchedFile, spec: Any, sources: Sources) -> dict[str, Any]:
     """Provenance of one file: verified only when every byte read from it was pinned."""
-    # Here, not at the top: mudata.download imports pooch's network stack.
-    from mudata.download import listing_sha256
+    # Here, not at the top: mudata.sources.download imports pooch's network stack.
+    from mudata.sources.download import listing_sha256
 
     reads = [r for (root, _), r in sources.reads.items() if root == fetched.root]
     unpinned = {r.name: r.sha256 for r in reads if not r.verified}
@@ -695,7 +701,7 @@ def build_record(
 ) -> dict[str, Any]:
     """Where and how a table was built: what ``mudata verify`` needs to build it again.
 
-    ``home_id`` is the data home's identity (:func:`mudata.paths.home_identity`):
+    ``home_id`` is the data home's identity (:func:`mudata.sources.paths.home_identity`):
     a table whose record names another home (copied in, or built by a version
     that kept no record) verifies as unverifiable, whatever its rows.
     """
@@ -766,7 +772,7 @@ def kept_signals(entry: DatasetEntry, sources: Sources) -> SignalTable:
     """The raw samples of the kept classes, read whole (not in chunks), in file order.
 
     What :func:`labelled_features` windows for a signal reader, given to the
-    stages that need the samples themselves (:mod:`mudata.window_build`).
+    stages that need the samples themselves (:mod:`mudata.build.window_build`).
     """
     raw = get_reader(entry.reader)(entry, sources)
     if not isinstance(raw, SignalTable):
@@ -783,3 +789,25 @@ def name_labels(features: pd.DataFrame, entry: DatasetEntry) -> pd.DataFrame:
 def spool_dir(entry: DatasetEntry, data_home: Path | str | None) -> Path | None:
     """Where a build spools members (see :func:`_spool_dir`); call it under the dataset's lock."""
     return _spool_dir(entry, data_home)
+
+
+__all__ = [
+    "MIN_USERS",
+    "RECIPE_VERSIONS",
+    "SPOOL_FOLDER",
+    "build",
+    "build_frame",
+    "build_record",
+    "build_table",
+    "current_path",
+    "current_table",
+    "entry_fingerprint",
+    "is_built",
+    "kept_signals",
+    "labelled_features",
+    "name_labels",
+    "parquet_path",
+    "row_balance",
+    "served_provenance",
+    "spool_dir",
+]

@@ -187,3 +187,13 @@ def _summary(cases: pd.DataFrame, examples: int = 5) -> str:
         more = f", and {len(group) - examples} more" if len(group) > examples else ""
         lines.append(f"  column {column!r}, check {check!r}: {len(group)} failing: {shown}{more}")
     return "\n".join(lines)
+
+
+__all__ = [
+    "BLOCK_ROWS",
+    "FIRST_COLUMNS",
+    "LABEL_COLUMN",
+    "USER_COLUMN",
+    "feature_table_schema",
+    "validate_table",
+]

@@ -201,3 +201,6 @@ def window_count(length: int | np.ndarray, window: int) -> int | np.ndarray:
     starts = -(-np.asarray(length) // window)  # ceil(L / w)
     result = np.maximum(starts - 1, 0)
     return int(result) if np.ndim(result) == 0 else result
+
+
+__all__ = ["DIRECT_MAX_SPAN", "moving_average", "running_means", "window_count"]

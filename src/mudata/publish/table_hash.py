@@ -300,3 +300,17 @@ def _text_cells(column: pd.Series, name: str) -> tuple[np.ndarray, list[Any]]:
     data = array.buffers()[2]
     joined = b"" if data is None else memoryview(data)[offsets[0] : offsets[-1]]
     return nulls, [lengths, joined]
+
+
+__all__ = [
+    "BLOCK_ROWS",
+    "CANONICAL_NAN",
+    "KIND",
+    "LEGACY_KIND",
+    "MAGIC",
+    "TableHasher",
+    "column_tags",
+    "legacy_sha256",
+    "rows_hashed",
+    "table_sha256",
+]

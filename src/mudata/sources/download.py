@@ -36,9 +36,8 @@ from typing import IO, Literal
 import pooch
 import requests
 
-from mudata.archive import ArchiveIndex, normalise_member
+from mudata.bounds.archive import ArchiveIndex, normalise_member
 from mudata.display import EscapingFormatter, plain
-from mudata.entry import DatasetEntry, Member, RemoteFile
 from mudata.errors import (
     ChecksumError,
     DownloadError,
@@ -52,8 +51,9 @@ from mudata.errors import (
     excerpt,
 )
 from mudata.files import kind_of, link_in_folder, links_and_special_files, sha256_file
-from mudata.paths import dataset_lock, raw_dir, sweep_stale
 from mudata.readers.base import Pin, Pins, Sources
+from mudata.records.entry import DatasetEntry, Member, RemoteFile
+from mudata.sources.paths import dataset_lock, raw_dir, sweep_stale
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +152,7 @@ def fetch_sources(
     entry : DatasetEntry
         The registry entry whose ``files`` are fetched.
     data_home : path-like, optional
-        Data directory (see :func:`mudata.paths.data_home`); downloads go to
+        Data directory (see :func:`mudata.sources.paths.data_home`); downloads go to
         ``<data_home>/<name>/raw``.
     mirror : str, optional
         Base address serving the same files under their registry names;
@@ -173,7 +173,7 @@ def fetch_sources(
         Accept files the registry records no hash for, with a warning.
     max_expansion : float, optional
         Expansion cap of archives, in bytes out per archive byte; default
-        ``$MUDATA_MAX_EXPANSION`` or 100 (see :mod:`mudata.archive`).
+        ``$MUDATA_MAX_EXPANSION`` or 100 (see :mod:`mudata.bounds.archive`).
     download : bool
         When False, a file that is not in the cache is a MissingFileError.
 
@@ -1077,3 +1077,13 @@ def _fetch_remote(
     )
     pins = pins_for(entry, remote, allow_unverified)
     return FetchedFile(remote.name, target, observed, verifiable, members, origin, url, pins)
+
+
+__all__ = [
+    "FetchedFile",
+    "fetch_sources",
+    "listing_sha256",
+    "pins_for",
+    "reader_members",
+    "unpinned_local_changed",
+]

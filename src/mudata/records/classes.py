@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from mudata.entry import DatasetEntry
 from mudata.errors import ParseError, RegistryError, excerpt
+from mudata.records.entry import DatasetEntry
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -310,3 +310,19 @@ def user_sort_key(names: Iterable[str]) -> list[str]:
     if names and all(n is not None for n in numbers):
         return [n for _, n in sorted(zip(numbers, names, strict=True), key=lambda p: (p[0], p[1]))]
     return sorted(names)
+
+
+__all__ = [
+    "BLANK",
+    "Labelled",
+    "code_text",
+    "fold_note",
+    "folded_codes",
+    "is_numeric_column",
+    "log_dropped",
+    "log_folded",
+    "match_classes",
+    "number_text",
+    "user_names",
+    "user_sort_key",
+]

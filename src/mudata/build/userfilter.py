@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from mudata.classes import user_sort_key
 from mudata.errors import EmptyResultError
+from mudata.records.classes import user_sort_key
 
 log = logging.getLogger(__name__)
 
@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 class FilterReport:
     """What the filter did: kept users and, for each dropped user, why and how many rows.
 
-    User ids are text (see :mod:`mudata.classes`), listed in the table's order.
+    User ids are text (see :mod:`mudata.records.classes`), listed in the table's order.
     """
 
     kept: list[str]
@@ -97,3 +97,6 @@ def filter_users(
         raise EmptyResultError(message)
     kept = table[table["userid"].astype(str).isin(report.kept)]
     return kept.reset_index(drop=True), report
+
+
+__all__ = ["FilterReport", "filter_users", "user_report"]

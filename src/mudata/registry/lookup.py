@@ -24,7 +24,6 @@ import tomli_w
 
 from mudata import config
 from mudata._resources import builtin_registry_dir, schemas_dir
-from mudata.entry import ClassSpec, DatasetEntry, Member, Recipe, RemoteFile, Sensor
 from mudata.errors import (
     MudataUsageError,
     RegistryError,
@@ -34,6 +33,7 @@ from mudata.errors import (
 )
 from mudata.files import atomic_write, read_regular
 from mudata.readers import available_readers, check_reader_options
+from mudata.records.entry import ClassSpec, DatasetEntry, Member, Recipe, RemoteFile, Sensor
 
 log = logging.getLogger(__name__)
 
@@ -391,8 +391,8 @@ def install_entry(
     StorageError
         The registry folder cannot be written.
     """
-    # Here, not at the top: mudata.paths imports pooch, slow to import for `mudata list`.
-    from mudata.paths import user_registry_dir
+    # Here, not at the top: mudata.sources.paths imports pooch, slow to import for `mudata list`.
+    from mudata.sources.paths import user_registry_dir
 
     toml_file = Path(toml_file)
     data = read_entry_toml(toml_file)
@@ -436,8 +436,8 @@ def install_entry(
 
 def registry_dirs(data_home: Path | str | None = None) -> list[Path]:
     """Folders searched for entries, highest priority first."""
-    # Here, not at the top: mudata.paths imports pooch, slow to import for `mudata list`.
-    from mudata.paths import user_registry_dir
+    # Here, not at the top: mudata.sources.paths imports pooch, slow to import for `mudata list`.
+    from mudata.sources.paths import user_registry_dir
 
     dirs = config.registry_path()
     dirs.append(user_registry_dir(data_home))
@@ -505,3 +505,19 @@ def get_entry(name: str, data_home: Path | str | None = None) -> DatasetEntry:
         f"unknown dataset {excerpt(name)}.{hint} Known datasets: {', '.join(sorted(entries))}."
     )
     raise UnknownDatasetError(message)
+
+
+__all__ = [
+    "MAX_CLASSES",
+    "MAX_FILES",
+    "PLACEHOLDERS",
+    "get_entry",
+    "install_entry",
+    "load_entry_file",
+    "load_registry",
+    "parse_entry",
+    "placeholder_fields",
+    "read_entry_toml",
+    "registry_dirs",
+    "spdx_titles",
+]

@@ -6,8 +6,8 @@ Two recipes, named by ``entry.recipe.name`` (see ``docs/datasets.md``):
     For each user (ascending) and each kept class (registry order) -- and each
     recording, when the reader names recordings (a ``recording`` column) --, every sample
     of the class in file order is one sequence; it is smoothed with
-    :func:`mudata.windowing.moving_average`, cut into windows of ``window``
-    samples (last start dropped, :func:`mudata.windowing.window_count`) and
+    :func:`mudata.build.windowing.moving_average`, cut into windows of ``window``
+    samples (last start dropped, :func:`mudata.build.windowing.window_count`) and
     each window gives 16 features per sensor.
 ``study-segment`` (Smartwatch Gestures)
     One row per segment (one file), 16 features per sensor; with
@@ -59,12 +59,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mudata.classes import match_classes, user_names, user_sort_key
-from mudata.entry import DatasetEntry, Recipe, Sensor
+from mudata.build.windowing import running_means, window_count
 from mudata.errors import ParseError, RegistryError, StorageError
 from mudata.readers.base import SignalTable
 from mudata.readers.spool import Spool
-from mudata.windowing import running_means, window_count
+from mudata.records.classes import match_classes, user_names, user_sort_key
+from mudata.records.entry import DatasetEntry, Recipe, Sensor
 
 log = logging.getLogger(__name__)
 
@@ -456,7 +456,7 @@ def _sensor_channels(signals: SignalTable, entry: DatasetEntry) -> list[list[str
 def _class_rank(labels: pd.Series, entry: DatasetEntry) -> np.ndarray:
     """Position of each row's class in ``entry.classes``; -1 for classes not kept.
 
-    Codes are matched by the one rule of :mod:`mudata.classes`, once per
+    Codes are matched by the one rule of :mod:`mudata.records.classes`, once per
     distinct label (of the column's own type), then spread over the rows.
     """
     codes, uniques = pd.factorize(labels, use_na_sentinel=False)
@@ -465,7 +465,7 @@ def _class_rank(labels: pd.Series, entry: DatasetEntry) -> np.ndarray:
 
 
 def _user_codes(users: pd.Series | np.ndarray) -> np.ndarray:
-    """Integer codes of user ids in the order of :func:`mudata.classes.user_sort_key`."""
+    """Integer codes of user ids in the order of :func:`mudata.records.classes.user_sort_key`."""
     # Name and rank the distinct ids only, then spread the ranks over the rows.
     codes, uniques = pd.factorize(pd.Series(users), use_na_sentinel=False)
     names = user_names(uniques)
@@ -607,7 +607,7 @@ def _window_index(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Where each windowed sample's smoothed value is among the running means.
 
-    The running means (:func:`mudata.windowing.running_means`) are taken over
+    The running means (:func:`mudata.build.windowing.running_means`) are taken over
     all sequences laid end to end; position ``i`` (0-based) of the sequence
     starting at ``b`` takes mean ``b + i - span + 1`` (backward) once
     ``i >= span - 1``, else mean ``b + i`` (forward), which is undefined
@@ -1203,3 +1203,25 @@ class StudyWindows:
                 n, self.n_features
             )
         return values
+
+
+__all__ = [
+    "CHANNEL_FEATURE_NAMES",
+    "FEATURE_NAMES",
+    "REASON_CONSTANT",
+    "REASON_MISSING",
+    "REASON_OVERFLOW",
+    "REASON_SHORT",
+    "RECIPES",
+    "StudyWindows",
+    "_class_rank",
+    "channel_columns",
+    "channel_features",
+    "feature_columns",
+    "featurize",
+    "sensor_columns",
+    "sensor_features",
+    "study_segment",
+    "study_window",
+    "study_window_samples",
+]

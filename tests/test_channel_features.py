@@ -16,15 +16,15 @@ import pandas as pd
 import pytest
 
 from mudata._resources import builtin_registry_dir
-from mudata.build.features import (
+from mudata.build.feature_maths import (
     CHANNEL_FEATURE_NAMES,
     FEATURE_NAMES,
-    StudyWindows,
     channel_columns,
     channel_features,
-    featurize,
     sensor_columns,
 )
+from mudata.build.features import featurize
+from mudata.build.study_windows import StudyWindows
 from mudata.build.windowing import moving_average, window_count
 from mudata.errors import RegistryError
 from mudata.readers.base import SignalTable

@@ -17,8 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mudata.build.features import StudyWindows, featurize
+from mudata.build.features import featurize
 from mudata.build.pipeline import build_frame, labelled_features
+from mudata.build.study_windows import StudyWindows
 from mudata.build.userfilter import filter_users
 from mudata.build.validate import validate_table
 from mudata.build.windowing import DIRECT_MAX_SPAN

@@ -16,14 +16,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mudata.build.features import (
+from mudata.build.feature_maths import (
     REASON_CONSTANT,
     REASON_MISSING,
     REASON_SHORT,
     feature_columns,
-    featurize,
     sensor_features,
 )
+from mudata.build.features import featurize
 from mudata.build.windowing import DIRECT_MAX_SPAN, moving_average, running_means, window_count
 from mudata.errors import RegistryError
 from mudata.readers.base import SignalTable, Sources

@@ -306,7 +306,7 @@ def _stream_features(
         The feature rows (labels named), the counts, and the samples of kept classes.
     """
     # Here, not at the top: numpy-heavy; only for signal readers.
-    from mudata.build.features import StudyWindows
+    from mudata.build.study_windows import StudyWindows
 
     windows = StudyWindows(entry, spool_dir=spool_dir)
     rows_read = n_kept = 0

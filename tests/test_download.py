@@ -31,8 +31,9 @@ from mudata.files import sha256_file
 from mudata.readers.base import Sources
 from mudata.records.entry import DatasetEntry
 from mudata.registry.lookup import get_entry, parse_entry
-from mudata.sources.download import FetchedFile, fetch_sources
+from mudata.sources.download import fetch_sources
 from mudata.sources.paths import raw_dir
+from mudata.sources.pins import FetchedFile
 
 if TYPE_CHECKING:
     from tests.http_server import HTTPTestServer

@@ -60,7 +60,7 @@ from mudata.sources.paths import (
 from mudata.version import __version__
 
 if TYPE_CHECKING:
-    from mudata.sources.download import FetchedFile
+    from mudata.sources.pins import FetchedFile
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +170,7 @@ def _up_to_date(entry: DatasetEntry, provenance: dict[str, Any] | None) -> bool:
     ):
         return False
     # Here, not at the top: imports pooch's network stack.
-    from mudata.sources.download import unpinned_local_changed
+    from mudata.sources.registered import unpinned_local_changed
 
     return not unpinned_local_changed(entry, provenance.get("files", []))
 
@@ -664,7 +664,7 @@ def _discard_unhashed_cache(
 def _file_record(fetched: FetchedFile, spec: Any, sources: Sources) -> dict[str, Any]:
     """Provenance of one file: verified only when every byte read from it was pinned."""
     # Here, not at the top: mudata.sources.download imports pooch's network stack.
-    from mudata.sources.download import listing_sha256
+    from mudata.sources.registered import listing_sha256
 
     reads = [r for (root, _), r in sources.reads.items() if root == fetched.root]
     unpinned = {r.name: r.sha256 for r in reads if not r.verified}

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import mudata
-from mudata.build.pipeline import row_balance
+from mudata.build.labelled import row_balance
 from mudata.build.windowing import window_count
 from mudata.errors import UsageError
 from mudata.records.classes import user_sort_key

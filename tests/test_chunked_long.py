@@ -24,7 +24,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mudata.build.pipeline import build_frame, labelled_features
+from mudata.build.labelled import labelled_features
+from mudata.build.options import BuildOptions
+from mudata.build.pipeline import build_frame
 from mudata.build.userfilter import filter_users
 from mudata.build.validate import validate_table
 from mudata.errors import LimitError, ParseError
@@ -560,7 +562,7 @@ def test_published_table_hash_is_the_whole_path_s(tmp_path):
     entry_ = replace(
         long_entry(CLASSES[:2]), files=(RemoteFile("data", path=str(raw), glob="**/*"),)
     )
-    _, frame = build_frame(entry_, data_home=tmp_path / "home", allow_unverified=True)
+    _, frame = build_frame(entry_, BuildOptions(data_home=tmp_path / "home", allow_unverified=True))
     sources = Sources([raw])
     labelled, counts = labelled_features(entry_, sources, raw=read_long_signals(entry_, sources))
     kept, _ = filter_users(labelled, entry_.class_names, entry_.min_per_class, dataset=entry_.name)
@@ -586,7 +588,7 @@ def test_a_build_spools_in_the_data_home_and_sweeps_what_a_killed_run_left(tmp_p
     spool = tmp_path / "home" / "own" / ".spool"
     spool.mkdir(parents=True)
     (spool / "mudata-spool-0123456789abcdef").mkdir()  # a killed run's
-    build_frame(entry_, data_home=tmp_path / "home", allow_unverified=True)
+    build_frame(entry_, BuildOptions(data_home=tmp_path / "home", allow_unverified=True))
     assert parents and set(parents) == {spool}  # part2.csv.gz, decompressed
     assert spool.stat().st_mode & 0o777 == 0o700
     assert list(spool.iterdir()) == []
@@ -605,7 +607,7 @@ def test_a_link_planted_as_a_spool_is_removed_itself_and_the_log_says_so(tmp_pat
     (spool / "mudata-spool-planted").symlink_to(elsewhere, target_is_directory=True)
     (spool / "mudata-spool-0123456789abcdef").mkdir()  # a killed run's
     with caplog.at_level(logging.INFO, logger="mudata.build.pipeline"):
-        build_frame(entry_, data_home=tmp_path / "home", allow_unverified=True)
+        build_frame(entry_, BuildOptions(data_home=tmp_path / "home", allow_unverified=True))
     assert list(spool.iterdir()) == []
     assert (elsewhere / "keep.txt").read_text() == "not the build's"
     link, stale = spool / "mudata-spool-planted", spool / "mudata-spool-0123456789abcdef"

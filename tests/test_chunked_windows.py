@@ -18,7 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mudata.build.features import featurize
-from mudata.build.pipeline import build_frame, labelled_features
+from mudata.build.labelled import labelled_features
+from mudata.build.options import BuildOptions
+from mudata.build.pipeline import build_frame
 from mudata.build.study_windows import StudyWindows
 from mudata.build.userfilter import filter_users
 from mudata.build.validate import validate_table
@@ -402,7 +404,7 @@ def test_published_table_hash_is_the_whole_path_s(tmp_path):
     entry = replace(
         har70_entry(), min_per_class=1, files=(RemoteFile("har70", path=str(raw / "har70.zip")),)
     )
-    _, frame = build_frame(entry, data_home=tmp_path / "home", allow_unverified=True)
+    _, frame = build_frame(entry, BuildOptions(data_home=tmp_path / "home", allow_unverified=True))
     sources = Sources([raw / "har70.zip"])
     labelled, _ = labelled_features(entry, sources, raw=read_har70(entry, sources))
     kept, _ = filter_users(labelled, entry.class_names, entry.min_per_class, dataset=entry.name)

@@ -9,7 +9,10 @@ import pandas as pd
 import pytest
 
 import mudata
-from mudata.build.pipeline import build_table, row_balance
+from mudata.build.labelled import (
+    build_table,
+    row_balance,
+)
 from mudata.drafting.draft import draft_entry
 from mudata.drafting.records import Choices
 from mudata.errors import EmptyResultError, RegistryError

@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 import mudata
+import mudata.publish.table_hash
 from mudata.cli import main
 from mudata.publish.store import read_provenance, stamp_path, unchanged_since_written
 from mudata.publish.table_hash import rows_hashed, table_sha256

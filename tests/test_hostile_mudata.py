@@ -34,7 +34,13 @@ import pytest
 from click.testing import CliRunner
 
 import mudata
-from mudata.build.pipeline import build_frame, parquet_path
+import mudata.build.options
+import mudata.build.pipeline
+import mudata.publish.store
+import mudata.registry.lookup
+from mudata.build.cache import parquet_path
+from mudata.build.options import BuildOptions
+from mudata.build.pipeline import build_frame
 from mudata.cli import main
 from mudata.errors import (
     ChecksumError,
@@ -138,7 +144,7 @@ def serve(http_server, name: str, payload: bytes) -> str:
 
 def build(entry_dict: dict, home: Path, **kwargs: Any) -> pd.DataFrame:
     entry = parse_entry(entry_dict)
-    _, frame = build_frame(entry, data_home=home, progress=False, **kwargs)
+    _, frame = build_frame(entry, BuildOptions(data_home=home, progress=False, **kwargs))
     return frame
 
 
@@ -194,7 +200,7 @@ def test_colliding_names_in_an_opportunity_shaped_entry(http_server, tmp_path: P
          "members": [{"path": p, "sha256": h} for p, h in sorted(digests.items())]}
     ]  # fmt: skip
     with pytest.raises(ParseError, match="collide"):
-        build_frame(parse_entry(data), data_home=tmp_path, progress=False)
+        build_frame(parse_entry(data), BuildOptions(data_home=tmp_path, progress=False))
 
 
 def _tar_link(kind: bytes, target: str = "elsewhere.csv") -> tarfile.TarInfo:
@@ -1097,9 +1103,9 @@ def test_concurrent_builds_of_one_dataset_build_it_once(local_toy: tuple[dict, P
     entry, home = local_toy
     script = (
         "import json, sys; from mudata.registry.lookup import parse_entry; "
-        "from mudata.build.pipeline import build_frame; "
+        "from mudata.build.pipeline import build_frame; from mudata.build.options import BuildOptions; "
         "e = parse_entry(json.loads(sys.argv[1])); "
-        "import os; path = build_frame(e, data_home=sys.argv[2], progress=False)[0]; "
+        "import os; path = build_frame(e, BuildOptions(data_home=sys.argv[2], progress=False))[0]; "
         "print(os.stat(path).st_ino)"
     )
     children = [
@@ -1396,7 +1402,7 @@ def test_a_killed_build_s_part_files_go_at_the_next_run_that_finds_the_table_bui
 
 def test_windows_all_dropped_for_huge_signals_say_so(tmp_path: Path) -> None:
     # Here, not at the top: the long-signals layout of tests/test_long_signals.py.
-    from mudata.build.pipeline import build_table
+    from mudata.build.labelled import build_table
     from tests.entries import entry
     from tests.test_long_signals import PATH_OPTIONS, WALK_SIT
 

@@ -23,6 +23,8 @@ import pytest
 from click.testing import CliRunner
 
 import mudata
+import mudata.build.pipeline
+from mudata.build.options import BuildOptions
 from mudata.build.window_build import build_windows, windows_path
 from mudata.cli import main as mudata_main
 from mudata.errors import CorruptTableError, MudataUsageError
@@ -298,9 +300,9 @@ SLOW = {"mhealth", "opportunity", "pamap2"}
 def test_every_study_window_builtin_lines_up_with_its_table(name: str, tmp_path: Path) -> None:
     entry, n_sensors = _forge(name, tmp_path / "release")
     options = {"data_home": tmp_path / "home", "manual_dir": tmp_path / "release", **SOURCE}
-    path, windows = build_windows(entry, **options)
+    path, windows = build_windows(entry, BuildOptions(**options))
     # The feature table, as load serves it (build_windows built it first).
-    table = mudata.build.pipeline.build_frame(entry, **options)[1]
+    table = mudata.build.pipeline.build_frame(entry, BuildOptions(**options))[1]
     assert path == windows_path(entry, tmp_path / "home")
     assert windows.groups.tolist() == table["userid"].astype(str).tolist()
     assert windows.y.tolist() == table["label"].astype(str).tolist()

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mudata.build.pipeline import build_table
+from mudata.build.labelled import build_table
 from mudata.build.userfilter import filter_users
 from mudata.errors import EmptyResultError, ParseError
 from mudata.readers import Sources

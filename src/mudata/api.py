@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 from mudata._identity import check_ours
 from mudata.build.audit import Verification, verify_table
-from mudata.build.pipeline import build_frame, parquet_path
+from mudata.build.cache import parquet_path
+from mudata.build.options import BuildOptions
+from mudata.build.pipeline import build_frame
 from mudata.build.window_build import build_windows, check_windowed
 from mudata.errors import MissingFileError
 from mudata.publish.store import read_provenance
@@ -83,55 +85,49 @@ def fetch(
         disagrees. A table built now is not read back into memory. With
         ``windows``, ``<data_home>/<name>/<name>.windows.parquet``.
     """
-    parameters = dict(locals())  # every parameter goes to the build under its name
-    if parameters.pop("windows"):
-        return _fetch(**parameters, windows=True)[0]
+    options = BuildOptions(
+        data_home=data_home,
+        mirror=mirror,
+        manual_dir=manual_dir,
+        allow_unverified=allow_unverified,
+        progress=progress,
+        force=force,
+        download=download_if_missing,
+        max_expansion=max_expansion,
+        min_users=min_users,
+        verify=verify,
+    )
+    if windows:
+        return _fetch(name, options, windows=True)[0]
     # Only the path is returned: a table just built is not read back into memory.
-    return _fetch(**parameters, read_back=False)[0]
+    return _fetch(name, options, read_back=False)[0]
 
 
 def _fetch(
-    name: str,
-    *,
-    data_home: Path | str | None,
-    download_if_missing: bool,
-    manual_dir: Path | str | None,
-    windows: bool = False,
-    **options: Any,
+    name: str, options: BuildOptions, *, windows: bool = False, read_back: bool = True
 ) -> tuple[Path, Any]:
-    entry = get_entry(name, data_home)
+    """The table (or the windows) of ``name``, built as ``options`` say: its path and rows."""
+    entry = get_entry(name, options.data_home)
     if windows:
         check_windowed(entry)  # before anything is downloaded or built
     # A table that exists but is out of date or damaged is rebuilt from the
     # cached raw files without downloading (or a clear error names the missing one).
     # An entry whose every file is a local path (the embedded ``demo``, a
     # registered folder) builds without a download, so it builds here too.
+    target = parquet_path(entry, options.data_home)
     if (
-        not download_if_missing
-        and manual_dir is None
+        not options.download
+        and options.manual_dir is None
         and any(remote.path is None for remote in entry.files)
-        and not parquet_path(entry, data_home).exists()
+        and not target.exists()
     ):
         message = (
-            f"dataset '{entry.name}' is not built in {parquet_path(entry, data_home).parent} "
-            "and download_if_missing=False"
+            f"dataset '{entry.name}' is not built in {target.parent} and download_if_missing=False"
         )
         raise MissingFileError(message)
     if windows:
-        return build_windows(
-            entry,
-            data_home=data_home,
-            manual_dir=manual_dir,
-            download=download_if_missing,
-            **options,
-        )
-    return build_frame(
-        entry,
-        data_home=data_home,
-        manual_dir=manual_dir,
-        download=download_if_missing,
-        **options,
-    )
+        return build_windows(entry, options)
+    return build_frame(entry, options, read_back=read_back)
 
 
 def load(
@@ -206,12 +202,19 @@ def load(
         bunch.frame.columns[:2].tolist()          # ['userid', 'label']
         X, y, groups = load("wisdm", return_X_y=True)
     """
-    # Every parameter but those that shape the answer goes to the build.
-    source = {k: v for k, v in locals().items() if k not in ("return_X_y", "as_frame", "windows")}
+    options = BuildOptions(
+        data_home=data_home,
+        mirror=mirror,
+        manual_dir=manual_dir,
+        allow_unverified=allow_unverified,
+        progress=progress,
+        download=download_if_missing,
+        max_expansion=max_expansion,
+    )
     if windows:
-        return _load_windows(source, return_X_y=return_X_y, as_frame=as_frame)
+        return _load_windows(name, options, return_X_y=return_X_y, as_frame=as_frame)
     # The rows served are the rows whose hash was just checked: one read.
-    path, frame = _fetch(**source, force=False)
+    path, frame = _fetch(name, options)
     record = _public_record(frame.attrs["provenance"], path)
     feature_names = [str(c) for c in frame.columns if c not in ("userid", "label")]
     data: Any = frame[feature_names]
@@ -237,10 +240,10 @@ def load(
 
 
 def _load_windows(
-    source: dict[str, Any], *, return_X_y: bool, as_frame: bool
+    name: str, options: BuildOptions, *, return_X_y: bool, as_frame: bool
 ) -> Bunch | tuple[Any, Any, Any]:
     """:func:`load` with ``windows=True``: the checked rows of the windows file."""
-    path, rows = _fetch(**source, force=False, windows=True)
+    path, rows = _fetch(name, options, windows=True)
     record = _public_record(rows.provenance, path)
     target: Any = rows.y
     groups: Any = rows.groups

@@ -11,7 +11,7 @@ first differing row is named.
 The rows are compared by :func:`mudata.publish.store.table_fingerprint` (SHA-256
 over a canonical encoding, :mod:`mudata.publish.table_hash`), whatever kind of hash
 the cached table records; then the fields of its provenance that
-:func:`mudata.load` serves (:func:`mudata.build.pipeline.served_provenance`).
+:func:`mudata.load` serves (:func:`mudata.build.provenance.served_provenance`).
 
 Three outcomes (see :class:`Verification`): ``verified`` (exit code 0 in the
 CLI), ``differs`` (1) and ``unverifiable`` (2: no table, raw files missing or
@@ -34,12 +34,12 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from mudata.build.pipeline import (
-    MIN_USERS,
+from mudata.build.cache import parquet_path
+from mudata.build.labelled import build_table
+from mudata.build.options import MIN_USERS
+from mudata.build.provenance import (
     RECIPE_VERSIONS,
-    build_table,
     entry_fingerprint,
-    parquet_path,
     served_provenance,
 )
 from mudata.errors import (
@@ -317,7 +317,7 @@ def _compare(
 def provenance_differences(
     provenance: dict[str, Any], served: dict[str, Any], *, missing_ok: bool = False
 ) -> list[dict[str, Any]]:
-    """The served fields (:func:`mudata.build.pipeline.served_provenance`) a provenance does not match.
+    """The served fields (:func:`mudata.build.provenance.served_provenance`) a provenance does not match.
 
     Parameters
     ----------

@@ -21,12 +21,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from mudata.build.pipeline import MIN_USERS, build_frame, kept_signals, name_labels, spool_dir
+from mudata.build.labelled import kept_signals, name_labels
+from mudata.build.options import MIN_USERS, BuildOptions
+from mudata.build.pipeline import build_frame, open_sources
 from mudata.build.userfilter import filter_users
 from mudata.errors import CorruptTableError, MudataUsageError, StorageError
 from mudata.publish.store import table_fingerprint
 from mudata.publish.window_store import Windows, read_provenance, read_windows, write_windows
-from mudata.readers import Sources
 from mudata.records.classes import user_names
 from mudata.records.entry import DatasetEntry
 from mudata.sources.paths import dataset_lock, table_dir
@@ -70,16 +71,15 @@ def check_windowed(entry: DatasetEntry) -> None:
     raise MudataUsageError(message)
 
 
-def build_windows(entry: DatasetEntry, **options: Any) -> tuple[Path, Windows]:
+def build_windows(entry: DatasetEntry, options: BuildOptions | None = None) -> tuple[Path, Windows]:
     """Build (or find) the windows of ``entry``; return their path and the checked rows.
 
     Parameters
     ----------
     entry : DatasetEntry
         With recipe ``study-window``.
-    **options
-        The keyword arguments of :func:`mudata.build.pipeline.build_frame`
-        (``data_home``, ``manual_dir``, ``download``, ...); the feature table
+    options : BuildOptions, optional
+        As for :func:`mudata.build.pipeline.build_frame`; the feature table
         is built first when needed.
 
     Returns
@@ -97,17 +97,15 @@ def build_windows(entry: DatasetEntry, **options: Any) -> tuple[Path, Windows]:
         table's (nothing is written), or the file cannot be written.
     """
     check_windowed(entry)
-    force = bool(options.pop("force", False))
-    options.pop("read_back", None)
-    data_home = options.get("data_home")
-    _, table = build_frame(entry, **options, force=force, read_back=True)
+    options = BuildOptions() if options is None else options
+    _, table = build_frame(entry, options, read_back=True)
     assert table is not None  # read_back=True always reads the rows
     features = table.attrs["provenance"]
-    target = windows_path(entry, data_home)
-    if not force and (cached := _current(target, features)) is not None:
+    target = windows_path(entry, options.data_home)
+    if not options.force and (cached := _current(target, features)) is not None:
         return target, cached
-    with dataset_lock(entry.name, data_home):
-        if not force and (cached := _current(target, features)) is not None:
+    with dataset_lock(entry.name, options.data_home):
+        if not options.force and (cached := _current(target, features)) is not None:
             return target, cached
         windows = _cut(entry, features, options)
         write_windows(target, windows)
@@ -129,30 +127,12 @@ def _current(target: Path, features: dict[str, Any]) -> Windows | None:
         return None
 
 
-def _cut(entry: DatasetEntry, features: dict[str, Any], options: dict[str, Any]) -> Windows:
+def _cut(entry: DatasetEntry, features: dict[str, Any], options: BuildOptions) -> Windows:
     """Read the raw files again and cut the windows of the feature table's rows."""
-    # Here, not at the top: imports pooch's network stack, and numpy-heavy code.
+    # Here, not at the top: numpy-heavy code.
     from mudata.build.features import study_window_samples
-    from mudata.sources.download import fetch_sources
 
-    data_home = options.get("data_home")
-    manual_dir = options.get("manual_dir")
-    fetched = fetch_sources(
-        entry,
-        data_home=data_home,
-        mirror=options.get("mirror"),
-        manual_dir=Path(manual_dir) if manual_dir is not None else None,
-        progress=options.get("progress"),
-        allow_unverified=bool(options.get("allow_unverified", False)),
-        download=bool(options.get("download", True)),
-        max_expansion=options.get("max_expansion"),
-    )
-    sources = Sources(
-        [f.root for f in fetched],
-        [f.pins for f in fetched],
-        max_expansion=options.get("max_expansion"),
-        spool_dir=spool_dir(entry, data_home),
-    )
+    _, sources = open_sources(entry, options)
     try:
         signals = kept_signals(entry, sources)
     finally:

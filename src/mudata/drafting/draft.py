@@ -44,7 +44,7 @@ import pandas as pd
 
 from mudata.bounds.archive import ArchiveIndex, sniff_kind
 from mudata.bounds.parquet import check_parquet
-from mudata.build.pipeline import labelled_features
+from mudata.build.labelled import labelled_features
 from mudata.build.userfilter import user_report
 from mudata.display import shown
 from mudata.drafting.advice import INTERNAL_ERRORS, as_advice

@@ -12,7 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from mudata.build.pipeline import is_built, parquet_path
+from mudata.build.cache import (
+    is_built,
+    parquet_path,
+)
 from mudata.errors import RegistryError
 from mudata.publish.store import read_provenance
 from mudata.records.entry import DatasetEntry

@@ -1,0 +1,154 @@
+"""The built table in the data home: where it lives, whether it is still current, how it is served.
+
+A table counts as current when it was built from the same entry with the same
+recipe version and no registered file it does not pin has changed since. A
+fetch serves it without reading a row when its file is unchanged since it was
+written (:func:`current_path`); a load reads and hashes its rows
+(:func:`current_table`). A damaged table is not served: a warning, and the
+caller rebuilds it.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from mudata.build.provenance import RECIPE_VERSIONS, entry_fingerprint
+from mudata.errors import (
+    CorruptTableError,
+)
+from mudata.publish.store import (
+    descriptors_agree,
+    load_table,
+    read_provenance,
+    repair_descriptors,
+    unchanged_since_written,
+)
+from mudata.records.entry import DatasetEntry
+from mudata.sources.paths import (
+    dataset_lock,
+    table_dir,
+)
+
+if TYPE_CHECKING:
+    pass
+
+log = logging.getLogger(__name__)
+
+
+def parquet_path(entry: DatasetEntry, data_home: Path | str | None = None) -> Path:
+    """Where the built table of ``entry`` lives."""
+    return table_dir(entry.name, data_home) / f"{entry.name}.parquet"
+
+
+def is_built(entry: DatasetEntry, data_home: Path | str | None = None) -> bool:
+    """True when the table exists and was built from this entry with the current recipe.
+
+    Registered local files the entry records no hash for are hashed again: the
+    table is out of date when one of them changed since it was built. The rows
+    themselves are checked by :func:`current_table`, not here.
+    """
+    path = parquet_path(entry, data_home)
+    if not path.is_file():
+        return False
+    return _up_to_date(entry, read_provenance(path))
+
+
+def _up_to_date(entry: DatasetEntry, provenance: dict[str, Any] | None) -> bool:
+    if not (
+        provenance
+        and provenance.get("entry_sha256") == entry_fingerprint(entry)
+        and provenance.get("recipe", {}).get("version") == RECIPE_VERSIONS[entry.recipe.name]
+    ):
+        return False
+    # Here, not at the top: imports pooch's network stack.
+    from mudata.sources.registered import unpinned_local_changed
+
+    return not unpinned_local_changed(entry, provenance.get("files", []))
+
+
+def current_table(entry: DatasetEntry, data_home: Path | str | None = None) -> pd.DataFrame | None:
+    """The built table, checked against its ``table_sha256``; None when it must be (re)built.
+
+    A table whose rows no longer match the hash recorded at build time is not
+    served: a warning says so and None is returned, so that the caller rebuilds
+    it from the verified raw files. A read: nothing is written.
+    """
+    if not is_built(entry, data_home):
+        return None
+    path = parquet_path(entry, data_home)
+    try:
+        frame, provenance = load_table(path)
+    except CorruptTableError as exc:
+        log.warning("%s; rebuilding it from the verified raw files", exc)
+        return None
+    frame.attrs["provenance"] = provenance
+    return frame
+
+
+def current_path(
+    entry: DatasetEntry, data_home: Path | str | None = None, *, verify: bool = False
+) -> dict[str, Any] | None:
+    """The provenance of the built table, for a fetch; None when it must be (re)built.
+
+    The fast path of ``mudata fetch``: when the file's size and times are
+    those its stamp recorded with the hash its footer holds
+    (:func:`mudata.publish.store.unchanged_since_written`) and ``datapackage.json``
+    agrees, no row is read. Otherwise, or with ``verify``, the rows are hashed
+    as :func:`current_table` does; a table that passes has its descriptors and
+    its stamp repaired (:func:`mudata.publish.store.repair_descriptors`), one that
+    fails is not served (a warning, and None).
+    """
+    path = parquet_path(entry, data_home)
+    if not path.is_file():
+        return None
+    provenance = read_provenance(path)
+    if not _up_to_date(entry, provenance):
+        return None
+    assert provenance is not None  # _up_to_date refuses None
+    if (
+        not verify
+        and unchanged_since_written(path, provenance)
+        and descriptors_agree(path, provenance)
+    ):
+        return provenance
+    try:
+        frame, provenance = load_table(path)
+    except CorruptTableError as exc:
+        log.warning("%s; rebuilding it from the verified raw files", exc)
+        return None
+    with dataset_lock(entry.name, data_home):
+        # Another process may have written a new table since it was read: only
+        # the rows just checked may be described.
+        now = read_provenance(path)
+        if now is not None and now.get("table_sha256") == provenance["table_sha256"]:
+            repair_descriptors(path, frame, provenance)
+    return provenance
+
+
+def find_cached(
+    entry: DatasetEntry, data_home: Path | str | None, read_back: bool, verify: bool
+) -> tuple[pd.DataFrame | None, dict[str, Any]] | None:
+    """The built table's rows (None for a fetch) and provenance; None when it must be built."""
+    if read_back:
+        frame = current_table(entry, data_home)
+        return None if frame is None else (frame, frame.attrs["provenance"])
+    record = current_path(entry, data_home, verify=verify)
+    return None if record is None else (None, record)
+
+
+def users_of(frame: pd.DataFrame | None, record: dict[str, Any]) -> int:
+    """Users of a cached table: counted in its rows when read, else as its provenance records."""
+    if frame is not None:
+        return int(frame["userid"].nunique())
+    users = (
+        record.get("counts", {}).get("users") if isinstance(record.get("counts"), dict) else None
+    )
+    # A record without a count (not one mudata wrote) counts as too few: it is rebuilt.
+    return users if isinstance(users, int) and not isinstance(users, bool) else 0
+
+
+__all__ = ["current_path", "current_table", "find_cached", "is_built", "parquet_path", "users_of"]

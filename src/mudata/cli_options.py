@@ -361,7 +361,9 @@ class EscapedArgumentsCommand(click.Command):
             return super().parse_args(ctx, args)
         except click.exceptions.ClickException as exc:
             if isinstance(exc.message, str):
-                exc.message = plain(exc.message)
+                # click types ``message`` Final, yet its printing reads it: rewritten in
+                # place, the exception keeps its class, context and parameter hints.
+                exc.message = plain(exc.message)  # type: ignore[misc]
             raise
 
 
@@ -400,8 +402,9 @@ class ErrorMappingGroup(click.Group):
         try:
             return super().invoke(ctx)
         except click.exceptions.ClickException as exc:
-            # click's own messages quote what they were given (a file name, a value).
-            exc.message = printable(exc.message)
+            # click's own messages quote what they were given (a file name, a value);
+            # ``message`` is Final in click's types, rewritten in place as above.
+            exc.message = printable(exc.message)  # type: ignore[misc]
             raise
         except (click.exceptions.Exit, click.Abort):
             raise

@@ -27,9 +27,12 @@ import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, cast
 
 from mudata.errors import MudataError, ParseError
+
+if TYPE_CHECKING:
+    from io import BufferedIOBase
 
 __all__ = [
     "TEMP_SUFFIX",
@@ -424,10 +427,12 @@ def sha256_file(source: Path | str | IO[bytes]) -> str:
     >>> sha256_file(io.BytesIO(b"abc"))[:16]
     'ba7816bf8f01cfea'
     """
+    # file_digest reads with ``readinto``, which IO[bytes] does not declare; the
+    # files opened here, and the binary streams given, are buffered ones.
     if isinstance(source, (str, os.PathLike)):
         with open_regular(source) as fh:
-            return hashlib.file_digest(fh, "sha256").hexdigest()
+            return hashlib.file_digest(cast("BufferedIOBase", fh), "sha256").hexdigest()
     source.seek(0)
-    digest = hashlib.file_digest(source, "sha256").hexdigest()
+    digest = hashlib.file_digest(cast("BufferedIOBase", source), "sha256").hexdigest()
     source.seek(0)
     return digest

@@ -284,9 +284,11 @@ class ArchiveIndex:
             self._tar = tarfile.open(fileobj=self._fh, mode="r:*")  # noqa: SIM115 - closed by close()
             # Iterating reads one header at a time; the budget is checked before
             # the data of the next member is skipped (decompressed).
-            for info in self._tar:
-                self._check_tar_info(info)
-                self._add(info.name, info, info.size if info.isfile() else 0, info.isdir())
+            for member in self._tar:
+                self._check_tar_info(member)
+                self._add(
+                    member.name, member, member.size if member.isfile() else 0, member.isdir()
+                )
 
     def _check_zip_info(self, info: zipfile.ZipInfo) -> None:
         mode = info.external_attr >> 16
@@ -400,7 +402,7 @@ class ArchiveIndex:
         """Release the archive's file descriptor."""
         for handle in (self._zip, self._tar, self._fh):
             if handle is not None:
-                with contextlib.suppress(CORRUPT_ARCHIVE_ERRORS):
+                with contextlib.suppress(*CORRUPT_ARCHIVE_ERRORS):
                     handle.close()
 
     def __enter__(self) -> Self:

@@ -255,7 +255,7 @@ def _compare(
     (cached_rows, provenance), (rebuilt_rows, served) = cached, rebuilt
     provenance = provenance or {}
     cached_sha, rebuilt_sha = table_fingerprint(cached_rows), table_fingerprint(rebuilt_rows)
-    hashes = {"cached_sha256": cached_sha, "rebuilt_sha256": rebuilt_sha}
+    hashes: dict[str, Any] = {"cached_sha256": cached_sha, "rebuilt_sha256": rebuilt_sha}
     again = f"Rebuild it with `mudata fetch {entry.name} --force`."
     if cached_sha != rebuilt_sha:
         where = first_difference(cached_rows, rebuilt_rows)

@@ -29,11 +29,12 @@ or per segment.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypedDict
 
 import numpy as np
 
 from mudata.errors import RegistryError
-from mudata.records.entry import DatasetEntry, Sensor
+from mudata.records.entry import DatasetEntry, Recipe, Sensor
 
 FEATURE_NAMES: tuple[str, ...] = (
     "meanX", "meanY", "meanZ", "sdX", "sdY", "sdZ", "maxX", "maxY", "maxZ",
@@ -55,6 +56,19 @@ REASON_CONSTANT = "constant channel (undefined correlation) or too few samples"
 
 
 REASON_OVERFLOW = "samples too large for float64 (a sum or square overflows)"
+
+
+class FeatureOptions(TypedDict):
+    """The recipe's choices the formulas take: ``sd_ddof``, ``auc`` and ``meandif``."""
+
+    sd_ddof: int
+    auc: str
+    meandif: str
+
+
+def feature_options(recipe: Recipe) -> FeatureOptions:
+    """The keywords :func:`sensor_features` and :func:`channel_features` take from ``recipe``."""
+    return {"sd_ddof": recipe.sd_ddof, "auc": recipe.auc, "meandif": recipe.meandif}
 
 
 def feature_columns(n_sensors: int) -> list[str]:
@@ -381,7 +395,7 @@ def _first_differences(values: np.ndarray, counts: np.ndarray) -> tuple[np.ndarr
 def features_table(blocks: list[np.ndarray], counts: np.ndarray, entry: DatasetEntry) -> np.ndarray:
     """Features of every sensor block (each (n, arity)) side by side, in column order."""
     recipe = entry.recipe
-    options = {"sd_ddof": recipe.sd_ddof, "auc": recipe.auc, "meandif": recipe.meandif}
+    options = feature_options(recipe)
     parts = [
         sensor_features(block, counts, **options)
         if sensor.tri_axial
@@ -401,12 +415,14 @@ __all__ = [
     "REASON_MISSING",
     "REASON_OVERFLOW",
     "REASON_SHORT",
+    "FeatureOptions",
     "Ragged",
     "Regular",
     "block_features",
     "channel_columns",
     "channel_features",
     "feature_columns",
+    "feature_options",
     "features_table",
     "sensor_columns",
     "sensor_features",

@@ -38,6 +38,7 @@ from mudata.build.feature_maths import (
     REASON_SHORT,
     Regular,
     block_features,
+    feature_options,
     features_table,
     sensor_columns,
     tri_axial_features,
@@ -279,7 +280,7 @@ def missing_flags(
     in_mean = reached[span:] - reached[:-span]  # missing samples in each running mean
     touched = np.take(in_mean, index, mode="clip") > 0
     touched[short] = False
-    return touched.any(axis=0)
+    return np.asarray(touched.any(axis=0))
 
 
 def window_features(
@@ -320,7 +321,7 @@ def window_features(
     """
     width, n_windows = index.shape
     span = int(recipe.smoothing)
-    options = {"sd_ddof": recipe.sd_ddof, "auc": recipe.auc, "meandif": recipe.meandif}
+    options = feature_options(recipe)
     any_nan: np.ndarray | None = None
     parts, differences = [], []
     for number, (group, triple) in enumerate(zip(sensors, tri_axial, strict=True)):
@@ -428,7 +429,7 @@ def _study_window(
     first = np.repeat(order[bounds[:-1]], counts)
     reasons = {
         REASON_MISSING: missing_flags(ordered_nan, index, short, span),
-        REASON_SHORT: short.any(axis=0),
+        REASON_SHORT: np.asarray(short.any(axis=0)),
     }
     users = frame["userid"].to_numpy()[first]
     labels = frame["label"].to_numpy()[first]

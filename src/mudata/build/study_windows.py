@@ -13,6 +13,7 @@ import itertools
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -101,7 +102,7 @@ def _window_block(
         short,
     )
     missing = missing_flags(laid_nan, index, short, span)
-    return np.hstack(parts), missing, short.any(axis=0)
+    return np.hstack(parts), missing, np.asarray(short.any(axis=0))
 
 
 class StudyWindows:
@@ -248,7 +249,10 @@ class StudyWindows:
             )
             self.rows.append((np.array(cutting, dtype=object)[which], number, missing, short))
             self.n_features = values.shape[1]
-            self.spool.write(memoryview(np.ascontiguousarray(values, dtype=np.float64)).cast("B"))
+            # Spool.write takes any bytes-like (it writes it and takes its len): the
+            # array's own buffer, not a copy of it.
+            view = np.ascontiguousarray(values, dtype=np.float64).data.cast("B")
+            self.spool.write(cast("bytes", view))
             for s, n in zip(cutting, counts, strict=True):
                 s.cut += int(n)
         if ended:

@@ -11,6 +11,8 @@ features (see ``docs/datasets.md``, "The windowing recipe"):
 
 from __future__ import annotations
 
+from typing import overload
+
 import numpy as np
 
 
@@ -177,6 +179,14 @@ def running_means(values: np.ndarray, span: int) -> np.ndarray:
         hi = min(lo + _BLOCK, n_full)
         means[lo:hi] = _block_means(values[lo : hi + span - 1], span)
     return means
+
+
+@overload
+def window_count(length: int, window: int) -> int: ...
+
+
+@overload
+def window_count(length: np.ndarray, window: int) -> np.ndarray: ...
 
 
 def window_count(length: int | np.ndarray, window: int) -> int | np.ndarray:

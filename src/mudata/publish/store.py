@@ -128,7 +128,9 @@ def datapackage(
     provenance : dict
         What :func:`mudata.build.pipeline.build` recorded.
     """
-    fields = [{"name": str(c), "type": _frictionless_type(t)} for c, t in table.dtypes.items()]
+    fields: list[dict[str, Any]] = [
+        {"name": str(c), "type": _frictionless_type(t)} for c, t in table.dtypes.items()
+    ]
     fields[1]["constraints"] = {"enum": provenance["classes"]}
     return {
         "profile": "data-package",

@@ -245,6 +245,7 @@ def _hash_block(digest: Any, block: pd.DataFrame, columns: list[tuple[str, str]]
         column = block.iloc[:, i]
         if isinstance(column.dtype, pd.CategoricalDtype):
             column = column.astype(column.dtype.categories.dtype)
+        nulls: np.ndarray | None
         if tag == "text":
             nulls, parts = _text_cells(column, name)
         else:

@@ -259,7 +259,7 @@ def log_dropped(dataset: str, dropped: dict[str, int], total: int, what: str = "
 
 
 def user_names(
-    values: pd.Series | np.ndarray, *, seen: dict[str, object] | None = None
+    values: pd.Series | pd.Index | np.ndarray, *, seen: dict[str, object] | None = None
 ) -> np.ndarray:
     """User ids as text: integers and integral floats without a decimal part.
 

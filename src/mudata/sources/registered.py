@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from mudata.errors import (
     MissingFileError,
@@ -58,7 +59,7 @@ def fetch_local(
     raise MissingFileError(message)
 
 
-def unpinned_local_changed(entry: DatasetEntry, recorded: list[dict]) -> bool:
+def unpinned_local_changed(entry: DatasetEntry, recorded: list[dict[str, Any]]) -> bool:
     """True when a registered local file without a registry hash differs from ``recorded``.
 
     The entry's hashes pin every verified file, so only files it does not pin
@@ -85,7 +86,7 @@ def listing_sha256(names: Iterable[str]) -> str:
     return hashlib.sha256("\n".join(sorted(names)).encode("utf-8")).hexdigest()
 
 
-def _unpinned_reads_changed(now: FetchedFile, record: dict) -> bool:
+def _unpinned_reads_changed(now: FetchedFile, record: dict[str, Any]) -> bool:
     """Whether the members read without a pin (or the list of members) changed since."""
     unpinned = record.get("unpinned") or {}
     if not unpinned and "listing_sha256" not in record:

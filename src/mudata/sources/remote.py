@@ -56,6 +56,8 @@ _NETWORK_ERRORS: tuple[type[BaseException], ...] = (
     EOFError,
     ftplib.Error,
 )
+# ... and pooch's own refusal of a file whose hash is not the one it was given.
+_FAILED_DOWNLOAD: tuple[type[BaseException], ...] = (ValueError, *_NETWORK_ERRORS)
 
 
 class _BoundedWriter:
@@ -219,7 +221,7 @@ def _download(
                 )
         except MudataError:
             raise
-        except (ValueError, *_NETWORK_ERRORS) as exc:
+        except _FAILED_DOWNLOAD as exc:
             actual = downloader.observed
             if remote.sha256 is not None and actual is not None and actual != remote.sha256:
                 message = (

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from har70_release import HEADER, csv_lines, har70_entry
 
-from mudata.build.features import featurize
+from mudata.building.features import featurize
 from mudata.readers.base import Sources
 from mudata.readers.har70 import read_har70
 

@@ -10,11 +10,11 @@ users of half the size each, as a table needs two users).
 Then it runs, each in a fresh process whose peak resident memory
 (``ru_maxrss``) is read at its end:
 
-* ``build``: :func:`mudata.build.labelled.build_table`, the table ``mudata fetch``
+* ``build``: :func:`mudata.building.labelled.build_table`, the table ``mudata fetch``
   builds (the HAR70+ stream reader, the ``study-window`` recipe with window
   150 and span 10 fed chunk by chunk, the user filter and the checks), kept
   in memory;
-* ``fetch``: :func:`mudata.build.pipeline.build`, what ``mudata fetch`` does from
+* ``fetch``: :func:`mudata.building.pipeline.build`, what ``mudata fetch`` does from
   the raw files to the published table: the files hashed, the same build,
   the Parquet file and its descriptors written to a data home in the
   temporary folder;
@@ -68,7 +68,7 @@ def child_build(folder: Path, reader: str = "har70-csv") -> dict:
     # Here, not at the top: only this child process pays for importing mudata.
     from dataclasses import replace
 
-    from mudata.build.labelled import build_table
+    from mudata.building.labelled import build_table
     from mudata.readers.base import Sources
 
     entry = har70_entry()
@@ -85,7 +85,7 @@ def child_fetch(folder: Path, reader: str = "har70-csv") -> dict:
     # Here, not at the top: only this child process pays for importing mudata.
     from dataclasses import replace
 
-    from mudata.build.pipeline import build
+    from mudata.building.pipeline import build
     from mudata.publish.store import read_provenance
 
     entry = har70_entry(path=str(folder))

@@ -2,7 +2,7 @@
 
 Smooths ``--samples`` samples (6-decimal values, as the releases write them)
 with a moving average of ``--span`` samples, twice: with
-:func:`mudata.build.windowing.running_means` as it runs (spans above
+:func:`mudata.building.windowing.running_means` as it runs (spans above
 ``DIRECT_MAX_SPAN`` take the exact path, linear in the length), and with the
 direct sums forced for every span (the only method before; ``2 * span``
 passes over the samples). Prints both times, the load average, and how many
@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from mudata.build import windowing
+from mudata.building import windowing
 
 
 def timed(values: np.ndarray, span: int) -> tuple[np.ndarray, float, float]:

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mudata.build.pipeline import build
+from mudata.building.pipeline import build
 from mudata.publish.store import load_table, table_fingerprint, write_table
 from mudata.publish.table_hash import KIND
 from mudata.registry.lookup import get_entry

@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mudata.build.pipeline import build
+from mudata.building.pipeline import build
 from mudata.publish.store import read_table
 from mudata.publish.table_hash import TableHasher, legacy_sha256, table_sha256
 from mudata.registry.lookup import get_entry

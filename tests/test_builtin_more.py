@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 
 import mudata
-from mudata.build.labelled import row_balance
-from mudata.build.windowing import window_count
+from mudata.building.labelled import row_balance
+from mudata.building.windowing import window_count
 from mudata.errors import UsageError
 from mudata.records.classes import user_sort_key
 from mudata.registry.lookup import get_entry

@@ -16,16 +16,16 @@ import pandas as pd
 import pytest
 
 from mudata._resources import builtin_registry_dir
-from mudata.build.feature_maths import (
+from mudata.building.feature_maths import (
     CHANNEL_FEATURE_NAMES,
     FEATURE_NAMES,
     channel_columns,
     channel_features,
     sensor_columns,
 )
-from mudata.build.features import featurize
-from mudata.build.study_windows import StudyWindows
-from mudata.build.windowing import moving_average, window_count
+from mudata.building.features import featurize
+from mudata.building.study_windows import StudyWindows
+from mudata.building.windowing import moving_average, window_count
 from mudata.errors import RegistryError
 from mudata.readers.base import SignalTable
 from mudata.records.entry import PER_CHANNEL, TRI_AXIAL, Sensor

@@ -24,11 +24,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mudata.build.labelled import labelled_features
-from mudata.build.options import BuildOptions
-from mudata.build.pipeline import build_frame
-from mudata.build.userfilter import filter_users
-from mudata.build.validate import validate_table
+from mudata.building.labelled import labelled_features
+from mudata.building.options import BuildOptions
+from mudata.building.pipeline import build_frame
+from mudata.building.userfilter import filter_users
+from mudata.building.validate import validate_table
 from mudata.errors import LimitError, ParseError
 from mudata.publish.store import table_fingerprint
 from mudata.readers import get_stream_reader
@@ -606,7 +606,7 @@ def test_a_link_planted_as_a_spool_is_removed_itself_and_the_log_says_so(tmp_pat
     (elsewhere / "keep.txt").write_text("not the build's")
     (spool / "mudata-spool-planted").symlink_to(elsewhere, target_is_directory=True)
     (spool / "mudata-spool-0123456789abcdef").mkdir()  # a killed run's
-    with caplog.at_level(logging.INFO, logger="mudata.build.pipeline"):
+    with caplog.at_level(logging.INFO, logger="mudata.building.pipeline"):
         build_frame(entry_, BuildOptions(data_home=tmp_path / "home", allow_unverified=True))
     assert list(spool.iterdir()) == []
     assert (elsewhere / "keep.txt").read_text() == "not the build's"

@@ -1,6 +1,6 @@
 """The chunked path (stream readers + StudyWindows) against the whole-table path.
 
-The whole path (a reader's whole table, then :func:`mudata.build.features.featurize`)
+The whole path (a reader's whole table, then :func:`mudata.building.features.featurize`)
 is the reference: every table here is built both ways, and the two must be
 equal bit for bit, whatever the chunk boundaries.
 """
@@ -17,14 +17,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mudata.build.features import featurize
-from mudata.build.labelled import labelled_features
-from mudata.build.options import BuildOptions
-from mudata.build.pipeline import build_frame
-from mudata.build.study_windows import StudyWindows
-from mudata.build.userfilter import filter_users
-from mudata.build.validate import validate_table
-from mudata.build.windowing import DIRECT_MAX_SPAN
+from mudata.building.features import featurize
+from mudata.building.labelled import labelled_features
+from mudata.building.options import BuildOptions
+from mudata.building.pipeline import build_frame
+from mudata.building.study_windows import StudyWindows
+from mudata.building.userfilter import filter_users
+from mudata.building.validate import validate_table
+from mudata.building.windowing import DIRECT_MAX_SPAN
 from mudata.errors import LimitError, ParseError, RegistryError
 from mudata.publish.store import table_fingerprint
 from mudata.readers import get_stream_reader

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import mudata
-from mudata.build.labelled import (
+from mudata.building.labelled import (
     build_table,
     row_balance,
 )
@@ -70,7 +70,7 @@ def test_two_codes_that_are_one_number_are_an_error():
 
 def test_one_mapping_for_features_and_the_table():
     """1.0 in a float column is code 1 for the recipe and for the table's names alike."""
-    from mudata.build.features import class_rank
+    from mudata.building.features import class_rank
 
     e = entry("long-signals", {}, [(1, "one"), (2, "two")])
     labels = pd.Series([1.0, 2.0, 3.0])

@@ -1,4 +1,4 @@
-"""Tests of the feature recipes (mudata.build.features) and of the windowing helpers.
+"""Tests of the feature recipes (mudata.building.features) and of the windowing helpers.
 
 The vectorised recipes are checked against a plain per-window reference written
 here from the text of DATASETS.md, and against values computed by hand.
@@ -16,15 +16,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mudata.build.feature_maths import (
+from mudata.building.feature_maths import (
     REASON_CONSTANT,
     REASON_MISSING,
     REASON_SHORT,
     feature_columns,
     sensor_features,
 )
-from mudata.build.features import featurize
-from mudata.build.windowing import DIRECT_MAX_SPAN, moving_average, running_means, window_count
+from mudata.building.features import featurize
+from mudata.building.windowing import DIRECT_MAX_SPAN, moving_average, running_means, window_count
 from mudata.errors import RegistryError
 from mudata.readers.base import SignalTable, Sources
 from mudata.readers.gestures import read_gestures

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mudata.build.labelled import build_table
+from mudata.building.labelled import build_table
 from mudata.errors import MudataError
 from mudata.readers import get_reader
 from mudata.readers.base import Sources

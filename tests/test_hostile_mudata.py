@@ -34,13 +34,13 @@ import pytest
 from click.testing import CliRunner
 
 import mudata
-import mudata.build.options
-import mudata.build.pipeline
+import mudata.building.options
+import mudata.building.pipeline
 import mudata.publish.store
 import mudata.registry.lookup
-from mudata.build.cache import parquet_path
-from mudata.build.options import BuildOptions
-from mudata.build.pipeline import build_frame
+from mudata.building.cache import parquet_path
+from mudata.building.options import BuildOptions
+from mudata.building.pipeline import build_frame
 from mudata.cli import main
 from mudata.errors import (
     ChecksumError,
@@ -1103,7 +1103,7 @@ def test_concurrent_builds_of_one_dataset_build_it_once(local_toy: tuple[dict, P
     entry, home = local_toy
     script = (
         "import json, sys; from mudata.registry.lookup import parse_entry; "
-        "from mudata.build.pipeline import build_frame; from mudata.build.options import BuildOptions; "
+        "from mudata.building.pipeline import build_frame; from mudata.building.options import BuildOptions; "
         "e = parse_entry(json.loads(sys.argv[1])); "
         "import os; path = build_frame(e, BuildOptions(data_home=sys.argv[2], progress=False))[0]; "
         "print(os.stat(path).st_ino)"
@@ -1402,7 +1402,7 @@ def test_a_killed_build_s_part_files_go_at_the_next_run_that_finds_the_table_bui
 
 def test_windows_all_dropped_for_huge_signals_say_so(tmp_path: Path) -> None:
     # Here, not at the top: the long-signals layout of tests/test_long_signals.py.
-    from mudata.build.labelled import build_table
+    from mudata.building.labelled import build_table
     from tests.entries import entry
     from tests.test_long_signals import PATH_OPTIONS, WALK_SIT
 

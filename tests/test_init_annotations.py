@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mudata
-from mudata.build.labelled import build_table
+from mudata.building.labelled import build_table
 from mudata.cli import main
 from mudata.drafting.draft import draft_entry
 from mudata.errors import MissingFileError, MudataError, ParseError, RegistryError

@@ -20,11 +20,11 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mudata.build.feature_maths import (
+from mudata.building.feature_maths import (
     FEATURE_NAMES,
     channel_columns,
 )
-from mudata.build.windowing import window_count
+from mudata.building.windowing import window_count
 from mudata.cli import main as mudata_main
 from mudata.drafting.draft import draft_entry
 from mudata.drafting.records import Choices

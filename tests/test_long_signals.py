@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mudata.build.labelled import build_table
+from mudata.building.labelled import build_table
 from mudata.errors import ParseError, RegistryError
 from mudata.readers.base import Sources
 from mudata.readers.tabular import read_long_signals

@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 import mudata
-import mudata.build.cache
-import mudata.build.pipeline
+import mudata.building.cache
+import mudata.building.pipeline
 import mudata.publish.store
-from mudata.build.options import BuildOptions
+from mudata.building.options import BuildOptions
 from mudata.errors import ChecksumError, MissingFileError, UsageError
 from mudata.registry.lookup import load_entry_file
 
@@ -91,8 +91,8 @@ def test_an_unpinned_glob_needs_allow_unverified_and_then_reads_its_files(tmp_pa
     with pytest.raises(
         UsageError, match="no sha256 for the files its glob finds.*allow_unverified=True"
     ):
-        mudata.build.pipeline.build(entry, BuildOptions(data_home=tmp_path / "home"))
-    path = mudata.build.pipeline.build(
+        mudata.building.pipeline.build(entry, BuildOptions(data_home=tmp_path / "home"))
+    path = mudata.building.pipeline.build(
         entry, BuildOptions(data_home=tmp_path / "home", allow_unverified=True)
     )
     record = mudata.publish.store.read_provenance(path)
@@ -102,8 +102,8 @@ def test_an_unpinned_glob_needs_allow_unverified_and_then_reads_its_files(tmp_pa
     assert record["counts"]["users"] == 3
     # a file added under the unpinned glob is seen: the table is built again
     write_users(tmp_path / "data" / "csv", ["u4"], np.random.default_rng(9))
-    assert not mudata.build.cache.is_built(entry, tmp_path / "home")
-    path = mudata.build.pipeline.build(
+    assert not mudata.building.cache.is_built(entry, tmp_path / "home")
+    path = mudata.building.pipeline.build(
         entry, BuildOptions(data_home=tmp_path / "home", allow_unverified=True)
     )
     assert mudata.publish.store.read_provenance(path)["counts"]["users"] == 4
@@ -115,7 +115,7 @@ def test_pinned_glob_is_verified_and_labelled_first_use(tmp_path):
     pins = {p.name: sha(p) for p in sorted(folder.glob("*.csv"))}
     toml = tmp_path / "globbed.toml"
     toml.write_text(entry_text("data", "*.csv", pins), encoding="utf-8")
-    path = mudata.build.pipeline.build(
+    path = mudata.building.pipeline.build(
         load_entry_file(toml), BuildOptions(data_home=tmp_path / "home")
     )
     (file_record,) = mudata.publish.store.read_provenance(path)["files"]
@@ -133,7 +133,7 @@ def test_a_changed_file_set_names_added_and_missing_files(tmp_path):
     (folder / "u3.csv").unlink()
     write_users(folder, ["u4"], np.random.default_rng(3))
     with pytest.raises(ChecksumError, match=r"added \['u4.csv'\]; missing \['u3.csv'\]") as info:
-        mudata.build.pipeline.build(
+        mudata.building.pipeline.build(
             load_entry_file(toml), BuildOptions(data_home=tmp_path / "home", allow_unverified=True)
         )
     assert "--allow-unverified" not in str(info.value)  # it does not help here
@@ -150,14 +150,14 @@ def test_a_glob_over_an_archive_checks_the_same_file_set(tmp_path):
     pins = {f"release/{p.name}": sha(p) for p in sorted(folder.glob("*.csv"))}
     toml = tmp_path / "globbed.toml"
     toml.write_text(entry_text("data.zip", "release/*.csv", pins), encoding="utf-8")
-    path = mudata.build.pipeline.build(
+    path = mudata.building.pipeline.build(
         load_entry_file(toml), BuildOptions(data_home=tmp_path / "home")
     )
     assert mudata.publish.store.read_provenance(path)["files"][0]["verified_at_build"] is True
     extra = dict(pins, **{"release/u9.csv": "0" * 64})
     toml.write_text(entry_text("data.zip", "release/*.csv", extra), encoding="utf-8")
     with pytest.raises(ChecksumError, match=r"added none; missing \['release/u9.csv'\]"):
-        mudata.build.pipeline.build(
+        mudata.building.pipeline.build(
             load_entry_file(toml), BuildOptions(data_home=tmp_path / "home", force=True)
         )
 
@@ -167,6 +167,6 @@ def test_a_glob_matching_nothing_says_so(tmp_path):
     toml = tmp_path / "globbed.toml"
     toml.write_text(entry_text("data", "*.parquet"), encoding="utf-8")
     with pytest.raises(MissingFileError, match=r"holds no file matching the glob '\*\.parquet'"):
-        mudata.build.pipeline.build(
+        mudata.building.pipeline.build(
             load_entry_file(toml), BuildOptions(data_home=tmp_path / "home", allow_unverified=True)
         )

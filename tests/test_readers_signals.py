@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mudata.build.feature_maths import feature_columns
-from mudata.build.features import featurize
+from mudata.building.feature_maths import feature_columns
+from mudata.building.features import featurize
 from mudata.errors import MissingFileError, ParseError, RegistryError
 from mudata.readers import get_reader, har70
 from mudata.readers.base import FeatureTable, SignalTable, Sources

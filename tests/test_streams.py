@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 import mudata
-from mudata.build.labelled import build_table
+from mudata.building.labelled import build_table
 from mudata.cli import main
 from mudata.drafting.sensors import group_channels, stream_sensors
 from mudata.errors import ParseError, RegistryError

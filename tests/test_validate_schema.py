@@ -9,7 +9,7 @@ import pandas as pd
 import pandera.pandas as pa
 import pytest
 
-from mudata.build.validate import feature_table_schema, validate_table
+from mudata.building.validate import feature_table_schema, validate_table
 from mudata.errors import ValidationError
 
 CLASSES = ["walk", "sit"]

@@ -23,9 +23,9 @@ import pytest
 from click.testing import CliRunner
 
 import mudata
-import mudata.build.pipeline
-from mudata.build.options import BuildOptions
-from mudata.build.window_build import build_windows, windows_path
+import mudata.building.pipeline
+from mudata.building.options import BuildOptions
+from mudata.building.window_build import build_windows, windows_path
 from mudata.cli import main as mudata_main
 from mudata.errors import CorruptTableError, MudataUsageError
 from mudata.publish.window_store import PROVENANCE_KEY, read_windows
@@ -302,7 +302,7 @@ def test_every_study_window_builtin_lines_up_with_its_table(name: str, tmp_path:
     options = {"data_home": tmp_path / "home", "manual_dir": tmp_path / "release", **SOURCE}
     path, windows = build_windows(entry, BuildOptions(**options))
     # The feature table, as load serves it (build_windows built it first).
-    table = mudata.build.pipeline.build_frame(entry, BuildOptions(**options))[1]
+    table = mudata.building.pipeline.build_frame(entry, BuildOptions(**options))[1]
     assert path == windows_path(entry, tmp_path / "home")
     assert windows.groups.tolist() == table["userid"].astype(str).tolist()
     assert windows.y.tolist() == table["label"].astype(str).tolist()

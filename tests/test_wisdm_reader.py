@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mudata.build.labelled import build_table
-from mudata.build.userfilter import filter_users
+from mudata.building.labelled import build_table
+from mudata.building.userfilter import filter_users
 from mudata.errors import EmptyResultError, ParseError
 from mudata.readers import Sources
 from mudata.readers.wisdm import read_wisdm_arff

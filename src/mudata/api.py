@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mudata._identity import check_ours
-from mudata.build.audit import Verification, verify_table
-from mudata.build.cache import parquet_path
-from mudata.build.options import BuildOptions
-from mudata.build.pipeline import build_frame
-from mudata.build.window_build import build_windows, check_windowed
+from mudata.building.audit import Verification, verify_table
+from mudata.building.cache import parquet_path
+from mudata.building.options import BuildOptions
+from mudata.building.pipeline import build_frame
+from mudata.building.window_build import build_windows, check_windowed
 from mudata.errors import MissingFileError
 from mudata.publish.store import read_provenance
 from mudata.publish.window_store import read_provenance as read_window_provenance

@@ -44,8 +44,8 @@ import pandas as pd
 
 from mudata.bounds.archive import ArchiveIndex, sniff_kind
 from mudata.bounds.parquet import check_parquet
-from mudata.build.labelled import labelled_features
-from mudata.build.userfilter import user_report
+from mudata.building.labelled import labelled_features
+from mudata.building.userfilter import user_report
 from mudata.display import shown
 from mudata.drafting.advice import INTERNAL_ERRORS, as_advice
 from mudata.drafting.annotated_layout import (

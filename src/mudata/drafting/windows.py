@@ -2,7 +2,7 @@
 
 The study-window recipe cuts each (user, class, recording) sequence into
 windows of ``w`` samples and drops the last start
-(:func:`mudata.build.windowing.window_count`). From the samples the reader gives,
+(:func:`mudata.building.windowing.window_count`). From the samples the reader gives,
 this module counts, for a window length, the windows of each user and class,
 the users the filter keeps (at least ``min_per_class`` windows of every class),
 and the calibration set each built-in strategy of ``mueval`` would give.
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mudata.build.windowing import window_count
+from mudata.building.windowing import window_count
 from mudata.records.classes import code_text
 
 #: The protocol's default miscoverage (docs/protocol.md, "Constants").
@@ -155,7 +155,7 @@ def classes_of_too_few_users(
     """Classes that fewer than 2 users have ``min_per_class`` windows of, even of 0.5 s.
 
     A longer window never gives a sequence more windows
-    (:func:`mudata.build.windowing.window_count` does not grow with the window), so
+    (:func:`mudata.building.windowing.window_count` does not grow with the window), so
     such a class keeps every table under the 2 users the build needs, whatever
     the window: each kept user must have it. ``frame`` is the reader's signal
     table as the build names users and classes (``userid``, ``label``,

@@ -111,7 +111,7 @@ def croissant(
     parquet_sha256 : str
         SHA-256 of the Parquet file's bytes.
     provenance : dict
-        What :func:`mudata.build.pipeline.build` recorded (name, title, licence,
+        What :func:`mudata.building.pipeline.build` recorded (name, title, licence,
         citation, homepage, classes, counts).
     """
     name = provenance["dataset"]
@@ -129,7 +129,7 @@ def croissant(
         for column, dtype in table.dtypes.items()
     ]
     counts = provenance.get("counts", {})
-    # A table written outside mudata.build.pipeline.build (a precomputed table, a
+    # A table written outside mudata.building.pipeline.build (a precomputed table, a
     # benchmark) may carry no recipe: the description then names none.
     recipe = provenance.get("recipe") or {}
     made = (

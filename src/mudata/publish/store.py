@@ -126,7 +126,7 @@ def datapackage(
     parquet_name : str
         The Parquet file's name, relative to the descriptor.
     provenance : dict
-        What :func:`mudata.build.pipeline.build` recorded.
+        What :func:`mudata.building.pipeline.build` recorded.
     """
     fields: list[dict[str, Any]] = [
         {"name": str(c), "type": _frictionless_type(t)} for c, t in table.dtypes.items()

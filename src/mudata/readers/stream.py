@@ -5,7 +5,7 @@ A reader that can read its members piece by piece also offers a *stream
 reader*, ``(entry, sources, *, chunk_bytes=CHUNK_BYTES) -> SignalStream``
 (listed in :data:`mudata.readers.STREAM_READERS`), whose chunks, laid end to
 end, are the table its whole reader returns. The ``study-window`` recipe
-windows them as they come (:class:`mudata.build.study_windows.StudyWindows`), so memory
+windows them as they come (:class:`mudata.building.study_windows.StudyWindows`), so memory
 is bounded by a chunk, a few samples per (user, class, recording) and the
 feature rows.
 

@@ -71,7 +71,7 @@ class ClassSpec:
 
 #: ``Sensor.features`` of a sensor given the study's 16 features of its x, y, z.
 TRI_AXIAL = "tri-axial"
-#: ``Sensor.features`` of a sensor given :data:`mudata.build.feature_maths.CHANNEL_FEATURE_NAMES`
+#: ``Sensor.features`` of a sensor given :data:`mudata.building.feature_maths.CHANNEL_FEATURE_NAMES`
 #: for each of its channels.
 PER_CHANNEL = "per-channel"
 SENSOR_FEATURES = (TRI_AXIAL, PER_CHANNEL)
@@ -124,7 +124,7 @@ class Sensor:
 
 @dataclass(frozen=True)
 class Recipe:
-    """How raw signals become feature rows (see ``mudata.build.features``)."""
+    """How raw signals become feature rows (see ``mudata.building.features``)."""
 
     name: str
     window: int | None = None

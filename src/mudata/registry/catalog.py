@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from mudata.build.cache import (
+from mudata.building.cache import (
     is_built,
     parquet_path,
 )

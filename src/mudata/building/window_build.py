@@ -1,7 +1,7 @@
 """A dataset's windows of samples, row for row beside its feature table.
 
 For a ``study-window`` dataset, :func:`build_windows` reads the verified raw
-files again, cuts the recipe's windows (:func:`mudata.build.features.study_window_samples`),
+files again, cuts the recipe's windows (:func:`mudata.building.features.study_window_samples`),
 keeps the rows the feature table keeps (undefined features, missing values, the
 user filter) and stores the samples of each (:mod:`mudata.publish.window_store`).
 Window ``i`` is row ``i`` of the feature table: the feature rows computed beside
@@ -21,10 +21,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from mudata.build.labelled import kept_signals, name_labels
-from mudata.build.options import MIN_USERS, BuildOptions
-from mudata.build.pipeline import build_frame, open_sources
-from mudata.build.userfilter import filter_users
+from mudata.building.labelled import kept_signals, name_labels
+from mudata.building.options import MIN_USERS, BuildOptions
+from mudata.building.pipeline import build_frame, open_sources
+from mudata.building.userfilter import filter_users
 from mudata.errors import CorruptTableError, MudataUsageError, StorageError
 from mudata.publish.store import table_fingerprint
 from mudata.publish.window_store import Windows, read_provenance, read_windows, write_windows
@@ -79,7 +79,7 @@ def build_windows(entry: DatasetEntry, options: BuildOptions | None = None) -> t
     entry : DatasetEntry
         With recipe ``study-window``.
     options : BuildOptions, optional
-        As for :func:`mudata.build.pipeline.build_frame`; the feature table
+        As for :func:`mudata.building.pipeline.build_frame`; the feature table
         is built first when needed.
 
     Returns
@@ -130,7 +130,7 @@ def _current(target: Path, features: dict[str, Any]) -> Windows | None:
 def _cut(entry: DatasetEntry, features: dict[str, Any], options: BuildOptions) -> Windows:
     """Read the raw files again and cut the windows of the feature table's rows."""
     # Here, not at the top: numpy-heavy code.
-    from mudata.build.features import study_window_samples
+    from mudata.building.features import study_window_samples
 
     _, sources = open_sources(entry, options)
     try:

@@ -2,8 +2,8 @@
 
 :func:`mudata.fetch` and :func:`mudata.load` take these settings as keywords (their
 public signatures); each makes one :class:`BuildOptions` from them, and the
-pipeline (:func:`mudata.build.pipeline.build_frame`), the windows
-(:func:`mudata.build.window_build.build_windows`) and the download of the raw
+pipeline (:func:`mudata.building.pipeline.build_frame`), the windows
+(:func:`mudata.building.window_build.build_windows`) and the download of the raw
 files read their settings from it, under their own names.
 """
 

@@ -1,11 +1,11 @@
 """The pipeline: a table found in the cache, or built from its verified files and stored.
 
 It wires the stages, one per module, under the dataset's lock: the raw files
-(:mod:`mudata.sources`), the rows (:mod:`mudata.build.labelled`), the record of
-what each stage did (:mod:`mudata.build.provenance`) and the files written
-(:mod:`mudata.publish.store`); :mod:`mudata.build.cache` says when the table
+(:mod:`mudata.sources`), the rows (:mod:`mudata.building.labelled`), the record of
+what each stage did (:mod:`mudata.building.provenance`) and the files written
+(:mod:`mudata.publish.store`); :mod:`mudata.building.cache` says when the table
 built before is served instead. Its settings are one
-:class:`~mudata.build.options.BuildOptions`.
+:class:`~mudata.building.options.BuildOptions`.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from mudata.build.cache import find_cached, parquet_path, users_of
-from mudata.build.labelled import build_table
-from mudata.build.options import BuildOptions
-from mudata.build.provenance import build_record, table_provenance
+from mudata.building.cache import find_cached, parquet_path, users_of
+from mudata.building.labelled import build_table
+from mudata.building.options import BuildOptions
+from mudata.building.provenance import build_record, table_provenance
 from mudata.errors import (
     ChecksumError,
     LimitError,
@@ -113,7 +113,7 @@ def build(entry: DatasetEntry, options: BuildOptions | None = None) -> Path:
     """Build (or find) the published table of ``entry``; return its Parquet path.
 
     A table already built from the same entry with the same recipe version,
-    unchanged since it was written (see :func:`mudata.build.cache.current_path`),
+    unchanged since it was written (see :func:`mudata.building.cache.current_path`),
     is returned without reading its rows.
     """
     return build_frame(entry, options, read_back=False)[0]
@@ -137,7 +137,7 @@ def build_frame(
         hashed, and nothing is written unless the table must be built. When
         False (a fetch), None stands for the rows: a table just built is not
         read back, and one already built is checked by
-        :func:`~mudata.build.cache.current_path` (no row read when its file is
+        :func:`~mudata.building.cache.current_path` (no row read when its file is
         unchanged since it was written, unless ``options.verify``), its
         descriptors repaired and the leftovers of killed runs removed.
     """

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from mudata.build.options import MIN_USERS
-from mudata.build.userfilter import filter_users
+from mudata.building.options import MIN_USERS
+from mudata.building.userfilter import filter_users
 from mudata.errors import (
     EmptyResultError,
 )
@@ -79,7 +79,7 @@ def _to_features(
         counts["feature_rows"] = len(kept)
         return kept
     # Here, not at the top: numpy-heavy; only for signal readers.
-    from mudata.build.features import featurize
+    from mudata.building.features import featurize
 
     return _window_counts(featurize(SignalTable(kept), entry), len(kept), entry, counts)
 
@@ -112,7 +112,7 @@ def _stream_features(
         The feature rows (labels named), the counts, and the samples of kept classes.
     """
     # Here, not at the top: numpy-heavy; only for signal readers.
-    from mudata.build.study_windows import StudyWindows
+    from mudata.building.study_windows import StudyWindows
 
     windows = StudyWindows(entry, spool_dir=spool_dir)
     rows_read = n_kept = 0
@@ -256,7 +256,7 @@ def build_table(
     """
     labelled, counts = labelled_features(entry, sources)
     # Here, not at the top: pandera is slow to import; only needed to build.
-    from mudata.build.validate import validate_table
+    from mudata.building.validate import validate_table
 
     kept_rows, report = filter_users(
         labelled, entry.class_names, entry.min_per_class, dataset=entry.name, min_users=min_users
@@ -306,7 +306,7 @@ def kept_signals(entry: DatasetEntry, sources: Sources) -> SignalTable:
     """The raw samples of the kept classes, read whole (not in chunks), in file order.
 
     What :func:`labelled_features` windows for a signal reader, given to the
-    stages that need the samples themselves (:mod:`mudata.build.window_build`).
+    stages that need the samples themselves (:mod:`mudata.building.window_build`).
     """
     raw = get_reader(entry.reader)(entry, sources)
     if not isinstance(raw, SignalTable):

@@ -6,18 +6,18 @@ Two recipes, named by ``entry.recipe.name`` (see ``docs/datasets.md``):
     For each user (ascending) and each kept class (registry order) -- and each
     recording, when the reader names recordings (a ``recording`` column) --, every sample
     of the class in file order is one sequence; it is smoothed with
-    :func:`mudata.build.windowing.moving_average`, cut into windows of ``window``
-    samples (last start dropped, :func:`mudata.build.windowing.window_count`) and
+    :func:`mudata.building.windowing.moving_average`, cut into windows of ``window``
+    samples (last start dropped, :func:`mudata.building.windowing.window_count`) and
     each window gives 16 features per sensor.
 ``study-segment`` (Smartwatch Gestures)
     One row per segment (one file), 16 features per sensor; with
     ``second_sensor = "diff"`` the first differences of the first sensor are
     a further sensor.
 
-The features of each window or segment are :mod:`mudata.build.feature_maths`
+The features of each window or segment are :mod:`mudata.building.feature_maths`
 (16 per tri-axial sensor, 5 per channel of any other); this module cuts the
 windows and segments, lays their samples out for those formulas, and assembles
-the table; :mod:`mudata.build.study_windows` feeds ``study-window`` chunk by chunk.
+the table; :mod:`mudata.building.study_windows` feeds ``study-window`` chunk by chunk.
 Rows with any undefined feature are dropped and the
 number dropped per reason is logged and stored in ``frame.attrs["dropped"]``.
 """
@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from mudata.build.feature_maths import (
+from mudata.building.feature_maths import (
     REASON_CONSTANT,
     REASON_MISSING,
     REASON_OVERFLOW,
@@ -43,7 +43,7 @@ from mudata.build.feature_maths import (
     sensor_columns,
     tri_axial_features,
 )
-from mudata.build.windowing import running_means, window_count
+from mudata.building.windowing import running_means, window_count
 from mudata.errors import ParseError, RegistryError
 from mudata.readers.base import SignalTable
 from mudata.records.classes import match_classes, user_names, user_sort_key
@@ -236,7 +236,7 @@ def _window_index(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Where each windowed sample's smoothed value is among the running means.
 
-    The running means (:func:`mudata.build.windowing.running_means`) are taken over
+    The running means (:func:`mudata.building.windowing.running_means`) are taken over
     all sequences laid end to end; position ``i`` (0-based) of the sequence
     starting at ``b`` takes mean ``b + i - span + 1`` (backward) once
     ``i >= span - 1``, else mean ``b + i`` (forward), which is undefined

@@ -1,6 +1,6 @@
 """The per-window maths: the study's features of one window (or segment) of samples.
 
-What the recipes of :mod:`mudata.build.features` compute for each window, and
+What the recipes of :mod:`mudata.building.features` compute for each window, and
 nothing of how windows are cut. The 16 features of a tri-axial sensor, in
 column order, with the sensor's suffix (``""`` for the first, ``"2"`` for the
 second, ...)::

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from mudata.build.provenance import RECIPE_VERSIONS, entry_fingerprint
+from mudata.building.provenance import RECIPE_VERSIONS, entry_fingerprint
 from mudata.errors import (
     CorruptTableError,
 )

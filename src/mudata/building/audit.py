@@ -11,7 +11,7 @@ first differing row is named.
 The rows are compared by :func:`mudata.publish.store.table_fingerprint` (SHA-256
 over a canonical encoding, :mod:`mudata.publish.table_hash`), whatever kind of hash
 the cached table records; then the fields of its provenance that
-:func:`mudata.load` serves (:func:`mudata.build.provenance.served_provenance`).
+:func:`mudata.load` serves (:func:`mudata.building.provenance.served_provenance`).
 
 Three outcomes (see :class:`Verification`): ``verified`` (exit code 0 in the
 CLI), ``differs`` (1) and ``unverifiable`` (2: no table, raw files missing or
@@ -34,10 +34,10 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from mudata.build.cache import parquet_path
-from mudata.build.labelled import build_table
-from mudata.build.options import MIN_USERS
-from mudata.build.provenance import (
+from mudata.building.cache import parquet_path
+from mudata.building.labelled import build_table
+from mudata.building.options import MIN_USERS
+from mudata.building.provenance import (
     RECIPE_VERSIONS,
     entry_fingerprint,
     served_provenance,
@@ -317,7 +317,7 @@ def _compare(
 def provenance_differences(
     provenance: dict[str, Any], served: dict[str, Any], *, missing_ok: bool = False
 ) -> list[dict[str, Any]]:
-    """The served fields (:func:`mudata.build.provenance.served_provenance`) a provenance does not match.
+    """The served fields (:func:`mudata.building.provenance.served_provenance`) a provenance does not match.
 
     Parameters
     ----------

@@ -1,7 +1,7 @@
 """The ``study-window`` recipe over chunks: :class:`StudyWindows`, the same rows bit for bit.
 
 What a table read in chunks (a :class:`~mudata.readers.stream.SignalStream`)
-needs to give :func:`mudata.build.features.study_window`'s rows in bounded
+needs to give :func:`mudata.building.features.study_window`'s rows in bounded
 memory: the state kept per (user, class, recording) sequence between chunks,
 the windows cut as soon as they are known not to be a sequence's last, and
 their features spooled to disk until the table's order is known.
@@ -18,8 +18,8 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from mudata.build.feature_maths import REASON_MISSING, REASON_SHORT, sensor_columns
-from mudata.build.features import (
+from mudata.building.feature_maths import REASON_MISSING, REASON_SHORT, sensor_columns
+from mudata.building.features import (
     class_rank,
     combined_key,
     empty_frame,
@@ -28,7 +28,7 @@ from mudata.build.features import (
     sensor_channels,
     window_features,
 )
-from mudata.build.windowing import window_count
+from mudata.building.windowing import window_count
 from mudata.errors import RegistryError, StorageError
 from mudata.readers.base import SignalTable
 from mudata.readers.spool import Spool

@@ -159,8 +159,10 @@ def evaluate(
     )
     if out is not None:
         check_target(out, overwrite)  # fail before any work
+    data = data_file if data_file is not None else dataset
+    assert data is not None  # exactly one of the two, checked above
     table = load_data(
-        data_file if data_file is not None else dataset,
+        data,
         user_col=user_col,
         label_col=label_col,
         input=input_kind,

@@ -228,7 +228,7 @@ def _smallest_informative_k(use: str, alpha: float) -> int:
 
 
 def auto_ks(
-    users: Sequence[object],
+    users: Sequence[object] | np.ndarray,
     uses: Sequence[str],
     alpha: float,
     min_test: int,

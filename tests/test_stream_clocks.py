@@ -165,8 +165,9 @@ def test_date_time_text_is_checked_against_the_entry_rate_without_a_unit(tmp_pat
         read_long_signals(_entry(variant, 40), sources)
 
 
-def test_init_drafts_the_unit_and_fetch_refuses_a_file_of_another_rate(tmp_path):
-    """End to end: the draft is taken from the first file; a later file 20 % off fails to build."""
+def test_init_refuses_a_file_of_another_rate_and_drafts_the_unit(tmp_path):
+    """End to end: the draft is taken from the first file; a later file 20 % off cannot be
+    built, and init says which, with the option that leaves it out."""
     variant = ("Sensor Type", ",", "timestamp", 1e3)
     files = tmp_path / "release"
     _write(files, [[100, 50], [100, 50], [100, 50], [100, 60]], variant, 6)
@@ -176,6 +177,7 @@ def test_init_drafts_the_unit_and_fetch_refuses_a_file_of_another_rate(tmp_path)
     result = runner.invoke(main, [*args, "--min-per-class", "1"])
     assert "rec4.csv: stream 'Sensor Type=1' steps by " in result.output, result.output
     assert "where stream 'Sensor Type=1' of rec1.csv steps by " in result.output
+    assert "leave it out (--include/--exclude)" in result.output
     # the three files of one rate build, and the draft names the unit it read the times in
     (files / "rec4.csv").unlink()
     result = runner.invoke(main, [*args, "--min-per-class", "1", "--force"])

@@ -405,18 +405,17 @@ def check_clock(clock: Clock, first: Clock | None, rate_hz: float, entry: str) -
             message = (
                 f"{clock.member}: its slowest stream is {excerpt(clock.stream)} (median time step "
                 f"{clock.step:g}), where {first.member}'s is {excerpt(first.stream)} (step "
-                f"{first.step:g}): the files' channels would be aligned to other clocks; every "
-                f"file must hold the same streams at the same rates, or select those that do "
-                f"with reader_options.streams.select"
+                f"{first.step:g}): its channels would be aligned to another clock; keep streams "
+                f"every file holds at one rate with reader_options.streams.select"
             )
             raise ParseError(message)
         if not one_rate(clock.step, first.step):
             message = (
                 f"{clock.member}: stream {excerpt(clock.stream)} steps by {clock.step:g} "
                 f"(median), where stream {excerpt(first.stream)} of {first.member} steps by "
-                f"{first.step:g}: more than {100 * STEP_TOLERANCE:g} % apart, so windows of one "
-                f"number of samples would last differently long in the two files; leave the "
-                f"file out (members), or register the files of each rate as datasets of their own"
+                f"{first.step:g}: more than {100 * STEP_TOLERANCE:g} % apart, so its windows would "
+                f"last another time; every file's streams must keep one rate: leave it out "
+                f"(reader_options.members)"
             )
             raise ParseError(message)
     if clock.unit is not None and rate_hz > 0:
@@ -426,8 +425,7 @@ def check_clock(clock: Clock, first: Clock | None, rate_hz: float, entry: str) -
                 f"{clock.member}: stream {excerpt(clock.stream)} steps by {clock.step:g} "
                 f"(median; {seconds:g} s, {1.0 / seconds:.4g} Hz), where dataset '{entry}' "
                 f"has sampling_rate_hz = {rate_hz:g} (a step of {1.0 / rate_hz:g} s): more "
-                f"than {100 * STEP_TOLERANCE:g} % apart, so its windows would not last as "
-                f"long as the recipe says; correct sampling_rate_hz or "
+                f"than {100 * STEP_TOLERANCE:g} % apart; correct sampling_rate_hz or "
                 f"reader_options.streams.time_unit"
             )
             raise ParseError(message)

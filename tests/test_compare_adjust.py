@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from mueval.cli.main import main
 from mueval.comparison.significance import adjust_statement, adjust_table, compare_runs, holm
 from mueval.errors import UsageError
-from mueval.guarantees.user_level import adjust_pvalues
+from mueval.guarantees.adjustment import adjust_pvalues
 from mueval.runfolder import read_run_folder
 from tests.test_evaluate_runner import make_frame
 

@@ -71,7 +71,7 @@ def report_command(
     page does not depend on it.
     """
     # Here, not at the top: matplotlib, which `mueval --help` does without.
-    from mueval.guarantees.run_warnings import warning_line
+    from mueval.cli.warning_text import warning_line
     from mueval.report.build import build_report
     from mueval.report.folder import prepare_report_folder, remove_stale_figures
 

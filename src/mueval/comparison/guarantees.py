@@ -34,10 +34,11 @@ from scipy import stats
 
 from mueval.comparison.significance import TestResult, labels_of, merge_runs, star_label
 from mueval.errors import DataError
+from mueval.guarantees.adjustment import verdict_label
 from mueval.guarantees.intervals import coverage_summary
 from mueval.guarantees.records import CONFIDENCE
-from mueval.guarantees.run_verdicts import user_coverage_table, verdict_settings
-from mueval.guarantees.user_level import verdict_label
+from mueval.guarantees.run_verdicts import user_coverage_table
+from mueval.guarantees.verdict_settings import verdict_settings
 from mueval.names import ordered_classifiers
 from mueval.runfolder import RunFolder
 
@@ -69,7 +70,7 @@ class GuaranteeComparison:
         The miscoverage level every run shares.
     verdicts : list of str
         What "below target" means in each run, in the runs' order
-        (:func:`~mueval.guarantees.user_level.verdict_label`, e.g. "below
+        (:func:`~mueval.guarantees.adjustment.verdict_label`, e.g. "below
         target at level 0.05 after Holm").
     """
 

@@ -32,7 +32,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from mueval.comparison.significance import TestResult, labels_of, merge_runs, star_label
+from mueval.comparison.runs import labels_of, merge_runs
+from mueval.comparison.significance import TestResult, star_label
 from mueval.errors import DataError
 from mueval.guarantees.adjustment import verdict_label
 from mueval.guarantees.intervals import coverage_summary
@@ -139,7 +140,7 @@ def _per_user(run: RunFolder, names: Mapping[str, str]) -> pd.DataFrame:
 
 
 def _pair_rows(per_user: pd.DataFrame) -> list[dict[str, object]]:
-    rows = []
+    rows: list[dict[str, object]] = []
     # Only users with a verdict are paired (uxc's and class-conditional runs'
     # users have none).
     judged = per_user[per_user["below"].notna()]
@@ -220,7 +221,7 @@ def compare_guarantees(runs: Sequence[RunFolder], *, seed: int = 0) -> Guarantee
     }
 
     def rank(col: pd.Series) -> pd.Series:
-        return col.map(order[col.name])
+        return col.map(order[str(col.name)])
 
     summary = summary.sort_values(["classifier", "strategy"], key=rank, kind="stable")
     per_user = per_user.sort_values(["classifier", "strategy"], key=rank, kind="stable")

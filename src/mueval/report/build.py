@@ -36,8 +36,8 @@ from mueval.comparison.significance import (
     compare_strategies,
     per_iteration_values,
     per_user_values,
-    table_notes,
 )
+from mueval.comparison.tables import table_notes
 from mueval.data.table import natural_key
 from mueval.errors import UsageError
 from mueval.files import check_inside, write_atomic

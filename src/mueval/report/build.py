@@ -38,7 +38,7 @@ from mueval.comparison.significance import (
     per_user_values,
 )
 from mueval.comparison.tables import table_notes
-from mueval.data.table import natural_key
+from mueval.data.order import natural_key
 from mueval.errors import UsageError
 from mueval.files import check_inside, write_atomic
 from mueval.guarantees.adjustment import verdict_label

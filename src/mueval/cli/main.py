@@ -119,13 +119,13 @@ def evaluate(
         raise click.UsageError("give exactly one of --dataset NAME or --data FILE")
     # Here, not at the top: pandas and scikit-learn, which `mueval --help` does without.
     from mueval.api import evaluate_table
+    from mueval.cli.warning_text import warnings_summary
     from mueval.data.table import load_data
 
     # Here, not at the top: scikit-learn, for the user's models.
     from mueval.evaluation.estimators import read_model_config, user_models
     from mueval.evaluation.inputs import check_input
     from mueval.evaluation.records import EvalConfig
-    from mueval.guarantees.run_warnings import warnings_summary
     from mueval.runfolder import check_target
 
     # Every option of the same name as an EvalConfig field is that field; the

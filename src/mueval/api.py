@@ -29,10 +29,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from mueval.comparison.guarantees import compare_guarantees as compare_folders
-from mueval.comparison.significance import compare_runs
+from mueval.comparison.runs import compare_runs
 from mueval.cpus import resolve_jobs
 from mueval.data.cohorts import RowCohorts, resolve_cohorts
-from mueval.data.table import Table, load_data, natural_key
+from mueval.data.order import natural_key
+from mueval.data.table import Table, load_data
 from mueval.data.users import user_text
 from mueval.errors import UsageError
 from mueval.evaluation.aggregate import splits_frame, summary_frame, user_dtype

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import click
 import pandas as pd
@@ -234,7 +235,7 @@ def curve_command(
     config = CurveConfig(ks=(0,) if auto else parse_ks(",".join(ks)), uses=uses_parsed, **options)
     if out is not None and out.is_dir() and any(out.iterdir()) and not overwrite:
         raise click.UsageError(f"{out} is not empty; give --overwrite to replace its curve files")
-    source = (
+    source: dict[str, Any] = (
         {}
         if data_file is not None
         else {
@@ -245,8 +246,10 @@ def curve_command(
             "max_expansion": max_expansion,
         }
     )
+    data = data_file if data_file is not None else dataset
+    assert data is not None  # exactly one of the two, checked above
     table = load_data(
-        data_file if data_file is not None else dataset,
+        data,
         user_col=user_col,
         label_col=label_col,
         **source,

@@ -57,7 +57,8 @@ from sklearn.model_selection import train_test_split
 from mueval.conformal.scores import check_score_options, get_score
 from mueval.conformal.sets import conformalize, full_sets
 from mueval.conformal.thresholds import min_calibration_size
-from mueval.data.table import Table, load_data, natural_key
+from mueval.data.order import natural_key
+from mueval.data.table import Table, load_data
 from mueval.errors import DataError, EvaluationError, OutputError, SmallCalibrationError, UsageError
 from mueval.evaluation.clustered import choose_calibration, true_class_scores
 from mueval.evaluation.models import fit_scaled, full_proba
@@ -228,7 +229,7 @@ def _smallest_informative_k(use: str, alpha: float) -> int:
 
 
 def auto_ks(
-    users: Sequence[object],
+    users: Sequence[object] | np.ndarray,
     uses: Sequence[str],
     alpha: float,
     min_test: int,

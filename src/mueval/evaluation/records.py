@@ -16,7 +16,7 @@ import numpy as np
 
 from mueval.conformal.condition import Condition, parse_condition
 from mueval.conformal.scores import ConformityScore, check_score_options, get_score
-from mueval.data.table import natural_key
+from mueval.data.order import natural_key
 from mueval.errors import UsageError
 from mueval.names import (
     CLASSIC_METRICS,

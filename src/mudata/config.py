@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mudata.errors import UsageError, excerpt
+from mudata.errors import MudataUsageError, excerpt
 
 __all__ = [
     "DEFAULT_MAX_EXPANSION",
@@ -117,7 +117,7 @@ def parse_cap(
 
     Raises
     ------
-    UsageError
+    MudataUsageError
         The value is not a positive number (a whole one when ``whole``).
 
     Examples
@@ -142,7 +142,7 @@ def parse_cap(
     if not cap > 0:
         kind = "positive whole number" if whole else "positive number"
         message = f"{source} must be a {kind} of {unit}; got {excerpt(str(value))}"
-        raise UsageError(message)
+        raise MudataUsageError(message)
     return cap
 
 
@@ -157,7 +157,7 @@ def max_expansion(value: float | str | None = None) -> float:
 
     Raises
     ------
-    UsageError
+    MudataUsageError
         The value is not a positive number.
     """
     return parse_cap(
@@ -179,7 +179,7 @@ def max_members(value: int | str | None = None) -> int:
 
     Raises
     ------
-    UsageError
+    MudataUsageError
         The value is not a positive integer.
     """
     return int(
@@ -205,7 +205,7 @@ def max_read_bytes(value: int | str | None = None) -> int:
 
     Raises
     ------
-    UsageError
+    MudataUsageError
         The value is not a positive whole number.
     """
     return int(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from mudata.errors import UsageError
+from mudata.errors import MudataUsageError
 
 #: Fewest users a table may hold: a multi-user evaluation needs two at least.
 MIN_USERS = 2
@@ -52,7 +52,7 @@ class BuildOptions:
 
     Raises
     ------
-    UsageError
+    MudataUsageError
         ``min_users`` below :data:`MIN_USERS`.
     """
 
@@ -70,7 +70,7 @@ class BuildOptions:
     def __post_init__(self) -> None:
         if self.min_users < MIN_USERS:
             message = f"min_users must be at least {MIN_USERS}, got {self.min_users}"
-            raise UsageError(message, cli={"min_users must": "--min-users must"})
+            raise MudataUsageError(message, cli={"min_users must": "--min-users must"})
 
     @property
     def manual_path(self) -> Path | None:

@@ -27,7 +27,7 @@ from pathlib import Path
 from mudata.display import plain
 from mudata.errors import (
     MissingFileError,
-    UsageError,
+    MudataUsageError,
 )
 from mudata.records.entry import DatasetEntry, RemoteFile
 from mudata.sources.manual import fetch_manual
@@ -102,13 +102,13 @@ def fetch_sources(
         is a FIFO, socket or device.
     LimitError
         A download goes past its registry size, an archive past the expansion cap.
-    UsageError
+    MudataUsageError
         Unverifiable file without ``allow_unverified``; bad ``manual_dir``.
     """
     manual = None if manual_dir is None else Path(manual_dir).expanduser()
     if manual is not None and not manual.is_dir():
         message = f"manual folder {manual} does not exist or is not a folder"
-        raise UsageError(message)
+        raise MudataUsageError(message)
     if manual is None:
         # Refuse before the first byte is downloaded, not after the first file.
         for remote in entry.files:

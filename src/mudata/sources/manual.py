@@ -20,9 +20,9 @@ from mudata.bounds.archive import normalise_member
 from mudata.display import plain
 from mudata.errors import (
     MissingFileError,
+    MudataUsageError,
     ParseError,
     UnverifiedDataError,
-    UsageError,
     excerpt,
 )
 from mudata.files import kind_of, link_in_folder, links_and_special_files
@@ -247,7 +247,7 @@ def _use_extracted_in_place(
             f"{file_label(entry, remote)}: {sought} are found from more than one folder in the "
             f"manual folder {manual}: {listing}. Point --manual-dir at one of them."
         )
-        raise UsageError(message)
+        raise MudataUsageError(message)
     [(root, names)] = roots
     if not allow_unverified:
         pinned = (
@@ -326,7 +326,7 @@ def _locate_members(
                 f"'{PurePosixPath(member.path).name}' ({listing}). Put it at "
                 f"{folder / member.path}, or point to a folder holding only one of them."
             )
-            raise UsageError(message)
+            raise MudataUsageError(message)
     if missing:
         accepted = "\n".join(f"  {m.path}" for m in remote.members)
         message = (

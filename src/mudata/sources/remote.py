@@ -27,8 +27,8 @@ from mudata.errors import (
     DownloadError,
     LimitError,
     MudataError,
+    MudataUsageError,
     StorageError,
-    UsageError,
 )
 from mudata.files import sha256_file
 from mudata.records.entry import DatasetEntry, RemoteFile
@@ -100,7 +100,7 @@ def _choose_downloader(url: str, progressbar: bool) -> object:
     if url.startswith("doi:"):
         return pooch.DOIDownloader(progressbar=progressbar, timeout=30)
     message = f"unsupported url scheme in {url!r}; expected http://, https://, ftp:// or doi:"
-    raise UsageError(message)
+    raise MudataUsageError(message)
 
 
 class _HashingDownloader:
@@ -287,7 +287,7 @@ def fetch_remote(
             message = (
                 f"{file_label(entry, remote)} has no url in the registry and no mirror was given"
             )
-            raise UsageError(message)
+            raise MudataUsageError(message)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

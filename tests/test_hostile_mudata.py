@@ -142,9 +142,12 @@ def serve(http_server, name: str, payload: bytes) -> str:
     return f"{http_server.url}/{name}"
 
 
-def build(entry_dict: dict, home: Path, **kwargs: Any) -> pd.DataFrame:
+def build(
+    entry_dict: dict, home: Path, *, read_back: bool = True, **kwargs: Any
+) -> pd.DataFrame | None:
     entry = parse_entry(entry_dict)
-    _, frame = build_frame(entry, BuildOptions(data_home=home, progress=False, **kwargs))
+    options = BuildOptions(data_home=home, progress=False, **kwargs)
+    _, frame = build_frame(entry, options, read_back=read_back)
     return frame
 
 

@@ -253,7 +253,7 @@ def _plan(reading: _Reading, member: str) -> _Plan:
                         f"holds {size:,} bytes, more than the {reading.sources.max_read:,} read "
                         f"whole at most, so a line named here is counted from that part)"
                     )
-                    raise ParseError(message) from None
+                    raise ParseError(message, reason=exc.reason) from None
                 return _whole_plan(reading, member, why, reading.whole(member), groups)
             if not isinstance(table.index, pd.RangeIndex):
                 why = "a line has one more field than the header"

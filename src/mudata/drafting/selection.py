@@ -412,7 +412,8 @@ def compile_path_pattern(text: str) -> str:
 
     A template such as ``a{label}_s{user}_t{recording}_*.mat`` names its
     fields in braces: each ``{name}`` matches one piece of a path segment
-    (``[^/]+?``), ``*`` any characters but ``/``, and the rest is literal; the
+    (``[^/]+?``), ``*`` any characters but ``/``, ``**/`` any folders (or
+    none), and the rest is literal; the
     whole is anchored at a path segment's start and at the end of the path.
     Text holding ``(?P<`` is taken as a regular expression as it is.
 
@@ -430,8 +431,10 @@ def compile_path_pattern(text: str) -> str:
             message = f"--path-pattern {text!r}: neither a regular expression with named groups (?P<user>...) nor a template with {{user}}, {{label}} or {{recording}}"
             raise UsageError(message)
         parts = []
-        for piece in re.split(r"(\{\w+\}|\*)", text):
-            if piece == "*":
+        for piece in re.split(r"(\{\w+\}|\*\*/|\*)", text):
+            if piece == "**/":
+                parts.append("(?:[^/]+/)*")  # any folders, or none
+            elif piece == "*":
                 parts.append("[^/]*")
             elif match := _FIELD.fullmatch(piece):
                 parts.append(f"(?P<{match.group(1)}>[^/]+?)")

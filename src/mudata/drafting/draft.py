@@ -60,15 +60,17 @@ from mudata.drafting.annotated_layout import (
     propose_annotated_layout,
 )
 from mudata.drafting.counters import monotone_channels
+from mudata.drafting.labelcheck import label_candidates, per_sample_label
 from mudata.drafting.layout import propose_layout
 from mudata.drafting.nulls import Flagged, null_classes
+from mudata.drafting.pathfields import hint
 from mudata.drafting.records import Choices, Layout, Sniffed
 from mudata.drafting.selection import Selection, format_of, select
 from mudata.drafting.shapes import text_shape
 from mudata.drafting.toml_text import to_toml
 from mudata.drafting.windows import classes_of_too_few_users, window_report
 from mudata.entry import DatasetEntry
-from mudata.errors import LimitError, ParseError, UsageError
+from mudata.errors import EmptyResultError, LimitError, ParseError, Reason, UsageError
 from mudata.files import describe_kind, sha256_file
 from mudata.parquet_bounds import check_parquet
 from mudata.pipeline import labelled_features
@@ -439,7 +441,13 @@ def _filter_report(
     entry: DatasetEntry, sources: Sources, raw: RawTable
 ) -> tuple[list[str], pd.DataFrame]:
     """The user filter's verdict on the feature rows the build makes, and those rows."""
-    labelled, _ = labelled_features(entry, sources, raw=raw)
+    try:
+        labelled, _ = labelled_features(entry, sources, raw=raw)
+    except EmptyResultError as exc:
+        if exc.reason is not None or not entry.recipe.window:
+            raise
+        # The build made no window of any recording: here, the window is what to change.
+        raise EmptyResultError(str(exc), reason=Reason("empty", "recipe.window")) from exc
     report = user_report(labelled, entry.class_names, entry.min_per_class, dataset=entry.name)
     lines = [
         f"user filter (at least {entry.min_per_class} {'windows' if entry.recipe.window else 'rows'} of every class): {len(report.kept)} kept, {len(report.dropped)} dropped"
@@ -451,6 +459,42 @@ def _filter_report(
             "  fewer than 2 users pass: `mudata fetch` would fail; lower min_per_class or drop rare classes"
         )
     return lines, labelled[["userid", "label"]]
+
+
+def _check_label(
+    layout: Layout, frame: pd.DataFrame, first: pd.DataFrame, members: list[str]
+) -> None:
+    """Refuse a label column that takes a class per sample, naming the columns that look like one.
+
+    Raises
+    ------
+    UsageError
+        The label column (given or found) changes at nearly every row, takes
+        nearly as many classes as a recording has rows, or holds fractional
+        numbers: windows of it would each hold many classes.
+    """
+    column = layout.roles.label
+    if layout.kind != "signals" or column is None or "label" not in frame.columns:
+        return
+    why = per_sample_label(frame, str(column))
+    if why is None:
+        return
+    roles = {layout.roles.user, layout.roles.time, layout.roles.recording, column}
+    candidates = label_candidates(first, {str(r) for r in roles if r is not None})
+    if candidates:
+        shown = ", ".join(repr(c) for c in candidates[:5])
+        advice = (
+            f"name the label column with --label COL; columns that hold a label's runs: {shown}"
+        )
+    else:
+        # The user too when the paths give it: a template of the label alone would
+        # give the user's token to the label.
+        template = hint(members, ("label",) if layout.roles.user else ("user", "label"))
+        advice = (
+            "no column holds a label's runs of rows: give where the label sits in the "
+            f"file names, e.g. --path-pattern '{template}'"
+        )
+    raise UsageError(f"mudata init: {why}; {advice}")
 
 
 def _as_built(frame: pd.DataFrame, entry: DatasetEntry) -> pd.DataFrame:
@@ -548,6 +592,7 @@ def draft_entry(
                     layout, rate, rate_note, entry_data, classes, counts, raw, folded = drafted(
                         late
                     )
+            _check_label(layout, raw.frame, first, collected.members)
             classes = named_classes(classes, collected.selection.annotation)
             left_out = _left_out_classes(classes, counts, collected.documents, choices)
             all_classes = classes

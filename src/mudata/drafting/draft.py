@@ -223,7 +223,8 @@ def _collect_folder(folder: Path, base: Path, choices: Choices) -> Collected:
         label=f"folder {folder}",
         glob=selection.glob,
     )
-    files, roots, root_pins = [spec], [folder], [source_pins]
+    files, roots = [spec], [folder]
+    root_pins: list[Pins | None] = [source_pins]
     if selection.annotation is not None and selection.annotation.separate:
         # No glob selects the annotation table with the data files: a file of its own.
         path = folder / selection.annotation.member
@@ -324,7 +325,9 @@ def collect(paths: list[Path], base: Path, choices: Choices | None = None) -> Co
         {"name": p.name, "path": _relative(p, base), "sha256": d, "hashes": "first-use"}
         for p, d in zip(chosen, digests, strict=True)
     ]
-    pins = [Pins(sha256=d, label=f"file {p}") for p, d in zip(chosen, digests, strict=True)]
+    pins: list[Pins | None] = [
+        Pins(sha256=d, label=f"file {p}") for p, d in zip(chosen, digests, strict=True)
+    ]
     return Collected(files, Sources(chosen, pins), selection.members, selection.suffix, selection)
 
 
@@ -619,10 +622,10 @@ def draft_entry(
                 entry = parse_entry(entry_data, source=output)
             filter_lines, built = _filter_report(entry, collected.sources, raw)
         except INTERNAL_ERRORS as exc:
-            raise _unrated(pending, [str(as_advice(exc))]) or as_advice(exc) from exc
+            raise _with_rate(pending, as_advice(exc)) from exc
         except UsageError as exc:  # init's own advice: with the rate when it was previewed
             if pending:
-                raise _unrated(pending, [str(exc)]) from exc
+                raise _with_rate(pending, exc) from exc
             raise
         frame = raw.frame
     finally:
@@ -805,6 +808,11 @@ def _first_table(collected: Collected) -> tuple[Sniffed, pd.DataFrame]:
             raise
         message = f"{first_member}: cannot be read as {sniffed.fmt} ({type(exc).__name__}: {str(exc)[:200]})"
         raise ParseError(message) from None
+
+
+def _with_rate(pending: list[str], advice: UsageError) -> UsageError:
+    """``advice``, after the refusal of the rate when the draft was previewed at one."""
+    return _unrated(pending, [str(advice)]) or advice
 
 
 def _unrated(pending: list[str], found: list[str]) -> UsageError | None:

@@ -34,7 +34,7 @@ import logging
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 import pandas as pd
@@ -118,7 +118,7 @@ class _Reading:
         return self.parse(self.sources.read_decoded(member), member, None)
 
 
-def _kind(dtype: object) -> str:
+def _kind(dtype: Any) -> str:
     if pd.api.types.is_bool_dtype(dtype):
         return "bool"
     if dtype == np.int64 or dtype == np.float64:
@@ -202,14 +202,14 @@ def _blocks(fh: IO[bytes], reading: _Reading, member: str) -> Iterator[tuple[byt
         yield b"", 0  # an empty file: the whole reader's error
 
 
-def _label_sample(reading: _Reading, dtype: object, has_value: bool, groups: bool) -> pd.Series:
+def _label_sample(reading: _Reading, dtype: Any, has_value: bool, groups: bool) -> pd.Series:
     """A one-row label column of the dtype the member's frame gets (for the dtype of the concatenation)."""
     if groups:
         values: np.ndarray = np.full(1, "x", dtype=object)
     elif not has_value:
         values = pd.Series([np.nan], dtype=dtype if dtype is not None else object).to_numpy()
     else:
-        example = {np.int64: 0, np.float64: 0.0, bool: True}.get(dtype, "x")  # type: ignore[call-overload]
+        example = {np.int64: 0, np.float64: 0.0, bool: True}.get(dtype, "x")
         values = pd.Series([example], dtype=dtype).to_numpy()
     return pd.DataFrame({"label": values})["label"]
 
@@ -231,10 +231,10 @@ def _plan(reading: _Reading, member: str) -> _Plan:
         why = f"it is in {reading.encoding}, not UTF-8"
         return _whole_plan(reading, member, why, reading.whole(member), groups)
     with reading.sources.open_decoded(member) as fh:
-        why, size = _text_shape(fh, reading, member)
-        if why is not None:
+        shape, size = _text_shape(fh, reading, member)
+        if shape is not None:
             return _whole_plan(
-                reading, member, why, _whole_capped(reading, member, why, size), groups
+                reading, member, shape, _whole_capped(reading, member, shape, size), groups
             )
         fh.seek(0)
         kinds: dict[str, set[str]] = {c: set() for c in options.columns}
@@ -322,10 +322,10 @@ class _Member:
     """One member's parts checked and numbered as :func:`read_long_signals` does the whole file."""
 
     def __init__(
-        self, reading: _Reading, plan: _Plan, number: int, carried: _Carried, label: object
+        self, reading: _Reading, plan: _Plan, number: int, carried: _Carried, label: Any
     ) -> None:
         self.reading, self.plan, self.number, self.carried = reading, plan, number, carried
-        self.label_dtype = label
+        self.label_dtype: Any = label
         self.member = plan.member
         self.groups = path_groups(reading.options, self.member)
         self.rows = 0
@@ -359,7 +359,7 @@ class _Member:
         local = self._recordings(table, users, n)
         if options.time_col and options.time_order == "strict":
             self._time(table, local, shift)
-        channels = {}
+        channels: dict[str, pd.Series] = {}
         for i, column in enumerate(options.channels):
             if CHANNEL + i >= self.worst:
                 break

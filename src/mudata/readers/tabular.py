@@ -18,6 +18,7 @@ import io
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -145,7 +146,7 @@ def parse_member(
     # Ids are text: read as numbers, "01" and "1" (two people) would become one.
     fixed: dict[str, object] = {**(dtypes or {}), **dict.fromkeys(text_columns, str)}
     if header:
-        as_text: dict[str | int, object] = dict(fixed)
+        as_text: dict[Any, Any] = dict(fixed)
     else:
         positions = columns_option(entry, "columns", {})
         as_text = {positions[c] - 1: t for c, t in fixed.items() if c in positions}
@@ -298,6 +299,7 @@ def matching_members(entry: DatasetEntry, sources: Sources) -> tuple[str, list[s
         message = f"dataset '{entry.name}': reader_options.format is '{fmt}'; expected one of {list(FORMATS)}"
         raise RegistryError(message, reason=Reason("invalid", "format"))
     pattern = str_option(entry, "members", DEFAULT_MEMBERS[fmt])
+    assert pattern is not None  # a default is given
     members = sources.names(pattern)
     if not members:
         message = f"dataset '{entry.name}': no file matching '{pattern}' in {', '.join(map(str, sources.roots))}"
@@ -566,7 +568,7 @@ def long_options(entry: DatasetEntry) -> LongOptions:
     recording_col = str_option(entry, "recording_col", None)
     sensor_channels = [c for s in entry.sensors for c in s.channels]
     channels = list_option(entry, "channels", sensor_channels)
-    roles = {}
+    roles: dict[str, str] = {}
     for kind, column in (
         ("user", found["user"]),
         ("label", found["label"]),

@@ -238,6 +238,7 @@ def _from_paths(
     options: dict[str, Any] = {}
     notes: list[str] = []
     comments: dict[str, str] = {}
+    pattern: str | None
     if choices.path_pattern:
         pattern = compile_path_pattern(choices.path_pattern)
         groups = set(re.compile(pattern).groupindex)

@@ -3,6 +3,7 @@
 - :mod:`.format`: the version, the marker and the names of files and columns;
 - :mod:`.columns`: user ids as text, and no column that does not apply to a run;
 - :mod:`.records`: the checked run folder, its error, and how its files are opened;
+- :mod:`.arrays`: the prediction rows decoded as arrays, for the run and per pair;
 - :mod:`.write`: the predictions table, atomic writing and safe replacement;
 - :mod:`.read`: reading with every file checked;
 - :mod:`.consistency`: the contradictions a reader refuses;

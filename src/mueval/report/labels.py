@@ -38,7 +38,7 @@ def _token(code: str, known: Sequence[str], kind: str) -> str:
 def strategy_token(code: str) -> str:
     """A built-in code as mueval spells it, or a strategy of the user's, whose code
     :func:`~mueval.names.is_strategy_code` keeps to lower-case letters, digits, ``_``
-    and ``-`` (the reader has checked it: :mod:`mueval.runfolder.consistency`)."""
+    and ``-`` (the reader has checked it: :mod:`mueval.runfolder.checks`)."""
     if code not in STRATEGIES and is_strategy_code(code):
         return code
     return _token(code, STRATEGIES, "strategy")
@@ -47,7 +47,7 @@ def strategy_token(code: str) -> str:
 def classifier_token(code: str) -> str:
     """A built-in code as mueval spells it, or a user model's name, which
     :func:`~mueval.names.is_model_name` keeps to letters, digits, ``_`` and ``-``
-    (the reader has checked it: :mod:`mueval.runfolder.consistency`)."""
+    (the reader has checked it: :mod:`mueval.runfolder.checks`)."""
     if code not in CLASSIFIERS and is_model_name(code):
         return code
     return _token(code, CLASSIFIERS, "classifier")

@@ -8,7 +8,9 @@
 - :mod:`.write`: the files a run folder holds, written atomically;
 - :mod:`.replace`: replacing a run folder and nothing else, and what a killed run left;
 - :mod:`.read`: reading with every file checked;
-- :mod:`.consistency`: the contradictions a reader refuses;
+- :mod:`.consistency`: the contradictions a reader refuses, checked in turn by
+  :mod:`.checks` (with what the checks share), :mod:`.check_rows`,
+  :mod:`.check_tables` and :mod:`.check_guarantees`;
 - :mod:`.guarantees`: the stored per-user guarantees, read back and checked.
 """
 

@@ -31,7 +31,7 @@ from mueval.guarantees.records import (
     Guarantees,
 )
 from mueval.guarantees.run_warnings import SEVERITIES
-from mueval.runfolder.consistency import (
+from mueval.runfolder.check_guarantees import (
     check_conditional_coverage,
     check_user_cohorts,
     check_user_validity,

@@ -18,7 +18,7 @@ This module owns the order of the page and the options of a build.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,7 +74,7 @@ class BuildResult:
 
     html: Path
     figures: list[Path] = field(default_factory=list)
-    warnings: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[Mapping[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -267,6 +267,10 @@ def _build(
             + list_html(section_warnings)
         )
     page = render_page(title, intro, sections)
-    html_path = write_atomic(out, "report.html", lambda p: p.write_text(page, encoding="utf-8"))
+
+    def write(path: Path) -> None:
+        path.write_text(page, encoding="utf-8")
+
+    html_path = write_atomic(out, "report.html", write)
     shown = by_severity(shown_warnings(guarantees, strategies, classifiers))
     return BuildResult(html_path, figs.paths + page_figs.paths, shown, section_warnings)

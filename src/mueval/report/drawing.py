@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import matplotlib
 import numpy as np
@@ -31,7 +31,9 @@ def pair_positions(predictions: pd.DataFrame) -> dict[tuple[str, str], np.ndarra
     """Row positions of each (strategy, classifier) in ``predictions``, found in one
     pass (comparing the text columns once per pair costs seconds on a large run)."""
     groups = predictions.groupby(["strategy", "classifier"], sort=False, observed=True)
-    return {(str(s), str(c)): rows for (s, c), rows in groups.indices.items()}
+    # Keyed by (strategy, classifier) tuples, grouped by two columns.
+    indices = cast(dict[tuple[object, object], np.ndarray], groups.indices)
+    return {(str(s), str(c)): rows for (s, c), rows in indices.items()}
 
 
 def _pair_task(

@@ -11,9 +11,9 @@ exact per-user test at the run's level after its correction
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -128,9 +128,13 @@ def grid_html(
             flags.setdefault((w["strategy"], w["classifier"]), []).append(
                 DEGENERATE_KINDS[w["kind"]]
             )
-    by_pair = {(r.strategy, r.classifier): r for r in summary.itertuples(index=False)}
+    by_pair = {
+        (r.strategy, r.classifier): r
+        for r in cast("Iterable[Any]", summary.itertuples(index=False))
+    }
     sizes = {
-        (r.strategy, r.classifier): float(r.mean_size) for r in set_sizes.itertuples(index=False)
+        (r.strategy, r.classifier): float(r.mean_size)
+        for r in cast("Iterable[Any]", set_sizes.itertuples(index=False))
     }
     head = "".join(f"<th>{esc(name('', c)[1])}</th>" for c in classifiers)
     rows = []

@@ -9,9 +9,10 @@ pair's rows as arrays (:class:`mueval.runfolder.arrays.PairRows`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -187,7 +188,7 @@ def _study_pictures(figs: FigureSet, p: _Pair, top_sets: int, min_count: int) ->
     return body
 
 
-def _membership(figs: FigureSet, p: _Pair) -> tuple[list[str], np.ndarray, object]:
+def _membership(figs: FigureSet, p: _Pair) -> tuple[list[str], np.ndarray, S.PhiResult]:
     """Inclusion rates, co-membership and phi, with the phi floor explained."""
     sets, classes, label, stem = p.sets, p.classes, p.label, p.stem
     k = len(classes)
@@ -340,7 +341,7 @@ def _directional(figs: FigureSet, p: _Pair) -> tuple[list[str], np.ndarray]:
 
 
 def _pooled_against_users(
-    p: _Pair, com: np.ndarray, phi: object, covc: np.ndarray
+    p: _Pair, com: np.ndarray, phi: S.PhiResult, covc: np.ndarray
 ) -> tuple[list[str], list[str]]:
     """Where pooling users reverses or inflates what every user shows."""
     sets, y, users, classes, label = p.sets, p.y, p.users, p.classes, p.label
@@ -480,7 +481,7 @@ def light_pair_section(run: RunFolder, g: Guarantees, s: str, c: str) -> tuple[S
             f"[{r.low:.3f}, {r.high:.3f}]",
             _verdict_text(r.below, getattr(r, "p_adjusted", np.nan)),
         ]
-        for r in sub.itertuples(index=False)
+        for r in cast("Iterable[Any]", sub.itertuples(index=False))
     ]
     body = [
         note_html(

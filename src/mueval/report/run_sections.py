@@ -9,7 +9,9 @@ validity; and the run's per-user guarantees they read (:func:`run_guarantees`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import partial
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -101,8 +103,9 @@ def _metric_table(
             sub = sm[(sm.strategy == s) & (sm.classifier == c)].set_index("metric")
             if sub.empty:
                 continue
+            mean, sd = sub["mean"], sub["sd"]
             cells = [
-                f"{sub.loc[m, 'mean']:{fmt}} ± {sub.loc[m, 'sd']:{fmt}}" if m in sub.index else ""
+                f"{mean.loc[m]:{fmt}} ± {sd.loc[m]:{fmt}}" if m in sub.index else ""
                 for m in metrics
             ]
             rows.append([strategy_label(s), classifier_label(c), int(sub["n"].iloc[0]), *cells])
@@ -180,7 +183,7 @@ def comparison_section(
         sub = table[(table.classifier == c) & (table.test == STUDY_TEST)]
         comps = [
             (strategy_label(r.strategy_a), strategy_label(r.strategy_b), r.stars)
-            for r in sub.itertuples()
+            for r in cast("Iterable[Any]", sub.itertuples())
         ]
         fig = partial(
             F.coverage_boxplot_figure,
@@ -213,7 +216,7 @@ def comparison_section(
                 r.n,
                 r.note,
             ]
-            for r in table[table.classifier == c].itertuples()
+            for r in cast("Iterable[Any]", table[table.classifier == c].itertuples())
         ]
         body.append(
             table_html(

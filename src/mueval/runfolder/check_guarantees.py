@@ -11,6 +11,7 @@ of both files).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -183,7 +184,7 @@ def _check_verdicts(
     columns: list[str],
     ids: Callable[[pd.DataFrame], pd.DataFrame],
     unjudged: str,
-    how: str,
+    how: Literal["inner", "outer"],
     where: Callable[[pd.Series], str],
     settings: str,
 ) -> None:

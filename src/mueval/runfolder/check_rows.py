@@ -27,7 +27,7 @@ def _row(run: RunFolder, i: int) -> str:
 
 
 def _is_text(kind: pa.DataType) -> bool:
-    return pa.types.is_string(kind) or pa.types.is_large_string(kind)
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
 
 
 def _classes(run: RunFolder, like: pa.Array) -> pa.Array:
@@ -98,7 +98,7 @@ def _check_types(run: RunFolder, preds: pa.Table) -> None:
     ):
         nulls = preds.column(column).is_null().to_numpy(zero_copy_only=False)
         if nulls.any():
-            msg = f"{path}: {_row(run, np.argmax(nulls))}: {column} is empty"
+            msg = f"{path}: {_row(run, int(np.argmax(nulls)))}: {column} is empty"
             raise RunFolderError(msg)
 
 
@@ -117,12 +117,12 @@ def _check_labels(run: RunFolder, preds: pa.Table) -> None:
             raise RunFolderError(msg)
     k = len(run.classes)
     for column in ("p_values", "proba"):
-        width = pc.list_value_length(preds.column(column).combine_chunks())
-        width = width.to_numpy(zero_copy_only=False)
-        i = first_wrong(width != k)
-        if i is not None:
+        lengths = pc.list_value_length(preds.column(column).combine_chunks())
+        width = lengths.to_numpy(zero_copy_only=False)
+        row = first_wrong(width != k)
+        if row is not None:
             msg = (
-                f"{path}: {_row(run, i)}: {column} holds {int(width[i])} values; expected "
+                f"{path}: {_row(run, row)}: {column} holds {int(width[row])} values; expected "
                 f"one per class of run.json ({k})"
             )
             raise RunFolderError(msg)

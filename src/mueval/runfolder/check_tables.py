@@ -10,6 +10,9 @@ rows (:func:`check_splits`), the per-class calibration counts
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -53,21 +56,23 @@ def check_splits(run: RunFolder) -> None:
     splits["user"] = user_texts(splits["user"])
     twice = splits.duplicated([*GROUP, "user"])
     if twice.any():
-        r = splits[twice].iloc[0]
+        first = splits[twice].iloc[0]
         msg = (
-            f"{path}: {r['strategy']}/{r['classifier']} iteration {r['iteration']} user "
-            f"{r['user'] or '(none, MM)'} appears twice"
+            f"{path}: {first['strategy']}/{first['classifier']} iteration {first['iteration']} "
+            f"user {first['user'] or '(none, MM)'} appears twice"
         )
         raise RunFolderError(msg)
     both = splits.merge(grouped, on=[*GROUP, "user"], how="outer", indicator="side")
-    for r in both.itertuples(index=False):
+    # The rows' fields are numbers or text as merged (pandas types them as any scalar).
+    merged: Iterable[Any] = both.itertuples(index=False)
+    for r in merged:
         where = f"{r.strategy}/{r.classifier} iteration {r.iteration} user {r.user or '(none, MM)'}"
-        msg = _split_contradiction(r, where)
-        if msg:
-            raise RunFolderError(f"{path}: {msg}")
+        contradiction = _split_contradiction(r, where)
+        if contradiction:
+            raise RunFolderError(f"{path}: {contradiction}")
 
 
-def _split_contradiction(r: object, where: str) -> str | None:
+def _split_contradiction(r: Any, where: str) -> str | None:
     """The first disagreement of one merged (splits, predictions) row, or None."""
     if r.side == "right_only":
         return f"has no row for {where}, which predictions.parquet holds {int(r.p_n)} rows of"
@@ -163,8 +168,10 @@ def check_summary(run: RunFolder) -> None:
     keys = ["strategy", "classifier", "metric"]
     twice = summary.duplicated(keys)
     if twice.any():
-        r = summary[twice].iloc[0]
-        msg = f"{path}: {r['metric']} of {r['strategy']}/{r['classifier']} appears twice"
+        first = summary[twice].iloc[0]
+        msg = (
+            f"{path}: {first['metric']} of {first['strategy']}/{first['classifier']} appears twice"
+        )
         raise RunFolderError(msg)
     pairs_split = set(zip(run.splits["strategy"], run.splits["classifier"], strict=True))
     for s, c in dict.fromkeys(zip(summary["strategy"], summary["classifier"], strict=True)):
@@ -184,7 +191,8 @@ def check_summary(run: RunFolder) -> None:
     )
     recomputed = _recompute_summary(run.splits, metrics, run.diagnostics, extra)
     both = summary.merge(recomputed, on=keys, how="inner")
-    for r in both.itertuples(index=False):
+    stored_rows: Iterable[Any] = both.itertuples(index=False)
+    for r in stored_rows:
         where = f"{r.metric} of {r.strategy}/{r.classifier}"
         if int(r.n) != r.r_n:
             msg = (
@@ -241,17 +249,17 @@ def check_counts(run: RunFolder) -> None:
             msg = f"{path}: row {i}: {column} is {float(values[i])!r}; expected a whole number >= 0"
             raise RunFolderError(msg)
     total = np.nansum(np.vstack(list(counts.values())), axis=0) if counts else np.zeros(0)
-    i = first_wrong(total > bound)
-    if i is not None:
-        given = ", ".join(f"{c} {counts[c][i]:,.0f}" for c in present)
+    row = first_wrong(total > bound)
+    if row is not None:
+        given = ", ".join(f"{c} {counts[c][row]:,.0f}" for c in present)
         what = f"dataset.n_rows {bound:,}" if declared is not None else f"the {bound:,} a run holds"
-        msg = f"{path}: row {i}: {given} add up to more than {what}"
+        msg = f"{path}: row {row}: {given} add up to more than {what}"
         raise RunFolderError(msg)
     if "n_test" in counts:
-        i = first_wrong(counts["n_test"] > len(run.predictions))
-        if i is not None:
+        row = first_wrong(counts["n_test"] > len(run.predictions))
+        if row is not None:
             msg = (
-                f"{path}: row {i}: n_test is {counts['n_test'][i]:,.0f}, more than the "
+                f"{path}: row {row}: n_test is {counts['n_test'][row]:,.0f}, more than the "
                 f"{len(run.predictions):,} rows of predictions.parquet"
             )
             raise RunFolderError(msg)

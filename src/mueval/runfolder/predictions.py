@@ -69,12 +69,16 @@ def predictions_table(
     def cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
         return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
 
-    rows = cat([r.rows for r in kept], np.int64)
+    def arrays(attr: str) -> list[np.ndarray]:
+        # A result with sets holds every row array (drop_row_arrays comes after).
+        return [getattr(r, attr) for r in kept]
+
+    rows = cat(arrays("rows"), np.int64)
     y_true = y[rows]
-    y_pred = cat([r.y_pred for r in kept], np.int64)
-    sets = np.vstack([r.sets for r in kept]) if kept else np.zeros((0, K), dtype=bool)
-    pvals = np.vstack([r.pvalues for r in kept]) if kept else np.zeros((0, K))
-    proba = np.vstack([r.proba for r in kept]) if kept else np.zeros((0, K))
+    y_pred = cat(arrays("y_pred"), np.int64)
+    sets = np.vstack(arrays("sets")) if kept else np.zeros((0, K), dtype=bool)
+    pvals = np.vstack(arrays("pvalues")) if kept else np.zeros((0, K))
+    proba = np.vstack(arrays("proba")) if kept else np.zeros((0, K))
     set_size = sets.sum(axis=1).astype(np.int64)
     # Per-result values repeated over the result's rows: one Python step per
     # result, none per row.

@@ -10,27 +10,31 @@ from __future__ import annotations
 import functools
 import textwrap
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.colors import ListedColormap
+from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
+from matplotlib.legend import Legend
 from matplotlib.textpath import text_to_path
 
 __all__ = ["COLOURS", "fit_x_labels", "outside_legend", "plain_text", "set_title"]
 
 #: One colour per strategy (matplotlib's tab10).
-COLOURS = plt.get_cmap("tab10").colors
+COLOURS = cast(tuple[Any, ...], cast(ListedColormap, plt.get_cmap("tab10")).colors)
 
 
-def outside_legend(ax, **options):
+def outside_legend(ax: Axes, **options: Any) -> Legend:
     """The axes' legend right of the axes, its top level with theirs: it never
     covers a point, and constrained layout narrows the axes to make room."""
     return ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, **options)
 
 
-def set_title(ax, title: str | None) -> None:
+def set_title(ax: Axes, title: str | None) -> None:
     """A title only when asked for: by default the page's caption says it."""
     if title:
         ax.set_title(title)
@@ -47,7 +51,7 @@ def plain_text(func: _F) -> _F:
     """
 
     @functools.wraps(func)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: Any, **kwargs: Any) -> object:
         with matplotlib.rc_context({"text.parse_math": False}):
             return func(*args, **kwargs)
 
@@ -76,7 +80,7 @@ def _wrapped(text: str) -> str:
     return textwrap.fill(text, width=max(8, len(text) // 2 + 1))
 
 
-def fit_x_labels(ax, *, room: float = 0.9, axes_share: float = 0.6) -> None:
+def fit_x_labels(ax: Axes, *, room: float = 0.9, axes_share: float = 0.6) -> None:
     """Keep the x tick labels from running into each other.
 
     When the widest label, written flat, would take more than ``room`` of the
@@ -93,7 +97,9 @@ def fit_x_labels(ax, *, room: float = 0.9, axes_share: float = 0.6) -> None:
         return
     size = FontProperties(size=matplotlib.rcParams["xtick.labelsize"]).get_size_in_points()
     x0, x1 = ax.get_xlim()
-    spacing = 72.0 * axes_share * ax.figure.get_figwidth() / abs(x1 - x0) * np.diff(ticks).min()
+    # The report never draws in a subfigure: the axes' figure is the whole figure.
+    width = cast(Figure, ax.figure).get_figwidth()
+    spacing = 72.0 * axes_share * width / abs(x1 - x0) * np.diff(ticks).min()
 
     def widest(texts: list[str]) -> float:
         return max(_text_width(t, size) for t in texts if t)

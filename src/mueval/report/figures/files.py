@@ -12,15 +12,20 @@ from __future__ import annotations
 import io
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import matplotlib
 import matplotlib.image as mpimg
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.backend_bases import RendererBase
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.transforms import Bbox
+from matplotlib.typing import RcKeyType
 
 from mueval.files import write_atomic
 from mueval.report.figures.axes import plain_text
@@ -37,12 +42,26 @@ __all__ = [
 
 
 #: The shape of each heat map made (what its layout depends on, title aside).
-_LAYOUT_SHAPES: weakref.WeakKeyDictionary[Figure, tuple] = weakref.WeakKeyDictionary()
+_LAYOUT_SHAPES: weakref.WeakKeyDictionary[Figure, tuple[object, ...]] = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """The positions constrained layout gave a drawn heat map's axes, and the
+    width of its matrix."""
+
+    positions: list[Bbox]
+    anchors: list[str | tuple[float, float]]
+    box_aspects: list[float | None]
+    aspects: list[Any]
+    matrix_width: float
+
+
 #: Shape (with dpi, fonts and title height) -> the positions constrained layout gave.
-_LAYOUTS: dict[tuple, dict[str, object]] = {}
+_LAYOUTS: dict[tuple[object, ...], _Layout] = {}
 _LAYOUT_COUNTS = {"reused": 0, "solved": 0}
 # What else the layout depends on: the fonts and constrained layout's pads.
-_LAYOUT_RC = (
+_LAYOUT_RC: tuple[RcKeyType, ...] = (
     "font.family",
     "font.size",
     "axes.titlesize",
@@ -73,7 +92,7 @@ def clear_layouts() -> None:
     _LAYOUT_COUNTS.update(reused=0, solved=0)
 
 
-def _layout_key(fig: Figure, renderer, dpi: int) -> tuple | None:
+def _layout_key(fig: Figure, renderer: RendererBase, dpi: object) -> tuple[object, ...] | None:
     shape = _LAYOUT_SHAPES.get(fig)
     if shape is None or len(fig.axes) != 2:
         return None
@@ -82,32 +101,34 @@ def _layout_key(fig: Figure, renderer, dpi: int) -> tuple | None:
     return (*shape, dpi, rc, round(float(height), 6))
 
 
-def _title_width(fig: Figure, renderer) -> float:
+def _title_width(fig: Figure, renderer: RendererBase) -> float:
     return float(fig.axes[0].title.get_window_extent(renderer).width)
 
 
-def _settled(fig: Figure, renderer) -> dict[str, object]:
+def _settled(fig: Figure, renderer: RendererBase) -> _Layout:
     """The positions constrained layout gave a drawn heat map, and the width of its
     matrix: a title no wider, centred on it, adds nothing to the margins."""
-    return {
-        "positions": [ax.get_position(original=True).frozen() for ax in fig.axes],
-        "anchors": [ax.get_anchor() for ax in fig.axes],
-        "box_aspects": [ax.get_box_aspect() for ax in fig.axes],
-        "aspects": [ax.get_aspect() for ax in fig.axes],
-        "matrix_width": float(fig.axes[0].get_window_extent(renderer).width),
-    }
+    return _Layout(
+        positions=[ax.get_position(original=True).frozen() for ax in fig.axes],
+        anchors=[ax.get_anchor() for ax in fig.axes],
+        box_aspects=[ax.get_box_aspect() for ax in fig.axes],
+        aspects=[ax.get_aspect() for ax in fig.axes],
+        matrix_width=float(fig.axes[0].get_window_extent(renderer).width),
+    )
 
 
-def _reuse(fig: Figure, layout: dict[str, object]) -> None:
+def _reuse(fig: Figure, layout: _Layout) -> None:
     fig.set_layout_engine("none")
     for i, ax in enumerate(fig.axes):
-        ax.set_position(layout["positions"][i])
-        ax.set_anchor(layout["anchors"][i])
-        ax.set_box_aspect(layout["box_aspects"][i])
-        ax.set_aspect(layout["aspects"][i])
+        ax.set_position(layout.positions[i])
+        ax.set_anchor(layout.anchors[i])
+        ax.set_box_aspect(layout.box_aspects[i])
+        ax.set_aspect(layout.aspects[i])
 
 
-def _draw_settled(fig: Figure, renderer, dpi_key: object, draw: Callable[[], None]) -> None:
+def _draw_settled(
+    fig: Figure, renderer: RendererBase, dpi_key: object, draw: Callable[[], None]
+) -> None:
     """``draw()`` the figure, a heat map on the layout settled for its shape when
     there is one (see :func:`heatmap_figure`), else solving constrained layout
     and keeping what it settled for the next heat map of that shape.
@@ -120,7 +141,7 @@ def _draw_settled(fig: Figure, renderer, dpi_key: object, draw: Callable[[], Non
         return
     key = _layout_key(fig, renderer, dpi_key)
     layout = _LAYOUTS.get(key) if key is not None else None
-    if layout is not None and _title_width(fig, renderer) <= layout["matrix_width"]:
+    if layout is not None and _title_width(fig, renderer) <= layout.matrix_width:
         _reuse(fig, layout)
         _LAYOUT_COUNTS["reused"] += 1
         key = None
@@ -128,20 +149,23 @@ def _draw_settled(fig: Figure, renderer, dpi_key: object, draw: Callable[[], Non
     if key is not None:
         _LAYOUT_COUNTS["solved"] += 1
         settled = _settled(fig, renderer)
-        if key not in _LAYOUTS and _title_width(fig, renderer) <= settled["matrix_width"]:
+        if key not in _LAYOUTS and _title_width(fig, renderer) <= settled.matrix_width:
             _LAYOUTS[key] = settled
 
 
-def _png(fig: Figure, path, dpi: int) -> None:
+def _png(fig: Figure, path: Path | BinaryIO, dpi: int) -> None:
     """Draw ``fig`` once on an Agg canvas at ``dpi`` and write its pixels as PNG.
 
     The pixels are those ``fig.savefig(path, dpi=dpi, format="png")`` writes.
     """
     fig.set_dpi(dpi)
     canvas = FigureCanvasAgg(fig)
-    _draw_settled(fig, canvas.get_renderer(), dpi, canvas.draw)
+    # matplotlib's stubs leave the Agg canvas's methods untyped.
+    renderer = canvas.get_renderer()  # type: ignore[no-untyped-call]
+    _draw_settled(fig, renderer, dpi, canvas.draw)
     # RGBA with the figure's dpi in the header, as savefig writes it.
-    mpimg.imsave(path, np.asarray(canvas.buffer_rgba()), format="png", dpi=dpi)
+    pixels = np.asarray(canvas.buffer_rgba())  # type: ignore[no-untyped-call]
+    mpimg.imsave(path, pixels, format="png", dpi=dpi)
 
 
 #: The formats a figure is written in: vector first (the default), PNG on request.
@@ -163,7 +187,7 @@ def _check_format(fmt: str, dpi: int) -> None:
 _VECTOR_DPI = 72
 
 
-def _vector(fig: Figure, path, fmt: str) -> None:
+def _vector(fig: Figure, path: Path | BinaryIO, fmt: str) -> None:
     """Write ``fig`` as SVG or PDF in one drawing pass: text as text (smaller,
     selectable), no date and fixed ids (the same figure gives the same bytes).
 
@@ -172,8 +196,13 @@ def _vector(fig: Figure, path, fmt: str) -> None:
     the one drawing, and the bytes are those ``savefig`` writes.
     """
     fig.set_dpi(_VECTOR_DPI)
-    renderer = FigureCanvasAgg(fig).get_renderer()
-    settings = {"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "mueval"}
+    # matplotlib's stubs leave the canvases' methods untyped (here and below).
+    renderer = FigureCanvasAgg(fig).get_renderer()  # type: ignore[no-untyped-call]
+    settings: dict[RcKeyType, Any] = {
+        "svg.fonttype": "none",
+        "pdf.fonttype": 42,
+        "svg.hashsalt": "mueval",
+    }
 
     def draw() -> None:
         with matplotlib.rc_context(settings):
@@ -181,12 +210,14 @@ def _vector(fig: Figure, path, fmt: str) -> None:
                 # Here, not at the top: each vector backend only when its format is written.
                 from matplotlib.backends.backend_svg import FigureCanvasSVG
 
-                FigureCanvasSVG(fig).print_svg(path, metadata={"Date": None})
+                FigureCanvasSVG(fig).print_svg(path, metadata={"Date": None})  # type: ignore[no-untyped-call]
             else:
                 # Here, not at the top: the PDF backend, only when a PDF is written.
                 from matplotlib.backends.backend_pdf import FigureCanvasPdf
 
-                FigureCanvasPdf(fig).print_pdf(path, metadata={"CreationDate": None})
+                FigureCanvasPdf(fig).print_pdf(  # type: ignore[no-untyped-call]
+                    path, metadata={"CreationDate": None}
+                )
 
     _draw_settled(fig, renderer, ("vector", _VECTOR_DPI), draw)
 

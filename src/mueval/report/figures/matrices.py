@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from typing import Any, cast
 
 import matplotlib.path as mpath
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
 from matplotlib.collections import LineCollection, PathCollection
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
+from matplotlib.image import AxesImage
 from matplotlib.patches import Patch
 from matplotlib.textpath import TextPath
 from matplotlib.transforms import Affine2D
@@ -32,22 +36,23 @@ __all__ = [
 ]
 
 
-def _cell_colours(im, values: np.ndarray) -> np.ndarray:
+def _cell_colours(im: AxesImage, values: np.ndarray) -> np.ndarray:
     """Black on light cells, white on dark ones (the cell's own luminance), so
     diverging maps stay legible; RGBA, shape (n, 4)."""
-    rgba = im.cmap(im.norm(values))
+    # (n, 4) for an array of values (the stubs type a colormap's call for one).
+    rgba = np.asarray(im.cmap(im.norm(values)))
     lum = 0.299 * rgba[:, 0] + 0.587 * rgba[:, 1] + 0.114 * rgba[:, 2]
     return np.where(lum[:, None] > 0.5, [[0.0, 0.0, 0.0, 1.0]], [[1.0, 1.0, 1.0, 1.0]])
 
 
-def _text_cells(ax, im, m: np.ndarray) -> None:
+def _text_cells(ax: Axes, im: AxesImage, m: np.ndarray) -> None:
     """Each finite cell's value as a text artist (for SVG: text stays text)."""
     rows, cols = np.nonzero(np.isfinite(m))
     for r, c, colour in zip(rows, cols, _cell_colours(im, m[rows, cols]), strict=True):
         # Out of the layout: cells cannot overflow.
         ax.text(
-            c,
-            r,
+            float(c),
+            float(r),
             f"{m[r, c]:.2f}",
             ha="center",
             va="center",
@@ -72,7 +77,7 @@ def _value_outline(text: str, prop: FontProperties) -> mpath.Path:
     return shape.transformed(Affine2D().translate(-(x0 + x1) / 2, -(y0 + y1) / 2))
 
 
-def _annotate_cells(ax, im, m: np.ndarray) -> PathCollection:
+def _annotate_cells(ax: Axes, im: AxesImage, m: np.ndarray) -> PathCollection:
     """Print each finite cell's value (two decimals, 7 pt) at its centre.
 
     One collection of glyph outlines, not one text artist per cell: a text
@@ -168,7 +173,7 @@ def heatmap_figure(
         _text_cells(ax, im, m)
     elif annotate:
         _annotate_cells(ax, im, m)
-    handles = []
+    handles: list[Artist] = []
     if len(nan_cells):
         handles.append(
             Patch(facecolor="#d9d9d9", hatch="///", edgecolor="#888888", label=nan_label)
@@ -193,7 +198,7 @@ def heatmap_figure(
             xlabel,
             ylabel,
             cbar_label,
-            (float(im.norm.vmin), float(im.norm.vmax)),
+            (float(cast(float, im.norm.vmin)), float(cast(float, im.norm.vmax))),
             None if legend is None else tuple(t.get_text() for t in legend.get_texts()),
             (title or "").count("\n"),
         ),
@@ -271,7 +276,7 @@ def cooccurrence_graph_figure(
     i, j = np.nonzero(np.triu(c > 0, 1))
     ax.add_collection(
         LineCollection(
-            np.stack([xy[i], xy[j]], axis=1),
+            cast(Sequence[Any], np.stack([xy[i], xy[j]], axis=1)),
             colors="#4c72b0",
             linewidths=0.5 + 9.5 * c[i, j] / top,
             alpha=0.6,
@@ -289,8 +294,9 @@ def cooccurrence_graph_figure(
         edgecolor="black",
         zorder=2,
     )
-    for i, name in enumerate(classes):
-        ax.annotate(name, xy[i] * 1.16, ha="center", va="center", fontsize=9, in_layout=False)
+    for n, name in enumerate(classes):
+        at = cast(tuple[float, float], xy[n] * 1.16)
+        ax.annotate(name, at, ha="center", va="center", fontsize=9, in_layout=False)
     ax.set_xlim(-1.45, 1.45)
     ax.set_ylim(-1.45, 1.45)
     ax.set_aspect("equal")

@@ -30,17 +30,18 @@ import pyarrow.parquet as pq
 
 from mueval.comparison.guarantees import compare_guarantees as compare_folders
 from mueval.comparison.significance import compare_runs
+from mueval.conformal.settings import ConformalSettings
 from mueval.cpus import resolve_jobs
 from mueval.data.cohorts import RowCohorts, resolve_cohorts
 from mueval.data.table import Table, load_data, natural_key
 from mueval.data.users import user_text
 from mueval.errors import UsageError
 from mueval.evaluation.aggregate import splits_frame, summary_frame, user_dtype
+from mueval.evaluation.config import EvalConfig
 from mueval.evaluation.estimators import SCALINGS, UserModel, user_models
 from mueval.evaluation.hooks import fit_predict_models
 from mueval.evaluation.inputs import check_input
 from mueval.evaluation.models import model_records
-from mueval.evaluation.records import EvalConfig
 from mueval.evaluation.runner import run, stage_timings
 from mueval.evaluation.stages import StageProgress
 from mueval.guarantees.compute import (
@@ -156,9 +157,9 @@ def evaluate_table(
     table, row_cohorts = resolve_cohorts(
         table,
         cohorts,
-        by_cohort=config.conditioning.by_cohort,
-        column=config.conditioning.column,
-        terms=config.conditioning.terms,
+        by_cohort=config.conformal.conditioning.by_cohort,
+        column=config.conformal.conditioning.column,
+        terms=config.conformal.conditioning.terms,
     )
     stages = StageProgress(
         [*_STAGES, *(["saving"] if out is not None else [])], execution.get("progress")
@@ -243,13 +244,13 @@ def _evaluate(
     diagnostics take each task's rows and sets as it arrives
     (:class:`PoolDiagnostics`, one iteration's pools at a time), then its
     arrays are dropped once written."""
-    condition = config.conditioning
+    condition = config.conformal.conditioning
     start = time.perf_counter()
     pooled = None
     on_task = None
     # The same diagnostics whether pooled as tasks finish or computed at the end.
     diagnostic_options = {
-        "alpha": config.alpha,
+        "alpha": config.conformal.alpha,
         "level": diagnostics,
         "jobs": execution["jobs"],
     }
@@ -303,8 +304,8 @@ def _evaluate(
         **_diagnostics_config(diagnostics),
     }
     t0 = time.perf_counter()
-    options = {
-        "alpha": config.alpha,
+    options: dict[str, Any] = {
+        "alpha": config.conformal.alpha,
         "n_classes": len(table.classes),
         "classes": table.classes,
         "condition": condition,
@@ -330,9 +331,9 @@ def _evaluate(
     output.timings["guarantees_s"] = time.perf_counter() - t0
     # Per stage and strategy/classifier, with what came after the tasks (the
     # last row group of the stream is written after the runner returned).
-    stages = stage_timings(output.results)
+    by_stage = stage_timings(output.results)
     for key, seconds in diag.seconds.items():
-        stages.setdefault(key, {})["diagnostics_s"] = round(seconds, 6)
+        by_stage.setdefault(key, {})["diagnostics_s"] = round(seconds, 6)
     info: dict[str, Any] = {
         "dataset": table.info,
         "classes": list(table.classes),
@@ -342,7 +343,7 @@ def _evaluate(
         "skipped": output.notes,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "timings": {**output.timings, "total_s": time.perf_counter() - start},
-        "stage_timings": stages,
+        "stage_timings": by_stage,
         "warnings": found.warnings,
     }
     return Run(
@@ -630,38 +631,42 @@ def evaluate(
     """
     names, own = _all_models(classifiers, models, classifier_params, scale)
     check_input(input, names, own)
-    config = EvalConfig(
-        strategies=tuple(parse_strategies(strategies)),
-        classifiers=names,
-        models=own,
+    settings = ConformalSettings(
         alpha=alpha,
-        iterations=iterations,
-        seed_base=seed_base,
         score=score,
+        mondrian=mondrian,
         threshold=threshold,
         randomized=randomized,
         raps_lambda=raps_lambda,
         raps_k_reg=raps_k_reg,
-        mondrian=mondrian,
+        small_cal=small_cal,
+        condition=condition,
+    )
+    config = EvalConfig(
+        strategies=tuple(parse_strategies(strategies)),
+        classifiers=names,
+        models=own,
+        conformal=settings,
+        iterations=iterations,
+        seed_base=seed_base,
         adapt_frac=adapt_frac,
         min_own=min_own,
         clusters=clusters,
         own_rows=own_rows,
         assign=assign,
-        small_cal=small_cal,
         split=split,
         gap=gap,
         user_folds=user_folds,
-        condition=condition,
         user_level=user_level,
         user_correction=user_correction,
         user_family=user_family,
     )
-    if isinstance(data, pd.DataFrame) and cohorts is None and config.conditioning.by_cohort:
+    condition_of = settings.conditioning
+    if isinstance(data, pd.DataFrame) and cohorts is None and condition_of.by_cohort:
         # A cohort column of any type (text too) is taken out before the features
         # are checked to be numeric.
         data, cohorts = _split_cohort_column(
-            data, config.conditioning.columns or config.conditioning.column, user_col
+            data, condition_of.columns or condition_of.column, user_col
         )
     table = load_data(data, user_col=user_col, label_col=label_col, input=input, **source)
     return evaluate_table(

@@ -40,7 +40,7 @@ def map_errors(ctx: click.Context, call: Any) -> Any:
         return call()
     except click.exceptions.ClickException as exc:
         # click's own messages quote what they were given (a file name, a value).
-        exc.message = printable(exc.message)
+        exc.message = printable(exc.message)  # type: ignore[misc]
         raise
     except (click.exceptions.Exit, click.Abort):
         raise

@@ -26,7 +26,7 @@ from mudata.cli_options import (
 )
 from mudata.display import plain
 from mueval.cli.base import LazyGroup
-from mueval.cli.options import evaluate_options
+from mueval.cli.evaluate_options import evaluate_options
 from mueval.errors import UsageError
 from mueval.names import DEFAULT_STRATEGIES, USER_FAMILY_WORDS, parse_strategies
 from mueval.version import __version__

@@ -224,9 +224,20 @@ def _shown(frame: pd.DataFrame, table_format: str) -> str:
 
 
 # The columns printed (--out writes them all).
-_GUARANTEE_SHOWN = ("strategy", "classifier", "n_users", "n_below", "share_below", "worst_user")
-_GUARANTEE_SHOWN += ("worst_coverage", "worst_low", "worst_high")
-_GUARANTEE_SHOWN += ("pooled_coverage", "pooled_low", "pooled_high")
+_GUARANTEE_SHOWN: tuple[str, ...] = (
+    "strategy",
+    "classifier",
+    "n_users",
+    "n_below",
+    "share_below",
+    "worst_user",
+    "worst_coverage",
+    "worst_low",
+    "worst_high",
+    "pooled_coverage",
+    "pooled_low",
+    "pooled_high",
+)
 
 
 def _code(label: str) -> str:

@@ -73,5 +73,9 @@ def table_command(
     if not folder.is_dir():
         msg = f"cannot write the table to {out}: {folder} is not a folder"
         raise click.ClickException(msg)
-    write_atomic(folder, out.name, lambda p: p.write_text(text, encoding="utf-8"))
+
+    def write(path: Path) -> None:
+        path.write_text(text, encoding="utf-8")
+
+    write_atomic(folder, out.name, write)
     click.echo(f"wrote {out}", err=True)

@@ -52,6 +52,11 @@ class TaskInputs:
     config: EvalConfig
     cohorts: RowCohorts | None = None
 
+    @property
+    def leading(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """:func:`~mueval.evaluation.task.run_task`'s first arguments: the table and K."""
+        return self.X, self.y, self.n_classes
+
 
 def run_serial(
     inputs: TaskInputs,
@@ -61,8 +66,7 @@ def run_serial(
     on_task: OnTask,
 ) -> list[list[EvalResult]]:
     """Every task in this process, one after the other."""
-    X, y, n_classes, config, cohorts = _unpacked(inputs)
-    gen = (run_task(X, y, n_classes, s, c, config, cohorts=cohorts) for s, c in tasks)
+    gen = (run_task(*inputs.leading, s, c, inputs.config, cohorts=inputs.cohorts) for s, c in tasks)
     return _collect(_progress(gen, total, progress), on_task)
 
 
@@ -78,20 +82,13 @@ def run_loky(
     # Ordered generator (joblib >= 1.3), fed lazily (joblib's pre_dispatch
     # takes 2 x jobs tasks ahead). No more workers than tasks: each one started
     # costs a second of imports.
-    X, y, n_classes, config, cohorts = _unpacked(inputs)
     n_jobs = jobs if jobs == -1 else min(jobs, total)
     parallel = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator")
     gen = parallel(
-        delayed(_task_or_failure)(X, y, n_classes, s, c, config, cohorts=cohorts) for s, c in tasks
+        delayed(_task_or_failure)(*inputs.leading, s, c, inputs.config, cohorts=inputs.cohorts)
+        for s, c in tasks
     )
     return _collect(_progress(gen, total, progress), on_task)
-
-
-def _unpacked(
-    inputs: TaskInputs,
-) -> tuple[np.ndarray, np.ndarray, int, EvalConfig, RowCohorts | None]:
-    """:func:`run_task`'s leading arguments, in its order."""
-    return inputs.X, inputs.y, inputs.n_classes, inputs.config, inputs.cohorts
 
 
 def _progress(iterable: Iterable[Any], total: int, enabled: bool | None) -> Iterator[Any]:
@@ -222,7 +219,8 @@ def run_dask(
     except ImportError as exc:  # optional dependency
         message = "the dask backend needs dask.distributed: pip install 'dask[distributed]'"
         raise UsageError(message) from exc
-    X, y, n_classes, config, cohorts = _unpacked(inputs)
+    X, y, n_classes = inputs.leading
+    config, cohorts = inputs.config, inputs.cohorts
     cluster = None
     try:
         if scheduler:

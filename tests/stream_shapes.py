@@ -59,6 +59,7 @@ def write_multiplexed(
     jitter: float = 0.05,
     gap: float = 1.0,
     written: Written | None = None,
+    separator: str = ",",
 ) -> Written:
     """Write one CSV file holding ``streams`` of ``users``, each class for ``seconds``.
 
@@ -70,10 +71,10 @@ def write_multiplexed(
     Classes follow each other with ``gap`` seconds between them; a stream's
     sample times are its rate's grid plus a jitter of up to ``jitter`` steps.
     Rows are written in bursts of ``burst`` samples of one stream, the bursts
-    ordered by the time of their last sample.
+    ordered by the time of their last sample. ``separator`` separates the fields.
     """
     written = written if written is not None else Written()
-    lines = [",".join(header)]
+    lines = [separator.join(header)]
     counter = 0
     for u, user in enumerate(users):
         bursts: list[tuple[float, int, list[dict[str, str]]]] = []
@@ -108,10 +109,55 @@ def write_multiplexed(
                 if index_col:
                     row[index_col] = str(counter)
                 counter += 1
-                lines.append(",".join(row[c] for c in header))
+                lines.append(separator.join(row[c] for c in header))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return written
+
+
+def write_shared_clock(
+    path: Path,
+    *,
+    user: str,
+    keys: list[dict[str, object]],
+    rate_hz: float,
+    classes: list[object],
+    seconds: float,
+    rng: np.random.Generator,
+    header: list[str],
+    separator: str = ",",
+    time_col: str = "timestamp",
+    user_col: str = "user",
+    label_col: str = "label",
+    channels: tuple[str, str, str] = ("x", "y", "z"),
+) -> dict[object, int]:
+    """One file of streams sharing one clock: at each timestamp (ms), one row per stream.
+
+    The clock ticks at ``rate_hz`` with a jitter of up to a tenth of a step,
+    ``seconds`` of each class in turn; every stream (``keys``: its key
+    columns' values) writes a row at every tick, in the order of ``keys``.
+    So time repeats on ``1 - 1 / len(keys)`` of the rows, but never inside a
+    stream. Returns the samples each stream holds per class.
+    """
+    step = 1e3 / rate_hz
+    n = int(seconds * rate_hz)
+    lines = [separator.join(header)]
+    per_class: dict[object, int] = {}
+    start = 0.0
+    for label in classes:
+        ticks = np.round(start + np.arange(n) * step + rng.uniform(0, 0.1 * step, n))
+        start = float(ticks[-1]) + step
+        per_class[label] = n
+        for tick in ticks:
+            for level, key in enumerate(keys):
+                xyz = rng.normal(level, 1.0, 3).round(4)
+                row = {str(k): str(v) for k, v in key.items()}
+                row.update({time_col: str(int(tick)), label_col: str(label), user_col: user})
+                row.update({c: f"{a:g}" for c, a in zip(channels, xyz, strict=True)})
+                lines.append(separator.join(row[c] for c in header))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return per_class
 
 
 def kept_samples(written: Written, reference: str, user: str) -> list[tuple[float, object]]:

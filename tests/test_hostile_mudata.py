@@ -1066,6 +1066,10 @@ def test_member_names_in_messages_are_cut(tmp_path: Path) -> None:
         ("opportunity", {"n_columns": -1}, "n_columns"),
         ("har70", {"channels": "back_x"}, "channels"),
         ("har70", {"label_column": ["label"]}, "label_column"),
+        # None where the option has a text default (a dict entry, not TOML).
+        ("gestures", {"members": None}, "members"),
+        ("opportunity", {"members": None}, "members"),
+        ("har70", {"label_column": None}, "label_column"),
     ],
 )
 def test_reader_options_of_the_wrong_type_name_the_field(

@@ -245,7 +245,14 @@ def test_init_finds_the_streams_and_the_table_holds_the_windows_they_give(tmp_pa
     assert init.exit_code == 0, init.output
     draft = tomllib.loads(toml.read_text(encoding="utf-8"))
     options = draft["reader_options"]
-    assert options["streams"] == {"keys": expect["keys"], "select": [], "align": "slowest"}
+    # the unit the rates read the time in: the column's name says ns, else milliseconds
+    unit = "ns" if shape == "device-ns" else "ms"
+    assert options["streams"] == {
+        "keys": expect["keys"],
+        "select": [],
+        "align": "slowest",
+        "time_unit": unit,
+    }
     streams = expect["streams"]
     # a stream is named by the keys init found (a constant column names none)
     shown = [",".join(f"{k}={st.key[k]}" for k in expect["keys"]) for st in streams]
@@ -297,6 +304,7 @@ def test_per_stream_windows_each_stream_on_its_own(tmp_path):
         "keys": ["Device"],
         "select": ["Device=nexus4_1", "Device=nexus4_2"],
         "align": "per-stream",
+        "time_unit": "ms",
     }
     assert [s["channels"] for s in draft["sensors"]] == [["x", "y", "z"]]
     home = str(tmp_path / "home")

@@ -32,6 +32,7 @@ top to bottom; ``lint-imports`` checks it):
 from __future__ import annotations
 
 # The marker first: the submodules imported next check it (see mudata._identity).
+import builtins
 import importlib
 from typing import TYPE_CHECKING, Any
 
@@ -82,5 +83,5 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(message)
 
 
-def __dir__() -> list[str]:
+def __dir__() -> builtins.list[str]:  # ``list`` is mudata.list here
     return sorted({*globals(), *_LAZY})

@@ -193,15 +193,23 @@ def _repeats_most(table: pd.DataFrame, time_col: str, member: str) -> float:
 
 
 def _choose_kind(
-    kind: str, first: pd.DataFrame, roles: Roles, header: bool, fmt: str, member: str
+    kind: str,
+    first: pd.DataFrame,
+    roles: Roles,
+    header: bool,
+    fmt: str,
+    member: str,
+    streams: StreamDraft | None = None,
 ) -> tuple[str, str]:
     if kind != "auto":
         return kind, f"--kind {kind}"
     if roles.time:
-        repeated = _repeats_most(first, roles.time, member)
+        # Streams sharing one clock repeat each other's times: count inside each stream.
+        repeated = streams.repeats if streams else _repeats_most(first, roles.time, member)
         if repeated > 0.5:
             return "features", (
-                f"time column '{roles.time}' repeats on {100 * repeated:.0f} % of the rows, so it "
+                f"time column '{roles.time}' repeats on {100 * repeated:.0f} % of the rows"
+                f"{' of each stream' if streams else ''}, so it "
                 f"cannot place samples in time: one example per row"
             )
         return "signals", f"time column '{roles.time}'"
@@ -389,7 +397,9 @@ def propose_layout(
     if features or channels:
         kind, why = ("features", "--features") if features else ("signals", "--channels")
     else:
-        kind, why = _choose_kind(kind, first, roles, header, fmt, members[0])
+        kind, why = _choose_kind(
+            kind, first, roles, header, fmt, members[0], streams[0] if streams else None
+        )
     notes.append(
         f"layout: {'raw signals' if kind == 'signals' else 'a feature table'} ({why}); --kind overrides"
     )

@@ -4,11 +4,18 @@ A file where time goes back, but never inside the rows that share the values
 of a few columns, holds one stream per value: a device, a sensor type (see
 :mod:`mudata.readers.streams`). The key columns are found as the fewest
 columns, each with few distinct values (at most :data:`MAX_KEY_VALUES`),
-inside whose every value (and every user's rows) time never goes back; among
+inside whose every value (and every user's rows) time never goes back, nor
+repeats on more than :data:`MAX_STREAM_REPEATS` of the steps; among
 equal numbers of columns, the one giving the fewest streams (the coarsest
 split that explains the file). The user may name the streams to keep
 (``--stream 'Sensor ID=1,Sensor Type=0'``, repeatable): their keys are then
 keys too, and each must match a stream of the file.
+
+Streams may also share one clock: one row per stream at each timestamp (two
+phones logged together). Time then repeats from row to row but never inside
+one stream, so the repeats that make a file a feature table are counted
+inside each stream (:attr:`StreamDraft.repeats`). ``align = "per-stream"`` is
+refused for streams of different rates (the reader would refuse it).
 """
 
 from __future__ import annotations
@@ -24,8 +31,11 @@ from mudata.errors import MudataUsageError as UsageError
 from mudata.errors import ParseError, RegistryError
 from mudata.readers.streams import (
     ALIGNS,
+    TIME_UNITS,
     key_text,
+    one_rate,
     parse_selector,
+    reference_stream,
     selector_matches,
     stream_channel,
     stream_name,
@@ -42,9 +52,9 @@ STEADY_SPREAD = 0.5
 MIN_RUNS_PER_STREAM = 3
 #: A file interleaves clocks when more than this part of its steps are short (below half the median).
 SHORT_STEPS = 0.1
-#: Rates within this fraction of each other are one rate (per-stream windows then
-#: last as long in every stream).
-RATE_TOLERANCE = 0.1
+#: A stream's time may repeat (its clock's resolution) on at most this part of its
+#: steps: the rows of two streams sharing one clock, taken as one, repeat on half.
+MAX_STREAM_REPEATS = 0.25
 
 
 @dataclass
@@ -63,6 +73,12 @@ class StreamDraft:
         Rows of each stream kept, by name, in order of first appearance.
     how : str
         How the keys were found.
+    rates : dict of str to float or None
+        Each stream's rate in Hz (set by the layout; None: unknown).
+    steps : dict of str to float
+        Each stream's median time step, in the time column's units.
+    repeats : float
+        The fraction of rows whose time equals the previous row's of the same stream.
     """
 
     keys: list[str]
@@ -71,10 +87,30 @@ class StreamDraft:
     rows: dict[str, int]
     how: str
     rates: dict[str, float | None] = field(default_factory=dict)
+    steps: dict[str, float] = field(default_factory=dict)
+    repeats: float = 0.0
 
-    def option(self) -> dict:
-        """``reader_options.streams``."""
-        return {"keys": self.keys, "select": self.select, "align": self.align}
+    def option(self) -> dict[str, object]:
+        """``reader_options.streams``, with the unit of time the rates assumed when known."""
+        option: dict[str, object] = {"keys": self.keys, "select": self.select, "align": self.align}
+        unit = self.time_unit()
+        if unit is not None:
+            option["time_unit"] = unit
+        return option
+
+    def time_unit(self) -> str | None:
+        """The unit (a key of :data:`TIME_UNITS`) the rates read the time column in.
+
+        A rate is ``1 / (step * unit)``; the layout's rule takes one of the
+        units of :data:`TIME_UNITS`, so the nearest of them (on a log scale)
+        is that one. None when the slowest stream's rate is unknown.
+        """
+        slowest = self.slowest()
+        rate, step = (self.rates.get(slowest), self.steps.get(slowest)) if slowest else (None, None)
+        if not rate or not step:
+            return None
+        seconds = 1.0 / (rate * step)
+        return min(TIME_UNITS, key=lambda unit: abs(np.log10(TIME_UNITS[unit] / seconds)))
 
     def channels(self, channels: list[str]) -> list[str]:
         """The channels the reader gives: the aligned streams' (``"x [Sensor ID=1]"``), or as they are."""
@@ -83,10 +119,12 @@ class StreamDraft:
         return [stream_channel(c, name) for name in self.rows for c in channels]
 
     def slowest(self) -> str | None:
-        """The stream of the lowest rate (the first of them); None when a rate is unknown."""
+        """The stream the reader resamples at (:func:`~mudata.readers.streams.reference_stream`);
+        None when a rate is unknown."""
         if not self.rates or any(r is None for r in self.rates.values()):
             return None
-        return min(self.rates, key=lambda name: self.rates[name] or 0.0)
+        steps = self.steps or {n: 1.0 / (r or 1.0) for n, r in self.rates.items()}
+        return reference_stream({n: steps[n] for n in self.rows})
 
     def notes(self, member: str) -> list[str]:
         """What was found, for the report and the draft."""
@@ -106,15 +144,9 @@ class StreamDraft:
                 f"windows each stream on its own instead"
             )
         elif self.align == "per-stream":
-            known = [r for r in self.rates.values() if r]
             lines.append(
                 '  align = "per-stream": each stream is a recording of its own; windows never cross two'
             )
-            if known and max(known) > (1 + RATE_TOLERANCE) * min(known):
-                lines.append(
-                    f"  the rates differ ({min(known):g} to {max(known):g} Hz): windows of one "
-                    f'length in samples last differently long per stream; align = "slowest" resamples'
-                )
         return lines
 
 
@@ -187,6 +219,17 @@ def _steady(time: np.ndarray, codes: np.ndarray) -> bool:
         if high - low > STEADY_SPREAD * mid:
             return False
     return True
+
+
+def _few_repeats(time: np.ndarray, codes: np.ndarray) -> bool:
+    """Whether inside every group of ``codes`` time repeats on at most
+    :data:`MAX_STREAM_REPEATS` of the steps: one clock, not several sharing its ticks."""
+    order = np.lexsort((np.arange(time.size), codes))
+    same = codes[order][1:] == codes[order][:-1]
+    repeat = same & (np.diff(time[order]) == 0)
+    steps = np.bincount(codes[order][1:][same], minlength=int(codes.max()) + 1)
+    repeats = np.bincount(codes[order][1:][repeat], minlength=steps.size)
+    return bool(np.all(repeats <= MAX_STREAM_REPEATS * steps))
 
 
 def _interleaved(time: np.ndarray, codes: np.ndarray) -> bool:
@@ -276,7 +319,9 @@ def detect_streams(
             candidates,
             base,
             named,
-            lambda codes: _monotone(time, codes) and _alternate(codes),
+            lambda codes: (
+                _monotone(time, codes) and _alternate(codes) and _few_repeats(time, codes)
+            ),
         )
         if found is None:
             return None  # the reader's own error says where time goes back
@@ -285,7 +330,13 @@ def detect_streams(
     else:
         # Time in order across the file: streams still show as columns whose every
         # value keeps a steady clock of its own, between rows of the other values.
-        found = _search(table, candidates, base, named, lambda codes: _steady(time, codes))
+        found = _search(
+            table,
+            candidates,
+            base,
+            named,
+            lambda codes: _steady(time, codes) and _few_repeats(time, codes),
+        )
         if found is not None and not _interleaved(time, _codes(table, base + named)):
             found = None  # the file's own clock keeps one step: one stream
         if found is not None:
@@ -318,4 +369,46 @@ def detect_streams(
     number[keep] = np.arange(int(keep.sum()))
     stream_of = number[codes]
     draft = StreamDraft(keys, list(selectors), align or "slowest", kept, how)
+    groups = _codes(
+        pd.DataFrame({"s": stream_of, **{c: table[c].to_numpy() for c in base}}), ["s", *base]
+    )
+    draft.steps, draft.repeats = _clocks(time, groups, stream_of, list(kept))
+    if draft.align == "per-stream":
+        _one_rate(draft.steps, member)
     return draft, stream_of
+
+
+def _clocks(
+    time: np.ndarray, groups: np.ndarray, stream_of: np.ndarray, names: list[str]
+) -> tuple[dict[str, float], float]:
+    """Each kept stream's median time step (inside each user's rows), and the fraction of
+    the kept rows whose time repeats the previous one of their stream (and user)."""
+    order = np.lexsort((np.arange(time.size), groups))
+    same = groups[order][1:] == groups[order][:-1]
+    steps = np.diff(time[order])
+    stream = stream_of[order][1:]
+    medians = {}
+    for number, name in enumerate(names):
+        mine = steps[same & (stream == number)]
+        positive = mine[mine > 0]
+        if positive.size:
+            medians[name] = float(np.median(positive))
+    kept = int(np.count_nonzero(stream_of >= 0))
+    repeats = int(np.count_nonzero(same & (stream >= 0) & (steps == 0)))
+    return medians, repeats / kept if kept else 0.0
+
+
+def _one_rate(steps: dict[str, float], member: str) -> None:
+    """``--stream-align per-stream`` for streams of different rates: refused, as the reader does."""
+    if len(steps) < 2:
+        return
+    slow, fast = max(steps, key=steps.__getitem__), min(steps, key=steps.__getitem__)
+    if not one_rate(steps[slow], steps[fast]):
+        message = (
+            f"mudata init: --stream-align per-stream windows every stream of {member} in one "
+            f"number of samples, but {slow!r} steps {steps[slow] / steps[fast]:.3g} times as "
+            f"long as {fast!r} (median time steps {steps[slow]:g} and {steps[fast]:g}): its "
+            f"windows would last longer; keep the streams of one rate (--stream), or leave "
+            f"--stream-align out (the slowest: every stream resampled at its timestamps)"
+        )
+        raise UsageError(message)

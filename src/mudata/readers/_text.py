@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import io
+from typing import overload
 
 import numpy as np
 import pandas as pd
@@ -219,10 +220,15 @@ def int_option(entry: DatasetEntry, key: str, default: int, minimum: int = 0) ->
     return value
 
 
+@overload
+def str_option(entry: DatasetEntry, key: str, default: str) -> str: ...
+@overload
+def str_option(entry: DatasetEntry, key: str, default: str | None) -> str | None: ...
 def str_option(entry: DatasetEntry, key: str, default: str | None) -> str | None:
     """``reader_options[key]`` as text (None only when absent and ``default`` is None)."""
     value = entry.reader_options.get(key, default)
-    if value is not None and not isinstance(value, str):
+    # An option set to None where it has a text default is no text either.
+    if (value is not None or default is not None) and not isinstance(value, str):
         raise _option_error(entry, key, "text", value)
     return value
 

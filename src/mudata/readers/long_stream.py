@@ -34,7 +34,7 @@ import logging
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -69,6 +69,9 @@ from mudata.readers.times import FirstTime, check_offsets
 
 log = logging.getLogger(__name__)
 
+#: A column's type as pandas takes it (``dtype=``) and gives it (``.dtype``).
+_ColumnDtype: TypeAlias = "type | np.dtype[Any] | pd.api.extensions.ExtensionDtype"
+
 #: The order in which the whole reader checks a file's values: an error of an
 #: earlier kind anywhere in the file is the one it gives (channels follow, in order).
 USER_BLANK, USER_MERGE, TIME_TEXT, TIME_OFFSETS, TIME_BLANK, TIME_BACK, CHANNEL = range(7)
@@ -80,7 +83,7 @@ class _Plan:
 
     member: str
     whole: str | None = None  # why it is read whole; None when read in blocks
-    dtypes: dict[str, object] = field(default_factory=dict)
+    dtypes: dict[str, _ColumnDtype] = field(default_factory=dict)
     time_numeric: bool | None = None  # every time value a number (text time columns)
     label_sample: pd.Series | None = None  # the dtype its label column gets
 
@@ -101,7 +104,9 @@ class _Reading:
     def text_columns(self) -> list[str]:
         return [self.options.user_col] if self.options.user_col else []
 
-    def parse(self, data: bytes, member: str, dtypes: dict[str, object] | None) -> pd.DataFrame:
+    def parse(
+        self, data: bytes, member: str, dtypes: dict[str, _ColumnDtype] | None
+    ) -> pd.DataFrame:
         table = parse_member(
             data,
             member,
@@ -118,7 +123,7 @@ class _Reading:
         return self.parse(self.sources.read_decoded(member), member, None)
 
 
-def _kind(dtype: object) -> str:
+def _kind(dtype: _ColumnDtype) -> str:
     if pd.api.types.is_bool_dtype(dtype):
         return "bool"
     if dtype == np.int64 or dtype == np.float64:
@@ -128,7 +133,7 @@ def _kind(dtype: object) -> str:
     return "other"
 
 
-def _combined(kinds: set[str]) -> object | None:
+def _combined(kinds: set[str]) -> _ColumnDtype | None:
     """The whole file's dtype of a column whose blocks have ``kinds``; None when unknown."""
     if len(kinds) == 1 and next(iter(kinds)) in ("int64", "float64", "bool"):
         return {"int64": np.int64, "float64": np.float64, "bool": bool}[next(iter(kinds))]
@@ -202,14 +207,17 @@ def _blocks(fh: IO[bytes], reading: _Reading, member: str) -> Iterator[tuple[byt
         yield b"", 0  # an empty file: the whole reader's error
 
 
-def _label_sample(reading: _Reading, dtype: object, has_value: bool, groups: bool) -> pd.Series:
+def _label_sample(
+    reading: _Reading, dtype: _ColumnDtype | None, has_value: bool, groups: bool
+) -> pd.Series:
     """A one-row label column of the dtype the member's frame gets (for the dtype of the concatenation)."""
     if groups:
         values: np.ndarray = np.full(1, "x", dtype=object)
     elif not has_value:
         values = pd.Series([np.nan], dtype=dtype if dtype is not None else object).to_numpy()
     else:
-        example = {np.int64: 0, np.float64: 0.0, bool: True}.get(dtype, "x")  # type: ignore[call-overload]
+        examples: dict[_ColumnDtype | None, object] = {np.int64: 0, np.float64: 0.0, bool: True}
+        example = examples.get(dtype, "x")
         values = pd.Series([example], dtype=dtype).to_numpy()
     return pd.DataFrame({"label": values})["label"]
 
@@ -231,10 +239,10 @@ def _plan(reading: _Reading, member: str) -> _Plan:
         why = f"it is in {reading.encoding}, not UTF-8"
         return _whole_plan(reading, member, why, reading.whole(member), groups)
     with reading.sources.open_decoded(member) as fh:
-        why, size = _text_shape(fh, reading, member)
-        if why is not None:
+        shape, size = _text_shape(fh, reading, member)
+        if shape is not None:
             return _whole_plan(
-                reading, member, why, _whole_capped(reading, member, why, size), groups
+                reading, member, shape, _whole_capped(reading, member, shape, size), groups
             )
         fh.seek(0)
         kinds: dict[str, set[str]] = {c: set() for c in options.columns}
@@ -268,7 +276,7 @@ def _plan(reading: _Reading, member: str) -> _Plan:
                 numeric = numeric and first_non_numeric(table[options.time_col]) is None
             if options.label_col:
                 has_label = has_label or bool(table[options.label_col].notna().any())
-    dtypes = {}
+    dtypes: dict[str, _ColumnDtype] = {}
     for column, seen in kinds.items():
         if not seen or column == options.user_col:
             continue
@@ -322,7 +330,12 @@ class _Member:
     """One member's parts checked and numbered as :func:`read_long_signals` does the whole file."""
 
     def __init__(
-        self, reading: _Reading, plan: _Plan, number: int, carried: _Carried, label: object
+        self,
+        reading: _Reading,
+        plan: _Plan,
+        number: int,
+        carried: _Carried,
+        label: _ColumnDtype,
     ) -> None:
         self.reading, self.plan, self.number, self.carried = reading, plan, number, carried
         self.label_dtype = label
@@ -359,7 +372,7 @@ class _Member:
         local = self._recordings(table, users, n)
         if options.time_col and options.time_order == "strict":
             self._time(table, local, shift)
-        channels = {}
+        channels: dict[str, pd.Series] = {}
         for i, column in enumerate(options.channels):
             if CHANNEL + i >= self.worst:
                 break

@@ -33,12 +33,30 @@ between accelerometer rows at 100 Hz) but never inside one stream.
     mixed.
   - ``"per-stream"``: the rows stay as they are; each stream is a recording
     of its own, so windows are cut inside one stream and never cross two
-    (windows of ``window`` samples of that stream; meant for streams at one
-    rate, such as several phones of one model).
+    (windows of ``window`` samples of that stream). It is for streams at
+    one rate (several phones of one model): streams whose median time steps
+    differ by more than :data:`STEP_TOLERANCE` are refused, naming them and
+    their steps, since a window of ``window`` samples would last longer in
+    the slower stream, and the windows files hold windows of one length in
+    samples. (Sizing windows per stream by time would give windows of
+    different lengths in samples, which no table here holds.)
+
+* ``time_unit`` (optional; ``"s"``, ``"ms"``, ``"us"`` or ``"ns"``): the unit
+  of the numbers in ``time_col`` (date/time text is read in nanoseconds and
+  needs none). ``mudata init`` writes the unit it assumed.
 
 Time is checked inside each stream of each user (and ``recording_col``
 value): it must not go back there, and a stream needs at least
 :data:`MIN_STREAM_ROWS` rows (a rate and an interpolation need two).
+
+Every file is windowed on the clock of its reference stream (``"slowest"``:
+the stream resampled at; ``"per-stream"``: the slowest of the streams), but
+windows are sized from the entry's one ``sampling_rate_hz``. So each file's
+clock is checked (:func:`check_clock`): its reference stream must be the first
+file's (``"slowest"``), its median step within :data:`STEP_TOLERANCE` of the
+first file's, and, when the unit of time is known, within it of
+``1 / sampling_rate_hz``; else a :class:`ParseError` names both files, the
+streams and their steps.
 """
 
 from __future__ import annotations
@@ -64,6 +82,12 @@ MIN_STREAM_ROWS = 2
 MAX_STREAMS = 1_000
 #: The column :func:`split_streams` adds (per-stream) to name each row's recording.
 STREAM_RECORDING = "\x1fstream"
+#: Median time steps within this fraction of each other are one rate: of the
+#: streams of a file (ties for the slowest; per-stream windows), of the
+#: reference streams of two files, and of a file and ``sampling_rate_hz``.
+STEP_TOLERANCE = 0.1
+#: ``time_unit``: the length of one unit of a numeric time column, in seconds.
+TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 
 
 @dataclass(frozen=True)
@@ -77,11 +101,14 @@ class StreamOptions:
     select : tuple of dict
         Selectors, each key column to the text value it must hold (a subset of ``keys``).
     align : {"slowest", "per-stream"}
+    time_unit : str or None
+        A key of :data:`TIME_UNITS`: the unit of a numeric time column.
     """
 
     keys: tuple[str, ...]
     select: tuple[dict[str, str], ...] = ()
     align: str = "slowest"
+    time_unit: str | None = None
 
 
 def stream_name(keys: Sequence[str], values: Sequence[str]) -> str:
@@ -134,9 +161,11 @@ def stream_options(entry: DatasetEntry) -> StreamOptions | None:
     if not isinstance(value, dict):
         message = f"{field_}': expected a table {{ keys = [...], select = [...], align = ... }}, found {excerpt(value)}"
         raise RegistryError(message)
-    unknown = sorted(set(value) - {"keys", "select", "align"})
+    unknown = sorted(set(value) - {"keys", "select", "align", "time_unit"})
     if unknown:
-        message = f"{field_}': unknown key(s) {unknown}; the keys are keys, select and align"
+        message = (
+            f"{field_}': unknown key(s) {unknown}; the keys are keys, select, align and time_unit"
+        )
         raise RegistryError(message)
     keys = value.get("keys")
     if (
@@ -158,10 +187,14 @@ def stream_options(entry: DatasetEntry) -> StreamOptions | None:
     if align not in ALIGNS:
         message = f"{field_}.align': {excerpt(align)} is not one of {list(ALIGNS)}"
         raise RegistryError(message)
+    time_unit = value.get("time_unit")
+    if time_unit is not None and time_unit not in TIME_UNITS:
+        message = f"{field_}.time_unit': {excerpt(time_unit)} is not one of {list(TIME_UNITS)}"
+        raise RegistryError(message)
     if not entry.reader_options.get("time_col"):
         message = f"{where}: reader_options.streams needs reader_options.time_col (each stream's time is checked, and aligned by it)"
         raise RegistryError(message)
-    return StreamOptions(tuple(keys), selectors, align)
+    return StreamOptions(tuple(keys), selectors, align, time_unit)
 
 
 @dataclass
@@ -311,6 +344,109 @@ def resample_linear(
     return resampled, inside, first[before_u], first[after_u]
 
 
+def reference_stream(steps: dict[str, float]) -> str:
+    """The slowest stream: the largest median time step.
+
+    Streams whose steps lie within :data:`STEP_TOLERANCE` of the largest are
+    one rate, and the first of them by name is taken: so every file of a
+    release takes the same reference whatever order its rows come in, and a
+    clock's jitter does not swap it from file to file.
+    """
+    largest = max(steps.values())
+    tied = [name for name, step in steps.items() if step * (1 + STEP_TOLERANCE) >= largest]
+    return min(tied)
+
+
+def one_rate(a: float, b: float) -> bool:
+    """Whether two median steps (or rates) are one, within :data:`STEP_TOLERANCE`."""
+    return max(a, b) <= (1 + STEP_TOLERANCE) * min(a, b)
+
+
+@dataclass(frozen=True)
+class Clock:
+    """The clock a file is windowed on: its reference stream and that stream's median step.
+
+    Attributes
+    ----------
+    member : str
+        The file.
+    stream : str
+        The reference stream: the one resampled at (``"slowest"``), or the
+        slowest of the streams (``"per-stream"``).
+    step : float
+        Its median time step, in the time column's units.
+    unit : float or None
+        The length of one unit in seconds (None: not known).
+    same_stream : bool
+        Whether every file must have this reference stream (``"slowest"``:
+        the channels are aligned to it).
+    """
+
+    member: str
+    stream: str
+    step: float
+    unit: float | None
+    same_stream: bool
+
+
+def check_clock(clock: Clock, first: Clock | None, rate_hz: float, entry: str) -> None:
+    """A file's clock agrees with the first file's, and with the entry's rate when the unit is known.
+
+    Raises
+    ------
+    ParseError
+        The reference stream differs from the first file's (``"slowest"``),
+        or its median step differs by more than :data:`STEP_TOLERANCE` from
+        the first file's or from ``1 / rate_hz``; naming both files, the
+        streams and their steps.
+    """
+    if first is not None and first.member != clock.member:
+        if clock.same_stream and clock.stream != first.stream:
+            message = (
+                f"{clock.member}: its slowest stream is {excerpt(clock.stream)} (median time step "
+                f"{clock.step:g}), where {first.member}'s is {excerpt(first.stream)} (step "
+                f"{first.step:g}): its channels would be aligned to another clock; keep streams "
+                f"every file holds at one rate with reader_options.streams.select"
+            )
+            raise ParseError(message)
+        if not one_rate(clock.step, first.step):
+            message = (
+                f"{clock.member}: stream {excerpt(clock.stream)} steps by {clock.step:g} "
+                f"(median), where stream {excerpt(first.stream)} of {first.member} steps by "
+                f"{first.step:g}: more than {100 * STEP_TOLERANCE:g} % apart, so its windows would "
+                f"last another time; every file's streams must keep one rate: leave it out "
+                f"(reader_options.members)"
+            )
+            raise ParseError(message)
+    if clock.unit is not None and rate_hz > 0:
+        seconds = clock.step * clock.unit
+        if not one_rate(seconds, 1.0 / rate_hz):
+            message = (
+                f"{clock.member}: stream {excerpt(clock.stream)} steps by {clock.step:g} "
+                f"(median; {seconds:g} s, {1.0 / seconds:.4g} Hz), where dataset '{entry}' "
+                f"has sampling_rate_hz = {rate_hz:g} (a step of {1.0 / rate_hz:g} s): more "
+                f"than {100 * STEP_TOLERANCE:g} % apart; correct sampling_rate_hz or "
+                f"reader_options.streams.time_unit"
+            )
+            raise ParseError(message)
+
+
+def _check_one_rate(steps: dict[str, float], member: str) -> None:
+    """Per-stream windows: every stream kept at one rate (windows of one length in samples)."""
+    slow, fast = max(steps, key=steps.__getitem__), min(steps, key=steps.__getitem__)
+    if not one_rate(steps[slow], steps[fast]):
+        shown = ", ".join(f"{name}: {step:g}" for name, step in steps.items())
+        message = (
+            f'{member}: align = "per-stream" windows every stream in one number of samples, '
+            f"but the streams' median time steps differ by more than "
+            f"{100 * STEP_TOLERANCE:g} % ({shown}): a window of {excerpt(slow)} would last "
+            f"{steps[slow] / steps[fast]:.3g} times as long as one of {excerpt(fast)}; use "
+            f'align = "slowest" (every stream resampled at the slowest one\'s timestamps), or '
+            f"keep streams of one rate with reader_options.streams.select"
+        )
+        raise ParseError(message)
+
+
 def _select(
     names: list[str], values: list[tuple[str, ...]], streams: StreamOptions, member: str
 ) -> list[int]:
@@ -428,6 +564,7 @@ def split_streams(
             "step": float(np.median(positive)),
         }
     if streams.align == "per-stream":
+        _check_one_rate({n: v["step"] for n, v in info["streams"].items()}, member)
         return _per_stream(table, codes, chosen, names, recording_col, channels, info)
     split = _slowest(
         table, time, codes, groups, rows_of, chosen, names, label_col, channels, info, member
@@ -458,6 +595,7 @@ def _per_stream(
         stream = out[recording_col].astype(str) + "\x1f" + stream
     out[STREAM_RECORDING] = stream.to_numpy()
     info["reference"] = None
+    info["clock"] = reference_stream({n: v["step"] for n, v in info["streams"].items()})
     return Split(out, list(channels), STREAM_RECORDING, info)
 
 
@@ -475,8 +613,8 @@ def _slowest(
     member: str,
 ) -> Split:
     """Every stream resampled at the slowest stream's timestamps (:func:`resample_linear`)."""
-    steps = [info["streams"][names[s]]["step"] for s in chosen]
-    reference = chosen[int(np.argmax(steps))]  # the first of the slowest on a tie
+    slowest = reference_stream({names[s]: info["streams"][names[s]]["step"] for s in chosen})
+    reference = next(s for s in chosen if names[s] == slowest)
     grid_rows = np.flatnonzero(codes == reference)
     position = np.full(codes.size, -1)
     position[grid_rows] = np.arange(grid_rows.size)
@@ -520,7 +658,13 @@ def _slowest(
     base = table.drop(columns=channels).iloc[kept_rows].reset_index(drop=True)
     aligned = pd.DataFrame({name: column[keep] for name, column in columns.items()})
     out_table = pd.concat([base, aligned], axis=1)
-    info.update(reference=names[reference], outside=outside, mixed=mixed, rows=int(keep.sum()))
+    info.update(
+        reference=names[reference],
+        clock=names[reference],
+        outside=outside,
+        mixed=mixed,
+        rows=int(keep.sum()),
+    )
     if outside or mixed:
         log.info(
             "%s: %d timestamps of stream %s dropped: %d outside another stream's samples, "

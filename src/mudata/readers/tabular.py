@@ -16,8 +16,9 @@ from __future__ import annotations
 import dataclasses
 import io
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -39,7 +40,14 @@ from mudata.readers.base import FeatureTable, SignalTable, Sources
 from mudata.readers.decode import SEPARATORS, SPREADSHEET_MISSING, read_mat
 from mudata.readers.linear_regex import LinearPattern, PatternError, compile_linear
 from mudata.readers.lines import line_options, prepare_lines
-from mudata.readers.streams import StreamOptions, split_streams, stream_options
+from mudata.readers.streams import (
+    TIME_UNITS,
+    Clock,
+    StreamOptions,
+    check_clock,
+    split_streams,
+    stream_options,
+)
 from mudata.readers.times import ParsedTimes, check_offsets, parse_times
 
 log = logging.getLogger(__name__)
@@ -142,9 +150,9 @@ def parse_member(
     encoding = text_encoding(entry)
     separator, decimal = _delimited_options(entry)
     # Ids are text: read as numbers, "01" and "1" (two people) would become one.
-    fixed: dict[str, object] = {**(dtypes or {}), **dict.fromkeys(text_columns, str)}
+    fixed: dict[str, Any] = {**(dtypes or {}), **dict.fromkeys(text_columns, str)}
     if header:
-        as_text: dict[str | int, object] = dict(fixed)
+        as_text: dict[Hashable, Any] = dict(fixed.items())
     else:
         positions = columns_option(entry, "columns", {})
         as_text = {positions[c] - 1: t for c, t in fixed.items() if c in positions}
@@ -297,6 +305,8 @@ def matching_members(entry: DatasetEntry, sources: Sources) -> tuple[str, list[s
         message = f"dataset '{entry.name}': reader_options.format is '{fmt}'; expected one of {list(FORMATS)}"
         raise RegistryError(message)
     pattern = str_option(entry, "members", DEFAULT_MEMBERS[fmt])
+    if pattern is None:  # only where an entry built in memory holds None
+        pattern = DEFAULT_MEMBERS[fmt]
     members = sources.names(pattern)
     if not members:
         message = f"dataset '{entry.name}': no file matching '{pattern}' in {', '.join(map(str, sources.roots))}"
@@ -549,7 +559,7 @@ def long_options(entry: DatasetEntry) -> LongOptions:
     recording_col = str_option(entry, "recording_col", None)
     sensor_channels = [c for s in entry.sensors for c in s.channels]
     channels = list_option(entry, "channels", sensor_channels)
-    roles = {}
+    roles: dict[str, str] = {}
     for kind, column in (
         ("user", found["user"]),
         ("label", found["label"]),
@@ -854,13 +864,17 @@ def read_long_signals(entry: DatasetEntry, sources: Sources) -> SignalTable:
     frames, repeats, found = [], {}, {}
     text_columns = [options.user_col] if options.user_col else []
     member_options = options
+    first_clock: Clock | None = None
     for number, (member, table) in enumerate(
         _load(entry, sources, options.columns + keys, text_columns + keys)
     ):
         if streams is not None:
-            table, member_options, found[member] = _split(
+            table, member_options, found[member], clock = _split(
                 entry, member, table, options, streams, header, member_options
             )
+            # Windows are sized from the entry's one rate: every file's clock must agree.
+            check_clock(clock, first_clock, entry.sampling_rate_hz, entry.name)
+            first_clock = first_clock or clock
         member_frame, repeats[member] = _member_frame(member, table, member_options, number, header)
         frames.append(member_frame)
     options = member_options
@@ -895,11 +909,18 @@ def _split(
     streams: StreamOptions,
     header: int,
     before: LongOptions,
-) -> tuple[pd.DataFrame, LongOptions, dict]:
-    """One member split into its streams (:mod:`mudata.readers.streams`), and the options
-    the rest of the reader reads it with; ``before`` holds the previous member's."""
+) -> tuple[pd.DataFrame, LongOptions, dict, Clock]:
+    """One member split into its streams (:mod:`mudata.readers.streams`), the options
+    the rest of the reader reads it with (``before`` holds the previous member's),
+    and the clock it is windowed on."""
     assert options.time_col is not None  # stream_options requires it
-    time = time_values(table[options.time_col], member, options.time_col)
+    values = table[options.time_col]
+    time, parsed = time_text(values, member, options.time_col)
+    if parsed is not None:
+        check_offsets(parsed, values, member, options.time_col)
+    check_time_blank(time, member, options.time_col)
+    # Date/time text is read in nanoseconds; numbers are in the unit the entry names.
+    unit = 1e-9 if parsed is not None else TIME_UNITS.get(streams.time_unit or "")
     split = split_streams(
         table,
         time,
@@ -928,4 +949,12 @@ def _split(
         )
         raise ParseError(message)
     found = dataclasses.replace(options, channels=channels, recording_col=split.recording_col)
-    return split.table, found, split.info
+    reference = split.info["clock"]
+    clock = Clock(
+        member,
+        reference,
+        split.info["streams"][reference]["step"],
+        unit,
+        streams.align == "slowest",
+    )
+    return split.table, found, split.info, clock

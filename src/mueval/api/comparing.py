@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from mueval.comparison.guarantees import compare_guarantees as compare_folders
-from mueval.comparison.significance import compare_runs
+from mueval.comparison.runs import compare_runs
 from mueval.names import (
     parse_classifiers,
     parse_strategies,

@@ -24,7 +24,8 @@ import pyarrow.parquet as pq
 
 from mueval.cpus import resolve_jobs
 from mueval.data.cohorts import RowCohorts, resolve_cohorts
-from mueval.data.table import Table, natural_key
+from mueval.data.order import natural_key
+from mueval.data.table import Table
 from mueval.data.users import user_text
 from mueval.evaluation.aggregate import splits_frame, summary_frame, user_dtype
 from mueval.evaluation.config import EvalConfig

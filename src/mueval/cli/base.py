@@ -40,6 +40,8 @@ def map_errors(ctx: click.Context, call: Any) -> Any:
         return call()
     except click.exceptions.ClickException as exc:
         # click's own messages quote what they were given (a file name, a value).
+        # click types ``message`` Final, yet its printing reads it: rewritten in
+        # place, the exception keeps its class, context and parameter hints.
         exc.message = printable(exc.message)  # type: ignore[misc]
         raise
     except (click.exceptions.Exit, click.Abort):

@@ -246,8 +246,10 @@ def curve_command(
             "max_expansion": max_expansion,
         }
     )
+    data = data_file if data_file is not None else dataset
+    assert data is not None  # exactly one of the two, checked above
     table = load_data(
-        data_file if data_file is not None else str(dataset),
+        data,
         user_col=user_col,
         label_col=label_col,
         **source,

@@ -119,6 +119,7 @@ def evaluate(
         raise click.UsageError("give exactly one of --dataset NAME or --data FILE")
     # Here, not at the top: pandas and scikit-learn, which `mueval --help` does without.
     from mueval.api import evaluate_table
+    from mueval.cli.warning_text import warnings_summary
     from mueval.conformal.settings import SETTINGS_FIELDS, ConformalSettings
     from mueval.data.table import load_data
     from mueval.evaluation.config import EvalConfig
@@ -126,7 +127,6 @@ def evaluate(
     # Here, not at the top: scikit-learn, for the user's models.
     from mueval.evaluation.estimators import read_model_config, user_models
     from mueval.evaluation.inputs import check_input
-    from mueval.guarantees.run_warnings import warnings_summary
     from mueval.runfolder import check_target
 
     # Every option of the same name as a ConformalSettings field is that setting,
@@ -164,8 +164,10 @@ def evaluate(
     )
     if out is not None:
         check_target(out, overwrite)  # fail before any work
+    data = data_file if data_file is not None else dataset
+    assert data is not None  # exactly one of the two, checked above
     table = load_data(
-        data_file if data_file is not None else str(dataset),
+        data,
         user_col=user_col,
         label_col=label_col,
         input=input_kind,

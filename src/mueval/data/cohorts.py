@@ -356,10 +356,10 @@ def _pattern_cohorts(
         if "," in "".join(part) or "=" in "".join(part):
             message = f"{where}: values of cohort column {column!r} may not hold ',' or '='"
             raise DataError(message)
-    values = list(zip(*per_column, strict=True))
-    names = [",".join(f"{c}={v}" for c, v in zip(columns, vals, strict=True)) for vals in values]
+    patterns = list(zip(*per_column, strict=True))
+    names = [",".join(f"{c}={v}" for c, v in zip(columns, vals, strict=True)) for vals in patterns]
     per_user = pd.Series(names, index=per_column[0].index, name="+".join(columns))
-    pattern_of = dict(zip(names, values, strict=True))
+    pattern_of = dict(zip(names, patterns, strict=True))
     rows = _row_codes(table.users, per_user, where)
     if len(rows.names) > MAX_PATTERNS:
         message = (

@@ -161,7 +161,7 @@ def summary_frame(splits: pd.DataFrame, diagnostics: pd.DataFrame | None = None)
         "metric": {m: i for i, m in enumerate(names)},
     }
     out = out.sort_values(
-        ["strategy", "classifier", "metric"], key=lambda col: col.map(order[col.name])
+        ["strategy", "classifier", "metric"], key=lambda col: col.map(order[str(col.name)])
     ).reset_index(drop=True)
     out["n"] = out["n"].astype("int64")
     return out

@@ -165,6 +165,8 @@ class FitPredictClassifier(ClassifierMixin, BaseEstimator):
             return self._last[1]
         X_eval = np.asarray(X, dtype=np.float64)
         seed = None if self.random_state is None else int(self.random_state)
+        # None is the default scikit-learn's get_params needs; the models are made with a function.
+        assert self.fit_predict is not None
         try:
             proba = self.fit_predict(self.X_train_, self.y_train_, X_eval, seed)
         except Exception as exc:  # whatever the user's framework raises, named

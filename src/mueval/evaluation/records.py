@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mueval.data.table import natural_key
+from mueval.data.order import natural_key
 from mueval.evaluation.config import EvalConfig
 from mueval.names import CLASSIC_METRICS, classifier_rank, strategy_rank
 

@@ -36,16 +36,17 @@ from mueval.comparison.significance import (
     compare_strategies,
     per_iteration_values,
     per_user_values,
-    table_notes,
 )
-from mueval.data.table import natural_key
+from mueval.comparison.tables import table_notes
+from mueval.data.order import natural_key
 from mueval.errors import UsageError
 from mueval.files import check_inside, write_atomic
+from mueval.guarantees.adjustment import verdict_label
 from mueval.guarantees.compute import compute_guarantees
 from mueval.guarantees.records import Guarantees
-from mueval.guarantees.run_verdicts import verdict_settings
-from mueval.guarantees.run_warnings import by_severity, set_statistics
-from mueval.guarantees.user_level import verdict_label
+from mueval.guarantees.run_warnings import by_severity
+from mueval.guarantees.verdict_settings import verdict_settings
+from mueval.metrics.set_sizes import set_statistics
 from mueval.names import (
     CLASSIFIER_NAMES,
     CLASSIFIERS,

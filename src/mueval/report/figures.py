@@ -35,7 +35,7 @@ from matplotlib.patches import Patch
 from matplotlib.textpath import TextPath, text_to_path
 from matplotlib.transforms import Affine2D
 
-from mueval.data.table import natural_key
+from mueval.data.order import natural_key
 from mueval.files import write_atomic
 
 __all__ = [

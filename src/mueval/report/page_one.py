@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from mueval.data.table import natural_key
+from mueval.data.order import natural_key
 from mueval.guarantees.run_warnings import SEVERITIES, by_severity
 from mueval.report.figures import fit_x_labels, outside_legend
 from mueval.report.html import esc

@@ -17,7 +17,8 @@ import pandas as pd
 from joblib import Parallel, delayed
 
 from mueval.conformal.settings import ConformalSettings
-from mueval.data.table import Table, load_data, natural_key
+from mueval.data.order import natural_key
+from mueval.data.table import Table, load_data
 from mueval.errors import DataError, OutputError
 from mueval.evaluation.labelcurve.config import CurveConfig, auto_ks, parse_ks, parse_uses
 from mueval.evaluation.labelcurve.figure import curve_figure, curve_label, write_curve_figure

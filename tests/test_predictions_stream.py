@@ -193,7 +193,7 @@ def test_a_failing_run_leaves_no_file(tmp_path, monkeypatch, jobs) -> None:
             written.append(self.row_groups)
 
     monkeypatch.setattr(runfolder_predictions, "ROWS_PER_GROUP", 20)
-    monkeypatch.setattr(mueval.api, "PredictionStream", Counting)
+    monkeypatch.setattr(mueval.api.pipeline, "PredictionStream", Counting)
     frame = _frame()
     # The last two users keep 20 rows of each class: their udm calibration sets (a
     # fifth, 12 rows) are too small for alpha = 0.05, after every other split was

@@ -127,12 +127,6 @@ class MudataUsageError(MudataError, ValueError):
     """The request itself is wrong (a name, an option); exit code 2 in the CLI."""
 
 
-#: Deprecated name of :class:`MudataUsageError` (the same class), kept so that
-#: existing ``except UsageError`` clauses go on working; new code uses
-#: ``MudataUsageError``, which cannot be confused with ``mueval.errors.UsageError``.
-UsageError = MudataUsageError
-
-
 class UnknownDatasetError(MudataUsageError, KeyError):
     """No registry entry has the requested name."""
 

@@ -4,7 +4,7 @@
 reader on the files. Their messages are written for someone editing an entry
 (``field 'reader_options.channels'``, ``needs reader_options.user_col``);
 someone running init has options, not fields. :func:`as_advice` turns such an
-error into a :class:`~mudata.errors.UsageError` whose first line names the
+error into a :class:`~mudata.errors.MudataUsageError` whose first line names the
 option to give, and keeps the reader's own words, with the entry's field names
 replaced by the options that set them, as a second line.
 
@@ -24,8 +24,10 @@ from mudata.errors import (
     ParseError,
     Reason,
     RegistryError,
-    UsageError,
     ValidationError,
+)
+from mudata.errors import (
+    MudataUsageError as UsageError,
 )
 
 __all__ = ["ADVICE", "INTERNAL_ERRORS", "advice_for", "as_advice", "plain_detail"]

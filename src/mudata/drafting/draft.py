@@ -71,7 +71,8 @@ from mudata.drafting.shapes import text_shape
 from mudata.drafting.toml_text import to_toml
 from mudata.drafting.windows import classes_of_too_few_users, window_report
 from mudata.entry import DatasetEntry
-from mudata.errors import EmptyResultError, LimitError, ParseError, Reason, UsageError
+from mudata.errors import EmptyResultError, LimitError, ParseError, Reason
+from mudata.errors import MudataUsageError as UsageError
 from mudata.files import describe_kind, sha256_file
 from mudata.parquet_bounds import check_parquet
 from mudata.pipeline import labelled_features

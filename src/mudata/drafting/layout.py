@@ -30,7 +30,8 @@ from mudata.drafting.records import Choices, Layout, Sniffed
 from mudata.drafting.selection import Selection, compile_path_pattern
 from mudata.drafting.sensors import group_channels, report_lines, stream_sensors
 from mudata.drafting.streams import StreamDraft, detect_streams
-from mudata.errors import ParseError, UsageError
+from mudata.errors import MudataUsageError as UsageError
+from mudata.errors import ParseError
 from mudata.readers.decode import data_suffix
 from mudata.readers.tabular import time_values
 

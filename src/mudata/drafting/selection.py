@@ -29,7 +29,7 @@ from pathlib import PurePosixPath
 from mudata.drafting.annotations import Annotation, find_annotation, find_class_names
 from mudata.drafting.columns import LABEL_NAMES
 from mudata.drafting.shapes import text_shape
-from mudata.errors import UsageError
+from mudata.errors import MudataUsageError as UsageError
 from mudata.readers.decode import COMPRESSIONS, data_suffix
 
 #: Data file suffixes and the reader format each is read as; each may also be

@@ -18,7 +18,7 @@ import pytest
 import mudata
 from mudata.building.labelled import row_balance
 from mudata.building.windowing import window_count
-from mudata.errors import UsageError
+from mudata.errors import MudataUsageError as UsageError
 from mudata.records.classes import user_sort_key
 from mudata.registry.lookup import get_entry
 from tests.official_formats_more import (

@@ -25,7 +25,9 @@ from mudata.errors import (
     MissingFileError,
     ParseError,
     StorageError,
-    UsageError,
+)
+from mudata.errors import (
+    MudataUsageError as UsageError,
 )
 from mudata.files import sha256_file
 from mudata.readers.base import Sources

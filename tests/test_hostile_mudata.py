@@ -52,7 +52,9 @@ from mudata.errors import (
     ParseError,
     RegistryError,
     UnpinnedMemberError,
-    UsageError,
+)
+from mudata.errors import (
+    MudataUsageError as UsageError,
 )
 from mudata.publish.store import load_table
 from mudata.readers.base import Pin, Pins, Sources

@@ -29,7 +29,7 @@ from mudata.cli import main as mudata_main
 from mudata.drafting.draft import draft_entry
 from mudata.drafting.records import Choices
 from mudata.drafting.sensors import group_channels
-from mudata.errors import UsageError
+from mudata.errors import MudataUsageError as UsageError
 from mudata.registry.lookup import parse_entry
 from tests.release_shapes import EMG_NAMES, emg_gesture_series
 from tests.test_init_release_shapes import walk

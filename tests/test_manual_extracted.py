@@ -23,7 +23,14 @@ from pathlib import Path
 import pytest
 
 import mudata
-from mudata.errors import ChecksumError, MissingFileError, UnverifiedDataError, UsageError
+from mudata.errors import (
+    ChecksumError,
+    MissingFileError,
+    UnverifiedDataError,
+)
+from mudata.errors import (
+    MudataUsageError as UsageError,
+)
 from mudata.files import sha256_file
 from mudata.publish.store import load_table
 from mudata.registry.lookup import get_entry, parse_entry

@@ -16,7 +16,8 @@ import mudata.building.cache
 import mudata.building.pipeline
 import mudata.publish.store
 from mudata.building.options import BuildOptions
-from mudata.errors import ChecksumError, MissingFileError, UsageError
+from mudata.errors import ChecksumError, MissingFileError
+from mudata.errors import MudataUsageError as UsageError
 from mudata.registry.lookup import load_entry_file
 
 

@@ -31,7 +31,7 @@ from pathlib import PurePosixPath
 from typing import IO, TYPE_CHECKING
 
 from mudata.bounds.archive import expansion_budget, max_expansion
-from mudata.errors import LimitError, MudataError, ParseError, excerpt
+from mudata.errors import LimitError, MudataError, ParseError, Reason, excerpt
 
 if TYPE_CHECKING:
     # Sources decompress with this module; `mudata list` imports Sources and
@@ -157,7 +157,7 @@ def decoded_chunks(
         raise  # the chunks' own refusals (a member past its size), and the cap above
     except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
         message = f"{name}: not a readable {kind} stream ({type(exc).__name__}: {str(exc)[:200]}); the file is probably truncated or corrupt"
-        raise ParseError(message) from None
+        raise ParseError(message, reason=Reason("unreadable", "members")) from None
 
 
 def decompress(data: bytes, name: str, *, ratio: float | None = None) -> bytes:
@@ -240,7 +240,7 @@ def mat_directory(data: bytes, member: str) -> list[tuple[str, tuple[int, ...], 
             f"{member}: a MATLAB v7.3 (HDF5) file; only MATLAB v4 to v7.2 files are read. "
             f"Save it again in MATLAB with save(name, '-v7'), or export the array as CSV"
         )
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("unreadable", "members"))
     # Here, not at the top: scipy.io is slow to import; only MATLAB files need it.
     from scipy.io import whosmat
 
@@ -248,7 +248,7 @@ def mat_directory(data: bytes, member: str) -> list[tuple[str, tuple[int, ...], 
         directory = whosmat(_ShortReads(data, 1 << 12))
     except (ValueError, TypeError, OSError, NotImplementedError, zlib.error) as exc:
         message = f"{member}: cannot be read as a MATLAB .mat file ({type(exc).__name__}: {str(exc)[:200]})"
-        raise ParseError(message) from None
+        raise ParseError(message, reason=Reason("unreadable", "members")) from None
     return [
         (name, tuple(shape), kind)
         for name, shape, kind in directory
@@ -304,7 +304,7 @@ def mat_arrays(
         )
     except (ValueError, TypeError, OSError, NotImplementedError, zlib.error) as exc:
         message = f"{member}: cannot be read as a MATLAB .mat file ({type(exc).__name__}: {str(exc)[:200]})"
-        raise ParseError(message) from None
+        raise ParseError(message, reason=Reason("unreadable", "members")) from None
     return {
         key: value
         for key, value in content.items()
@@ -377,7 +377,7 @@ def read_mat(
             message = (
                 f"{member}: no numeric 2-D variable {excerpt(variable)}; found {shapes or 'none'}"
             )
-            raise ParseError(message)
+            raise ParseError(message, reason=Reason("absent", "variable"))
         chosen = variable
     elif len(shapes) == 1:
         (chosen,) = shapes
@@ -386,11 +386,11 @@ def read_mat(
             f"{member}: {'no' if not shapes else len(shapes)} numeric 2-D variables "
             f"({shapes or 'none'}); name the one to read as reader_options.variable"
         )
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("missing", "variable"))
     arrays = mat_arrays(data, member, {chosen}, ratio=ratio)
     if chosen not in arrays:  # declared numeric, but scipy read it as something else
         message = f"{member}: variable {excerpt(chosen)} is not a numeric 2-D array once read"
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("not-numeric", "variable"))
     return pd.DataFrame(np.asarray(arrays[chosen], dtype=np.float64))
 
 

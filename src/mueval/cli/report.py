@@ -222,9 +222,13 @@ _GUARANTEE_SHOWN: tuple[str, ...] = (
     "n_below",
     "share_below",
     "worst_user",
+    "worst_coverage",
+    "worst_low",
+    "worst_high",
+    "pooled_coverage",
+    "pooled_low",
+    "pooled_high",
 )
-_GUARANTEE_SHOWN += ("worst_coverage", "worst_low", "worst_high")
-_GUARANTEE_SHOWN += ("pooled_coverage", "pooled_low", "pooled_high")
 
 
 def _code(label: str) -> str:

@@ -205,6 +205,7 @@ excerpt = shown
 
 __all__ = [
     "CLI_WORDS",
+    "REASON_CODES",
     "ChecksumError",
     "CorruptTableError",
     "DownloadError",
@@ -215,6 +216,7 @@ __all__ = [
     "MudataError",
     "MudataUsageError",
     "ParseError",
+    "Reason",
     "RegistryError",
     "StorageError",
     "UnknownDatasetError",

@@ -19,7 +19,7 @@ import mudata.readers
 from mudata.cli import main
 from mudata.drafting.advice import as_advice, plain_detail
 from mudata.drafting.draft import Choices, draft_entry
-from mudata.errors import REASON_CODES, ParseError, Reason, RegistryError, UsageError
+from mudata.errors import REASON_CODES, MudataUsageError, ParseError, Reason, RegistryError
 
 #: Words of an entry's fields that a user of init must never be shown.
 INTERNAL = ("reader_options", "field '", "_col", "path_pattern", "feature_cols")
@@ -191,11 +191,11 @@ def test_every_refusal_of_a_drafted_reader_carries_its_reason(module):
 def test_the_readers_refusals_reach_the_advice_with_their_reason(tmp_path):
     """Triggered, not only read: a time that goes back, the label column as a feature."""
     folder = _signals(tmp_path / "release", np.random.default_rng(3))
-    with pytest.raises(UsageError) as caught:
+    with pytest.raises(MudataUsageError) as caught:
         draft_entry([folder], "mine", output=tmp_path / "m.toml", choices=Choices(time="ax"))
     assert caught.value.__cause__.reason == Reason("goes-back", "recording_col")
     features = _features(tmp_path / "table", np.random.default_rng(4))
-    with pytest.raises(UsageError) as caught:
+    with pytest.raises(MudataUsageError) as caught:
         choose = Choices(user="f1", features=("activity",))
         draft_entry([features], "t", output=tmp_path / "t.toml", kind="features", choices=choose)
     assert caught.value.__cause__.reason == Reason("taken", "feature_cols")  # the label

@@ -351,19 +351,7 @@ def detect_streams(
         how += "; with the keys of --stream"
     rows, values, codes = _stream_rows(table, keys)
     names = list(rows)
-    keep = np.ones(len(names), dtype=bool)
-    if parsed:
-        keep[:] = False
-        for text, selector in zip(selectors, parsed, strict=True):
-            hits = [
-                i
-                for i, v in enumerate(values)
-                if all(selector_matches(v[k], w) for k, w in selector.items())
-            ]
-            if not hits:
-                message = f"mudata init: --stream {text!r} matches no stream of {member}; the streams found: {names}"
-                raise UsageError(message)
-            keep[hits] = True
+    keep = _selected(values, names, selectors, parsed, member)
     kept = {n: rows[n] for n, k in zip(names, keep, strict=True) if k}
     number = np.full(len(names), -1)
     number[keep] = np.arange(int(keep.sum()))
@@ -376,6 +364,37 @@ def detect_streams(
     if draft.align == "per-stream":
         _one_rate(draft.steps, member)
     return draft, stream_of
+
+
+def _selected(
+    values: list[dict[str, str]],
+    names: list[str],
+    selectors: tuple[str, ...],
+    parsed: list[dict[str, str]],
+    member: str,
+) -> np.ndarray:
+    """Which streams the ``--stream`` selectors keep (all of them when none is given).
+
+    Raises
+    ------
+    UsageError
+        A selector that matches no stream, listing the streams found.
+    """
+    keep = np.ones(len(names), dtype=bool)
+    if not parsed:
+        return keep
+    keep[:] = False
+    for text, selector in zip(selectors, parsed, strict=True):
+        hits = [
+            i
+            for i, v in enumerate(values)
+            if all(selector_matches(v[k], w) for k, w in selector.items())
+        ]
+        if not hits:
+            message = f"mudata init: --stream {text!r} matches no stream of {member}; the streams found: {names}"
+            raise UsageError(message)
+        keep[hits] = True
+    return keep
 
 
 def _clocks(

@@ -63,7 +63,9 @@ def path_pattern(members: list[str], annotation: Annotation) -> tuple[str, list[
         raise UsageError(message)
     places = {place: key for key, place in annotation.path_keys.items()}
     keys = [tuple(key_text(p[2 * k + 1]) for k in sorted(places)) for p in split]
-    parts, sensors, notes = [], [], []
+    parts: list[str] = []
+    sensors: list[str] = []
+    notes: list[str] = []
     for j in range(len(split[0])):
         values = [p[j] for p in split]
         if j % 2:  # a number
@@ -76,8 +78,8 @@ def path_pattern(members: list[str], annotation: Annotation) -> tuple[str, list[
         prefix, tail = _shared_ends(values)
         middles = [v[len(prefix) : len(v) - len(tail)] for v in values]
         by_middle: dict[str, set] = {}
-        for middle, key in zip(middles, keys, strict=True):
-            by_middle.setdefault(middle, set()).add(key)
+        for middle, recording in zip(middles, keys, strict=True):
+            by_middle.setdefault(middle, set()).add(recording)
         shared = len(by_middle) > 1 and len({frozenset(k) for k in by_middle.values()}) == 1
         simple = all(re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", m) for m in by_middle)
         if shared and simple and not sensors:

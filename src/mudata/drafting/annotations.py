@@ -237,6 +237,7 @@ def _assign(
             options[place].append(column)
     texts = {c: table[c].map(key_text).to_numpy() for c in [*candidates, *keyed]}
     start, end = (_numbers(table[c]) for c in bounds)
+    assert start is not None and end is not None  # _bounds chose two numeric columns
     best: tuple[float, int, int] | None = None
     chosen: list[tuple[str, int]] = []
     for tried, pick in enumerate(itertools.product(*options.values())):
@@ -342,15 +343,15 @@ def _analyse(
         for c in table.columns
         if c not in bounds and not (header and any(r.match(c) for r in roles))
     ]
-    chosen = [
+    chosen: list[tuple[str, int | None, set[str]]] = [
         (c, None, {key_text(v) for v in table[c].dropna()})
         for c in candidates
         if header and c in data_columns
     ]
     taken = {c for c, _, _ in chosen}
     others = [c for c in candidates if c not in taken]
-    for column, place in _assign(table, others, members, (start, end), sorted(taken)):
-        chosen.append((column, place, {key_text(v) for v in table[column].dropna()}))
+    for column, found in _assign(table, others, members, (start, end), sorted(taken)):
+        chosen.append((column, found, {key_text(v) for v in table[column].dropna()}))
     for column, place, values in sorted(chosen, key=lambda c: list(table.columns).index(c[0])):
         word = numbers[place][0] if place is not None else column
         key = _key_name(column, header, word, set(keys), len(keys))
@@ -387,7 +388,8 @@ def _analyse(
             {start_name: int(start[1:]), end_name: int(end[1:]), label_name: int(label[1:])}
         )
     out = table.rename(columns={**renamed, start: start_name, end: end_name, label: label_name})
-    whole = all(bool(np.all(np.mod(_numbers(table[c]), 1) == 0)) for c in (start, end))
+    # Both bounds are numeric columns (_bounds chose them), so _numbers gives numbers.
+    whole = all(bool(np.all(np.mod(_numbers(table[c]), 1) == 0)) for c in (start, end))  # type: ignore[arg-type]
     notes.append(
         f"intervals: {start_name!r} to {end_name!r} ({'whole numbers' if whole else 'numbers'}), "
         f"class codes in {label_name!r} ({table[label].nunique()} values), {len(table)} rows"

@@ -1,7 +1,9 @@
 """``mudata init``, step 3b: user, label and recording read from the file paths, reasoned.
 
 A path holds fields: the folders above each file, and the tokens of its name
-(split at ``_``, ``-`` and spaces). A field that is the same in every file
+(split at ``_``, ``-`` and spaces, and a token of several letter+digit runs
+glued together, ``S01R01`` or ``a1t1``, into one coded token per run: ``S01``,
+``R01``, each weighed by its own prefix). A field that is the same in every file
 (``raw``, ``data``, ``inertial``) says nothing; the others are weighed as a
 user, a label or a recording by what they are, not by where they sit:
 
@@ -13,7 +15,8 @@ user, a label or a recording by what they are, not by where they sit:
   not a user;
 * a field with one value per file is a file id or a time, not a user;
 * a prefix says what a coded field is: ``a01``/``act``/``d``/``f`` a label,
-  ``s``/``sub``/``subject``/``p``/``u``/``user`` a user, ``t``/``trial``/``r``/
+  ``s``/``sub``/``subject``/``p``/``u``/``user`` a user (never a label, even as
+  the folder holding the files: ``Subject1/a1t1.mat``), ``t``/``trial``/``r``/
   ``rep``/``run``/``seg`` a recording; words (``walking``) are labels.
 
 The reading chosen is written as a template (``a{label}/{user}/*.txt``) built
@@ -33,6 +36,10 @@ from mudata.drafting.selection import compile_path_pattern
 from mudata.readers.decode import data_suffix
 
 _SPLIT = re.compile(r"([-_ ])")
+# Two or more letter+digit runs glued together (S01R01, a1t1, sub3trial12): each run
+# is a field of its own, as if a separator stood between them.
+_GLUED = re.compile(r"(?:[A-Za-z]+\d+){2,}")
+_RUN = re.compile(r"[A-Za-z]+\d+")
 _CODED = re.compile(r"^([A-Za-z]*)(\d+)$")
 LABEL_PREFIXES = frozenset(
     {"a", "act", "activity", "action", "c", "class", "d", "f", "g", "gesture", "label", "task"}
@@ -113,7 +120,25 @@ def _natural(text: str) -> tuple:
 
 
 def _split(stem: str) -> list[str]:
-    return _SPLIT.split(stem)
+    """Tokens at even places, separators at odd ones (``""`` between glued runs)."""
+    pieces = []
+    for i, token in enumerate(_SPLIT.split(stem)):
+        if i % 2 == 0 and _GLUED.fullmatch(token):
+            runs = _RUN.findall(token)
+            for k, run in enumerate(runs):
+                pieces += [run, ""] if k < len(runs) - 1 else [run]
+        else:
+            pieces.append(token)
+    return pieces
+
+
+def _split_all(stems: list[str]) -> list[list[str]]:
+    """Every stem split; glued runs are split only where every name glues them alike,
+    so that the tokens of all names still line up."""
+    split = [_split(s) for s in stems]
+    if len({len(s) for s in split}) == 1 and len({tuple(s[1::2]) for s in split}) == 1:
+        return split
+    return [_SPLIT.split(s) for s in stems]
 
 
 def _fields(
@@ -123,7 +148,7 @@ def _fields(
     whether the folders were aligned from the top (files at several depths)."""
     folders = [list(PurePosixPath(m).parts[:-1]) for m in members]
     names = [PurePosixPath(m).name for m in members]
-    stems = [_split(n[: len(n) - len(data_suffix(n))]) for n in names]
+    stems = _split_all([n[: len(n) - len(data_suffix(n))] for n in names])
     if len({len(s) for s in stems}) != 1:
         return None
     # Separators must sit at the same places for the tokens to line up.
@@ -148,6 +173,10 @@ def _fields(
             found.append(Field("name", i, values))
     for f in found:
         _characterise(f, len(members))
+    for f in found:
+        # S01R01, S01R02, S02R01: nearly one user per file, yet files share a user and
+        # differ by another field -- a grouping, not a file id.
+        f.per_file = f.per_file and not _groups(f, found)
     for f in found:
         if f.where == "folder":
             f.reappears = all(v in s[0::2] for v, s in zip(f.values, stems, strict=True))
@@ -176,6 +205,15 @@ def _characterise(f: Field, n_files: int) -> None:
     f.per_file = n_files > 3 and len(set(f.values)) > n_files / 2
 
 
+def _groups(f: Field, found: list[Field]) -> bool:
+    """Whether some files share a value of ``f`` and another field tells them apart."""
+    members: dict[str, list[int]] = defaultdict(list)
+    for i, value in enumerate(f.values):
+        members[value].append(i)
+    shared = [rows for rows in members.values() if len(rows) > 1]
+    return any(len({g.values[i] for i in rows}) > 1 for g in found if g is not f for rows in shared)
+
+
 def _repeats(f: Field, above: list[Field]) -> bool:
     """The same value set, of 2 or more values, in every group of the folders above."""
     if not above:
@@ -196,6 +234,8 @@ def _label_score(f: Field) -> int:
     score = 3 if f.kind == "text" else 0
     score += 2 if prefixes and prefixes <= LABEL_PREFIXES else 0
     score -= 3 if prefixes and prefixes <= RECORDING_PREFIXES else 0
+    # Subject1/, S01/, participant3/: a user's name, not a class, whatever it holds
+    score -= 3 if prefixes and prefixes <= USER_PREFIXES else 0
     score -= 3 if f.per_file or f.reappears else 0
     return score + (1 if f.where == "folder" else 0)
 

@@ -14,6 +14,9 @@ user, a label or a recording by what they are, not by where they sit:
   ``1_raw_data_...``, a trial ``_R01``, a segment ``s01``) is a recording,
   not a user;
 * a field with one value per file is a file id or a time, not a user;
+* words naming sensors (``acc``, ``Gyroscope``, ``mag``) or where a device was
+  worn (``chest``, ``wrist``) are neither label nor user; a sensor field means
+  one recording's sensors lie in separate files (:func:`sensor_files`);
 * a prefix says what a coded field is: ``a01``/``act``/``d``/``f`` a label,
   ``s``/``sub``/``subject``/``p``/``u``/``user`` a user (never a label, even as
   the folder holding the files: ``Subject1/a1t1.mat``), ``t``/``trial``/``r``/
@@ -27,6 +30,7 @@ it (:attr:`PathReading.other`).
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -54,6 +58,24 @@ RECORDING_PREFIXES = frozenset(
     {"t", "trial", "r", "rep", "run", "rec", "recording", "session", "seg", "segment", "series",
      "take", "n", "e", "exp", "experiment", "execution"}
 )  # fmt: skip
+#: Words naming a sensor (lower case): a field of them sorts files by sensor, not class.
+SENSOR_WORDS = frozenset(
+    {
+        "acc", "accel", "accelerometer", "acceleration", "linacc", "gyr", "gyro", "gyroscope",
+        "mag", "magnet", "magnetometer", "magnetic", "ori", "orientation", "rot", "rotation",
+        "grav", "gravity", "lig", "light", "mic", "microphone", "sound", "audio", "gps",
+        "location", "pressure", "baro", "barometer", "temp", "temperature", "emg", "ecg",
+        "eda", "ppg", "bvp", "hr", "imu", "quat", "quaternion", "compass", "proximity",
+    }
+)  # fmt: skip
+#: Words naming where a device was worn: a field of them is a placement, not a class.
+PLACEMENT_WORDS = frozenset(
+    {
+        "chest", "waist", "wrist", "ankle", "hip", "thigh", "shin", "head", "forearm",
+        "upperarm", "arm", "leg", "hand", "back", "belt", "pocket", "torso", "foot",
+        "left", "right", "lwrist", "rwrist", "lankle", "rankle",
+    }
+)  # fmt: skip
 #: How much closer than this a second reading must score to be named.
 CLOSE = 2
 
@@ -72,6 +94,8 @@ class Field:
     repeats: bool = False  # the same few values in every folder above it
     per_file: bool = False  # one value per file
     from_top: bool = False  # a folder level counted from the top (files at several depths)
+    sensor: bool = False  # every value names a sensor (acc, Gyroscope, mag): files per sensor
+    placement: bool = False  # every value names a body place (chest, wrist): files per device
 
     #: The number of folder levels every file has (set with ``from_top``).
     depth: int = 0
@@ -202,6 +226,8 @@ def _characterise(f: Field, n_files: int) -> None:
         f.prefix = prefixes.pop() if len(prefixes) == 1 else None
     elif all(v.isalpha() for v in f.values):
         f.kind = "text"
+    f.sensor = all(v.lower() in SENSOR_WORDS for v in f.values)
+    f.placement = all(v.lower() in PLACEMENT_WORDS for v in f.values)
     f.per_file = n_files > 3 and len(set(f.values)) > n_files / 2
 
 
@@ -232,6 +258,8 @@ def _prefixes(f: Field) -> set[str]:
 def _label_score(f: Field) -> int:
     prefixes = _prefixes(f)
     score = 3 if f.kind == "text" else 0
+    # acc_walking_chest.csv, Gyroscope_walking_waist.csv: the class is walking
+    score -= 6 if f.sensor or f.placement else 0
     score += 2 if prefixes and prefixes <= LABEL_PREFIXES else 0
     score -= 3 if prefixes and prefixes <= RECORDING_PREFIXES else 0
     # Subject1/, S01/, participant3/: a user's name, not a class, whatever it holds
@@ -247,6 +275,7 @@ def _user_score(f: Field) -> int:
     score -= 3 if prefixes and prefixes <= RECORDING_PREFIXES else 0
     score -= 3 if f.kind in ("text", "mixed") or f.per_file else 0
     score -= 2 if f.repeats else 0
+    score -= 6 if f.sensor else 0
     return score + (1 if f.where == "folder" else 0)
 
 
@@ -342,7 +371,17 @@ def read_paths(members: list[str], need_user: bool, need_label: bool) -> PathRea
     recordings = [
         i
         for i in free
-        if found[i].repeats or (_prefixes(found[i]) and _prefixes(found[i]) <= RECORDING_PREFIXES)
+        if not found[i].placement
+        and (
+            found[i].repeats or (_prefixes(found[i]) and _prefixes(found[i]) <= RECORDING_PREFIXES)
+        )
+    ]
+    notes += [
+        f"placement: {found[i].describe()}, where a device was worn: each file's samples "
+        f"are rows of their own, the places' windows side by side in the same feature columns "
+        f"(--include reads one place)"
+        for i in free
+        if found[i].placement
     ]
     if len(recordings) == 1 and not found[recordings[0]].per_file:
         roles[recordings[0]] = "recording"
@@ -377,6 +416,78 @@ def read_paths(members: list[str], need_user: bool, need_label: bool) -> PathRea
             )
     notes.append(f"path pattern: '{template}' (--path-pattern overrides)")
     return PathReading(template, pattern, notes, other)
+
+
+@dataclass
+class SensorFiles:
+    """A field of the paths naming sensors: one recording's sensors lie in separate files."""
+
+    where: str  # the field, described (:meth:`Field.describe`)
+    globs: dict[str, str]  # sensor value -> an ``--include`` glob taking its files only
+
+    def refusal(self) -> str:
+        """Why init stops, and the option that reads one sensor."""
+        options = " or ".join(f"--include '{g}'" for g in self.globs.values())
+        return (
+            f"mudata init: the paths name a sensor ({self.where}): each recording's sensors "
+            f"lie in separate files, and each file would become rows of its own, windows "
+            f"of {' and '.join(self.globs)} mixed in the same feature columns; read one "
+            f"sensor with {options}"
+        )
+
+
+def sensor_files(members: list[str]) -> SensorFiles | None:
+    """The field of ``members``' paths whose values all name sensors, with a glob per sensor.
+
+    Each glob is built from a member's own path: that field's value kept, the
+    other varying fields made ``*``; it is checked to take exactly the files
+    of its sensor (its path or its name matched, as ``--include`` matches).
+    """
+    parsed = _fields(members)
+    if parsed is None:
+        return None
+    found, folders, stems, deeper = parsed
+    sensors = [f for f in found if f.sensor and not f.copy]
+    if not sensors:
+        return None
+    field_ = sensors[0]
+    globs = {}
+    suffix = data_suffix(members[0])
+    for value in sorted(set(field_.values), key=_natural):
+        row = field_.values.index(value)
+        roles = {i: "keep" for i, f in enumerate(found) if f is field_}
+        glob = _glob(roles, found, folders[row], stems[row], suffix, deeper)
+        if field_.where == "name":
+            glob = glob.rsplit("/", 1)[-1]  # acc_*_*.csv: --include matches names too
+        taken = {m for m in members if _includes(m, glob)}
+        if taken != {m for m, v in zip(members, field_.values, strict=True) if v == value}:
+            return None
+        globs[value] = glob
+    return SensorFiles(field_.describe(), globs)
+
+
+def _glob(
+    keep: dict[int, str],
+    found: list[Field],
+    folders: list[str],
+    stem: list[str],
+    suffix: str,
+    deeper: bool,
+) -> str:
+    """A member's path with the fields of ``keep`` as written and every other field ``*``."""
+    template = _template(keep, found, folders, stem, suffix, deeper)
+    by_place = {(f.where, f.index): f for i, f in enumerate(found) if i in keep}
+    # The kept fields' own values, in place of their {keep} fields.
+    for f in by_place.values():
+        literal = folders[f.index] if f.where == "folder" else stem[f.index]
+        template = template.replace("{keep}", literal, 1)
+    return template.replace("**/", "*/").replace("**", "*")
+
+
+def _includes(member: str, glob: str) -> bool:
+    """Whether ``--include glob`` takes ``member`` (its path or its name, as selection does)."""
+    name = PurePosixPath(member).name
+    return fnmatch.fnmatchcase(member, glob) or fnmatch.fnmatchcase(name, glob)
 
 
 def _why(f: Field, role: str) -> str:

@@ -101,8 +101,10 @@ def sequence_lengths(frame: pd.DataFrame) -> pd.DataFrame:
         missing = frame["missing"].to_numpy(dtype=bool) & counted
         gaps: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * len(result)
         seqs, places = ids[missing], place[missing]
-        for seq in np.unique(seqs):
-            gaps[int(seq)] = places[seqs == seq].astype(np.int64)
+        order = np.argsort(seqs, kind="stable")
+        found, starts = np.unique(seqs[order], return_index=True)
+        for seq, chunk in zip(found, np.split(places[order], starts[1:]), strict=True):
+            gaps[int(seq)] = chunk.astype(np.int64)
         result["gaps"] = pd.Series(gaps, dtype=object)
         result["span"] = int(frame.attrs.get("smoothing", 1))
     return result
@@ -150,11 +152,14 @@ def kept_windows(lengths: pd.DataFrame, window: int) -> np.ndarray:
     ):
         if not len(places) or not n:
             continue
-        hit = np.zeros(n, dtype=bool)
         first = places // window
         last = np.minimum((places + span - 1) // window, n - 1)
-        for a, b in zip(first[first < n], last[first < n], strict=True):
-            hit[a : b + 1] = True
+        inside = first < n
+        # Each gap hits windows first..last: marked at once through a difference array.
+        marks = np.zeros(n + 1, dtype=np.int64)
+        np.add.at(marks, first[inside], 1)
+        np.add.at(marks, last[inside] + 1, -1)
+        hit = np.cumsum(marks[:n]) > 0
         hit[0] |= bool(np.any(places <= 2 * span - 3))
         lost[row] = int(hit.sum())
     return made - lost

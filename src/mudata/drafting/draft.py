@@ -455,8 +455,9 @@ def _filter_report(
     unit = "windows" if entry.recipe.window else "rows"
     # A user all of whose windows (or rows) were dropped is in no feature row: still named.
     read = [str(u) for u in dict.fromkeys(user_names(raw.frame["userid"]))]
-    for user in user_sort_key([u for u in read if u not in report.kept + list(report.dropped)]):
+    for user in [u for u in read if u not in report.kept + list(report.dropped)]:
         report.dropped[user] = f"no {unit} of a kept class left"
+    report.dropped = {u: report.dropped[u] for u in user_sort_key(list(report.dropped))}
     lines = [
         f"user filter (at least {entry.min_per_class} {unit} of every class): {len(report.kept)} kept, {len(report.dropped)} dropped"
     ]

@@ -332,7 +332,9 @@ def window_report(
         made = int(np.sum(window_count(lengths["length"].to_numpy(), window)))
         lost = made - int(kept_windows(lengths, window).sum())
         if lost:
-            columns = ", ".join(missing or []) or "the channels"
+            named = missing or []
+            columns = ", ".join(named[:6]) or "the channels"
+            columns += f" and {len(named) - 6} more" if len(named) > 6 else ""
             lines.append(
                 f"{lost} of {made} windows dropped for missing values in columns {columns} "
                 f"(a window holding one missing value has undefined features)"

@@ -453,8 +453,14 @@ def _filter_report(
             raise
         raise _no_window(entry, raw, exc) from exc
     report = user_report(labelled, entry.class_names, entry.min_per_class, dataset=entry.name)
+    unit = "windows" if entry.recipe.window else "rows"
+    # A user all of whose windows (or rows) were dropped is in no feature row: still named.
+    read = [str(u) for u in dict.fromkeys(user_names(raw.frame["userid"]))]
+    for user in [u for u in read if u not in report.kept + list(report.dropped)]:
+        report.dropped[user] = f"no {unit} of a kept class left"
+    report.dropped = {u: report.dropped[u] for u in user_sort_key(list(report.dropped))}
     lines = [
-        f"user filter (at least {entry.min_per_class} {'windows' if entry.recipe.window else 'rows'} of every class): {len(report.kept)} kept, {len(report.dropped)} dropped"
+        f"user filter (at least {entry.min_per_class} {unit} of every class): {len(report.kept)} kept, {len(report.dropped)} dropped"
     ]
     lines.append(f"  kept: {', '.join(report.kept) or '(none)'}")
     lines += [f"  dropped {u}: {why}" for u, why in report.dropped.items()]
@@ -507,14 +513,20 @@ def _no_window(entry: DatasetEntry, raw: RawTable, exc: EmptyResultError) -> Exc
     window = entry.recipe.window or 0
     rate = entry.sampling_rate_hz
     report = window_report(
-        _as_built(raw.frame, entry), window, rate, entry.class_names, entry.min_per_class
+        _as_built(raw.frame, entry),
+        window,
+        rate,
+        entry.class_names,
+        entry.min_per_class,
+        missing=missing_channels(raw.frame, entry),
     )
     if report.proposed_seconds is None:
         return EmptyResultError(str(exc), reason=Reason("empty", "recipe.window"))
     advised = next(line.strip() for line in report.lines if "--window" in line)
+    lost = next((line for line in report.lines if "dropped for missing values" in line), None)
+    why = lost or "no recording of a class is that long"
     return UsageError(
-        f"mudata init: the build makes no window of {window / rate:g} s (no recording of a "
-        f"class is that long); {advised}"
+        f"mudata init: the build makes no window of {window / rate:g} s ({why}); {advised}"
     )
 
 
@@ -523,14 +535,26 @@ def _as_built(frame: pd.DataFrame, entry: DatasetEntry) -> pd.DataFrame:
     :func:`mudata.records.classes.user_names`, ``label`` the class name the build gives
     (:func:`mudata.records.classes.match_classes`; ``01`` and ``1`` are one class in a
     numeric column), samples of classes not kept dropped. So that windows
-    counted on it are the build's, whatever way a code is written."""
+    counted on it are the build's, whatever way a code is written; ``missing``
+    marks the samples with a missing value in a channel (:func:`missing_channels`),
+    whose windows the build drops."""
     matched = match_classes(frame["label"], entry, check_seen=False)
     keep = matched.rank >= 0
     columns = ["userid", "label"] + (["recording"] if "recording" in frame.columns else [])
     named = frame.loc[keep, columns].reset_index(drop=True)
     named["userid"] = user_names(named["userid"])
     named["label"] = matched.names[keep].astype(str)
+    gaps = missing_channels(frame, entry)
+    if gaps:
+        named["missing"] = frame.loc[keep, gaps].isna().any(axis=1).to_numpy()
+        named.attrs["smoothing"] = int(entry.recipe.smoothing)  # a gap spreads over the span
     return named
+
+
+def missing_channels(frame: pd.DataFrame, entry: DatasetEntry) -> list[str]:
+    """The channels of ``entry``'s sensors with a missing value in ``frame``."""
+    channels = [c for s in entry.sensors for c in s.channels if c in frame.columns]
+    return [c for c in dict.fromkeys(channels) if frame[c].isna().any()]
 
 
 def draft_entry(
@@ -640,6 +664,7 @@ def draft_entry(
             entry.class_names,
             min_per_class,
             built=built,
+            missing=missing_channels(frame, entry),
         ).lines
     _refuse_unrated(pending, filter_lines, window_lines)
     repeats = frame.attrs.get("time_repeats", {})

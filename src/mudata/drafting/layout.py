@@ -24,7 +24,7 @@ from mudata.drafting.columns import (
     resolve,
     time_unit,
 )
-from mudata.drafting.pathfields import hint, read_paths
+from mudata.drafting.pathfields import hint, read_paths, sensor_files
 from mudata.drafting.records import Choices, Layout, Sniffed
 from mudata.drafting.selection import Selection, compile_path_pattern
 from mudata.drafting.sensors import group_channels, report_lines, stream_sensors
@@ -270,6 +270,13 @@ def _from_paths(
             )
             raise UsageError(message)
         options["path_pattern"] = pattern
+    # acc_walking.csv beside Gyroscope_walking.csv: files of one recording, one per
+    # sensor. Read as they are, each file gives rows of its own and the feature columns
+    # would mix the sensors; once user and label are found, init names the --include
+    # reading one of them instead.
+    per_sensor = sensor_files(members)
+    if per_sensor is not None:
+        raise UsageError(per_sensor.refusal())
     return options, notes, comments
 
 

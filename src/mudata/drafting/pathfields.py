@@ -1,7 +1,9 @@
 """``mudata init``, step 3b: user, label and recording read from the file paths, reasoned.
 
 A path holds fields: the folders above each file, and the tokens of its name
-(split at ``_``, ``-`` and spaces). A field that is the same in every file
+(split at ``_``, ``-`` and spaces, and a token of several letter+digit runs
+glued together, ``S01R01`` or ``a1t1``, into one coded token per run: ``S01``,
+``R01``, each weighed by its own prefix). A field that is the same in every file
 (``raw``, ``data``, ``inertial``) says nothing; the others are weighed as a
 user, a label or a recording by what they are, not by where they sit:
 
@@ -12,8 +14,12 @@ user, a label or a recording by what they are, not by where they sit:
   ``1_raw_data_...``, a trial ``_R01``, a segment ``s01``) is a recording,
   not a user;
 * a field with one value per file is a file id or a time, not a user;
+* words naming sensors (``acc``, ``Gyroscope``, ``mag``) or where a device was
+  worn (``chest``, ``wrist``) are neither label nor user; a sensor field means
+  one recording's sensors lie in separate files (:func:`sensor_files`);
 * a prefix says what a coded field is: ``a01``/``act``/``d``/``f`` a label,
-  ``s``/``sub``/``subject``/``p``/``u``/``user`` a user, ``t``/``trial``/``r``/
+  ``s``/``sub``/``subject``/``p``/``u``/``user`` a user (never a label, even as
+  the folder holding the files: ``Subject1/a1t1.mat``), ``t``/``trial``/``r``/
   ``rep``/``run``/``seg`` a recording; words (``walking``) are labels.
 
 The reading chosen is written as a template (``a{label}/{user}/*.txt``) built
@@ -24,6 +30,7 @@ it (:attr:`PathReading.other`).
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -33,6 +40,10 @@ from mudata.drafting.selection import compile_path_pattern
 from mudata.readers.decode import data_suffix
 
 _SPLIT = re.compile(r"([-_ ])")
+# Two or more letter+digit runs glued together (S01R01, a1t1, sub3trial12): each run
+# is a field of its own, as if a separator stood between them.
+_GLUED = re.compile(r"(?:[A-Za-z]+\d+){2,}")
+_RUN = re.compile(r"[A-Za-z]+\d+")
 _CODED = re.compile(r"^([A-Za-z]*)(\d+)$")
 LABEL_PREFIXES = frozenset(
     {"a", "act", "activity", "action", "c", "class", "d", "f", "g", "gesture", "label", "task"}
@@ -46,6 +57,24 @@ USER_PREFIXES = frozenset(
 RECORDING_PREFIXES = frozenset(
     {"t", "trial", "r", "rep", "run", "rec", "recording", "session", "seg", "segment", "series",
      "take", "n", "e", "exp", "experiment", "execution"}
+)  # fmt: skip
+#: Words naming a sensor (lower case): a field of them sorts files by sensor, not class.
+SENSOR_WORDS = frozenset(
+    {
+        "acc", "accel", "accelerometer", "acceleration", "linacc", "gyr", "gyro", "gyroscope",
+        "mag", "magnet", "magnetometer", "magnetic", "ori", "orientation", "rot", "rotation",
+        "grav", "gravity", "lig", "light", "mic", "microphone", "sound", "audio", "gps",
+        "location", "pressure", "baro", "barometer", "temp", "temperature", "emg", "ecg",
+        "eda", "ppg", "bvp", "hr", "imu", "quat", "quaternion", "compass", "proximity",
+    }
+)  # fmt: skip
+#: Words naming where a device was worn: a field of them is a placement, not a class.
+PLACEMENT_WORDS = frozenset(
+    {
+        "chest", "waist", "wrist", "ankle", "hip", "thigh", "shin", "head", "forearm",
+        "upperarm", "arm", "leg", "hand", "back", "belt", "pocket", "torso", "foot",
+        "left", "right", "lwrist", "rwrist", "lankle", "rankle",
+    }
 )  # fmt: skip
 #: How much closer than this a second reading must score to be named.
 CLOSE = 2
@@ -65,6 +94,8 @@ class Field:
     repeats: bool = False  # the same few values in every folder above it
     per_file: bool = False  # one value per file
     from_top: bool = False  # a folder level counted from the top (files at several depths)
+    sensor: bool = False  # every value names a sensor (acc, Gyroscope, mag): files per sensor
+    placement: bool = False  # every value names a body place (chest, wrist): files per device
 
     #: The number of folder levels every file has (set with ``from_top``).
     depth: int = 0
@@ -113,7 +144,25 @@ def _natural(text: str) -> tuple:
 
 
 def _split(stem: str) -> list[str]:
-    return _SPLIT.split(stem)
+    """Tokens at even places, separators at odd ones (``""`` between glued runs)."""
+    pieces = []
+    for i, token in enumerate(_SPLIT.split(stem)):
+        if i % 2 == 0 and _GLUED.fullmatch(token):
+            runs = _RUN.findall(token)
+            for k, run in enumerate(runs):
+                pieces += [run, ""] if k < len(runs) - 1 else [run]
+        else:
+            pieces.append(token)
+    return pieces
+
+
+def _split_all(stems: list[str]) -> list[list[str]]:
+    """Every stem split; glued runs are split only where every name glues them alike,
+    so that the tokens of all names still line up."""
+    split = [_split(s) for s in stems]
+    if len({len(s) for s in split}) == 1 and len({tuple(s[1::2]) for s in split}) == 1:
+        return split
+    return [_SPLIT.split(s) for s in stems]
 
 
 def _fields(
@@ -123,7 +172,7 @@ def _fields(
     whether the folders were aligned from the top (files at several depths)."""
     folders = [list(PurePosixPath(m).parts[:-1]) for m in members]
     names = [PurePosixPath(m).name for m in members]
-    stems = [_split(n[: len(n) - len(data_suffix(n))]) for n in names]
+    stems = _split_all([n[: len(n) - len(data_suffix(n))] for n in names])
     if len({len(s) for s in stems}) != 1:
         return None
     # Separators must sit at the same places for the tokens to line up.
@@ -149,6 +198,10 @@ def _fields(
     for f in found:
         _characterise(f, len(members))
     for f in found:
+        # S01R01, S01R02, S02R01: nearly one user per file, yet files share a user and
+        # differ by another field -- a grouping, not a file id.
+        f.per_file = f.per_file and not _groups(f, found)
+    for f in found:
         if f.where == "folder":
             f.reappears = all(v in s[0::2] for v, s in zip(f.values, stems, strict=True))
     for f in found:
@@ -173,7 +226,18 @@ def _characterise(f: Field, n_files: int) -> None:
         f.prefix = prefixes.pop() if len(prefixes) == 1 else None
     elif all(v.isalpha() for v in f.values):
         f.kind = "text"
+    f.sensor = all(v.lower() in SENSOR_WORDS for v in f.values)
+    f.placement = all(v.lower() in PLACEMENT_WORDS for v in f.values)
     f.per_file = n_files > 3 and len(set(f.values)) > n_files / 2
+
+
+def _groups(f: Field, found: list[Field]) -> bool:
+    """Whether some files share a value of ``f`` and another field tells them apart."""
+    members: dict[str, list[int]] = defaultdict(list)
+    for i, value in enumerate(f.values):
+        members[value].append(i)
+    shared = [rows for rows in members.values() if len(rows) > 1]
+    return any(len({g.values[i] for i in rows}) > 1 for g in found if g is not f for rows in shared)
 
 
 def _repeats(f: Field, above: list[Field]) -> bool:
@@ -194,8 +258,12 @@ def _prefixes(f: Field) -> set[str]:
 def _label_score(f: Field) -> int:
     prefixes = _prefixes(f)
     score = 3 if f.kind == "text" else 0
+    # acc_walking_chest.csv, Gyroscope_walking_waist.csv: the class is walking
+    score -= 6 if f.sensor or f.placement else 0
     score += 2 if prefixes and prefixes <= LABEL_PREFIXES else 0
     score -= 3 if prefixes and prefixes <= RECORDING_PREFIXES else 0
+    # Subject1/, S01/, participant3/: a user's name, not a class, whatever it holds
+    score -= 3 if prefixes and prefixes <= USER_PREFIXES else 0
     score -= 3 if f.per_file or f.reappears else 0
     return score + (1 if f.where == "folder" else 0)
 
@@ -207,6 +275,7 @@ def _user_score(f: Field) -> int:
     score -= 3 if prefixes and prefixes <= RECORDING_PREFIXES else 0
     score -= 3 if f.kind in ("text", "mixed") or f.per_file else 0
     score -= 2 if f.repeats else 0
+    score -= 6 if f.sensor else 0
     return score + (1 if f.where == "folder" else 0)
 
 
@@ -302,7 +371,17 @@ def read_paths(members: list[str], need_user: bool, need_label: bool) -> PathRea
     recordings = [
         i
         for i in free
-        if found[i].repeats or (_prefixes(found[i]) and _prefixes(found[i]) <= RECORDING_PREFIXES)
+        if not found[i].placement
+        and (
+            found[i].repeats or (_prefixes(found[i]) and _prefixes(found[i]) <= RECORDING_PREFIXES)
+        )
+    ]
+    notes += [
+        f"placement: {found[i].describe()}, where a device was worn: each file's samples "
+        f"are rows of their own, the places' windows side by side in the same feature columns "
+        f"(--include reads one place)"
+        for i in free
+        if found[i].placement
     ]
     if len(recordings) == 1 and not found[recordings[0]].per_file:
         roles[recordings[0]] = "recording"
@@ -337,6 +416,78 @@ def read_paths(members: list[str], need_user: bool, need_label: bool) -> PathRea
             )
     notes.append(f"path pattern: '{template}' (--path-pattern overrides)")
     return PathReading(template, pattern, notes, other)
+
+
+@dataclass
+class SensorFiles:
+    """A field of the paths naming sensors: one recording's sensors lie in separate files."""
+
+    where: str  # the field, described (:meth:`Field.describe`)
+    globs: dict[str, str]  # sensor value -> an ``--include`` glob taking its files only
+
+    def refusal(self) -> str:
+        """Why init stops, and the option that reads one sensor."""
+        options = " or ".join(f"--include '{g}'" for g in self.globs.values())
+        return (
+            f"mudata init: the paths name a sensor ({self.where}): each recording's sensors "
+            f"lie in separate files, and each file would become rows of its own, windows "
+            f"of {' and '.join(self.globs)} mixed in the same feature columns; read one "
+            f"sensor with {options}"
+        )
+
+
+def sensor_files(members: list[str]) -> SensorFiles | None:
+    """The field of ``members``' paths whose values all name sensors, with a glob per sensor.
+
+    Each glob is built from a member's own path: that field's value kept, the
+    other varying fields made ``*``; it is checked to take exactly the files
+    of its sensor (its path or its name matched, as ``--include`` matches).
+    """
+    parsed = _fields(members)
+    if parsed is None:
+        return None
+    found, folders, stems, deeper = parsed
+    sensors = [f for f in found if f.sensor and not f.copy]
+    if not sensors:
+        return None
+    field_ = sensors[0]
+    globs = {}
+    suffix = data_suffix(members[0])
+    for value in sorted(set(field_.values), key=_natural):
+        row = field_.values.index(value)
+        roles = {i: "keep" for i, f in enumerate(found) if f is field_}
+        glob = _glob(roles, found, folders[row], stems[row], suffix, deeper)
+        if field_.where == "name":
+            glob = glob.rsplit("/", 1)[-1]  # acc_*_*.csv: --include matches names too
+        taken = {m for m in members if _includes(m, glob)}
+        if taken != {m for m, v in zip(members, field_.values, strict=True) if v == value}:
+            return None
+        globs[value] = glob
+    return SensorFiles(field_.describe(), globs)
+
+
+def _glob(
+    keep: dict[int, str],
+    found: list[Field],
+    folders: list[str],
+    stem: list[str],
+    suffix: str,
+    deeper: bool,
+) -> str:
+    """A member's path with the fields of ``keep`` as written and every other field ``*``."""
+    template = _template(keep, found, folders, stem, suffix, deeper)
+    by_place = {(f.where, f.index): f for i, f in enumerate(found) if i in keep}
+    # The kept fields' own values, in place of their {keep} fields.
+    for f in by_place.values():
+        literal = folders[f.index] if f.where == "folder" else stem[f.index]
+        template = template.replace("{keep}", literal, 1)
+    return template.replace("**/", "*/").replace("**", "*")
+
+
+def _includes(member: str, glob: str) -> bool:
+    """Whether ``--include glob`` takes ``member`` (its path or its name, as selection does)."""
+    name = PurePosixPath(member).name
+    return fnmatch.fnmatchcase(member, glob) or fnmatch.fnmatchcase(name, glob)
 
 
 def _why(f: Field, role: str) -> str:

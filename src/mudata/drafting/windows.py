@@ -73,16 +73,41 @@ def sequence_lengths(frame: pd.DataFrame) -> pd.DataFrame:
     Parameters
     ----------
     frame : DataFrame
-        ``userid``, ``label`` and, when the reader names recordings, ``recording``.
+        ``userid``, ``label`` and, when the reader names recordings, ``recording``;
+        optionally ``missing`` (bool): the row has a missing value in a channel,
+        with ``frame.attrs["smoothing"]`` the recipe's moving-average span
+        (1 when absent), over which a missing value spreads.
 
     Returns
     -------
     DataFrame
-        ``userid``, ``label`` (as text), ``length``.
+        ``userid``, ``label`` (as text), ``length``; with ``missing``, also
+        ``gaps``: the places in each sequence (0-based) of its rows with a
+        missing value, and ``span``, the smoothing span (see :func:`kept_windows`).
     """
     keys = ["userid", "label"] + (["recording"] if "recording" in frame.columns else [])
-    grouped = frame.assign(label=label_texts(frame["label"])).groupby(keys, sort=False).size()
-    return grouped.rename("length").reset_index()[["userid", "label", "length"]]
+    labelled = frame.assign(label=label_texts(frame["label"]))
+    grouped = labelled.groupby(keys, sort=False)
+    ids = grouped.ngroup().to_numpy()
+    counted = ids >= 0  # a row with a missing key (-1) is in no sequence, as groupby drops it
+    n_groups = int(ids.max()) + 1 if counted.any() else 0
+    # The sequences and their keys from one numbering, so gaps and lengths line up.
+    order = np.flatnonzero(counted)[np.argsort(ids[counted], kind="stable")]
+    firsts = order[np.searchsorted(ids[order], np.arange(n_groups))]
+    result = labelled.iloc[firsts][["userid", "label"]].reset_index(drop=True)
+    result["length"] = np.bincount(ids[counted], minlength=n_groups)
+    if "missing" in frame.columns:
+        place = grouped.cumcount().to_numpy()
+        missing = frame["missing"].to_numpy(dtype=bool) & counted
+        gaps: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * len(result)
+        seqs, places = ids[missing], place[missing]
+        order = np.argsort(seqs, kind="stable")
+        found, starts = np.unique(seqs[order], return_index=True)
+        for seq, chunk in zip(found, np.split(places[order], starts[1:]), strict=True):
+            gaps[int(seq)] = chunk.astype(np.int64)
+        result["gaps"] = pd.Series(gaps, dtype=object)
+        result["span"] = int(frame.attrs.get("smoothing", 1))
+    return result
 
 
 def label_segments(frame: pd.DataFrame) -> pd.DataFrame:
@@ -99,11 +124,45 @@ def label_segments(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def windows_per_user_class(lengths: pd.DataFrame, window: int) -> pd.DataFrame:
-    """Windows of ``window`` samples per user (rows) and class (columns)."""
-    counts = lengths.assign(windows=window_count(lengths["length"].to_numpy(), window))
+    """Windows of ``window`` samples per user (rows) and class (columns), those the build
+    keeps: a window holding a row with a missing value (``gaps``) is not counted."""
+    counts = lengths.assign(windows=kept_windows(lengths, window))
     return counts.pivot_table(
         index="userid", columns="label", values="windows", aggfunc="sum", fill_value=0
     )
+
+
+def kept_windows(lengths: pd.DataFrame, window: int) -> np.ndarray:
+    """Windows of ``window`` samples of each sequence of ``lengths`` the build keeps.
+
+    The recipe cuts windows ``[k w, (k + 1) w)`` for ``k`` below
+    :func:`mudata.windowing.window_count` of the smoothed samples. The
+    moving average of ``span`` samples (:func:`mudata.windowing.moving_average`)
+    spreads a missing sample at ``p`` to the means at ``p .. p + span - 1``,
+    and the forward means of the first ``span - 1`` places to ``p <= 2 span - 3``;
+    a window holding such a mean gets undefined features and the build drops it
+    (``gaps``: the missing samples' places).
+    """
+    made = np.asarray(window_count(lengths["length"].to_numpy(), window), dtype=np.int64)
+    if "gaps" not in lengths.columns:
+        return made
+    lost = np.zeros(len(made), dtype=np.int64)
+    for row, (places, n, span) in enumerate(
+        zip(lengths["gaps"], made, lengths["span"], strict=True)
+    ):
+        if not len(places) or not n:
+            continue
+        first = places // window
+        last = np.minimum((places + span - 1) // window, n - 1)
+        inside = first < n
+        # Each gap hits windows first..last: marked at once through a difference array.
+        marks = np.zeros(n + 1, dtype=np.int64)
+        np.add.at(marks, first[inside], 1)
+        np.add.at(marks, last[inside] + 1, -1)
+        hit = np.cumsum(marks[:n]) > 0
+        hit[0] |= bool(np.any(places <= 2 * span - 3))
+        lost[row] = int(hit.sum())
+    return made - lost
 
 
 def kept_users(table: pd.DataFrame, min_per_class: int) -> list[str]:
@@ -213,6 +272,7 @@ def window_report(
     alpha: float = DEFAULT_ALPHA,
     *,
     built: pd.DataFrame | None = None,
+    missing: list[str] | None = None,
 ) -> WindowReport:
     """Count the windows of ``window`` samples and say what each strategy would get.
 
@@ -235,7 +295,11 @@ def window_report(
         ``label``): the windows per user and class are counted on them, so
         that the report says what ``mudata fetch`` will build (windows dropped
         for an undefined feature included). Other windows are counted from
-        the sequence lengths.
+        the sequence lengths, less the windows holding a sample with a
+        missing value (``frame``'s ``missing``), as the build drops them.
+    missing : list of str, optional
+        The channels with missing values, named in the report's count of
+        the windows they cost.
 
     Returns
     -------
@@ -264,6 +328,17 @@ def window_report(
             f"({window / rate:g} s; median {np.median(brief['length']) / rate:.2g} s); "
             f"windows join the segments of a class within a recording"
         )
+    if "gaps" in lengths.columns:
+        made = int(np.sum(window_count(lengths["length"].to_numpy(), window)))
+        lost = made - int(kept_windows(lengths, window).sum())
+        if lost:
+            named = missing or []
+            columns = ", ".join(named[:6]) or "the channels"
+            columns += f" and {len(named) - 6} more" if len(named) > 6 else ""
+            lines.append(
+                f"{lost} of {made} windows dropped for missing values in columns {columns} "
+                f"(a window holding one missing value has undefined features)"
+            )
     short = lengths[lengths["length"] <= window]
     if len(short):
         lines.append(

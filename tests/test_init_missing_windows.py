@@ -50,7 +50,7 @@ SPAN = 10  # the recipe's moving average (docs/datasets.md, "The windowing recip
 def _kept(rows: int, places: np.ndarray, window: int) -> int:
     """Windows [k w, (k+1) w) for k < ceil(rows / w) - 1 whose smoothed samples use no
     missing row: the mean at 0-based place i takes rows i-SPAN+1..i once i >= SPAN-1,
-    else rows i..i+SPAN-1 (mudata.windowing.moving_average)."""
+    else rows i..i+SPAN-1 (mudata.building.windowing.moving_average)."""
     n = max(0, -(-rows // window) - 1)
     bad = set(places.tolist())
     kept = 0

@@ -136,8 +136,8 @@ def kept_windows(lengths: pd.DataFrame, window: int) -> np.ndarray:
     """Windows of ``window`` samples of each sequence of ``lengths`` the build keeps.
 
     The recipe cuts windows ``[k w, (k + 1) w)`` for ``k`` below
-    :func:`mudata.windowing.window_count` of the smoothed samples. The
-    moving average of ``span`` samples (:func:`mudata.windowing.moving_average`)
+    :func:`mudata.building.windowing.window_count` of the smoothed samples. The
+    moving average of ``span`` samples (:func:`mudata.building.windowing.moving_average`)
     spreads a missing sample at ``p`` to the means at ``p .. p + span - 1``,
     and the forward means of the first ``span - 1`` places to ``p <= 2 span - 3``;
     a window holding such a mean gets undefined features and the build drops it

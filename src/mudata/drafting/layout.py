@@ -420,7 +420,9 @@ def propose_layout(
         )
     # Channels need not come in threes: the names say which form a sensor, and
     # its arity (after the streams, whose channels are named per stream).
-    sensors = group_channels(chosen, header or streams is not None) if kind == "signals" else []
+    sensors = (
+        group_channels(chosen, header or streams is not None, first) if kind == "signals" else []
+    )
     if streams is not None and kind == "signals" and streams[0].align != "per-stream":
         # Grouped by the columns' own names, then once per stream, named after it.
         sensors = stream_sensors(group_channels(bare, True), list(streams[0].rows))

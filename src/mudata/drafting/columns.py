@@ -96,6 +96,9 @@ STEADY_STEPS = 0.9
 #: A median step this far (relatively) from the mean of the steady steps is the
 #: rounding of a clock printed in ticks near its step (15 and 16 ms for 15.625).
 _ROUNDED_STEP = 0.01
+#: Fraction of the steady steps two adjacent tick values must hold for the mean step
+#: to be taken (:func:`clock_step`).
+_TWO_TICKS = 0.95
 
 
 @dataclass
@@ -185,13 +188,16 @@ def epoch_unit(values: np.ndarray) -> str | None:
 
 def clock_step(values: np.ndarray) -> float | None:
     """The step of a clock: the median of its positive steps, or the mean of its steady
-    steps where rounding moves the median.
+    steps where the rounding of whole ticks moves the median.
 
     A clock printed in whole ticks near its step (milliseconds at 64 Hz:
-    ``15, 31, 46, 62``) steps by 15 and 16, and the median says 16: the mean
-    of the steps within half a step of the median (gaps and repeats left
-    out) is then the step, when it differs from the median by more than
-    1 %. None when the values never advance.
+    ``15, 31, 46, 62``) steps by 15 and 16 only, and the median says 16: when
+    the steps within half a step of the median (gaps and repeats left out)
+    take two values next to each other (at least :data:`_TWO_TICKS` of them)
+    and their mean differs from the median by more than 1 %, the mean is the
+    step. A clock that jitters (a phone's timestamps, steps of 5 to 14 ms
+    around a nominal 10) keeps the median: its nominal rate. None when the
+    values never advance.
     """
     steps = np.diff(values[np.isfinite(values)])
     positive = steps[steps > 0]
@@ -200,7 +206,24 @@ def clock_step(values: np.ndarray) -> float | None:
     median = float(np.median(positive))
     steady = positive[(positive >= 0.5 * median) & (positive <= 1.5 * median)]
     mean = float(np.mean(steady))
-    return mean if abs(mean - median) > _ROUNDED_STEP * median else median
+    if abs(mean - median) <= _ROUNDED_STEP * median:
+        return median
+    ticks, counts = np.unique(steady, return_counts=True)
+    top = np.sort(ticks[np.argsort(counts)[-2:]])
+    two = counts[np.isin(ticks, top)].sum() >= _TWO_TICKS * steady.size
+    tick = _printed_tick(values[np.isfinite(values)])
+    rounded = two and top.size == 2 and tick is not None and np.isclose(top[1] - top[0], tick)
+    return mean if rounded else median
+
+
+def _printed_tick(values: np.ndarray) -> float | None:
+    """The last printed digit's unit of ``values`` (1 for whole numbers, 0.01 for
+    ``5.64``), up to 9 decimals; None beyond."""
+    for decimals in range(10):
+        scaled = values * 10.0**decimals
+        if np.allclose(scaled, np.round(scaled), rtol=0, atol=1e-6):
+            return 10.0**-decimals
+    return None
 
 
 def _plausible(seconds: float) -> bool:

@@ -128,7 +128,8 @@ def time_rate(table: pd.DataFrame, time_col: str, member: str) -> tuple[float | 
     steps = steps[steps > 0]
     if steps.size == 0:
         return None, f"time column '{time_col}' does not advance"
-    step = clock_step(values) or float(np.median(steps))
+    median = float(np.median(steps))
+    step = clock_step(values) or median
     texty = not pd.api.types.is_numeric_dtype(table[time_col]) and not is_numeric_column(
         table[time_col]
     )
@@ -148,7 +149,8 @@ def time_rate(table: pd.DataFrame, time_col: str, member: str) -> tuple[float | 
         seconds, unit = unitless_seconds(step)
     rate = round(1.0 / seconds, 3)
     shown = f"{seconds:g} s {unit}" if texty else f"{step:g}, {unit}"
-    return rate, f"sampling rate: {rate} Hz, from the median step of '{time_col}' ({shown})"
+    what = "median step" if step == median else "mean step (whole ticks round the median)"
+    return rate, f"sampling rate: {rate} Hz, from the {what} of '{time_col}' ({shown})"
 
 
 def _code_column(table: pd.DataFrame) -> tuple[str | None, str]:

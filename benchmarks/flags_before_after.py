@@ -22,8 +22,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from mueval.guarantees.run_verdicts import user_coverage_table, verdict_settings
-from mueval.guarantees.user_level import verdict_label
+from mueval.guarantees.adjustment import verdict_label
+from mueval.guarantees.run_verdicts import user_coverage_table
+from mueval.guarantees.verdict_settings import verdict_settings
 from mueval.names import USER_CORRECTIONS
 from mueval.runfolder import read_run_folder
 

@@ -103,7 +103,7 @@ def _instrument(phases: Phases, trim: bool) -> dict:
     # Here, not at the top: imported after tracemalloc started, to be traced.
     from distributed import Client
 
-    import mueval.api as api
+    import mueval.api.pipeline as api
     import mueval.evaluation.runner as runner
     from mueval.guarantees.run_diagnostics import PoolDiagnostics
 
@@ -173,7 +173,7 @@ def main() -> None:
     phases = Phases()
 
     # Here, not at the top: imported after tracemalloc started, to be traced.
-    import mueval.api as api
+    import mueval.api.pipeline as api
     import mueval.evaluation.runner as runner
     from mueval.data.synthetic import make_users
     from mueval.data.table import table_from_frame

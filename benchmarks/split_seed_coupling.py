@@ -30,7 +30,7 @@ from sklearn.naive_bayes import GaussianNB
 from sklearn.preprocessing import MinMaxScaler
 
 from mueval.evaluation.splits import split_rows, user_independent_splits
-from mueval.guarantees.user_level import threshold_rank
+from mueval.guarantees.covered_law import threshold_rank
 
 
 def _power_benchmark():

@@ -8,7 +8,7 @@ each class to test, scikit-learn's stratified ``train_test_split`` through
 and counts the covered test rows. Per user, the p-value of the pooled count
 under the exact null of the stratified split
 (:mod:`mueval.guarantees.stratified_null`, iterations convolved) and under the
-Beta-Binomial (:func:`mueval.guarantees.user_level.lower_pvalue`). Printed:
+Beta-Binomial (:func:`mueval.guarantees.covered_law.lower_pvalue`). Printed:
 the share of users with p at most a, for a = 0.01, 0.05, 0.1, 0.2 (valid: at
 most a, up to the Monte Carlo error, about sqrt(a (1 - a) / users)).
 
@@ -25,8 +25,8 @@ import time
 import numpy as np
 
 from mueval.evaluation.splits import split_rows
+from mueval.guarantees.covered_law import lower_pvalue, threshold_rank
 from mueval.guarantees.stratified_null import pooled_classes, stratified_pmf, stratified_pvalue
-from mueval.guarantees.user_level import lower_pvalue, threshold_rank
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -89,7 +89,9 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from mueval.guarantees.user_level import adjust_pvalues, default_combine, threshold_rank
+from mueval.guarantees.adjustment import adjust_pvalues
+from mueval.guarantees.covered_law import threshold_rank
+from mueval.guarantees.user_level import default_combine
 
 ALPHA = 0.05
 LEVEL = 0.05

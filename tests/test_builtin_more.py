@@ -17,7 +17,7 @@ import pytest
 
 import mudata
 from mudata.classes import user_sort_key
-from mudata.errors import UsageError
+from mudata.errors import MudataUsageError as UsageError
 from mudata.pipeline import row_balance
 from mudata.registry import get_entry
 from mudata.windowing import window_count

@@ -132,7 +132,8 @@ def test_fetch_into_a_data_home_that_is_a_file_is_a_clean_error(
 def test_info_says_what_fetch_needs_to_verify(name: str, needs_flag: bool, tmp_path: Path) -> None:
     # Here, not at the top: pooch's network stack, for this test only.
     from mudata.download import fetch_sources
-    from mudata.errors import MissingFileError, UsageError, cli_message
+    from mudata.errors import MissingFileError, cli_message
+    from mudata.errors import MudataUsageError as UsageError
     from mudata.registry import get_entry
 
     result = run("info", name)

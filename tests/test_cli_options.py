@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from mudata.cli import MudataGroup, main
 from mudata.cli_options import ErrorMappingGroup, data_home_option, fetch_options, verbose_option
-from mudata.errors import ChecksumError, MudataUsageError, UnknownDatasetError, UsageError
+from mudata.errors import ChecksumError, MudataUsageError, UnknownDatasetError
 from tests.tiny_entry import write_tiny_entry
 
 FETCH_OPTIONS = (
@@ -28,11 +28,12 @@ def run(*args: str, env: dict[str, str] | None = None):
     return CliRunner(env=env).invoke(main, list(args), catch_exceptions=False)
 
 
-def test_usage_error_has_a_distinct_name_and_the_old_one_is_the_same_class() -> None:
+def test_usage_error_has_a_distinct_name_and_the_old_alias_is_gone() -> None:
+    import mudata.errors
     import mueval.errors
 
     assert MudataUsageError is not mueval.errors.UsageError
-    assert UsageError is MudataUsageError  # deprecated alias, same class
+    assert not hasattr(mudata.errors, "UsageError")
     assert issubclass(UnknownDatasetError, MudataUsageError)
 
 

@@ -13,14 +13,14 @@ import pytest
 from click.testing import CliRunner
 
 from mueval.cli.main import main
+from mueval.comparison.runs import compare_runs
 from mueval.comparison.significance import (
     MIN_ITERATIONS,
     STUDY_TEST,
-    compare_runs,
     compare_strategies,
     study_t_test,
-    table_notes,
 )
+from mueval.comparison.tables import table_notes
 from mueval.errors import DataError
 from mueval.runfolder import RunFolder, read_run_folder
 from tests.test_evaluate_runner import make_frame

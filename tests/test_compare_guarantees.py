@@ -18,7 +18,7 @@ from mueval.cli.main import main
 from mueval.comparison.guarantees import users_below_test
 from mueval.data.synthetic import make_users
 from mueval.errors import DataError
-from mueval.guarantees.user_level import threshold_rank
+from mueval.guarantees.covered_law import threshold_rank
 
 
 def _two_sided_binomial(k: int, n: int) -> float:

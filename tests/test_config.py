@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mudata import config
-from mudata.errors import UsageError
+from mudata.errors import MudataUsageError as UsageError
 from tests.conftest import PROJECT_ROOT
 
 MUDATA_SRC = PROJECT_ROOT / "src" / "mudata"

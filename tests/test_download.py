@@ -27,7 +27,9 @@ from mudata.errors import (
     MissingFileError,
     ParseError,
     StorageError,
-    UsageError,
+)
+from mudata.errors import (
+    MudataUsageError as UsageError,
 )
 from mudata.files import sha256_file
 from mudata.paths import raw_dir

@@ -12,8 +12,9 @@ import pytest
 from mueval.data.table import table_from_frame
 from mueval.errors import EvaluationError, UsageError
 from mueval.evaluation.aggregate import splits_frame, summary_frame
+from mueval.evaluation.backends import windowed
 from mueval.evaluation.records import EvalConfig
-from mueval.evaluation.runner import run, windowed
+from mueval.evaluation.runner import run
 from mueval.names import CLASSIC_METRICS, CONFORMAL_METRICS, METRICS
 
 
@@ -314,10 +315,10 @@ def test_windowed_submits_lazily() -> None:
 
 
 def test_a_failed_task_is_raised_in_task_order_after_those_before_it() -> None:
-    # Here, not at the top: the runner's private pieces, tested as workers use them.
+    # Here, not at the top: the backends' private pieces, tested as workers use them.
     import pickle
 
-    from mueval.evaluation.runner import _collect, _task_or_failure, _TaskFailure
+    from mueval.evaluation.backends import _collect, _task_or_failure, _TaskFailure
 
     failure = _task_or_failure(None, None, 2, None, "nb", None)  # no split: run_task fails
     assert isinstance(failure, _TaskFailure) and "Traceback" in failure.where

@@ -46,7 +46,9 @@ from mudata.errors import (
     ParseError,
     RegistryError,
     UnpinnedMemberError,
-    UsageError,
+)
+from mudata.errors import (
+    MudataUsageError as UsageError,
 )
 from mudata.paths import raw_dir
 from mudata.pipeline import build_frame, parquet_path

@@ -7,15 +7,19 @@ fixes it, and no entry field (``reader_options.``, ``field '``) may reach it.
 
 from __future__ import annotations
 
+import ast
+import pickle
 from pathlib import Path
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
+import mudata.readers
 from mudata.cli import main
 from mudata.drafting.advice import as_advice, plain_detail
-from mudata.errors import ParseError, RegistryError
+from mudata.drafting.draft import Choices, draft_entry
+from mudata.errors import REASON_CODES, ParseError, Reason, RegistryError, UsageError
 
 #: Words of an entry's fields that a user of init must never be shown.
 INTERNAL = ("reader_options", "field '", "_col", "path_pattern", "feature_cols")
@@ -103,37 +107,98 @@ def test_a_file_of_no_signal_column_names_channels_and_kind(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("error", "option"),
+    ("reason", "option"),
     [
-        (
-            RegistryError("dataset 'x': reader 'feature-table' needs reader_options.user_col"),
-            "--user",
-        ),
-        (
-            RegistryError("dataset 'x': reader 'feature-table' needs reader_options.label_col"),
-            "--label",
-        ),
-        (
-            RegistryError(
-                "invalid registry entry 'x': field 'sensors': recipe 'study-window' needs at least one sensor"
-            ),
-            "--channels",
-        ),
-        (
-            RegistryError(
-                "invalid registry entry 'x': field 'reader_options.path_pattern': no {user} group"
-            ),
-            "--path-pattern",
-        ),
-        (ParseError("a.csv: no stream matches reader_options.streams.select 'k=1'"), "--stream"),
+        (Reason("missing", "user_col"), "--user"),
+        (Reason("taken", "label_col"), "--label"),
+        (Reason("missing", "channels"), "--channels"),
+        (Reason("absent", "sensors"), "--channels"),
+        (Reason("invalid", "path_pattern"), "--path-pattern"),
+        (Reason("no-match", "streams.select"), "--stream"),
+        (Reason("goes-back", "recording_col"), "--recording"),
+        (Reason("not-numeric", "feature_cols"), "--features"),
+        (Reason("unreadable", "members"), "--exclude"),
+        (Reason("invalid", "separator"), "--exclude"),
+        (Reason("empty", "recipe.window"), "--window"),
     ],
 )
-def test_each_kind_of_message_becomes_its_option(error, option):
-    """The messages the issue quotes, as the registry and readers word them."""
-    advice = str(as_advice(error))
-    assert option in advice.splitlines()[0]
-    assert len(advice.splitlines()) <= 2  # the reader's words as a second line at most
-    _assert_no_internal_words(advice)
+def test_the_reason_chooses_the_option_not_the_words(reason, option):
+    """The message below names every option's words; only the reason may choose."""
+    misleading = "channels user_col label_col goes back no complete window path_pattern streams"
+    for error in (ParseError(misleading, reason=reason), RegistryError(misleading, reason=reason)):
+        advice = str(as_advice(error))
+        assert option in advice.splitlines()[0], advice
+        assert len(advice.splitlines()) <= 2  # the reader's words as a second line at most
+        _assert_no_internal_words(advice)
+
+
+def test_an_error_without_a_reason_is_advised_by_its_field_only():
+    """A third-party reader's or the schema's error: its field, else the general line."""
+    schema = RegistryError(
+        "invalid registry entry 'x': field 'sensors': recipe 'study-window' needs a sensor"
+    )
+    assert "--channels" in str(as_advice(schema)).splitlines()[0]
+    prose = ParseError("a.csv: no stream matches the user_col; time goes back")
+    first = str(as_advice(prose)).splitlines()[0]
+    assert first.endswith("or leave the file out with --exclude GLOB")  # the general line
+    assert "--stream" not in first and "--recording" not in first
+
+
+def test_a_reason_survives_pickling_and_refuses_unknown_codes():
+    error = pickle.loads(pickle.dumps(ParseError("m", reason=Reason("blank", "user_col"))))
+    assert error.reason == Reason("blank", "user_col")
+    assert ParseError("m").reason is None
+    with pytest.raises(ValueError, match="unknown reason code"):
+        Reason("typo", "user_col")
+
+
+#: The readers init drafts entries for: every refusal of theirs carries a reason.
+DRAFTED_READERS = (
+    "__init__", "_text", "annotations", "base", "decode", "lines", "long_stream",
+    "streams", "tabular", "times",
+)  # fmt: skip
+
+
+def _refusals(module: str) -> list[ast.Call]:
+    path = Path(mudata.readers.__file__).parent / f"{module}.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("ParseError", "RegistryError")
+    ]
+
+
+@pytest.mark.parametrize("module", DRAFTED_READERS)
+def test_every_refusal_of_a_drafted_reader_carries_its_reason(module):
+    calls = _refusals(module)
+    assert calls, module  # the walk finds the raise sites
+    bare = [node.lineno for node in calls if not any(k.arg == "reason" for k in node.keywords)]
+    assert bare == [], f"readers/{module}.py: ParseError/RegistryError without reason= at {bare}"
+    codes = [
+        k.value.args[0].value
+        for node in calls
+        for k in node.keywords
+        if k.arg == "reason"
+        and isinstance(k.value, ast.Call)
+        and isinstance(k.value.args[0], ast.Constant)
+    ]
+    assert set(codes) <= set(REASON_CODES)
+
+
+def test_the_readers_refusals_reach_the_advice_with_their_reason(tmp_path):
+    """Triggered, not only read: a time that goes back, the label column as a feature."""
+    folder = _signals(tmp_path / "release", np.random.default_rng(3))
+    with pytest.raises(UsageError) as caught:
+        draft_entry([folder], "mine", output=tmp_path / "m.toml", choices=Choices(time="ax"))
+    assert caught.value.__cause__.reason == Reason("goes-back", "recording_col")
+    features = _features(tmp_path / "table", np.random.default_rng(4))
+    with pytest.raises(UsageError) as caught:
+        choose = Choices(user="f1", features=("activity",))
+        draft_entry([features], "t", output=tmp_path / "t.toml", kind="features", choices=choose)
+    assert caught.value.__cause__.reason == Reason("taken", "feature_cols")  # the label
 
 
 def test_the_detail_keeps_the_readers_words_in_options():

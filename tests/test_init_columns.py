@@ -16,7 +16,7 @@ from mudata.drafting.columns import (
     non_signal_reason,
     resolve,
 )
-from mudata.errors import UsageError
+from mudata.errors import MudataUsageError as UsageError
 
 rng = np.random.default_rng(0)
 N = 400

@@ -25,7 +25,7 @@ from mudata.cli import main as mudata_main
 from mudata.drafting.draft import draft_entry
 from mudata.drafting.records import Choices
 from mudata.drafting.sensors import group_channels
-from mudata.errors import UsageError
+from mudata.errors import MudataUsageError as UsageError
 from mudata.features import FEATURE_NAMES, channel_columns
 from mudata.registry import parse_entry
 from mudata.windowing import window_count

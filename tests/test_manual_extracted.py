@@ -24,7 +24,14 @@ import pytest
 
 import mudata
 from mudata.download import fetch_sources
-from mudata.errors import ChecksumError, MissingFileError, UnverifiedDataError, UsageError
+from mudata.errors import (
+    ChecksumError,
+    MissingFileError,
+    UnverifiedDataError,
+)
+from mudata.errors import (
+    MudataUsageError as UsageError,
+)
 from mudata.files import sha256_file
 from mudata.registry import get_entry, parse_entry
 from mudata.store import load_table

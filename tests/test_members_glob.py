@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 import mudata
-from mudata.errors import ChecksumError, MissingFileError, UsageError
+from mudata.errors import ChecksumError, MissingFileError
+from mudata.errors import MudataUsageError as UsageError
 from mudata.registry import load_entry_file
 
 

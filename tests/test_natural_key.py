@@ -1,4 +1,4 @@
-"""``natural_key`` (:mod:`mueval.data.table`): a total order over any Unicode text.
+"""``natural_key`` (:mod:`mueval.data.order`): a total order over any Unicode text.
 
 Runs of decimal digits compare as the numbers they write; the reference here
 is :class:`decimal.Decimal`, which reads a run of any length, and
@@ -13,7 +13,7 @@ from decimal import Decimal
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from mueval.data.table import natural_key
+from mueval.data.order import natural_key
 
 # Digits of every kind often, and any other character.
 CHARS = st.one_of(st.sampled_from("0123456789\u0663\u00b2\u2460a_ "), st.characters())

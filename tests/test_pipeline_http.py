@@ -17,7 +17,7 @@ from click.testing import CliRunner
 import mudata
 import mudata.cli
 from mudata._resources import builtin_registry_dir
-from mudata.errors import UsageError
+from mudata.errors import MudataUsageError as UsageError
 from tests.official_formats import make_har70_zip, make_opportunity_zip
 
 HAR70_KEPT = {1: "walking", 3: "shuffling", 6: "standing", 7: "sitting", 8: "lying"}

@@ -12,13 +12,13 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from mueval.guarantees.covered_law import threshold_rank
 from mueval.guarantees.pooled_level import (
     comonotone_pmf,
     comonotone_pvalue,
     pooled_pvalue,
     within_iteration,
 )
-from mueval.guarantees.user_level import threshold_rank
 
 ALPHA = 0.05
 

@@ -28,7 +28,8 @@ from mueval.evaluation.runner import run
 from mueval.guarantees.run_diagnostics import PoolDiagnostics, diagnose
 from mueval.names import CLASSIFIERS, STRATEGIES
 from mueval.runfolder import PredictionStream, recover_leftovers
-from mueval.runfolder import write as runfolder_write
+from mueval.runfolder import predictions as runfolder_predictions
+from mueval.runfolder.format import PREDICTIONS_PART
 
 ARGS = {
     "strategies": ["mm", "udm", "uim", "ucm"],
@@ -60,7 +61,7 @@ def _in_memory_order(frame: pd.DataFrame) -> pd.DataFrame:
 @pytest.fixture
 def small_row_groups(monkeypatch: pytest.MonkeyPatch) -> None:
     # A few hundred rows per group, so that a small run writes many of them.
-    monkeypatch.setattr(runfolder_write, "ROWS_PER_GROUP", 300)
+    monkeypatch.setattr(runfolder_predictions, "ROWS_PER_GROUP", 300)
 
 
 @pytest.mark.usefixtures("small_row_groups")
@@ -186,13 +187,13 @@ def test_the_streamed_file_does_not_depend_on_the_workers(tmp_path) -> None:
 def test_a_failing_run_leaves_no_file(tmp_path, monkeypatch, jobs) -> None:
     written = []
 
-    class Counting(runfolder_write.PredictionStream):
+    class Counting(runfolder_predictions.PredictionStream):
         def _flush(self) -> None:
             super()._flush()
             written.append(self.row_groups)
 
-    monkeypatch.setattr(runfolder_write, "ROWS_PER_GROUP", 20)
-    monkeypatch.setattr(mueval.api, "PredictionStream", Counting)
+    monkeypatch.setattr(runfolder_predictions, "ROWS_PER_GROUP", 20)
+    monkeypatch.setattr(mueval.api.pipeline, "PredictionStream", Counting)
     frame = _frame()
     # The last two users keep 20 rows of each class: their udm calibration sets (a
     # fifth, 12 rows) are too small for alpha = 0.05, after every other split was
@@ -223,7 +224,7 @@ def test_a_killed_stream_is_swept_by_the_next_run(tmp_path) -> None:
     proc.wait()
     partial = tmp_path / f".run.partial-{proc.pid}-abc"
     partial.mkdir()
-    (partial / runfolder_write.PREDICTIONS_PART).write_bytes(b"PAR1")
+    (partial / PREDICTIONS_PART).write_bytes(b"PAR1")
     notes = recover_leftovers(tmp_path / "run")
     assert notes == [f"removed {partial}, left by an interrupted run"]
     assert list(tmp_path.iterdir()) == []

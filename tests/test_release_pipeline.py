@@ -87,7 +87,14 @@ THREES = [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]]
 # chest release's readme.md (checked below), UTD-MHAD's and MotionSense's in the
 # releases' README (they ship none); GeoTec's is read from its timestamps.
 SPECS = {
-    "hmp": Release("hmp", [[], ["--sampling-rate", "32"]], ["c1", "c2", "c3"], 16, THREES[:1], 32),
+    "hmp": Release(
+        "hmp",
+        [[], ["--sampling-rate", "32", "--window", "2.5"]],
+        ["c1", "c2", "c3"],
+        16,
+        THREES[:1],
+        32,
+    ),
     "chest": Release(
         "chest_accel_casale_p1-8",
         [[], ["--sampling-rate", "52"]],
@@ -102,7 +109,7 @@ SPECS = {
     "wle": Release("wle_pml", [[]], SIGNAL_COLUMNS, 6),
     "utd": Release(
         "utd_mhad_inertial",
-        [[], ["--sampling-rate", "50"], ["--sampling-rate", "50", "--window", "1"]],
+        [[], ["--sampling-rate", "50", "--window", "1"]],
         [f"c{i}" for i in range(1, 7)],
         8,
         THREES[:2],

@@ -21,8 +21,9 @@ from matplotlib.textpath import TextPath
 import mueval
 from mueval.report import figures as F
 from mueval.report import setstats as S
-from mueval.report.build import pair_rows, per_user_tables, set_indicators
+from mueval.report.run_sections import per_user_tables
 from mueval.runfolder import RunFolder, RunFolderError
+from mueval.runfolder.arrays import pair_rows
 
 CLASSES = ["a", "b", "c", "d", "e"]
 
@@ -309,13 +310,35 @@ def test_per_user_figure_plots_each_users_value_and_circles_those_below(hostile_
     plt.close(fig)
 
 
-def test_set_indicators_equal_the_run_folders_set_matrix(hostile_run):
+def _set_matrix_row_by_row(classes: list[str], pred_sets: pd.Series) -> np.ndarray:
+    """Indicators of the prediction sets, one row and one member at a time."""
+    out = np.zeros((len(pred_sets), len(classes)), dtype=bool)
+    for r, members in enumerate(pred_sets):
+        for name in members:
+            out[r, classes.index(name)] = True
+    return out
+
+
+def test_the_run_folders_set_matrix_and_class_indices_equal_a_row_by_row_decoding(
+    hostile_run,
+):
     sets = hostile_run.predictions["pred_set"]
-    np.testing.assert_array_equal(set_indicators(hostile_run, sets), hostile_run.set_matrix(sets))
+    want = _set_matrix_row_by_row(hostile_run.classes, sets)
+    assert want.any() and not want.all()
+    np.testing.assert_array_equal(hostile_run.set_matrix(sets), want)
+    labels = hostile_run.predictions["y_true"]
+    np.testing.assert_array_equal(
+        hostile_run.class_indices(labels), [hostile_run.classes.index(n) for n in labels]
+    )
+    np.testing.assert_array_equal(hostile_run.set_matrix(sets.iloc[:0]), np.zeros((0, 4), bool))
     forged = sets.copy()
     forged.iloc[5] = np.array(["sit", "jump"], dtype=object)
+    forged.iloc[7] = np.array(["leap", "sit"], dtype=object)
+    # The first unknown name in row order is the one named.
     with pytest.raises(RunFolderError, match="prediction set holds 'jump'"):
-        set_indicators(hostile_run, forged)
+        hostile_run.set_matrix(forged)
+    with pytest.raises(RunFolderError, match=r"found \['jump', 'leap'\]"):
+        hostile_run.class_indices(pd.Series(["sit", "leap", "jump", "leap"]))
 
 
 def _phi_like(seed: int, title: str | None, *, nan: bool = True) -> plt.Figure:
@@ -377,14 +400,15 @@ def test_a_heat_map_on_a_settled_layout_has_the_pixels_constrained_layout_gives(
 
 def test_pair_rows_hold_the_pairs_sets_labels_and_probabilities(hostile_run):
     """The arrays a section is drawn from (made once for the run, sliced per pair)
-    equal the run folder's own row-by-row conversion of the pair's rows."""
+    equal a row-by-row decoding of the pair's rows."""
     for rows in _pairs(hostile_run).values():
         sub = hostile_run.predictions.iloc[rows]
         got = pair_rows(hostile_run, rows)
-        np.testing.assert_array_equal(got.sets, hostile_run.set_matrix(sub["pred_set"]))
-        np.testing.assert_array_equal(got.y, hostile_run.class_indices(sub["y_true"]))
-        np.testing.assert_array_equal(got.yp, hostile_run.class_indices(sub["y_pred"]))
-        np.testing.assert_array_equal(got.proba, hostile_run.vector_matrix(sub["proba"]))
+        classes = hostile_run.classes
+        np.testing.assert_array_equal(got.sets, _set_matrix_row_by_row(classes, sub["pred_set"]))
+        np.testing.assert_array_equal(got.y, [classes.index(n) for n in sub["y_true"]])
+        np.testing.assert_array_equal(got.yp, [classes.index(n) for n in sub["y_pred"]])
+        np.testing.assert_array_equal(got.proba, np.stack(list(sub["proba"])))
         assert list(got.users) == list(sub["userid"]) and got.n_iterations == 2
     preds = hostile_run.predictions.copy()
     preds.loc[preds.index[3], "proba"] = np.array([0.5, 0.5])

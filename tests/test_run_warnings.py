@@ -21,8 +21,8 @@ from mueval.guarantees.run_warnings import (
     coverage_warnings,
     degenerate_set_warnings,
     empty_set_warnings,
-    set_statistics,
 )
+from mueval.metrics.set_sizes import set_statistics
 
 
 def _summary(**overrides):

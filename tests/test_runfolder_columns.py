@@ -17,8 +17,8 @@ from click.testing import CliRunner
 
 import mueval
 from mueval.cli.main import main
+from mueval.data.order import natural_key
 from mueval.data.synthetic import make_users
-from mueval.data.table import natural_key
 from mueval.runfolder.columns import USER_COLUMNS, natural_user_order, text_ids
 
 # 12 users, so that "10" sorts after "2" only in natural order.

@@ -12,8 +12,8 @@ from mueval.evaluation.aggregate import splits_frame
 from mueval.evaluation.records import EvalConfig, Split
 from mueval.evaluation.runner import run
 from mueval.evaluation.splits import make_splits
-from mueval.guarantees.run_verdicts import no_verdict_reason, verdict_settings
 from mueval.guarantees.user_level import default_combine, has_verdict
+from mueval.guarantees.verdict_settings import no_verdict_reason, verdict_settings
 from mueval.names import (
     STRATEGIES,
     STRATEGY_ALIASES,

@@ -19,13 +19,13 @@ from scipy import stats
 
 from mueval.conformal.thresholds import lac_threshold
 from mueval.evaluation.splits import split_rows
+from mueval.guarantees.covered_law import covered_pmf, lower_pvalue, threshold_rank
 from mueval.guarantees.stratified_null import (
     hypergeom_pmf,
     pooled_classes,
     stratified_pmf,
     stratified_pvalue,
 )
-from mueval.guarantees.user_level import covered_pmf, lower_pvalue, threshold_rank
 from tests.test_user_level import chi_square_pvalue
 
 

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 import mueval.evaluation.models
-import mueval.evaluation.runner
+import mueval.evaluation.task
 from mueval.cli.main import main
 from mueval.data.synthetic import MIN_PER_CLASS, make_users
 from mueval.data.table import table_from_frame
@@ -103,7 +103,7 @@ def test_k_fits_per_classifier_and_iteration(table, monkeypatch):
         calls.append(args[0])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(mueval.evaluation.runner, "fit_scaled", counting)
+    monkeypatch.setattr(mueval.evaluation.task, "fit_scaled", counting)
     _run(table, 3, classifiers=("nb", "rf"), iterations=2)
     assert sorted(calls) == sorted(["nb", "rf"] * 3 * 2)
     calls.clear()
@@ -178,7 +178,7 @@ def test_a_fold_predicts_its_shared_uim_calibration_once(table, monkeypatch):
         seen.append(len(X))
         return real(model, X, n_classes)
 
-    monkeypatch.setattr(mueval.evaluation.runner, "full_proba", counting)
+    monkeypatch.setattr(mueval.evaluation.task, "full_proba", counting)
     _run(table, 3, classifiers=("nb",), iterations=1)
     splits = make_splits(table.y, table.users, ["uim", "ucm"], 1, 101, n_user_folds=3)
     expected = [

@@ -19,17 +19,9 @@ from scipy import stats
 from mueval.conformal.pvalues import conformal_pvalues
 from mueval.conformal.sets import conformalize
 from mueval.conformal.thresholds import lac_sets, lac_threshold, min_calibration_size
-from mueval.guarantees.user_level import (
-    NO_VERDICT_STRATEGIES,
-    adjust_pvalues,
-    covered_pmf,
-    default_combine,
-    lower_pvalue,
-    null_pmf,
-    threshold_rank,
-    user_verdicts,
-    verdict_label,
-)
+from mueval.guarantees.adjustment import adjust_pvalues, verdict_label
+from mueval.guarantees.covered_law import covered_pmf, lower_pvalue, null_pmf, threshold_rank
+from mueval.guarantees.user_level import NO_VERDICT_STRATEGIES, default_combine, user_verdicts
 
 ALPHAS = (0.01, 0.05, 0.1, 0.2, 0.5, 0.6, 0.9, 0.99)
 

@@ -18,8 +18,9 @@ from click.testing import CliRunner
 
 import mueval
 from mueval.cli.main import main
+from mueval.guarantees.covered_law import null_pmf, threshold_rank
 from mueval.guarantees.stratified_null import task_pmf
-from mueval.guarantees.user_level import null_pmf, threshold_rank, user_verdicts
+from mueval.guarantees.user_level import user_verdicts
 from mueval.runfolder import RunFolderError
 
 SHIFTED = 6

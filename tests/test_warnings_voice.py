@@ -18,7 +18,8 @@ from click.testing import CliRunner
 
 import mueval
 from mueval.cli.main import STRICT_EXIT, main
-from mueval.guarantees.run_warnings import SEVERITIES, by_severity, warnings_summary
+from mueval.cli.warning_text import warnings_summary
+from mueval.guarantees.run_warnings import SEVERITIES, by_severity
 from mueval.runfolder import RunFolderError, read_run_folder
 from tests.test_evaluate_runner import make_frame
 

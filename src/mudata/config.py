@@ -24,7 +24,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mudata.errors import UsageError, excerpt
+from mudata.errors import MudataUsageError as UsageError
+from mudata.errors import excerpt
 
 __all__ = [
     "DEFAULT_MAX_EXPANSION",

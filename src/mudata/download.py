@@ -48,8 +48,10 @@ from mudata.errors import (
     ParseError,
     StorageError,
     UnverifiedDataError,
-    UsageError,
     excerpt,
+)
+from mudata.errors import (
+    MudataUsageError as UsageError,
 )
 from mudata.files import kind_of, link_in_folder, links_and_special_files, sha256_file
 from mudata.paths import dataset_lock, raw_dir, sweep_stale

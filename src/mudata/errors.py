@@ -13,6 +13,7 @@ aliasing.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from mudata.display import shown
 
@@ -21,6 +22,48 @@ from mudata.display import shown
 #: e.g. ``{"allow_unverified=True": "--allow-unverified"}``. mudata's and
 #: mueval's errors take it as ``cli=``; :func:`cli_message` applies it.
 CLI_WORDS = "cli_words"
+
+
+#: The codes of :class:`Reason`: what is wrong with the setting it names.
+REASON_CODES = {
+    "missing": "a setting the layout needs is not given",
+    "invalid": "a setting's value is malformed or not one of its choices",
+    "taken": "a column given for two roles",
+    "absent": "a column or variable the setting names is not in the file",
+    "not-numeric": "a column's values are not numbers (or not times)",
+    "blank": "a key column (user, time, stream key) is blank at a row",
+    "goes-back": "time goes back inside one recording or stream",
+    "no-match": "a path or a stream matches nothing the setting selects",
+    "unreadable": "a file's bytes are not readable in the format the entry gives",
+    "differs": "the files do not hold the same columns or streams",
+    "empty": "nothing is left to build (no interval, no window, no row)",
+}
+
+
+@dataclass(frozen=True)
+class Reason:
+    """What a refusal is about, for a program rather than a reader of the message.
+
+    Raised with a :class:`ParseError` or :class:`RegistryError` (as ``reason=``)
+    at the site that knows it, so that a caller (``mudata init``'s advice) can
+    act on it without reading the message.
+
+    Parameters
+    ----------
+    code : str
+        One of :data:`REASON_CODES`.
+    setting : str
+        The entry setting that fixes it, as its field is named (``user_col``,
+        ``path_pattern``, ``streams.select``, ``members`` for the files read,
+        ``recipe.window``).
+    """
+
+    code: str
+    setting: str
+
+    def __post_init__(self) -> None:
+        if self.code not in REASON_CODES:  # a typo at a raise site fails its test
+            raise ValueError(f"unknown reason code {self.code!r}; the codes: {list(REASON_CODES)}")
 
 
 def cli_message(exc: BaseException) -> str:
@@ -59,23 +102,29 @@ class MudataError(Exception):
         How the command line words what the message names as Python keywords
         (see :data:`CLI_WORDS`): a message is written for the Python API, and
         the CLI prints it through :func:`cli_message`.
+    reason : Reason, optional
+        What the refusal is about and the setting that fixes it, for programs
+        (the attribute ``reason``, None when the raise site gives none).
     """
 
-    def __init__(self, *args: object, cli: Mapping[str, str] | None = None) -> None:
+    reason: Reason | None = None
+
+    def __init__(
+        self,
+        *args: object,
+        cli: Mapping[str, str] | None = None,
+        reason: Reason | None = None,
+    ) -> None:
         super().__init__(*args)
         if cli:
             # In __dict__, so that it survives pickling (worker processes).
             setattr(self, CLI_WORDS, dict(cli))
+        if reason is not None:
+            self.reason = reason  # in __dict__ too, for the same reason
 
 
 class MudataUsageError(MudataError, ValueError):
     """The request itself is wrong (a name, an option); exit code 2 in the CLI."""
-
-
-#: Deprecated name of :class:`MudataUsageError` (the same class), kept so that
-#: existing ``except UsageError`` clauses go on working; new code uses
-#: ``MudataUsageError``, which cannot be confused with ``mueval.errors.UsageError``.
-UsageError = MudataUsageError
 
 
 class UnknownDatasetError(MudataUsageError, KeyError):

@@ -26,7 +26,9 @@ from mudata.errors import (
     EmptyResultError,
     LimitError,
     ParseError,
-    UsageError,
+)
+from mudata.errors import (
+    MudataUsageError as UsageError,
 )
 from mudata.paths import data_home as resolve_home
 from mudata.paths import dataset_lock, home_identity, sweep_stale, sweep_when_idle, table_dir

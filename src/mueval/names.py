@@ -85,7 +85,7 @@ def is_strategy_code(value: object) -> bool:
 
 
 #: Column types of the keys that name an evaluation task's iteration in every table.
-TASK_KEY_DTYPES: dict[str, type | str] = {
+TASK_KEY_DTYPES: dict[str, type[object] | str] = {
     "strategy": str,
     "classifier": str,
     "iteration": "int64",

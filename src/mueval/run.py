@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mueval.comparison.significance import UNSAVED
+from mueval.comparison.runs import UNSAVED
 from mueval.report.tables import format_table
 from mueval.runfolder import RunFolder, read_run_csv, read_run_folder, write_run
 from mueval.runfolder.columns import run_file_frame

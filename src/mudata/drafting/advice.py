@@ -4,9 +4,15 @@
 reader on the files. Their messages are written for someone editing an entry
 (``field 'reader_options.channels'``, ``needs reader_options.user_col``);
 someone running init has options, not fields. :func:`as_advice` turns such an
-error into a :class:`~mudata.errors.UsageError` whose first line names the
+error into a :class:`~mudata.errors.MudataUsageError` whose first line names the
 option to give, and keeps the reader's own words, with the entry's field names
 replaced by the options that set them, as a second line.
+
+The option is chosen from the error's :class:`~mudata.errors.Reason` (what is
+wrong, and the setting that fixes it), which the readers raise with every
+refusal; the words of the message never choose it. An error without a reason
+(a third-party reader's, or the registry schema's) is advised by the field it
+names in the registry's ``field '...'`` form, else by the general line.
 """
 
 from __future__ import annotations
@@ -16,12 +22,15 @@ import re
 from mudata.errors import (
     EmptyResultError,
     ParseError,
+    Reason,
     RegistryError,
-    UsageError,
     ValidationError,
 )
+from mudata.errors import (
+    MudataUsageError as UsageError,
+)
 
-__all__ = ["INTERNAL_ERRORS", "as_advice", "plain_detail"]
+__all__ = ["ADVICE", "INTERNAL_ERRORS", "advice_for", "as_advice", "plain_detail"]
 
 #: The errors of the reader and of the registry that a draft can meet.
 INTERNAL_ERRORS = (RegistryError, ParseError, EmptyResultError, ValidationError)
@@ -45,46 +54,77 @@ OPTIONS = {
     "min_per_class": "--min-per-class",
 }
 
-#: (what the message says, the advice), tried in order; the first match wins.
-RULES: list[tuple[str, str]] = [
-    (
-        r"^(channels|sensors)\b",
-        "name the signal columns with --channels A,B,C (never the user, label or time "
-        "column), or give --kind features for a table of features",
-    ),
-    (r"^feature_cols\b", "name the numeric feature columns with --features A,B,..."),
-    (r"^path_pattern\b", "give a --path-pattern that matches every data file"),
-    (
-        r"user_col|'user' group|no user",
+_CHANNELS = (
+    "name the signal columns with --channels A,B,C (never the user, label or time "
+    "column), or give --kind features for a table of features"
+)
+_WINDOW = (
+    "give a shorter --window SECONDS (or the right --sampling-rate HZ): no recording "
+    "of a class is as long as one window"
+)
+
+#: The advice for the entry setting an error's :class:`~mudata.errors.Reason` names:
+#: the longest key that is the setting or a dotted prefix of it wins.
+ADVICE: dict[str, str] = {
+    "channels": _CHANNELS,
+    "sensors": _CHANNELS,
+    "feature_cols": "name the numeric feature columns with --features A,B,...",
+    "path_pattern": "give a --path-pattern that matches every data file",
+    "user_col": (
         "name the user column with --user COL, or where the user sits in the file "
-        "names with --path-pattern",
+        "names with --path-pattern"
     ),
-    (
-        r"label_col|'label' group|no label",
+    "label_col": (
         "name the label column with --label COL, or where the label sits in the file "
-        "names with --path-pattern",
+        "names with --path-pattern"
     ),
-    (
-        r"goes back|recording_col|time_order",
+    "recording_col": (
         "name the column that tells recordings apart with --recording COL (or a "
-        "{recording} field in --path-pattern), or another time column with --time COL",
+        "{recording} field in --path-pattern), or another time column with --time COL"
     ),
-    (r"time_col|time column", "name the time column with --time COL"),
-    (r"streams", "choose the streams to keep with --stream KEY=VALUE,... (repeatable)"),
-    (r"path_pattern", "give a --path-pattern that matches every data file"),
-    (r"feature_cols|must be numeric", "name the numeric feature columns with --features A,B,..."),
-    (
-        r"channels|sensor",
-        "name the signal columns with --channels A,B,C (never the user, label or time "
-        "column), or give --kind features for a table of features",
+    "time_col": "name the time column with --time COL",
+    "streams": "choose the streams to keep with --stream KEY=VALUE,... (repeatable)",
+    "members": "leave the files that differ out with --exclude GLOB (or --include only the data)",
+    "labels": (
+        "leave the annotation table out with --exclude GLOB, or name the label column "
+        "with --label COL"
     ),
-    (
-        r"no complete window|no valid window|none is left",
-        "give a shorter --window SECONDS (or the right --sampling-rate HZ): no recording "
-        "of a class is as long as one window",
+    "recipe.window": _WINDOW,
+    "window_seconds": _WINDOW,
+}
+
+#: Where what is wrong changes the advice for a setting: ``(code, setting)``.
+SPECIFIC: dict[tuple[str, str], str] = {
+    ("absent", "channels"): (
+        "name with --channels A,B,C columns that every file holds, or leave the files "
+        "without them out with --exclude GLOB"
     ),
-    (r"fewer than 2 users|no user passes", "lower --min-per-class, or --drop-class CODE"),
-]
+    ("not-numeric", "time_col"): (
+        "name the time column with --time COL (its values are not numbers or dates)"
+    ),
+}
+
+#: Settings init detects itself from the first file (no option sets them): when
+#: another file refuses them, that file is not laid out as the first.
+DETECTED = (
+    "format",
+    "separator",
+    "decimal",
+    "header",
+    "header_line",
+    "comment",
+    "skip_lines",
+    "line_end",
+    "encoding",
+    "columns",
+    "variable",
+    "time_order",
+)
+
+_DETECTED_ADVICE = (
+    "a file is not laid out as the first one init read ({setting}); leave such files "
+    "out with --exclude GLOB, or --include only those alike"
+)
 
 _FALLBACK = (
     "name the columns (--user, --label, --time, --channels or --features) or the path "
@@ -119,27 +159,55 @@ def plain_detail(message: str) -> str:
     return text
 
 
+def advice_for(reason: Reason | None, field: str = "") -> str:
+    """The advice for ``reason``, or for the entry ``field`` an error without one names.
+
+    Examples
+    --------
+    >>> advice_for(Reason("goes-back", "recording_col")).startswith("name the column")
+    True
+    >>> advice_for(None, "sensors") == advice_for(Reason("missing", "channels"))
+    True
+    """
+    setting = reason.setting if reason is not None else field.removeprefix("reader_options.")
+    if reason is not None and (reason.code, setting) in SPECIFIC:
+        return SPECIFIC[reason.code, setting]
+    if setting in DETECTED:
+        return _DETECTED_ADVICE.format(setting=setting.replace("_", " "))
+    parts = setting.split(".")
+    for end in range(len(parts), 0, -1):
+        key = ".".join(parts[:end])
+        if key in ADVICE:
+            return ADVICE[key]
+    return _FALLBACK
+
+
 def as_advice(exc: Exception) -> UsageError:
     """The option to give for ``exc``, an error of the reader or the registry on a draft.
 
     Parameters
     ----------
     exc : Exception
-        One of :data:`INTERNAL_ERRORS`.
+        One of :data:`INTERNAL_ERRORS`; its ``reason`` (a
+        :class:`~mudata.errors.Reason`) chooses the option.
 
     Returns
     -------
     UsageError
-        Two lines: ``mudata init: cannot draft an entry these files fit; <option>``,
+        Two lines: ``mudata init: the files do not fit the draft; <option>``,
         then the reader's message in the options' words (left out when it would
         still name an entry field).
     """
     message = str(exc)
-    # The field a registry message names says best which option set it wrong.
-    field = re.search(r"field '(?:reader_options\.)?([\w.]+)'", message)
-    named = field.group(1).replace(".", "_") if field else ""
-    said = f"{named} {message}" if named else message
-    advice = next((a for pattern, a in RULES if re.search(pattern, said, re.I)), _FALLBACK)
+    reason = getattr(exc, "reason", None)
+    field = ""
+    if not isinstance(reason, Reason):
+        reason = None
+        # The registry's schema words every refusal "field 'NAME': ..." (its
+        # own format, not a reader's prose): the one thing read from a message.
+        named = re.search(r"field '([\w.]+)'", message)
+        field = named.group(1) if named else ""
+    advice = advice_for(reason, field)
     detail = plain_detail(message)
     lines = [f"mudata init: the files do not fit the draft; {advice}"]
     if "reader_options" not in detail and "field '" not in detail:

@@ -31,7 +31,7 @@ from mudata.drafting.layout import time_rate
 from mudata.drafting.records import Choices, Layout, Sniffed
 from mudata.drafting.selection import Selection
 from mudata.drafting.sensors import group_channels, report_lines
-from mudata.errors import UsageError
+from mudata.errors import MudataUsageError as UsageError
 from mudata.readers.annotations import key_text
 from mudata.readers.tabular import time_values
 

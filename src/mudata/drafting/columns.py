@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from mudata.drafting.counters import counter_evidence, monotone_evidence
-from mudata.errors import UsageError
+from mudata.errors import MudataUsageError as UsageError
 
 USER_NAMES = re.compile(
     r"^(user|users|userid|user_id|user_name|username|subject|subject_id|subjectid|"

@@ -60,15 +60,19 @@ from mudata.drafting.annotated_layout import (
     propose_annotated_layout,
 )
 from mudata.drafting.counters import monotone_channels
+from mudata.drafting.labelcheck import label_candidates, per_sample_label
 from mudata.drafting.layout import propose_layout
 from mudata.drafting.nulls import Flagged, class_runs, null_classes
+from mudata.drafting.pathfields import hint
+from mudata.drafting.rates import preview_rate
 from mudata.drafting.records import Choices, Layout, Sniffed
 from mudata.drafting.selection import Selection, format_of, select
 from mudata.drafting.shapes import text_shape
 from mudata.drafting.toml_text import to_toml
 from mudata.drafting.windows import classes_of_too_few_users, window_report
 from mudata.entry import DatasetEntry
-from mudata.errors import LimitError, ParseError, UsageError
+from mudata.errors import EmptyResultError, LimitError, ParseError, Reason
+from mudata.errors import MudataUsageError as UsageError
 from mudata.files import describe_kind, sha256_file
 from mudata.parquet_bounds import check_parquet
 from mudata.pipeline import labelled_features
@@ -220,7 +224,8 @@ def _collect_folder(folder: Path, base: Path, choices: Choices) -> Collected:
         label=f"folder {folder}",
         glob=selection.glob,
     )
-    files, roots, root_pins = [spec], [folder], [source_pins]
+    files, roots = [spec], [folder]
+    root_pins: list[Pins | None] = [source_pins]
     if selection.annotation is not None and selection.annotation.separate:
         # No glob selects the annotation table with the data files: a file of its own.
         path = folder / selection.annotation.member
@@ -321,7 +326,9 @@ def collect(paths: list[Path], base: Path, choices: Choices | None = None) -> Co
         {"name": p.name, "path": _relative(p, base), "sha256": d, "hashes": "first-use"}
         for p, d in zip(chosen, digests, strict=True)
     ]
-    pins = [Pins(sha256=d, label=f"file {p}") for p, d in zip(chosen, digests, strict=True)]
+    pins: list[Pins | None] = [
+        Pins(sha256=d, label=f"file {p}") for p, d in zip(chosen, digests, strict=True)
+    ]
     return Collected(files, Sources(chosen, pins), selection.members, selection.suffix, selection)
 
 
@@ -439,7 +446,12 @@ def _filter_report(
     entry: DatasetEntry, sources: Sources, raw: RawTable
 ) -> tuple[list[str], pd.DataFrame]:
     """The user filter's verdict on the feature rows the build makes, and those rows."""
-    labelled, _ = labelled_features(entry, sources, raw=raw)
+    try:
+        labelled, _ = labelled_features(entry, sources, raw=raw)
+    except EmptyResultError as exc:
+        if exc.reason is not None or not entry.recipe.window:
+            raise
+        raise _no_window(entry, raw, exc) from exc
     report = user_report(labelled, entry.class_names, entry.min_per_class, dataset=entry.name)
     lines = [
         f"user filter (at least {entry.min_per_class} {'windows' if entry.recipe.window else 'rows'} of every class): {len(report.kept)} kept, {len(report.dropped)} dropped"
@@ -451,6 +463,59 @@ def _filter_report(
             "  fewer than 2 users pass: `mudata fetch` would fail; lower min_per_class or drop rare classes"
         )
     return lines, labelled[["userid", "label"]]
+
+
+def _check_label(
+    layout: Layout, frame: pd.DataFrame, first: pd.DataFrame, members: list[str]
+) -> None:
+    """Refuse a label column that takes a class per sample, naming the columns that look like one.
+
+    Raises
+    ------
+    UsageError
+        The label column (given or found) changes at nearly every row, takes
+        nearly as many classes as a recording has rows, or holds fractional
+        numbers: windows of it would each hold many classes.
+    """
+    column = layout.roles.label
+    if layout.kind != "signals" or column is None or "label" not in frame.columns:
+        return
+    why = per_sample_label(frame, str(column))
+    if why is None:
+        return
+    roles = {layout.roles.user, layout.roles.time, layout.roles.recording, column}
+    candidates = label_candidates(first, {str(r) for r in roles if r is not None})
+    if candidates:
+        shown = ", ".join(repr(c) for c in candidates[:5])
+        advice = (
+            f"name the label column with --label COL; columns that hold a label's runs: {shown}"
+        )
+    else:
+        # The user too when the paths give it: a template of the label alone would
+        # give the user's token to the label.
+        template = hint(members, ("label",) if layout.roles.user else ("user", "label"))
+        advice = (
+            "no column holds a label's runs of rows: give where the label sits in the "
+            f"file names, e.g. --path-pattern '{template}'"
+        )
+    raise UsageError(f"mudata init: {why}; {advice}")
+
+
+def _no_window(entry: DatasetEntry, raw: RawTable, exc: EmptyResultError) -> Exception:
+    """The build made no window of any recording: the window is what to change, and the
+    preview's counts (the recipe's, on the reader's samples) say to which length."""
+    window = entry.recipe.window or 0
+    rate = entry.sampling_rate_hz
+    report = window_report(
+        _as_built(raw.frame, entry), window, rate, entry.class_names, entry.min_per_class
+    )
+    if report.proposed_seconds is None:
+        return EmptyResultError(str(exc), reason=Reason("empty", "recipe.window"))
+    advised = next(line.strip() for line in report.lines if "--window" in line)
+    return UsageError(
+        f"mudata init: the build makes no window of {window / rate:g} s (no recording of a "
+        f"class is that long); {advised}"
+    )
 
 
 def _as_built(frame: pd.DataFrame, entry: DatasetEntry) -> pd.DataFrame:
@@ -511,16 +576,7 @@ def draft_entry(
     choices = choices or Choices()
     collected = collect(paths, output.parent, choices)
     try:
-        first_member = collected.members[0]
-        data = collected.sources.read_decoded(first_member)
-        sniffed = sniff(data, collected.suffix)
-        try:
-            first = _read(data, sniffed, first_member)
-        except (ValueError, OSError) as exc:
-            if isinstance(exc, ParseError | LimitError):
-                raise
-            message = f"{first_member}: cannot be read as {sniffed.fmt} ({type(exc).__name__}: {str(exc)[:200]})"
-            raise ParseError(message) from None
+        sniffed, first = _first_table(collected)
         window = choices.window if choices.window is not None else WINDOW_SECONDS
 
         def drafted(ruled_out: dict[str, str] | None = None) -> tuple:
@@ -532,10 +588,14 @@ def draft_entry(
                 layout = propose_layout(
                     first, sniffed, collected.members, collected.selection, kind, choices, ruled_out
                 )
-            rate, rate_note = _resolve_rate(layout, sampling_rate_hz)
+            rate, rate_note, missing = _resolve_rate(layout, sampling_rate_hz, collected.documents)
+            pending[:] = [missing] if missing else []
             entry_data = _skeleton(name, layout, collected, rate, min_per_class, window)
             return layout, rate, rate_note, entry_data, *_classes(entry_data, collected.sources)
 
+        # No rate in the files: the draft is previewed at a proposed rate, and init
+        # refuses at the end, naming the rate and what the preview found (a window).
+        pending: list[str] = []
         # The readers and the registry check the draft in an entry's words; the
         # user of init has options, so each refusal is told as the option to give.
         try:
@@ -548,6 +608,7 @@ def draft_entry(
                     layout, rate, rate_note, entry_data, classes, counts, raw, folded = drafted(
                         late
                     )
+            _check_label(layout, raw.frame, first, collected.members)
             classes = named_classes(classes, collected.selection.annotation)
             left_out = _left_out_classes(classes, counts, collected.documents, choices, raw.frame)
             all_classes = classes
@@ -562,7 +623,11 @@ def draft_entry(
                 entry = parse_entry(entry_data, source=output)
             filter_lines, built = _filter_report(entry, collected.sources, raw)
         except INTERNAL_ERRORS as exc:
-            raise as_advice(exc) from exc
+            raise _with_rate(pending, as_advice(exc)) from exc
+        except UsageError as exc:  # init's own advice: with the rate when it was previewed
+            if pending:
+                raise _with_rate(pending, exc) from exc
+            raise
         frame = raw.frame
     finally:
         collected.sources.close()
@@ -576,6 +641,7 @@ def draft_entry(
             min_per_class,
             built=built,
         ).lines
+    _refuse_unrated(pending, filter_lines, window_lines)
     repeats = frame.attrs.get("time_repeats", {})
     origin = ", ".join(str(p) for p in paths)
     width = max(len(str(c["code"])) for c in [*all_classes, {"code": "(blank)"}])
@@ -734,19 +800,59 @@ def _left_out_note(reason: str | None, code: object) -> str:
     return f" (left out, not an activity: {reason}; --keep-class {code} keeps it)"
 
 
-def _resolve_rate(layout: Layout, given: float | None) -> tuple[float, str]:
+def _first_table(collected: Collected) -> tuple[Sniffed, pd.DataFrame]:
+    """How the first data file is written, and its table."""
+    first_member = collected.members[0]
+    data = collected.sources.read_decoded(first_member)
+    sniffed = sniff(data, collected.suffix)
+    try:
+        return sniffed, _read(data, sniffed, first_member)
+    except (ValueError, OSError) as exc:
+        if isinstance(exc, ParseError | LimitError):
+            raise
+        message = f"{first_member}: cannot be read as {sniffed.fmt} ({type(exc).__name__}: {str(exc)[:200]})"
+        raise ParseError(message) from None
+
+
+def _with_rate(pending: list[str], advice: UsageError) -> UsageError:
+    """``advice``, after the refusal of the rate when the draft was previewed at one."""
+    return _unrated(pending, [str(advice)]) or advice
+
+
+def _unrated(pending: list[str], found: list[str]) -> UsageError | None:
+    """The refusal of a draft previewed at a proposed rate (``pending`` holds its first
+    line), with what the preview ``found``; None when the rate was known."""
+    return UsageError("\n".join([pending[0], *found])) if pending else None
+
+
+def _refuse_unrated(pending: list[str], filter_lines: list[str], window_lines: list[str]) -> None:
+    """Refuse a draft previewed at a proposed rate, naming the filter's verdict and the
+    windows the preview advises: the rate and the window in one message."""
+    advised = [f"  {line.strip()}" for line in window_lines if "--window" in line]
+    refusal = _unrated(pending, [*(f"  {line}" for line in filter_lines[:1]), *advised])
+    if refusal is not None:
+        raise refusal
+
+
+def _resolve_rate(
+    layout: Layout, given: float | None, documents: dict[str, str]
+) -> tuple[float, str, str | None]:
+    """The rate, its note, and, when neither the files nor the user give one, the refusal
+    to make once the draft is previewed at the rate returned (:mod:`mudata.drafting.rates`)."""
     if given is not None:
         note = f"sampling rate: {given} Hz, as given"
         if layout.sampling_rate_hz is not None:
             agree = abs(layout.sampling_rate_hz - given) <= 0.05 * given
             note += " (the time column agrees)" if agree else f"; but {layout.rate_note}"
-        return float(given), note
+        return float(given), note, None
     if layout.sampling_rate_hz is not None:
-        return layout.sampling_rate_hz, layout.rate_note
+        return layout.sampling_rate_hz, layout.rate_note, None
     if layout.kind == "features":
-        return 1.0, "sampling rate: not used by a feature table (1 Hz written)"
+        return 1.0, "sampling rate: not used by a feature table (1 Hz written)", None
+    rate, source = preview_rate(documents)
     message = (
         "mudata init: the files have no time column to estimate the sampling rate from; "
-        "give it with --sampling-rate HZ (samples are read in file order at that rate)"
+        "give it with --sampling-rate HZ (samples are read in file order at that rate). "
+        f"{source[0].upper()}{source[1:]}; previewed at --sampling-rate {rate:g}:"
     )
-    raise UsageError(message)
+    return rate, f"sampling rate: {rate:g} Hz, previewed", message

@@ -32,7 +32,8 @@ from mudata.drafting.records import Choices, Layout, Sniffed
 from mudata.drafting.selection import Selection, compile_path_pattern
 from mudata.drafting.sensors import group_channels, report_lines, stream_sensors
 from mudata.drafting.streams import StreamDraft, detect_streams
-from mudata.errors import ParseError, UsageError
+from mudata.errors import MudataUsageError as UsageError
+from mudata.errors import ParseError
 from mudata.readers.decode import data_suffix
 from mudata.readers.tabular import time_values
 
@@ -239,6 +240,7 @@ def _from_paths(
     options: dict[str, Any] = {}
     notes: list[str] = []
     comments: dict[str, str] = {}
+    pattern: str | None
     if choices.path_pattern:
         pattern = compile_path_pattern(choices.path_pattern)
         groups = set(re.compile(pattern).groupindex)

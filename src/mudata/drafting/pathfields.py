@@ -64,6 +64,15 @@ class Field:
     copy: bool = False  # a token of the names equal to a folder in every file: that folder
     repeats: bool = False  # the same few values in every folder above it
     per_file: bool = False  # one value per file
+    from_top: bool = False  # a folder level counted from the top (files at several depths)
+
+    #: The number of folder levels every file has (set with ``from_top``).
+    depth: int = 0
+
+    @property
+    def level(self) -> int:
+        """A folder field's level counted from the top (0: the first folder)."""
+        return self.index + self.depth
 
     def describe(self) -> str:
         distinct = sorted(set(self.values), key=_natural)
@@ -75,7 +84,9 @@ class Field:
             if self.where == "folder"
             else "a token of the file names"
         )
-        if self.where == "folder" and self.index < -1:
+        if self.where == "folder" and self.from_top:
+            place = f"the folder at level {self.level + 1} from the top"
+        elif self.where == "folder" and self.index < -1:
             place = f"the folder {-self.index - 1} level(s) above each file's folder"
         return f"{place} ({shown})"
 
@@ -105,21 +116,32 @@ def _split(stem: str) -> list[str]:
     return _SPLIT.split(stem)
 
 
-def _fields(members: list[str]) -> tuple[list[Field], list[list[str]], list[list[str]]] | None:
+def _fields(
+    members: list[str],
+) -> tuple[list[Field], list[list[str]], list[list[str]], bool] | None:
+    """The varying fields of ``members``' paths, their folders and name tokens, and
+    whether the folders were aligned from the top (files at several depths)."""
     folders = [list(PurePosixPath(m).parts[:-1]) for m in members]
     names = [PurePosixPath(m).name for m in members]
     stems = [_split(n[: len(n) - len(data_suffix(n))]) for n in names]
-    if len({len(f) for f in folders}) != 1 or len({len(s) for s in stems}) != 1:
+    if len({len(s) for s in stems}) != 1:
         return None
     # Separators must sit at the same places for the tokens to line up.
     if len({tuple(s[1::2]) for s in stems}) != 1:
         return None
+    # Files at several depths (subject03/walk/1_raw.csv beside subject04/1_raw.csv,
+    # or data at the top beside data in folders): the levels every file has, counted
+    # from the top, line up; the deeper ones, some files' only, are no field.
+    deeper = len({len(f) for f in folders}) > 1
+    if deeper:
+        shallowest = min(len(f) for f in folders)
+        folders = [f[:shallowest] for f in folders]
     found = []
     depth = len(folders[0])
     for level in range(depth):
         values = [f[level] for f in folders]
         if len(set(values)) > 1:
-            found.append(Field("folder", level - depth, values))
+            found.append(Field("folder", level - depth, values, from_top=deeper, depth=depth))
     for i in range(0, len(stems[0]), 2):
         values = [s[i] for s in stems]
         if len(set(values)) > 1:
@@ -140,7 +162,7 @@ def _fields(members: list[str]) -> tuple[list[Field], list[list[str]], list[list
             g for g in folder_fields if g is not f and (f.where == "name" or g.index < f.index)
         ]
         f.repeats = _repeats(f, above)
-    return found, folders, stems
+    return found, folders, stems, deeper
 
 
 def _characterise(f: Field, n_files: int) -> None:
@@ -189,16 +211,29 @@ def _user_score(f: Field) -> int:
 
 
 def _template(
-    roles: dict[int, str], found: list[Field], folders: list[str], stem: list[str], suffix: str
+    roles: dict[int, str],
+    found: list[Field],
+    folders: list[str],
+    stem: list[str],
+    suffix: str,
+    deeper: bool = False,
 ) -> str:
-    """The template of one member's path with the fields of ``roles`` (by position in ``found``)."""
+    """The template of one member's path with the fields of ``roles`` (by position in ``found``).
+
+    ``deeper``: files sit at several depths and ``folders`` are the levels all
+    share, from the top; the template then names them from the first (a field
+    found from the top must be matched from there) and takes the deeper folders
+    of some files with ``**/``.
+    """
     parts = []
     by_place = {(f.where, f.index): (i, f) for i, f in enumerate(found)}
     depth = len(folders)
     first_varying = min((f.index + depth for f in found if f.where == "folder"), default=depth)
-    for level in range(first_varying, depth):
+    for level in range(0 if deeper else first_varying, depth):
         hit = by_place.get(("folder", level - depth))
         parts.append(_piece(hit, roles, folders[level]))
+    if deeper:
+        parts.append("**")
     name = []
     for i, token in enumerate(stem):
         if i % 2:
@@ -243,7 +278,7 @@ def read_paths(members: list[str], need_user: bool, need_label: bool) -> PathRea
     parsed = _fields(members)
     if parsed is None:
         return None
-    found, folders, stems = parsed
+    found, folders, stems, deeper = parsed
     if not found or (len(found) == 1 and found[0].where == "name"):
         return None  # one token of the names: the simpler rules say it as well
     roles: dict[int, str] = {}
@@ -283,7 +318,7 @@ def read_paths(members: list[str], need_user: bool, need_label: bool) -> PathRea
             if found[i].repeats
         ]
     suffix = data_suffix(members[0])
-    template = _template(roles, found, folders[0], stems[0], suffix)
+    template = _template(roles, found, folders[0], stems[0], suffix, deeper)
     pattern = _checked(template, members)
     if pattern is None:
         return None
@@ -293,7 +328,7 @@ def read_paths(members: list[str], need_user: bool, need_label: bool) -> PathRea
         swapped[second] = role
         if roles.get(second):
             swapped[chosen] = roles[second]
-        alternative = _template(swapped, found, folders[0], stems[0], suffix)
+        alternative = _template(swapped, found, folders[0], stems[0], suffix, deeper)
         if _checked(alternative, members) is not None:
             other = (f"{role} from {found[second].describe()}", alternative)
             notes.append(

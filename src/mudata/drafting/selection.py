@@ -29,7 +29,7 @@ from pathlib import PurePosixPath
 from mudata.drafting.annotations import Annotation, find_annotation, find_class_names
 from mudata.drafting.columns import LABEL_NAMES
 from mudata.drafting.shapes import text_shape
-from mudata.errors import UsageError
+from mudata.errors import MudataUsageError as UsageError
 from mudata.readers.decode import COMPRESSIONS, data_suffix
 
 #: Data file suffixes and the reader format each is read as; each may also be
@@ -88,8 +88,9 @@ class Selection:
     def pinned(self) -> list[str]:
         """The files the entry pins under ``glob``: the data files and the annotation table
         (unless it is a file of its own, :attr:`Annotation.separate`)."""
-        together = self.annotation is not None and not self.annotation.separate
-        return [*self.members, *([self.annotation.member] if together else [])]
+        annotation = self.annotation
+        together = annotation is not None and not annotation.separate
+        return [*self.members, *([annotation.member] if annotation and together else [])]
 
     def report(self) -> list[str]:
         """One line per file left out, for the draft's report."""
@@ -204,7 +205,7 @@ def _by_columns(
         else:
             left_out[name] = (
                 f"its columns ({shown}) differ from those of {n} of the {len(names)} "
-                f"tables ({', '.join(majority)[:120]}): a metadata sheet?"
+                f"tables ({', '.join(majority or ())[:120]}): a metadata sheet?"
             )
     return kept
 
@@ -326,7 +327,7 @@ def _annotation_of_a_kind(
         header = majority is not None and not (
             len(majority) == 1 and majority[0].endswith(" columns")
         )
-        found = find_annotation([name], data, read_head, list(majority) if header else [])
+        found = find_annotation([name], data, read_head, list(majority or ()) if header else [])
         if found is not None:
             find_class_names(found, [m for m in single if m != name], read_head)
             return found
@@ -412,7 +413,8 @@ def compile_path_pattern(text: str) -> str:
 
     A template such as ``a{label}_s{user}_t{recording}_*.mat`` names its
     fields in braces: each ``{name}`` matches one piece of a path segment
-    (``[^/]+?``), ``*`` any characters but ``/``, and the rest is literal; the
+    (``[^/]+?``), ``*`` any characters but ``/``, ``**/`` any folders (or
+    none), and the rest is literal; the
     whole is anchored at a path segment's start and at the end of the path.
     Text holding ``(?P<`` is taken as a regular expression as it is.
 
@@ -430,8 +432,10 @@ def compile_path_pattern(text: str) -> str:
             message = f"--path-pattern {text!r}: neither a regular expression with named groups (?P<user>...) nor a template with {{user}}, {{label}} or {{recording}}"
             raise UsageError(message)
         parts = []
-        for piece in re.split(r"(\{\w+\}|\*)", text):
-            if piece == "*":
+        for piece in re.split(r"(\{\w+\}|\*\*/|\*)", text):
+            if piece == "**/":
+                parts.append("(?:[^/]+/)*")  # any folders, or none
+            elif piece == "*":
                 parts.append("[^/]*")
             elif match := _FIELD.fullmatch(piece):
                 parts.append(f"(?P<{match.group(1)}>[^/]+?)")

@@ -27,7 +27,8 @@ import numpy as np
 import pandas as pd
 
 from mudata.drafting.columns import Roles
-from mudata.errors import ParseError, RegistryError, UsageError
+from mudata.errors import MudataUsageError as UsageError
+from mudata.errors import ParseError, RegistryError
 from mudata.readers.streams import (
     ALIGNS,
     TIME_UNITS,

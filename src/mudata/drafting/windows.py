@@ -298,5 +298,54 @@ def window_report(
                     else "no window of 0.5 s or more does; lower min_per_class"
                 )
             )
+    else:
+        proposed = _more_users(lines, lengths, table, window, rate, min_per_class)
     lines += _calibration_lines(lengths, table, window, rate, min_per_class, alpha)
     return WindowReport(lines, proposed)
+
+
+#: A shorter window is advised when it keeps more users than the window given ...
+MORE_USERS = 1
+#: ... and at least this many times as many.
+MORE_USERS_RATIO = 1.5
+
+
+def _more_users(
+    lines: list[str],
+    lengths: pd.DataFrame,
+    table: pd.DataFrame,
+    window: int,
+    rate: float,
+    min_per_class: int,
+) -> float | None:
+    """A shorter window, when it keeps clearly more users than ``window`` (2 or more pass).
+
+    Short recordings (HMP's 2-4 s) give a 3 s window few windows: the filter
+    may keep 2 users where 1 s keeps most of them. The longest window keeping
+    as many users as any window does is advised, with both counts, when it
+    keeps :data:`MORE_USERS` more and :data:`MORE_USERS_RATIO` times as many
+    (HMP: 2 users at 3 s, 3 at 2 s).
+    """
+    now = len(kept_users(table, min_per_class))
+    shortest = windows_per_user_class(lengths, max(2, round(0.5 * rate)))
+    shortest = shortest.reindex(columns=table.columns, fill_value=0)
+    reachable = len(kept_users(shortest, min_per_class))
+    if reachable < now + MORE_USERS or reachable < MORE_USERS_RATIO * now:
+        return None
+    columns = list(table.columns)
+    better = longest_window(
+        lengths,
+        rate,
+        lambda t: (
+            len(kept_users(t.reindex(columns=columns, fill_value=0), min_per_class)) >= reachable
+        ),
+        window - 1,
+    )
+    if better is None:
+        return None
+    lines.append(
+        f"  {now} of {len(table)} users have {min_per_class} windows of every class at "
+        f"{window / rate:g} s; --window {better:g} keeps {reachable}, the longest window "
+        f"(in steps of 0.5 s) that keeps as many as any window keeps"
+    )
+    return better

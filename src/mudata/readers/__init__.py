@@ -26,7 +26,7 @@ import difflib
 import importlib
 from importlib.metadata import entry_points
 
-from mudata.errors import RegistryError
+from mudata.errors import Reason, RegistryError
 from mudata.readers.base import FeatureTable, Reader, SignalTable, Sources
 from mudata.readers.stream import SignalStream, StreamReader
 
@@ -143,7 +143,7 @@ def check_reader_options(reader: str, options: dict, where: str) -> None:
             f"{where}: field 'reader_options.{unknown[0]}' is not an option of reader "
             f"'{reader}'{hint}; its options: {', '.join(sorted(allowed))}"
         )
-        raise RegistryError(message)
+        raise RegistryError(message, reason=Reason("invalid", unknown[0]))
 
 
 def available_readers() -> dict[str, str]:
@@ -161,7 +161,7 @@ def get_reader(name: str) -> Reader:
         close = difflib.get_close_matches(name, readers, n=3)
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         message = f"unknown reader '{name}'.{hint} Available readers: {', '.join(sorted(readers))}."
-        raise RegistryError(message)
+        raise RegistryError(message, reason=Reason("invalid", "reader"))
     module_name, _, attr = readers[name].partition(":")
     return getattr(importlib.import_module(module_name), attr)
 

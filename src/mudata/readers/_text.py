@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from mudata.entry import DatasetEntry
-from mudata.errors import ParseError, RegistryError
+from mudata.errors import ParseError, Reason, RegistryError
 
 DEFAULT_ENCODING = "utf-8"
 
@@ -28,7 +28,7 @@ def text_encoding(entry: DatasetEntry) -> str:
             f"invalid registry entry '{entry.name}'{where}: field 'reader_options.encoding': "
             f"unknown text encoding {str(encoding)[:50]!r} (e.g. 'utf-8', 'latin-1', 'cp1252')"
         )
-        raise RegistryError(message) from None
+        raise RegistryError(message, reason=Reason("invalid", "encoding")) from None
     return encoding
 
 
@@ -57,7 +57,7 @@ def decode_text(
             f"valid {encoding} text; if the file uses another encoding, name it in the "
             f"registry entry as reader_options.encoding (e.g. 'latin-1')"
         )
-        raise ParseError(message) from None
+        raise ParseError(message, reason=Reason("unreadable", "encoding")) from None
 
 
 def check_encoding(
@@ -147,7 +147,7 @@ def check_field_counts(counts: np.ndarray, expected: int, describe_line) -> None
             f"{describe_line(first)}: expected {expected} space-separated fields, "
             f"found {int(counts[first])} ({bad.size} such line(s) in all)"
         )
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("unreadable", "members"))
 
 
 def csv_line_of_row(data: bytes, row: int, header_lines: int = 1) -> int:
@@ -209,7 +209,7 @@ def _option_error(entry: DatasetEntry, key: str, expected: str, value: object) -
         f"invalid registry entry '{entry.name}'{where}: field 'reader_options.{key}': "
         f"expected {expected}, found {shown}"
     )
-    return RegistryError(message)
+    return RegistryError(message, reason=Reason("invalid", key))
 
 
 def int_option(entry: DatasetEntry, key: str, default: int, minimum: int = 0) -> int:

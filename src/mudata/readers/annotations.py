@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from mudata.entry import DatasetEntry
-from mudata.errors import ParseError, RegistryError, excerpt
+from mudata.errors import ParseError, Reason, RegistryError, excerpt
 from mudata.readers._text import check_encoding, list_option, str_option, text_encoding
 from mudata.readers.base import SignalTable, Sources
 from mudata.readers.linear_regex import LinearPattern, PatternError, compile_linear
@@ -146,7 +146,7 @@ class _Fields:
 
     def fail(self, key: str, why: str) -> RegistryError:
         field = "labels" + (f".{key}" if key else "")
-        return RegistryError(f"{_where(self.entry, field)}: {why}")
+        return RegistryError(f"{_where(self.entry, field)}: {why}", reason=Reason("invalid", field))
 
     def text(self, key: str, default: str | None) -> str:
         try:
@@ -231,7 +231,7 @@ def label_options(entry: DatasetEntry) -> LabelOptions:
             f"{_where(entry, 'labels')}: reader 'annotated-signals' needs a table "
             f"labels = {{ file, key, start, end, label, unit }}; found {excerpt(raw)}"
         )
-        raise RegistryError(message)
+        raise RegistryError(message, reason=Reason("missing", "labels"))
     fields = _Fields(entry, raw)
     unknown = sorted(set(raw) - LABEL_KEYS)
     if unknown:
@@ -276,7 +276,7 @@ def _positions(
         return {n: int(options.columns[n]) - 1 for n in names}
     if not rows:
         message = f"{file}: the annotation table is empty; its header line names {excerpt(names)}"
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("empty", "labels"))
     fields = rows[0][1]
     positions = {}
     for name in names:
@@ -285,7 +285,7 @@ def _positions(
             message = (
                 f"{file}, line {rows[0][0]}: no column {column!r} in the header {excerpt(fields)}"
             )
-            raise ParseError(message)
+            raise ParseError(message, reason=Reason("absent", "labels"))
         positions[name] = fields.index(column)
     return positions
 
@@ -303,16 +303,16 @@ def _bound(text: str, what: str, line: str, unit: str) -> float:
         value = float(text)
     except ValueError:
         message = f"{line}: {what} {excerpt(text)} is not a number"
-        raise ParseError(message) from None
+        raise ParseError(message, reason=Reason("unreadable", "labels")) from None
     if not np.isfinite(value):
         message = f"{line}: {what} {excerpt(text)} is not a finite number"
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("unreadable", "labels"))
     if unit == "sample" and value != int(value):
         message = f"{line}: {what} {excerpt(text)} is not a whole sample index (unit = 'sample')"
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("unreadable", "labels"))
     if value < 0:
         message = f"{line}: {what} {excerpt(text)} is negative"
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("unreadable", "labels"))
     return value
 
 
@@ -332,31 +332,31 @@ def read_intervals(data: bytes, options: LabelOptions) -> list[Interval]:
     body = rows[1:] if options.header else rows
     if len(body) > MAX_INTERVALS:
         message = f"{options.file}: {len(body):,} intervals, more than the {MAX_INTERVALS:,} read"
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("invalid", "labels"))
     need = max(positions.values()) + 1
     intervals = []
     for number, fields in body:
         line = f"{options.file}, line {number}"
         if len(fields) < need:
             message = f"{line}: {len(fields)} field(s), {need} expected ({excerpt(fields)})"
-            raise ParseError(message)
+            raise ParseError(message, reason=Reason("unreadable", "labels"))
         start = _bound(fields[positions[options.start]], "start", line, options.unit)
         end = _bound(fields[positions[options.end]], "end", line, options.unit)
         if end < start or (options.unit != "sample" and end == start):
             message = f"{line}: the interval ends ({fields[positions[options.end]]}) before it starts ({fields[positions[options.start]]})"
             if end == start:
                 message = f"{line}: the interval [{start:g}, {end:g}) holds no time (start = end)"
-            raise ParseError(message)
+            raise ParseError(message, reason=Reason("invalid", "labels"))
         if options.unit == "sample" and start < options.first:
             message = f"{line}: start {start:g} is before the first sample, index {options.first} (labels.first)"
-            raise ParseError(message)
+            raise ParseError(message, reason=Reason("invalid", "labels.first"))
         code = fields[positions[options.label]]
         label: object = int(code) if re.fullmatch(r"[+-]?\d+", code) else code
         key = tuple(key_text(fields[positions[k]]) for k in options.key)
         intervals.append(Interval(number, key, start, end, label))
     if not intervals:
         message = f"{options.file}: the annotation table holds no interval"
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("empty", "labels"))
     return intervals
 
 
@@ -388,7 +388,7 @@ def check_overlaps(
                     f"sample has one "
                     f"label: correct one of them"
                 )
-                raise ParseError(message)
+                raise ParseError(message, reason=Reason("invalid", "labels"))
             if interval.end > widest.end:
                 widest = interval
 
@@ -414,13 +414,13 @@ def _pattern(entry: DatasetEntry) -> LinearPattern | None:
         pattern = compile_linear(text)
     except PatternError as exc:
         message = f"{_where(entry, 'path_pattern')}: {excerpt(text)} {exc}"
-        raise RegistryError(message) from None
+        raise RegistryError(message, reason=Reason("invalid", "path_pattern")) from None
     if "label" in pattern.groupindex:
         message = (
             f"{_where(entry, 'path_pattern')}: reader 'annotated-signals' takes the labels "
             f"from reader_options.labels, not from a 'label' group"
         )
-        raise RegistryError(message)
+        raise RegistryError(message, reason=Reason("taken", "path_pattern"))
     return pattern
 
 
@@ -431,7 +431,7 @@ def annotated_options(entry: DatasetEntry) -> AnnotatedOptions:
     groups = set(pattern.groupindex) if pattern else set()
     if "label_col" in entry.reader_options:
         message = f"{_where(entry, 'label_col')}: reader 'annotated-signals' takes the labels from reader_options.labels"
-        raise RegistryError(message)
+        raise RegistryError(message, reason=Reason("taken", "label_col"))
     user_col = str_option(entry, "user_col", None)
     if (user_col is None) == ("user" not in groups):
         how = "both" if user_col else "neither"
@@ -439,20 +439,20 @@ def annotated_options(entry: DatasetEntry) -> AnnotatedOptions:
             f"dataset '{entry.name}': reader 'annotated-signals' takes the user from "
             f"reader_options.user_col or from a 'user' group of path_pattern; {how} given"
         )
-        raise RegistryError(message)
+        raise RegistryError(message, reason=Reason("taken" if user_col else "missing", "user_col"))
     time_col = str_option(entry, "time_col", None)
     if labels.unit != "sample" and time_col is None:
         message = f"{_where(entry, 'labels.unit')}: intervals in {labels.unit!r} are times of the signals' time column: name it as reader_options.time_col"
-        raise RegistryError(message)
+        raise RegistryError(message, reason=Reason("missing", "time_col"))
     sensor_channels = [c for s in entry.sensors for c in s.channels]
     channels = list_option(entry, "channels", sensor_channels)
     if not channels:
         message = f"{_where(entry, 'channels')}: no channel named"
-        raise RegistryError(message)
+        raise RegistryError(message, reason=Reason("missing", "channels"))
     absent = [c for c in sensor_channels if c not in channels]
     if absent:
         message = f"dataset '{entry.name}': sensor channels {absent} are not in reader_options.channels {channels}"
-        raise RegistryError(message)
+        raise RegistryError(message, reason=Reason("absent", "sensors"))
     path_keys = [k for k in labels.key if k in groups]
     column_keys = [k for k in labels.key if k not in groups]
     return AnnotatedOptions(pattern, user_col, time_col, channels, column_keys, path_keys, labels)
@@ -477,7 +477,7 @@ def _groups(options: AnnotatedOptions, member: str) -> dict[str, str]:
             f"{member}: the path does not match reader_options.path_pattern "
             f"{options.pattern.pattern!r}; narrow the members glob or widen the pattern"
         )
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("no-match", "path_pattern"))
     return {k: v for k, v in match.groupdict().items() if v is not None}
 
 
@@ -511,7 +511,7 @@ def _files(entry: DatasetEntry, sources: Sources, options: AnnotatedOptions) -> 
         sensors = files.setdefault(path_key, {})
         if sensor in sensors:
             message = f"{member} and {sensors[sensor][0]} are both sensor {sensor!r} of one recording {excerpt(path_key)}; the path_pattern must tell them apart"
-            raise ParseError(message)
+            raise ParseError(message, reason=Reason("invalid", "path_pattern"))
         sensors[sensor] = (member, table[[*needed, *columns]])
     return files
 
@@ -526,7 +526,7 @@ def _recordings(
         lengths = {member: len(table) for _, (member, table) in named}
         if len(set(lengths.values())) > 1:
             message = f"the sensor files of one recording hold different numbers of samples: {excerpt(lengths)}; each sample must be in every file"
-            raise ParseError(message)
+            raise ParseError(message, reason=Reason("differs", "members"))
         first_member, first_table = named[0][1]
         parts = {}
         for sensor, (member, table) in named:
@@ -537,7 +537,7 @@ def _recordings(
         missing = [c for c in options.channels if c not in parts]
         if missing:
             message = f"{first_member}: the recording's files ({', '.join(m for _, (m, _) in named)}) hold no channel {excerpt(missing)}"
-            raise ParseError(message)
+            raise ParseError(message, reason=Reason("absent", "channels"))
         frame = pd.DataFrame({c: parts[c] for c in options.channels})
         groups = _groups(options, first_member)
         if options.user_col:
@@ -594,7 +594,7 @@ def _samples(recording: _Recording, interval: Interval, options: LabelOptions) -
                 f"sample of {recording.name}, which holds {n:,} samples (index {options.first} to "
                 f"{n - 1 + options.first:,})"
             )
-            raise ParseError(message)
+            raise ParseError(message, reason=Reason("invalid", "labels"))
         return lo, hi
     time = recording.time
     assert time is not None  # annotated_options requires time_col for time units
@@ -606,7 +606,7 @@ def _samples(recording: _Recording, interval: Interval, options: LabelOptions) -
             f"the last sample of {recording.name} (time {last}); is labels.unit the unit of "
             f"the time column?"
         )
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("invalid", "labels.unit"))
     lo = int(np.searchsorted(time, interval.start, side="left"))
     hi = int(np.searchsorted(time, interval.end, side="left"))
     return lo, hi
@@ -656,7 +656,7 @@ def read_annotated_signals(entry: DatasetEntry, sources: Sources) -> SignalTable
     for recording in recordings:
         if recording.key in by_key:
             message = f"{recording.name} and {by_key[recording.key].name} have one key {excerpt(recording.key)}; name what tells them apart in labels.key"
-            raise ParseError(message)
+            raise ParseError(message, reason=Reason("invalid", "labels.key"))
         by_key[recording.key] = recording
     unmatched = [i for i in intervals if i.key not in by_key]
     if len(unmatched) == len(intervals):
@@ -666,7 +666,7 @@ def read_annotated_signals(entry: DatasetEntry, sources: Sources) -> SignalTable
             f"line {intervals[0].line}, {dict(zip(labels.key, intervals[0].key, strict=True))}; "
             f"recordings: {shown or 'none'})"
         )
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("no-match", "labels.key"))
     if unmatched:
         log.warning(
             "%s: %d interval(s) of %s match no recording by their key %s and are not used "
@@ -707,7 +707,7 @@ def read_annotated_signals(entry: DatasetEntry, sources: Sources) -> SignalTable
             unlabelled[recording.name] = left
     if not pieces:
         message = f"{file}: the intervals hold no sample of the recordings"
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("empty", "labels"))
     table = pd.concat([p for _, p in pieces], ignore_index=True)
     if pd.api.types.is_object_dtype(table["label"]) and all(
         isinstance(v, int) for v in table["label"].unique()

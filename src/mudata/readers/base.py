@@ -33,6 +33,7 @@ from mudata.errors import (
     MissingFileError,
     MudataError,
     ParseError,
+    Reason,
     UnpinnedMemberError,
     UnverifiedDataError,
     excerpt,
@@ -527,7 +528,7 @@ def _refuse_unlisted(root: Path) -> None:
         f"the folder {root} holds what mudata does not read: {shown}{more}. No link is "
         f"followed and no special file is read inside a folder given to read."
     )
-    raise ParseError(message)
+    raise ParseError(message, reason=Reason("unreadable", "members"))
 
 
 def _admit(root: Path, name: str, pins: Pins | None, pin: Pin | None) -> None:

@@ -35,7 +35,7 @@ from pathlib import PurePosixPath
 from typing import IO, TYPE_CHECKING, Literal
 
 from mudata.archive import expansion_budget, max_expansion
-from mudata.errors import LimitError, MudataError, ParseError, excerpt
+from mudata.errors import LimitError, MudataError, ParseError, Reason, excerpt
 
 if TYPE_CHECKING:
     # Sources decompress with this module; `mudata list` imports Sources and
@@ -165,7 +165,7 @@ def decoded_chunks(
         raise  # the chunks' own refusals (a member past its size), and the cap above
     except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError) as exc:
         message = f"{name}: not a readable {kind} stream ({type(exc).__name__}: {str(exc)[:200]}); the file is probably truncated or corrupt"
-        raise ParseError(message) from None
+        raise ParseError(message, reason=Reason("unreadable", "members")) from None
 
 
 def decompress(data: bytes, name: str, *, ratio: float | None = None) -> bytes:
@@ -248,7 +248,7 @@ def mat_directory(data: bytes, member: str) -> list[tuple[str, tuple[int, ...], 
             f"{member}: a MATLAB v7.3 (HDF5) file; only MATLAB v4 to v7.2 files are read. "
             f"Save it again in MATLAB with save(name, '-v7'), or export the array as CSV"
         )
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("unreadable", "members"))
     # Here, not at the top: scipy.io is slow to import; only MATLAB files need it.
     from scipy.io import whosmat
 
@@ -256,7 +256,7 @@ def mat_directory(data: bytes, member: str) -> list[tuple[str, tuple[int, ...], 
         directory = whosmat(_ShortReads(data, 1 << 12))
     except (ValueError, TypeError, OSError, NotImplementedError, zlib.error) as exc:
         message = f"{member}: cannot be read as a MATLAB .mat file ({type(exc).__name__}: {str(exc)[:200]})"
-        raise ParseError(message) from None
+        raise ParseError(message, reason=Reason("unreadable", "members")) from None
     return [
         (name, tuple(shape), kind)
         for name, shape, kind in directory
@@ -312,7 +312,7 @@ def mat_arrays(
         )
     except (ValueError, TypeError, OSError, NotImplementedError, zlib.error) as exc:
         message = f"{member}: cannot be read as a MATLAB .mat file ({type(exc).__name__}: {str(exc)[:200]})"
-        raise ParseError(message) from None
+        raise ParseError(message, reason=Reason("unreadable", "members")) from None
     return {
         key: value
         for key, value in content.items()
@@ -465,7 +465,7 @@ def mat_struct_fields(
         ]
     except (ValueError, TypeError, OSError, NotImplementedError, zlib.error) as exc:
         message = f"{member}: cannot be read as a MATLAB .mat file ({type(exc).__name__}: {str(exc)[:200]})"
-        raise ParseError(message) from None
+        raise ParseError(message, reason=Reason("unreadable", "members")) from None
     if not structs:
         return {}
     _inflated_size(data, member, expansion_budget(len(data), max_expansion(ratio)))
@@ -473,7 +473,7 @@ def mat_struct_fields(
         content = loadmat(_ShortReads(data, 1 << 16), variable_names=structs)
     except (ValueError, TypeError, OSError, NotImplementedError, zlib.error) as exc:
         message = f"{member}: cannot be read as a MATLAB .mat file ({type(exc).__name__}: {str(exc)[:200]})"
-        raise ParseError(message) from None
+        raise ParseError(message, reason=Reason("unreadable", "members")) from None
     fields: dict[str, np.ndarray] = {}
     for name in structs:
         for path, value in _leaves(content[name], name, 1):
@@ -502,7 +502,7 @@ def _choose_mat(
             f"{member}: no numeric 2-D variable {excerpt(variable)} (of two rows or more, "
             f"in a struct); found {shapes or 'none'}{inside}"
         )
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("absent", "variable"))
     arrays = [path for path, value in fields.items() if _is_sample_array(value)]
     if not shapes and len(arrays) == 1:
         return arrays[0], fields[arrays[0]]
@@ -516,7 +516,7 @@ def _choose_mat(
         f"{member}: {'no' if not shapes else len(shapes)} numeric 2-D variables "
         f"({shapes or 'none'}){inside}; {how}"
     )
-    raise ParseError(message)
+    raise ParseError(message, reason=Reason("missing", "variable"))
 
 
 def read_mat(
@@ -562,7 +562,7 @@ def read_mat(
         arrays = mat_arrays(data, member, {chosen}, ratio=ratio)
         if chosen not in arrays:  # declared numeric, but scipy read it as something else
             message = f"{member}: variable {excerpt(chosen)} is not a numeric 2-D array once read"
-            raise ParseError(message)
+            raise ParseError(message, reason=Reason("not-numeric", "variable"))
         values = arrays[chosen]
     return pd.DataFrame(np.asarray(values, dtype=np.float64))
 

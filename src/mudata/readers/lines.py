@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mudata.entry import DatasetEntry
-from mudata.errors import ParseError, RegistryError, excerpt
+from mudata.errors import ParseError, Reason, RegistryError, excerpt
 
 #: ``header_line``'s value naming the last comment line before the data.
 LAST_COMMENT = "last-comment"
@@ -75,7 +75,8 @@ def checked_line_options(options: Mapping[str, Any], where: str) -> LineOptions:
 
     def fail(key: str, what: str) -> RegistryError:
         return RegistryError(
-            f"{where}: field 'reader_options.{key}': {excerpt(options[key])} {what}"
+            f"{where}: field 'reader_options.{key}': {excerpt(options[key])} {what}",
+            reason=Reason("invalid", key),
         )
 
     skip = options.get("skip_lines", 0)
@@ -157,14 +158,14 @@ def prepare_lines(
         message = (
             f"{member}: reader_options.header_line is {wanted}, but the file has {number} line(s)"
         )
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("invalid", "header_line"))
     if options.header_line == LAST_COMMENT:
         if last_comment is None:
             message = (
                 f"{member}: reader_options.header_line is {LAST_COMMENT!r}, but no line "
                 f"starting with {options.comment!r} comes before the data"
             )
-            raise ParseError(message)
+            raise ParseError(message, reason=Reason("invalid", "header_line"))
         header = _uncommented(last_comment, options.comment)
     body = text[position:]
     if options.comment:

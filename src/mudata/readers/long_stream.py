@@ -261,7 +261,7 @@ def _plan(reading: _Reading, member: str) -> _Plan:
                         f"holds {size:,} bytes, more than the {reading.sources.max_read:,} read "
                         f"whole at most, so a line named here is counted from that part)"
                     )
-                    raise ParseError(message) from None
+                    raise ParseError(message, reason=exc.reason) from None
                 return _whole_plan(reading, member, why, reading.whole(member), groups)
             if not isinstance(table.index, pd.RangeIndex):
                 why = "a line has one more field than the header"
@@ -338,7 +338,7 @@ class _Member:
         label: _ColumnDtype,
     ) -> None:
         self.reading, self.plan, self.number, self.carried = reading, plan, number, carried
-        self.label_dtype = label
+        self.label_dtype: Any = label
         self.member = plan.member
         self.groups = path_groups(reading.options, self.member)
         self.rows = 0

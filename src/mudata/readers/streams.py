@@ -70,7 +70,7 @@ import pandas as pd
 
 from mudata.classes import is_numeric_column, number_text
 from mudata.entry import DatasetEntry
-from mudata.errors import ParseError, RegistryError, excerpt
+from mudata.errors import ParseError, Reason, RegistryError, excerpt
 
 log = logging.getLogger(__name__)
 
@@ -138,13 +138,13 @@ def parse_selector(text: str, keys: Sequence[str] | None, where: str) -> dict[st
             message = (
                 f"{where}: {excerpt(text)} is not KEY=VALUE[,KEY=VALUE...] (part {excerpt(part)})"
             )
-            raise RegistryError(message)
+            raise RegistryError(message, reason=Reason("invalid", "streams.select"))
         if key in selector:
             message = f"{where}: {excerpt(text)} gives {excerpt(key)} twice"
-            raise RegistryError(message)
+            raise RegistryError(message, reason=Reason("invalid", "streams.select"))
         if keys is not None and key not in keys:
             message = f"{where}: {excerpt(text)} names {excerpt(key)}, not a stream key; the keys: {list(keys)}"
-            raise RegistryError(message)
+            raise RegistryError(message, reason=Reason("invalid", "streams.select"))
         selector[key] = value
     return selector
 
@@ -160,13 +160,13 @@ def stream_options(entry: DatasetEntry) -> StreamOptions | None:
     field_ = f"{where}: field 'reader_options.streams"
     if not isinstance(value, dict):
         message = f"{field_}': expected a table {{ keys = [...], select = [...], align = ... }}, found {excerpt(value)}"
-        raise RegistryError(message)
+        raise RegistryError(message, reason=Reason("invalid", "streams"))
     unknown = sorted(set(value) - {"keys", "select", "align", "time_unit"})
     if unknown:
         message = (
             f"{field_}': unknown key(s) {unknown}; the keys are keys, select, align and time_unit"
         )
-        raise RegistryError(message)
+        raise RegistryError(message, reason=Reason("invalid", "streams"))
     keys = value.get("keys")
     if (
         not isinstance(keys, list)
@@ -175,25 +175,25 @@ def stream_options(entry: DatasetEntry) -> StreamOptions | None:
         or len(set(keys)) != len(keys)
     ):
         message = f"{field_}.keys': expected a list of distinct column names, found {excerpt(keys)}"
-        raise RegistryError(message)
+        raise RegistryError(message, reason=Reason("invalid", "streams.keys"))
     select = value.get("select", [])
     if not isinstance(select, list) or not all(isinstance(s, str) for s in select):
         message = (
             f"{field_}.select': expected a list of 'KEY=VALUE,...' texts, found {excerpt(select)}"
         )
-        raise RegistryError(message)
+        raise RegistryError(message, reason=Reason("invalid", "streams.select"))
     selectors = tuple(parse_selector(s, keys, f"{field_}.select'") for s in select)
     align = value.get("align", "slowest")
     if align not in ALIGNS:
         message = f"{field_}.align': {excerpt(align)} is not one of {list(ALIGNS)}"
-        raise RegistryError(message)
+        raise RegistryError(message, reason=Reason("invalid", "streams.align"))
     time_unit = value.get("time_unit")
     if time_unit is not None and time_unit not in TIME_UNITS:
         message = f"{field_}.time_unit': {excerpt(time_unit)} is not one of {list(TIME_UNITS)}"
-        raise RegistryError(message)
+        raise RegistryError(message, reason=Reason("invalid", "streams.time_unit"))
     if not entry.reader_options.get("time_col"):
         message = f"{where}: reader_options.streams needs reader_options.time_col (each stream's time is checked, and aligned by it)"
-        raise RegistryError(message)
+        raise RegistryError(message, reason=Reason("missing", "time_col"))
     return StreamOptions(tuple(keys), selectors, align, time_unit)
 
 
@@ -248,7 +248,7 @@ def _key_text(table: pd.DataFrame, keys: Sequence[str], member: str) -> list[np.
         if blank.any():
             row = int(np.flatnonzero(blank)[0])
             message = f"{member}: stream key column '{key}' is blank at row {row}"
-            raise ParseError(message)
+            raise ParseError(message, reason=Reason("blank", "streams.keys"))
         texts.append(key_text(values))
     return texts
 
@@ -297,7 +297,7 @@ def _check_stream_time(
             f"back from the time of row {before} inside stream {excerpt(name)}{whose}; time may "
             f"go back across streams, never inside one"
         )
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("goes-back", "recording_col"))
 
 
 def _same_label(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -408,7 +408,7 @@ def check_clock(clock: Clock, first: Clock | None, rate_hz: float, entry: str) -
                 f"{first.step:g}): its channels would be aligned to another clock; keep streams "
                 f"every file holds at one rate with reader_options.streams.select"
             )
-            raise ParseError(message)
+            raise ParseError(message, reason=Reason("differs", "streams.select"))
         if not one_rate(clock.step, first.step):
             message = (
                 f"{clock.member}: stream {excerpt(clock.stream)} steps by {clock.step:g} "
@@ -417,7 +417,7 @@ def check_clock(clock: Clock, first: Clock | None, rate_hz: float, entry: str) -
                 f"last another time; every file's streams must keep one rate: leave it out "
                 f"(reader_options.members)"
             )
-            raise ParseError(message)
+            raise ParseError(message, reason=Reason("differs", "members"))
     if clock.unit is not None and rate_hz > 0:
         seconds = clock.step * clock.unit
         if not one_rate(seconds, 1.0 / rate_hz):
@@ -428,7 +428,7 @@ def check_clock(clock: Clock, first: Clock | None, rate_hz: float, entry: str) -
                 f"than {100 * STEP_TOLERANCE:g} % apart; correct sampling_rate_hz or "
                 f"reader_options.streams.time_unit"
             )
-            raise ParseError(message)
+            raise ParseError(message, reason=Reason("invalid", "streams.time_unit"))
 
 
 def _check_one_rate(steps: dict[str, float], member: str) -> None:
@@ -444,7 +444,7 @@ def _check_one_rate(steps: dict[str, float], member: str) -> None:
             f'align = "slowest" (every stream resampled at the slowest one\'s timestamps), or '
             f"keep streams of one rate with reader_options.streams.select"
         )
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("invalid", "streams.align"))
 
 
 def _select(
@@ -466,7 +466,7 @@ def _select(
                 f"{member}: no stream matches reader_options.streams.select {shown!r}; "
                 f"the streams found in this file: {excerpt(names)}"
             )
-            raise ParseError(message)
+            raise ParseError(message, reason=Reason("no-match", "streams.select"))
         kept.update(matched)
     return sorted(kept)
 
@@ -527,7 +527,7 @@ def split_streams(
             f"than the {MAX_STREAMS:,} streams a file may hold; they do not name streams "
             f"(devices, sensor types): check reader_options.streams.keys"
         )
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("invalid", "streams.keys"))
     names = [stream_name(keys, v) for v in values]
     chosen = _select(names, values, streams, member)
     groups = _groups(table, user_col, recording_col)
@@ -551,14 +551,14 @@ def split_streams(
                     f"stream needs at least {MIN_STREAM_ROWS} (its rate, and its alignment, "
                     f"take two samples); leave it out with reader_options.streams.select"
                 )
-                raise ParseError(message)
+                raise ParseError(message, reason=Reason("invalid", "streams.select"))
             _check_stream_time(time, rows, member, time_col, names[s], whose, header)
             step = np.diff(time[rows])
             steps.append(step[step > 0])
         positive = np.concatenate(steps) if steps else np.zeros(0)
         if not positive.size:
             message = f"{member}: the time of stream {excerpt(names[s])} never advances"
-            raise ParseError(message)
+            raise ParseError(message, reason=Reason("invalid", "streams.select"))
         info["streams"][names[s]] = {
             "rows": int(np.count_nonzero(codes == s)),
             "step": float(np.median(positive)),
@@ -630,7 +630,7 @@ def _slowest(
             f"{member}: channel '{channels[col]}', row {row}: "
             f"{excerpt(table[channels[col]].iloc[row])} is not a number"
         )
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("not-numeric", "channels"))
     labels = table[label_col].to_numpy(dtype=object) if label_col else None
     for s in chosen:
         out = np.full((grid_rows.size, len(channels)), np.nan)

@@ -26,7 +26,7 @@ from pyarrow import ArrowException
 
 from mudata.classes import user_names
 from mudata.entry import DatasetEntry
-from mudata.errors import LimitError, MissingFileError, ParseError, RegistryError, excerpt
+from mudata.errors import LimitError, MissingFileError, ParseError, Reason, RegistryError, excerpt
 from mudata.parquet_bounds import check_csv_header, check_parquet
 from mudata.readers._text import (
     check_encoding,
@@ -70,7 +70,7 @@ TIME_ORDERS = ("strict", "file")
 def _option(entry: DatasetEntry, key: str) -> object:
     if key not in entry.reader_options:
         message = f"dataset '{entry.name}': reader '{entry.reader}' needs reader_options.{key}"
-        raise RegistryError(message)
+        raise RegistryError(message, reason=Reason("missing", key))
     return entry.reader_options[key]
 
 
@@ -92,7 +92,7 @@ def _check_roles(
     for column in columns:
         if not isinstance(column, str):
             message = f"invalid registry entry '{entry.name}'{where}: field 'reader_options.{field}': {excerpt(column)} is not a column name"
-            raise RegistryError(message)
+            raise RegistryError(message, reason=Reason("invalid", field))
         role = roles.get(column) or ("a column mudata adds" if column in RESERVED else None)
         if column in seen or role:
             why = "is listed twice" if column in seen else f"is {role}"
@@ -100,7 +100,7 @@ def _check_roles(
                 f"invalid registry entry '{entry.name}'{where}: field 'reader_options.{field}': "
                 f"column {excerpt(column)} {why}; it cannot also serve here"
             )
-            raise RegistryError(message)
+            raise RegistryError(message, reason=Reason("taken", field))
         seen.add(column)
 
 
@@ -111,10 +111,10 @@ def _delimited_options(entry: DatasetEntry) -> tuple[str | None, str]:
     where = f"invalid registry entry '{entry.name}': field 'reader_options"
     if separator is not None and separator not in SEPARATORS:
         message = f"{where}.separator': {excerpt(separator)} is not one of {list(SEPARATORS)}"
-        raise RegistryError(message)
+        raise RegistryError(message, reason=Reason("invalid", "separator"))
     if decimal not in (".", ","):
         message = f"{where}.decimal': {excerpt(decimal)} is not '.' or ','"
-        raise RegistryError(message)
+        raise RegistryError(message, reason=Reason("invalid", "decimal"))
     return separator, decimal
 
 
@@ -145,7 +145,8 @@ def parse_member(
     header = entry.reader_options.get("header", True) if fmt != "mat" else False
     if not isinstance(header, bool):
         raise RegistryError(
-            f"invalid registry entry '{entry.name}': field 'reader_options.header': expected true or false, found {excerpt(header)}"
+            f"invalid registry entry '{entry.name}': field 'reader_options.header': expected true or false, found {excerpt(header)}",
+            reason=Reason("invalid", "header"),
         )
     encoding = text_encoding(entry)
     separator, decimal = _delimited_options(entry)
@@ -196,17 +197,17 @@ def parse_member(
         if isinstance(exc, ParseError | LimitError):
             raise
         message = f"{member}: cannot be read as {fmt} ({type(exc).__name__}: {str(exc)[:200]})"
-        raise ParseError(message) from None
+        raise ParseError(message, reason=Reason("unreadable", "members")) from None
     if header:
         return table
     numbers = columns_option(entry, "columns", {})
     if not numbers:
         message = f"dataset '{entry.name}': files without a header (header = false) need reader_options.columns (name = column number)"
-        raise RegistryError(message)
+        raise RegistryError(message, reason=Reason("missing", "columns"))
     beyond = {k: v for k, v in numbers.items() if v > table.shape[1]}
     if beyond:
         message = f"{member}: has {table.shape[1]} columns; reader_options.columns names {excerpt(beyond)}"
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("absent", "columns"))
     return pd.DataFrame({name: table.iloc[:, number - 1] for name, number in numbers.items()})
 
 
@@ -303,7 +304,7 @@ def matching_members(entry: DatasetEntry, sources: Sources) -> tuple[str, list[s
     fmt = str(entry.reader_options.get("format", "csv")).lower()
     if fmt not in FORMATS:
         message = f"dataset '{entry.name}': reader_options.format is '{fmt}'; expected one of {list(FORMATS)}"
-        raise RegistryError(message)
+        raise RegistryError(message, reason=Reason("invalid", "format"))
     pattern = str_option(entry, "members", DEFAULT_MEMBERS[fmt])
     if pattern is None:  # only where an entry built in memory holds None
         pattern = DEFAULT_MEMBERS[fmt]
@@ -326,11 +327,11 @@ def check_columns(table: pd.DataFrame, member: str, required: list[str]) -> None
     if table.columns.duplicated().any():
         twice = sorted({str(c) for c in table.columns[table.columns.duplicated()]})
         message = f"{member}: column name(s) {excerpt(twice)} appear more than once in the header"
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("unreadable", "members"))
     missing = [c for c in required if c not in table.columns]
     if missing:
         message = f"{member}: missing column(s) {excerpt(missing)}; columns found: {excerpt(list(table.columns))}"
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("absent", "channels"))
 
 
 def text_users(
@@ -350,16 +351,22 @@ def text_users(
     bad = np.flatnonzero(blank)
     if bad.size:
         message = f"{member}: user column '{column}' is blank at row {int(bad[0]) + row_shift}"
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("blank", "user_col"))
     return user_names(values, seen=seen)
 
 
 def numeric_columns(
-    table: pd.DataFrame, columns: list[str], member: str, *, row_shift: int = 0
+    table: pd.DataFrame,
+    columns: list[str],
+    member: str,
+    *,
+    row_shift: int = 0,
+    setting: str = "channels",
 ) -> pd.DataFrame:
     """``columns`` of ``table`` as float64; a value that is not a number is an error.
 
-    ``row_shift`` rows of the file come before ``table`` (for the row named).
+    ``row_shift`` rows of the file come before ``table`` (for the row named);
+    ``setting`` names the entry setting that chose the columns (the error's reason).
     """
     out = {}
     for column in columns:
@@ -375,7 +382,7 @@ def numeric_columns(
                 f"{member}: column '{column}' must be numeric; row {int(bad[0]) + row_shift} "
                 f"holds {excerpt(table[column].iloc[bad[0]])}"
             )
-            raise ParseError(message)
+            raise ParseError(message, reason=Reason("not-numeric", setting))
         out[column] = values.to_numpy(dtype=np.float64)
     return pd.DataFrame(out, index=table.index)
 
@@ -416,7 +423,9 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
                 f"dataset '{entry.name}': reader 'feature-table' takes the {role} from "
                 f"reader_options.{role}_col or from a '{role}' group of path_pattern; {how} given"
             )
-            raise RegistryError(message)
+            raise RegistryError(
+                message, reason=Reason("taken" if cols[role] else "missing", f"{role}_col")
+            )
     # A role from the path is not a column: named so that no column can be it.
     user_col = cols["user"] or "\0user"
     label_col = cols["label"] or "\0label"
@@ -476,7 +485,13 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
             (
                 member,
                 pd.concat(
-                    [frame, numeric_columns(table, chosen, member).reset_index(drop=True)], axis=1
+                    [
+                        frame,
+                        numeric_columns(table, chosen, member, setting="feature_cols").reset_index(
+                            drop=True
+                        ),
+                    ],
+                    axis=1,
                 ),
             )
         )
@@ -484,7 +499,7 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
     for member, frame in frames[1:]:
         if list(frame.columns) != columns:
             message = f"{member}: feature columns {excerpt(list(frame.columns)[2:])} differ from {frames[0][0]}'s {excerpt(columns[2:])}"
-            raise ParseError(message)
+            raise ParseError(message, reason=Reason("differs", "members"))
     return FeatureTable(pd.concat([f for _, f in frames], ignore_index=True))
 
 
@@ -515,7 +530,7 @@ def _feature_path_groups(pattern: LinearPattern, member: str) -> dict[str, str]:
             f"{member}: the path does not match reader_options.path_pattern "
             f"{pattern.pattern!r}; narrow the members glob or widen the pattern"
         )
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("no-match", "path_pattern"))
     return {k: v for k, v in match.groupdict().items() if v is not None}
 
 
@@ -529,13 +544,13 @@ def _path_pattern(entry: DatasetEntry) -> LinearPattern | None:
         pattern = compile_linear(text)
     except PatternError as exc:
         message = f"{where}: {excerpt(text)} {exc}"
-        raise RegistryError(message) from None
+        raise RegistryError(message, reason=Reason("invalid", "path_pattern")) from None
     unknown = set(pattern.groupindex) - {"user", "label", "recording"}
     if unknown:
         message = (
             f"{where}: unknown group(s) {sorted(unknown)}; the groups are user, label and recording"
         )
-        raise RegistryError(message)
+        raise RegistryError(message, reason=Reason("invalid", "path_pattern"))
     return pattern
 
 
@@ -552,7 +567,9 @@ def long_options(entry: DatasetEntry) -> LongOptions:
                 f"dataset '{entry.name}': reader 'long-signals' takes the {role} from "
                 f"reader_options.{role}_col or from a '{role}' group of path_pattern; {how} given"
             )
-            raise RegistryError(message)
+            raise RegistryError(
+                message, reason=Reason("taken" if column else "missing", f"{role}_col")
+            )
         found[role] = column
     time_col = str_option(entry, "time_col", None)
     segment_col = str_option(entry, "segment_col", None)
@@ -584,14 +601,14 @@ def long_options(entry: DatasetEntry) -> LongOptions:
             f"dataset '{entry.name}': sensor channels {absent} are not in "
             f"reader_options.channels {channels}"
         )
-        raise RegistryError(message)
+        raise RegistryError(message, reason=Reason("absent", "sensors"))
     time_order = str_option(entry, "time_order", "strict")
     if time_order not in TIME_ORDERS:
         message = (
             f"invalid registry entry '{entry.name}': field 'reader_options.time_order': "
             f"{excerpt(time_order)} is not one of {list(TIME_ORDERS)}"
         )
-        raise RegistryError(message)
+        raise RegistryError(message, reason=Reason("invalid", "time_order"))
     return LongOptions(
         found["user"],
         found["label"],
@@ -618,7 +635,7 @@ def path_groups(options: LongOptions, member: str) -> dict[str, str]:
             f"{member}: the path does not match reader_options.path_pattern "
             f"{options.pattern.pattern!r}; narrow the members glob or widen the pattern"
         )
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("no-match", "path_pattern"))
     return {k: v for k, v in match.groupdict().items() if v is not None}
 
 
@@ -640,7 +657,7 @@ def check_time_blank(numbers: np.ndarray, member: str, column: str, row_shift: i
     missing = np.flatnonzero(np.isnan(numbers))
     if missing.size:
         message = f"{member}: time column '{column}' is blank at row {int(missing[0]) + row_shift}"
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("blank", "time_col"))
 
 
 def time_numbers(
@@ -698,7 +715,7 @@ def time_text(
             f"{member}: time column '{column}', row {int(bad[0]) + row_shift}: "
             f"{excerpt(values.iloc[bad[0]])} is neither a number nor a date/time"
         )
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("not-numeric", "time_col"))
     return parsed.numbers, parsed
 
 
@@ -760,7 +777,7 @@ def time_goes_back(
         f"them apart as reader_options.recording_col, or a 'recording' group in "
         f'path_pattern; if the rows are in the right order already, set time_order = "file".'
     )
-    return ParseError(message)
+    return ParseError(message, reason=Reason("goes-back", "recording_col"))
 
 
 def _member_frame(
@@ -939,7 +956,7 @@ def _split(
             f"files before it give the channels {excerpt(before.channels)}; every file must "
             f"hold the same streams: choose them with reader_options.streams.select"
         )
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("differs", "streams.select"))
     channels = before.channels if before is not options else split.channels
     absent = [c for s in entry.sensors for c in s.channels if c not in channels]
     if absent:
@@ -947,7 +964,7 @@ def _split(
             f"dataset '{entry.name}': sensor channels {absent} are not channels of the streams "
             f"of {member}; its channels: {excerpt(channels)}"
         )
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("absent", "sensors"))
     found = dataclasses.replace(options, channels=channels, recording_col=split.recording_col)
     reference = split.info["clock"]
     clock = Clock(

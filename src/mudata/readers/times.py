@@ -25,7 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from mudata.errors import ParseError, excerpt
+from mudata.errors import ParseError, Reason, excerpt
 
 # Naive times are read in this zone by the probe of :func:`_aware`: its times
 # differ from their UTC reading by exactly this much, an aware time's do not.
@@ -203,5 +203,5 @@ def check_offsets(
             f"times without one cannot be placed beside them: give every time of the "
             f"file an offset, or none"
         )
-        raise ParseError(message)
+        raise ParseError(message, reason=Reason("invalid", "time_col"))
     return first

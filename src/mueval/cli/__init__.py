@@ -9,7 +9,8 @@ Modules:
 - :mod:`.base`: the one mapping from mueval's errors to exit codes, and the
   lazily loading group;
 - :mod:`.report`: ``mueval report`` and ``mueval compare``;
-- :mod:`.curve`: ``mueval curve``.
+- :mod:`.curve`: ``mueval curve``;
+- :mod:`.warning_text`: a run's warnings as the terminal prints them.
 
 The commands start without pandas, scikit-learn or matplotlib: each imports
 what it needs when it runs.

@@ -23,7 +23,13 @@ from mudata.cli_options import (
 )
 from mudata.display import plain
 from mueval.cli.base import Command
-from mueval.cli.options import figure_options, jobs_option
+from mueval.cli.options import (
+    choice_option,
+    figure_options,
+    jobs_option,
+    level_option,
+    whole_option,
+)
 from mueval.names import CLASSIFIERS, CURVE_USES, SCORES, SMALL_CAL_POLICIES, THRESHOLD_RULES
 
 __all__ = ["curve_command", "curve_rows", "format_curve"]
@@ -120,12 +126,11 @@ SHORT_HELP = "Coverage, set size and accuracy against k labelled windows of the 
     "cluster: as calibration from 20 windows on (at alpha 0.05), below it the other users "
     "of the target's cluster calibrate (the ukm strategy's rule).",
 )
-@click.option(
+@whole_option(
     "--iterations",
-    type=click.IntRange(min=1),
-    default=5,
-    show_default=True,
-    help="Repetitions per target user; iteration i uses seed seed-base + i. Fewer than "
+    1,
+    5,
+    "Repetitions per target user; iteration i uses seed seed-base + i. Fewer than "
     "evaluate's 20: the curve fits models per target user and iteration.",
 )
 @click.option(
@@ -135,46 +140,33 @@ SHORT_HELP = "Coverage, set size and accuracy against k labelled windows of the 
     show_default=True,
     help="Seed of iteration 0; iteration i uses seed-base + i (windows drawn and models).",
 )
-@click.option(
-    "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.05,
-    show_default=True,
-    help="Miscoverage level (0.05 = 95% confidence).",
-)
-@click.option(
+@level_option("--alpha", 0.05, "Miscoverage level (0.05 = 95% confidence).")
+@choice_option(
     "--score",
-    type=click.Choice(SCORES),
-    default="lac",
-    show_default=True,
-    help="Conformity score (MAPIE's names). The protocol uses lac. raps is MAPIE 1.x's own "
+    SCORES,
+    "lac",
+    "Conformity score (MAPIE's names). The protocol uses lac. raps is MAPIE 1.x's own "
     "tuned RAPS: --threshold mapie and --small-cal skip only.",
 )
-@click.option(
+@choice_option(
     "--threshold",
-    type=click.Choice(THRESHOLD_RULES),
-    default="study",
-    show_default=True,
-    help="Conformal threshold rule: study (MAPIE 0.8.6's, reproduces the study) or "
+    THRESHOLD_RULES,
+    "study",
+    "Conformal threshold rule: study (MAPIE 0.8.6's, reproduces the study) or "
     "mapie (MAPIE 1.x's finite-sample rule); see mueval evaluate --help.",
 )
-@click.option(
+@choice_option(
     "--small-cal",
-    type=click.Choice(SMALL_CAL_POLICIES),
-    default="full-set",
-    show_default=True,
-    help="A calibration set below max(1/alpha, 1/(1-alpha)) rows (k < 20 at alpha "
+    SMALL_CAL_POLICIES,
+    "full-set",
+    "A calibration set below max(1/alpha, 1/(1-alpha)) rows (k < 20 at alpha "
     "0.05): answer every class (full-set), record NaN (skip) or stop (error). "
     "Points it touched are marked * and hollow in the figure. (mueval evaluate "
     "defaults to error: there a small calibration set is a mistake, here small k are "
     "the point.)",
 )
-@click.option(
-    "--min-test",
-    type=click.IntRange(min=1),
-    default=20,
-    show_default=True,
-    help="Test rows a user keeps beside the largest k; smaller users are skipped.",
+@whole_option(
+    "--min-test", 1, 20, "Test rows a user keeps beside the largest k; smaller users are skipped."
 )
 @jobs_option
 @click.option(
@@ -220,8 +212,10 @@ def curve_command(
     if (dataset is None) == (data_file is None):
         raise click.UsageError("give exactly one of --dataset NAME or --data FILE")
     # Here, not at the top: pandas and scikit-learn, which `mueval --help` does without.
+    from mueval.conformal.settings import ConformalSettings
     from mueval.data.table import load_data
     from mueval.evaluation.labelcurve import (
+        CURVE_SETTINGS,
         CurveConfig,
         auto_ks,
         curve_run,
@@ -232,7 +226,13 @@ def curve_command(
     auto = [k.strip().lower() for k in ks] == ["auto"]
     uses_parsed = parse_uses(uses)
     # Checked before the data are read; auto's values come from the table.
-    config = CurveConfig(ks=(0,) if auto else parse_ks(",".join(ks)), uses=uses_parsed, **options)
+    settings = ConformalSettings(**{key: options.pop(key) for key in CURVE_SETTINGS})
+    config = CurveConfig(
+        ks=(0,) if auto else parse_ks(",".join(ks)),
+        uses=uses_parsed,
+        conformal=settings,
+        **options,
+    )
     if out is not None and out.is_dir() and any(out.iterdir()) and not overwrite:
         raise click.UsageError(f"{out} is not empty; give --overwrite to replace its curve files")
     source: dict[str, Any] = (
@@ -255,7 +255,7 @@ def curve_command(
         **source,
     )
     if auto:
-        chosen = auto_ks(table.users, uses_parsed, config.alpha, config.min_test)
+        chosen = auto_ks(table.users, uses_parsed, settings.alpha, config.min_test)
         config = dataclasses.replace(config, ks=chosen)
     result = curve_run(table, config, jobs=jobs)
     info = table.info
@@ -263,14 +263,14 @@ def curve_command(
     aside = table_format != "text"
     click.echo(
         f"{plain(info.get('name'))}: {info['n_users']} users, {len(table.classes)} classes; "
-        f"classifier={config.classifier}, alpha={config.alpha}, "
+        f"classifier={config.classifier}, alpha={settings.alpha}, "
         f"iterations={config.iterations}, intervals: Student-t 95 % over users",
         err=aside,
     )
     if auto:
         click.echo(
             f"k: {', '.join(map(str, config.ks))} (--k auto: from the smallest k whose "
-            f"calibration set gives informative sets at alpha {config.alpha:g} to the largest "
+            f"calibration set gives informative sets at alpha {settings.alpha:g} to the largest "
             f"every user, or else the median user, can give beside --min-test "
             f"{config.min_test})",
             err=aside,

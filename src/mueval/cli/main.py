@@ -26,7 +26,7 @@ from mudata.cli_options import (
 )
 from mudata.display import plain
 from mueval.cli.base import LazyGroup
-from mueval.cli.options import evaluate_options
+from mueval.cli.evaluate_options import evaluate_options
 from mueval.errors import UsageError
 from mueval.names import DEFAULT_STRATEGIES, USER_FAMILY_WORDS, parse_strategies
 from mueval.version import __version__
@@ -119,22 +119,25 @@ def evaluate(
         raise click.UsageError("give exactly one of --dataset NAME or --data FILE")
     # Here, not at the top: pandas and scikit-learn, which `mueval --help` does without.
     from mueval.api import evaluate_table
+    from mueval.cli.warning_text import warnings_summary
+    from mueval.conformal.settings import SETTINGS_FIELDS, ConformalSettings
     from mueval.data.table import load_data
+    from mueval.evaluation.config import EvalConfig
 
     # Here, not at the top: scikit-learn, for the user's models.
     from mueval.evaluation.estimators import read_model_config, user_models
     from mueval.evaluation.inputs import check_input
-    from mueval.evaluation.records import EvalConfig
-    from mueval.guarantees.run_warnings import warnings_summary
     from mueval.runfolder import check_target
 
-    # Every option of the same name as an EvalConfig field is that field; the
-    # dataset-source options go to mudata; the rest say where the tasks run.
+    # Every option of the same name as a ConformalSettings field is that setting,
+    # one of the same name as an EvalConfig field that field; the dataset-source
+    # options go to mudata; the rest say where the tasks run.
     source = {key: options.pop(key) for key in SOURCE_OPTIONS}
     fields = {f.name for f in dataclasses.fields(EvalConfig)} - {
         "strategies",
         "classifiers",
         "models",
+        "conformal",
     }
     params = parse_params(options.pop("classifier_params"))
     config_file = options.pop("classifier_config")
@@ -151,10 +154,12 @@ def evaluate(
         check_input(input_kind, names, models)
     except UsageError as exc:
         raise click.BadParameter(str(exc), param_hint="--input") from exc
+    settings = ConformalSettings(**{key: options.pop(key) for key in SETTINGS_FIELDS})
     config = EvalConfig(
         strategies=tuple(parse_strategies(strategies or DEFAULT_STRATEGIES)),
         classifiers=names,
         models=models,
+        conformal=settings,
         **{key: options.pop(key) for key in fields},
     )
     if out is not None:
@@ -181,9 +186,9 @@ def evaluate(
             if info.get("input") == "windows"
             else f"{info['n_features']} features; "
         )
-        + f"alpha={config.alpha}, score={config.score}, threshold={config.threshold}"
-        f"{', mondrian' if config.mondrian else ''}"
-        f"{f', condition {config.condition}' if config.condition else ''}"
+        + f"alpha={settings.alpha}, score={settings.score}, threshold={settings.threshold}"
+        f"{', mondrian' if settings.mondrian else ''}"
+        f"{f', condition {settings.condition}' if settings.condition else ''}"
         f"{', blocked split' if config.split == 'blocked' else ''}"
         f"{f', {config.user_folds} user folds' if config.user_folds else ''}"
         f"; users below target at level {config.user_level:g} after "

@@ -17,18 +17,9 @@ from mudata.cli_options import printable, render_table
 from mudata.display import plain
 from mueval.cli.base import Command
 from mueval.cli.options import compare_options, jobs_option, report_options
-from mueval.comparison.significance import (
-    CORRECTED_TEST,
-    STUDY_TEST,
-    WILCOXON_TEST,
-    adjust_statement,
-    compare_runs,
-    labels_of,
-    run_labels,
-    table_notes,
-    unmatched_lines,
-    wide_table,
-)
+from mueval.comparison.runs import compare_runs, labels_of, run_labels, unmatched_lines
+from mueval.comparison.significance import CORRECTED_TEST, STUDY_TEST, WILCOXON_TEST
+from mueval.comparison.tables import adjust_statement, table_notes, wide_table
 from mueval.errors import OutputError, UsageError
 from mueval.files import neutralise_formulas, write_atomic
 from mueval.names import COMPARABLE_METRICS, parse_classifiers, parse_strategies
@@ -71,7 +62,7 @@ def report_command(
     page does not depend on it.
     """
     # Here, not at the top: matplotlib, which `mueval --help` does without.
-    from mueval.guarantees.run_warnings import warning_line
+    from mueval.cli.warning_text import warning_line
     from mueval.report.build import build_report
     from mueval.report.folder import prepare_report_folder, remove_stale_figures
 
@@ -231,9 +222,13 @@ _GUARANTEE_SHOWN: tuple[str, ...] = (
     "n_below",
     "share_below",
     "worst_user",
+    "worst_coverage",
+    "worst_low",
+    "worst_high",
+    "pooled_coverage",
+    "pooled_low",
+    "pooled_high",
 )
-_GUARANTEE_SHOWN += ("worst_coverage", "worst_low", "worst_high")
-_GUARANTEE_SHOWN += ("pooled_coverage", "pooled_low", "pooled_high")
 
 
 def _code(label: str) -> str:

@@ -32,12 +32,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from mueval.comparison.significance import TestResult, labels_of, merge_runs, star_label
+from mueval.comparison.runs import labels_of, merge_runs
+from mueval.comparison.significance import TestResult, star_label
 from mueval.errors import DataError
+from mueval.guarantees.adjustment import verdict_label
 from mueval.guarantees.intervals import coverage_summary
 from mueval.guarantees.records import CONFIDENCE
-from mueval.guarantees.run_verdicts import user_coverage_table, verdict_settings
-from mueval.guarantees.user_level import verdict_label
+from mueval.guarantees.run_verdicts import user_coverage_table
+from mueval.guarantees.verdict_settings import verdict_settings
 from mueval.names import ordered_classifiers
 from mueval.runfolder import RunFolder
 
@@ -69,7 +71,7 @@ class GuaranteeComparison:
         The miscoverage level every run shares.
     verdicts : list of str
         What "below target" means in each run, in the runs' order
-        (:func:`~mueval.guarantees.user_level.verdict_label`, e.g. "below
+        (:func:`~mueval.guarantees.adjustment.verdict_label`, e.g. "below
         target at level 0.05 after Holm").
     """
 
@@ -138,7 +140,7 @@ def _per_user(run: RunFolder, names: Mapping[str, str]) -> pd.DataFrame:
 
 
 def _pair_rows(per_user: pd.DataFrame) -> list[dict[str, object]]:
-    rows = []
+    rows: list[dict[str, object]] = []
     # Only users with a verdict are paired (uxc's and class-conditional runs'
     # users have none).
     judged = per_user[per_user["below"].notna()]
@@ -219,7 +221,7 @@ def compare_guarantees(runs: Sequence[RunFolder], *, seed: int = 0) -> Guarantee
     }
 
     def rank(col: pd.Series) -> pd.Series:
-        return col.map(order[col.name])
+        return col.map(order[str(col.name)])
 
     summary = summary.sort_values(["classifier", "strategy"], key=rank, kind="stable")
     per_user = per_user.sort_values(["classifier", "strategy"], key=rank, kind="stable")

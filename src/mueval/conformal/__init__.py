@@ -14,5 +14,9 @@ Modules:
   spells it;
 - :mod:`.conditional_quantile`: thresholds over overlapping cohorts of users
   (``cohorts:``), from the conditional quantile regression of Gibbs, Cherian
-  and Candès, solved with HiGHS.
+  and Candès, solved with HiGHS;
+- :mod:`.settings`: :class:`~mueval.conformal.settings.ConformalSettings`, the
+  level, score, rule, condition and small-calibration policy, checked once;
+- :mod:`.step`: :func:`~mueval.conformal.step.conformal_step`, one split's sets
+  under those settings, ``--small-cal`` applied.
 """

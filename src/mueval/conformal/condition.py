@@ -95,7 +95,7 @@ def parse_condition(value: str | None, *, mondrian: bool = False) -> Condition:
         return Condition(per_class=mondrian)
     kind, _, column = text.partition(":")
     if kind.strip() == "cohorts":
-        return _cohorts(value, column, mondrian)
+        return _cohorts(text, column, mondrian)
     if kind not in ("class", "cohort", "class+cohort") or (kind == "class" and column):
         message = f"unknown condition {value!r}; valid: {_FORMS}"
         raise UsageError(message)

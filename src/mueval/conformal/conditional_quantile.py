@@ -73,6 +73,7 @@ import numpy as np
 from scipy.optimize import linprog
 
 from mueval.errors import EvaluationError, UsageError
+from mueval.metrics.array_checks import check_alpha
 
 __all__ = [
     "augmented_fit",
@@ -95,9 +96,7 @@ _SNAP = 1e-9
 
 
 def _check(cal_scores: np.ndarray, cal_features: np.ndarray, alpha: float) -> None:
-    if not 0.0 < alpha < 1.0:
-        message = f"alpha must be strictly between 0 and 1, got {alpha}"
-        raise UsageError(message)
+    check_alpha(alpha, UsageError)
     if cal_features.ndim != 2 or len(cal_features) != len(cal_scores):
         message = (
             f"cohort indicators of shape {cal_features.shape} for {len(cal_scores)} "

@@ -73,7 +73,6 @@ from mueval.conformal.scores import (
 )
 from mueval.conformal.thresholds import TOLERANCES, lac_sets, lac_threshold, min_calibration_size
 from mueval.errors import EvaluationError, SmallCalibrationError, UsageError
-from mueval.names import THRESHOLD_RULES
 
 __all__ = ["ConformalOutput", "conformalize", "full_sets"]
 
@@ -96,12 +95,18 @@ class _ProbaLookup(ClassifierMixin, BaseEstimator):
     def __sklearn_is_fitted__(self) -> bool:
         return True
 
+    def _table(self) -> np.ndarray:
+        if self.table is None:
+            message = "the probability lookup has no table"
+            raise EvaluationError(message)
+        return self.table
+
     @property
     def classes_(self) -> np.ndarray:
-        return np.arange(self.table.shape[1])
+        return np.arange(self._table().shape[1])
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        return self.table[np.asarray(X)[:, 0].astype(int)]
+        return self._table()[np.asarray(X)[:, 0].astype(int)]
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         return np.argmax(self.predict_proba(X), axis=1)
@@ -313,69 +318,76 @@ def conformalize(
     >>> out.sets[:, 0].tolist(), out.pvalues[:, 0].round(3).tolist()
     ([True, False], [0.476, 0.048])
     """
-    score = get_score(score)
-    check_score_options(score, threshold)
-    if threshold not in THRESHOLD_RULES:
-        message = f"unknown threshold rule {threshold!r}; valid: {', '.join(THRESHOLD_RULES)}"
+    rule = _Rule(alpha, get_score(score), mondrian, threshold, seed)
+    check_score_options(rule.score, threshold)  # the threshold rule too
+    if design is not None and (bins is None or mondrian):
+        message = "a cohort design needs the bins (cohort patterns) and no per-class calibration"
         raise UsageError(message)
-    if design is not None:
-        return _regressed(
-            proba_cal,
-            y_cal,
-            proba_test,
-            bins,
-            design,
-            alpha=alpha,
-            score=score,
-            mondrian=mondrian,
-            threshold=threshold,
-            seed=seed,
-            small_bins=small_bins,
-            bin_names=bin_names,
-        )
     if bins is None:
-        return _one_cell(proba_cal, y_cal, proba_test, alpha, score, mondrian, threshold, seed)
-    return _binned(
-        proba_cal,
-        y_cal,
-        proba_test,
-        bins,
-        alpha=alpha,
-        score=score,
-        mondrian=mondrian,
-        threshold=threshold,
-        seed=seed,
-        small_bins=small_bins,
-        bin_names=bin_names,
-    )
+        return _one_cell(proba_cal, y_cal, proba_test, rule)
+    cells = _Bins(*bins, small=small_bins, names=bin_names)
+    if design is not None:
+        return _regressed(proba_cal, y_cal, proba_test, cells, design, rule)
+    return _binned(proba_cal, y_cal, proba_test, cells, rule)
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """How one cell's test rows are conformalized: :func:`conformalize`'s keywords."""
+
+    alpha: float
+    score: ConformityScore
+    mondrian: bool
+    threshold: str
+    seed: int | None
+
+
+@dataclass(frozen=True)
+class _Bins:
+    """The Mondrian cells of :func:`conformalize` (``bins``, ``small_bins``, ``bin_names``)."""
+
+    cal: np.ndarray
+    test: np.ndarray
+    small: str = "error"
+    names: Sequence[str] | None = None
+
+    def name(self, code: int) -> str:
+        """The name of bin ``code``, for messages."""
+        return str(self.names[code]) if self.names is not None else str(code)
+
+    def checked(self, n_cal: int, n_test: int) -> tuple[np.ndarray, np.ndarray]:
+        """The codes as integers, one per calibration and test row."""
+        cal, test = np.asarray(self.cal, dtype=int), np.asarray(self.test, dtype=int)
+        if len(cal) != n_cal or len(test) != n_test:
+            message = (
+                f"bin codes: {len(cal)} for {n_cal} calibration rows and "
+                f"{len(test)} for {n_test} test rows; expected one per row"
+            )
+            raise UsageError(message)
+        return cal, test
 
 
 def _one_cell(
-    proba_cal: np.ndarray,
-    y_cal: np.ndarray,
-    proba_test: np.ndarray,
-    alpha: float,
-    score: ConformityScore,
-    mondrian: bool,
-    threshold: str,
-    seed: int | None,
+    proba_cal: np.ndarray, y_cal: np.ndarray, proba_test: np.ndarray, rule: _Rule
 ) -> ConformalOutput:
     """Sets and p-values of test rows calibrated on one cell's calibration rows."""
     y_cal = np.asarray(y_cal, dtype=int)
     n_cal = len(y_cal)
-    if not mondrian and n_cal < min_calibration_size(alpha):
+    alpha, score, threshold = rule.alpha, rule.score, rule.threshold
+    if not rule.mondrian and n_cal < min_calibration_size(alpha):
         message = (
             f"calibration set of {n_cal} rows is smaller than "
             f"{min_calibration_size(alpha)} = max(1/alpha, 1/(1-alpha)), the minimum "
             f"at alpha={alpha}, which both threshold rules refuse"
         )
         raise SmallCalibrationError(message)
-    mapie_own = threshold == "mapie" and score.mapie is not None and not mondrian
-    if mapie_own:
-        sets, tuned = _mapie_sets(proba_cal, y_cal, proba_test, alpha, score.mapie, seed)
+    mapie_name = score.mapie if threshold == "mapie" and not rule.mondrian else None
+    mapie_own = mapie_name is not None
+    if mapie_name is not None:
+        sets, tuned = _mapie_sets(proba_cal, y_cal, proba_test, alpha, mapie_name, rule.seed)
         score = tuned or score
-    cal_scores, test_scores = _scores(proba_cal, y_cal, proba_test, score, seed)
-    if mondrian:
+    cal_scores, test_scores = _scores(proba_cal, y_cal, proba_test, score, rule.seed)
+    if rule.mondrian:
         return _mondrian(proba_test, test_scores, cal_scores, y_cal, alpha, score, threshold)
     if mapie_own:
         # MAPIE 1.x keeps its threshold to itself; for LAC it is this one.
@@ -447,58 +459,37 @@ def _binned(
     proba_cal: np.ndarray,
     y_cal: np.ndarray,
     proba_test: np.ndarray,
-    bins: tuple[np.ndarray, np.ndarray],
-    *,
-    alpha: float,
-    score: ConformityScore,
-    mondrian: bool,
-    threshold: str,
-    seed: int | None,
-    small_bins: str,
-    bin_names: Sequence[str] | None,
+    bins: _Bins,
+    rule: _Rule,
 ) -> ConformalOutput:
     """:func:`conformalize` one bin of test rows at a time, on its bin's calibration rows."""
-    cal_bins, test_bins = (np.asarray(codes) for codes in bins)
     y_cal = np.asarray(y_cal, dtype=int)
-    if len(cal_bins) != len(y_cal) or len(test_bins) != len(proba_test):
-        message = (
-            f"bin codes: {len(cal_bins)} for {len(y_cal)} calibration rows and "
-            f"{len(test_bins)} for {len(proba_test)} test rows; expected one per row"
-        )
+    cal_bins, test_bins = bins.checked(len(y_cal), len(proba_test))
+    if bins.small not in ("error", "full-set"):
+        message = f"small_bins must be 'error' or 'full-set'; found {bins.small!r}"
         raise UsageError(message)
-    if small_bins not in ("error", "full-set"):
-        message = f"small_bins must be 'error' or 'full-set'; found {small_bins!r}"
-        raise UsageError(message)
+    alpha = rule.alpha
     sets = np.zeros(proba_test.shape, dtype=bool)
     pvalues = np.zeros(proba_test.shape, dtype=float)
-    present = np.unique(test_bins)
     thresholds, notes, used = [], [], 0
-    for code in present:
+    for code in np.unique(test_bins):
         test = test_bins == code
         cal = cal_bins == code
         n_bin = int(cal.sum())
         used += n_bin
-        name = str(bin_names[code]) if bin_names is not None else str(code)
         if n_bin < min_calibration_size(alpha):
             message = (
-                f"cohort {name!r} has {n_bin} calibration rows, fewer than "
+                f"cohort {bins.name(code)!r} has {n_bin} calibration rows, fewer than "
                 f"{min_calibration_size(alpha)} = max(1/alpha, 1/(1-alpha)) at alpha={alpha}"
             )
-            if small_bins == "error":
+            if bins.small == "error":
                 raise SmallCalibrationError(message)
-            out = full_sets(proba_cal[cal], y_cal[cal], proba_test[test], score=score, seed=seed)
+            out = full_sets(
+                proba_cal[cal], y_cal[cal], proba_test[test], score=rule.score, seed=rule.seed
+            )
             notes.append(f"{message}; its {int(test.sum())} test rows got the full set")
         else:
-            out = _one_cell(
-                proba_cal[cal],
-                y_cal[cal],
-                proba_test[test],
-                alpha,
-                score,
-                mondrian,
-                threshold,
-                seed,
-            )
+            out = _one_cell(proba_cal[cal], y_cal[cal], proba_test[test], rule)
         sets[test], pvalues[test] = out.sets, out.pvalues
         thresholds.append(out.threshold)
     q = thresholds[0] if len(thresholds) == 1 else float("nan")
@@ -509,43 +500,26 @@ def _regressed(
     proba_cal: np.ndarray,
     y_cal: np.ndarray,
     proba_test: np.ndarray,
-    bins: tuple[np.ndarray, np.ndarray] | None,
+    bins: _Bins,
     design: np.ndarray,
-    *,
-    alpha: float,
-    score: ConformityScore,
-    mondrian: bool,
-    threshold: str,
-    seed: int | None,
-    small_bins: str,
-    bin_names: Sequence[str] | None,
+    rule: _Rule,
 ) -> ConformalOutput:
     """Sets at each test row's conditional-quantile threshold (``design`` of :func:`conformalize`)."""
-    if bins is None or mondrian:
-        message = "a cohort design needs the bins (cohort patterns) and no per-class calibration"
-        raise UsageError(message)
-    cal_codes, test_codes = (np.asarray(codes, dtype=int) for codes in bins)
     y_cal = np.asarray(y_cal, dtype=int)
-    if len(cal_codes) != len(y_cal) or len(test_codes) != len(proba_test):
-        message = (
-            f"bin codes: {len(cal_codes)} for {len(y_cal)} calibration rows and "
-            f"{len(test_codes)} for {len(proba_test)} test rows; expected one per row"
-        )
-        raise UsageError(message)
-    cal_scores, test_scores = _scores(proba_cal, y_cal, proba_test, score, seed)
-    thresholds = pattern_thresholds(cal_scores, cal_codes, test_codes, design, alpha)
+    cal_codes, test_codes = bins.checked(len(y_cal), len(proba_test))
+    cal_scores, test_scores = _scores(proba_cal, y_cal, proba_test, rule.score, rule.seed)
+    thresholds = pattern_thresholds(cal_scores, cal_codes, test_codes, design, rule.alpha)
     sets = np.zeros(proba_test.shape, dtype=bool)
     notes = []
     for code, q in thresholds.items():
         rows = test_codes == code
-        sets[rows] = _class_sets(proba_test[rows], test_scores[rows], q, score, threshold)
+        sets[rows] = _class_sets(proba_test[rows], test_scores[rows], q, rule.score, rule.threshold)
         if math.isinf(q):
-            name = str(bin_names[code]) if bin_names is not None else str(code)
             message = (
-                f"cohort pattern {name!r}: its cohorts hold too few calibration rows for a "
-                f"finite conditional quantile at alpha={alpha}"
+                f"cohort pattern {bins.name(code)!r}: its cohorts hold too few calibration "
+                f"rows for a finite conditional quantile at alpha={rule.alpha}"
             )
-            if small_bins == "error":
+            if bins.small == "error":
                 raise SmallCalibrationError(message)
             notes.append(f"{message}; its {int(rows.sum())} test rows got the full set")
     values = list(thresholds.values())

@@ -10,8 +10,6 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,8 +25,25 @@ from mudata.config import EXPANSION_ENV
 from mudata.errors import LimitError as MudataLimitError
 from mudata.errors import ParseError as MudataParseError
 from mudata.parquet_bounds import MAX_PARQUET_COLUMNS, check_csv_header, check_parquet
+from mueval.data.users import user_ids
 from mueval.errors import DataError, UsageError
 from mueval.files import open_input
+
+__all__ = [
+    "MAX_CLASSES",
+    "MAX_COLUMNS",
+    "MAX_SCORE_CELLS",
+    "SCORES_ENV",
+    "Table",
+    "frame_sha256",
+    "import_mudata",
+    "load_data",
+    "load_file",
+    "load_registered",
+    "load_registered_windows",
+    "max_score_cells",
+    "table_from_frame",
+]
 
 
 @dataclass
@@ -41,7 +56,7 @@ class Table:
     y : ndarray of int, shape (n_rows,)
         Index into ``classes``.
     users : ndarray of int64 or of str, shape (n_rows,)
-        Each row's user id, as the user's own name (:func:`user_ids`).
+        Each row's user id, as the user's own name (:func:`~mueval.data.users.user_ids`).
     classes : list of str
         Sorted unique labels.
     features : list of str
@@ -64,85 +79,6 @@ def frame_sha256(df: pd.DataFrame) -> str:
     digest.update("\x1f".join(map(str, df.columns)).encode())
     digest.update(pd.util.hash_pandas_object(df, index=True).to_numpy().tobytes())
     return digest.hexdigest()
-
-
-def natural_key(value: object) -> tuple:
-    """Sort key putting ``"S2"`` before ``"S10"``: digit runs compare as numbers.
-
-    Examples
-    --------
-    >>> sorted(["n10", "n2", "n1"], key=natural_key)
-    ['n1', 'n2', 'n10']
-    """
-    # Runs of decimal digits (any script: "\d" is str.isdecimal) compare by
-    # their value: by length once leading zeros go, then digit by digit, so no
-    # run is too long for int() and "²" or "①" (digits, not decimals) are text.
-    parts = _DIGIT_RUN.split(str(value))
-    return tuple(
-        (0, len(digits := _ascii_digits(p).lstrip("0")), digits, p) if i % 2 else (1, 0, "", p)
-        for i, p in enumerate(parts)
-    )
-
-
-_DIGIT_RUN = re.compile(r"(\d+)")
-
-
-def _ascii_digits(run: str) -> str:
-    """A run of decimal digits of any script as ASCII digits (``"٣"`` -> ``"3"``)."""
-    return run if run.isascii() else "".join(str(unicodedata.decimal(c)) for c in run)
-
-
-def user_ids(raw: pd.Series) -> np.ndarray:
-    """Each row's user id as the user's own name.
-
-    Ids that are all whole numbers (integers, whole floats, or digit strings
-    that stay distinct as numbers) become an int64 array, so they sort
-    numerically; any other ids ("f1", "S006", "subject101") stay text, in an
-    object array of str.
-
-    Examples
-    --------
-    >>> user_ids(pd.Series(["10", "2", "2"])).tolist()
-    [10, 2, 2]
-    >>> user_ids(pd.Series(["S2", "S10"])).tolist()
-    ['S2', 'S10']
-    >>> user_ids(pd.Series(["007", "7"])).tolist()  # distinct as text, not as numbers
-    ['007', '7']
-
-    Raises
-    ------
-    DataError
-        Two ids differ only in surrounding spaces (``" 1"`` and ``"1"``): they
-        would merge two people into one user.
-    """
-    if pd.api.types.is_bool_dtype(raw):
-        return raw.astype(str).to_numpy(dtype=object)
-    if pd.api.types.is_integer_dtype(raw):
-        if pd.api.types.is_unsigned_integer_dtype(raw) and len(raw) and raw.max() > _INT64_MAX:
-            # Past int64 a cast would wrap to negative ids: ids this large stay text.
-            return raw.astype(str).to_numpy(dtype=object)
-        return raw.to_numpy(dtype=np.int64)
-    if pd.api.types.is_float_dtype(raw):
-        values = raw.to_numpy(dtype=float)
-        if np.all(np.mod(values, 1) == 0):
-            return values.astype(np.int64)
-        return raw.astype(str).to_numpy(dtype=object)
-    text = raw.astype(str).str.strip()
-    if text.nunique() < raw.astype(str).nunique():
-        # " 1" and "1" would merge two people silently: name both instead.
-        pairs = pd.DataFrame({"raw": raw.astype(str), "text": text}).drop_duplicates()
-        twice = pairs[pairs["text"].duplicated(keep=False)]
-        a, b = (repr(v[:60]) for v in twice.sort_values("text")["raw"].head(2))
-        message = (
-            f"user ids {a} and {b} differ only in surrounding spaces and would merge into "
-            "one user; user ids are text and must differ as text"
-        )
-        raise DataError(message)
-    if text.str.fullmatch(r"[+-]?\d{1,18}").all():
-        numbers = text.astype(np.int64)
-        if numbers.nunique() == text.nunique():
-            return numbers.to_numpy()
-    return text.to_numpy(dtype=object)
 
 
 #: Classes a table may hold, as a mudata registry entry (``mudata.registry.MAX_CLASSES``):
@@ -174,9 +110,6 @@ def max_score_cells() -> int:
         raise UsageError(message)
     return int(text)
 
-
-#: The largest user id kept as a number (larger unsigned ids are kept as text).
-_INT64_MAX = np.iinfo(np.int64).max
 
 #: At most this many characters of file content in a message, as in mudata.
 _EXCERPT = 200

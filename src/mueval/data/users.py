@@ -1,4 +1,5 @@
-"""A user id as text: the one key that joins the files and tables of a run."""
+"""A user id: as the user's own name in a table (:func:`user_ids`), and as text, the one
+key that joins the files and tables of a run (:func:`user_text`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-__all__ = ["user_text", "user_texts"]
+from mueval.errors import DataError
+
+__all__ = ["user_ids", "user_text", "user_texts"]
+
+#: The largest user id kept as a number (larger unsigned ids are kept as text).
+_INT64_MAX = np.iinfo(np.int64).max
 
 #: Kinds of values (pandas' ``infer_dtype``) whose equal values have one text,
 #: so each distinct value may be converted once.
@@ -60,3 +66,56 @@ def user_texts(values: pd.Series) -> pd.Series:
     # str objects would infer: the same values, without converting each row.
     arrow = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(texts, pa.large_string()))
     return pd.Series(pd.array(arrow.cast(pa.large_string()), dtype="str"), index=values.index)
+
+
+def user_ids(raw: pd.Series) -> np.ndarray:
+    """Each row's user id as the user's own name.
+
+    Ids that are all whole numbers (integers, whole floats, or digit strings
+    that stay distinct as numbers) become an int64 array, so they sort
+    numerically; any other ids ("f1", "S006", "subject101") stay text, in an
+    object array of str.
+
+    Examples
+    --------
+    >>> user_ids(pd.Series(["10", "2", "2"])).tolist()
+    [10, 2, 2]
+    >>> user_ids(pd.Series(["S2", "S10"])).tolist()
+    ['S2', 'S10']
+    >>> user_ids(pd.Series(["007", "7"])).tolist()  # distinct as text, not as numbers
+    ['007', '7']
+
+    Raises
+    ------
+    DataError
+        Two ids differ only in surrounding spaces (``" 1"`` and ``"1"``): they
+        would merge two people into one user.
+    """
+    if pd.api.types.is_bool_dtype(raw):
+        return raw.astype(str).to_numpy(dtype=object)
+    if pd.api.types.is_integer_dtype(raw):
+        if pd.api.types.is_unsigned_integer_dtype(raw) and len(raw) and raw.max() > _INT64_MAX:
+            # Past int64 a cast would wrap to negative ids: ids this large stay text.
+            return raw.astype(str).to_numpy(dtype=object)
+        return raw.to_numpy(dtype=np.int64)
+    if pd.api.types.is_float_dtype(raw):
+        values = raw.to_numpy(dtype=float)
+        if np.all(np.mod(values, 1) == 0):
+            return values.astype(np.int64)
+        return raw.astype(str).to_numpy(dtype=object)
+    text = raw.astype(str).str.strip()
+    if text.nunique() < raw.astype(str).nunique():
+        # " 1" and "1" would merge two people silently: name both instead.
+        pairs = pd.DataFrame({"raw": raw.astype(str), "text": text}).drop_duplicates()
+        twice = pairs[pairs["text"].duplicated(keep=False)]
+        a, b = (repr(v[:60]) for v in twice.sort_values("text")["raw"].head(2))
+        message = (
+            f"user ids {a} and {b} differ only in surrounding spaces and would merge into "
+            "one user; user ids are text and must differ as text"
+        )
+        raise DataError(message)
+    if text.str.fullmatch(r"[+-]?\d{1,18}").all():
+        numbers = text.astype(np.int64)
+        if numbers.nunique() == text.nunique():
+            return numbers.to_numpy()
+    return text.to_numpy(dtype=object)

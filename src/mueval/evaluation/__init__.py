@@ -2,10 +2,13 @@
 
 Modules:
 
-- :mod:`.records`: the record types (``EvalConfig``, ``Split``, ``EvalResult``...);
+- :mod:`.config`: ``EvalConfig``, what a run evaluates (its conformal settings held);
+- :mod:`.records`: the record types (``Split``, ``EvalResult``...);
 - :mod:`.splits`: the row splits of every strategy, UXC's folds included;
 - :mod:`.models`: the four classifiers and their training step;
-- :mod:`.runner`: one fit per (split, classifier), in parallel, then the
+- :mod:`.runner`: the run: its tasks, one fit per (split, classifier), handed to
+  :mod:`.backends` (this process, loky or Dask);
+- :mod:`.task`: one task's fit and predictions, and :mod:`.task_sets` the
   conformal step of every strategy the split serves;
 - :mod:`.crossconformal`: UXC's fold models and cross-conformal sets;
 - :mod:`.aggregate`: per-split metrics into the study's summary;

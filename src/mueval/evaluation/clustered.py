@@ -281,7 +281,7 @@ def choose_calibration(
 def clustered_note(config: Any) -> str:
     """The run note that says how UKM calibrated (run.json's ``notes``), from an
     :class:`~mueval.evaluation.records.EvalConfig`."""
-    alpha = config.alpha
+    alpha = config.conformal.alpha
     threshold = default_min_own(alpha) if config.min_own is None else config.min_own
     how_many = "Ding et al.'s heuristic" if config.clusters is None else str(config.clusters)
     kept = (

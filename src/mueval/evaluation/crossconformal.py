@@ -80,9 +80,9 @@ def _fold_scores(
         proba = full_proba(
             model, scaler.transform(X[np.concatenate([fold, split.test])]), n_classes
         )
-        scores = class_scores(proba[: len(fold)], config.conformity)
+        scores = class_scores(proba[: len(fold)], config.conformal.conformity)
         cal_scores.append(scores[np.arange(len(fold)), y[fold]])
-        test_scores.append(class_scores(proba[len(fold) :], config.conformity))
+        test_scores.append(class_scores(proba[len(fold) :], config.conformal.conformity))
         labels.append(y[fold])
     return cal_scores, test_scores, labels
 
@@ -91,17 +91,19 @@ def _cross_sets(
     pvalues: np.ndarray, n_cal: int, config: EvalConfig, where: str
 ) -> tuple[np.ndarray | None, str | None]:
     """Sets from the p-values, or the ``--small-cal`` answer to too few rows."""
-    if config.conditioning.per_class or n_cal >= min_calibration_size(config.alpha):
-        return pvalues > config.alpha, None
+    if config.conformal.conditioning.per_class or n_cal >= min_calibration_size(
+        config.conformal.alpha
+    ):
+        return pvalues > config.conformal.alpha, None
     message = (
         f"{where}: calibration set of {n_cal} rows is smaller than "
-        f"{min_calibration_size(config.alpha)} = max(1/alpha, 1/(1-alpha)) at "
-        f"alpha={config.alpha}"
+        f"{min_calibration_size(config.conformal.alpha)} = max(1/alpha, 1/(1-alpha)) at "
+        f"alpha={config.conformal.alpha}"
     )
-    if config.small_cal == "error":
+    if config.conformal.small_cal == "error":
         hint = " (use --small-cal skip or --small-cal full-set)"
         raise SmallCalibrationError(message + hint)
-    if config.small_cal == "skip":
+    if config.conformal.small_cal == "skip":
         return None, message
     return np.ones(pvalues.shape, dtype=bool), f"{message}; answered with the full set"
 
@@ -148,7 +150,7 @@ def evaluate_cross_split(
     fold_s = time.perf_counter() - clock
     clock = time.perf_counter()
     pvalues = cross_conformal_pvalues(
-        cal_scores, test_scores, labels if config.conditioning.per_class else None
+        cal_scores, test_scores, labels if config.conformal.conditioning.per_class else None
     )
     n_cal = sum(len(c) for c in cal_scores)
     sets, note = _cross_sets(pvalues, n_cal, config, where)

@@ -21,6 +21,7 @@ import pandas as pd
 from mueval.conformal.condition import Condition
 from mueval.data.frames import frame_column
 from mueval.data.users import user_texts
+from mueval.guarantees.adjustment import adjust_family
 from mueval.guarantees.conditional_coverage import conditional_coverage
 from mueval.guarantees.conditional_verdicts import (
     CONDITIONAL_KEYS,
@@ -35,16 +36,12 @@ from mueval.guarantees.records import (
     USER_VALIDITY_COLUMNS,
     Guarantees,
 )
-from mueval.guarantees.run_verdicts import (
-    pooled_family,
-    pooled_table,
-    shared_cells,
-    user_coverage_table,
-    verdict_settings,
-)
-from mueval.guarantees.run_warnings import collect_warnings, set_statistics
-from mueval.guarantees.user_level import adjust_family
+from mueval.guarantees.run_cells import shared_cells
+from mueval.guarantees.run_verdicts import pooled_family, pooled_table, user_coverage_table
+from mueval.guarantees.run_warnings import collect_warnings
 from mueval.guarantees.validity import user_validity
+from mueval.guarantees.verdict_settings import verdict_settings
+from mueval.metrics.set_sizes import set_statistics
 from mueval.names import is_pooled
 
 __all__ = [
@@ -216,7 +213,7 @@ def compute_guarantees(
         The run's configuration (``run.json``'s ``config``): the verdicts'
         level, correction and combination, the threshold rule, the split and
         the small-calibration policy
-        (:func:`~mueval.guarantees.run_verdicts.verdict_settings`).
+        (:func:`~mueval.guarantees.verdict_settings.verdict_settings`).
     on_step : callable, optional
         Called with the name of each step as it starts ("verdicts",
         "coverage per class", "validity tests", "warnings"), for a progress bar.
@@ -336,7 +333,7 @@ def _block_tables(
     splits: pd.DataFrame,
     alpha: float,
     n_classes: int,
-    classes: Sequence[str] | None,
+    classes: Sequence[str],
     seed: int,
     condition: Condition,
     cohorts: pd.Series | None,

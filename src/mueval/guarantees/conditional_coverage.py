@@ -86,9 +86,12 @@ def conditional_coverage(
         "classifier": {v: i for i, v in enumerate(pd.unique(frame["classifier"]))},
         "value": {g: i for i, g in enumerate(order if order is not None else sorted(set(value)))},
     }
-    table = table.sort_values(
-        ["strategy", "classifier", "value"], key=lambda c: c.map(ranks[c.name]), kind="stable"
-    ).reset_index(drop=True)
+
+    def rank(column: pd.Series) -> pd.Series:
+        return column.map(ranks[str(column.name)])
+
+    table = table.sort_values(["strategy", "classifier", "value"], key=rank, kind="stable")
+    table = table.reset_index(drop=True)
     n, k = table["n"].to_numpy(), table["n_covered"].to_numpy()
     table["coverage"] = k / n
     table["low"], table["high"] = clopper_pearson(k, n, confidence)

@@ -2,7 +2,7 @@
 
 The rows of ``conditional_coverage.csv`` get the exact count test of the
 per-user verdicts (:mod:`.user_level`), on the cells of those verdicts
-(:func:`~mueval.guarantees.run_verdicts.strategy_parts`), with the pooled
+(:func:`~mueval.guarantees.run_cells.strategy_parts`), with the pooled
 test's law of a sum of users' counts (:mod:`.pooled_level`):
 
 - **A cohort** of users: its covered count is the sum of its users'
@@ -14,7 +14,7 @@ test's law of a sum of users' counts (:mod:`.pooled_level`):
 - **A class under class-conditional (Mondrian) calibration**: each class
   has its own threshold, the rank-``k`` score of the class's own calibration
   rows in the cell, so the class's covered count is Beta-Binomial per cell
-  (:func:`~mueval.guarantees.run_verdicts.class_cells`), and its p-value is
+  (:func:`~mueval.guarantees.run_cells.class_cells`), and its p-value is
   the same pooled test on the cells of that class.
 - **A class under any other calibration** has no exact null: one threshold
   serves every class, and split conformal promises ``1 - alpha`` only on
@@ -38,9 +38,10 @@ import numpy as np
 import pandas as pd
 
 from mueval.data.users import user_texts
+from mueval.guarantees.adjustment import adjust_family
 from mueval.guarantees.pooled_level import pooled_pvalue, within_iteration
-from mueval.guarantees.run_verdicts import strategy_parts, verdict_settings
-from mueval.guarantees.user_level import adjust_family
+from mueval.guarantees.run_cells import strategy_parts
+from mueval.guarantees.verdict_settings import verdict_settings
 
 __all__ = ["CONDITIONAL_KEYS", "conditional_family", "conditional_pvalues"]
 
@@ -67,7 +68,7 @@ def conditional_pvalues(
         The run's miscoverage level.
     config : mapping, optional
         The run's configuration
-        (:func:`~mueval.guarantees.run_verdicts.verdict_settings`).
+        (:func:`~mueval.guarantees.verdict_settings.verdict_settings`).
     classes : sequence of str, optional
         Class names in index order (the class cells need them).
     cohorts : Series, optional
@@ -140,7 +141,7 @@ def conditional_family(table: pd.DataFrame, config: Mapping[str, Any] | None) ->
         no exact test, left out of every family).
     config : mapping or None
         The run's configuration: ``user_level``, ``user_correction`` and
-        ``user_family`` (:func:`~mueval.guarantees.run_verdicts.verdict_settings`).
+        ``user_family`` (:func:`~mueval.guarantees.verdict_settings.verdict_settings`).
 
     Returns
     -------

@@ -40,6 +40,7 @@ limits illustrated in the case of the binomial. *Biometrika* 26(4), 404-413.
 from __future__ import annotations
 
 import math
+from typing import overload
 
 import numpy as np
 import pandas as pd
@@ -48,7 +49,8 @@ from scipy import stats
 
 from mueval.data.frames import frame_column
 from mueval.errors import UsageError
-from mueval.guarantees.frame_checks import (
+from mueval.guarantees.records import COVERAGE_SUMMARY_COLUMNS
+from mueval.metrics.frame_checks import (
     as_bool_column,
     as_count_column,
     check_choice,
@@ -56,7 +58,6 @@ from mueval.guarantees.frame_checks import (
     check_positive_int,
     require_columns,
 )
-from mueval.guarantees.records import COVERAGE_SUMMARY_COLUMNS
 
 __all__ = [
     "PER_USER_METHODS",
@@ -81,6 +82,18 @@ def _check_counts(k: np.ndarray, n: np.ndarray) -> None:
         bad = np.argwhere(k > n)[0]
         message = f"k must not exceed n; found k={k[tuple(bad)]:g} > n={n[tuple(bad)]:g}"
         raise UsageError(message)
+
+
+@overload
+def clopper_pearson(
+    k: int | np.integer, n: int | np.integer, confidence: float = 0.95
+) -> tuple[float, float]: ...
+
+
+@overload
+def clopper_pearson(
+    k: ArrayLike, n: ArrayLike, confidence: float = 0.95
+) -> tuple[float, float] | tuple[np.ndarray, np.ndarray]: ...
 
 
 def clopper_pearson(

@@ -55,8 +55,9 @@ import numpy as np
 import pandas as pd
 from scipy import signal
 
-from mueval.guarantees.frame_checks import check_choice
-from mueval.guarantees.user_level import COMBINES, covered_pmf, null_pmf
+from mueval.guarantees.covered_law import covered_pmf, null_pmf
+from mueval.guarantees.user_level import COMBINES
+from mueval.metrics.frame_checks import check_choice
 
 __all__ = [
     "POOLED_DEPENDENCE",

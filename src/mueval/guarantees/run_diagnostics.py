@@ -210,18 +210,18 @@ def _pools(
     for (strategy, classifier, iteration), group in groupby(
         ordered, key=lambda r: (r.strategy, r.classifier, r.iteration)
     ):
-        group = list(group)
-        kept = [r for r in group if r.sets is not None]
+        members = list(group)
+        kept = [(r.rows, r.sets) for r in members if r.sets is not None]
         if kept:
-            rows = np.concatenate([r.rows for r in kept]).astype(np.int64)
-            sets = np.vstack([r.sets for r in kept])
+            rows = np.concatenate([r for r, _ in kept]).astype(np.int64)
+            sets = np.vstack([s for _, s in kept])
             covered = sets[np.arange(rows.size), y[rows]]
             set_size = sets.sum(axis=1).astype(np.int64)
         else:
             rows = np.zeros(0, dtype=np.int64)
             covered = np.zeros(0, dtype=bool)
             set_size = np.zeros(0, dtype=np.int64)
-        pools.append(((strategy, classifier, iteration, group[0].seed), rows, covered, set_size))
+        pools.append(((strategy, classifier, iteration, members[0].seed), rows, covered, set_size))
     return pools
 
 
@@ -385,7 +385,8 @@ class PoolDiagnostics:
         self._y = np.asarray(y, dtype=np.int64)
         self._users = np.asarray(users)
         self._X_scaled = scale_features(X) if level == "full" else None
-        self._options = {"alpha": alpha, "level": level, "jobs": jobs}
+        self._alpha = alpha
+        self._jobs = jobs
         # Pool -> (seed, [(result key, rows, covered, set_size), ...]).
         self._open: dict[tuple[str, str, int], tuple[int, list]] = {}
         self._done: list[tuple[tuple, tuple, int, dict, dict, float]] = []
@@ -438,7 +439,15 @@ class PoolDiagnostics:
                 covered = np.zeros(0, dtype=bool)
                 set_size = np.zeros(0, dtype=np.int64)
             pools.append(((*pool, seed), rows, covered, set_size))
-        outs = _pool_calls(pools, self._users, self._y, self._X_scaled, **self._options)
+        outs = _pool_calls(
+            pools,
+            self._users,
+            self._y,
+            self._X_scaled,
+            alpha=self._alpha,
+            level=self.level,
+            jobs=self._jobs,
+        )
         for (key, rows, _, _), (values, ssc, took) in zip(pools, outs, strict=True):
             order = (strategy_rank(key[0]), classifier_rank(key[1]), key[2])
             self._done.append((order, key, rows.size, values, ssc, took))

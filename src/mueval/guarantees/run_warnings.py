@@ -1,5 +1,8 @@
 """Warnings about a run, driven by tests and intervals rather than by point estimates.
 
+One concept: the rules that turn a run's tables into warnings, with the record
+(:class:`RunWarning`), the severities and the order they are read in.
+
 Each rule is a pure function from one table to a list of :class:`RunWarning`;
 :func:`collect_warnings` runs them all. A coverage rule is an error only when a
 test at a stated level rejects, so that "lowest user 0.946 after 5 iterations"
@@ -84,15 +87,14 @@ import pandas as pd
 from scipy import stats
 
 from mueval.conformal.thresholds import min_calibration_size
-from mueval.data.frames import frame_column
-from mueval.guarantees.frame_checks import (
+from mueval.guarantees.adjustment import verdict_label
+from mueval.guarantees.intervals import clopper_pearson
+from mueval.metrics.frame_checks import (
     as_count_column,
     check_level,
     check_positive_int,
     require_columns,
 )
-from mueval.guarantees.intervals import clopper_pearson
-from mueval.guarantees.user_level import verdict_label
 
 __all__ = [
     "DEGENERATE_FULL_SHARE",
@@ -105,10 +107,7 @@ __all__ = [
     "coverage_warnings",
     "degenerate_set_warnings",
     "empty_set_warnings",
-    "set_statistics",
     "validity_warnings",
-    "warning_line",
-    "warnings_summary",
 ]
 
 #: Mean set size, as a share of the number of classes, from which sets are degenerate.
@@ -258,7 +257,7 @@ def coverage_warnings(
         Target miscoverage level in (0, 1).
     user_level, user_correction : float, str
         The level and the correction of those verdicts, named in the message
-        (:func:`~mueval.guarantees.user_level.verdict_label`).
+        (:func:`~mueval.guarantees.adjustment.verdict_label`).
     user_family : {"run", "pair"}, optional
         The users the correction ran over, named in the message.
     pooled : DataFrame, optional
@@ -283,7 +282,8 @@ def coverage_warnings(
         )
         for record in pooled.to_dict("records"):
             key = (str(record["strategy"]), str(record["classifier"]))
-            tests[key] = {**record, "level": level, "correction": user_correction}
+            fields = {str(name): value for name, value in record.items()}
+            tests[key] = {**fields, "level": level, "correction": user_correction}
     columns = [
         *_KEYS,
         "n_users",
@@ -313,62 +313,6 @@ def coverage_warnings(
     return warnings
 
 
-def set_statistics(
-    frame: pd.DataFrame, *, n_classes: int, set_size_col: str = "set_size"
-) -> pd.DataFrame:
-    """Per (strategy, classifier): rows, mean set size, full and empty sets.
-
-    Parameters
-    ----------
-    frame : DataFrame
-        Test rows with ``strategy, classifier`` and ``set_size_col`` (int >= 0).
-    n_classes : int
-        Number of classes; a set of this size holds every class.
-    set_size_col : str, default "set_size"
-
-    Returns
-    -------
-    DataFrame
-        ``strategy, classifier, n, mean_size, n_full, share_full, n_empty,
-        share_empty``, sorted.
-
-    Examples
-    --------
-    >>> rows = pd.DataFrame({"strategy": "UCM", "classifier": "KNN",
-    ...                      "set_size": [7, 7, 0, 3]})
-    >>> row = set_statistics(rows, n_classes=7).iloc[0]
-    >>> float(row["mean_size"]), float(row["share_full"]), int(row["n_empty"])
-    (4.25, 0.5, 1)
-    """
-    n_classes = check_positive_int("n_classes", n_classes)
-    what = "test rows"
-    require_columns(frame, [*_KEYS, set_size_col], what)
-    size = as_count_column(frame, set_size_col, what)
-    keyed = pd.DataFrame(
-        {
-            "strategy": frame_column(frame["strategy"]),
-            "classifier": frame_column(frame["classifier"]),
-            "size": size,
-            "full": size >= n_classes,
-            "empty": size == 0,
-        }
-    )
-    table = (
-        keyed.groupby(_KEYS, sort=True, observed=True)
-        .agg(
-            n=("size", "size"),
-            mean_size=("size", "mean"),
-            n_full=("full", "sum"),
-            n_empty=("empty", "sum"),
-        )
-        .reset_index()
-    )
-    table["share_full"] = table["n_full"] / table["n"]
-    table["share_empty"] = table["n_empty"] / table["n"]
-    order = [*_KEYS, "n", "mean_size", "n_full", "share_full", "n_empty", "share_empty"]
-    return table[order]
-
-
 def degenerate_set_warnings(set_stats: pd.DataFrame, *, n_classes: int) -> list[RunWarning]:
     """``degenerate-sets``: sets that hold (nearly) every class.
 
@@ -377,7 +321,8 @@ def degenerate_set_warnings(set_stats: pd.DataFrame, *, n_classes: int) -> list[
     Parameters
     ----------
     set_stats : DataFrame
-        ``strategy, classifier, mean_size, share_full`` (see :func:`set_statistics`).
+        ``strategy, classifier, mean_size, share_full`` (see
+        :func:`~mueval.metrics.set_sizes.set_statistics`).
     n_classes : int
         Number of classes.
 
@@ -537,7 +482,9 @@ def calibration_warnings(calibration: pd.DataFrame, *, alpha: float) -> list[Run
             f"fewer than {minimum} rows, the minimum for alpha = {alpha:g} "
             f"(max(1/alpha, 1/(1-alpha))): {_describe_small(small, extra)}."
         )
-        warnings.append(RunWarning(strategy, classifier, "calibration-too-small", message, "error"))
+        warnings.append(
+            RunWarning(str(strategy), str(classifier), "calibration-too-small", message, "error")
+        )
     if "n_cal_cell" in present.columns:
         warnings += _cell_warnings(present, minimum, alpha)
     return warnings
@@ -572,7 +519,7 @@ def _cell_warnings(present: pd.DataFrame, minimum: int, alpha: float) -> list[Ru
             f"minimum for alpha = {alpha:g} (smallest: {smallest}); {consequence}"
         )
         warnings.append(
-            RunWarning(strategy, classifier, "calibration-too-small", message, "warning")
+            RunWarning(str(strategy), str(classifier), "calibration-too-small", message, "warning")
         )
     return warnings
 
@@ -625,7 +572,7 @@ def validity_warnings(validity: pd.DataFrame, *, show: int = 5) -> list[RunWarni
         )
         severity = "error" if 2 * len(flagged) >= len(group) else "warning"
         warnings.append(
-            RunWarning(strategy, classifier, "users-not-exchangeable", message, severity)
+            RunWarning(str(strategy), str(classifier), "users-not-exchangeable", message, severity)
         )
     return warnings
 
@@ -661,7 +608,7 @@ def collect_warnings(
     summary : DataFrame
         :func:`~mueval.guarantees.intervals.coverage_summary` output.
     set_stats : DataFrame
-        :func:`set_statistics` output (or the same columns).
+        :func:`~mueval.metrics.set_sizes.set_statistics` output (or the same columns).
     alpha : float
         Target miscoverage level in (0, 1).
     n_classes : int
@@ -719,52 +666,3 @@ def by_severity(warnings: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]
     shapes; otherwise the run's order (the sort is stable).
     """
     return sorted(warnings, key=_rank)
-
-
-def warning_line(warning: Mapping[str, Any]) -> str:
-    """One warning on one line, as the terminal prints it: ``severity (kind): message``."""
-    return f"{warning['severity']} ({warning['kind']}): {warning['message']}"
-
-
-def warnings_summary(
-    warnings: Sequence[Mapping[str, Any]], *, where: str, top: int = 3
-) -> list[str]:
-    """A few lines that close a run: the count by severity, the ``top`` most severe
-    warnings one line each, and where to read all of them.
-
-    Parameters
-    ----------
-    warnings : sequence of dict
-        ``run.json``'s ``warnings`` (``strategy, classifier, kind, message, severity``).
-    where : str
-        Where the rest can be read, e.g. ``"mueval report runs/mm, or run.json's warnings"``.
-    top : int, default 3
-        How many warnings to print in full.
-
-    Returns
-    -------
-    list of str
-        One line when there is no warning.
-
-    Examples
-    --------
-    >>> w = [{"strategy": "uim", "classifier": "rf", "kind": "degenerate-sets",
-    ...       "message": "uim / rf: sets hold every class.", "severity": "warning"}]
-    >>> print("\\n".join(warnings_summary(w, where="run.json")))
-    warnings: 0 errors, 1 warning
-      warning (degenerate-sets): uim / rf: sets hold every class.
-    all of them: run.json
-    """
-    if not warnings:
-        return ["warnings: none"]
-    counts = {s: sum(w["severity"] == s for w in warnings) for s in SEVERITIES}
-    other = len(warnings) - sum(counts.values())
-    parts = [f"{n} {s}{'' if n == 1 else 's'}" for s, n in counts.items()]
-    if other:
-        parts.append(f"{other} of another severity")
-    lines = [f"warnings: {', '.join(parts)}"]
-    ordered = by_severity(warnings)
-    lines += [f"  {warning_line(w)}" for w in ordered[:top]]
-    rest = len(ordered) - top
-    lines.append(f"{'the other ' + str(rest) if rest > 0 else 'all of them'}: {where}")
-    return lines

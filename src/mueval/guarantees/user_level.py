@@ -72,73 +72,31 @@ protocol's) are close to, but not exactly, uniformly random. No verdict
 as ``nan`` for them). The Clopper-Pearson interval of a user's covered rate
 remains a description of the observed rate, not this test.
 
-Threshold ranks
----------------
-:func:`threshold_rank` derives ``k`` for each rule by the same floating-point
-expressions as the threshold code (``mueval.conformal.thresholds.lac_threshold``),
-and returns ``n + 1`` when the rule has no finite threshold. With
-``x = (n + 1)(1 - alpha)``:
-
-- ``"mapie"``: ``k = ceil(x)``, or ``n + 1`` when ``ceil(x) > n``.
-- ``"study"``: ``numpy.quantile(scores, x / n, method="higher")`` is the
-  order statistic at 0-based index ``ceil((x / n)(n - 1))``, so
-  ``k = ceil(x (n - 1) / n) + 1``, or ``n + 1`` when ``x / n > 1``. It equals
-  the MAPIE rank, or one more: one more when ``x`` is an integer below ``n``
-  or its fractional part exceeds ``x / n``; at alpha = 0.05 only the former,
-  ``n = 39, 59, 79, ...`` (not ``n = 19``, where ``x = n``).
-
-These are the formulas in exact arithmetic. The code computes ``x`` in
-floats, which can land just above an integer (alpha = 0.7, n = 9:
-``10 * (1 - 0.7) = 3.0000000000000004``, so MAPIE's rank is 4, not 3);
-:func:`threshold_rank` follows the floats, as the sets do.
-
-Both rules have a finite threshold exactly when ``x <= n``, that is
-``n >= (1 - alpha) / alpha``: 19 rows at alpha = 0.05, one fewer than
-:func:`mueval.conformal.thresholds.min_calibration_size` (20), which the
-non-Mondrian code demands.
+The law itself is :mod:`mueval.guarantees.covered_law`; the corrections
+across users are :mod:`mueval.guarantees.adjustment`.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Sequence
-from functools import lru_cache
-
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from mueval.conformal.thresholds import min_calibration_size
-from mueval.guarantees.frame_checks import check_choice, check_level
-from mueval.names import USER_CORRECTIONS, USER_FAMILIES, USER_FAMILY_WORDS
+from mueval.guarantees.adjustment import CORRECTIONS, adjust_family
+from mueval.guarantees.covered_law import cells_pvalue, threshold_rank
+from mueval.metrics.frame_checks import check_choice, check_level
 from mueval.strategies import BUILTIN_STRATEGIES, Strategy, registered_strategies
 from mueval.strategies import COMBINES as STRATEGY_COMBINES
 
 __all__ = [
     "COMBINES",
-    "CORRECTIONS",
     "DEFAULT_COMBINE",
-    "FAMILIES",
     "NO_VERDICT_STRATEGIES",
-    "adjust_family",
-    "adjust_pvalues",
     "cell_ranks",
-    "covered_pmf",
     "default_combine",
     "has_verdict",
-    "lower_pvalue",
-    "null_pmf",
-    "threshold_rank",
     "user_verdicts",
-    "verdict_label",
 ]
-
-#: Multiplicity corrections across the users of one (strategy, classifier)
-#: (declared in :mod:`mueval.names`, which the command line offers).
-CORRECTIONS: tuple[str, ...] = USER_CORRECTIONS
-
-#: Over which users a correction runs: the whole run, or each (strategy, classifier).
-FAMILIES: tuple[str, ...] = USER_FAMILIES
 
 #: How iterations are combined per user (:data:`mueval.strategies.COMBINES`).
 COMBINES: tuple[str, ...] = STRATEGY_COMBINES
@@ -205,318 +163,6 @@ def default_combine(strategy: str, split: str = "random") -> str:
     return "bonferroni" if record is None else record.combine
 
 
-_CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no correction"}
-
-
-def threshold_rank(n: int, alpha: float, rule: str = "study") -> int:
-    """Rank ``k`` (1-based) of the calibration score that a rule takes as threshold.
-
-    Parameters
-    ----------
-    n : int
-        Number of calibration scores (of the set, or of a Mondrian cell), >= 0.
-    alpha : float
-        Miscoverage level in (0, 1).
-    rule : {"study", "mapie"}
-        The threshold rule (``--threshold``).
-
-    Returns
-    -------
-    int
-        ``k`` in ``1..n``, or ``n + 1`` when the rule has no finite threshold
-        (every class in every set; ``n = 0`` included).
-
-    Notes
-    -----
-    The floats are those of the threshold code: ``"mapie"`` is
-    ``ceil((n + 1) * (1 - alpha))``; ``"study"`` is the index that
-    ``numpy.quantile(..., (n + 1) * (1 - alpha) / n, method="higher")`` picks,
-    obtained from numpy itself on ``arange(n)`` so it rounds as the real call.
-
-    Examples
-    --------
-    >>> [threshold_rank(n, 0.05, "study") for n in (19, 20, 39, 199, 200)]
-    [19, 20, 39, 191, 191]
-    >>> [threshold_rank(n, 0.05, "mapie") for n in (18, 19, 20, 39, 199, 200)]
-    [19, 19, 20, 38, 190, 191]
-    """
-    alpha = check_level("alpha", alpha)
-    check_choice("threshold rule", rule, ("study", "mapie"))
-    n = int(n)
-    if n < 0:
-        message = f"n must be a count of calibration scores, >= 0; found {n}"
-        raise ValueError(message)
-    if n == 0:
-        return 1
-    if rule == "mapie":
-        rank = int(np.ceil((n + 1) * (1 - alpha)))
-        return min(rank, n + 1)
-    level = ((n + 1) * (1 - alpha)) / n
-    if level > 1.0:
-        return n + 1
-    return _study_index(n, level) + 1
-
-
-@lru_cache(maxsize=4096)
-def _study_index(n: int, level: float) -> int:
-    # numpy.quantile's index for method="higher", read off arange(n) so that
-    # the virtual index is rounded exactly as in the threshold code.
-    return int(np.quantile(np.arange(n, dtype=np.float64), level, method="higher"))
-
-
-@lru_cache(maxsize=4096)
-def _covered_pmf_cached(m: int, n: int, k: int) -> np.ndarray:
-    if k > n:
-        pmf = np.zeros(m + 1)
-        pmf[m] = 1.0
-        return pmf
-    pmf = stats.betabinom.pmf(np.arange(m + 1), m, k, n + 1 - k)
-    pmf = np.clip(pmf, 0.0, None)
-    pmf.flags.writeable = False
-    return pmf / pmf.sum()
-
-
-def covered_pmf(m: int, n: int, k: int) -> np.ndarray:
-    """Null distribution of the number of covered rows among ``m`` test rows.
-
-    Parameters
-    ----------
-    m : int
-        Test rows sharing one calibration set (>= 0).
-    n : int
-        Calibration scores (>= 0).
-    k : int
-        Rank of the threshold, ``1..n + 1`` (``n + 1``: no finite threshold).
-
-    Returns
-    -------
-    ndarray of float, shape (m + 1,)
-        ``P(X = c)`` for ``c = 0..m``: Beta-Binomial(m, k, n + 1 - k), or a
-        point mass at ``m`` when ``k > n``.
-
-    Examples
-    --------
-    One calibration score and its smallest rank: coverage is uniform, so the
-    count of 2 test rows is uniform on 0, 1, 2:
-
-    >>> covered_pmf(2, 1, 1).round(4).tolist()
-    [0.3333, 0.3333, 0.3333]
-    >>> covered_pmf(3, 5, 6).tolist()
-    [0.0, 0.0, 0.0, 1.0]
-    """
-    m, n, k = int(m), int(n), int(k)
-    if m < 0 or n < 0 or not 1 <= k <= n + 1:
-        message = f"need m >= 0, n >= 0 and 1 <= k <= n + 1; found m={m}, n={n}, k={k}"
-        raise ValueError(message)
-    return _covered_pmf_cached(m, n, k).copy()
-
-
-def null_pmf(m: Iterable[int], n: Iterable[int], k: Iterable[int]) -> np.ndarray:
-    """Distribution of the total covered count over independent calibration sets.
-
-    Each element of ``m``, ``n``, ``k`` describes one calibration set (an
-    iteration, or a Mondrian cell of an iteration); the total is the sum of
-    their independent counts, whose law is the convolution of their
-    :func:`covered_pmf`.
-
-    Parameters
-    ----------
-    m, n, k : iterables of int, same length
-        Test rows, calibration scores and threshold rank of each set.
-
-    Returns
-    -------
-    ndarray of float, shape (sum(m) + 1,)
-
-    Examples
-    --------
-    Two sets whose rows are always covered and one uniform row:
-
-    >>> null_pmf([1, 2], [1, 3], [1, 4]).round(3).tolist()
-    [0.0, 0.0, 0.5, 0.5]
-    """
-    ms, ns, ks = (np.atleast_1d(np.asarray(v, dtype=np.int64)) for v in (m, n, k))
-    if not ms.shape == ns.shape == ks.shape:
-        message = f"m, n and k must have one entry per set; found {ms.size}, {ns.size}, {ks.size}"
-        raise ValueError(message)
-    total = np.ones(1)
-    for mi, ni, ki in zip(ms.tolist(), ns.tolist(), ks.tolist(), strict=True):
-        part = _covered_pmf_cached(mi, ni, ki) if mi else None
-        if part is None:
-            continue
-        # Direct convolution: exact sums of non-negative terms (no FFT error
-        # in the far tail, where the small p-values live).
-        total = np.convolve(total, part)
-    return total
-
-
-def lower_pvalue(covered: int, m: Iterable[int], n: Iterable[int], k: Iterable[int]) -> float:
-    """Exact one-sided p-value ``P(X <= covered)`` under the null.
-
-    Parameters
-    ----------
-    covered : int
-        Observed total covered count.
-    m, n, k : iterables of int
-        As in :func:`null_pmf`.
-
-    Returns
-    -------
-    float
-        In (0, 1]; small when the user is covered less than exchangeability
-        allows.
-
-    Examples
-    --------
-    >>> round(lower_pvalue(0, [2], [1], [1]), 4)
-    0.3333
-    """
-    pmf = null_pmf(m, n, k)
-    covered = int(covered)
-    if not 0 <= covered < pmf.size:
-        message = f"covered must be in 0..{pmf.size - 1} (the test rows); found {covered}"
-        raise ValueError(message)
-    return float(min(1.0, pmf[: covered + 1].sum()))
-
-
-def _tail(covered: int, laws: Sequence[np.ndarray]) -> float:
-    """``P(X <= covered)`` for the sum of independent counts with laws ``laws``
-    (direct convolution, as :func:`null_pmf`)."""
-    total = np.ones(1)
-    for part in laws:
-        if len(part) > 1:
-            total = np.convolve(total, part)
-    return float(min(1.0, total[: covered + 1].sum()))
-
-
-def adjust_pvalues(pvalues: Sequence[float] | np.ndarray, correction: str = "holm") -> np.ndarray:
-    """Multiplicity-adjusted p-values of one family (the users of one
-    strategy and classifier).
-
-    Parameters
-    ----------
-    pvalues : array of float, shape (u,)
-        ``nan`` entries (users without a verdict) stay ``nan`` and are not
-        counted in the family.
-    correction : {"holm", "bh", "none"}
-        Holm's step-down (family-wise error, any dependence),
-        Benjamini-Hochberg's step-up (false discovery rate, independent or
-        PRDS p-values), or none.
-
-    Returns
-    -------
-    ndarray of float, shape (u,)
-        Rejecting where the adjusted value is at most ``level`` is the
-        procedure at ``level``.
-
-    Examples
-    --------
-    >>> adjust_pvalues([0.01, 0.04, 0.03, 0.5], "holm").round(4).tolist()
-    [0.04, 0.09, 0.09, 0.5]
-    >>> adjust_pvalues([0.01, 0.04, 0.03, 0.5], "bh").round(4).tolist()
-    [0.04, 0.0533, 0.0533, 0.5]
-    """
-    check_choice("correction", correction, CORRECTIONS)
-    p = np.asarray(pvalues, dtype=np.float64)
-    if p.ndim != 1 or ((p < 0) | (p > 1)).any():
-        message = f"pvalues must be a 1-D array of values in [0, 1] or nan; found {p.tolist()[:5]}"
-        raise ValueError(message)
-    out = np.full(p.shape, np.nan)
-    ok = ~np.isnan(p)
-    q = p[ok]
-    u = q.size
-    if u == 0 or correction == "none":
-        out[ok] = q
-        return out
-    order = np.argsort(q, kind="stable")
-    ranked = q[order]
-    i = np.arange(1, u + 1)
-    if correction == "holm":
-        # Step-down: the i-th smallest is tested at level/(u - i + 1); an
-        # adjusted value can never fall below an earlier one.
-        adjusted = np.maximum.accumulate(np.minimum(1.0, (u - i + 1) * ranked))
-    else:
-        # Step-up: each adjusted value is the smallest scaled value at or above it.
-        adjusted = np.minimum.accumulate((np.minimum(1.0, ranked * u / i))[::-1])[::-1]
-    back = np.empty(u)
-    back[order] = adjusted
-    out[ok] = back
-    return out
-
-
-def verdict_label(level: float, correction: str, family: str | None = None) -> str:
-    """The words for a flag: ``"below target at level 0.05 after Holm"``.
-
-    With ``family``, the users the correction ran over follow.
-
-    Examples
-    --------
-    >>> verdict_label(0.05, "bh")
-    'below target at level 0.05 after Benjamini-Hochberg'
-    >>> verdict_label(0.05, "holm", "run")
-    'below target at level 0.05 after Holm over every user of the run'
-    """
-    check_choice("correction", correction, CORRECTIONS)
-    label = f"below target at level {level:g} after {_CORRECTION_NAMES[correction]}"
-    if family is None:
-        return label
-    check_choice("family", family, FAMILIES)
-    return f"{label} over {USER_FAMILY_WORDS[family]}"
-
-
-def adjust_family(
-    table: pd.DataFrame, *, level: float, correction: str, family: str
-) -> pd.DataFrame:
-    """``p_adjusted`` and ``below`` of a verdict table, corrected over ``family``.
-
-    Parameters
-    ----------
-    table : DataFrame
-        Rows with ``strategy``, ``classifier`` and ``p_value`` (``nan``: no
-        verdict, left out of every family), such as :func:`user_verdicts`
-        gives for one or several strategies.
-    level : float
-        Level of the verdict after the correction.
-    correction : {"holm", "bh", "none"}
-        The correction.
-    family : {"run", "pair"}
-        ``"run"``: every row of ``table`` is one family, so Holm's
-        family-wise error (BH's false discovery rate) holds over all of them
-        at once; ``"pair"``: each (strategy, classifier) is a family.
-
-    Returns
-    -------
-    DataFrame
-        A copy with ``p_adjusted`` and ``below`` (``<NA>`` without a
-        p-value) recomputed, and ``family``.
-
-    Examples
-    --------
-    >>> t = pd.DataFrame({"strategy": ["mm", "mm", "uim"], "classifier": "nb",
-    ...                   "p_value": [0.02, 0.5, 0.03]})
-    >>> adjust_family(t, level=0.05, correction="holm", family="pair")["below"].tolist()
-    [True, False, True]
-    >>> adjust_family(t, level=0.05, correction="holm", family="run")["below"].tolist()
-    [False, False, False]
-    """
-    level = check_level("level", level)
-    check_choice("correction", correction, CORRECTIONS)
-    check_choice("family", family, FAMILIES)
-    out = table.copy()
-    p = out["p_value"].to_numpy(dtype=np.float64)
-    adjusted = np.full(p.shape, np.nan)
-    if family == "run":
-        adjusted = adjust_pvalues(p, correction)
-    else:
-        for idx in out.groupby(["strategy", "classifier"], sort=False).indices.values():
-            adjusted[idx] = adjust_pvalues(p[idx], correction)
-    out["p_adjusted"] = adjusted
-    below = pd.Series(adjusted <= level, index=out.index)
-    out["below"] = below.astype("boolean").mask(np.isnan(adjusted))
-    out["family"] = family
-    return out
-
-
 _REQUIRED = ("strategy", "classifier", "user", "iteration", "n_cal", "n_test", "n_covered")
 _USER_KEYS = ["strategy", "classifier", "user"]
 
@@ -549,7 +195,7 @@ def _per_user_pvalues(frame: pd.DataFrame, combine: str | None, split: str) -> p
     how = [combine or default_combine(str(s), split) for s in keys["strategy"]]
     pvalues, expected = [], []
     for start, stop, way in zip(starts.tolist(), stops.tolist(), how, strict=True):
-        p, e = _user_pvalue(
+        p, e = cells_pvalue(
             columns["n_test"][start:stop],
             columns["n_cal"][start:stop],
             columns["rank"][start:stop].astype(np.float64),
@@ -617,48 +263,6 @@ def _ranks(cells: pd.DataFrame, alpha: float, rule: str | None, small_cal: str) 
         else:
             out[j] = threshold_rank(n, alpha, r)
     return out
-
-
-def _user_pvalue(
-    m: np.ndarray,
-    n: np.ndarray,
-    k: np.ndarray,
-    covered: np.ndarray,
-    iteration: np.ndarray,
-    combine: str,
-    given: np.ndarray | None = None,
-) -> tuple[float, float]:
-    """(p-value, expected covered count) of one user's cells; nan when any rank is nan.
-
-    ``k`` holds float ranks (nan: no verdict); the others one entry per cell.
-    ``given``: per cell, its own null law (an array over ``0..m``) or None for
-    the Beta-Binomial.
-    """
-    if np.isnan(k).any():
-        return math.nan, math.nan
-    m = m.astype(np.int64)
-    n = n.astype(np.int64)
-    k = k.astype(np.int64)
-    if given is None:
-        given = np.full(len(m), None, dtype=object)
-    laws = [
-        _covered_pmf_cached(mi, ni, ki) if g is None else g
-        for mi, ni, ki, g in zip(m.tolist(), n.tolist(), k.tolist(), given, strict=True)
-    ]
-    # Expected coverage of a rank-k threshold: k / (n + 1), or 1 without one;
-    # a cell's own law gives its own mean.
-    beta = m * np.where(k > n, 1.0, k / (n + 1))
-    own = [float(np.dot(np.arange(len(g)), g)) for g in given if g is not None]
-    expected = float(np.sum(beta[[g is None for g in given]])) + float(sum(own))
-    if combine == "convolution":
-        return _tail(int(covered.sum()), laws), expected
-    # One exact p-value per iteration (the sum over its cells).
-    _, which = np.unique(iteration, return_inverse=True)
-    per_iteration = [
-        _tail(int(covered[mask].sum()), [laws[j] for j in np.flatnonzero(mask)])
-        for mask in (which == i for i in range(which.max() + 1))
-    ]
-    return float(min(1.0, len(per_iteration) * min(per_iteration))), expected
 
 
 def user_verdicts(

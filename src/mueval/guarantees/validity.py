@@ -69,7 +69,7 @@ from scipy import stats
 
 from mueval.data.frames import frame_column
 from mueval.errors import DataError, UsageError
-from mueval.guarantees.frame_checks import (
+from mueval.metrics.frame_checks import (
     as_count_column,
     check_choice,
     check_level,

@@ -13,6 +13,10 @@ floats (``nan`` where undefined) and raises :class:`MetricInputError`, a
 - :mod:`~mueval.metrics.array_checks`: the input checks of every metric.
 - :mod:`~mueval.metrics.diagnostics`: conditional-coverage diagnostics
   (size-stratified coverage, CovGap, HSIC, worst-slab coverage, ERT).
+- :mod:`~mueval.metrics.set_sizes`: the set-size table of a run's test rows,
+  per (strategy, classifier) (pandas; not imported here).
+- :mod:`~mueval.metrics.frame_checks`: the input checks of the tables that
+  it and :mod:`mueval.guarantees` take.
 """
 
 from __future__ import annotations

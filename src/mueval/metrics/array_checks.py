@@ -12,7 +12,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from mueval.errors import DataError
+from mueval.errors import DataError, MuevalError
 
 __all__ = [
     "MetricInputError",
@@ -128,10 +128,15 @@ def check_same_rows(**arrays: np.ndarray) -> None:
         raise MetricInputError(message)
 
 
-def check_alpha(alpha: float) -> float:
+def check_alpha(alpha: float, error: type[MuevalError] = MetricInputError) -> float:
+    """``alpha`` as a float, the one check of a miscoverage level in mueval.
+
+    ``error``: what is raised, a :class:`MetricInputError` for a metric's
+    argument, a :class:`~mueval.errors.UsageError` for a setting of a run.
+    """
     if not isinstance(alpha, (int, float, np.floating)) or not 0.0 < float(alpha) < 1.0:
         message = f"alpha must be a miscoverage level in (0, 1); found {alpha!r}"
-        raise MetricInputError(message)
+        raise error(message)
     return float(alpha)
 
 

@@ -53,17 +53,26 @@ def _false_class_mask(y_true: np.ndarray, n_rows: int, n_classes: int) -> NDArra
 # ---------------------------------------------------------------------------
 
 
-def _validated(y_true: ArrayLike, pvalues: ArrayLike, sets: ArrayLike | None = None):
-    pvalues = as_float_matrix("pvalues", pvalues, low=0.0, high=1.0)
-    n_classes = pvalues.shape[1]
-    y_true = as_labels("y_true", y_true, n_classes)
-    if sets is None:
-        check_same_rows(y_true=y_true, pvalues=pvalues)
-        return y_true, pvalues
-    sets = as_sets("sets", sets)
-    _check_width("pvalues", pvalues, sets.shape[1], "sets")
-    check_same_rows(y_true=y_true, sets=sets, pvalues=pvalues)
-    return y_true, pvalues, sets
+def _validated(
+    y_true: ArrayLike, pvalues: ArrayLike
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """``y_true`` and ``pvalues`` checked: labels within the p-values' classes, one row each."""
+    p = as_float_matrix("pvalues", pvalues, low=0.0, high=1.0)
+    y = as_labels("y_true", y_true, p.shape[1])
+    check_same_rows(y_true=y, pvalues=p)
+    return y, p
+
+
+def _validated_sets(
+    y_true: ArrayLike, pvalues: ArrayLike, sets: ArrayLike
+) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.bool_]]:
+    """As :func:`_validated`, with prediction sets of the same rows and classes."""
+    p = as_float_matrix("pvalues", pvalues, low=0.0, high=1.0)
+    y = as_labels("y_true", y_true, p.shape[1])
+    z = as_sets("sets", sets)
+    _check_width("pvalues", p, z.shape[1], "sets")
+    check_same_rows(y_true=y, sets=z, pvalues=p)
+    return y, p, z
 
 
 def study_conformal_metrics(
@@ -106,18 +115,18 @@ def study_conformal_metrics(
     dict
         The ten keys above, Python floats.
     """
-    y_true, pvalues, sets = _validated(y_true, pvalues, sets)
-    n, n_classes = sets.shape
+    y, p, z = _validated_sets(y_true, pvalues, sets)
+    n, n_classes = z.shape
     rows = np.arange(n)
-    covered = sets[rows, y_true]
-    size = sets.sum(axis=1)
+    covered = z[rows, y]
+    size = z.sum(axis=1)
     nonempty = size > 0
-    false_in_set = sets & _false_class_mask(y_true, n, n_classes)
+    false_in_set = z & _false_class_mask(y, n, n_classes)
     n_false_in_set = size - covered
-    p_false_in_set = np.where(false_in_set, pvalues, 0.0)  # p >= 0, so 0 is "none"
+    p_false_in_set = np.where(false_in_set, p, 0.0)  # p >= 0, so 0 is "none"
     of_rows = p_false_in_set.sum(axis=1)
     ou_rows = p_false_in_set.max(axis=1) if n_classes else np.zeros(n)
-    fuzziness = pvalues.sum(axis=1) - (pvalues.max(axis=1) if n_classes else 0.0)
+    fuzziness = p.sum(axis=1) - (p.max(axis=1) if n_classes else 0.0)
     return {
         "coverage": mean(covered.astype(np.float64)),
         # |S & {y}| = covered, |S | {y}| = |S| + 1 - covered; empty S gives 0/1.
@@ -166,23 +175,23 @@ def textbook_criteria(
         ``"OF_textbook"``, ``"OU_textbook"``, ``"S_criterion"``,
         ``"U_criterion"``, ``"N_criterion"``: Python floats.
     """
-    y_true, pvalues = _validated(y_true, pvalues)
-    n, n_classes = pvalues.shape
-    false_mask = _false_class_mask(y_true, n, n_classes)
-    p_false = np.where(false_mask, pvalues, -np.inf)
+    y, p = _validated(y_true, pvalues)
+    n, n_classes = p.shape
+    false_mask = _false_class_mask(y, n, n_classes)
+    p_false = np.where(false_mask, p, -np.inf)
     if n_classes >= 2:
         ou = mean(p_false.max(axis=1))
-        second = mean(np.sort(pvalues, axis=1)[:, -2])
+        second = mean(np.sort(p, axis=1)[:, -2])
     else:
         ou = second = math.nan
     if epsilon is None:
         n_crit = math.nan
     else:
-        n_crit = mean((pvalues > float(epsilon)).sum(axis=1).astype(np.float64))
+        n_crit = mean((p > float(epsilon)).sum(axis=1).astype(np.float64))
     return {
-        "OF_textbook": mean(np.where(false_mask, pvalues, 0.0).sum(axis=1)),
+        "OF_textbook": mean(np.where(false_mask, p, 0.0).sum(axis=1)),
         "OU_textbook": ou,
-        "S_criterion": mean(pvalues.sum(axis=1)),
+        "S_criterion": mean(p.sum(axis=1)),
         "U_criterion": second,
         "N_criterion": n_crit,
     }

@@ -5,6 +5,11 @@ PNG and SVG files. Modules:
 
 - :mod:`.build`: the report of one run folder, figures on disk plus the page;
 - :mod:`.page_one`: the strategy x classifier grid, the warnings, the first figures;
+- :mod:`.run_sections`: the run-wide sections after page one;
+- :mod:`.pair_section`: one (strategy, classifier) section, with or without figures;
+- :mod:`.drawing`: the worker processes that draw the (strategy, classifier) sections;
+- :mod:`.labels`: strategy and classifier names as file-name tokens and as labels;
+- :mod:`.figure_set`: how figures are written, and the figures one page collects;
 - :mod:`.conditional`: the sections on coverage per class and cohort, and validity;
 - :mod:`.side_by_side`: this run's per-user guarantees beside other runs';
 - :mod:`.setstats`: statistics of prediction sets (the study's matrices);

@@ -35,7 +35,7 @@ def _matrix(
 ) -> tuple[list[str], list[list[object]]]:
     """One row per (strategy, classifier), one column per value, in the file's order."""
     values = list(dict.fromkeys(table["value"].astype(str)))
-    rows = []
+    rows: list[list[object]] = []
     for s, c, sub in _per_task(table, strategies, classifiers):
         cells = {str(r["value"]): _cell(r) for _, r in sub.iterrows()}
         rows.append([*name(s, c), *(cells.get(v, "") for v in values)])

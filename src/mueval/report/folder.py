@@ -197,7 +197,7 @@ def remove_stale_figures(out: str | Path, written: Iterable[Path]) -> list[str]:
     """
     figures = Path(out) / "figures"
     keep = {Path(p).name for p in written}
-    removed = []
+    removed: list[str] = []
     if not figures.is_dir() or figures.is_symlink():
         return removed
     for name in sorted(os.listdir(figures)):

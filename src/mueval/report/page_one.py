@@ -11,25 +11,35 @@ exact per-user test at the run's level after its correction
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from functools import partial
+from typing import Any, cast
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from mueval.data.table import natural_key
+from mueval.data.order import natural_key
+from mueval.guarantees.adjustment import verdict_label
+from mueval.guarantees.records import Guarantees
 from mueval.guarantees.run_warnings import SEVERITIES, by_severity
+from mueval.guarantees.verdict_settings import verdict_settings
+from mueval.metrics.set_sizes import set_statistics
+from mueval.report.figure_set import FigureSet
 from mueval.report.figures import fit_x_labels, outside_legend
-from mueval.report.html import esc
+from mueval.report.html import esc, note_html
+from mueval.report.labels import classifier_label, strategy_label, strategy_token
+from mueval.runfolder import RunFolder
 
 __all__ = [
     "DEGENERATE_KINDS",
     "FIGURE_LEVELS",
     "grid_html",
     "overview_figure",
+    "page_one_body",
     "pair_anchor",
+    "shown_warnings",
     "strategy_users_figure",
     "warnings_html",
 ]
@@ -119,9 +129,13 @@ def grid_html(
             flags.setdefault((w["strategy"], w["classifier"]), []).append(
                 DEGENERATE_KINDS[w["kind"]]
             )
-    by_pair = {(r.strategy, r.classifier): r for r in summary.itertuples(index=False)}
+    by_pair = {
+        (r.strategy, r.classifier): r
+        for r in cast("Iterable[Any]", summary.itertuples(index=False))
+    }
     sizes = {
-        (r.strategy, r.classifier): float(r.mean_size) for r in set_sizes.itertuples(index=False)
+        (r.strategy, r.classifier): float(r.mean_size)
+        for r in cast("Iterable[Any]", set_sizes.itertuples(index=False))
     }
     head = "".join(f"<th>{esc(name('', c)[1])}</th>" for c in classifiers)
     rows = []
@@ -294,3 +308,112 @@ def strategy_users_figure(
         ax.set_title(title)
     outside_legend(ax, fontsize="small", title="classifier")
     return fig
+
+
+def shown_warnings(
+    g: Guarantees, strategies: list[str], classifiers: list[str]
+) -> list[dict[str, Any]]:
+    """The run's warnings about the strategies and classifiers the report shows."""
+    return [w for w in g.warnings if w["strategy"] in strategies and w["classifier"] in classifiers]
+
+
+#: The one definition of "below target" on the page (and in `mueval report`'s output).
+_TERMS = (
+    "Terms: 'below target' on this page means one thing: the user is {verdict} by the "
+    "exact per-user test (the 'below' column of user_coverage.csv), as counted in the grid, "
+    "the warnings and each section's verdicts. 'Mean < target' (the per-user section) counts "
+    "users whose mean coverage over iterations is under the target: a point estimate, "
+    "shown beside the verdict, never called 'below target'. 'Interval below' (coverage per "
+    "class or cohort) marks a group's whole Clopper-Pearson interval under the target."
+)
+
+
+def page_one_body(
+    run: RunFolder,
+    figs: FigureSet,
+    g: Guarantees,
+    strategies: list[str],
+    classifiers: list[str],
+    target: float,
+) -> list[str]:
+    """The grid, the warnings, then page one's figures (if asked for)."""
+    keep = g.coverage_summary.strategy.isin(strategies) & g.coverage_summary.classifier.isin(
+        classifiers
+    )
+    summary = g.coverage_summary[keep]
+    sizes = set_statistics(run.predictions, n_classes=len(run.classes))
+    warnings = shown_warnings(g, strategies, classifiers)
+    settings = verdict_settings(run.config)
+    verdict = verdict_label(settings["level"], settings["correction"], settings["family"])
+    judged = g.user_coverage[g.user_coverage["below"].notna()]
+    unjudged = {
+        (s, c)
+        for s, c in zip(g.user_coverage.strategy, g.user_coverage.classifier, strict=True)
+        if not ((judged.strategy == s) & (judged.classifier == c)).any()
+    }
+    body = [
+        '<h2 id="page-one">Summary</h2>',
+        grid_html(
+            summary,
+            sizes,
+            strategies,
+            classifiers,
+            target=target,
+            name=lambda s, c: (strategy_label(s), classifier_label(c)),
+            verdict=verdict,
+            unjudged=unjudged,
+            warnings=warnings,
+        ),
+        note_html(
+            f"A user is {verdict} when the exact test of its covered count (Beta-Binomial "
+            "null: its calibration and test rows exchangeable; under UDM, UCM and UAM the "
+            "exact law of the class-stratified split; iterations combined, then "
+            "corrected across the users of the cell) rejects; no verdict for uxc, for MM under "
+            "a cohort condition and for MAPIE's own aps, raps and top_k sets. Intervals are "
+            "exact (Clopper-Pearson) on the test rows "
+            "pooled over iterations, a description of the observed rate, not that test: "
+            "iterations reuse rows, so they are on the narrow side; see the page "
+            "per-user-guarantees of mueval's documentation (installed with mueval as "
+            "mueval/_data/docs/per-user-guarantees.md). Click a cell for its section."
+        ),
+        note_html(_TERMS.format(verdict=verdict)),
+        "<h2>Warnings</h2>",
+        warnings_html(warnings, name=lambda s, c: (strategy_label(s), classifier_label(c))),
+    ]
+    body.append(
+        figs.add(
+            partial(
+                overview_figure,
+                summary,
+                strategies,
+                classifiers,
+                target=target,
+                slabel=strategy_label,
+                clabel=classifier_label,
+                title=figs.title("Pooled coverage with 95 % intervals"),
+            ),
+            "overview_coverage",
+            "Pooled coverage with its 95 % interval, per strategy and classifier",
+        )
+    )
+    users = g.user_coverage[g.user_coverage.classifier.isin(classifiers)]
+    for s in strategies:
+        sub = users[users.strategy == s]
+        if sub.empty:
+            continue
+        fig = partial(
+            strategy_users_figure,
+            sub,
+            classifiers,
+            target=target,
+            title=figs.title(f"Coverage per user, {strategy_label(s)}"),
+            label=classifier_label,
+        )
+        body.append(
+            figs.add(
+                fig,
+                f"user_coverage_{strategy_token(s)}",
+                f"Each user's coverage with its 95 % interval, {strategy_label(s)}",
+            )
+        )
+    return body

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import pandas as pd
 
@@ -189,7 +190,7 @@ def paper_tables(
                 n=int(row.n),
                 diagnostic=row.metric in diags,
             )
-            for row in part.itertuples()
+            for row in cast("Iterable[Any]", part.itertuples())
             if row.metric in wanted or row.metric in diags
         }
         held = {metric for metric, _ in cells}

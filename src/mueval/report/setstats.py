@@ -312,7 +312,7 @@ def bootstrap_ci(
     draws = []
     for _ in range(n_boot):
         if groups is None:
-            idx = rng.integers(0, n, size=n)
+            idx = np.asarray(rng.integers(0, n, size=n))
         else:
             pick = rng.integers(0, len(members), size=len(members))
             idx = np.concatenate([members[i] for i in pick])

@@ -7,7 +7,8 @@ numbers are those ``mueval compare --guarantees`` prints.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any, cast
 
 from mueval.comparison.guarantees import compare_guarantees
 from mueval.report.html import Section, list_html, note_html, table_html
@@ -43,11 +44,11 @@ def side_by_side_section(run: RunFolder, others: Sequence[RunFolder]) -> Section
             f"{r.n_below} of {r.n_users} ({r.share_below:.0%})",
             f"{r.worst_user}: {_interval(r.worst_coverage, r.worst_low, r.worst_high)}",
         ]
-        for r in result.summary.itertuples()
+        for r in cast("Iterable[Any]", result.summary.itertuples())
     ]
     tests = [
         [r.classifier, r.strategy_a, r.strategy_b, r.only_a, r.only_b, r.n, r.p_value, r.stars]
-        for r in result.tests.itertuples()
+        for r in cast("Iterable[Any]", result.tests.itertuples())
     ]
     body = [
         note_html(

@@ -3,7 +3,8 @@ mean ± SD over iterations, one block per strategy."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any, cast
 
 import pandas as pd
 
@@ -164,7 +165,7 @@ def _cells(part: pd.DataFrame, diagnostics: Sequence[str]) -> dict[tuple[str, st
         (row.metric, row.classifier): "±".join(
             cell_texts(row.metric, row.mean, row.sd, row.metric in diagnostics)
         )
-        for row in part.itertuples()
+        for row in cast("Iterable[Any]", part.itertuples())
     }
 
 

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from mueval.data.table import natural_key
+from mueval.data.order import natural_key
 from mueval.data.users import user_text
 
 __all__ = [

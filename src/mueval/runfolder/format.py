@@ -66,6 +66,10 @@ REPORT_MARKER = ".mueval-report.json"
 REPORT_FORMAT = "mueval-report"
 REPORT_ENTRIES = frozenset({"report.html", "figures", REPORT_MARKER})
 
+#: Where a stream writes the predictions until they are complete (in the run's
+#: temporary folder; a leftover holding it is still a run's).
+PREDICTIONS_PART = ".predictions.parquet.part"
+
 #: Columns each file must hold.
 SUMMARY_COLUMNS: tuple[str, ...] = ("strategy", "classifier", "metric", "mean", "sd", "n")
 SPLITS_COLUMNS: tuple[str, ...] = (

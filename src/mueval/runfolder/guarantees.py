@@ -12,7 +12,7 @@ warnings recomputed at the defaults, 0.05 after Holm.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -31,7 +31,7 @@ from mueval.guarantees.records import (
     Guarantees,
 )
 from mueval.guarantees.run_warnings import SEVERITIES
-from mueval.runfolder.consistency import (
+from mueval.runfolder.check_guarantees import (
     check_conditional_coverage,
     check_user_cohorts,
     check_user_validity,
@@ -128,7 +128,8 @@ def _check_warnings(path: Path, warnings: object) -> list[dict[str, Any]]:
             f"found {warnings!r}"
         )
         raise RunFolderError(msg[:300])
-    return [{k: w[k] for k in WARNING_KEYS} for w in warnings]  # type: ignore[union-attr]
+    checked = cast(list[dict[str, Any]], warnings)
+    return [{k: w[k] for k in WARNING_KEYS} for w in checked]
 
 
 def _stored_cohorts(root: Path, users: pd.Series) -> pd.DataFrame | None:
@@ -167,9 +168,9 @@ def _with_stored_extras(
         )
         if "below" not in stored.columns:
             stored["below"] = pd.array([pd.NA] * len(stored), dtype="boolean")
-        check_conditional_coverage(
-            root / CONDITIONAL_COVERAGE_FILE, stored, fresh.conditional_coverage
-        )
+        # compute_guarantees always computes the coverage per class.
+        computed = cast(pd.DataFrame, fresh.conditional_coverage)
+        check_conditional_coverage(root / CONDITIONAL_COVERAGE_FILE, stored, computed)
         # A folder written before the exact test per class and cohort holds the
         # interval rule in ``below``: its counts are checked, its table recomputed.
         if all(c in stored.columns for c in CONDITIONAL_VERDICT_COLUMNS):

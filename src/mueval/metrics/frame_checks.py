@@ -1,7 +1,8 @@
-"""Input checks of the tables the per-user statistics modules take (columns, counts, levels).
+"""Input checks of the tables the statistics modules take (columns, counts, levels).
 
-Used by :mod:`mueval.guarantees.intervals`, :mod:`mueval.guarantees.run_warnings` and
-:mod:`mueval.guarantees.validity`. Arguments that are wrong in themselves (``alpha``, a
+The table-side twin of :mod:`mueval.metrics.array_checks`; used by
+:mod:`mueval.metrics.set_sizes` and the modules of :mod:`mueval.guarantees`.
+Arguments that are wrong in themselves (``alpha``, a
 method name) raise :class:`~mueval.errors.UsageError`; tables that lack a
 column or hold impossible values raise :class:`~mueval.errors.DataError`. Both
 are ``ValueError``.
@@ -16,14 +17,26 @@ import pandas as pd
 
 from mueval.errors import DataError, UsageError
 
+__all__ = [
+    "as_bool_column",
+    "as_count_column",
+    "check_choice",
+    "check_level",
+    "check_positive_int",
+    "require_columns",
+]
+
 
 def check_level(name: str, value: object) -> float:
     """Return ``value`` as a float strictly inside (0, 1), or raise :class:`UsageError`."""
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-    if not ok or not 0.0 < float(value) < 1.0:  # type: ignore[arg-type]
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float, np.integer, np.floating))
+        or not 0.0 < float(value) < 1.0
+    ):
         message = f"{name} must be a number strictly between 0 and 1; found {value!r}"
         raise UsageError(message)
-    return float(value)  # type: ignore[arg-type]
+    return float(value)
 
 
 def check_choice(name: str, value: object, choices: Sequence[str]) -> str:
@@ -36,11 +49,10 @@ def check_choice(name: str, value: object, choices: Sequence[str]) -> str:
 
 def check_positive_int(name: str, value: object, minimum: int = 1) -> int:
     """Return ``value`` as an int >= ``minimum``, or raise :class:`UsageError`."""
-    ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-    if not ok or int(value) < minimum:  # type: ignore[call-overload]
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < minimum:
         message = f"{name} must be an integer >= {minimum}; found {value!r}"
         raise UsageError(message)
-    return int(value)  # type: ignore[call-overload]
+    return int(value)
 
 
 def require_columns(

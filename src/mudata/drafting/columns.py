@@ -213,7 +213,10 @@ def clock_step(values: np.ndarray) -> float | None:
     two = counts[np.isin(ticks, top)].sum() >= _TWO_TICKS * steady.size
     tick = _printed_tick(values[np.isfinite(values)])
     rounded = two and top.size == 2 and tick is not None and np.isclose(top[1] - top[0], tick)
-    return mean if rounded else median
+    if not rounded or tick is None:
+        return median
+    # The mean of n steps of whole ticks is known to a tick / n: no digit finer.
+    return round(mean, max(0, int(np.ceil(-np.log10(tick / steady.size)))))
 
 
 def _printed_tick(values: np.ndarray) -> float | None:

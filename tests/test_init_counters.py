@@ -206,7 +206,10 @@ def test_init_drafts_the_counter_out_and_the_draft_builds(tmp_path, fmt, rows_of
 
 
 def test_a_counter_the_first_file_is_too_short_to_show_is_found_in_all_files(tmp_path):
-    """The first file's 8 rows say nothing; every recording of all the files does."""
+    """The first file's 8 rows say nothing; every recording of all the files does.
+
+    The column is then a clock in seconds (steps of 0.02 s, jittered by up to
+    4 ms): the time column, at the rate given, never a channel."""
     rng = np.random.default_rng(6)
     root = tmp_path / "short"
     root.mkdir()
@@ -222,11 +225,15 @@ def test_a_counter_the_first_file_is_too_short_to_show_is_found_in_all_files(tmp
     draft = draft_entry([root], "short", output=tmp_path / "short.toml", sampling_rate_hz=50)
     assert draft.entry.reader_options["channels"] == ["c2", "c3", "c4"]
     data = tomllib.loads(draft.toml)
-    assert data["reader_options"]["columns"] == {"c5": 5, "c2": 2, "c3": 3, "c4": 4}
+    assert data["reader_options"]["columns"] == {"c1": 1, "c5": 5, "c2": 2, "c3": 3, "c4": 4}
+    assert data["reader_options"]["time_col"] == "c1"
     assert any(
-        line.startswith("  c1: a time or a counter (never decreases within any of the 3 recordings")
+        line.startswith(
+            "time: column 'c1', a clock from the recording's start (step 0.02, read as seconds: 50 Hz"
+        )
         for line in draft.report
     ), draft.report
+    assert "sampling rate: 50 Hz, as given (the time column agrees)" in draft.report
 
 
 def _chest_members() -> dict[str, pd.DataFrame]:

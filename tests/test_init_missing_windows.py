@@ -18,7 +18,7 @@ import pytest
 
 from mudata.drafting.draft import draft_entry
 from mudata.drafting.records import Choices
-from mudata.errors import UsageError
+from mudata.errors import MudataUsageError as UsageError
 
 RATE = 100.0
 

@@ -20,7 +20,7 @@ import pytest
 
 from mudata.drafting.draft import draft_entry
 from mudata.drafting.records import Choices
-from mudata.errors import UsageError
+from mudata.errors import MudataUsageError as UsageError
 
 CASES = [
     (("acc", "Gyroscope"), ("walking", "running", "sitting"), ("chest", "waist"), "_", 3),

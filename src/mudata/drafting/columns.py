@@ -13,7 +13,13 @@ the reason:
   digits (``99999``, ``1e+05``, ``1.0001e+05``: :mod:`mudata.drafting.counters`);
 * time: by its name, with or without a unit (``timestamp(ns)``, ``TimeStamp``,
   ``time_ms``, ``t [s]``), or epoch seconds, milliseconds, microseconds or
-  nanoseconds by its values;
+  nanoseconds by its values; in a file without a header, also a clock
+  relative to the recording's start (``5.64, 5.65, ...`` seconds at 100 Hz;
+  ``15, 31, 46, ...`` milliseconds at 64 Hz): a column that never decreases,
+  steps by one near-constant step (:func:`clock_step`) and, read in seconds,
+  milliseconds, microseconds or nanoseconds, implies a rate in
+  :data:`CLOCK_RATES` (:func:`relative_clock`). A row counter (whole numbers
+  stepping by 1, in any rounding) is a counter, never a clock;
 * a counter of windows or segments: by its name, or whole numbers that never
   decrease and hold each value in one run;
 * any other column that never decreases (or never increases) through the
@@ -80,6 +86,19 @@ EPOCH_UNITS = {
 }
 _EPOCH_RANGE = (946684800.0, 2208988800.0)
 MAX_MISSING = 0.9
+#: Sampling rates (Hz) a clock without a unit may imply; a column implying none is no clock.
+CLOCK_RATES = (1.0, 2000.0)
+#: Units a clock without a unit is read in, in seconds, tried in this order.
+CLOCK_UNITS = {"seconds": 1.0, "milliseconds": 1e-3, "microseconds": 1e-6, "nanoseconds": 1e-9}
+#: Fraction of a relative clock's steps within half a step of its step: the rest
+#: are gaps (dropped samples) and repeats.
+STEADY_STEPS = 0.9
+#: A median step this far (relatively) from the mean of the steady steps is the
+#: rounding of a clock printed in ticks near its step (15 and 16 ms for 15.625).
+_ROUNDED_STEP = 0.01
+#: Fraction of the steady steps two adjacent tick values must hold for the mean step
+#: to be taken (:func:`clock_step`).
+_TWO_TICKS = 0.95
 
 
 @dataclass
@@ -165,6 +184,99 @@ def epoch_unit(values: np.ndarray) -> str | None:
         if low <= middle <= high and low <= float(np.min(values)) and float(np.max(values)) <= high:
             return unit
     return None
+
+
+def clock_step(values: np.ndarray) -> float | None:
+    """The step of a clock: the median of its positive steps, or the mean of its steady
+    steps where the rounding of whole ticks moves the median.
+
+    A clock printed in whole ticks near its step (milliseconds at 64 Hz:
+    ``15, 31, 46, 62``) steps by 15 and 16 only, and the median says 16: when
+    the steps within half a step of the median (gaps and repeats left out)
+    take two values next to each other (at least :data:`_TWO_TICKS` of them)
+    and their mean differs from the median by more than 1 %, the mean is the
+    step. A clock that jitters (a phone's timestamps, steps of 5 to 14 ms
+    around a nominal 10) keeps the median: its nominal rate. None when the
+    values never advance.
+    """
+    steps = np.diff(values[np.isfinite(values)])
+    positive = steps[steps > 0]
+    if positive.size == 0:
+        return None
+    median = float(np.median(positive))
+    steady = positive[(positive >= 0.5 * median) & (positive <= 1.5 * median)]
+    mean = float(np.mean(steady))
+    if abs(mean - median) <= _ROUNDED_STEP * median:
+        return median
+    ticks, counts = np.unique(steady, return_counts=True)
+    top = np.sort(ticks[np.argsort(counts)[-2:]])
+    two = counts[np.isin(ticks, top)].sum() >= _TWO_TICKS * steady.size
+    tick = _printed_tick(values[np.isfinite(values)])
+    rounded = two and top.size == 2 and tick is not None and np.isclose(top[1] - top[0], tick)
+    if not rounded or tick is None:
+        return median
+    # The mean of n steps of whole ticks is known to a tick / n: no digit finer.
+    return round(mean, max(0, int(np.ceil(-np.log10(tick / steady.size)))))
+
+
+def _printed_tick(values: np.ndarray) -> float | None:
+    """The last printed digit's unit of ``values`` (1 for whole numbers, 0.01 for
+    ``5.64``), up to 9 decimals; None beyond."""
+    for decimals in range(10):
+        scaled = values * 10.0**decimals
+        if np.allclose(scaled, np.round(scaled), rtol=0, atol=1e-6):
+            return 10.0**-decimals
+    return None
+
+
+def _plausible(seconds: float) -> bool:
+    return CLOCK_RATES[0] <= 1.0 / seconds <= CLOCK_RATES[1]
+
+
+def unitless_seconds(step: float) -> tuple[float, str]:
+    """A step of a time column without a unit, in seconds, and how it was read.
+
+    Below 1 it is read as seconds, up to 1e4 as milliseconds, beyond as
+    nanoseconds; where that reading implies a rate outside :data:`CLOCK_RATES`
+    and another unit (microseconds among them) implies one inside, that unit.
+    """
+    ladder = "seconds" if step < 1 else "milliseconds" if step < 1e4 else "nanoseconds"
+    unit = ladder
+    if not _plausible(step * CLOCK_UNITS[ladder]):
+        unit = next((u for u, k in CLOCK_UNITS.items() if _plausible(step * k)), ladder)
+    return step * CLOCK_UNITS[unit], f"read as {unit}"
+
+
+def relative_clock(values: pd.Series | np.ndarray) -> str | None:
+    """Why ``values`` is a clock relative to the recording's start, or None.
+
+    It never decreases, at least :data:`STEADY_STEPS` of its steps lie within
+    half a step of its step (:func:`clock_step`), the step implies a rate in
+    :data:`CLOCK_RATES` in one of :data:`CLOCK_UNITS`, and it is no row
+    counter: not whole numbers stepping by 1 (:func:`counter_evidence`), which
+    would be 1 Hz in seconds as well as 1000 Hz in milliseconds.
+    """
+    numbers = np.asarray(pd.to_numeric(pd.Series(values), errors="coerce"), dtype=float)
+    numbers = numbers[np.isfinite(numbers)]
+    if numbers.size < 3 or np.any(np.diff(numbers) < 0) or counter_evidence(numbers):
+        return None
+    step = clock_step(numbers)
+    if step is None or (_whole(numbers) and step == 1):
+        return None
+    steps = np.diff(numbers)
+    if np.mean((steps >= 0.5 * step) & (steps <= 1.5 * step)) < STEADY_STEPS:
+        return None
+    seconds, how = unitless_seconds(step)
+    if not _plausible(seconds):
+        return None
+    return (
+        f"a clock from the recording's start (step {step:.6g}, {how}: {round(1 / seconds, 3):g} Hz; "
+        f"{_shown_number(numbers[0])} to {_shown_number(numbers[-1])})"
+    )
+
+
+def _shown_number(value: float) -> str:
+    return f"{value:.10g}"
 
 
 def _text_reason(values: pd.Series) -> str:
@@ -321,16 +433,19 @@ def find_roles(
     }
     taken: set[str] = set()
     for role, pattern in patterns.items():
-        if given.get(role):
-            column = resolve(given[role], columns, header, f"--{role}")
+        named = given.get(role)
+        column: str | None
+        if named:
+            column = resolve(named, columns, header, f"--{role}")
             roles.notes.append(f"{role}: column {column!r}, as given")
         else:
             column = _by_name(columns, pattern, taken) if header else None
             if column:
                 roles.notes.append(f"{role}: column {column!r}, by its name")
         setattr(roles, role, column)
-        taken.add(column) if column else None
-    roles.missing = {c: int(n) for c, n in table.isna().sum().items() if n}
+        if column:
+            taken.add(column)
+    roles.missing = {str(c): int(n) for c, n in table.isna().sum().items() if n}
     for column in columns:
         if column in taken:
             continue
@@ -353,6 +468,16 @@ def find_roles(
         if clock:
             roles.time = clock
             roles.notes.append(f"time: column {clock!r}, {roles.left_out.pop(clock)}")
+    if roles.time is None and not given.get("time") and not header:
+        # Without a header, the first column that never goes back with a steady step
+        # at a plausible rate is the clock (PAMAP2's seconds, Daphnet's milliseconds).
+        for column, why in roles.left_out.items():
+            evidence = why.startswith("a time or a counter") and relative_clock(table[column])
+            if evidence:
+                roles.time = column
+                del roles.left_out[column]
+                roles.notes.append(f"time: column {column!r}, {evidence}")
+                break
     return roles
 
 

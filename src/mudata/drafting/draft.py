@@ -56,7 +56,7 @@ from mudata.drafting.annotated_layout import (
 from mudata.drafting.counters import monotone_channels
 from mudata.drafting.labelcheck import label_candidates, per_sample_label
 from mudata.drafting.layout import propose_layout
-from mudata.drafting.nulls import Flagged, null_classes
+from mudata.drafting.nulls import Flagged, class_runs, null_classes
 from mudata.drafting.pathfields import hint
 from mudata.drafting.rates import preview_rate
 from mudata.drafting.records import Choices, Layout, Sniffed
@@ -634,7 +634,7 @@ def draft_entry(
                     )
             _check_label(layout, raw.frame, first, collected.members)
             classes = named_classes(classes, collected.selection.annotation)
-            left_out = _left_out_classes(classes, counts, collected.documents, choices)
+            left_out = _left_out_classes(classes, counts, collected.documents, choices, raw.frame)
             all_classes = classes
             classes = [c for c in classes if code_text(c["code"]) not in left_out]
             entry_data["classes"] = classes
@@ -741,6 +741,7 @@ def _left_out_classes(
     counts: dict[str, int],
     documents: dict[str, str],
     choices: Choices,
+    frame: pd.DataFrame | None = None,
 ) -> dict[str, str]:
     """Code (as text) to why the draft leaves the class out of ``[[classes]]``.
 
@@ -755,7 +756,9 @@ def _left_out_classes(
         message = f"mudata init: class {both[0]} is given to both --keep-class and --drop-class"
         raise UsageError(message)
     kept_counts = {code: counts[code] for code in seen}
-    flagged: list[Flagged] = null_classes(kept_counts, documents)
+    # The reader's samples in file order: the runs of each class, per recording.
+    runs = class_runs(frame["label"], frame.get("recording")) if frame is not None else None
+    flagged: list[Flagged] = null_classes(kept_counts, documents, runs)
     left_out = {f.code: f.reason for f in flagged if f.code not in keep}
     if len(set(seen) - set(left_out)) < 2:
         # A guess that would leave no two classes to tell apart is not taken

@@ -19,10 +19,12 @@ from mudata.drafting.columns import (
     EPOCH_UNITS,
     Roles,
     check_leaks,
+    clock_step,
     epoch_unit,
     find_roles,
     resolve,
     time_unit,
+    unitless_seconds,
 )
 from mudata.drafting.pathfields import hint, read_paths, sensor_files
 from mudata.drafting.records import Choices, Layout, Sniffed
@@ -127,7 +129,8 @@ def time_rate(table: pd.DataFrame, time_col: str, member: str) -> tuple[float | 
     steps = steps[steps > 0]
     if steps.size == 0:
         return None, f"time column '{time_col}' does not advance"
-    step = float(np.median(steps))
+    median = float(np.median(steps))
+    step = clock_step(values) or median
     texty = not pd.api.types.is_numeric_dtype(table[time_col]) and not is_numeric_column(
         table[time_col]
     )
@@ -143,15 +146,12 @@ def time_rate(table: pd.DataFrame, time_col: str, member: str) -> tuple[float | 
         seconds, unit = step * named[1], f"in {named[0]}, by the column's name"
     elif epoch:
         seconds, unit = step / EPOCH_UNITS[epoch], f"epoch {epoch}"
-    elif step < 1:
-        seconds, unit = step, "read as seconds"
-    elif step < 1e4:
-        seconds, unit = step / 1e3, "read as milliseconds"
     else:
-        seconds, unit = step / 1e9, "read as nanoseconds"
+        seconds, unit = unitless_seconds(step)
     rate = round(1.0 / seconds, 3)
     shown = f"{seconds:g} s {unit}" if texty else f"{step:g}, {unit}"
-    return rate, f"sampling rate: {rate} Hz, from the median step of '{time_col}' ({shown})"
+    what = "median step" if step == median else "mean step (whole ticks round the median)"
+    return rate, f"sampling rate: {rate} Hz, from the {what} of '{time_col}' ({shown})"
 
 
 def _code_column(table: pd.DataFrame) -> tuple[str | None, str]:
@@ -225,6 +225,7 @@ def _label_by_codes(first: pd.DataFrame, roles: Roles, notes: list[str]) -> None
     """Without a header: the label is the last (or first) column holding class codes."""
     # A sorted label column looks like a counter of segments: it stays a candidate.
     ruled_out = [c for c, why in roles.left_out.items() if not why.startswith("a counter of")]
+    ruled_out += [roles.time] if roles.time else []  # a clock is no label either
     roles.label, note = _code_column(first.drop(columns=ruled_out))
     if roles.label in roles.signals:
         roles.signals.remove(roles.label)
@@ -430,7 +431,9 @@ def propose_layout(
         )
     # Channels need not come in threes: the names say which form a sensor, and
     # its arity (after the streams, whose channels are named per stream).
-    sensors = group_channels(chosen, header or streams is not None) if kind == "signals" else []
+    sensors = (
+        group_channels(chosen, header or streams is not None, first) if kind == "signals" else []
+    )
     if streams is not None and kind == "signals" and streams[0].align != "per-stream":
         # Grouped by the columns' own names, then once per stream, named after it.
         sensors = stream_sensors(group_channels(bare, True), list(streams[0].rows))

@@ -10,7 +10,11 @@
   HDF5 and refused with a message naming the format. The arrays' declared
   shapes (:func:`scipy.io.whosmat`, which decompresses no array) are checked
   against the expansion cap before any is decompressed: a 700 KB file can
-  hold a compressed array of 720 MB;
+  hold a compressed array of 720 MB. Arrays inside a MATLAB struct
+  (``save(..., struct)`` of a ``data`` struct) are named by their dotted path
+  (``data.sensor_readings``); a struct declares no field shapes, so the file
+  is inflated once, counting bytes and keeping none, against the same cap
+  before a struct is read;
 * :func:`sniff_delimited` -- the separator (comma, semicolon, tab) and the
   decimal mark of delimited text, from its first lines.
 
@@ -28,7 +32,7 @@ import re
 import zlib
 from collections.abc import Collection, Iterable, Iterator
 from pathlib import PurePosixPath
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Literal
 
 from mudata.bounds.archive import expansion_budget, max_expansion
 from mudata.errors import LimitError, MudataError, ParseError, Reason, excerpt
@@ -54,6 +58,10 @@ MAT_NUMERIC_CLASSES = frozenset(
 )
 # Bytes per value of a MATLAB array once read: read_mat makes every array float64.
 _MAT_VALUE_BYTES = 8
+#: How deep structs inside structs are searched for arrays (``a.b.c.d``).
+MAT_STRUCT_DEPTH = 4
+# MATLAB v5 data element types: a compressed element, and an array (matrix).
+_MI_COMPRESSED, _MI_MATRIX = 15, 14
 _OPENERS = {
     "gzip": lambda fh: gzip.GzipFile(fileobj=fh, mode="rb"),
     "bzip2": lambda fh: bz2.BZ2File(fh, mode="rb"),
@@ -337,6 +345,180 @@ def _check_mat_size(
             raise LimitError(message)
 
 
+def _inflated_size(data: bytes, member: str, budget: float) -> int:
+    """Bytes the data elements of a MATLAB v5 file take once inflated, counted without
+    keeping them; past ``budget`` a :class:`LimitError` (before scipy reads a struct,
+    whose fields declare no shape the directory shows)."""
+    if len(data) < 128 or data[126:128] not in (b"IM", b"MI"):
+        return len(data)  # v4 files hold no struct
+    order: Literal["little", "big"] = "little" if data[126:128] == b"IM" else "big"
+    total, at = 0, 128
+    while at + 8 <= len(data):
+        kind = int.from_bytes(data[at : at + 4], order)
+        size = int.from_bytes(data[at + 4 : at + 8], order)
+        body = data[at + 8 : at + 8 + size]
+        if kind == _MI_COMPRESSED:
+            inflater = zlib.decompressobj()
+            chunk = body
+            while chunk and not inflater.eof:
+                total += len(inflater.decompress(chunk, _CHUNK))
+                chunk = inflater.unconsumed_tail
+                if total > budget:
+                    break
+            at += 8 + size
+        else:
+            total += size
+            at += 8 + size + (-size % 8)
+        if total > budget:
+            message = (
+                f"{member}: its MATLAB variables inflate past {budget:,.0f} bytes (the "
+                f"expansion cap of a {len(data):,}-byte file); refusing to read its structs. "
+                f"Raise the cap with $MUDATA_MAX_EXPANSION or --max-expansion if the file is "
+                f"trusted"
+            )
+            raise LimitError(message)
+    return total
+
+
+def _leaves(value: object, path: str, depth: int) -> Iterator[tuple[str, object]]:
+    """Every field of a 1x1 struct (as :func:`scipy.io.loadmat` returns it), by dotted
+    path, structs inside it searched to :data:`MAT_STRUCT_DEPTH`."""
+    # Here, not at the top: numpy is slow to import (see mat_arrays).
+    import numpy as np
+
+    if (
+        not isinstance(value, np.ndarray)
+        or value.dtype.names is None
+        or value.size != 1
+        or depth > MAT_STRUCT_DEPTH
+    ):
+        yield path, value
+        return
+    for name in value.dtype.names:
+        yield from _leaves(value.reshape(-1)[0][name], f"{path}.{name}", depth + 1)
+
+
+def _describe(value: object) -> str:
+    """What a struct field holds, for messages: ``1000x6 double``, ``text``, ..."""
+    # Here, not at the top: numpy is slow to import (see mat_arrays).
+    import numpy as np
+
+    if not isinstance(value, np.ndarray):
+        return type(value).__name__
+    if value.dtype.kind in "US":
+        return "text"
+    shape = "x".join(map(str, value.shape))
+    if value.dtype.names is not None:
+        return f"{shape} struct"
+    return f"{shape} {value.dtype.name if value.dtype.kind != 'O' else 'cell'}"
+
+
+def _is_sample_array(value: object) -> bool:
+    """A numeric 2-D array of two rows or more: one a table can be read from."""
+    # Here, not at the top: numpy is slow to import (see mat_arrays).
+    import numpy as np
+
+    return (
+        isinstance(value, np.ndarray)
+        and value.ndim == 2
+        and value.shape[0] >= 2
+        and np.issubdtype(value.dtype, np.number)
+    )
+
+
+def mat_struct_fields(
+    data: bytes, member: str, *, ratio: float | None = None
+) -> dict[str, np.ndarray]:
+    """The fields of the file's 1x1 structs, by dotted path (``data.sensor_readings``).
+
+    Parameters
+    ----------
+    data : bytes
+        The file content.
+    member : str
+        Its path, for messages.
+    ratio : float, optional
+        Expansion cap (bytes out per byte of the file); default as for archives.
+
+    Returns
+    -------
+    dict of str to ndarray
+        Every field (numbers, text, cells), in the order the file declares them;
+        empty when the file declares no struct.
+
+    Raises
+    ------
+    ParseError
+        Not a MATLAB file scipy can read.
+    LimitError
+        The file inflates past the expansion cap.
+    """
+    if _is_hdf5(data):
+        mat_directory(data, member)  # the message naming v7.3
+    # Here, not at the top: numpy and scipy.io are slow to import; only MATLAB files need them.
+    import numpy as np
+    from scipy.io import loadmat, whosmat
+
+    try:
+        structs = [
+            name for name, _, kind in whosmat(_ShortReads(data, 1 << 12)) if kind == "struct"
+        ]
+    except (ValueError, TypeError, OSError, NotImplementedError, zlib.error) as exc:
+        message = f"{member}: cannot be read as a MATLAB .mat file ({type(exc).__name__}: {str(exc)[:200]})"
+        raise ParseError(message, reason=Reason("unreadable", "members")) from None
+    if not structs:
+        return {}
+    _inflated_size(data, member, expansion_budget(len(data), max_expansion(ratio)))
+    try:
+        content = loadmat(_ShortReads(data, 1 << 16), variable_names=structs)
+    except (ValueError, TypeError, OSError, NotImplementedError, zlib.error) as exc:
+        message = f"{member}: cannot be read as a MATLAB .mat file ({type(exc).__name__}: {str(exc)[:200]})"
+        raise ParseError(message, reason=Reason("unreadable", "members")) from None
+    fields: dict[str, np.ndarray] = {}
+    for name in structs:
+        for path, value in _leaves(content[name], name, 1):
+            if path != name and isinstance(value, np.ndarray):
+                fields[path] = value
+    return fields
+
+
+def _choose_mat(
+    data: bytes, member: str, variable: str | None, ratio: float | None
+) -> tuple[str, np.ndarray | None]:
+    """The array :func:`read_mat` reads: its name, and its values when read from a struct."""
+    directory = mat_directory(data, member)
+    shapes = {name: "x".join(map(str, shape)) for name, shape, _ in directory}
+    if variable is not None and variable in shapes:
+        return variable, None
+    if variable is None and len(shapes) == 1:
+        return next(iter(shapes)), None
+    fields = mat_struct_fields(data, member, ratio=ratio)
+    listed = ", ".join(f"{path} ({_describe(value)})" for path, value in list(fields.items())[:20])
+    inside = f"; struct fields: {listed}" if fields else ""
+    if variable is not None:
+        if variable in fields and _is_sample_array(fields[variable]):
+            return variable, fields[variable]
+        message = (
+            f"{member}: no numeric 2-D variable {excerpt(variable)} (of two rows or more, "
+            f"in a struct); found {shapes or 'none'}{inside}"
+        )
+        raise ParseError(message, reason=Reason("absent", "variable"))
+    arrays = [path for path, value in fields.items() if _is_sample_array(value)]
+    if not shapes and len(arrays) == 1:
+        return arrays[0], fields[arrays[0]]
+    how = (
+        f"name the one to read as reader_options.variable (a struct's field by its dotted "
+        f"path: variable = {arrays[0]!r})"
+        if arrays
+        else "name the one to read as reader_options.variable"
+    )
+    message = (
+        f"{member}: {'no' if not shapes else len(shapes)} numeric 2-D variables "
+        f"({shapes or 'none'}){inside}; {how}"
+    )
+    raise ParseError(message, reason=Reason("missing", "variable"))
+
+
 def read_mat(
     data: bytes, member: str, variable: str | None = None, *, ratio: float | None = None
 ) -> pd.DataFrame:
@@ -349,7 +531,10 @@ def read_mat(
     member : str
         Its path, for messages.
     variable : str, optional
-        The array to read; default the file's only numeric 2-D array.
+        The array to read, or a struct's field by its dotted path
+        (``data.sensor_readings``); default the file's only numeric 2-D array
+        or, when there is none, the only numeric 2-D array of two rows or more
+        inside its structs.
     ratio : float, optional
         Expansion cap (bytes out per byte of the file); default as for archives.
 
@@ -361,37 +546,25 @@ def read_mat(
     Raises
     ------
     ParseError
-        v7.3 file, unreadable file, ``variable`` absent, or no single array to choose.
+        v7.3 file, unreadable file, ``variable`` absent, or no single array to
+        choose (the message lists the arrays and the structs' fields).
     LimitError
-        The array(s) to read declare more bytes than the expansion cap allows.
+        The array(s) to read declare (or a struct inflates to) more bytes than
+        the expansion cap allows.
     """
     # Here, not at the top: numpy and pandas are slow to import, and the registry
     # imports the readers to check their options; only MATLAB files need them.
     import numpy as np
     import pandas as pd
 
-    directory = mat_directory(data, member)
-    shapes = {name: "x".join(map(str, shape)) for name, shape, _ in directory}
-    if variable is not None:
-        if variable not in shapes:
-            message = (
-                f"{member}: no numeric 2-D variable {excerpt(variable)}; found {shapes or 'none'}"
-            )
-            raise ParseError(message, reason=Reason("absent", "variable"))
-        chosen = variable
-    elif len(shapes) == 1:
-        (chosen,) = shapes
-    else:
-        message = (
-            f"{member}: {'no' if not shapes else len(shapes)} numeric 2-D variables "
-            f"({shapes or 'none'}); name the one to read as reader_options.variable"
-        )
-        raise ParseError(message, reason=Reason("missing", "variable"))
-    arrays = mat_arrays(data, member, {chosen}, ratio=ratio)
-    if chosen not in arrays:  # declared numeric, but scipy read it as something else
-        message = f"{member}: variable {excerpt(chosen)} is not a numeric 2-D array once read"
-        raise ParseError(message, reason=Reason("not-numeric", "variable"))
-    return pd.DataFrame(np.asarray(arrays[chosen], dtype=np.float64))
+    chosen, values = _choose_mat(data, member, variable, ratio)
+    if values is None:
+        arrays = mat_arrays(data, member, {chosen}, ratio=ratio)
+        if chosen not in arrays:  # declared numeric, but scipy read it as something else
+            message = f"{member}: variable {excerpt(chosen)} is not a numeric 2-D array once read"
+            raise ParseError(message, reason=Reason("not-numeric", "variable"))
+        values = arrays[chosen]
+    return pd.DataFrame(np.asarray(values, dtype=np.float64))
 
 
 _DECIMAL_COMMA = re.compile(r"^-?\d+,\d+$")

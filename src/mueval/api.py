@@ -303,7 +303,7 @@ def _evaluate(
         **_diagnostics_config(diagnostics),
     }
     t0 = time.perf_counter()
-    options = {
+    options: dict[str, Any] = {
         "alpha": config.alpha,
         "n_classes": len(table.classes),
         "classes": table.classes,
@@ -330,9 +330,9 @@ def _evaluate(
     output.timings["guarantees_s"] = time.perf_counter() - t0
     # Per stage and strategy/classifier, with what came after the tasks (the
     # last row group of the stream is written after the runner returned).
-    stages = stage_timings(output.results)
+    per_stage = stage_timings(output.results)
     for key, seconds in diag.seconds.items():
-        stages.setdefault(key, {})["diagnostics_s"] = round(seconds, 6)
+        per_stage.setdefault(key, {})["diagnostics_s"] = round(seconds, 6)
     info: dict[str, Any] = {
         "dataset": table.info,
         "classes": list(table.classes),
@@ -342,7 +342,7 @@ def _evaluate(
         "skipped": output.notes,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "timings": {**output.timings, "total_s": time.perf_counter() - start},
-        "stage_timings": stages,
+        "stage_timings": per_stage,
         "warnings": found.warnings,
     }
     return Run(
@@ -444,6 +444,7 @@ def evaluate(
     small_cal: str = "error",
     split: str = "random",
     gap: int = 1,
+    split_seeds: str = "protocol",
     user_folds: int | None = None,
     condition: str | None = None,
     cohorts: str | Path | pd.DataFrame | None = None,
@@ -538,6 +539,13 @@ def evaluate(
         Within-user split of UDM, UCM and UAM; ``gap`` rows between blocks.
     gap : int
         ``split="blocked"``: rows left out between two blocks.
+    split_seeds : {"protocol", "independent"}
+        ``protocol`` (the study's numbers) seeds every split of an iteration with
+        its one seed, so the other users' split (the model's training rows) and
+        the target user's own split under UIM, UCM and UKM draw from one seed;
+        ``independent`` derives one seed per role from it with
+        ``numpy.random.SeedSequence`` (:mod:`mueval.evaluation.split_seeds`).
+        Recorded in ``run.json``.
     user_folds : int, optional
         UIM and UCM fit one model per fold of users (``K`` grouped folds)
         instead of one per user, and UXC calibrates on ``K`` grouped folds of
@@ -651,6 +659,7 @@ def evaluate(
         small_cal=small_cal,
         split=split,
         gap=gap,
+        split_seeds=split_seeds,
         user_folds=user_folds,
         condition=condition,
         user_level=user_level,

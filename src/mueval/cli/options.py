@@ -30,6 +30,7 @@ from mueval.names import (
     SCORES,
     SMALL_CAL_POLICIES,
     SPLIT_METHODS,
+    SPLIT_SEEDS,
     STRATEGIES,
     THRESHOLD_RULES,
     UKM_ASSIGN_RULES,
@@ -340,6 +341,16 @@ evaluate_options = stack(
         default=1,
         show_default=True,
         help="--split blocked: rows left out between two blocks.",
+    ),
+    click.option(
+        "--split-seeds",
+        type=click.Choice(SPLIT_SEEDS),
+        default="protocol",
+        show_default=True,
+        help="protocol: every split of an iteration draws from its one seed, as the study "
+        "(the other users' split, which picks the model's training rows, and the target "
+        "user's own split under uim, ucm and ukm among them); independent: each role gets "
+        "its own seed, a child of numpy's SeedSequence(seed). Recorded in run.json.",
     ),
     click.option(
         "--user-folds",

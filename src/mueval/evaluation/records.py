@@ -25,6 +25,7 @@ from mueval.names import (
     PVALUE_METRICS,
     SMALL_CAL_POLICIES,
     SPLIT_METHODS,
+    SPLIT_SEEDS,
     THRESHOLD_RULES,
     UKM_ASSIGN_RULES,
     USER_CORRECTIONS,
@@ -183,6 +184,9 @@ class SplitRequest:
         ``--adapt-frac``: share of the target user's rows added to training (UAM).
     user_folds : int or None
         ``--user-folds``: grouped folds of users, or None (one user at a time).
+    split_seeds : {"protocol", "independent"}
+        ``--split-seeds``: the iteration's seed for every split, or one seed per
+        role (:mod:`mueval.evaluation.split_seeds`).
     """
 
     y: np.ndarray
@@ -195,6 +199,7 @@ class SplitRequest:
     gap: int = 1
     adapt_frac: float = 0.5
     user_folds: int | None = None
+    split_seeds: str = "protocol"
 
 
 @dataclass(frozen=True)
@@ -205,6 +210,11 @@ class EvalConfig:
     one model per user; an integer K from 2 to the number of users fits one per
     grouped fold of users instead (:func:`~mueval.evaluation.splits.user_fold_splits`),
     K fits per classifier and iteration whatever the number of users.
+
+    ``split_seeds``: ``"protocol"`` (the reference code) seeds every split of an
+    iteration with its one seed; ``"independent"`` gives each role (the first
+    split, the target user's split, the grouping of users) its own child of
+    ``numpy.random.SeedSequence(seed)`` (:mod:`mueval.evaluation.split_seeds`).
 
     ``condition``: None (the protocol), ``"class"``, ``"cohort:COLUMN"`` or
     ``"class+cohort:COLUMN"`` (:mod:`mueval.data.cohorts`); ``mondrian=True`` is
@@ -247,6 +257,7 @@ class EvalConfig:
     small_cal: str = "error"
     split: str = "random"
     gap: int = 1
+    split_seeds: str = "protocol"
     user_folds: int | None = None
     condition: str | None = None
     user_level: float = 0.05
@@ -285,6 +296,9 @@ class EvalConfig:
         if self.gap < 0:
             message = f"gap must be 0 or more rows, got {self.gap}"
             raise UsageError(message)
+        if self.split_seeds not in SPLIT_SEEDS:
+            message = f"unknown split_seeds {self.split_seeds!r}; valid: {', '.join(SPLIT_SEEDS)}"
+            raise UsageError(message, cli={"split_seeds": "--split-seeds"})
         if self.user_folds is not None and (
             isinstance(self.user_folds, bool)
             or not isinstance(self.user_folds, int)

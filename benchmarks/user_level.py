@@ -76,7 +76,10 @@ Run::
     python benchmarks/user_level.py --pipeline --reps 40 --cache /tmp/null-runs
 
 Replicates are cached (``--cache``), so a second call adds to them; ``--users``
-and ``--rows`` set their size, ``--iterations`` their iterations.
+and ``--rows`` set their size, ``--iterations`` their iterations. Replicate
+``r`` is the table of seed ``1000 + r`` and the run of ``seed_base = 100 +
+1000 r``; ``--first-rep`` starts elsewhere than 0, and both splits are run
+replicate by replicate before the counts are printed.
 """
 
 from __future__ import annotations
@@ -439,20 +442,20 @@ def pipeline_main(args: argparse.Namespace) -> None:
         f"level {LEVEL}, Holm; strategies {', '.join(PIPELINE_STRATEGIES)}; classifiers "
         f"{', '.join(PIPELINE_CLASSIFIERS)}"
     )
-    for split in ("random", "blocked"):
+    sizes = {"users": args.users, "rows": args.rows, "iterations": args.iterations}
+    splits = ("random", "blocked")
+    if not args.cached_only:
+        # Both splits rep by rep, so that a run cut short holds as many of each.
+        for rep in range(args.first_rep, args.first_rep + args.reps):
+            for split in splits:
+                pipeline_run(rep, split, **sizes, cache=cache)
+    for split in splits:
         results = []
-        reps: list[int] = list(range(args.reps))
+        reps: list[int] = list(range(args.first_rep, args.first_rep + args.reps))
         if args.cached_only and cache is not None:
             reps = sorted(int(p.stem.split("-")[1]) for p in cache.glob(f"{split}-*.json"))
         for rep in reps:
-            run = pipeline_run(
-                rep,
-                split,
-                users=args.users,
-                rows=args.rows,
-                iterations=args.iterations,
-                cache=cache,
-            )
+            run = pipeline_run(rep, split, **sizes, cache=cache)
             results.append(pipeline_flags(run))
         print(f"\n--split {split}: {len(results)} runs")
         if not results:
@@ -503,6 +506,7 @@ def main() -> None:
     parser.add_argument("--pipeline", action="store_true", help="null runs via mueval.evaluate")
     parser.add_argument("--cache", default=None, help="--pipeline: folder of cached runs")
     parser.add_argument("--cached-only", action="store_true", help="--pipeline: cached runs only")
+    parser.add_argument("--first-rep", type=int, default=0, help="--pipeline: first replicate")
     parser.add_argument("--users", type=int, default=8)
     parser.add_argument("--rows", type=int, default=130)
     parser.add_argument("--iterations", type=int, default=ITERATIONS)

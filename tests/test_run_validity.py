@@ -177,3 +177,30 @@ def test_the_report_shows_both_sections(run_folder: Path, tmp_path: Path) -> Non
     assert 'id="conditional-coverage"' in html and 'id="user-validity"' in html
     assert "Coverage per cohort of users (band)" in html
     assert "Calibration conditioned on: cohort:band" in html
+
+
+def test_a_strategy_answered_only_with_full_sets_gets_its_validity_rows():
+    # UIM under a cohort per user: the target's cohort holds no other user's
+    # calibration row, so every UIM result is a --small-cal full-set answer
+    # over an empty calibration set. The run used to stop in the validity
+    # tests (NaN p-values into Benjamini-Hochberg); now each user has D+ = 0
+    # and p-value 1, and UCM's rows beside it are tested as before.
+    frame = make_users(4, n_classes=2, rows_per_user=30, n_features=3, seed=1)
+    frame["group"] = "g" + frame["userid"].astype(str)
+    run = mueval.evaluate(
+        frame,
+        strategies="uim,ucm",
+        classifiers="nb",
+        iterations=2,
+        condition="cohort:group",
+        small_cal="full-set",
+        jobs=1,
+        progress=False,
+    )
+    uim = run.user_validity[run.user_validity["strategy"] == "uim"]
+    assert len(uim) == 4
+    assert (uim["statistic"] == 0.0).all() and (uim["pvalue"] == 1.0).all()
+    assert not uim["flagged"].any()
+    assert (run.splits.loc[run.splits["strategy"] == "uim", "n_cal"] == 0).all()
+    ucm = run.user_validity[run.user_validity["strategy"] == "ucm"]
+    assert len(ucm) == 4 and ucm["pvalue"].between(0, 1).all()

@@ -284,6 +284,43 @@ def test_rank_method_errors():
         user_validity(rows, method="two-sided")
 
 
+def test_rank_method_answers_empty_calibration_sets():
+    # A strategy whose every result is a --small-cal full-set answer over an empty
+    # calibration set (UIM under a cohort holding only the target): every
+    # true-label p-value is (1 + 0) / (0 + 1) = 1. That is no excess over the
+    # uniform CDF (D+ = 0, p-value 1, as the "uniform" method finds), not an
+    # undefined test whose NaN stopped the Benjamini-Hochberg step.
+    rows = pd.DataFrame(
+        {
+            "strategy": "uim",
+            "classifier": "nb",
+            "iteration": np.repeat([1, 2], 6),
+            "user": np.tile(np.repeat([1, 2], 3), 2),
+            "p_true": 1.0,
+            "n_cal": 0,
+        }
+    )
+    table = user_validity(rows, method="rank")
+    assert table["statistic"].tolist() == [0.0, 0.0]
+    assert table["pvalue"].tolist() == [1.0, 1.0]
+    assert table["pvalue_bh"].tolist() == [1.0, 1.0]
+    assert not table["flagged"].any()
+    assert table["n"].tolist() == [6, 6]
+    uniform = user_validity(rows, method="uniform")
+    assert uniform["pvalue"].tolist() == table["pvalue"].tolist()
+    # One empty iteration beside a tested one: the empty one adds p = 1 to the
+    # Bonferroni minimum over two iterations.
+    rng = np.random.default_rng(3)
+    tested, _ = _rank_rows(rng, 2, 30, 20)
+    tested = tested.assign(strategy="uim", classifier="nb", iteration=2, user=tested["user"] + 1)
+    mixed = pd.concat([rows[rows["iteration"] == 1], tested], ignore_index=True)
+    alone = user_validity(tested, method="rank")
+    both = user_validity(mixed, method="rank")
+    assert both["n_iterations"].tolist() == [2, 2]
+    np.testing.assert_allclose(both["pvalue"], np.minimum(1.0, 2 * alone["pvalue"]))
+    assert rank_ks_test(0, np.array([0.5, 0.5])) == (0.0, 1.0)
+
+
 # ---------------------------------------------------------------------------
 # rank_ks_test against scipy's ks_2samp on the whole calibration sample
 # ---------------------------------------------------------------------------

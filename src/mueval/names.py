@@ -238,6 +238,11 @@ FULL_DIAGNOSTICS: tuple[str, ...] = (*BASIC_DIAGNOSTICS, "wsc", "ert")
 #: blocks in time order with a gap (``--split``).
 SPLIT_METHODS: tuple[str, ...] = ("random", "blocked")
 
+#: How an iteration's successive splits are seeded (``--split-seeds``): all
+#: from the iteration's seed, as the reference code, or each role from its own
+#: child of ``numpy.random.SeedSequence`` (:mod:`mueval.evaluation.split_seeds`).
+SPLIT_SEEDS: tuple[str, ...] = ("protocol", "independent")
+
 #: ``--small-cal`` policies for a calibration set too small for a threshold.
 SMALL_CAL_POLICIES: tuple[str, ...] = ("error", "skip", "full-set")
 

@@ -60,6 +60,7 @@ def evaluate(
     small_cal: str = "error",
     split: str = "random",
     gap: int = 1,
+    split_seeds: str = "protocol",
     user_folds: int | None = None,
     condition: str | None = None,
     cohorts: str | Path | pd.DataFrame | None = None,
@@ -154,6 +155,13 @@ def evaluate(
         Within-user split of UDM, UCM and UAM; ``gap`` rows between blocks.
     gap : int
         ``split="blocked"``: rows left out between two blocks.
+    split_seeds : {"protocol", "independent"}
+        ``protocol`` (the study's numbers) seeds every split of an iteration with
+        its one seed, so the other users' split (the model's training rows) and
+        the target user's own split under UIM, UCM and UKM draw from one seed;
+        ``independent`` derives one seed per role from it with
+        ``numpy.random.SeedSequence`` (:mod:`mueval.evaluation.split_seeds`).
+        Recorded in ``run.json``.
     user_folds : int, optional
         UIM and UCM fit one model per fold of users (``K`` grouped folds)
         instead of one per user, and UXC calibrates on ``K`` grouped folds of
@@ -271,6 +279,7 @@ def evaluate(
         assign=assign,
         split=split,
         gap=gap,
+        split_seeds=split_seeds,
         user_folds=user_folds,
         user_level=user_level,
         user_correction=user_correction,

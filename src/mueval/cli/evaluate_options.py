@@ -27,6 +27,7 @@ from mueval.names import (
     SCORES,
     SMALL_CAL_POLICIES,
     SPLIT_METHODS,
+    SPLIT_SEEDS,
     THRESHOLD_RULES,
     UKM_ASSIGN_RULES,
     USER_CORRECTIONS,
@@ -235,6 +236,15 @@ evaluate_options = stack(
         0,
         1,
         "--split blocked: rows left out between two blocks.",
+    ),
+    choice_option(
+        "--split-seeds",
+        SPLIT_SEEDS,
+        "protocol",
+        "protocol: every split of an iteration draws from its one seed, as the study "
+        "(the other users' split, which picks the model's training rows, and the target "
+        "user's own split under uim, ucm and ukm among them); independent: each role gets "
+        "its own seed, a child of numpy's SeedSequence(seed). Recorded in run.json.",
     ),
     whole_option(
         "--user-folds",

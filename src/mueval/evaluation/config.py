@@ -21,6 +21,7 @@ from mueval.names import (
     DEFAULT_STRATEGIES,
     PVALUE_METRICS,
     SPLIT_METHODS,
+    SPLIT_SEEDS,
     UKM_ASSIGN_RULES,
     USER_CORRECTIONS,
     USER_FAMILIES,
@@ -51,6 +52,7 @@ _RECORD_ORDER: tuple[str, ...] = (
     "split",
     "gap",
     "user_folds",
+    "split_seeds",
     "condition",
     "user_level",
     "user_correction",
@@ -75,6 +77,11 @@ class EvalConfig:
     one model per user; an integer K from 2 to the number of users fits one per
     grouped fold of users instead (:func:`~mueval.evaluation.splits.user_fold_splits`),
     K fits per classifier and iteration whatever the number of users.
+
+    ``split_seeds``: ``"protocol"`` (the reference code) seeds every split of an
+    iteration with its one seed; ``"independent"`` gives each role (the first
+    split, the target user's split, the grouping of users) its own child of
+    ``numpy.random.SeedSequence(seed)`` (:mod:`mueval.evaluation.split_seeds`).
 
     ``user_level`` and ``user_correction``: a user is *below target* when the
     exact per-user test (:mod:`mueval.guarantees.user_level`) rejects at
@@ -106,6 +113,7 @@ class EvalConfig:
     split: str = "random"
     gap: int = 1
     user_folds: int | None = None
+    split_seeds: str = "protocol"
     user_level: float = 0.05
     user_correction: str = "holm"
     user_family: str = "run"
@@ -166,6 +174,9 @@ class EvalConfig:
         if self.split not in SPLIT_METHODS:
             message = f"unknown split method {self.split!r}; valid: {', '.join(SPLIT_METHODS)}"
             raise UsageError(message)
+        if self.split_seeds not in SPLIT_SEEDS:
+            message = f"unknown split_seeds {self.split_seeds!r}; valid: {', '.join(SPLIT_SEEDS)}"
+            raise UsageError(message, cli={"split_seeds": "--split-seeds"})
         if self.gap < 0:
             message = f"gap must be 0 or more rows, got {self.gap}"
             raise UsageError(message)

@@ -163,6 +163,9 @@ class SplitRequest:
         ``--adapt-frac``: share of the target user's rows added to training (UAM).
     user_folds : int or None
         ``--user-folds``: grouped folds of users, or None (one user at a time).
+    split_seeds : {"protocol", "independent"}
+        ``--split-seeds``: the iteration's seed for every split, or one seed per
+        role (:mod:`mueval.evaluation.split_seeds`).
     """
 
     y: np.ndarray
@@ -175,6 +178,7 @@ class SplitRequest:
     gap: int = 1
     adapt_frac: float = 0.5
     user_folds: int | None = None
+    split_seeds: str = "protocol"
 
 
 @dataclass

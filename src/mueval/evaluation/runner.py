@@ -46,6 +46,7 @@ def iteration_splits(
         split=config.split,
         gap=config.gap,
         n_user_folds=config.user_folds,
+        split_seeds=config.split_seeds,
     )
 
 

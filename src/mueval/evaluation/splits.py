@@ -16,6 +16,11 @@ per strategy it serves: UIM and UCM of one (user, seed) share training and test
 rows by construction, so one split (one model fit) serves both. With grouped
 folds of users (``user_folds=K``), one split serves every user of a fold: it
 holds one :class:`Target` (test and calibration rows) per held-out user.
+
+Every splitter takes ``split_seeds`` (``--split-seeds``): ``"protocol"`` hands
+the iteration's seed to each of its splits, as the reference code;
+``"independent"`` hands each role its own seed
+(:func:`~mueval.evaluation.split_seeds.role_seeds`).
 """
 
 from __future__ import annotations
@@ -23,12 +28,14 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Iterator, Sequence
+from typing import cast
 
 import numpy as np
 from sklearn.model_selection import GroupKFold, train_test_split
 
 from mueval.errors import SplitError, UsageError
 from mueval.evaluation.records import Borrow, CrossSplit, Split, SplitRequest, Target
+from mueval.evaluation.split_seeds import role_seeds
 from mueval.names import SPLIT_METHODS, strategy_codes
 from mueval.strategies import BUILTIN_STRATEGIES, Strategy, registered_strategies
 
@@ -51,7 +58,8 @@ __all__ = [
 
 def _plain(user: object) -> int | str:
     """A user id as a plain Python int or str (numpy scalars do not pickle small)."""
-    return user.item() if isinstance(user, np.generic) else user
+    # The table's loader keeps user ids integer or text (mueval.data.table).
+    return cast("int | str", user.item() if isinstance(user, np.generic) else user)
 
 
 def _describe(y: np.ndarray, classes: Sequence[str] | None) -> str:
@@ -229,12 +237,18 @@ def blocked_parts(
 
 
 def mixed_splits(
-    y: np.ndarray, iteration: int, seed: int, classes: Sequence[str] | None = None
+    y: np.ndarray,
+    iteration: int,
+    seed: int,
+    classes: Sequence[str] | None = None,
+    *,
+    split_seeds: str = "protocol",
 ) -> list[Split]:
     """MM: 60% train, then the rest halved into calibration (first) and test."""
+    first, second, _ = role_seeds(seed, split_seeds)
     idx = np.arange(len(y))
-    train, rest = split_rows(idx, y, 0.6, seed, what="mm", classes=classes)
-    cal, test = split_rows(rest, y, 0.5, seed, what="mm", classes=classes)
+    train, rest = split_rows(idx, y, 0.6, first, what="mm", classes=classes)
+    cal, test = split_rows(rest, y, 0.5, second, what="mm", classes=classes)
     return [Split(iteration, seed, None, train, test, {"mm": cal})]
 
 
@@ -246,12 +260,15 @@ def user_dependent_splits(
     classes: Sequence[str] | None = None,
     split: str = "random",
     gap: int = 1,
+    *,
+    split_seeds: str = "protocol",
 ) -> list[Split]:
     """UDM: the MM splits on each user's own rows (users ascending).
 
     ``split="blocked"``: per class, the earliest 60 % train, the next 20 %
     calibrate and the last 20 % test, ``gap`` rows apart (:func:`blocked_parts`).
     """
+    first, second, _ = role_seeds(seed, split_seeds)
     out = []
     for user in np.unique(users):
         idx = np.flatnonzero(users == user)
@@ -267,8 +284,8 @@ def user_dependent_splits(
         if split == "blocked":
             train, cal, test = blocked_parts(idx, y, 0.6, 3, gap, what=what, classes=classes)
         else:
-            train, rest = split_rows(idx, y, 0.6, seed, what=what, classes=classes)
-            cal, test = split_rows(rest, y, 0.5, seed, what=what, classes=classes)
+            train, rest = split_rows(idx, y, 0.6, first, what=what, classes=classes)
+            cal, test = split_rows(rest, y, 0.5, second, what=what, classes=classes)
         out.append(Split(iteration, seed, _plain(user), train, test, {"udm": cal}))
     return out
 
@@ -282,6 +299,8 @@ def user_independent_splits(
     classes: Sequence[str] | None = None,
     split: str = "random",
     gap: int = 1,
+    *,
+    split_seeds: str = "protocol",
 ) -> list[Split]:
     """UIM, UCM and/or UKM, one split per target user serving each of them.
 
@@ -290,13 +309,16 @@ def user_independent_splits(
     (first) and the UCM calibration set (second; discarded by UIM).
     ``split="blocked"``: the target's earlier half calibrates UCM and the later
     half is the test set of both, ``gap`` rows apart (:func:`blocked_parts`).
+    The other users' split draws from the role ``FIRST``'s seed, the target's
+    from ``SECOND``'s (:func:`~mueval.evaluation.split_seeds.role_seeds`).
     """
     serve = [s for s in _SERVED if s in strategies]
+    first, second, _ = role_seeds(seed, split_seeds)
     out = []
     for user, others, own in each_user(users):
         what = f"{'/'.join(serve)}, user {user}"
-        train, cal_others = _train_and_shared_cal(others, y, seed, what, "users'", classes)
-        test, cals = _target_halves(own, y, seed, (split, gap), serve, cal_others, what, classes)
+        train, cal_others = _train_and_shared_cal(others, y, first, what, "users'", classes)
+        test, cals = _target_halves(own, y, second, (split, gap), serve, cal_others, what, classes)
         borrow = _borrow(serve, cal_others, users)
         out.append(Split(iteration, seed, _plain(user), train, test, cals, borrow=borrow))
     return out
@@ -408,6 +430,8 @@ def user_fold_splits(
     classes: Sequence[str] | None = None,
     split: str = "random",
     gap: int = 1,
+    *,
+    split_seeds: str = "protocol",
 ) -> list[Split]:
     """UIM and/or UCM on grouped folds of users: one split (one fit) per fold.
 
@@ -417,19 +441,20 @@ def user_fold_splits(
     :class:`Target` with its own test and UCM calibration halves.
     """
     serve = [s for s in _SERVED if s in strategies]
+    first, second, groups = role_seeds(seed, split_seeds)
     rows_of = user_rows(users)
     out = []
-    for k, fold in enumerate(user_folds(users, n_folds, seed), start=1):
+    for k, fold in enumerate(user_folds(users, n_folds, groups), start=1):
         held = np.isin(users, fold)
         others = np.flatnonzero(~held)
         what = f"{'/'.join(serve)}, fold {k} of {n_folds}"
-        train, cal_others = _train_and_shared_cal(others, y, seed, what, "folds'", classes)
+        train, cal_others = _train_and_shared_cal(others, y, first, what, "folds'", classes)
         targets = []
         for user in fold:
             own = rows_of[user]
             who = f"{'/'.join(serve)}, user {user}"
             split_gap = (split, gap)
-            test, cals = _target_halves(own, y, seed, split_gap, serve, cal_others, who, classes)
+            test, cals = _target_halves(own, y, second, split_gap, serve, cal_others, who, classes)
             targets.append(Target(_plain(user), test, cals, _borrow(serve, cal_others, users)))
         empty = np.empty(0, dtype=int)
         out.append(Split(iteration, seed, None, train, empty, {}, tuple(targets)))
@@ -445,6 +470,8 @@ def user_adaptive_splits(
     classes: Sequence[str] | None = None,
     split: str = "random",
     gap: int = 1,
+    *,
+    split_seeds: str = "protocol",
 ) -> list[Split]:
     """UAM (an addition to the protocol): train on the other users plus a part of
     the target user's rows, calibrate and test on the rest of the target's rows.
@@ -460,6 +487,7 @@ def user_adaptive_splits(
     if not 0.0 < adapt_frac < 1.0:
         message = f"adapt_frac must be strictly between 0 and 1, got {adapt_frac}"
         raise UsageError(message)
+    first, second, _ = role_seeds(seed, split_seeds)
     out = []
     for user, others, own in each_user(users):
         what = f"uam, user {user}"
@@ -468,10 +496,10 @@ def user_adaptive_splits(
         else:
             strat = can_stratify(y[own], adapt_frac)
             adapt, rest = split_rows(
-                own, y, adapt_frac, seed, what=what, classes=classes, stratify=strat
+                own, y, adapt_frac, first, what=what, classes=classes, stratify=strat
             )
             strat = can_stratify(y[rest], 0.5)
-            cal, test = split_rows(rest, y, 0.5, seed, what=what, classes=classes, stratify=strat)
+            cal, test = split_rows(rest, y, 0.5, second, what=what, classes=classes, stratify=strat)
         train = np.concatenate([others, adapt])
         if len(np.unique(y[train])) < 2:
             message = f"{what}: the training rows hold only one class"
@@ -492,6 +520,7 @@ def make_splits(
     split: str = "random",
     gap: int = 1,
     n_user_folds: int | None = None,
+    split_seeds: str = "protocol",
 ) -> list[Split]:
     """Every split of one iteration for the requested strategies.
 
@@ -521,6 +550,9 @@ def make_splits(
         instead of leaving one user out (None, the protocol). UXC: cut the
         non-target users into this many calibration folds instead of one per
         user (:func:`cross_user_splits`).
+    split_seeds : {"protocol", "independent"}
+        The iteration's seed for every split (the reference code), or one seed
+        per role (:func:`~mueval.evaluation.split_seeds.role_seeds`).
 
     Returns
     -------
@@ -547,6 +579,7 @@ def make_splits(
         gap=gap,
         adapt_frac=adapt_frac,
         user_folds=n_user_folds,
+        split_seeds=split_seeds,
     )
     out: list[Split] = []
     for record, served in _splitter_groups(strategies):
@@ -647,13 +680,16 @@ def _check_rows(parts: dict[str, np.ndarray], where: str, n_rows: int) -> None:
 
 def split_mixed(request: SplitRequest) -> list[Split]:
     """MM's splitter (:func:`mixed_splits`)."""
-    return mixed_splits(request.y, request.iteration, request.seed, request.classes)
+    r = request
+    return mixed_splits(r.y, r.iteration, r.seed, r.classes, split_seeds=r.split_seeds)
 
 
 def split_user_dependent(request: SplitRequest) -> list[Split]:
     """UDM's splitter (:func:`user_dependent_splits`)."""
     r = request
-    return user_dependent_splits(r.y, r.users, r.iteration, r.seed, r.classes, r.split, r.gap)
+    return user_dependent_splits(
+        r.y, r.users, r.iteration, r.seed, r.classes, r.split, r.gap, split_seeds=r.split_seeds
+    )
 
 
 def split_user_independent(request: SplitRequest) -> list[Split]:
@@ -663,10 +699,27 @@ def split_user_independent(request: SplitRequest) -> list[Split]:
     r = request
     if r.user_folds is not None:
         return user_fold_splits(
-            r.y, r.users, r.iteration, r.seed, r.strategies, r.user_folds, r.classes, r.split, r.gap
+            r.y,
+            r.users,
+            r.iteration,
+            r.seed,
+            r.strategies,
+            r.user_folds,
+            r.classes,
+            r.split,
+            r.gap,
+            split_seeds=r.split_seeds,
         )
     return user_independent_splits(
-        r.y, r.users, r.iteration, r.seed, r.strategies, r.classes, r.split, r.gap
+        r.y,
+        r.users,
+        r.iteration,
+        r.seed,
+        r.strategies,
+        r.classes,
+        r.split,
+        r.gap,
+        split_seeds=r.split_seeds,
     )
 
 
@@ -674,7 +727,15 @@ def split_user_adaptive(request: SplitRequest) -> list[Split]:
     """UAM's splitter (:func:`user_adaptive_splits`)."""
     r = request
     return user_adaptive_splits(
-        r.y, r.users, r.iteration, r.seed, r.adapt_frac, r.classes, r.split, r.gap
+        r.y,
+        r.users,
+        r.iteration,
+        r.seed,
+        r.adapt_frac,
+        r.classes,
+        r.split,
+        r.gap,
+        split_seeds=r.split_seeds,
     )
 
 
@@ -691,6 +752,7 @@ def split_cross_user(request: SplitRequest) -> list[Split]:
             classes=r.classes,
             split=r.split,
             gap=r.gap,
+            split_seeds=r.split_seeds,
         )
     )
 
@@ -721,6 +783,7 @@ def cross_user_splits(
     classes: Sequence[str] | None = None,
     split: str = "random",
     gap: int = 1,
+    split_seeds: str = "protocol",
 ) -> list[CrossSplit]:
     """One :class:`CrossSplit` per target user, users ascending.
 
@@ -740,6 +803,10 @@ def cross_user_splits(
         How the target's test rows are chosen, as for UIM and UCM.
     gap : int
         Rows between blocks (``split="blocked"``).
+    split_seeds : {"protocol", "independent"}
+        The target's test half draws from the role ``SECOND``'s seed, as under
+        UIM and UCM, and the folds from ``GROUPS``'s
+        (:func:`~mueval.evaluation.split_seeds.role_seeds`).
 
     Returns
     -------
@@ -751,6 +818,7 @@ def cross_user_splits(
             f"got {len(np.unique(users))}"
         )
         raise SplitError(message)
+    _, second, groups = role_seeds(seed, split_seeds)
     out = []
     for user, others, own in each_user(users):
         what = f"uxc, user {user}"
@@ -759,10 +827,10 @@ def cross_user_splits(
             _, test = blocked_parts(own, y, 0.5, 2, gap, what=what, classes=classes)
         else:
             # The same call as UIM/UCM's, so the test rows are theirs.
-            test, _ = split_rows(own, y, 0.5, seed, what=what, classes=classes)
+            test, _ = split_rows(own, y, 0.5, second, what=what, classes=classes)
         folds = tuple(
             others[np.isin(users[others], fold)]
-            for fold in _fold_users(others, users, n_folds, seed)
+            for fold in _fold_users(others, users, n_folds, groups)
         )
         for k, fold in enumerate(folds):
             rest = np.setdiff1d(others, fold)

@@ -204,7 +204,7 @@ def pooled_classes(
 
 
 def stratified_pmf(
-    order: Sequence[int] | np.ndarray, n_cal_class: Sequence[int], k: int
+    order: Sequence[int] | np.ndarray, n_cal_class: Sequence[int] | np.ndarray, k: int
 ) -> np.ndarray:
     """Exact law of the covered count of one iteration under a stratified split.
 
@@ -213,7 +213,7 @@ def stratified_pmf(
     order : sequence of int, shape (n + m,)
         The classes of the pooled calibration and test rows sorted by score
         (:func:`pooled_classes`).
-    n_cal_class : sequence of int, shape (C,)
+    n_cal_class : sequence or array of int, shape (C,)
         The calibration rows of each class (``n_c``; ``sum = n``).
     k : int
         The threshold's rank among the ``n`` calibration scores, ``1..n + 1``

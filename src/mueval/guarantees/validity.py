@@ -205,10 +205,21 @@ def rank_ks_test(n_cal: int, positions: np.ndarray) -> tuple[float, float]:
     -------
     (float, float)
         ``D+`` (the largest excess of the calibration ECDF over the test
-        ECDF) and its p-value.
+        ECDF) and its p-value. ``(0.0, 1.0)`` for ``n_cal = 0``.
+
+    Notes
+    -----
+    An empty calibration set (a ``--small-cal full-set`` answer where the
+    target's cohort holds no calibration row) gives every test row the
+    p-value ``(1 + 0) / (0 + 1) = 1``, at or above the uniform CDF everywhere:
+    ``D+ = 0`` and p-value 1, what the one-sample test of those p-values
+    (method ``"uniform"``) gives too. There is no calibration sample for the
+    two-sample form, whose ECDF would divide by zero.
     """
     positions = np.asarray(positions, dtype=np.float64)
     n_test = positions.size
+    if n_cal == 0:
+        return 0.0, 1.0
     # The ECDF difference is largest at a test position or at the last
     # calibration position before one (or the last of all): between two test
     # positions the calibration ECDF only rises. Each candidate's value is

@@ -34,7 +34,7 @@ from mudata.drafting.streams import StreamDraft, detect_streams
 from mudata.errors import MudataUsageError as UsageError
 from mudata.errors import ParseError
 from mudata.readers.decode import data_suffix
-from mudata.readers.tabular import time_values
+from mudata.readers.time_columns import time_values
 from mudata.records.classes import is_numeric_column
 
 # A user id in a file or folder name: letters then digits ("f1", "S01", "subject101") or digits.

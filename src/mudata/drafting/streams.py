@@ -40,7 +40,7 @@ from mudata.readers.streams import (
     stream_channel,
     stream_name,
 )
-from mudata.readers.tabular import time_values
+from mudata.readers.time_columns import time_values
 
 #: A key column takes at most this many distinct values in the first file.
 MAX_KEY_VALUES = 16

@@ -48,22 +48,13 @@ from mudata.readers._text import (
     whitespace_field_counts,
 )
 from mudata.readers.base import SignalTable, Sources
+from mudata.readers.column_values import numeric_columns, text_users
 from mudata.readers.lines import line_options
+from mudata.readers.long_options import LongOptions, long_options, path_groups
+from mudata.readers.members import check_columns, matching_members, parse_member
 from mudata.readers.stream import CHUNK_BYTES, SignalStream, line_blocks
-from mudata.readers.tabular import (
-    LongOptions,
-    check_columns,
-    check_time_blank,
-    long_options,
-    matching_members,
-    numeric_columns,
-    parse_member,
-    path_groups,
-    read_long_signals,
-    text_users,
-    time_goes_back,
-    time_text,
-)
+from mudata.readers.tabular import read_long_signals
+from mudata.readers.time_columns import check_time_blank, time_goes_back, time_text
 from mudata.readers.times import FirstTime, check_offsets
 from mudata.records.entry import DatasetEntry
 

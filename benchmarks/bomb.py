@@ -358,7 +358,7 @@ def _mueval_cases(folder: Path) -> dict[str, list[str]]:
 _STREAM_SCRIPT = """
 import sys
 from pathlib import Path
-from mudata.readers.base import Sources
+from mudata.readers.sources import Sources
 
 sources = Sources([Path(sys.argv[1])], max_expansion=float("inf"))
 with sources.open_decoded("subject1.csv.gz") as fh:

@@ -32,8 +32,8 @@ import numpy as np
 from har70_release import HEADER, csv_lines, har70_entry
 
 from mudata.building.features import featurize
-from mudata.readers.base import Sources
 from mudata.readers.har70 import read_har70
+from mudata.readers.sources import Sources
 
 
 def main() -> None:

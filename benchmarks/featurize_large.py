@@ -69,7 +69,7 @@ def child_build(folder: Path, reader: str = "har70-csv") -> dict:
     from dataclasses import replace
 
     from mudata.building.labelled import build_table
-    from mudata.readers.base import Sources
+    from mudata.readers.sources import Sources
 
     entry = har70_entry()
     if reader == "long-signals":

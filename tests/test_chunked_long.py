@@ -32,8 +32,8 @@ from mudata.building.validate import validate_table
 from mudata.errors import LimitError, ParseError
 from mudata.publish.store import table_fingerprint
 from mudata.readers import get_stream_reader
-from mudata.readers.base import Sources
 from mudata.readers.long_stream import stream_long_signals
+from mudata.readers.sources import Sources
 from mudata.readers.spool import Spool
 from mudata.readers.tabular import read_long_signals
 from mudata.records.entry import RemoteFile

@@ -28,8 +28,9 @@ from mudata.building.windowing import DIRECT_MAX_SPAN
 from mudata.errors import LimitError, ParseError, RegistryError
 from mudata.publish.store import table_fingerprint
 from mudata.readers import get_stream_reader
-from mudata.readers.base import SignalTable, Sources
+from mudata.readers.base import SignalTable
 from mudata.readers.har70 import read_har70, stream_har70
+from mudata.readers.sources import Sources
 from mudata.readers.stream import SignalStream, coalesced, line_blocks
 from mudata.records.entry import Recipe, RemoteFile
 from tests.official_formats import (

@@ -16,7 +16,7 @@ from mudata.building.labelled import (
 from mudata.drafting.draft import draft_entry
 from mudata.drafting.records import Choices
 from mudata.errors import EmptyResultError, RegistryError
-from mudata.readers.base import Sources
+from mudata.readers.sources import Sources
 from mudata.records.classes import fold_note, match_classes, user_names, user_sort_key
 from tests.entries import entry
 

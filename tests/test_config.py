@@ -57,12 +57,12 @@ def test_each_cap_reads_its_variable_and_names_it_when_bad(
 
 
 def test_the_readers_take_their_cap_from_config() -> None:
-    """readers/base.py holds no copy of the read cap: its names are config's own objects."""
+    """The readers hold no copy of the read cap: its names are config's own objects."""
     from mudata.bounds import archive
-    from mudata.readers import base
+    from mudata.readers import member_bytes, sources
 
-    assert base.max_read_bytes is config.max_read_bytes
-    assert base.READ_ENV is config.READ_ENV
+    assert sources.max_read_bytes is config.max_read_bytes
+    assert member_bytes.READ_ENV is config.READ_ENV
     assert not hasattr(archive, "parse_cap")  # the alias kept for readers/base.py is gone
 
 

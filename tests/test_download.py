@@ -30,7 +30,7 @@ from mudata.errors import (
     MudataUsageError as UsageError,
 )
 from mudata.files import sha256_file
-from mudata.readers.base import Sources
+from mudata.readers.sources import Sources
 from mudata.records.entry import DatasetEntry
 from mudata.registry.lookup import get_entry, parse_entry
 from mudata.sources.download import fetch_sources

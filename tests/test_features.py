@@ -26,9 +26,10 @@ from mudata.building.feature_maths import (
 from mudata.building.features import featurize
 from mudata.building.windowing import DIRECT_MAX_SPAN, moving_average, running_means, window_count
 from mudata.errors import RegistryError
-from mudata.readers.base import SignalTable, Sources
+from mudata.readers.base import SignalTable
 from mudata.readers.gestures import read_gestures
 from mudata.readers.har70 import read_har70
+from mudata.readers.sources import Sources
 from tests.conftest import GESTURES_ZIP
 from tests.official_formats import gestures_entry, har70_entry, make_har70_zip
 

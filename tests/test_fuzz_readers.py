@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from mudata.building.labelled import build_table
 from mudata.errors import MudataError
 from mudata.readers import get_reader
-from mudata.readers.base import Sources
+from mudata.readers.sources import Sources
 from mudata.records.entry import DatasetEntry
 from mudata.registry.lookup import get_entry, parse_entry
 from tests import official_formats as of

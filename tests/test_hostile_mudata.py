@@ -57,7 +57,8 @@ from mudata.errors import (
     MudataUsageError as UsageError,
 )
 from mudata.publish.store import load_table
-from mudata.readers.base import Pin, Pins, Sources
+from mudata.readers.pins import Pin, Pins
+from mudata.readers.sources import Sources
 from mudata.registry.lookup import parse_entry
 from mudata.sources.download import fetch_sources
 from mudata.sources.paths import raw_dir
@@ -1623,7 +1624,7 @@ def test_a_spool_that_would_fill_the_disk_is_refused_and_removed(
 _INTERRUPT_SCRIPT = """
 import json, signal, sys
 from pathlib import Path
-from mudata.readers.base import Sources
+from mudata.readers.sources import Sources
 
 # Ctrl-C as on a terminal: a process started in the background by a shell
 # script inherits SIGINT ignored, and Python then keeps it ignored.
@@ -1683,7 +1684,7 @@ import gzip, os, sys, zipfile, zlib
 from pathlib import Path
 from mudata.sources.download import fetch_sources
 from mudata.errors import LimitError
-from mudata.readers.base import Sources
+from mudata.readers.sources import Sources
 from mudata.registry.lookup import parse_entry
 
 folder, size = Path(sys.argv[1]), int(sys.argv[2])

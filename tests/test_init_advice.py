@@ -154,9 +154,9 @@ def test_a_reason_survives_pickling_and_refuses_unknown_codes():
 
 #: The readers init drafts entries for: every refusal of theirs carries a reason.
 DRAFTED_READERS = (
-    "__init__", "_text", "annotations", "base", "column_values", "decode", "lines",
-    "long_options", "long_stream", "members", "roles", "streams", "tabular",
-    "time_columns", "times",
+    "__init__", "_text", "annotations", "column_values", "decode", "lines",
+    "long_options", "long_stream", "matlab", "members", "roles", "sources",
+    "streams", "tabular", "time_columns", "times",
 )  # fmt: skip
 
 

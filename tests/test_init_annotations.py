@@ -35,7 +35,7 @@ from mudata.cli import main
 from mudata.drafting.draft import draft_entry
 from mudata.errors import MissingFileError, MudataError, ParseError, RegistryError
 from mudata.readers.annotations import read_annotated_signals
-from mudata.readers.base import Sources
+from mudata.readers.sources import Sources
 from mudata.registry.lookup import parse_entry
 from tests.annotated_releases import CLASSES, RATE, Release, write_release
 

@@ -15,7 +15,7 @@ import pytest
 from mudata.drafting.draft import draft_entry
 from mudata.drafting.selection import compile_path_pattern, data_glob, select
 from mudata.errors import MudataUsageError as UsageError
-from mudata.readers.base import Sources
+from mudata.readers.sources import Sources
 from mudata.readers.tabular import read_long_signals
 
 HEADS = {

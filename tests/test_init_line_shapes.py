@@ -23,9 +23,9 @@ import mudata
 from mudata.cli import main
 from mudata.drafting.shapes import text_shape
 from mudata.errors import ParseError, RegistryError
-from mudata.readers.base import Sources
 from mudata.readers.lines import LineOptions, checked_line_options, prepare_lines
 from mudata.readers.long_stream import stream_long_signals
+from mudata.readers.sources import Sources
 from mudata.readers.tabular import read_long_signals
 from mudata.registry.lookup import parse_entry
 

@@ -20,7 +20,7 @@ import pytest
 from mudata.drafting.columns import non_signal_reason
 from mudata.drafting.draft import draft_entry
 from mudata.drafting.records import Choices
-from mudata.readers.decode import read_mat
+from mudata.readers.matlab import read_mat
 from tests.conftest import SHARED_DATA
 from tests.release_shapes import SIGNAL_COLUMNS
 

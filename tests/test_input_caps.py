@@ -22,8 +22,8 @@ from click.testing import CliRunner
 
 from mudata.bounds.parquet import MAX_PARQUET_COLUMNS, check_csv_header
 from mudata.errors import LimitError, ParseError
-from mudata.readers.base import Sources
 from mudata.readers.members import MAX_TABLE_MEMBERS, parse_member
+from mudata.readers.sources import Sources
 from mudata.readers.tabular import read_feature_table, read_long_signals
 from mudata.registry.lookup import MAX_CLASSES as REGISTRY_MAX_CLASSES
 from mudata.registry.lookup import parse_entry

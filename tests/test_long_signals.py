@@ -13,7 +13,7 @@ import pytest
 
 from mudata.building.labelled import build_table
 from mudata.errors import ParseError, RegistryError
-from mudata.readers.base import Sources
+from mudata.readers.sources import Sources
 from mudata.readers.tabular import read_long_signals
 from tests.entries import entry
 

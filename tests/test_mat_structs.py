@@ -21,7 +21,7 @@ from scipy.io import savemat
 from mudata.drafting.draft import draft_entry
 from mudata.drafting.records import Choices
 from mudata.errors import LimitError, ParseError
-from mudata.readers.decode import mat_struct_fields, read_mat
+from mudata.readers.matlab import mat_struct_fields, read_mat
 
 
 def mat_bytes(content: dict, compress: bool = True) -> bytes:

@@ -15,8 +15,10 @@ import pytest
 from scipy.io import savemat
 
 from mudata.errors import LimitError, ParseError, RegistryError
-from mudata.readers.base import Sources
-from mudata.readers.decode import decompress, read_mat, sniff_delimited
+from mudata.readers.decode import decompress
+from mudata.readers.delimited import sniff_delimited
+from mudata.readers.matlab import read_mat
+from mudata.readers.sources import Sources
 from mudata.readers.tabular import read_long_signals
 from mudata.registry.lookup import parse_entry
 from tests.hostile_inputs import mat_bomb

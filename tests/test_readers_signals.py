@@ -17,10 +17,11 @@ from mudata.building.feature_maths import feature_columns
 from mudata.building.features import featurize
 from mudata.errors import MissingFileError, ParseError, RegistryError
 from mudata.readers import get_reader, har70
-from mudata.readers.base import FeatureTable, SignalTable, Sources
+from mudata.readers.base import FeatureTable, SignalTable
 from mudata.readers.gestures import read_gestures
 from mudata.readers.har70 import read_har70
 from mudata.readers.opportunity import read_opportunity
+from mudata.readers.sources import Sources
 from mudata.readers.tabular import read_feature_table, read_long_signals
 from mudata.registry.lookup import load_entry_file
 from tests.conftest import GESTURES_ZIP, PROJECT_ROOT

@@ -29,7 +29,7 @@ from mudata.cli import main
 from mudata.drafting import streams as drafting_streams
 from mudata.drafting.columns import find_roles
 from mudata.errors import ParseError
-from mudata.readers.base import Sources
+from mudata.readers.sources import Sources
 from mudata.readers.tabular import read_long_signals
 from tests.conftest import SHARED_DATA
 from tests.entries import entry

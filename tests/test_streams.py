@@ -23,8 +23,8 @@ from mudata.building.labelled import build_table
 from mudata.cli import main
 from mudata.drafting.sensors import group_channels, stream_sensors
 from mudata.errors import ParseError, RegistryError
-from mudata.readers.base import Sources
 from mudata.readers.long_stream import stream_long_signals
+from mudata.readers.sources import Sources
 from mudata.readers.streams import resample_linear
 from mudata.readers.tabular import read_long_signals
 from mudata.records.entry import TRI_AXIAL

@@ -1,7 +1,7 @@
 """One safe, bounded index over the members of a zip or tar archive.
 
 Both the hash check of :mod:`mudata.sources.download` and the readers (through
-:class:`mudata.readers.base.Sources`) open members only through
+:class:`mudata.readers.sources.Sources`) open members only through
 :class:`ArchiveIndex`, so the name a reader asks for and the name a hash was
 checked under are the same name, resolved by the same code. The index refuses
 what would let two of them differ or would let an archive do harm:

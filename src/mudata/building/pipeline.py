@@ -197,7 +197,7 @@ def open_sources(entry: DatasetEntry, options: BuildOptions) -> tuple[list[Fetch
 
     Call it under the dataset's lock (:func:`mudata.sources.paths.dataset_lock`):
     the spool folder it empties first is then the build's own. The caller closes
-    the :class:`~mudata.readers.base.Sources`.
+    the :class:`~mudata.readers.sources.Sources`.
     """
     # Here, not at the top: imports pooch's network stack.
     from mudata.sources.download import fetch_sources

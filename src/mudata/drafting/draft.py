@@ -24,7 +24,7 @@ Steps, one module each where they grew:
    the TOML (:mod:`mudata.drafting.toml_text`).
 
 Every byte read for the draft goes through
-:class:`~mudata.readers.base.Sources` with the hashes just taken as pins, as
+:class:`~mudata.readers.sources.Sources` with the hashes just taken as pins, as
 ``mudata fetch`` will read it.
 """
 
@@ -68,9 +68,13 @@ from mudata.errors import EmptyResultError, LimitError, ParseError, Reason
 from mudata.errors import MudataUsageError as UsageError
 from mudata.files import describe_kind, sha256_file
 from mudata.readers import get_reader
-from mudata.readers.base import Pin, Pins, RawTable, Sources
-from mudata.readers.decode import SPREADSHEET_MISSING, head, read_mat
+from mudata.readers.base import RawTable
+from mudata.readers.decode import head
+from mudata.readers.delimited import SPREADSHEET_MISSING
 from mudata.readers.lines import checked_line_options, prepare_lines
+from mudata.readers.matlab import read_mat
+from mudata.readers.pins import Pin, Pins
+from mudata.readers.sources import Sources
 from mudata.records.classes import (
     code_text,
     fold_note,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from mudata.readers.decode import sniff_delimited
+from mudata.readers.delimited import sniff_delimited
 from mudata.readers.lines import LAST_COMMENT
 
 COMMENT_MARKS = ("//", "#", "%")

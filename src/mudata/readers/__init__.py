@@ -10,14 +10,18 @@ strings, imported on first use. Other packages add readers through the
 A reader is a callable ``(entry, sources) -> FeatureTable | SignalTable``
 (see :mod:`mudata.readers.base`).
 
-Modules: ``base`` (the tables readers return and the verified :class:`Sources`
-they read through), ``stream`` (the chunks of a reader that reads its files
-piece by piece, :data:`STREAM_READERS`), ``decode`` (compressed files, MATLAB arrays, separators),
-``_text`` (helpers of the text readers), ``linear_regex`` (``path_pattern``
-matched in linear time), and one module per format:
-``wisdm``, ``har70``, ``opportunity``, ``gestures``, ``tabular`` (CSV, Parquet
-and text tables: feature tables and long signals), ``annotations`` (signals
-labelled by an annotation table of intervals).
+Modules: ``base`` (the tables readers return), ``sources`` (the verified
+:class:`Sources` they read through), ``pins`` (what the registry pins of a
+source), ``member_bytes`` (a member's bytes as they are read: bounded, hashed,
+checked), ``stream`` (the chunks of a reader that reads its files piece by
+piece, :data:`STREAM_READERS`), ``decode`` (compressed files), ``matlab``
+(MATLAB arrays), ``delimited`` (separators and missing cells), ``_text``
+(helpers of the text readers), ``linear_regex`` (``path_pattern`` matched in
+linear time), and one module per format: ``wisdm``, ``har70``,
+``opportunity``, ``gestures``, ``tabular`` (CSV, Parquet and text tables:
+feature tables and long signals, read with ``members``, ``roles``,
+``column_values``, ``time_columns`` and ``long_options``), ``annotations``
+(signals labelled by an annotation table of intervals).
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ import importlib
 from importlib.metadata import entry_points
 
 from mudata.errors import Reason, RegistryError
-from mudata.readers.base import FeatureTable, Reader, SignalTable, Sources
+from mudata.readers.base import FeatureTable, Reader, SignalTable
+from mudata.readers.sources import Sources
 from mudata.readers.stream import SignalStream, StreamReader
 
 ENTRY_POINT_GROUP = "mudata.readers"

@@ -48,10 +48,11 @@ import pandas as pd
 
 from mudata.errors import ParseError, Reason, RegistryError, excerpt
 from mudata.readers._text import check_encoding, list_option, str_option, text_encoding
-from mudata.readers.base import SignalTable, Sources
+from mudata.readers.base import SignalTable
 from mudata.readers.column_values import numeric_columns, text_users
 from mudata.readers.linear_regex import LinearPattern, PatternError, compile_linear
 from mudata.readers.members import check_columns, matching_members, parse_member
+from mudata.readers.sources import Sources
 from mudata.readers.time_columns import check_time, time_values
 from mudata.records.entry import DatasetEntry
 

@@ -23,7 +23,8 @@ from mudata.readers._text import (
     text_encoding,
     whitespace_field_counts,
 )
-from mudata.readers.base import SignalTable, Sources
+from mudata.readers.base import SignalTable
+from mudata.readers.sources import Sources
 from mudata.records.entry import DatasetEntry
 
 _MEMBER = re.compile(r"U(\d+)/(\d+)/(\d+)\.txt$")

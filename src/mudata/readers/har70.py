@@ -41,7 +41,8 @@ from mudata.readers._text import (
     str_option,
     text_encoding,
 )
-from mudata.readers.base import SignalTable, Sources
+from mudata.readers.base import SignalTable
+from mudata.readers.sources import Sources
 from mudata.readers.stream import CHUNK_BYTES, SignalStream, line_blocks
 from mudata.records.entry import DatasetEntry
 

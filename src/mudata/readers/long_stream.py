@@ -47,11 +47,12 @@ from mudata.readers._text import (
     text_encoding,
     whitespace_field_counts,
 )
-from mudata.readers.base import SignalTable, Sources
+from mudata.readers.base import SignalTable
 from mudata.readers.column_values import numeric_columns, text_users
 from mudata.readers.lines import line_options
 from mudata.readers.long_options import LongOptions, long_options, path_groups
 from mudata.readers.members import check_columns, matching_members, parse_member
+from mudata.readers.sources import Sources
 from mudata.readers.stream import CHUNK_BYTES, SignalStream, line_blocks
 from mudata.readers.tabular import read_long_signals
 from mudata.readers.time_columns import check_time_blank, time_goes_back, time_text

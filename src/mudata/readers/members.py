@@ -20,9 +20,10 @@ from pyarrow import ArrowException
 from mudata.bounds.parquet import check_csv_header, check_parquet
 from mudata.errors import LimitError, MissingFileError, ParseError, Reason, RegistryError, excerpt
 from mudata.readers._text import check_encoding, columns_option, str_option, text_encoding
-from mudata.readers.base import Sources
-from mudata.readers.decode import SEPARATORS, SPREADSHEET_MISSING, read_mat
+from mudata.readers.delimited import SEPARATORS, SPREADSHEET_MISSING
 from mudata.readers.lines import line_options, prepare_lines
+from mudata.readers.matlab import read_mat
+from mudata.readers.sources import Sources
 from mudata.records.entry import DatasetEntry
 
 __all__ = [
@@ -38,7 +39,7 @@ __all__ = [
 
 FORMATS = ("csv", "parquet", "text", "mat")
 # "text": whitespace-separated columns (.txt, .dat, .log...), read by pandas' C parser;
-# "mat": one numeric 2-D array of a MATLAB v4-v7.2 file (mudata.readers.decode).
+# "mat": one numeric 2-D array of a MATLAB v4-v7.2 file (mudata.readers.matlab).
 DEFAULT_MEMBERS = {"csv": "*.csv", "parquet": "*.parquet", "text": "*.txt", "mat": "*.mat"}
 #: Members the generic readers (feature-table, long-signals) stack into one
 #: table. Each is parsed into a table of its own first, at some tens of KB of

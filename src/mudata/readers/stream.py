@@ -27,7 +27,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from mudata.config import DEFAULT_MAX_READ_BYTES
 from mudata.errors import LimitError
-from mudata.readers.base import SignalTable, Sources
+from mudata.readers.base import SignalTable
+from mudata.readers.sources import Sources
 from mudata.records.entry import DatasetEntry
 
 if TYPE_CHECKING:
@@ -124,7 +125,7 @@ def line_blocks(
         Longest line accepted, in bytes: a stream that runs on without a line
         break (an expansion bomb of zeros, a binary file) is refused here
         rather than gathered into memory. A stream reader passes
-        :attr:`Sources.max_read <mudata.readers.base.Sources>`, the cap of a
+        :attr:`Sources.max_read <mudata.readers.sources.Sources>`, the cap of a
         member read whole, so that a line its whole reader reads is read in
         blocks too, and one it refuses is refused here.
     what : str, optional

@@ -5,10 +5,11 @@
 * ``long-signals`` (:func:`read_long_signals`): raw samples in long format,
   one row per sample (one file or one per user or recording).
 
-Both read CSV (any of :data:`~mudata.readers.decode.SEPARATORS`, decimal
-point or comma), Parquet, whitespace-separated text and MATLAB files, plain or
-compressed (:mod:`mudata.readers.decode`), and are configured entirely by the
-entry's ``reader_options``.
+Both read CSV (any of :data:`~mudata.readers.delimited.SEPARATORS`, decimal
+point or comma), Parquet, whitespace-separated text and MATLAB files
+(:mod:`mudata.readers.matlab`), plain or compressed
+(:mod:`mudata.readers.decode`), and are configured entirely by the entry's
+``reader_options``.
 
 The parts they share are modules of their own: the members and their
 parsing (:mod:`mudata.readers.members`), the roles of columns
@@ -28,12 +29,13 @@ import pandas as pd
 
 from mudata.errors import ParseError, Reason, RegistryError, excerpt
 from mudata.readers._text import list_option, str_option
-from mudata.readers.base import FeatureTable, SignalTable, Sources
+from mudata.readers.base import FeatureTable, SignalTable
 from mudata.readers.column_values import numeric_columns, text_users
 from mudata.readers.linear_regex import LinearPattern
 from mudata.readers.long_options import LongOptions, long_options, path_groups
 from mudata.readers.members import load_members, load_stacked
 from mudata.readers.roles import RESERVED, check_roles, path_pattern
+from mudata.readers.sources import Sources
 from mudata.readers.streams import (
     TIME_UNITS,
     Clock,

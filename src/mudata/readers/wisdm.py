@@ -17,7 +17,8 @@ import pandas as pd
 
 from mudata.errors import ParseError, excerpt
 from mudata.readers._text import decode_text, list_option, str_option, text_encoding
-from mudata.readers.base import FeatureTable, Sources
+from mudata.readers.base import FeatureTable
+from mudata.readers.sources import Sources
 
 log = logging.getLogger(__name__)
 

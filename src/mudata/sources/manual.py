@@ -26,7 +26,7 @@ from mudata.errors import (
     excerpt,
 )
 from mudata.files import kind_of, link_in_folder, links_and_special_files
-from mudata.readers.base import Pins
+from mudata.readers.pins import Pins
 from mudata.records.entry import DatasetEntry, Member, RemoteFile
 from mudata.sources.pins import (
     FetchedFile,

@@ -1,7 +1,7 @@
 """Pin and member verification: a fetched file, and every check of its bytes against the registry.
 
 A :class:`FetchedFile` is one file of a release, located and checked; its
-:class:`~mudata.readers.base.Pins` are what the readers check again as they
+:class:`~mudata.readers.pins.Pins` are what the readers check again as they
 read. The checks here compare a file's, or each listed member's, SHA-256 with
 the entry's (in an archive through the same :class:`~mudata.bounds.archive.ArchiveIndex`
 the readers read through), hold a glob's file set to the pinned one, and refuse
@@ -28,7 +28,7 @@ from mudata.errors import (
     excerpt,
 )
 from mudata.files import sha256_file
-from mudata.readers.base import Pin, Pins
+from mudata.readers.pins import Pin, Pins
 from mudata.records.entry import DatasetEntry, Member, RemoteFile
 
 Origin = Literal["download", "cache", "manual", "local"]
@@ -43,7 +43,7 @@ class FetchedFile:
     name : str
         The registry's file name (``RemoteFile.name``).
     root : Path
-        What to hand to :class:`mudata.readers.base.Sources`: the archive, the
+        What to hand to :class:`mudata.readers.sources.Sources`: the archive, the
         plain file, or the folder holding the archive's members.
     sha256 : str or None
         Observed SHA-256 of the archive or plain file; None when ``root`` is a
@@ -61,7 +61,7 @@ class FetchedFile:
         The address the file was downloaded from (the mirror's, with
         ``mirror``); None unless ``origin`` is "download" or "cache".
     pins : Pins or None
-        What :class:`~mudata.readers.base.Sources` checks when a reader reads
+        What :class:`~mudata.readers.sources.Sources` checks when a reader reads
         from ``root``: the file's and its members' registry hashes and sizes,
         and whether unpinned members may be read.
     extracted : bool

@@ -17,7 +17,8 @@ from mudata.errors import (
     MissingFileError,
     MudataError,
 )
-from mudata.readers.base import Pins, Sources
+from mudata.readers.pins import Pins
+from mudata.readers.sources import Sources
 from mudata.records.entry import DatasetEntry, RemoteFile
 from mudata.sources.manual import (
     refuse_special,

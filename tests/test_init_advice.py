@@ -18,7 +18,8 @@ from click.testing import CliRunner
 import mudata.readers
 from mudata.cli import main
 from mudata.drafting.advice import as_advice, plain_detail
-from mudata.drafting.draft import Choices, draft_entry
+from mudata.drafting.draft import draft_entry
+from mudata.drafting.records import Choices
 from mudata.errors import REASON_CODES, MudataUsageError, ParseError, Reason, RegistryError
 
 #: Words of an entry's fields that a user of init must never be shown.
@@ -154,8 +155,8 @@ def test_a_reason_survives_pickling_and_refuses_unknown_codes():
 
 #: The readers init drafts entries for: every refusal of theirs carries a reason.
 DRAFTED_READERS = (
-    "__init__", "_text", "annotations", "base", "decode", "lines", "long_stream",
-    "streams", "tabular", "times",
+    "__init__", "_text", "annotations", "base", "decode", "intervals", "lines",
+    "long_stream", "stream_clocks", "stream_options", "streams", "tabular", "times",
 )  # fmt: skip
 
 

@@ -2,7 +2,7 @@
 
 UIM/UCM seed the split of the other users' rows (which picks the model's
 training rows) and the stratified split of the target's own rows with the same
-seed (``mueval.evaluation.splits.user_independent_splits`` under
+seed (``mueval.evaluation.leave_user_out.user_independent_splits`` under
 ``split_seeds="protocol"``). The per-user null
 (:mod:`mueval.guarantees.stratified_null`) takes the target's split as uniform
 within class *and independent of the model*.
@@ -65,7 +65,8 @@ from sklearn.preprocessing import MinMaxScaler
 
 import mueval
 from mueval.data.synthetic import make_users
-from mueval.evaluation.splits import split_rows, user_independent_splits
+from mueval.evaluation.leave_user_out import user_independent_splits
+from mueval.evaluation.row_splits import split_rows
 from mueval.guarantees.covered_law import threshold_rank
 
 ITERATIONS = 20

@@ -4,7 +4,7 @@ Valid users: each user has 80 rows, 16 of each of 5 classes, with fixed scores
 N(1.5 c, 0.5) for class c (a model better on some classes: the classes' scores
 overlap little). Each of 20 iterations splits the rows as UCM does (half of
 each class to test, scikit-learn's stratified ``train_test_split`` through
-``mueval.evaluation.splits.split_rows``), thresholds at the study rule's rank
+``mueval.evaluation.row_splits.split_rows``), thresholds at the study rule's rank
 and counts the covered test rows. Per user, the p-value of the pooled count
 under the exact null of the stratified split
 (:mod:`mueval.guarantees.stratified_null`, iterations convolved) and under the
@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from mueval.evaluation.splits import split_rows
+from mueval.evaluation.row_splits import split_rows
 from mueval.guarantees.covered_law import lower_pvalue, threshold_rank
 from mueval.guarantees.stratified_null import pooled_classes, stratified_pmf, stratified_pvalue
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import zipfile
 from dataclasses import replace
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -24,7 +25,7 @@ from mudata.building.pipeline import build_frame
 from mudata.building.study_windows import StudyWindows
 from mudata.building.userfilter import filter_users
 from mudata.building.validate import validate_table
-from mudata.building.windowing import DIRECT_MAX_SPAN
+from mudata.building.windowing import DIRECT_MAX_SPAN, running_means
 from mudata.errors import LimitError, ParseError, RegistryError
 from mudata.publish.store import table_fingerprint
 from mudata.readers import get_stream_reader
@@ -132,6 +133,53 @@ def test_chunked_windows_equal_whole_table_bit_for_bit(
     cuts = np.sort(rng.choice(np.arange(1, len(frame)), size=chunks, replace=False))
     want = featurize(SignalTable(frame), entry)
     assert_same_bits(chunked(frame, entry, cuts), want)
+
+
+def test_found_example_a_missing_sample_then_a_huge_one_above_the_direct_span():
+    # Found by the test above: in the second chunk's buffer every nonzero sample
+    # of back_y is coarser than 2**-53, and it holds a missing sample and 1e200.
+    test_chunked_windows_equal_whole_table_bit_for_bit.hypothesis.inner_test(
+        seed=22,
+        window=2,
+        span=DIRECT_MAX_SPAN + 1,
+        chunks=1,
+        recordings=False,
+        diff=False,
+        max_run=1500,
+    )
+
+
+@pytest.mark.parametrize(
+    "span,hole", [(DIRECT_MAX_SPAN + 1, np.nan), (300, 0.0), (DIRECT_MAX_SPAN + 44, np.inf)]
+)
+def test_exact_means_of_a_coarse_range_with_a_zero_digit_are_exact(span, hole):
+    # A sequence whose first samples are small (below 1) and the rest coarse (near
+    # 5): the whole table's exact means see the small ones, the buffer kept after
+    # the first chunk does not. A missing, zero or infinite sample in that buffer,
+    # then a huge one, and windows after both have left the moving average.
+    rng = np.random.default_rng(11)
+    n = 1400
+    values = np.abs(rng.normal(0, 0.05, size=(n, 6))) + 0.3
+    values[400:] += 5.0
+    values[800, 1] = hole
+    values[820, 1] = 1e200
+    frame = pd.DataFrame(values, columns=list(HAR70_CHANNELS))
+    frame.insert(0, "userid", 501)
+    frame.insert(1, "label", 6)
+    frame.insert(2, "segment", 0)
+    entry = har70_entry(window=4, smoothing=span)
+    want = featurize(SignalTable(frame), entry)
+    assert len(want) > 40  # the windows after the huge sample are kept
+    assert_same_bits(chunked(frame, entry, [1000]), want)
+    # The smoothed samples of the chunk's range are the exact rational means.
+    column = np.ascontiguousarray(values[700:, 1])
+    means = running_means(column, span)
+    for j in (0, 99, 120, 121, 300, means.size - 1):
+        window = column[j : j + span]
+        exact = (
+            float(sum(Fraction(x) for x in window) / span) if np.isfinite(window).all() else np.nan
+        )
+        assert means[j] == exact or (np.isnan(exact) and np.isnan(means[j]))
 
 
 def test_features_wait_on_disk_and_are_removed_however_the_build_ends(tmp_path):

@@ -18,9 +18,10 @@ from mueval.conformal.thresholds import lac_threshold
 from mueval.data.synthetic import make_users
 from mueval.data.table import table_from_frame
 from mueval.errors import EvaluationError, SplitError, UsageError
+from mueval.evaluation.cross_user import cross_user_splits
 from mueval.evaluation.records import EvalConfig
 from mueval.evaluation.runner import run
-from mueval.evaluation.splits import cross_user_splits, make_splits
+from mueval.evaluation.splits import make_splits
 
 
 def test_pvalues_by_hand() -> None:

@@ -739,6 +739,33 @@ def test_init_refuses_links_and_special_files_in_its_folder(
     assert not (tmp_path / "own.toml").exists()
 
 
+def test_init_collect_refuses_links_only_where_it_reads(tmp_path: Path) -> None:
+    """The folder's listing and its refusals leave out the same hidden files."""
+    # Here, not at the top: init's first step, met directly.
+    from mudata.drafting.collect import collect
+    from mudata.errors import MudataUsageError
+
+    folder = tmp_path / "recordings"
+    (folder / ".cache").mkdir(parents=True)
+    (folder / "a.csv").write_bytes(GOOD)
+    (folder / "b.csv").write_bytes(GOOD)
+    (folder / ".cache" / "old.csv").symlink_to(folder / "a.csv")  # never read: hidden
+    collected = collect([folder], tmp_path)
+    collected.sources.close()
+    assert collected.members == ["a.csv", "b.csv"]
+    (folder / "z.csv").symlink_to(folder / "a.csv")
+    (folder / "m").mkdir()
+    (folder / "m" / "c.csv").symlink_to(folder / "a.csv")
+    with pytest.raises(MudataUsageError) as caught:
+        collect([folder], tmp_path)
+    message = str(caught.value)
+    # Both links named, in the order of their paths; the hidden one is not.
+    assert message.index(f"{folder / 'm' / 'c.csv'} (a symbolic link") < message.index(
+        f"{folder / 'z.csv'} (a symbolic link"
+    )
+    assert ".cache" not in message
+
+
 def test_fifo_as_manual_dir_is_a_usage_error(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe")
     result = _run(

@@ -18,7 +18,8 @@ from click.testing import CliRunner
 import mudata.readers
 from mudata.cli import main
 from mudata.drafting.advice import as_advice, plain_detail
-from mudata.drafting.draft import Choices, draft_entry
+from mudata.drafting.draft import draft_entry
+from mudata.drafting.records import Choices
 from mudata.errors import REASON_CODES, MudataUsageError, ParseError, Reason, RegistryError
 
 #: Words of an entry's fields that a user of init must never be shown.
@@ -154,9 +155,9 @@ def test_a_reason_survives_pickling_and_refuses_unknown_codes():
 
 #: The readers init drafts entries for: every refusal of theirs carries a reason.
 DRAFTED_READERS = (
-    "__init__", "_text", "annotations", "column_values", "decode", "lines",
-    "long_options", "long_stream", "matlab", "members", "roles", "sources",
-    "streams", "tabular", "time_columns", "times",
+    "__init__", "_text", "annotations", "column_values", "decode", "intervals", "lines",
+    "long_options", "long_stream", "matlab", "members", "roles", "sources", "stream_clocks",
+    "stream_options", "streams", "tabular", "time_columns", "times",
 )  # fmt: skip
 
 

@@ -15,9 +15,10 @@ import mueval
 from mueval.cli.main import main
 from mueval.data.synthetic import make_users
 from mueval.errors import UsageError
+from mueval.evaluation.cross_user import cross_user_splits
 from mueval.evaluation.records import EvalConfig
 from mueval.evaluation.split_seeds import role_seeds
-from mueval.evaluation.splits import cross_user_splits, make_splits
+from mueval.evaluation.splits import make_splits
 
 
 def _table():

@@ -4,7 +4,7 @@
 Three independent checks: exact enumeration of every stratified split of tiny
 pools, the Beta-Binomial (a different formula) for one class, and the real
 splitter (scikit-learn's stratified ``train_test_split`` through
-``mueval.evaluation.splits.split_rows``) with the real threshold code on fixed
+``mueval.evaluation.row_splits.split_rows``) with the real threshold code on fixed
 scores. Each law check is paired with the wrong law (the Beta-Binomial where
 classes differ) that the same check rejects.
 """
@@ -18,7 +18,7 @@ import pytest
 from scipy import stats
 
 from mueval.conformal.thresholds import lac_threshold
-from mueval.evaluation.splits import split_rows
+from mueval.evaluation.row_splits import split_rows
 from mueval.guarantees.covered_law import covered_pmf, lower_pvalue, threshold_rank
 from mueval.guarantees.stratified_null import (
     hypergeom_pmf,

@@ -15,8 +15,10 @@ from mueval.data.synthetic import MIN_PER_CLASS, make_users
 from mueval.data.table import table_from_frame
 from mueval.errors import UsageError
 from mueval.evaluation.records import EvalConfig
+from mueval.evaluation.row_splits import user_rows
 from mueval.evaluation.runner import run, run_task
-from mueval.evaluation.splits import make_splits, user_folds, user_rows
+from mueval.evaluation.splits import make_splits
+from mueval.evaluation.user_folds import user_folds
 from mueval.names import METRICS
 
 N_USERS = 7

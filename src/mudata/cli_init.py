@@ -44,7 +44,8 @@ def init_command(
     (--stream, --stream-align) or the window (--window).
     """
     # Here, not at the top: pandas-heavy; only for this command.
-    from mudata.drafting.draft import Choices, draft_entry
+    from mudata.drafting.draft import draft_entry
+    from mudata.drafting.records import Choices
 
     target = output if output is not None else Path.cwd() / f"{name}.toml"
     if target.exists() and not force:

@@ -112,6 +112,12 @@ def _exact_means(values: np.ndarray, span: int) -> np.ndarray:
     shift = exponent.astype(np.int64) - 53
     nonzero = digits != 0
     low = int(shift[nonzero].min()) if nonzero.any() else 0
+    # A zero digit (a zero sample, or a NaN or infinity set to 0.0) has the shift
+    # of frexp(0.0), -53, which is below ``low`` when every nonzero sample is
+    # coarser; 2 to a negative power is a Python float, and from that sample on
+    # the prefix sums would be rounded floats (after a huge sample, their
+    # differences cancel to nothing). A zero digit times 2**0 is the integer 0.
+    shift[~nonzero] = low
     scale, divisor = (2**low, span) if low >= 0 else (1, span * 2**-low)
 
     def integers(lo: int, hi: int) -> np.ndarray:

@@ -22,6 +22,11 @@ Modules, in the order the draft is made:
   filter on windows, and each strategy's calibration size;
 - :mod:`~mudata.drafting.toml_text` -- the draft as TOML, evidence as comments;
 - :mod:`~mudata.drafting.records` -- the record types these stages pass on;
+- :mod:`~mudata.drafting.collect` -- the user's files, hashed and pinned on
+  first use; :mod:`~mudata.drafting.first_table` -- how the first is written;
+- :mod:`~mudata.drafting.preview` -- the build previewed on the reader's samples;
+  :mod:`~mudata.drafting.class_choice` -- the classes drafted and left out;
+  :mod:`~mudata.drafting.rate_choice` -- the sampling rate, or its refusal;
 - :mod:`~mudata.drafting.draft` -- :func:`~mudata.drafting.draft.draft_entry`,
   the steps above in order.
 """

@@ -32,7 +32,7 @@ from mudata.drafting.records import Choices, Layout, Sniffed
 from mudata.drafting.selection import Selection
 from mudata.drafting.sensors import group_channels, report_lines
 from mudata.errors import MudataUsageError as UsageError
-from mudata.readers.annotations import key_text
+from mudata.readers.intervals import key_text
 from mudata.readers.time_columns import time_values
 
 READER = "annotated-signals"

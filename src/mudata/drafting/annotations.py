@@ -36,7 +36,7 @@ import pandas as pd
 
 from mudata.drafting.columns import LABEL_NAMES, USER_NAMES
 from mudata.drafting.shapes import text_shape
-from mudata.readers.annotations import key_text
+from mudata.readers.intervals import key_text
 
 START_NAMES = re.compile(
     r"^(start|begin|from|onset|start_?(time|sample|index|idx|s|ms)?|t_?start|t0|(time|sample)_?start"

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mudata.readers.streams import stream_channel
+from mudata.readers.stream_options import stream_channel
 from mudata.records.entry import PER_CHANNEL, TRI_AXIAL
 
 __all__ = [
@@ -306,7 +306,7 @@ def stream_sensors(groups: list[SensorGroup], streams: list[str]) -> list[Sensor
     The columns are grouped once, by their own names (:func:`group_channels`),
     so that ``emg1 [Sensor ID=1]`` is numbered like ``emg1``; each stream then
     has its own copy of every group, on its channels
-    (:func:`mudata.readers.streams.stream_channel`), named after the stream
+    (:func:`mudata.readers.stream_options.stream_channel`), named after the stream
     (``Sensor Type=0`` -> ``sensor_type_0``), after the group's own name when a
     stream has several (``acc_sensor_type_0``, ``gyr_sensor_type_0``).
 

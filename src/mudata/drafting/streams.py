@@ -29,13 +29,12 @@ import pandas as pd
 from mudata.drafting.columns import Roles
 from mudata.errors import MudataUsageError as UsageError
 from mudata.errors import ParseError, RegistryError
-from mudata.readers.streams import (
+from mudata.readers.stream_clocks import one_rate, reference_stream
+from mudata.readers.stream_options import (
     ALIGNS,
     TIME_UNITS,
     key_text,
-    one_rate,
     parse_selector,
-    reference_stream,
     selector_matches,
     stream_channel,
     stream_name,
@@ -119,7 +118,7 @@ class StreamDraft:
         return [stream_channel(c, name) for name in self.rows for c in channels]
 
     def slowest(self) -> str | None:
-        """The stream the reader resamples at (:func:`~mudata.readers.streams.reference_stream`);
+        """The stream the reader resamples at (:func:`~mudata.readers.stream_clocks.reference_stream`);
         None when a rate is unknown."""
         if not self.rates or any(r is None for r in self.rates.values()):
             return None

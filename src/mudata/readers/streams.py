@@ -25,7 +25,7 @@ between accelerometer rows at 100 Hz) but never inside one stream.
     the slowest one (the largest median time step), by linear interpolation
     between the two samples of the other stream around each timestamp; every
     stream's channels become channels of their own, named
-    ``"<channel> [<stream>]"`` (:func:`stream_channel`), so a window holds the
+    ``"<channel> [<stream>]"`` (:func:`~mudata.readers.stream_options.stream_channel`), so a window holds the
     same span of time of every stream. A timestamp before a stream's first or
     after its last sample (no sample on one side), or where either of the two
     samples interpolated carries another label than the slowest stream's
@@ -35,7 +35,7 @@ between accelerometer rows at 100 Hz) but never inside one stream.
     of its own, so windows are cut inside one stream and never cross two
     (windows of ``window`` samples of that stream). It is for streams at
     one rate (several phones of one model): streams whose median time steps
-    differ by more than :data:`STEP_TOLERANCE` are refused, naming them and
+    differ by more than :data:`~mudata.readers.stream_clocks.STEP_TOLERANCE` are refused, naming them and
     their steps, since a window of ``window`` samples would last longer in
     the slower stream, and the windows files hold windows of one length in
     samples. (Sizing windows per stream by time would give windows of
@@ -52,11 +52,16 @@ value): it must not go back there, and a stream needs at least
 Every file is windowed on the clock of its reference stream (``"slowest"``:
 the stream resampled at; ``"per-stream"``: the slowest of the streams), but
 windows are sized from the entry's one ``sampling_rate_hz``. So each file's
-clock is checked (:func:`check_clock`): its reference stream must be the first
-file's (``"slowest"``), its median step within :data:`STEP_TOLERANCE` of the
+clock is checked (:func:`~mudata.readers.stream_clocks.check_clock`): its reference stream must be the first
+file's (``"slowest"``), its median step within :data:`~mudata.readers.stream_clocks.STEP_TOLERANCE` of the
 first file's, and, when the unit of time is known, within it of
 ``1 / sampling_rate_hz``; else a :class:`ParseError` names both files, the
 streams and their steps.
+
+Here, the splitting and the alignment; the options are
+:mod:`mudata.readers.stream_options` and the clocks
+:mod:`mudata.readers.stream_clocks` (the names of theirs the readers use are
+re-exported here).
 """
 
 from __future__ import annotations
@@ -68,13 +73,25 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from mudata.errors import ParseError, Reason, RegistryError, excerpt
-from mudata.records.classes import is_numeric_column, number_text
-from mudata.records.entry import DatasetEntry
+from mudata.errors import ParseError, Reason, excerpt
+from mudata.readers.stream_clocks import (
+    Clock,
+    check_clock,
+    check_one_rate,
+    reference_stream,
+)
+from mudata.readers.stream_options import (
+    TIME_UNITS,
+    StreamOptions,
+    key_text,
+    selector_matches,
+    stream_channel,
+    stream_name,
+    stream_options,
+)
 
 log = logging.getLogger(__name__)
 
-ALIGNS = ("slowest", "per-stream")
 #: Rows a stream needs inside each user (and recording): its rate, and an
 #: interpolation, need two samples at two times.
 MIN_STREAM_ROWS = 2
@@ -82,119 +99,6 @@ MIN_STREAM_ROWS = 2
 MAX_STREAMS = 1_000
 #: The column :func:`split_streams` adds (per-stream) to name each row's recording.
 STREAM_RECORDING = "\x1fstream"
-#: Median time steps within this fraction of each other are one rate: of the
-#: streams of a file (ties for the slowest; per-stream windows), of the
-#: reference streams of two files, and of a file and ``sampling_rate_hz``.
-STEP_TOLERANCE = 0.1
-#: ``time_unit``: the length of one unit of a numeric time column, in seconds.
-TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
-
-
-@dataclass(frozen=True)
-class StreamOptions:
-    """``reader_options.streams``, checked.
-
-    Attributes
-    ----------
-    keys : tuple of str
-        The columns naming a stream.
-    select : tuple of dict
-        Selectors, each key column to the text value it must hold (a subset of ``keys``).
-    align : {"slowest", "per-stream"}
-    time_unit : str or None
-        A key of :data:`TIME_UNITS`: the unit of a numeric time column.
-    """
-
-    keys: tuple[str, ...]
-    select: tuple[dict[str, str], ...] = ()
-    align: str = "slowest"
-    time_unit: str | None = None
-
-
-def stream_name(keys: Sequence[str], values: Sequence[str]) -> str:
-    """A stream's name, as a selector would give it: ``"Sensor ID=1,Sensor Type=0"``."""
-    return ",".join(f"{k}={v}" for k, v in zip(keys, values, strict=True))
-
-
-def stream_channel(channel: str, stream: str) -> str:
-    """The name of ``channel`` of ``stream`` once the streams are aligned (``"x [Sensor ID=1]"``)."""
-    return f"{channel} [{stream}]"
-
-
-def parse_selector(text: str, keys: Sequence[str] | None, where: str) -> dict[str, str]:
-    """A selector ``KEY=VALUE,KEY=VALUE`` as a dict; every key one of ``keys`` (when given).
-
-    Raises
-    ------
-    ValueError
-        (a :class:`RegistryError`) a part without ``=``, a key given twice, or a
-        key that is not a stream key, naming the selector and the keys.
-    """
-    selector: dict[str, str] = {}
-    for part in str(text).split(","):
-        key, sep, value = part.partition("=")
-        key, value = key.strip(), value.strip()
-        if not sep or not key or not value:
-            message = (
-                f"{where}: {excerpt(text)} is not KEY=VALUE[,KEY=VALUE...] (part {excerpt(part)})"
-            )
-            raise RegistryError(message, reason=Reason("invalid", "streams.select"))
-        if key in selector:
-            message = f"{where}: {excerpt(text)} gives {excerpt(key)} twice"
-            raise RegistryError(message, reason=Reason("invalid", "streams.select"))
-        if keys is not None and key not in keys:
-            message = f"{where}: {excerpt(text)} names {excerpt(key)}, not a stream key; the keys: {list(keys)}"
-            raise RegistryError(message, reason=Reason("invalid", "streams.select"))
-        selector[key] = value
-    return selector
-
-
-def stream_options(entry: DatasetEntry) -> StreamOptions | None:
-    """``reader_options.streams`` checked (None when absent)."""
-    value = entry.reader_options.get("streams")
-    if value is None:
-        return None
-    where = f"invalid registry entry '{entry.name}'" + (
-        f" ({entry.source})" if entry.source else ""
-    )
-    field_ = f"{where}: field 'reader_options.streams"
-    if not isinstance(value, dict):
-        message = f"{field_}': expected a table {{ keys = [...], select = [...], align = ... }}, found {excerpt(value)}"
-        raise RegistryError(message, reason=Reason("invalid", "streams"))
-    unknown = sorted(set(value) - {"keys", "select", "align", "time_unit"})
-    if unknown:
-        message = (
-            f"{field_}': unknown key(s) {unknown}; the keys are keys, select, align and time_unit"
-        )
-        raise RegistryError(message, reason=Reason("invalid", "streams"))
-    keys = value.get("keys")
-    if (
-        not isinstance(keys, list)
-        or not keys
-        or not all(isinstance(k, str) and k for k in keys)
-        or len(set(keys)) != len(keys)
-    ):
-        message = f"{field_}.keys': expected a list of distinct column names, found {excerpt(keys)}"
-        raise RegistryError(message, reason=Reason("invalid", "streams.keys"))
-    select = value.get("select", [])
-    if not isinstance(select, list) or not all(isinstance(s, str) for s in select):
-        message = (
-            f"{field_}.select': expected a list of 'KEY=VALUE,...' texts, found {excerpt(select)}"
-        )
-        raise RegistryError(message, reason=Reason("invalid", "streams.select"))
-    selectors = tuple(parse_selector(s, keys, f"{field_}.select'") for s in select)
-    align = value.get("align", "slowest")
-    if align not in ALIGNS:
-        message = f"{field_}.align': {excerpt(align)} is not one of {list(ALIGNS)}"
-        raise RegistryError(message, reason=Reason("invalid", "streams.align"))
-    time_unit = value.get("time_unit")
-    if time_unit is not None and time_unit not in TIME_UNITS:
-        message = f"{field_}.time_unit': {excerpt(time_unit)} is not one of {list(TIME_UNITS)}"
-        raise RegistryError(message, reason=Reason("invalid", "streams.time_unit"))
-    if not entry.reader_options.get("time_col"):
-        message = f"{where}: reader_options.streams needs reader_options.time_col (each stream's time is checked, and aligned by it)"
-        raise RegistryError(message, reason=Reason("missing", "time_col"))
-    return StreamOptions(tuple(keys), selectors, align, time_unit)
 
 
 @dataclass
@@ -220,24 +124,6 @@ class Split:
     info: dict = field(default_factory=dict)
 
 
-def key_text(values: pd.Series) -> np.ndarray:
-    """A key column's values as the text naming streams.
-
-    In a column of numbers, values compare as numbers and are named in their
-    shortest form (``1``, ``1.0`` and ``01`` are one stream, ``"1"``), as class
-    codes are; so a file read as text and the same file read as numbers (by
-    ``mudata init``, or from Parquet) name their streams alike. Text is
-    stripped of spaces.
-    """
-    text = values.astype(str).str.strip()
-    if is_numeric_column(values):
-        numbers = pd.to_numeric(text, errors="coerce")
-        uniques = pd.unique(numbers.dropna())
-        names = {u: number_text(u) for u in uniques}
-        return np.array([names.get(v, t) for v, t in zip(numbers, text, strict=True)], dtype=object)
-    return text.to_numpy(dtype=object)
-
-
 def _key_text(table: pd.DataFrame, keys: Sequence[str], member: str) -> list[np.ndarray]:
     texts = []
     for key in keys:
@@ -251,16 +137,6 @@ def _key_text(table: pd.DataFrame, keys: Sequence[str], member: str) -> list[np.
             raise ParseError(message, reason=Reason("blank", "streams.keys"))
         texts.append(key_text(values))
     return texts
-
-
-def selector_matches(value: str, want: str) -> bool:
-    """Whether a stream's key text matches a selector's value (numbers as numbers: ``01`` is ``1``)."""
-    if value == want:
-        return True
-    try:
-        return number_text(float(want)) == value
-    except ValueError:
-        return False
 
 
 def _groups(table: pd.DataFrame, user_col: str | None, recording_col: str | None) -> np.ndarray:
@@ -342,109 +218,6 @@ def resample_linear(
     after_u = np.clip(np.searchsorted(unique, grid, side="left"), 0, unique.size - 1)
     before_u = np.clip(np.searchsorted(unique, grid, side="right") - 1, 0, unique.size - 1)
     return resampled, inside, first[before_u], first[after_u]
-
-
-def reference_stream(steps: dict[str, float]) -> str:
-    """The slowest stream: the largest median time step.
-
-    Streams whose steps lie within :data:`STEP_TOLERANCE` of the largest are
-    one rate, and the first of them by name is taken: so every file of a
-    release takes the same reference whatever order its rows come in, and a
-    clock's jitter does not swap it from file to file.
-    """
-    largest = max(steps.values())
-    tied = [name for name, step in steps.items() if step * (1 + STEP_TOLERANCE) >= largest]
-    return min(tied)
-
-
-def one_rate(a: float, b: float) -> bool:
-    """Whether two median steps (or rates) are one, within :data:`STEP_TOLERANCE`."""
-    return max(a, b) <= (1 + STEP_TOLERANCE) * min(a, b)
-
-
-@dataclass(frozen=True)
-class Clock:
-    """The clock a file is windowed on: its reference stream and that stream's median step.
-
-    Attributes
-    ----------
-    member : str
-        The file.
-    stream : str
-        The reference stream: the one resampled at (``"slowest"``), or the
-        slowest of the streams (``"per-stream"``).
-    step : float
-        Its median time step, in the time column's units.
-    unit : float or None
-        The length of one unit in seconds (None: not known).
-    same_stream : bool
-        Whether every file must have this reference stream (``"slowest"``:
-        the channels are aligned to it).
-    """
-
-    member: str
-    stream: str
-    step: float
-    unit: float | None
-    same_stream: bool
-
-
-def check_clock(clock: Clock, first: Clock | None, rate_hz: float, entry: str) -> None:
-    """A file's clock agrees with the first file's, and with the entry's rate when the unit is known.
-
-    Raises
-    ------
-    ParseError
-        The reference stream differs from the first file's (``"slowest"``),
-        or its median step differs by more than :data:`STEP_TOLERANCE` from
-        the first file's or from ``1 / rate_hz``; naming both files, the
-        streams and their steps.
-    """
-    if first is not None and first.member != clock.member:
-        if clock.same_stream and clock.stream != first.stream:
-            message = (
-                f"{clock.member}: its slowest stream is {excerpt(clock.stream)} (median time step "
-                f"{clock.step:g}), where {first.member}'s is {excerpt(first.stream)} (step "
-                f"{first.step:g}): its channels would be aligned to another clock; keep streams "
-                f"every file holds at one rate with reader_options.streams.select"
-            )
-            raise ParseError(message, reason=Reason("differs", "streams.select"))
-        if not one_rate(clock.step, first.step):
-            message = (
-                f"{clock.member}: stream {excerpt(clock.stream)} steps by {clock.step:g} "
-                f"(median), where stream {excerpt(first.stream)} of {first.member} steps by "
-                f"{first.step:g}: more than {100 * STEP_TOLERANCE:g} % apart, so its windows would "
-                f"last another time; every file's streams must keep one rate: leave it out "
-                f"(reader_options.members)"
-            )
-            raise ParseError(message, reason=Reason("differs", "members"))
-    if clock.unit is not None and rate_hz > 0:
-        seconds = clock.step * clock.unit
-        if not one_rate(seconds, 1.0 / rate_hz):
-            message = (
-                f"{clock.member}: stream {excerpt(clock.stream)} steps by {clock.step:g} "
-                f"(median; {seconds:g} s, {1.0 / seconds:.4g} Hz), where dataset '{entry}' "
-                f"has sampling_rate_hz = {rate_hz:g} (a step of {1.0 / rate_hz:g} s): more "
-                f"than {100 * STEP_TOLERANCE:g} % apart; correct sampling_rate_hz or "
-                f"reader_options.streams.time_unit"
-            )
-            raise ParseError(message, reason=Reason("invalid", "streams.time_unit"))
-
-
-def _check_one_rate(steps: dict[str, float], member: str) -> None:
-    """Per-stream windows: every stream kept at one rate (windows of one length in samples)."""
-    slow, fast = max(steps, key=steps.__getitem__), min(steps, key=steps.__getitem__)
-    if not one_rate(steps[slow], steps[fast]):
-        shown = ", ".join(f"{name}: {step:g}" for name, step in steps.items())
-        message = (
-            f'{member}: align = "per-stream" windows every stream in one number of samples, '
-            f"but the streams' median time steps differ by more than "
-            f"{100 * STEP_TOLERANCE:g} % ({shown}): a window of {excerpt(slow)} would last "
-            f"{steps[slow] / steps[fast]:.3g} times as long as one of {excerpt(fast)}; use "
-            f'align = "slowest" (every stream resampled at the slowest one\'s timestamps), or '
-            f"keep streams of one rate with reader_options.streams.select"
-        )
-        raise ParseError(message, reason=Reason("invalid", "streams.align"))
 
 
 def _select(
@@ -564,7 +337,7 @@ def split_streams(
             "step": float(np.median(positive)),
         }
     if streams.align == "per-stream":
-        _check_one_rate({n: v["step"] for n, v in info["streams"].items()}, member)
+        check_one_rate({n: v["step"] for n, v in info["streams"].items()}, member)
         return _per_stream(table, codes, chosen, names, recording_col, channels, info)
     split = _slowest(
         table, time, codes, groups, rows_of, chosen, names, label_col, channels, info, member
@@ -679,24 +452,16 @@ def _slowest(
 
 
 __all__ = [
-    "ALIGNS",
     "MAX_STREAMS",
     "MIN_STREAM_ROWS",
-    "STEP_TOLERANCE",
     "STREAM_RECORDING",
+    # Of stream_options and stream_clocks, for the readers that import them from here.
     "TIME_UNITS",
     "Clock",
     "Split",
     "StreamOptions",
     "check_clock",
-    "key_text",
-    "one_rate",
-    "parse_selector",
-    "reference_stream",
     "resample_linear",
-    "selector_matches",
     "split_streams",
-    "stream_channel",
-    "stream_name",
     "stream_options",
 ]

@@ -75,7 +75,7 @@ class EvalConfig:
 
     ``user_folds``: None (the protocol) leaves one user out, so UIM and UCM fit
     one model per user; an integer K from 2 to the number of users fits one per
-    grouped fold of users instead (:func:`~mueval.evaluation.splits.user_fold_splits`),
+    grouped fold of users instead (:func:`~mueval.evaluation.leave_user_out.user_fold_splits`),
     K fits per classifier and iteration whatever the number of users.
 
     ``split_seeds``: ``"protocol"`` (the reference code) seeds every split of an

@@ -2,9 +2,10 @@
 
 For a target user ``t`` the non-target users are cut into folds: one fold per
 user (leave-one-user-out over the others, the default) or ``K`` grouped folds
-(``--user-folds K``, :func:`mueval.evaluation.splits.user_folds` over the non-target
-users; :func:`mueval.evaluation.splits.cross_user_splits` makes the splits). For each fold ``k`` a model ``f_-k`` is trained on the non-target users
-outside the fold and scores the fold's rows at their true class: every
+(``--user-folds K``, :func:`mueval.evaluation.user_folds.user_folds` over the
+non-target users; :func:`mueval.evaluation.cross_user.cross_user_splits` makes
+the splits). For each fold ``k`` a model ``f_-k`` is trained on the non-target
+users outside the fold and scores the fold's rows at their true class: every
 non-target row gets one out-of-fold score, and no row of the target user ever
 calibrates. A test row ``x`` of the target and a candidate class ``y`` get the
 cross-conformal p-value (Vovk 2015)::

@@ -16,7 +16,7 @@ sequence of integers, which ``splits.parquet`` keeps as ``pooled_order``:
 
 It is recorded only where the split is stratified and the threshold is one
 rank-``k`` order statistic of the calibration scores: UDM and UCM, and UAM when
-its split could stratify (:func:`mueval.evaluation.splits` falls back to a
+its split could stratify (:mod:`mueval.evaluation.within_user` falls back to a
 plain random split otherwise), under ``--split random``, unconditional
 calibration, a deterministic score, and sets the p-values describe. Elsewhere
 it is None and the verdict uses the Beta-Binomial.
@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from mueval.conformal.scores import ConformityScore, class_scores
-from mueval.evaluation.splits import can_stratify
+from mueval.evaluation.row_splits import can_stratify
 
 __all__ = ["STRATIFIED_STRATEGIES", "pooled_order"]
 

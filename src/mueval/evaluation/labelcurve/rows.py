@@ -54,7 +54,7 @@ from mueval.conformal.step import conformal_step
 from mueval.evaluation.clustered import choose_calibration, true_class_scores
 from mueval.evaluation.labelcurve.config import CurveConfig
 from mueval.evaluation.models import fit_scaled, full_proba
-from mueval.evaluation.splits import split_rows
+from mueval.evaluation.row_splits import split_rows
 
 __all__ = ["user_rows"]
 

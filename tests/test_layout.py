@@ -16,13 +16,6 @@ from tests.conftest import PROJECT_ROOT
 SRC = PROJECT_ROOT / "src"
 PACKAGES = ("mudata", "mueval")
 
-#: Private names of mudata still used across its modules, as (importer, name);
-#: mudata's own tidy-up (issue 17, item 4) makes them public or keeps them home,
-#: then empties this set.
-MUDATA_PENDING: frozenset[tuple[str, str]] = frozenset(
-    {("mudata.drafting.draft", "mudata.readers.tabular._time_values")}
-)
-
 
 def _modules() -> list[tuple[str, Path]]:
     """(dotted name, path) of every module under src/."""

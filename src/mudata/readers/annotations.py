@@ -58,6 +58,7 @@ from mudata.readers.intervals import (
     read_intervals,
 )
 from mudata.readers.linear_regex import LinearPattern, PatternError, compile_linear
+from mudata.readers.long_options import path_groups
 from mudata.readers.members import check_columns, matching_members, parse_member
 from mudata.readers.sources import Sources
 from mudata.readers.time_columns import check_time, time_values
@@ -144,19 +145,6 @@ class _Recording:
     time: np.ndarray | None
 
 
-def _groups(options: AnnotatedOptions, member: str) -> dict[str, str]:
-    if options.pattern is None:
-        return {}
-    match = options.pattern.search(member)
-    if match is None:
-        message = (
-            f"{member}: the path does not match reader_options.path_pattern "
-            f"{options.pattern.pattern!r}; narrow the members glob or widen the pattern"
-        )
-        raise ParseError(message, reason=Reason("no-match", "path_pattern"))
-    return {k: v for k, v in match.groupdict().items() if v is not None}
-
-
 def _channel(sensor: str | None, column: str) -> str:
     return f"{sensor}_{column}" if sensor else column
 
@@ -173,7 +161,7 @@ def _files(entry: DatasetEntry, sources: Sources, options: AnnotatedOptions) -> 
     text = [options.user_col] if options.user_col else []
     text += options.column_keys
     for member in members:
-        groups = _groups(options, member)
+        groups = path_groups(options.pattern, member)
         table = parse_member(
             sources.read_decoded(member), member, fmt, entry, text, sources.max_expansion
         )
@@ -215,7 +203,7 @@ def _recordings(
             message = f"{first_member}: the recording's files ({', '.join(m for _, (m, _) in named)}) hold no channel {excerpt(missing)}"
             raise ParseError(message, reason=Reason("absent", "channels"))
         frame = pd.DataFrame({c: parts[c] for c in options.channels})
-        groups = _groups(options, first_member)
+        groups = path_groups(options.pattern, first_member)
         if options.user_col:
             users = text_users(first_table[options.user_col], first_member, options.user_col)
         else:

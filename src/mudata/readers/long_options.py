@@ -111,15 +111,17 @@ def long_options(entry: DatasetEntry) -> LongOptions:
     )
 
 
-def path_groups(options: LongOptions, member: str) -> dict[str, str]:
-    """The named groups of ``path_pattern`` in ``member``'s path (searched, not anchored)."""
-    if options.pattern is None:
+def path_groups(pattern: LinearPattern | None, member: str) -> dict[str, str]:
+    """The named groups of a reader's ``path_pattern`` in ``member``'s path (searched,
+    not anchored); none without a pattern. The long-signals and annotated-signals
+    readers both read their path fields here."""
+    if pattern is None:
         return {}
-    match = options.pattern.search(member)
+    match = pattern.search(member)
     if match is None:
         message = (
             f"{member}: the path does not match reader_options.path_pattern "
-            f"{options.pattern.pattern!r}; narrow the members glob or widen the pattern"
+            f"{pattern.pattern!r}; narrow the members glob or widen the pattern"
         )
         raise ParseError(message, reason=Reason("no-match", "path_pattern"))
     return {k: v for k, v in match.groupdict().items() if v is not None}

@@ -332,7 +332,7 @@ class _Member:
         self.reading, self.plan, self.number, self.carried = reading, plan, number, carried
         self.label_dtype: Any = label
         self.member = plan.member
-        self.groups = path_groups(reading.options, self.member)
+        self.groups = path_groups(reading.options.pattern, self.member)
         self.rows = 0
         self.users: dict[str, object] = {}
         self.recordings: dict[str, int] = {}

@@ -185,7 +185,7 @@ def _member_frame(
 ) -> tuple[pd.DataFrame, int]:
     """One member's rows (user, label, a recording key and the channels, in file
     order), and how many of its times repeat the previous one (:func:`check_time`)."""
-    groups = path_groups(options, member)
+    groups = path_groups(options.pattern, member)
     n = len(table)
     users = (
         text_users(table[options.user_col], member, options.user_col)

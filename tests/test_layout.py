@@ -126,3 +126,87 @@ def test_the_checker_sees_a_silent_lazy_import(tmp_path: Path) -> None:
         "def g():\n    # Here, not at the top: a heavy library.\n    import json\n"
     )
     assert [line for line, above in _lazy_imports(probe) if "not at the top" not in above] == [2]
+
+
+#: A module longer than this holds one concept, named by a docstring line ``One concept: ...``.
+MAX_LINES = 600
+
+
+def _bound_names(tree: ast.Module) -> set[str]:
+    """The names a module binds at its top level (inside ``if`` and ``try`` too, not
+    inside functions or classes): definitions, assignments, imports."""
+    names: set[str] = set()
+    pending: list[ast.stmt] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt):
+                pending.append(child)
+            elif isinstance(child, ast.ExceptHandler):
+                pending.extend(child.body)
+            else:
+                names.update(
+                    n.id
+                    for n in ast.walk(child)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+                )
+    return names
+
+
+def _declared_all(tree: ast.Module) -> list[str] | None:
+    """The literal ``__all__`` of a module's top level, or None when it has none."""
+    for node in tree.body:
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign)
+            else []
+        )
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            value = node.value
+            assert isinstance(value, (ast.List, ast.Tuple)), "__all__ is a literal list"
+            return [ast.literal_eval(e) for e in value.elts]
+    return None
+
+
+@pytest.mark.parametrize(("module", "path"), _modules(), ids=[m for m, _ in _modules()])
+def test_every_module_declares_its_public_names(module: str, path: Path) -> None:
+    """Each module says what it offers, and offers only what it binds."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    declared = _declared_all(tree)
+    assert declared is not None, f"{module} declares no __all__"
+    unbound = sorted(set(declared) - _bound_names(tree))
+    assert not unbound, f"{module}.__all__ names what it does not bind: {unbound}"
+
+
+def test_the_all_checker_sees_a_missing_and_a_stale_name(tmp_path: Path) -> None:
+    """Both failures of the check above are seen on a hand-written module."""
+    missing = ast.parse("def f():\n    pass\n")
+    stale = ast.parse('__all__ = ["f", "gone"]\n\ndef f():\n    pass\n')
+    assert _declared_all(missing) is None
+    assert sorted(set(_declared_all(stale) or []) - _bound_names(stale)) == ["gone"]
+
+
+@pytest.mark.parametrize(("module", "path"), _modules(), ids=[m for m, _ in _modules()])
+def test_a_long_module_names_its_one_concept(module: str, path: Path) -> None:
+    """No module passes MAX_LINES lines unless its docstring names the one concept it holds."""
+    text = path.read_text(encoding="utf-8")
+    n_lines = len(text.splitlines())
+    if n_lines <= MAX_LINES:
+        return
+    doc = ast.get_docstring(ast.parse(text)) or ""
+    assert any(line.startswith("One concept:") for line in doc.splitlines()), (
+        f"{module} has {n_lines} lines (over {MAX_LINES}) and no 'One concept:' docstring line"
+    )
+
+
+def test_mudata_top_level_stays_small() -> None:
+    """mudata's modules live in its stage subpackages; its top level keeps the kernel."""
+    top = sorted(p.name for p in (SRC / "mudata").glob("*.py") if p.name != "__init__.py")
+    assert len(top) <= 12, f"mudata's top level holds {len(top)} modules: {top}"

@@ -9,6 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+__all__ = [
+    "DataError",
+    "EvaluationError",
+    "MuevalError",
+    "NotRegularFileError",
+    "OutputError",
+    "SmallCalibrationError",
+    "SplitError",
+    "UsageError",
+]
+
 
 class MuevalError(Exception):
     """Base class of every error raised on purpose by :mod:`mueval`.

@@ -15,3 +15,5 @@ Modules:
 The commands start without pandas, scikit-learn or matplotlib: each imports
 what it needs when it runs.
 """
+
+__all__: list[str] = []

@@ -31,6 +31,13 @@ from mueval.errors import UsageError
 from mueval.names import DEFAULT_STRATEGIES, USER_FAMILY_WORDS, parse_strategies
 from mueval.version import __version__
 
+__all__ = [
+    "STRICT_EXIT",
+    "evaluate",
+    "main",
+    "parse_params",
+]
+
 #: ``evaluate --strict``'s exit code when the run has an error-severity warning.
 STRICT_EXIT = 3
 

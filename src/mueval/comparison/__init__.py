@@ -13,3 +13,5 @@ Modules:
 
 :func:`mueval.compare` and :func:`mueval.compare_guarantees` call them.
 """
+
+__all__: list[str] = []

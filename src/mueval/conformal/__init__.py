@@ -20,3 +20,5 @@ Modules:
 - :mod:`.step`: :func:`~mueval.conformal.step.conformal_step`, one split's sets
   under those settings, ``--small-cal`` applied.
 """
+
+__all__: list[str] = []

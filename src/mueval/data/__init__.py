@@ -11,3 +11,5 @@ Modules:
   and the cohort of every row;
 - :mod:`.synthetic`: synthetic multi-user tables for tests and benchmarks.
 """
+
+__all__: list[str] = []

@@ -15,3 +15,5 @@ Modules:
 - :mod:`.labelcurve`: coverage, set size and accuracy against the number of
   labelled windows of a new user (``mueval curve``).
 """
+
+__all__: list[str] = []

@@ -29,6 +29,14 @@ from mueval.names import (
     ordered_strategies,
 )
 
+__all__ = [
+    "per_iteration",
+    "splits_frame",
+    "summarize",
+    "summary_frame",
+    "user_dtype",
+]
+
 _KEYS = ["strategy", "classifier", "iteration", "seed", "user", "n_train", "n_test", "n_cal"]
 
 

@@ -33,3 +33,5 @@ Modules:
 
 Their tables' input checks are :mod:`mueval.metrics.frame_checks`.
 """
+
+__all__: list[str] = []

@@ -17,3 +17,5 @@ PNG and SVG files. Modules:
 - :mod:`.html`: escaped text, tables and embedded figures;
 - :mod:`.tables`: the study-style terminal tables ``mueval evaluate`` prints.
 """
+
+__all__: list[str] = []

@@ -23,6 +23,29 @@ them, :mod:`mueval.guarantees.records`.
 
 from __future__ import annotations
 
+__all__ = [
+    "CONDITIONAL_COVERAGE_FILE",
+    "COVERAGE_SUMMARY_FILE",
+    "FORMAT_VERSION",
+    "PREDICTIONS_PART",
+    "PREDICTION_COLUMNS",
+    "REPORT_DIR",
+    "REPORT_ENTRIES",
+    "REPORT_FORMAT",
+    "REPORT_MARKER",
+    "REQUIRED_FILES",
+    "RUN_FILES",
+    "RUN_FORMAT",
+    "RUN_KEYS",
+    "SPLITS_COLUMNS",
+    "SUMMARY_COLUMNS",
+    "USER_COHORTS_COLUMNS",
+    "USER_COHORTS_FILE",
+    "USER_COVERAGE_FILE",
+    "USER_VALIDITY_FILE",
+    "WARNING_KEYS",
+]
+
 #: Version of the layout below; a reader refuses any other.
 FORMAT_VERSION = 1
 

@@ -597,3 +597,27 @@ def test_compare_with_one_strategy_names_what_it_found(run_dir, tmp_path):
     result = CliRunner().invoke(compare_command, [str(one)])
     assert result.exit_code == 1, result.output
     assert "found strategies: ucm" in result.output and str(one) in result.output
+
+
+def test_compare_warns_when_runs_differ_in_split_seeds(run_dir, tmp_path):
+    """Runs of other split seeds scored other splits: said, and an old folder counts
+    as the protocol's seeds (it was written before the setting existed)."""
+    import json
+    import shutil
+
+    independent, unrecorded = tmp_path / "independent", tmp_path / "unrecorded"
+    for copy, seeds in ((independent, "independent"), (unrecorded, None)):
+        shutil.copytree(run_dir, copy)
+        info = json.loads((copy / "run.json").read_text(encoding="utf-8"))
+        if seeds is None:
+            info["config"].pop("split_seeds", None)
+        else:
+            info["config"]["split_seeds"] = seeds
+        (copy / "run.json").write_text(json.dumps(info), encoding="utf-8")
+    result = CliRunner().invoke(compare_command, [str(run_dir), str(independent)])
+    assert result.exit_code == 0, result.output
+    assert "warning: the runs differ in split_seeds" in result.stderr
+    assert "independent: independent" in result.stderr
+    same = CliRunner().invoke(compare_command, [str(run_dir), str(unrecorded)])
+    assert same.exit_code == 0, same.output
+    assert "split_seeds" not in same.stderr

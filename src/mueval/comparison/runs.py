@@ -109,6 +109,13 @@ class Comparison:
     unmatched: list[str] = field(default_factory=list)
 
 
+#: What a run folder written before a setting existed ran: deterministic scores
+#: before --randomized, the protocol's seeds before --split-seeds. Runs that
+#: differ in the split settings (split, user_folds, split_seeds) were scored
+#: on other splits, so their iterations pair no common split.
+_UNRECORDED: dict[str, object] = {"randomized": False, "split_seeds": "protocol"}
+
+
 def labels_of(runs: Sequence[RunFolder]) -> list[str]:
     """A short label per run: its folder's distinguishing name, or ``run N`` unsaved."""
     saved = [r for r in runs if r.path != UNSAVED]
@@ -164,13 +171,14 @@ def merge_runs(
         "mondrian",
         "condition",
         "split",
+        "user_folds",
+        "split_seeds",
     ):
-        # Run folders written before --randomized existed ran deterministic scores.
-        default = False if key == "randomized" else None
+        default = _UNRECORDED.get(key)
         values = {str(r.run.get("config", {}).get(key, default)) for r in runs}
         if len(values) > 1:
             found = ", ".join(
-                f"{label}: {r.run.get('config', {}).get(key)}"
+                f"{label}: {r.run.get('config', {}).get(key, default)}"
                 for label, r in zip(labels, runs, strict=True)
             )
             notes.append(f"the runs differ in {key} ({found})")

@@ -122,15 +122,19 @@ def test_what_the_k_windows_do(result) -> None:
     assert result.curve.query("use == 'both' and k == 20")["n_small_cal"].item() == 8
 
 
-def _independent(frame, user, seed, k):
+def _independent(frame, user, seed, k, others_seed=None):
     """UIM-style (k = 0) or own-window (k > 0) calibration, computed from scratch:
-    the study's threshold rule, numpy.quantile(..., method="higher")."""
+    the study's threshold rule, numpy.quantile(..., method="higher"). ``seed``
+    draws the target's rows, ``others_seed`` (default ``seed``) the other users'."""
+    others_seed = seed if others_seed is None else others_seed
     X = frame[[c for c in frame.columns if c.startswith("f")]].to_numpy(float)
     y = pd.Categorical(frame["label"]).codes.astype(int)
     users = frame["userid"].to_numpy()
     own, others = np.flatnonzero(users == user), np.flatnonzero(users != user)
     test, pool = train_test_split(own, test_size=max(KS), stratify=y[own], random_state=seed)
-    train, cal = train_test_split(others, train_size=0.6, stratify=y[others], random_state=seed)
+    train, cal = train_test_split(
+        others, train_size=0.6, stratify=y[others], random_state=others_seed
+    )
     if k:
         cal = np.random.default_rng(seed).permutation(pool)[:k]
     scaler = MinMaxScaler().fit(X[train])
@@ -155,6 +159,36 @@ def test_calibration_matches_an_independent_computation(frame, result, k) -> Non
         assert row.coverage == pytest.approx(coverage, abs=1e-12)
         assert row.setsize == pytest.approx(setsize, abs=1e-12)
         assert row.accuracy == pytest.approx(accuracy, abs=1e-12)
+
+
+def test_independent_split_seeds_draw_each_split_from_its_own_child_seed(frame) -> None:
+    """--split-seeds independent: the other users' split from child 0 of
+    SeedSequence(seed), the target's rows from child 1 (computed here from numpy,
+    not from mueval), and the setting recorded."""
+    config = CurveConfig(
+        classifier="nb", ks=KS, uses=("calibration",), iterations=1, split_seeds="independent"
+    )
+    run = curve_run(table_from_frame(frame), config)
+    assert run.info["config"]["split_seeds"] == "independent"
+    protocol = curve_run(table_from_frame(frame), CurveConfig(classifier="nb", ks=KS, iterations=1))
+    assert protocol.info["config"]["split_seeds"] == "protocol"
+    for k in (0, 20):
+        rows = run.per_user[run.per_user.k == k]
+        assert len(rows) == 4
+        for row in rows.itertuples():
+            children = np.random.SeedSequence(row.seed).spawn(3)
+            others_seed, own_seed = (int(c.generate_state(1, np.uint32)[0]) for c in children[:2])
+            coverage, setsize, accuracy = _independent(frame, row.user, own_seed, k, others_seed)
+            assert row.coverage == pytest.approx(coverage, abs=1e-12)
+            assert row.setsize == pytest.approx(setsize, abs=1e-12)
+            assert row.accuracy == pytest.approx(accuracy, abs=1e-12)
+    # Other splits, so other numbers for at least one user (the same seed column).
+    merged = run.per_user.merge(protocol.per_user, on=["user", "k", "use", "seed"])
+    assert (merged.coverage_x != merged.coverage_y).any() or (
+        merged.setsize_x != merged.setsize_y
+    ).any()
+    with pytest.raises(UsageError, match="split_seeds"):
+        CurveConfig(split_seeds="shared")
 
 
 def test_small_users_are_skipped_with_a_note(frame) -> None:
@@ -206,6 +240,15 @@ def test_cli_writes_the_folder_and_refuses_bad_input(frame, tmp_path) -> None:
     assert pd.read_csv(out / "curve.csv")["k"].tolist() == [0, 5, 20]
     info = json.loads((out / "run.json").read_text())
     assert info["config"]["ks"] == [0, 5, 20] and info["config"]["small_cal"] == "full-set"
+    assert info["config"]["split_seeds"] == "protocol"
+    independent = tmp_path / "independent"
+    seeds = ["--k", "0,5", "--split-seeds", "independent", "--out", str(independent)]
+    other = CliRunner().invoke(main, [*args, *seeds])
+    assert other.exit_code == 0, other.output
+    recorded = json.loads((independent / "run.json").read_text())["config"]
+    assert recorded["split_seeds"] == "independent"
+    bad_seeds = CliRunner().invoke(main, [*args, "--split-seeds", "shared"])
+    assert bad_seeds.exit_code == 2 and "'shared' is not one of" in bad_seeds.output
     again = CliRunner().invoke(main, [*args, "--out", str(out)])
     assert again.exit_code == 2 and "is not empty" in again.output
     bad_k = CliRunner().invoke(main, [*args, "--k", "0,-5"])

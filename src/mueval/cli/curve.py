@@ -30,7 +30,14 @@ from mueval.cli.options import (
     level_option,
     whole_option,
 )
-from mueval.names import CLASSIFIERS, CURVE_USES, SCORES, SMALL_CAL_POLICIES, THRESHOLD_RULES
+from mueval.names import (
+    CLASSIFIERS,
+    CURVE_USES,
+    SCORES,
+    SMALL_CAL_POLICIES,
+    SPLIT_SEEDS,
+    THRESHOLD_RULES,
+)
 
 __all__ = ["curve_command", "curve_rows", "format_curve"]
 
@@ -139,6 +146,15 @@ SHORT_HELP = "Coverage, set size and accuracy against k labelled windows of the 
     default=100,
     show_default=True,
     help="Seed of iteration 0; iteration i uses seed-base + i (windows drawn and models).",
+)
+@choice_option(
+    "--split-seeds",
+    SPLIT_SEEDS,
+    "protocol",
+    "protocol: the target's test and pool rows and the other users' training and "
+    "calibration rows are drawn from the iteration's one seed; independent: each split "
+    "gets its own, a child of numpy's SeedSequence(seed), as mueval evaluate "
+    "--split-seeds. Recorded in run.json.",
 )
 @level_option("--alpha", 0.05, "Miscoverage level (0.05 = 95% confidence).")
 @choice_option(

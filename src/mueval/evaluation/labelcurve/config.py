@@ -19,7 +19,7 @@ import pandas as pd
 from mueval.conformal.settings import ConformalSettings, refuse_tuned_raps
 from mueval.conformal.thresholds import min_calibration_size
 from mueval.errors import DataError, UsageError
-from mueval.names import CLASSIFIERS, CURVE_USES, SCORES
+from mueval.names import CLASSIFIERS, CURVE_USES, SCORES, SPLIT_SEEDS
 
 __all__ = ["CURVE_SETTINGS", "CurveConfig", "auto_ks", "parse_ks", "parse_uses"]
 
@@ -104,6 +104,12 @@ class CurveConfig:
     here: the curve's small k are below the minimum by design). They may also be
     given one by one (``CurveConfig(alpha=0.1)``), each replacing that field of
     ``conformal``; they are no attributes: read ``config.conformal.alpha``.
+
+    ``split_seeds``: ``"protocol"`` draws the target user's test and pool rows and
+    the other users' training and calibration rows from the iteration's one seed;
+    ``"independent"`` gives the two splits seeds of their own
+    (:func:`~mueval.evaluation.split_seeds.role_seeds`), as ``mueval evaluate
+    --split-seeds`` does. The model's seed stays the iteration's.
     """
 
     classifier: str = "rf"
@@ -112,6 +118,7 @@ class CurveConfig:
     iterations: int = 5
     seed_base: int = 100
     min_test: int = 20
+    split_seeds: str = "protocol"
     conformal: ConformalSettings = field(
         default_factory=lambda: ConformalSettings(small_cal="full-set")
     )
@@ -148,6 +155,9 @@ class CurveConfig:
         if tuple(parse_ks(list(self.ks))) != tuple(self.ks):
             message = f"ks must be ascending whole numbers, got {self.ks}"
             raise UsageError(message)
+        if self.split_seeds not in SPLIT_SEEDS:
+            message = f"unknown split_seeds {self.split_seeds!r}; valid: {', '.join(SPLIT_SEEDS)}"
+            raise UsageError(message, cli={"split_seeds": "--split-seeds"})
         if self.iterations < 1 or self.min_test < 1:
             message = (
                 f"iterations and min_test must be at least 1, got {self.iterations} "
@@ -185,6 +195,7 @@ class CurveConfig:
             "threshold": settings.threshold,
             "small_cal": settings.small_cal,
             "min_test": self.min_test,
+            "split_seeds": self.split_seeds,
         }
 
 

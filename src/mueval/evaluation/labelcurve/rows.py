@@ -55,6 +55,7 @@ from mueval.evaluation.clustered import choose_calibration, true_class_scores
 from mueval.evaluation.labelcurve.config import CurveConfig
 from mueval.evaluation.models import fit_scaled, full_proba
 from mueval.evaluation.row_splits import split_rows
+from mueval.evaluation.split_seeds import role_seeds
 
 __all__ = ["user_rows"]
 
@@ -131,10 +132,12 @@ def user_rows(
 ) -> list[dict[str, Any]]:
     """Every (use, k) of one target user and iteration."""
     seed = config.seed_base + iteration
+    # The other users' split comes first, the target's own rows second, as in UIM.
+    others_seed, own_seed, _ = role_seeds(seed, config.split_seeds)
     own = np.flatnonzero(users == user)
     others = np.flatnonzero(users != user)
-    test, pool = _test_and_pool(own, y, max(config.ks), seed)
-    train, cal_others = split_rows(others, y, 0.6, seed, what=f"curve, user {user}")
+    test, pool = _test_and_pool(own, y, max(config.ks), own_seed)
+    train, cal_others = split_rows(others, y, 0.6, others_seed, what=f"curve, user {user}")
     fits: dict[int, tuple[Any, ...]] = {}  # the model for each number of adaptation rows
     rows = []
     for use in config.uses:

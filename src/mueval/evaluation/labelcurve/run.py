@@ -197,6 +197,7 @@ def curve(
     threshold: str = "study",
     small_cal: str = "full-set",
     min_test: int = 20,
+    split_seeds: str = "protocol",
     jobs: int = 1,
     user_col: str = "userid",
     label_col: str = "label",
@@ -228,6 +229,9 @@ def curve(
     min_test : int
         Fewest test rows a user must keep beside ``max(ks)``; smaller users
         are skipped (:attr:`CurveResult.notes`).
+    split_seeds : {"protocol", "independent"}
+        One seed per iteration for both splits, or one of their own each
+        (:class:`CurveConfig`).
     jobs : int
         Worker processes.
     user_col, label_col : str
@@ -255,6 +259,7 @@ def curve(
         iterations=iterations,
         seed_base=seed_base,
         min_test=min_test,
+        split_seeds=split_seeds,
         conformal=settings,
     )
     return curve_run(table, config, jobs=jobs).curve

@@ -12,15 +12,24 @@ import pickle
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+import mudata
 import mudata.readers
 from mudata.cli import main
 from mudata.drafting.advice import as_advice, plain_detail
 from mudata.drafting.draft import draft_entry
 from mudata.drafting.records import Choices
-from mudata.errors import REASON_CODES, MudataUsageError, ParseError, Reason, RegistryError
+from mudata.errors import (
+    REASON_CODES,
+    EmptyResultError,
+    MudataUsageError,
+    ParseError,
+    Reason,
+    RegistryError,
+)
 
 #: Words of an entry's fields that a user of init must never be shown.
 INTERNAL = ("reader_options", "field '", "_col", "path_pattern", "feature_cols")
@@ -188,6 +197,40 @@ def test_every_refusal_of_a_drafted_reader_carries_its_reason(module):
         and isinstance(k.value.args[0], ast.Constant)
     ]
     assert set(codes) <= set(REASON_CODES)
+
+
+#: Beyond the readers, the build steps a draft is checked through: (module, errors).
+DRAFTED_STEPS = (
+    ("records/classes.py", ("ParseError", "RegistryError")),
+    ("building/userfilter.py", ("EmptyResultError",)),
+)
+
+
+@pytest.mark.parametrize(("module", "errors"), DRAFTED_STEPS)
+def test_every_refusal_of_a_drafted_build_step_carries_its_reason(module, errors):
+    path = Path(mudata.__file__).parent / module
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in errors
+    ]
+    assert calls, module
+    bare = [node.lineno for node in calls if not any(k.arg == "reason" for k in node.keywords)]
+    assert bare == [], f"{module}: {errors} without reason= at {bare}"
+
+
+def test_too_few_users_are_advised_the_filter_options_not_the_columns():
+    """The user filter's refusal reaches init's advice as --min-per-class and --window."""
+    from mudata.building.userfilter import filter_users
+
+    table = pd.DataFrame({"userid": ["a"] * 3 + ["b"] * 3, "label": ["x", "y", "x"] * 2})
+    with pytest.raises(EmptyResultError) as caught:
+        filter_users(table, ["x", "y"], 5, min_users=2, dataset="t")
+    assert caught.value.reason == Reason("empty", "min_per_class")
+    advice = str(as_advice(caught.value))
+    assert "--min-per-class" in advice and "--window" in advice
+    assert "--user" not in advice.splitlines()[0]
 
 
 def test_the_readers_refusals_reach_the_advice_with_their_reason(tmp_path):

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from mudata.errors import EmptyResultError
+from mudata.errors import EmptyResultError, Reason
 from mudata.records.classes import user_sort_key
 
 log = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ def filter_users(
             f"{min_per_class} rows of every class {classes}; at least {max(min_users, 1)} "
             f"are needed (--min-users). Users dropped, and why:\n{report.describe_dropped()}"
         )
-        raise EmptyResultError(message)
+        raise EmptyResultError(message, reason=Reason("empty", "min_per_class"))
     kept = table[table["userid"].astype(str).isin(report.kept)]
     return kept.reset_index(drop=True), report
 

@@ -91,6 +91,14 @@ ADVICE: dict[str, str] = {
     ),
     "recipe.window": _WINDOW,
     "window_seconds": _WINDOW,
+    "min_per_class": (
+        "too few users keep enough windows of every class: give a lower "
+        "--min-per-class N, or a shorter --window SECONDS"
+    ),
+    "classes": (
+        "a class of the draft is not in the label column as written: name the label "
+        "column with --label COL"
+    ),
 }
 
 #: Where what is wrong changes the advice for a setting: ``(code, setting)``.

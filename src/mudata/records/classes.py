@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from mudata.errors import ParseError, RegistryError, excerpt
+from mudata.errors import ParseError, Reason, RegistryError, excerpt
 from mudata.records.entry import DatasetEntry
 
 if TYPE_CHECKING:
@@ -157,7 +157,7 @@ def _registry_keys(entry: DatasetEntry, numeric: bool) -> dict[object, int]:
                 f"{spec.code!r} ({spec.name}) are the same number, and the label column "
                 f"holds numbers; give each class a different code"
             )
-            raise RegistryError(message)
+            raise RegistryError(message, reason=Reason("invalid", "classes"))
         keys[key] = rank
     return keys
 
@@ -239,7 +239,7 @@ def _check_all_seen(
         f"codes seen: {excerpt(shown)}{more}. Fix the code in the registry entry "
         f"(or remove the class)."
     )
-    raise RegistryError(message)
+    raise RegistryError(message, reason=Reason("no-match", "classes"))
 
 
 def log_dropped(dataset: str, dropped: dict[str, int], total: int, what: str = "rows") -> None:
@@ -298,7 +298,7 @@ def user_names(
                     f"user ids {excerpt(first[text])} and {excerpt(raw)} would both become "
                     f"user {excerpt(text)}; user ids are text and must differ as text"
                 )
-                raise ParseError(message)
+                raise ParseError(message, reason=Reason("invalid", "user_col"))
             first[text] = raw
     return texts[codes]
 

@@ -25,6 +25,7 @@ from mudata.errors import (
     MissingFileError,
     ParseError,
     StorageError,
+    UnverifiedDataError,
 )
 from mudata.errors import (
     MudataUsageError as UsageError,
@@ -165,6 +166,27 @@ def test_download_happy_path(served_toy: HTTPTestServer, home: Path) -> None:
         assert sources.read_bytes("toy/data/readings.txt") == READINGS
     finally:
         sources.close()
+
+
+def test_an_unverifiable_second_file_is_refused_before_the_first_is_downloaded(
+    served_toy: HTTPTestServer, home: Path
+) -> None:
+    (served_toy.root / "extra.zip").write_bytes(TOY_ZIP)
+    unpinned = toy_file(served_toy.url + "/extra.zip", sha256=None, members=False)
+    unpinned["name"] = "extra.zip"
+    entry = make_entry(toy_file(served_toy.url + "/toy.zip"), unpinned)
+    with pytest.raises(
+        UnverifiedDataError, match=r"file 'extra\.zip' of dataset 'toy' cannot be verified"
+    ):
+        fetch_sources(entry, data_home=home, delay=0, progress=False)
+    assert served_toy.requests == []  # not one byte downloaded
+    assert files_in(raw_dir("toy", home)) == []
+    # Accepted with allow_unverified: both are downloaded, the second one unverified.
+    fetched = fetch_sources(entry, data_home=home, delay=0, progress=False, allow_unverified=True)
+    assert [(f.name, f.verified, f.origin) for f in fetched] == [
+        ("toy.zip", True, "download"),
+        ("extra.zip", False, "download"),
+    ]
 
 
 def test_progress_bar_on_request(

@@ -52,10 +52,9 @@ from mudata.errors import (
 )
 from mudata.publish.store import (
     fingerprint_kind,
-    read_provenance,
     read_unchecked,
     recorded_fingerprint,
-    repair_descriptors,
+    repair_if_current,
     table_fingerprint,
 )
 from mudata.publish.table_hash import KIND, LEGACY_KIND
@@ -184,9 +183,7 @@ def verify_table(
     if result.status == "verified" and provenance is not None:
         with dataset_lock(entry.name, data_home):
             # Only the table just compared may be described: not one written since.
-            now = read_provenance(path)
-            if now is not None and now.get("table_sha256") == provenance["table_sha256"]:
-                repair_descriptors(path, cached, provenance)
+            repair_if_current(path, cached, provenance)
     return result
 
 

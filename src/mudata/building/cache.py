@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
@@ -21,20 +21,16 @@ from mudata.errors import (
     CorruptTableError,
 )
 from mudata.publish.store import (
-    descriptors_agree,
     load_table,
     read_provenance,
-    repair_descriptors,
-    unchanged_since_written,
+    read_stamped,
+    repair_if_current,
 )
 from mudata.records.entry import DatasetEntry
 from mudata.sources.paths import (
-    dataset_lock,
+    folder_lock,
     table_dir,
 )
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +47,11 @@ def is_built(entry: DatasetEntry, data_home: Path | str | None = None) -> bool:
     table is out of date when one of them changed since it was built. The rows
     themselves are checked by :func:`current_table`, not here.
     """
-    path = parquet_path(entry, data_home)
+    return _is_built(entry, parquet_path(entry, data_home))
+
+
+def _is_built(entry: DatasetEntry, path: Path) -> bool:
+    """:func:`is_built` of the table at ``path``."""
     if not path.is_file():
         return False
     return _up_to_date(entry, read_provenance(path))
@@ -70,16 +70,16 @@ def _up_to_date(entry: DatasetEntry, provenance: dict[str, Any] | None) -> bool:
     return not unpinned_local_changed(entry, provenance.get("files", []))
 
 
-def current_table(entry: DatasetEntry, data_home: Path | str | None = None) -> pd.DataFrame | None:
-    """The built table, checked against its ``table_sha256``; None when it must be (re)built.
+def current_table(entry: DatasetEntry, path: Path) -> pd.DataFrame | None:
+    """The built table at ``path``, checked against its ``table_sha256``; None when it must be (re)built.
 
-    A table whose rows no longer match the hash recorded at build time is not
-    served: a warning says so and None is returned, so that the caller rebuilds
-    it from the verified raw files. A read: nothing is written.
+    ``path`` is :func:`parquet_path` of ``entry``. A table whose rows no longer
+    match the hash recorded at build time is not served: a warning says so
+    and None is returned, so that the caller rebuilds it from the verified
+    raw files. A read: nothing is written.
     """
-    if not is_built(entry, data_home):
+    if not _is_built(entry, path):
         return None
-    path = parquet_path(entry, data_home)
     try:
         frame, provenance = load_table(path)
     except CorruptTableError as exc:
@@ -89,54 +89,49 @@ def current_table(entry: DatasetEntry, data_home: Path | str | None = None) -> p
     return frame
 
 
-def current_path(
-    entry: DatasetEntry, data_home: Path | str | None = None, *, verify: bool = False
-) -> dict[str, Any] | None:
-    """The provenance of the built table, for a fetch; None when it must be (re)built.
+def current_path(entry: DatasetEntry, path: Path, *, verify: bool = False) -> dict[str, Any] | None:
+    """The provenance of the built table at ``path``, for a fetch; None when it must be (re)built.
 
-    The fast path of ``mudata fetch``: when the file's size and times are
-    those its stamp recorded with the hash its footer holds
-    (:func:`mudata.publish.store.unchanged_since_written`) and ``datapackage.json``
-    agrees, no row is read. Otherwise, or with ``verify``, the rows are hashed
-    as :func:`current_table` does; a table that passes has its descriptors and
-    its stamp repaired (:func:`mudata.publish.store.repair_descriptors`), one that
-    fails is not served (a warning, and None).
+    ``path`` is :func:`parquet_path` of ``entry``. The fast path of ``mudata
+    fetch``: when the file's size and times are those its stamp recorded
+    with the hash its footer holds and ``datapackage.json`` agrees
+    (:func:`mudata.publish.store.read_stamped`), no row is read. Otherwise,
+    or with ``verify``, the rows are hashed as :func:`current_table` does; a
+    table that passes has its descriptors and its stamp repaired
+    (:func:`mudata.publish.store.repair_if_current`), one that fails is not
+    served (a warning, and None).
     """
-    path = parquet_path(entry, data_home)
     if not path.is_file():
         return None
-    provenance = read_provenance(path)
+    provenance, as_written = read_stamped(path, check=not verify)
     if not _up_to_date(entry, provenance):
         return None
     assert provenance is not None  # _up_to_date refuses None
-    if (
-        not verify
-        and unchanged_since_written(path, provenance)
-        and descriptors_agree(path, provenance)
-    ):
+    if as_written:
         return provenance
     try:
         frame, provenance = load_table(path)
     except CorruptTableError as exc:
         log.warning("%s; rebuilding it from the verified raw files", exc)
         return None
-    with dataset_lock(entry.name, data_home):
+    with folder_lock(path.parent):
         # Another process may have written a new table since it was read: only
         # the rows just checked may be described.
-        now = read_provenance(path)
-        if now is not None and now.get("table_sha256") == provenance["table_sha256"]:
-            repair_descriptors(path, frame, provenance)
+        repair_if_current(path, frame, provenance)
     return provenance
 
 
 def find_cached(
-    entry: DatasetEntry, data_home: Path | str | None, read_back: bool, verify: bool
+    entry: DatasetEntry, path: Path, read_back: bool, verify: bool
 ) -> tuple[pd.DataFrame | None, dict[str, Any]] | None:
-    """The built table's rows (None for a fetch) and provenance; None when it must be built."""
+    """The rows (None for a fetch) and provenance of the table at ``path``; None when it must be built.
+
+    ``path`` is :func:`parquet_path` of ``entry``, computed once by the caller.
+    """
     if read_back:
-        frame = current_table(entry, data_home)
+        frame = current_table(entry, path)
         return None if frame is None else (frame, frame.attrs["provenance"])
-    record = current_path(entry, data_home, verify=verify)
+    record = current_path(entry, path, verify=verify)
     return None if record is None else (None, record)
 
 

@@ -37,10 +37,9 @@ from mudata.readers import (
 )
 from mudata.records.entry import DatasetEntry
 from mudata.sources.paths import (
-    dataset_lock,
+    folder_lock,
     sweep_stale,
     sweep_when_idle,
-    table_dir,
 )
 
 if TYPE_CHECKING:
@@ -59,8 +58,10 @@ def _temporary_files(target: Path) -> tuple[str, ...]:
     )
 
 
-def _spool_dir(entry: DatasetEntry, data_home: Path | str | None) -> Path | None:
+def _spool_dir(dataset_folder: Path) -> Path | None:
     """Where a build spools members: ``<data home>/<name>/.spool``, emptied first.
+
+    ``dataset_folder`` is ``<data home>/<name>`` (:func:`mudata.sources.paths.table_dir`).
 
     On the data home's disk, not ``$TMPDIR`` (often a small memory-backed
     /tmp), since a release may be larger than memory. Called under the
@@ -68,7 +69,7 @@ def _spool_dir(entry: DatasetEntry, data_home: Path | str | None) -> Path | None
     system's temporary folder) when the data home cannot hold it: read-only,
     or the name taken by a link or a file.
     """
-    folder = table_dir(entry.name, data_home) / SPOOL_FOLDER
+    folder = dataset_folder / SPOOL_FOLDER
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         if folder.is_symlink() or not folder.is_dir():
@@ -144,8 +145,9 @@ def build_frame(
     options = BuildOptions() if options is None else options
     home = options.data_home
     target = parquet_path(entry, home)
+    leftovers = _temporary_files(target)
     if not options.force:
-        found = find_cached(entry, home, read_back, options.verify)
+        found = find_cached(entry, target, read_back, options.verify)
         if found is not None and users_of(*found) >= options.min_users:
             log.info(
                 "%s: cached table %s, its raw files verified at build time (%s); "
@@ -156,17 +158,16 @@ def build_frame(
                 entry.name,
             )
             if not read_back:  # a fetch writes; a load (a read) leaves the folder as it is
-                sweep_when_idle(entry.name, home, _temporary_files(target))
+                sweep_when_idle(target.parent, leftovers)
             return target, found[0]
         if found is not None:  # too few users: built again, whatever another process did
             options = replace(options, force=True)
-    with dataset_lock(entry.name, home):
-        found = None if options.force else find_cached(entry, home, read_back, options.verify)
+    with folder_lock(target.parent):
+        found = None if options.force else find_cached(entry, target, read_back, options.verify)
         if found is not None:
             return target, found[0]  # built by another process while this one waited
-        for pattern in _temporary_files(target):
-            sweep_stale(target.parent, pattern)
-        fetched, sources = open_sources(entry, options)
+        sweep_stale(target.parent, *leftovers)
+        fetched, sources = open_sources(entry, options, spool_in=target.parent)
         try:
             table, drops = build_table(entry, sources, min_users=options.min_users)
         except (ParseError, LimitError, ChecksumError) as exc:
@@ -192,12 +193,15 @@ def build_frame(
     return path, frame
 
 
-def open_sources(entry: DatasetEntry, options: BuildOptions) -> tuple[list[FetchedFile], Sources]:
+def open_sources(
+    entry: DatasetEntry, options: BuildOptions, *, spool_in: Path
+) -> tuple[list[FetchedFile], Sources]:
     """Obtain and verify the raw files of ``entry``; open them for its reader.
 
     Call it under the dataset's lock (:func:`mudata.sources.paths.dataset_lock`):
-    the spool folder it empties first is then the build's own. The caller closes
-    the :class:`~mudata.readers.sources.Sources`.
+    the spool folder it empties first (in ``spool_in``, the dataset's folder
+    of the data home) is then the build's own. The caller closes the
+    :class:`~mudata.readers.sources.Sources`.
     """
     # Here, not at the top: imports pooch's network stack.
     from mudata.sources.download import fetch_sources
@@ -216,7 +220,7 @@ def open_sources(entry: DatasetEntry, options: BuildOptions) -> tuple[list[Fetch
         [f.root for f in fetched],
         [f.pins for f in fetched],
         max_expansion=options.max_expansion,
-        spool_dir=_spool_dir(entry, options.data_home),
+        spool_dir=_spool_dir(spool_in),
     )
     return fetched, sources
 

@@ -30,7 +30,7 @@ from mudata.publish.store import table_fingerprint
 from mudata.publish.window_store import Windows, read_provenance, read_windows, write_windows
 from mudata.records.classes import user_names
 from mudata.records.entry import DatasetEntry
-from mudata.sources.paths import dataset_lock, table_dir
+from mudata.sources.paths import folder_lock, table_dir
 from mudata.version import __version__
 
 log = logging.getLogger(__name__)
@@ -104,10 +104,10 @@ def build_windows(entry: DatasetEntry, options: BuildOptions | None = None) -> t
     target = windows_path(entry, options.data_home)
     if not options.force and (cached := _current(target, features)) is not None:
         return target, cached
-    with dataset_lock(entry.name, options.data_home):
+    with folder_lock(target.parent):
         if not options.force and (cached := _current(target, features)) is not None:
             return target, cached
-        windows = _cut(entry, features, options)
+        windows = _cut(entry, features, options, target.parent)
         write_windows(target, windows)
     log.info("%s: %d windows written to %s", entry.name, len(windows.y), target)
     return target, read_windows(target)
@@ -127,12 +127,17 @@ def _current(target: Path, features: dict[str, Any]) -> Windows | None:
         return None
 
 
-def _cut(entry: DatasetEntry, features: dict[str, Any], options: BuildOptions) -> Windows:
-    """Read the raw files again and cut the windows of the feature table's rows."""
+def _cut(
+    entry: DatasetEntry, features: dict[str, Any], options: BuildOptions, folder: Path
+) -> Windows:
+    """Read the raw files again and cut the windows of the feature table's rows.
+
+    ``folder`` is the dataset's folder of the data home, where the members are spooled.
+    """
     # Here, not at the top: numpy-heavy code.
     from mudata.building.features import study_window_samples
 
-    _, sources = open_sources(entry, options)
+    _, sources = open_sources(entry, options, spool_in=folder)
     try:
         signals = kept_signals(entry, sources)
     finally:

@@ -448,6 +448,23 @@ def descriptors_agree(parquet_path: Path, provenance: dict[str, Any]) -> bool:
     )
 
 
+def read_stamped(parquet_path: Path, *, check: bool = True) -> tuple[dict[str, Any] | None, bool]:
+    """The table's provenance (:func:`read_provenance`), and whether it is served as written.
+
+    Served as written: with ``check``, the file is unchanged since its stamp
+    (:func:`unchanged_since_written`) and ``datapackage.json`` records its
+    ``table_sha256`` (:func:`descriptors_agree`). No row is read. Without
+    ``check`` (a fetch that hashes the rows all the same), False.
+    """
+    provenance = read_provenance(parquet_path)
+    if provenance is None or not check or "table_sha256" not in provenance:
+        return provenance, False
+    as_written = unchanged_since_written(parquet_path, provenance) and descriptors_agree(
+        parquet_path, provenance
+    )
+    return provenance, as_written
+
+
 def repair_descriptors(parquet_path: Path, frame: pd.DataFrame, provenance: dict[str, Any]) -> None:
     """Make the files beside a table agree with it, once its rows matched their hash.
 
@@ -498,6 +515,18 @@ def _rewrite_croissant(parquet_path: Path, frame: pd.DataFrame, provenance: dict
         log.warning("could not write %s: %s", path, exc)
 
 
+def repair_if_current(parquet_path: Path, frame: pd.DataFrame, provenance: dict[str, Any]) -> None:
+    """:func:`repair_descriptors`, when the file still holds the table whose rows were checked.
+
+    Another process may have written a new table since ``frame`` was read:
+    only the rows just checked may be described. Call it holding the
+    dataset's lock.
+    """
+    now = read_provenance(parquet_path)
+    if now is not None and now.get("table_sha256") == provenance["table_sha256"]:
+        repair_descriptors(parquet_path, frame, provenance)
+
+
 def read_table(parquet_path: Path, *, verify: bool = True) -> pd.DataFrame:
     """Read a published table back (checked, see :func:`load_table`)."""
     return load_table(parquet_path, verify=verify)[0]
@@ -512,10 +541,12 @@ __all__ = [
     "fingerprint_kind",
     "load_table",
     "read_provenance",
+    "read_stamped",
     "read_table",
     "read_unchecked",
     "recorded_fingerprint",
     "repair_descriptors",
+    "repair_if_current",
     "stamp_path",
     "table_fingerprint",
     "unchanged_since_written",

@@ -109,19 +109,20 @@ def fetch_sources(
     if manual is not None and not manual.is_dir():
         message = f"manual folder {manual} does not exist or is not a folder"
         raise MudataUsageError(message)
+    # Whether each download is verifiable, asked once: for a download, it is
+    # refused here, before the first byte is downloaded (not after the first file).
+    verifiable = [archive_verifiable(remote) for remote in entry.files]
     if manual is None:
-        # Refuse before the first byte is downloaded, not after the first file.
-        for remote in entry.files:
+        for remote, pinned in zip(entry.files, verifiable, strict=True):
             if remote.path is None:
-                verifiable = archive_verifiable(remote)
-                require_verifiable(entry, remote, verifiable, allow_unverified, "it or its members")
+                require_verifiable(entry, remote, pinned, allow_unverified, "it or its members")
     show_progress = sys.stderr.isatty() if progress is None else bool(progress)
     fetched = []
     # One process at a time per dataset: then any temporary file left in the
     # raw folder is a leftover of a killed run, and is swept.
     with dataset_lock(entry.name, data_home):
         sweep_stale(raw_dir(entry.name, data_home), "tmp*", keep=[f.name for f in entry.files])
-        for remote in entry.files:
+        for remote, pinned in zip(entry.files, verifiable, strict=True):
             if remote.path is not None:
                 result = fetch_local(entry, remote, allow_unverified, max_expansion)
             elif manual is not None:
@@ -138,7 +139,7 @@ def fetch_sources(
                     raise MissingFileError(message)
                 result = fetch_remote(
                     entry, remote, url, target, show_progress, n_retries, delay,
-                    allow_unverified, max_expansion, download=download,
+                    allow_unverified, max_expansion, download=download, verifiable=pinned,
                 )  # fmt: skip
             _warn_unverified(entry, remote, result)
             fetched.append(result)

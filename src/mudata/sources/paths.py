@@ -8,7 +8,7 @@ import os
 import re
 import uuid
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import pooch
@@ -118,14 +118,21 @@ def _create_identity(path: Path) -> str | None:
 _held: dict[Path, int] = {}
 
 
-@contextmanager
-def dataset_lock(name: str, home: Path | str | None = None) -> Iterator[None]:
+def dataset_lock(name: str, home: Path | str | None = None) -> AbstractContextManager[None]:
     """Hold ``<data home>/<name>/.lock`` (``flock``) while a dataset is fetched or written.
 
     Reentrant within a process. Without a writable folder there is nothing to
     protect yet: the lock is skipped and the caller's own write reports the folder.
     """
-    folder = table_dir(name, home)
+    return folder_lock(table_dir(name, home))
+
+
+@contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """:func:`dataset_lock` of the dataset whose folder (:func:`table_dir`) is ``folder``.
+
+    For a caller that holds the table's path already: ``folder_lock(path.parent)``.
+    """
     path = folder / ".lock"
     if path in _held:
         _held[path] += 1
@@ -149,8 +156,8 @@ def dataset_lock(name: str, home: Path | str | None = None) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
-def sweep_stale(folder: Path, pattern: str, keep: Iterable[str] = ()) -> list[Path]:
-    """Remove leftover temporary files matching ``pattern`` in ``folder``, except ``keep``.
+def sweep_stale(folder: Path, *patterns: str, keep: Iterable[str] = ()) -> list[Path]:
+    """Remove leftover temporary files matching any of ``patterns`` in ``folder``, except ``keep``.
 
     Only call while holding :func:`dataset_lock`: no other mudata process is
     then writing there, so such files belong to a killed run. ``keep`` names
@@ -160,7 +167,7 @@ def sweep_stale(folder: Path, pattern: str, keep: Iterable[str] = ()) -> list[Pa
     if not folder.is_dir():
         return removed
     kept = set(keep)
-    for path in folder.glob(pattern):
+    for path in (p for pattern in patterns for p in folder.glob(pattern)):
         if path.name not in kept and path.is_file() and not path.is_symlink():
             try:
                 path.unlink()
@@ -171,18 +178,17 @@ def sweep_stale(folder: Path, pattern: str, keep: Iterable[str] = ()) -> list[Pa
     return removed
 
 
-def sweep_when_idle(name: str, home: Path | str | None, patterns: Iterable[str]) -> list[Path]:
-    """:func:`sweep_stale` for each pattern in the dataset's folder, when no process works there.
+def sweep_when_idle(folder: Path, patterns: Iterable[str]) -> list[Path]:
+    """:func:`sweep_stale` for each pattern in a dataset's ``folder``, when no process works there.
 
     For the runs that find the table built and take no lock (a ``load``): the
     leftovers of a killed run go now rather than at the next build. The lock is
     tried without waiting; when another process holds it, its temporary files
     are its own and nothing is removed.
     """
-    folder = table_dir(name, home)
     path = folder / ".lock"
     if path in _held:  # this process holds the lock already
-        return [p for pattern in patterns for p in sweep_stale(folder, pattern)]
+        return sweep_stale(folder, *patterns)
     try:
         fd = os.open(path, os.O_RDWR)
     except OSError:  # no lock file: no mudata run ever wrote here
@@ -192,7 +198,7 @@ def sweep_when_idle(name: str, home: Path | str | None, patterns: Iterable[str])
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:  # another process is at work here
             return []
-        return [p for pattern in patterns for p in sweep_stale(folder, pattern)]
+        return sweep_stale(folder, *patterns)
     finally:
         os.close(fd)  # closing releases the lock
 
@@ -201,6 +207,7 @@ __all__ = [
     "HOME_ID_FILE",
     "data_home",
     "dataset_lock",
+    "folder_lock",
     "home_identity",
     "raw_dir",
     "sweep_stale",

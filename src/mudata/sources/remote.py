@@ -35,11 +35,9 @@ from mudata.records.entry import DatasetEntry, RemoteFile
 from mudata.sources.pins import (
     FetchedFile,
     Origin,
-    archive_verifiable,
     check_archive_members,
     file_label,
     pins_for,
-    require_verifiable,
 )
 
 log = logging.getLogger(__name__)
@@ -267,9 +265,15 @@ def fetch_remote(
     max_expansion: float | None = None,
     *,
     download: bool = True,
+    verifiable: bool,
 ) -> FetchedFile:
-    verifiable = archive_verifiable(remote)
-    require_verifiable(entry, remote, verifiable, allow_unverified, "it or its members")
+    """Use the cached download of ``remote`` at ``target``, or download it from ``url``; check it.
+
+    ``verifiable`` is :func:`~mudata.sources.pins.archive_verifiable` of
+    ``remote``, asked by the caller, which has refused an unverifiable file
+    already (:func:`mudata.sources.download.fetch_sources` does, before any
+    download, unless ``allow_unverified``).
+    """
     observed = sha256_file(target) if target.is_file() else None
     # A cached file with the right hash (or any cached file when the registry has
     # no archive hash) is used without touching the network.

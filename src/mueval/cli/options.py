@@ -20,7 +20,8 @@ from typing import Any, TypeVar
 import click
 
 from mudata.cli_options import list_option, stack, table_option
-from mueval.cpus import resolve_jobs, usable_cpus
+from mueval.cpus import JOBS_RULE, check_jobs, resolve_jobs, usable_cpus
+from mueval.errors import UsageError
 from mueval.names import (
     CLASSIFIERS,
     COMPARABLE_METRICS,
@@ -73,9 +74,10 @@ def level_option(flag: str, default: float, help_text: str) -> Callable[[F], F]:
 def _cap_jobs(ctx: click.Context, param: click.Parameter, value: int | None) -> int:
     """None (evaluate's default) and -1 are every usable CPU; 0 is refused; more than
     the CPU count is lowered to it (each worker holds the data: more only multiplies memory)."""
-    if value == 0:
-        message = "must be a positive number of worker processes, or -1 for every core"
-        raise click.BadParameter(message, ctx=ctx, param=param)
+    try:
+        check_jobs(value)
+    except UsageError:
+        raise click.BadParameter(f"must be {JOBS_RULE}", ctx=ctx, param=param) from None
     cpus = usable_cpus()
     jobs = resolve_jobs(value)
     if jobs > cpus:

@@ -531,6 +531,10 @@ def test_manual_dir_wrong_member_is_left_untouched(tmp_path: Path, home: Path) -
     message = str(caught.value)
     assert str(wrong) in message and "sha256" in message and "untouched" in message
     assert sha(READINGS) in message and sha(b"edited by hand\n") in message
+    # The member named after its path, as the archive's own check words a file.
+    assert (
+        f"sha256 mismatch for {wrong}, member 'toy/data/readings.txt' of file 'toy.zip'" in message
+    )
     assert wrong.read_bytes() == b"edited by hand\n" and wrong.stat().st_mtime_ns == before
 
 
@@ -544,6 +548,9 @@ def test_manual_dir_wrong_archive_is_left_untouched(tmp_path: Path, home: Path) 
             make_entry(toy_file(UNREACHABLE + "/toy.zip")), data_home=home, manual_dir=manual
         )
     assert sha(TOY_ZIP) in str(caught.value) and sha(other) in str(caught.value)
+    assert f"sha256 mismatch for {manual / 'toy.zip'} (file 'toy.zip' of dataset" in str(
+        caught.value
+    )
     assert (manual / "toy.zip").read_bytes() == other
 
 

@@ -303,6 +303,16 @@ def test_jobs_zero_is_a_usage_error(tmp_path) -> None:
     assert "'--jobs' / '-j': must be a positive number of worker processes" in result.output
 
 
+def test_exactly_one_of_dataset_and_data_is_asked_for(tmp_path) -> None:
+    # evaluate and curve choose their table with one function: one message for both.
+    both = ("--dataset", "wisdm", "--data", str(_csv(tmp_path)))
+    for command in ("evaluate", "curve"):
+        for args in ((), both):
+            result = CliRunner().invoke(main, [command, *args, "-c", "nb"])
+            assert result.exit_code == 2, result.output
+            assert "give exactly one of --dataset NAME or --data FILE" in result.output
+
+
 def test_jobs_default_to_every_usable_cpu(tmp_path) -> None:
     # Here, not at the top: the CPU count is what the default is compared with.
     from mueval.cpus import usable_cpus

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mueval.cpus import JOBS_RULE
 from mueval.data.table import table_from_frame
 from mueval.errors import EvaluationError, UsageError
 from mueval.evaluation.aggregate import splits_frame, summary_frame
@@ -46,6 +47,12 @@ def _run(table, jobs=1, **kw):
         **kw,
     )
     return run(table.X, table.y, table.users, table.classes, config, jobs=jobs, progress=False)
+
+
+def test_jobs_neither_positive_nor_minus_one_is_refused_before_any_task(table) -> None:
+    for jobs in (0, -2):
+        with pytest.raises(UsageError, match=f"jobs must be {JOBS_RULE}, got {jobs}"):
+            _run(table, jobs=jobs)
 
 
 def _as_frame(output) -> pd.DataFrame:

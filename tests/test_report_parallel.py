@@ -7,6 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from mueval.cli.report import report_command
+from mueval.cpus import JOBS_RULE
 from mueval.errors import UsageError
 from mueval.report.build import build_report
 from mueval.runfolder import read_run_folder
@@ -41,3 +42,6 @@ def test_jobs_must_be_positive_or_every_core(tmp_path):
     run = read_run_folder(make_run_folder(tmp_path / "run", iterations=2, n_users=3))
     with pytest.raises(UsageError, match="jobs"):
         build_report(run, tmp_path / "r", jobs=0)
+    # The report and the evaluation's runner word the refusal alike (mueval.cpus.check_jobs).
+    with pytest.raises(UsageError, match=f"jobs must be {JOBS_RULE}, got -2"):
+        build_report(run, tmp_path / "r", jobs=-2)

@@ -236,6 +236,10 @@ def test_a_windows_file_of_another_layout_is_refused(tmp_path: Path) -> None:
     table = pa.table({"userid": ["1"], "label": ["x"], "a": fixed})
     with pytest.raises(CorruptTableError, match="without nulls"):
         read_windows(_written(path, {"windows": {"length": 2, "channels": ["a"]}}, table))
+    # Bytes that are not Parquet: damaged, as a cached feature table is said to be.
+    path.write_bytes(b"PAR1 not a footer")
+    with pytest.raises(CorruptTableError, match=r"the cached windows .* cannot be read .*damaged"):
+        read_windows(path)
 
 
 NOT_WINDOWED = sorted(e.name for e in load_registry().values() if e.recipe.name != "study-window")

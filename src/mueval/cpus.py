@@ -1,10 +1,16 @@
-"""How many worker processes a run gets when nobody says: the CPUs this process may use."""
+"""How many worker processes a run gets: the CPUs this process may use when nobody
+says, and the one check of a number of workers asked for."""
 
 from __future__ import annotations
 
 import os
 
-__all__ = ["resolve_jobs", "usable_cpus"]
+from mueval.errors import UsageError
+
+__all__ = ["JOBS_RULE", "check_jobs", "resolve_jobs", "usable_cpus"]
+
+#: What a number of worker processes may be, as every refusal of one words it.
+JOBS_RULE = "a positive number of worker processes, or -1 for every core"
 
 
 def usable_cpus() -> int:
@@ -32,7 +38,7 @@ def usable_cpus() -> int:
 def resolve_jobs(jobs: int | None) -> int:
     """The number of workers ``jobs`` asks for: None (the default) and -1 are every usable CPU.
 
-    Any other value is returned as given (the runner refuses 0 and values below -1).
+    Any other value is returned as given (:func:`check_jobs` refuses 0 and values below -1).
 
     Examples
     --------
@@ -44,3 +50,24 @@ def resolve_jobs(jobs: int | None) -> int:
     if jobs is None or jobs == -1:
         return usable_cpus()
     return jobs
+
+
+def check_jobs(jobs: int | None) -> None:
+    """Refuse a number of worker processes that is neither positive nor -1 (None passes).
+
+    Raises
+    ------
+    UsageError
+        ``jobs`` is 0 or below -1.
+
+    Examples
+    --------
+    >>> check_jobs(-1)
+    >>> check_jobs(0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    mueval.errors.UsageError: jobs must be a positive number of worker processes, ... got 0
+    """
+    if jobs is not None and (jobs == 0 or jobs < -1):
+        message = f"jobs must be {JOBS_RULE}, got {jobs}"
+        raise UsageError(message)

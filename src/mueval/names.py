@@ -87,6 +87,13 @@ def strategy_codes() -> tuple[str, ...]:
     return tuple(s.code for s in registered_strategies())
 
 
+def _known_first(code: str, known: Sequence[str]) -> tuple[int, str]:
+    """Sort key of ``code``: its place in ``known``, else after every known one, by code."""
+    if code in known:
+        return known.index(code), ""
+    return len(known), str(code)
+
+
 def strategy_rank(code: str) -> tuple[int, str]:
     """Sort key of a strategy in every table: registered ones in report order,
     then codes no strategy of this process has (read from a run folder), by code.
@@ -96,10 +103,7 @@ def strategy_rank(code: str) -> tuple[int, str]:
     >>> sorted(["zz", "ucm", "mm"], key=strategy_rank)
     ['mm', 'ucm', 'zz']
     """
-    codes = strategy_codes()
-    if code in codes:
-        return codes.index(code), ""
-    return len(codes), str(code)
+    return _known_first(code, strategy_codes())
 
 
 def ordered_strategies(codes: Iterable[str]) -> list[str]:
@@ -175,9 +179,7 @@ def classifier_rank(code: str) -> tuple[int, str]:
     >>> sorted(["LogReg", "knn", "nb"], key=classifier_rank)
     ['nb', 'knn', 'LogReg']
     """
-    if code in CLASSIFIERS:
-        return CLASSIFIERS.index(code), ""
-    return len(CLASSIFIERS), str(code)
+    return _known_first(code, CLASSIFIERS)
 
 
 def ordered_classifiers(codes: Iterable[str]) -> list[str]:

@@ -34,8 +34,9 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 import pyarrow as pa
@@ -55,6 +56,8 @@ from mudata.publish.croissant import croissant
 from mudata.publish.table_hash import KIND, LEGACY_KIND, legacy_sha256, table_sha256
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 PROVENANCE_KEY = b"mudata.provenance"
 DESCRIPTOR = "datapackage.json"
@@ -347,27 +350,57 @@ def read_unchecked(parquet_path: Path) -> tuple[pd.DataFrame, dict[str, Any] | N
         Its footer declares more rows than the expansion cap allows
         (:func:`mudata.bounds.parquet.check_parquet`).
     """
-    # The cached table is checked against its footer as any Parquet input: a
-    # damaged or replaced file must not fill the memory (LimitError says so).
+    frame, provenance = read_parquet_file(
+        parquet_path, f"the cached table {parquet_path}", lambda arrow: arrow.to_pandas()
+    )
+    return frame, _current_names(provenance)
+
+
+def read_parquet_file(path: Path, what: str, convert: Callable[[pa.Table], _T]) -> tuple[_T, Any]:
+    """Read a Parquet file mudata wrote (a table, windows): any failure means it is damaged.
+
+    The file is checked against its footer first, as any Parquet input: a
+    damaged or replaced file must not fill the memory.
+
+    Parameters
+    ----------
+    path : Path
+    what : str
+        The file as messages name it (``the cached table <path>``).
+    convert : callable
+        Applied to the Arrow table as it is read (``to_pandas``), its failure
+        reported as the read's.
+
+    Returns
+    -------
+    converted : object
+        ``convert`` of the Arrow table.
+    provenance : object
+        The JSON under :data:`PROVENANCE_KEY`, or None if absent or unreadable.
+
+    Raises
+    ------
+    CorruptTableError
+        The file cannot be read as Parquet.
+    LimitError
+        Its footer declares more than the expansion cap allows.
+    """
     with contextlib.suppress(ParseError):  # an unreadable footer is reported below
-        check_parquet(parquet_path, f"the cached table {parquet_path}")
+        check_parquet(path, what)
     try:
-        arrow = pq.read_table(parquet_path)
-        frame = arrow.to_pandas()
+        arrow = pq.read_table(path)
+        converted = convert(arrow)
     except Exception as exc:
         # A flipped byte in pandas' schema metadata surfaces as TypeError, KeyError,
         # JSON errors and more, depending on pandas' version: all mean "damaged".
-        message = (
-            f"the cached table {parquet_path} cannot be read ({type(exc).__name__}: "
-            f"{str(exc)[:200]}); it is damaged"
-        )
+        message = f"{what} cannot be read ({type(exc).__name__}: {str(exc)[:200]}); it is damaged"
         raise CorruptTableError(message) from None
     raw = (arrow.schema.metadata or {}).get(PROVENANCE_KEY)
     try:
         provenance = json.loads(raw) if raw else None
     except ValueError:
         provenance = None
-    return frame, _current_names(provenance)
+    return converted, provenance
 
 
 def _current_names(provenance: Any) -> dict[str, Any] | None:
@@ -540,6 +573,7 @@ __all__ = [
     "descriptors_agree",
     "fingerprint_kind",
     "load_table",
+    "read_parquet_file",
     "read_provenance",
     "read_stamped",
     "read_table",

@@ -18,7 +18,6 @@ hash. :func:`read_windows` checks it before serving the rows.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,13 +28,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mudata.bounds.parquet import check_parquet
-from mudata.errors import CorruptTableError, ParseError, StorageError, excerpt
+from mudata.errors import CorruptTableError, StorageError, excerpt
 from mudata.files import atomic_path
+from mudata.publish.store import PROVENANCE_KEY, read_parquet_file
 from mudata.publish.table_hash import KIND, table_sha256
-
-#: The metadata key of the provenance, as in the feature table.
-PROVENANCE_KEY = b"mudata.provenance"
 
 
 @dataclass
@@ -161,22 +157,7 @@ def read_windows(path: Path, *, verify: bool = True) -> Windows:
     LimitError
         Its footer declares more than the expansion cap allows.
     """
-    # A damaged or replaced file must not fill the memory (LimitError says so).
-    with contextlib.suppress(ParseError):  # an unreadable footer is reported below
-        check_parquet(path, f"the cached windows {path}")
-    try:
-        arrow = pq.read_table(path)
-    except Exception as exc:
-        message = (
-            f"the cached windows {path} cannot be read ({type(exc).__name__}: "
-            f"{str(exc)[:200]}); it is damaged"
-        )
-        raise CorruptTableError(message) from None
-    raw = (arrow.schema.metadata or {}).get(PROVENANCE_KEY)
-    try:
-        provenance = json.loads(raw) if raw else None
-    except ValueError:
-        provenance = None
+    arrow, provenance = read_parquet_file(path, f"the cached windows {path}", lambda arrow: arrow)
     if not isinstance(provenance, dict) or not isinstance(provenance.get("windows"), dict):
         message = f"the cached windows {path} have no readable provenance; they are damaged"
         raise CorruptTableError(message)

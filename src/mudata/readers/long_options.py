@@ -113,8 +113,8 @@ def long_options(entry: DatasetEntry) -> LongOptions:
 
 def path_groups(pattern: LinearPattern | None, member: str) -> dict[str, str]:
     """The named groups of a reader's ``path_pattern`` in ``member``'s path (searched,
-    not anchored); none without a pattern. The long-signals and annotated-signals
-    readers both read their path fields here."""
+    not anchored); none without a pattern. The long-signals, annotated-signals and
+    feature-table readers all read their path fields here."""
     if pattern is None:
         return {}
     match = pattern.search(member)

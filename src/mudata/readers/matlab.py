@@ -14,6 +14,7 @@ struct is read.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import zlib
 from collections.abc import Collection, Iterator
@@ -76,6 +77,16 @@ class _ShortReads(io.BytesIO):
         return super().read(min(size, self.limit))
 
 
+@contextlib.contextmanager
+def _scipy_reads(member: str) -> Iterator[None]:
+    """What :mod:`scipy.io` raises on a file it cannot read, as the ParseError naming ``member``."""
+    try:
+        yield
+    except (ValueError, TypeError, OSError, NotImplementedError, zlib.error) as exc:
+        message = f"{member}: cannot be read as a MATLAB .mat file ({type(exc).__name__}: {str(exc)[:200]})"
+        raise ParseError(message, reason=Reason("unreadable", "members")) from None
+
+
 def mat_directory(data: bytes, member: str) -> list[tuple[str, tuple[int, ...], str]]:
     """The numeric 2-D arrays a ``.mat`` file declares: name, shape and MATLAB class.
 
@@ -96,11 +107,8 @@ def mat_directory(data: bytes, member: str) -> list[tuple[str, tuple[int, ...], 
     # Here, not at the top: scipy.io is slow to import; only MATLAB files need it.
     from scipy.io import whosmat
 
-    try:
+    with _scipy_reads(member):
         directory = whosmat(_ShortReads(data, 1 << 12))
-    except (ValueError, TypeError, OSError, NotImplementedError, zlib.error) as exc:
-        message = f"{member}: cannot be read as a MATLAB .mat file ({type(exc).__name__}: {str(exc)[:200]})"
-        raise ParseError(message, reason=Reason("unreadable", "members")) from None
     return [
         (name, tuple(shape), kind)
         for name, shape, kind in directory
@@ -147,16 +155,13 @@ def mat_arrays(
 
     wanted = [entry for entry in mat_directory(data, member) if names is None or entry[0] in names]
     _check_mat_size(wanted, len(data), member, ratio)
-    try:
+    with _scipy_reads(member):
         content = (
             # Short reads: the headers of the arrays skipped inflate a little only.
             loadmat(_ShortReads(data, 1 << 16), variable_names=[name for name, _, _ in wanted])
             if wanted
             else {}
         )
-    except (ValueError, TypeError, OSError, NotImplementedError, zlib.error) as exc:
-        message = f"{member}: cannot be read as a MATLAB .mat file ({type(exc).__name__}: {str(exc)[:200]})"
-        raise ParseError(message, reason=Reason("unreadable", "members")) from None
     return {
         key: value
         for key, value in content.items()
@@ -303,21 +308,15 @@ def mat_struct_fields(
     import numpy as np
     from scipy.io import loadmat, whosmat
 
-    try:
+    with _scipy_reads(member):
         structs = [
             name for name, _, kind in whosmat(_ShortReads(data, 1 << 12)) if kind == "struct"
         ]
-    except (ValueError, TypeError, OSError, NotImplementedError, zlib.error) as exc:
-        message = f"{member}: cannot be read as a MATLAB .mat file ({type(exc).__name__}: {str(exc)[:200]})"
-        raise ParseError(message, reason=Reason("unreadable", "members")) from None
     if not structs:
         return {}
     _inflated_size(data, member, expansion_budget(len(data), max_expansion(ratio)))
-    try:
+    with _scipy_reads(member):
         content = loadmat(_ShortReads(data, 1 << 16), variable_names=structs)
-    except (ValueError, TypeError, OSError, NotImplementedError, zlib.error) as exc:
-        message = f"{member}: cannot be read as a MATLAB .mat file ({type(exc).__name__}: {str(exc)[:200]})"
-        raise ParseError(message, reason=Reason("unreadable", "members")) from None
     fields: dict[str, np.ndarray] = {}
     for name in structs:
         for path, value in _leaves(content[name], name, 1):

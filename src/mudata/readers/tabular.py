@@ -31,7 +31,6 @@ from mudata.errors import ParseError, Reason, RegistryError, excerpt
 from mudata.readers._text import list_option, str_option
 from mudata.readers.base import FeatureTable, SignalTable
 from mudata.readers.column_values import numeric_columns, text_users
-from mudata.readers.linear_regex import LinearPattern
 from mudata.readers.long_options import LongOptions, long_options, path_groups
 from mudata.readers.members import load_members, load_stacked
 from mudata.readers.roles import RESERVED, check_roles, path_pattern
@@ -109,7 +108,7 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
     load = load_members if pattern else load_stacked
     for member, table in load(entry, sources, required, [c for c in [cols["user"]] if c]):
         if pattern is not None:
-            found = _feature_path_groups(pattern, member)
+            found = path_groups(pattern, member)
             for role, column in (("user", user_col), ("label", label_col)):
                 if cols[role] is None:
                     table = table.assign(**{column: np.full(len(table), found[role], dtype=object)})
@@ -167,17 +166,6 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
             message = f"{member}: feature columns {excerpt(list(frame.columns)[2:])} differ from {frames[0][0]}'s {excerpt(columns[2:])}"
             raise ParseError(message, reason=Reason("differs", "members"))
     return FeatureTable(pd.concat([f for _, f in frames], ignore_index=True))
-
-
-def _feature_path_groups(pattern: LinearPattern, member: str) -> dict[str, str]:
-    match = pattern.search(member)
-    if match is None:
-        message = (
-            f"{member}: the path does not match reader_options.path_pattern "
-            f"{pattern.pattern!r}; narrow the members glob or widen the pattern"
-        )
-        raise ParseError(message, reason=Reason("no-match", "path_pattern"))
-    return {k: v for k, v in match.groupdict().items() if v is not None}
 
 
 def _member_frame(

@@ -145,30 +145,34 @@ def _how_to_fix(entry: DatasetEntry, remote: RemoteFile, official: str) -> str:
     return f"replace it with {official}."
 
 
-def check_user_file(entry: DatasetEntry, remote: RemoteFile, path: Path) -> str:
-    """Hash a file the user owns and compare with the registry; never touch it."""
+def _checked_sha256(path: Path, expected: str | None, size: int | None, what: str, fix: str) -> str:
+    """The SHA-256 of ``path``; a ChecksumError when the registry's ``expected`` differs.
+
+    ``what`` follows the path in the message (the file or member it is), ``fix``
+    ends it (:func:`_how_to_fix`); the file itself is never touched.
+    """
     observed = sha256_file(path)
-    if remote.sha256 is not None and observed != remote.sha256:
+    if expected is not None and observed != expected:
         message = (
-            f"sha256 mismatch for {path} ({file_label(entry, remote)}): expected "
-            f"{remote.sha256}, actual {observed}{_size_note(remote.size, path)}. "
-            f"The file was left untouched; {_how_to_fix(entry, remote, 'the official release file')}"
+            f"sha256 mismatch for {path}{what}: expected {expected}, actual "
+            f"{observed}{_size_note(size, path)}. The file was left untouched; {fix}"
         )
         raise ChecksumError(message)
     return observed
+
+
+def check_user_file(entry: DatasetEntry, remote: RemoteFile, path: Path) -> str:
+    """Hash a file the user owns and compare with the registry; never touch it."""
+    what = f" ({file_label(entry, remote)})"
+    fix = _how_to_fix(entry, remote, "the official release file")
+    return _checked_sha256(path, remote.sha256, remote.size, what, fix)
 
 
 def check_member_file(entry: DatasetEntry, remote: RemoteFile, member: Member, path: Path) -> str:
-    observed = sha256_file(path)
-    if member.sha256 is not None and observed != member.sha256:
-        message = (
-            f"sha256 mismatch for {path}, member '{member.path}' of "
-            f"{file_label(entry, remote)}: expected {member.sha256}, actual "
-            f"{observed}{_size_note(member.size, path)}. The file was left untouched; "
-            f"{_how_to_fix(entry, remote, 'the one from the official archive')}"
-        )
-        raise ChecksumError(message)
-    return observed
+    """Hash an extracted member the user owns and compare with the registry; never touch it."""
+    what = f", member '{member.path}' of {file_label(entry, remote)}"
+    fix = _how_to_fix(entry, remote, "the one from the official archive")
+    return _checked_sha256(path, member.sha256, member.size, what, fix)
 
 
 def _hash_archive_members(

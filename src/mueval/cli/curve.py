@@ -14,6 +14,7 @@ import click
 import pandas as pd
 
 from mudata.cli_options import (
+    SOURCE_OPTIONS,
     dataset_source_options,
     list_option,
     printable,
@@ -25,9 +26,11 @@ from mudata.display import plain
 from mueval.cli.base import Command
 from mueval.cli.options import (
     choice_option,
+    chosen_data,
     figure_options,
     jobs_option,
     level_option,
+    load_chosen_data,
     whole_option,
 )
 from mueval.names import (
@@ -209,12 +212,7 @@ def curve_command(
     figure_format: str,
     dpi: int,
     titles: bool,
-    data_home: Path | None,
-    manual_dir: Path | None,
-    mirror: str | None,
-    allow_unverified: bool,
-    max_expansion: float | None,
-    **options,
+    **options: Any,
 ) -> None:
     """How many labelled windows does a new user need? Coverage, set size and
     accuracy against k labelled windows of each target user, with 95 %
@@ -225,11 +223,9 @@ def curve_command(
       mueval curve --dataset gestures --manual-dir data/gestures --k 0,5,10,20,50 \\
           --use calibration --iterations 3 --out runs/gestures-curve
     """
-    if (dataset is None) == (data_file is None):
-        raise click.UsageError("give exactly one of --dataset NAME or --data FILE")
+    data = chosen_data(dataset, data_file)
     # Here, not at the top: pandas and scikit-learn, which `mueval --help` does without.
     from mueval.conformal.settings import ConformalSettings
-    from mueval.data.table import load_data
     from mueval.evaluation.labelcurve import (
         CURVE_SETTINGS,
         CurveConfig,
@@ -239,6 +235,7 @@ def curve_command(
         parse_uses,
     )
 
+    source = {key: options.pop(key) for key in SOURCE_OPTIONS}
     auto = [k.strip().lower() for k in ks] == ["auto"]
     uses_parsed = parse_uses(uses)
     # Checked before the data are read; auto's values come from the table.
@@ -251,25 +248,7 @@ def curve_command(
     )
     if out is not None and out.is_dir() and any(out.iterdir()) and not overwrite:
         raise click.UsageError(f"{out} is not empty; give --overwrite to replace its curve files")
-    source: dict[str, Any] = (
-        {}
-        if data_file is not None
-        else {
-            "data_home": data_home,
-            "manual_dir": manual_dir,
-            "mirror": mirror,
-            "allow_unverified": allow_unverified,
-            "max_expansion": max_expansion,
-        }
-    )
-    data = data_file if data_file is not None else dataset
-    assert data is not None  # exactly one of the two, checked above
-    table = load_data(
-        data,
-        user_col=user_col,
-        label_col=label_col,
-        **source,
-    )
+    table = load_chosen_data(data, user_col, label_col, source)
     if auto:
         chosen = auto_ks(table.users, uses_parsed, settings.alpha, config.min_test)
         config = dataclasses.replace(config, ks=chosen)

@@ -27,6 +27,7 @@ from mudata.cli_options import (
 from mudata.display import plain
 from mueval.cli.base import LazyGroup
 from mueval.cli.evaluate_options import evaluate_options
+from mueval.cli.options import chosen_data, load_chosen_data
 from mueval.errors import UsageError
 from mueval.names import DEFAULT_STRATEGIES, USER_FAMILY_WORDS, parse_strategies
 from mueval.version import __version__
@@ -122,13 +123,11 @@ def evaluate(
       mueval evaluate --data my.csv --user-col subject --label-col activity \\
           -s udm,ucm -c rf --iterations 5 --jobs 2 --out runs/mine
     """
-    if (dataset is None) == (data_file is None):
-        raise click.UsageError("give exactly one of --dataset NAME or --data FILE")
+    data = chosen_data(dataset, data_file)
     # Here, not at the top: pandas and scikit-learn, which `mueval --help` does without.
     from mueval.api import evaluate_table
     from mueval.cli.warning_text import warnings_summary
     from mueval.conformal.settings import SETTINGS_FIELDS, ConformalSettings
-    from mueval.data.table import load_data
     from mueval.evaluation.config import EvalConfig
 
     # Here, not at the top: scikit-learn, for the user's models.
@@ -171,15 +170,7 @@ def evaluate(
     )
     if out is not None:
         check_target(out, overwrite)  # fail before any work
-    data = data_file if data_file is not None else dataset
-    assert data is not None  # exactly one of the two, checked above
-    table = load_data(
-        data,
-        user_col=user_col,
-        label_col=label_col,
-        input=input_kind,
-        **({} if data_file is not None else source),
-    )
+    table = load_chosen_data(data, user_col, label_col, source, input=input_kind)
     # With --out the predictions stream to the folder while the tasks run.
     result = evaluate_table(table, config, out=out, overwrite=overwrite, **options)
     info = table.info

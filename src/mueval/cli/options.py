@@ -13,14 +13,15 @@ folder speak the same names. Nothing here imports pandas, scikit-learn or MAPIE:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from mudata.cli_options import list_option, stack, table_option
-from mueval.cpus import resolve_jobs, usable_cpus
+from mueval.cpus import JOBS_RULE, check_jobs, resolve_jobs, usable_cpus
+from mueval.errors import UsageError
 from mueval.names import (
     CLASSIFIERS,
     COMPARABLE_METRICS,
@@ -31,6 +32,9 @@ from mueval.names import (
     STRATEGIES,
 )
 from mueval.strategies import BUILTIN_STRATEGIES
+
+if TYPE_CHECKING:
+    from mueval.data.table import Table
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -73,9 +77,10 @@ def level_option(flag: str, default: float, help_text: str) -> Callable[[F], F]:
 def _cap_jobs(ctx: click.Context, param: click.Parameter, value: int | None) -> int:
     """None (evaluate's default) and -1 are every usable CPU; 0 is refused; more than
     the CPU count is lowered to it (each worker holds the data: more only multiplies memory)."""
-    if value == 0:
-        message = "must be a positive number of worker processes, or -1 for every core"
-        raise click.BadParameter(message, ctx=ctx, param=param)
+    try:
+        check_jobs(value)
+    except UsageError:
+        raise click.BadParameter(f"must be {JOBS_RULE}", ctx=ctx, param=param) from None
     cpus = usable_cpus()
     jobs = resolve_jobs(value)
     if jobs > cpus:
@@ -112,18 +117,58 @@ jobs_option = jobs_option_of(1, "for the work that can be shared")
 
 __all__ = [
     "choice_option",
+    "chosen_data",
     "classifier_option",
     "compare_options",
     "figure_options",
     "jobs_option",
     "jobs_option_of",
     "level_option",
+    "load_chosen_data",
     "report_options",
     "strategy_option",
     "table_options",
     "usable_cpus",
     "whole_option",
 ]
+
+
+def chosen_data(dataset: str | None, data_file: Path | None) -> str | Path:
+    """What a command reads: ``--dataset NAME`` or ``--data FILE``, exactly one of them.
+
+    Raises
+    ------
+    click.UsageError
+        Both or neither are given.
+    """
+    chosen = [given for given in (dataset, data_file) if given is not None]
+    if len(chosen) != 1:
+        raise click.UsageError("give exactly one of --dataset NAME or --data FILE")
+    return chosen[0]
+
+
+def load_chosen_data(
+    data: str | Path, user_col: str, label_col: str, source: Mapping[str, Any], **options: Any
+) -> Table:
+    """Load the table :func:`chosen_data` named, the dataset-source options for a dataset only.
+
+    Parameters
+    ----------
+    data : str or Path
+        A dataset's name, or the file of ``--data``.
+    user_col, label_col : str
+        The columns of ``--data``.
+    source : mapping
+        The options of :func:`mudata.cli_options.dataset_source_options`.
+    **options
+        Further keywords of :func:`mueval.data.table.load_data` (``input``).
+    """
+    # Here, not at the top: pandas, which `mueval --help` does without.
+    from mueval.data.table import load_data
+
+    given = {} if isinstance(data, Path) else dict(source)
+    return load_data(data, user_col=user_col, label_col=label_col, **options, **given)
+
 
 _STRATEGY_HELP = (
     "Evaluation strategy; repeat or give a comma list. "

@@ -10,7 +10,7 @@ made, one message per rule; whoever holds one may take it as valid.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from mueval.conformal.condition import Condition, parse_condition
@@ -115,6 +115,21 @@ class ConformalSettings:
         if self.conditioning.regression:
             return False
         return self.threshold == "study" or self.score == "lac" or self.conformity.mapie is None
+
+    def with_given(self, **values: Any) -> ConformalSettings:
+        """These settings with each of ``values`` that is not None in place (checked anew).
+
+        A config that takes the settings one by one as well as whole
+        (:class:`~mueval.evaluation.config.EvalConfig`, the label curve's
+        ``CurveConfig``) folds them in with it; None is the setting's own.
+
+        Examples
+        --------
+        >>> ConformalSettings().with_given(alpha=0.1, score=None).alpha
+        0.1
+        """
+        given = {name: value for name, value in values.items() if value is not None}
+        return replace(self, **given) if given else self
 
     def record(self) -> dict[str, Any]:
         """The settings as ``run.json``'s ``config`` records them, one key a field."""

@@ -146,21 +146,19 @@ class EvalConfig:
         small_cal: str | None,
         condition: str | None,
     ) -> None:
-        one_by_one = {
-            "alpha": alpha,
-            "score": score,
-            "mondrian": mondrian,
-            "threshold": threshold,
-            "randomized": randomized,
-            "raps_lambda": raps_lambda,
-            "raps_k_reg": raps_k_reg,
-            "small_cal": small_cal,
-            "condition": condition,
-        }
-        given: dict[str, Any] = {k: v for k, v in one_by_one.items() if v is not None}
-        if given:
-            # ConformalSettings checks its fields as it is made.
-            object.__setattr__(self, "conformal", dataclasses.replace(self.conformal, **given))
+        # ConformalSettings checks its fields as it is made.
+        conformal = self.conformal.with_given(
+            alpha=alpha,
+            score=score,
+            mondrian=mondrian,
+            threshold=threshold,
+            randomized=randomized,
+            raps_lambda=raps_lambda,
+            raps_k_reg=raps_k_reg,
+            small_cal=small_cal,
+            condition=condition,
+        )
+        object.__setattr__(self, "conformal", conformal)
         self._check_classifiers()
         self._check_runs()
         self._check_strategies()

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
+from mueval.cpus import check_jobs
 from mueval.data.cohorts import RowCohorts
 from mueval.errors import UsageError
 from mueval.evaluation.backends import TaskInputs, run_dask, run_loky, run_serial
@@ -173,9 +174,7 @@ def run(
     if backend not in BACKENDS:
         message = f"unknown backend {backend!r}; valid: {', '.join(BACKENDS)}"
         raise UsageError(message)
-    if jobs == 0 or jobs < -1:
-        message = f"jobs must be a positive number of workers or -1 (all cores), got {jobs}"
-        raise UsageError(message)
+    check_jobs(jobs)
     if in_flight is not None and in_flight < 1:
         message = f"in_flight must be at least 1 task, got {in_flight}"
         raise UsageError(message)

@@ -27,6 +27,7 @@ import matplotlib
 import pandas as pd
 from tqdm import tqdm
 
+from mueval.cpus import check_jobs
 from mueval.errors import UsageError
 from mueval.files import write_atomic
 from mueval.guarantees.run_warnings import by_severity
@@ -145,9 +146,7 @@ def build_report(
     if figures not in FIGURE_LEVELS:
         msg = f"figures must be one of {', '.join(FIGURE_LEVELS)}, not {figures!r}"
         raise UsageError(msg)
-    if jobs == 0 or jobs < -1:
-        msg = f"jobs must be a positive number of processes or -1 (every core), not {jobs}"
-        raise UsageError(msg)
+    check_jobs(jobs)
     style = FigureStyle(figure_format, dpi, titles)
     with matplotlib.rc_context({"text.parse_math": False}):
         return _build(

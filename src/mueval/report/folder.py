@@ -15,9 +15,10 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from mudata.files import atomic_write, describe_kind, open_regular
+from mudata.files import atomic_write, describe_kind
 from mueval.errors import OutputError
 from mueval.runfolder.format import REPORT_FORMAT, REPORT_MARKER
+from mueval.runfolder.replace import folder_problem, foreign_problem, read_marker
 
 __all__ = ["prepare_report_folder", "real_folder", "remove_stale_figures", "report_folder_problem"]
 
@@ -29,19 +30,9 @@ _MARKER_MAX_BYTES = 4096
 
 
 def _marker_ok(folder: Path) -> bool:
-    """Whether ``folder`` holds a report marker of mueval's: a regular file, not a
-    link (mudata's one check for files read inside a folder), of a marker's size."""
-    try:
-        with open_regular(
-            folder / REPORT_MARKER, "report marker", OutputError, inside=folder
-        ) as fh:
-            text = fh.read(_MARKER_MAX_BYTES + 1)
-        if len(text) > _MARKER_MAX_BYTES:
-            return False
-        info = json.loads(text.decode("utf-8"))
-    except (OSError, ValueError):  # OutputError (a link, a FIFO) included
-        return False
-    return isinstance(info, dict) and info.get("format") == REPORT_FORMAT
+    """Whether ``folder`` holds a report marker of mueval's, of a marker's size."""
+    info = read_marker(folder, REPORT_MARKER, _MARKER_MAX_BYTES)
+    return info is not None and info.get("format") == REPORT_FORMAT
 
 
 def _foreign(folder: Path) -> list[str]:
@@ -74,21 +65,15 @@ def report_folder_problem(folder: str | Path) -> str | None:
     str or None
         A reason that completes "... is not a mueval report folder: <reason>".
     """
-    folder = Path(folder)
-    try:
-        mode = os.lstat(folder).st_mode
-        if not stat.S_ISDIR(mode):
-            return f"it is {describe_kind(mode)}"
-        foreign = _foreign(folder)
-        if foreign:
-            more = len(foreign) - 5
-            shown = ", ".join(foreign[:5]) + (f" and {more} more" if more > 0 else "")
-            return f"it holds entries mueval report did not write: {shown}"
-        if not _marker_ok(folder):
-            return f"it holds no readable {REPORT_MARKER} (the marker mueval report writes)"
-    except OSError as exc:
-        return f"cannot inspect it ({exc.strerror or exc})"
-    return None
+    return folder_problem(folder, _report_contents_problem)
+
+
+def _report_contents_problem(folder: Path) -> str | None:
+    """Why the contents of the real folder ``folder`` are not a report's, or None."""
+    problem = foreign_problem(_foreign(folder), "mueval report")
+    if problem is None and not _marker_ok(folder):
+        return f"it holds no readable {REPORT_MARKER} (the marker mueval report writes)"
+    return problem
 
 
 def _refuse_non_folder(path: Path) -> None:

@@ -291,52 +291,49 @@ def _membership(figs: FigureSet, p: _Pair) -> tuple[list[str], np.ndarray, S.Phi
 
 def _directional(figs: FigureSet, p: _Pair) -> tuple[list[str], np.ndarray]:
     """The soft confusion and coverage confusion matrices."""
-    sets, y, proba, classes, label, stem = p.sets, p.y, p.proba, p.classes, p.label, p.stem
-    body: list[str] = []
-    soft = S.soft_confusion(proba, y)
-    slo, shi = p.bounds["soft"]
-    body.append(
-        figs.add(
-            F.heatmap_figure(
-                soft,
-                classes,
-                title=figs.title(f"Soft confusion E[p_b | y = a]\n{label}"),
-                xlabel="predicted class b (mean probability)",
-                ylabel="true class a",
-                cbar_label="mean predicted probability of b",
-                cmap="Blues",
-                nan_label="no row of this true class",
-                values_as_text=figs.vector,
-            ),
-            f"{stem}_soft_confusion",
+    label = p.label
+    soft = S.soft_confusion(p.proba, p.y)
+    covc = S.coverage_confusion(p.sets, p.y)
+    # (key of the bounds, matrix, title, x label, colour bar, colour map, file, caption)
+    matrices = (
+        (
+            "soft",
+            soft,
+            "Soft confusion E[p_b | y = a]",
+            "predicted class b (mean probability)",
+            "mean predicted probability of b",
+            "Blues",
+            "soft_confusion",
             f"Soft confusion matrix, {label}: rows true class a, "
             "columns class b, from the classifier's probabilities",
-        )
-    )
-
-    covc = S.coverage_confusion(sets, y)
-    vlo, vhi = p.bounds["coverage confusion"]
-    body.append(
-        figs.add(
-            F.heatmap_figure(
-                covc,
-                classes,
-                title=figs.title(f"Coverage confusion P(b in S | y = a)\n{label}"),
-                xlabel="class b in the set",
-                ylabel="true class a",
-                cbar_label="share of sets containing b",
-                cmap="Purples",
-                nan_label="no row of this true class",
-                values_as_text=figs.vector,
-            ),
-            f"{stem}_coverage_confusion",
+        ),
+        (
+            "coverage confusion",
+            covc,
+            "Coverage confusion P(b in S | y = a)",
+            "class b in the set",
+            "share of sets containing b",
+            "Purples",
+            "coverage_confusion",
             f"Coverage confusion matrix, {label}: rows the true class a, columns the class b "
             "in the set; the diagonal is the class-wise coverage",
-        )
+        ),
     )
-
-    p.intervals["soft"] = (soft, slo, shi)
-    p.intervals["coverage confusion"] = (covc, vlo, vhi)
+    body: list[str] = []
+    for key, matrix, title, xlabel, cbar_label, cmap, name, caption in matrices:
+        figure = F.heatmap_figure(
+            matrix,
+            p.classes,
+            title=figs.title(f"{title}\n{label}"),
+            xlabel=xlabel,
+            ylabel="true class a",
+            cbar_label=cbar_label,
+            cmap=cmap,
+            nan_label="no row of this true class",
+            values_as_text=figs.vector,
+        )
+        body.append(figs.add(figure, f"{p.stem}_{name}", caption))
+        p.intervals[key] = (matrix, *p.bounds[key])
     return body, covc
 
 

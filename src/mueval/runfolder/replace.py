@@ -24,6 +24,7 @@ import shutil
 import stat
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,10 @@ from mueval.runfolder.format import (
 
 __all__ = [
     "check_target",
+    "folder_problem",
+    "foreign_problem",
     "open_run_folder",
+    "read_marker",
     "recover_leftovers",
     "run_folder_problem",
     "swap_into_place",
@@ -82,21 +86,86 @@ def _refuse_cwd(target: Path, out_dir: str | Path) -> None:
 _MARKER_MAX_BYTES = 16 * 2**20
 
 
-def _read_marker(folder: Path) -> dict[str, Any] | None:
-    """``run.json`` of ``folder`` if it is a regular file holding a JSON object, else None.
+def read_marker(folder: Path, name: str, max_bytes: int) -> dict[str, Any] | None:
+    """The marker ``name`` of ``folder`` if it is a regular file holding a JSON object, else None.
 
     Opened as every file read inside a folder is (:func:`mudata.files.open_regular`):
     not a link, nor under one, and refused if it is not a regular file, a link
-    swapped in after the check failing to open rather than being followed."""
+    swapped in after the check failing to open rather than being followed.
+
+    Parameters
+    ----------
+    folder : Path
+    name : str
+        The marker's file name (``run.json``, the report's marker).
+    max_bytes : int
+        Larger than any such marker mueval writes: a bigger file is not read.
+
+    Returns
+    -------
+    dict or None
+    """
     try:
-        with open_regular(folder / "run.json", "run marker", OutputError, inside=folder) as fh:
-            text = fh.read(_MARKER_MAX_BYTES + 1)
-        if len(text) > _MARKER_MAX_BYTES:
+        with open_regular(folder / name, "folder marker", OutputError, inside=folder) as fh:
+            text = fh.read(max_bytes + 1)
+        if len(text) > max_bytes:
             return None
         info = json.loads(text.decode("utf-8"))
     except (OSError, ValueError):  # OutputError (a link, a FIFO) included
         return None
     return info if isinstance(info, dict) else None
+
+
+def folder_problem(
+    folder: str | Path, contents_problem: Callable[[Path], str | None]
+) -> str | None:
+    """Why ``folder`` is not one that mueval wrote and may replace, or None if it is.
+
+    The one check of what makes a folder mueval's, for a run folder and a report
+    folder alike: a real folder (not a link, nor anything else), whose contents
+    ``contents_problem`` accepts.
+
+    Parameters
+    ----------
+    folder : path
+    contents_problem : callable
+        Takes the folder, returns why its contents are not what mueval wrote (or
+        None); an OSError it raises is reported as the folder not being readable.
+
+    Returns
+    -------
+    str or None
+        A reason that completes "... is not a mueval ... folder: <reason>".
+    """
+    folder = Path(folder)
+    try:
+        mode = os.lstat(folder).st_mode
+        if not stat.S_ISDIR(mode):
+            return f"it is {describe_kind(mode)}"
+        return contents_problem(folder)
+    except OSError as exc:
+        return f"cannot inspect it ({exc.strerror or exc})"
+
+
+def foreign_problem(foreign: list[str], writer: str) -> str | None:
+    """The reason naming the entries of a folder that ``writer`` did not write (None if none).
+
+    Parameters
+    ----------
+    foreign : list of str
+        The entries, as they are to be shown; the first five are named.
+    writer : str
+        What would have written the folder (``mueval``, ``mueval report``).
+
+    Returns
+    -------
+    str or None
+    """
+    if not foreign:
+        return None
+    more = len(foreign) - 5
+    shown = ", ".join(foreign[:5]) + (f" and {more} more" if more > 0 else "")
+    return f"it holds entries {writer} did not write: {shown}"
 
 
 def _is_file(path: Path) -> bool:
@@ -148,14 +217,12 @@ def run_folder_problem(folder: str | Path) -> str | None:
     str or None
         A reason that completes "... is not a mueval run folder: <reason>".
     """
-    folder = Path(folder)
-    try:
-        mode = os.lstat(folder).st_mode
-    except OSError as exc:
-        return f"cannot inspect it ({exc.strerror or exc})"
-    if not stat.S_ISDIR(mode):
-        return f"it is {describe_kind(mode)}"
-    info = _read_marker(folder)
+    return folder_problem(folder, _run_contents_problem)
+
+
+def _run_contents_problem(folder: Path) -> str | None:
+    """Why the contents of the real folder ``folder`` are not a run's, or None."""
+    info = read_marker(folder, "run.json", _MARKER_MAX_BYTES)
     if info is None:
         return "it holds no readable run.json"
     legacy = "format" not in info and all(k in info for k in ("dataset", "config", "classes"))
@@ -172,12 +239,7 @@ def run_folder_problem(folder: str | Path) -> str | None:
         foreign = _foreign_entries(folder, allowed)
     except OSError as exc:
         return f"cannot list what it holds ({exc.strerror or exc})"
-    if foreign:
-        shown = ", ".join(foreign[:5]) + (
-            f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
-        )
-        return f"it holds entries mueval did not write: {shown}"
-    return None
+    return foreign_problem(foreign, "mueval")
 
 
 def _pid_alive(pid: int) -> bool:

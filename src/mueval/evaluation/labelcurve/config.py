@@ -8,7 +8,6 @@ threshold rule, the small-calibration policy).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import InitVar, dataclass, field
 from typing import Any
@@ -135,16 +134,11 @@ class CurveConfig:
         threshold: str | None,
         small_cal: str | None,
     ) -> None:
-        one_by_one = {
-            "alpha": alpha,
-            "score": score,
-            "threshold": threshold,
-            "small_cal": small_cal,
-        }
-        given: dict[str, Any] = {k: v for k, v in one_by_one.items() if v is not None}
-        if given:
-            # ConformalSettings checks its fields as it is made.
-            object.__setattr__(self, "conformal", dataclasses.replace(self.conformal, **given))
+        # ConformalSettings checks its fields as it is made.
+        conformal = self.conformal.with_given(
+            alpha=alpha, score=score, threshold=threshold, small_cal=small_cal
+        )
+        object.__setattr__(self, "conformal", conformal)
         self._check_settings()
         if self.classifier not in CLASSIFIERS:
             message = f"unknown classifier {self.classifier!r}; valid: {', '.join(CLASSIFIERS)}"

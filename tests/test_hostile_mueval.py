@@ -1010,9 +1010,13 @@ def test_what_counts_as_a_run_folder_for_overwrite(tmp_path: Path, real_run) -> 
     # file among the report's figures, a link in place of a run file.
     cases = {
         "summary.csv": lambda run: (run / "summary.csv").unlink() or _thesis(run / "summary.csv"),
-        "report/figures/poster.pdf": lambda run: (
+        "report/figures/poster.docx": lambda run: (
             (run / "report" / "figures").mkdir(parents=True),
-            (run / "report" / "figures" / "poster.pdf").write_text("mine"),
+            (run / "report" / "figures" / "poster.docx").write_text("mine"),
+        ),
+        # A figure's name on a folder: removed whole by the swap, so foreign too.
+        "report/figures/old.pdf": lambda run: (
+            (run / "report" / "figures" / "old.pdf").mkdir(parents=True),
         ),
         "splits.parquet": lambda run: (
             (run / "splits.parquet").unlink(),
@@ -1023,6 +1027,23 @@ def test_what_counts_as_a_run_folder_for_overwrite(tmp_path: Path, real_run) -> 
         run = _copy(real_run, tmp_path / f"run{i}")
         plant(run)
         assert run_folder_problem(run) == f"it holds entries mueval did not write: {entry}"
+
+
+@pytest.mark.parametrize("fmt", ["pdf", "png"])
+def test_a_run_folder_with_its_report_in_any_figure_format_may_be_replaced(tmp_path, fmt):
+    """`mueval report --figure-format pdf|png` writes into the run folder's report/;
+    the folder stays one that `evaluate --overwrite` may replace."""
+    from mueval.runfolder import run_folder_problem
+    from tests.test_report_build import make_run_folder
+
+    run = make_run_folder(tmp_path / "run", iterations=1, n_users=3)
+    report = CliRunner().invoke(
+        main, ["report", str(run), "--figure-format", fmt, "--n-boot", "20"]
+    )
+    assert report.exit_code == 0, report.output
+    figures = sorted((run / "report" / "figures").iterdir())
+    assert figures and all(f.suffix == f".{fmt}" for f in figures)
+    assert run_folder_problem(run) is None
 
 
 # --- Bounds: Parquet footers and --jobs --------------------------------------------------

@@ -17,13 +17,10 @@ from pathlib import Path
 
 from mudata.files import atomic_write, describe_kind
 from mueval.errors import OutputError
-from mueval.runfolder.format import REPORT_FORMAT, REPORT_MARKER
+from mueval.runfolder.format import FIGURE_SUFFIXES, REPORT_FORMAT, REPORT_MARKER
 from mueval.runfolder.replace import folder_problem, foreign_problem, read_marker
 
 __all__ = ["prepare_report_folder", "real_folder", "remove_stale_figures", "report_folder_problem"]
-
-#: The files of ``figures/`` a report writes (any of its formats, from any earlier report).
-_FIGURE_SUFFIXES = (".svg", ".pdf", ".png")
 
 #: Larger than any marker mueval writes: a bigger one is not read.
 _MARKER_MAX_BYTES = 4096
@@ -46,7 +43,7 @@ def _foreign(folder: Path) -> list[str]:
         if name == "figures" and stat.S_ISDIR(mode):
             for fig in sorted(os.listdir(path)):
                 fig_mode = os.lstat(path / fig).st_mode
-                if not (fig.endswith(_FIGURE_SUFFIXES) and stat.S_ISREG(fig_mode)):
+                if not (fig.endswith(FIGURE_SUFFIXES) and stat.S_ISREG(fig_mode)):
                     foreign.append(f"figures/{fig} ({describe_kind(fig_mode)})")
             continue
         foreign.append(f"{name} ({describe_kind(mode)})")
@@ -187,7 +184,7 @@ def remove_stale_figures(out: str | Path, written: Iterable[Path]) -> list[str]:
         return removed
     for name in sorted(os.listdir(figures)):
         path = figures / name
-        if name in keep or not name.endswith(_FIGURE_SUFFIXES):
+        if name in keep or not name.endswith(FIGURE_SUFFIXES):
             continue
         if stat.S_ISREG(os.lstat(path).st_mode):
             path.unlink()

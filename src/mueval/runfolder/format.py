@@ -26,6 +26,7 @@ from __future__ import annotations
 __all__ = [
     "CONDITIONAL_COVERAGE_FILE",
     "COVERAGE_SUMMARY_FILE",
+    "FIGURE_SUFFIXES",
     "FORMAT_VERSION",
     "PREDICTIONS_PART",
     "PREDICTION_COLUMNS",
@@ -88,6 +89,9 @@ REPORT_DIR = "report"
 REPORT_MARKER = ".mueval-report.json"
 REPORT_FORMAT = "mueval-report"
 REPORT_ENTRIES = frozenset({"report.html", "figures", REPORT_MARKER})
+#: The suffixes of the figures ``mueval report`` writes in ``figures/``
+#: (``--figure-format svg|pdf|png``); a regular file of another is not the report's.
+FIGURE_SUFFIXES: tuple[str, ...] = (".svg", ".pdf", ".png")
 
 #: Where a stream writes the predictions until they are complete (in the run's
 #: temporary folder; a leftover holding it is still a run's).

@@ -31,6 +31,7 @@ from typing import Any
 from mudata.files import describe_kind, open_regular
 from mueval.errors import OutputError
 from mueval.runfolder.format import (
+    FIGURE_SUFFIXES,
     FORMAT_VERSION,
     PREDICTIONS_PART,
     REPORT_DIR,
@@ -190,7 +191,7 @@ def _foreign_entries(folder: Path, allowed: set[str]) -> list[str]:
                     foreign += [
                         f"{entry}/{inner}/{f}"
                         for f in sorted(os.listdir(sub))
-                        if not (f.endswith((".png", ".svg")) and _is_file(sub / f))
+                        if not (f.endswith(FIGURE_SUFFIXES) and _is_file(sub / f))
                     ]
                     continue
                 foreign.append(f"{entry}/{inner}")

@@ -327,7 +327,7 @@ def _mueval_cases(folder: Path) -> dict[str, list[str]]:
     """The run folder, the data files and the mueval commands of the mueval cases."""
     sys.path.insert(0, str(ROOT))
     # Here, not at the top: the test helper is only needed by the mueval cases.
-    from tests.test_evaluate_runner import make_frame
+    from tests.mueval.evaluation.test_runner import make_frame
 
     data = folder / "table.csv"
     make_frame(n_users=4).to_csv(data, index=False)
@@ -478,7 +478,7 @@ def _bounded_cases(
         mat_bomb,
         wide_csv,
     )
-    from tests.test_evaluate_runner import make_frame
+    from tests.mueval.evaluation.test_runner import make_frame
 
     mudata = [sys.executable, "-m", "mudata.cli"]
     mueval = [sys.executable, "-m", "mueval.cli.main"]

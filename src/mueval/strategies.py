@@ -10,7 +10,7 @@ branch on a strategy's code (:mod:`mueval.names`, :func:`make_splits
 <mueval.guarantees.user_level.default_combine>`, the ``-s`` help) reads these
 records, so a new strategy is one :func:`register_strategy` call
 (CONTRIBUTING.md, "Adding an evaluation strategy", has a worked example that
-``tests/test_contributing_strategy.py`` runs).
+``tests/project/test_contributing_strategy.py`` runs).
 
 This module sits below :mod:`mueval.names` and imports nothing heavy: the
 built-in records name their splitters by import path

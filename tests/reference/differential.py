@@ -1,6 +1,6 @@
 """Differential check of mueval against the reference runner on MAPIE 0.8.6.
 
-Used by ``tests/test_reference_mapie086.py`` (a few iterations) and by
+Used by ``tests/project/test_reference_mapie086.py`` (a few iterations) and by
 ``benchmarks/reference_diff.py`` (the full 20 iterations). Both sides get the
 same feature table; :func:`compare` lists every disagreement, for every
 strategy, classifier, iteration and user:

@@ -3,7 +3,7 @@
 A second, independent implementation of ``docs/protocol.md`` that runs in a
 separate virtual environment with MAPIE 0.8.6 and scikit-learn 1.5.2, the
 versions the reference study ran. It imports nothing from this project: the
-differential tests (``tests/test_reference_mapie086.py``) hand it a feature
+differential tests (``tests/project/test_reference_mapie086.py``) hand it a feature
 table and compare every test row, point prediction, prediction set, p-value and
 per-user metric it writes with what ``mueval`` computes.
 

@@ -14,7 +14,7 @@ larger than memory; its chunks laid end to end are :func:`read_har70`'s table.
 Plain files are parsed with Arrow's CSV reader; whatever it refuses, or
 reads as NaN or infinity, is parsed again by the strict pandas path, whose
 errors name the line. The outcome, a table or an error, is the one the strict
-path alone gives (tests/test_readers_signals.py checks them against each other).
+path alone gives (tests/mudata/readers/test_signal_readers.py checks them against each other).
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 import-linter (``lint-imports``, configured in pyproject.toml) holds the
 direction of imports between subpackages; these checks hold what it cannot see.
+The tests' own tree mirrors the modules', so that a module's tests are where a
+reader looks for them.
 """
 
 from __future__ import annotations
@@ -210,3 +212,59 @@ def test_mudata_top_level_stays_small() -> None:
     """mudata's modules live in its stage subpackages; its top level keeps the kernel."""
     top = sorted(p.name for p in (SRC / "mudata").glob("*.py") if p.name != "__init__.py")
     assert len(top) <= 12, f"mudata's top level holds {len(top)} modules: {top}"
+
+
+TESTS = PROJECT_ROOT / "tests"
+# The one folder under tests/ that mirrors no package: what crosses the project.
+ACROSS = "project"
+
+
+def _misplaced_tests(tests: Path, src: Path) -> list[str]:
+    """Each test file not under ``tests/<a folder of src>/`` or ``tests/project/``,
+    and each folder of a test file that is not a package (pytest imports tests as
+    packages: two folders may then hold the same file name)."""
+    out = []
+    for path in sorted(tests.rglob("test_*.py")):
+        name = path.relative_to(tests).as_posix()
+        folder = path.parent.relative_to(tests)
+        if not folder.parts:
+            out.append(f"{name}: at the top of tests/, which mirrors no module")
+        elif folder.parts[0] != ACROSS and not (src / folder).is_dir():
+            out.append(f"{name}: no folder src/{folder.as_posix()} to mirror")
+        for package in [path.parent, *path.parent.parents]:
+            if package == tests.parent:
+                break
+            if not (package / "__init__.py").is_file():
+                where = package.relative_to(tests.parent).as_posix()
+                out.append(f"{name}: {where} lacks __init__.py")
+    return out
+
+
+def test_the_tests_mirror_the_modules() -> None:
+    # tests/<package>/<subpackage>/test_<module>.py holds the tests of
+    # src/<package>/<subpackage>/<module>.py; tests/project/ what crosses both tools.
+    assert _misplaced_tests(TESTS, SRC) == []
+
+
+def test_the_checker_sees_a_misplaced_test(tmp_path: Path) -> None:
+    src, tests = tmp_path / "src", tmp_path / "tests"
+    for folder in ("mudata/readers", "mudata/nopackage"):
+        (src / folder).mkdir(parents=True)
+    for folder in ("", "mudata", "mudata/readers", "mudata/gone", "project", "project/deeper"):
+        (tests / folder).mkdir(parents=True, exist_ok=True)
+        (tests / folder / "__init__.py").write_text("")
+    (tests / "mudata" / "nopackage").mkdir()
+    for name in (
+        "test_flat.py",
+        "mudata/readers/test_ok.py",
+        "mudata/gone/test_old.py",
+        "mudata/nopackage/test_x.py",
+        "project/test_both.py",
+        "project/deeper/test_both.py",
+    ):
+        (tests / name).write_text("")
+    assert _misplaced_tests(tests, src) == [
+        "mudata/gone/test_old.py: no folder src/mudata/gone to mirror",
+        "mudata/nopackage/test_x.py: tests/mudata/nopackage lacks __init__.py",
+        "test_flat.py: at the top of tests/, which mirrors no module",
+    ]

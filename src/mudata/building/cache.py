@@ -80,13 +80,22 @@ def current_table(entry: DatasetEntry, path: Path) -> pd.DataFrame | None:
     """
     if not _is_built(entry, path):
         return None
+    loaded = _checked_rows(path)
+    if loaded is None:
+        return None
+    frame, provenance = loaded
+    frame.attrs["provenance"] = provenance
+    return frame
+
+
+def _checked_rows(path: Path) -> tuple[pd.DataFrame, dict[str, Any]] | None:
+    """The table's rows and provenance, their hash checked; None (with a warning) when
+    they fail, so that the caller rebuilds the table from the verified raw files."""
     try:
-        frame, provenance = load_table(path)
+        return load_table(path)
     except CorruptTableError as exc:
         log.warning("%s; rebuilding it from the verified raw files", exc)
         return None
-    frame.attrs["provenance"] = provenance
-    return frame
 
 
 def current_path(entry: DatasetEntry, path: Path, *, verify: bool = False) -> dict[str, Any] | None:
@@ -109,11 +118,10 @@ def current_path(entry: DatasetEntry, path: Path, *, verify: bool = False) -> di
     assert provenance is not None  # _up_to_date refuses None
     if as_written:
         return provenance
-    try:
-        frame, provenance = load_table(path)
-    except CorruptTableError as exc:
-        log.warning("%s; rebuilding it from the verified raw files", exc)
+    loaded = _checked_rows(path)
+    if loaded is None:
         return None
+    frame, provenance = loaded
     with folder_lock(path.parent):
         # Another process may have written a new table since it was read: only
         # the rows just checked may be described.

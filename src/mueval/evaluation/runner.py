@@ -9,14 +9,13 @@ which the tasks ran or on the backend.
 
 from __future__ import annotations
 
-import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from mueval.cpus import check_jobs
+from mueval.cpus import check_jobs, usable_cpus
 from mueval.data.cohorts import RowCohorts
 from mueval.errors import UsageError
 from mueval.evaluation.backends import TaskInputs, run_dask, run_loky, run_serial
@@ -211,7 +210,7 @@ def run(
     inputs = TaskInputs(X, y, n_classes, config, cohorts)
     if backend == "dask":
         if workers is None:
-            workers = jobs if jobs > 1 else (os.cpu_count() or 1)
+            workers = jobs if jobs > 1 else usable_cpus()
         nested = run_dask(
             inputs,
             tasks,

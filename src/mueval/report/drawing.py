@@ -8,7 +8,6 @@ worker they are drawn in this process.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, cast
 
@@ -18,6 +17,7 @@ import pandas as pd
 from joblib.executor import get_memmapping_executor
 from tqdm import tqdm
 
+from mueval.cpus import resolve_jobs
 from mueval.report.figure_set import FigureSet, FigureStyle
 from mueval.report.html import Section
 from mueval.report.pair_section import pair_section
@@ -71,7 +71,7 @@ class PairDrawing:
     ) -> None:
         self.run, self.out, self.pairs = run, out, pairs
         self.options, self.style = options, style
-        workers = min(len(pairs), (os.cpu_count() or 1) if jobs == -1 else jobs)
+        workers = min(len(pairs), resolve_jobs(jobs))
         self.futures: dict[tuple[str, str], Any] = {}
         self.arrays = run_arrays(run) if pairs else None
         if workers > 1:

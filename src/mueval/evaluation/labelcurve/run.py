@@ -17,6 +17,7 @@ import pandas as pd
 from joblib import Parallel, delayed
 
 from mueval.conformal.settings import ConformalSettings
+from mueval.cpus import check_jobs, resolve_jobs
 from mueval.data.order import natural_key
 from mueval.data.table import Table, load_data
 from mueval.errors import DataError, OutputError
@@ -123,8 +124,9 @@ def curve_run(table: Table, config: CurveConfig, *, jobs: int = 1) -> CurveResul
     table : Table
     config : CurveConfig
     jobs : int
-        Parallel worker processes (loky), one (user, iteration) a task; the
-        results do not depend on it.
+        Parallel worker processes (loky), one (user, iteration) a task; -1:
+        every usable CPU (:func:`mueval.cpus.usable_cpus`). The results do not
+        depend on it.
 
     Returns
     -------
@@ -134,7 +136,11 @@ def curve_run(table: Table, config: CurveConfig, *, jobs: int = 1) -> CurveResul
     ------
     DataError
         No user has ``max(k) + min_test`` rows.
+    UsageError
+        ``jobs`` is 0 or below -1 (:func:`mueval.cpus.check_jobs`).
     """
+    check_jobs(jobs)
+    jobs = resolve_jobs(jobs)
     users = np.asarray(table.users)
     need = max(config.ks) + config.min_test
     counts = pd.Series(users).value_counts()
@@ -156,7 +162,7 @@ def curve_run(table: Table, config: CurveConfig, *, jobs: int = 1) -> CurveResul
     tasks = [(u, i) for u in keep for i in range(1, config.iterations + 1)]
     args = (np.ascontiguousarray(table.X, dtype=float), np.asarray(table.y, dtype=int), users)
     n_classes = len(table.classes)
-    if jobs == 1:
+    if jobs == 1 or len(tasks) == 1:
         nested = [user_rows(*args, n_classes, u, i, config) for u, i in tasks]
     else:
         nested = Parallel(n_jobs=jobs, backend="loky")(

@@ -201,6 +201,20 @@ def test_small_users_are_skipped_with_a_note(frame) -> None:
         curve_run(table_from_frame(frame), CurveConfig(classifier="nb", ks=(0, 95)))
 
 
+def test_jobs_are_checked_as_evaluate_checks_them_and_do_not_change_the_rows(frame) -> None:
+    """-2 (joblib's "all but one") and 0 are refused with the one message of
+    mueval.cpus; two workers give the rows of one."""
+    from mueval.cpus import JOBS_RULE
+
+    config = CurveConfig(classifier="nb", ks=(0, 20), iterations=1)
+    table = table_from_frame(frame)
+    for jobs in (0, -2):
+        with pytest.raises(UsageError, match=f"{JOBS_RULE.split(',')[0]}.*got {jobs}"):
+            curve_run(table, config, jobs=jobs)
+    one, two = curve_run(table, config, jobs=1), curve_run(table, config, jobs=2)
+    pd.testing.assert_frame_equal(one.per_user, two.per_user)
+
+
 def test_small_calibration_policies(frame) -> None:
     table = table_from_frame(frame)
     with pytest.raises(EvaluationError, match="use calibration, k 5: calibration set of 5 rows"):

@@ -45,7 +45,7 @@ from mueval.runfolder import (
     recover_leftovers,
     write_run,
 )
-from tests.mueval.evaluation.test_runner import make_frame
+from tests.user_tables import make_frame
 
 # Generous: a subprocess imports scikit-learn and matplotlib on a shared machine.
 TIMEOUT = 120
@@ -995,7 +995,7 @@ def test_a_skipped_split_is_consistent_under_the_writers_aggregation(
 @needs_links
 def test_what_counts_as_a_run_folder_for_overwrite(tmp_path: Path, real_run) -> None:
     from mueval.runfolder import run_folder_problem
-    from tests.mueval.report.test_build import make_run_folder
+    from tests.run_folders import make_run_folder
 
     assert run_folder_problem(real_run) is None
     # Written before run.json carried its marker: still a run folder.
@@ -1034,7 +1034,7 @@ def test_a_run_folder_with_its_report_in_any_figure_format_may_be_replaced(tmp_p
     """`mueval report --figure-format pdf|png` writes into the run folder's report/;
     the folder stays one that `evaluate --overwrite` may replace."""
     from mueval.runfolder import run_folder_problem
-    from tests.mueval.report.test_build import make_run_folder
+    from tests.run_folders import make_run_folder
 
     run = make_run_folder(tmp_path / "run", iterations=1, n_users=3)
     report = CliRunner().invoke(

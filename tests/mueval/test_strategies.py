@@ -32,7 +32,7 @@ from mueval.strategies import (
     registered_strategies,
     unregister_strategy,
 )
-from tests.mueval.evaluation.test_runner import make_frame
+from tests.user_tables import make_frame
 
 
 def _first_user(request) -> list[Split]:

@@ -22,8 +22,8 @@ from mudata.cli import main as mudata_main
 from mudata.errors import MudataUsageError, cli_message
 from mueval.cli.main import main as mueval_main
 from mueval.errors import DataError, UsageError
-from tests.mueval.evaluation.test_runner import make_frame
 from tests.tiny_entry import write_tiny_entry
+from tests.user_tables import make_frame
 
 #: A Python keyword argument as a message would spell it: ``allow_unverified=True``,
 #: ``all_pairs=True``, ``user_folds=3``; or a bare ``=True`` / ``=False`` / ``=None``.

@@ -33,7 +33,7 @@ from mueval.data.table import MAX_CLASSES, MAX_SCORE_CELLS, load_data
 from mueval.errors import DataError, UsageError
 from tests.hostile_inputs import many_classes_csv, many_member_zip, wide_csv
 from tests.mudata.readers.test_decode import signals_entry, tiny_entry_data
-from tests.mueval.evaluation.test_runner import make_frame
+from tests.user_tables import make_frame
 
 
 def _mueval(*args: str):

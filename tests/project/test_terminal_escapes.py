@@ -37,7 +37,7 @@ from click.testing import CliRunner, Result
 
 from mudata.cli import main as mudata_main
 from mueval.cli.main import main as mueval_main
-from tests.mueval.evaluation.test_runner import make_frame
+from tests.user_tables import make_frame
 
 #: Clear screen, colour, an OSC 8 hyperlink ended by BEL, CR, LF, NUL, a C1 CSI,
 #: DEL, backspace, right-to-left override, isolates and marks, a line separator.

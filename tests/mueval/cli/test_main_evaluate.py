@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from mueval.cli.main import main
-from tests.mueval.evaluation.test_runner import make_frame
+from tests.user_tables import make_frame
 
 SUMMARY_COLUMNS = ["strategy", "classifier", "metric", "mean", "sd", "n"]
 

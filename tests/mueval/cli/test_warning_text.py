@@ -21,7 +21,7 @@ from mueval.cli.main import STRICT_EXIT, main
 from mueval.cli.warning_text import warnings_summary
 from mueval.guarantees.run_warnings import SEVERITIES, by_severity
 from mueval.runfolder import RunFolderError, read_run_folder
-from tests.mueval.evaluation.test_runner import make_frame
+from tests.user_tables import make_frame
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from mueval.comparison.significance import (
 from mueval.comparison.tables import table_notes
 from mueval.errors import DataError
 from mueval.runfolder import RunFolder, read_run_folder
-from tests.mueval.evaluation.test_runner import make_frame
+from tests.user_tables import make_frame
 
 # The default protocol: evaluate's default strategies, every classifier.
 _DEFAULT_STRATEGIES = ["mm", "udm", "uim", "ucm"]

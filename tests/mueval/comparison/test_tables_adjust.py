@@ -17,7 +17,7 @@ from mueval.comparison.runs import compare_runs
 from mueval.comparison.tables import adjust_statement, adjust_table
 from mueval.errors import UsageError
 from mueval.runfolder import read_run_folder
-from tests.mueval.evaluation.test_runner import make_frame
+from tests.user_tables import make_frame
 
 
 def _mueval(*args: str):

@@ -21,7 +21,7 @@ SCRIPT = textwrap.dedent(
     """
     import sys
     import mueval
-    from tests.mueval.evaluation.test_runner import make_frame
+    from tests.user_tables import make_frame
 
     frame = make_frame(n_users=3)
     args = dict(strategies=["mm", "ucm"], classifiers=["nb"], iterations=1, progress=False)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from mueval.evaluation.stages import StageProgress
-from tests.mueval.evaluation.test_runner import make_frame
+from tests.user_tables import make_frame
 
 #: Every stage after the tasks, as the bar names them, with an out folder.
 STAGES = ("diagnostics", "summary", "predictions", "guarantees", "saving")

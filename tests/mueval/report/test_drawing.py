@@ -11,7 +11,7 @@ from mueval.cpus import JOBS_RULE
 from mueval.errors import UsageError
 from mueval.report.build import build_report
 from mueval.runfolder import read_run_folder
-from tests.mueval.report.test_build import make_run_folder
+from tests.run_folders import make_run_folder
 
 
 # Slow (tens of seconds): .ci/run runs it with -m slow; the default run stays under 5 min.

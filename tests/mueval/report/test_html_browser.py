@@ -18,8 +18,8 @@ from click.testing import CliRunner
 import mueval
 from mueval.cli.report import report_command
 from mueval.report.html import Section, note_html, render_page, table_html
-from tests.mueval.report.test_build import make_run_folder
 from tests.mueval.runfolder.test_guarantees import _frame as relabelled_frame
+from tests.run_folders import make_run_folder
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = [

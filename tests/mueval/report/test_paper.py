@@ -28,7 +28,7 @@ from mueval.report.paper import (
     paper_tables,
 )
 from tests.conftest import PROJECT_ROOT
-from tests.mueval.evaluation.test_runner import make_frame
+from tests.user_tables import make_frame
 
 REFERENCE = PROJECT_ROOT.parent / "shared/spec/reference/wisdm_mixed_table6.csv"
 # The protocol's percent rows (PROTOCOL.md, "Aggregation"), weighted F1 beside F1.

@@ -23,7 +23,7 @@ from mueval.cli.main import main
 from mueval.data.table import load_file
 from mueval.errors import MuevalError
 from mueval.runfolder import RunFolderError, read_run_folder
-from tests.mueval.evaluation.test_runner import make_frame
+from tests.user_tables import make_frame
 
 RUN_FILES = (
     "run.json",

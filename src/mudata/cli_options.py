@@ -483,6 +483,18 @@ init_help_options = stack(
     click.option("--user", metavar="COL", help="The user column."),
     click.option("--time", metavar="COL", help="The time column."),
     click.option("--recording", metavar="COL", help="The column telling recordings apart."),
+    click.option(
+        "--label-file",
+        metavar="NAME",
+        help="Of feature tables whose labels and users are in side files (one integer a "
+        "line): the label's, relative to each table's folder, {split} for its split "
+        "('y_{split}.txt').",
+    ),
+    click.option(
+        "--user-file",
+        metavar="NAME",
+        help="Of such tables: the user's side file ('subject_{split}.txt').",
+    ),
     list_option(
         "--channels",
         metavar="A,B,C",

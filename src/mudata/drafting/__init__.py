@@ -6,6 +6,9 @@ Modules, in the order the draft is made:
   metadata left out, each with its reason) and the glob that selects them,
   with :mod:`~mudata.drafting.annotations` for a table of labels by interval
   among the files it would leave out;
+- :mod:`~mudata.drafting.aligned_layout` -- feature tables whose labels and
+  users are in side files aligned row by row (UCI-HAR's shape), found before
+  the rules of the selection apply;
 - :mod:`~mudata.drafting.shapes` -- the preamble and line shape of delimited
   text (comment blocks, marker lines, a header on the last comment line, a
   terminator on every line);

@@ -14,16 +14,19 @@ from __future__ import annotations
 import io
 import os
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from mudata.bounds.archive import ArchiveIndex, sniff_kind
+from mudata.config import max_read_bytes
 from mudata.display import shown
+from mudata.drafting.aligned_layout import AlignedDraft, find_aligned
 from mudata.drafting.records import Choices
 from mudata.drafting.selection import Selection, select
 from mudata.errors import MudataUsageError as UsageError
-from mudata.files import links_and_special_files, sha256_file
+from mudata.files import links_and_special_files, open_regular, sha256_file
 from mudata.readers.decode import head
 from mudata.readers.pins import Pin, Pins
 from mudata.readers.sources import Sources
@@ -41,6 +44,8 @@ class Collected:
     suffix: str
     selection: Selection = field(default_factory=lambda: Selection([]))
     documents: dict[str, str] = field(default_factory=dict)
+    #: Feature tables with side files, when the files are of that shape.
+    aligned: AlignedDraft | None = None
 
 
 #: Documentation files read for a class legend: text only, at most this many bytes each.
@@ -134,14 +139,49 @@ def _check_names(names: list[str], where: object) -> None:
         seen[key] = name
 
 
-def _collect_folder(folder: Path, base: Path, choices: Choices) -> Collected:
-    names = _folder_files(folder)
+def _select(
+    names: list[str],
+    read_head: Callable[[str], bytes],
+    read: Callable[[str], bytes],
+    choices: Choices,
+    where: str,
+    aligned: bool,
+) -> tuple[Selection, AlignedDraft | None]:
+    """The data files: feature tables with side files (:mod:`mudata.drafting.aligned_layout`)
+    when ``aligned`` and the files are of that shape, else by the rules of
+    :func:`mudata.drafting.selection.select`."""
+    found = find_aligned(names, read_head, read, choices) if aligned else None
+    if found is not None:
+        return found.selection(names, where), found
     selection = select(
+        names, read_head, include=choices.include, exclude=choices.exclude, where=where
+    )
+    return selection, None
+
+
+def _read_file(path: Path) -> bytes:
+    """A whole file of a folder, refused past :func:`mudata.config.max_read_bytes`."""
+    cap = max_read_bytes()
+    with open_regular(path, "file") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > cap:
+            message = (
+                f"mudata init: {path} holds {size:,} bytes, more than the {cap:,} a file "
+                f"may be read whole"
+            )
+            raise UsageError(message)
+        return fh.read()
+
+
+def _collect_folder(folder: Path, base: Path, choices: Choices, aligned: bool) -> Collected:
+    names = _folder_files(folder)
+    selection, found = _select(
         names,
         lambda n: _file_head(folder / n),
-        include=choices.include,
-        exclude=choices.exclude,
-        where=str(folder),
+        lambda n: _read_file(folder / n),
+        choices,
+        str(folder),
+        aligned,
     )
     members = selection.members
     _check_names(selection.pinned, folder)
@@ -176,29 +216,37 @@ def _collect_folder(folder: Path, base: Path, choices: Choices) -> Collected:
         roots.append(path)
         root_pins.append(Pins(sha256=digest, label=f"file {path}"))
     documents = {}
+    windows = found.windows if found is not None else []
     for doc in selection.left_out:
-        if _is_text_doc(doc):
+        if _is_text_doc(doc) and doc not in windows:
             with open(folder / doc, "rb") as fh:
                 documents[doc] = _doc_text(fh.read(DOC_READ_BYTES))
     return Collected(
-        files, Sources(roots, root_pins), members, selection.suffix, selection, documents
+        files, Sources(roots, root_pins), members, selection.suffix, selection, documents, found
     )
 
 
-def _collect_archive(archive: Path, kind: str, base: Path, choices: Choices) -> Collected:
+def _collect_archive(
+    archive: Path, kind: str, base: Path, choices: Choices, aligned: bool
+) -> Collected:
     with ArchiveIndex(archive, kind) as index:
         names = [n for n in index.names() if not _hidden(n)]
-        selection = select(
+        selection, found = _select(
             names,
             lambda n: head(io.BytesIO(index.read(n)), n),
-            include=choices.include,
-            exclude=choices.exclude,
-            where=str(archive),
+            index.read,
+            choices,
+            str(archive),
+            aligned,
         )
+        windows = found.windows if found is not None else []
         documents = {
             doc: _doc_text(index.read(doc))
             for doc in selection.left_out
-            if _is_text_doc(doc) and doc in index.members and index.size(doc) <= DOC_READ_BYTES
+            if _is_text_doc(doc)
+            and doc not in windows
+            and doc in index.members
+            and index.size(doc) <= DOC_READ_BYTES
         }
     _check_names(selection.pinned, archive)
     digest = sha256_file(archive)
@@ -214,10 +262,14 @@ def _collect_archive(archive: Path, kind: str, base: Path, choices: Choices) -> 
         "hashes": "first-use",
     }
     sources = Sources([archive], [Pins(sha256=digest, label=f"archive {archive}", glob=glob)])
-    return Collected([spec], sources, selection.members, selection.suffix, selection, documents)
+    return Collected(
+        [spec], sources, selection.members, selection.suffix, selection, documents, found
+    )
 
 
-def collect(paths: list[Path], base: Path, choices: Choices | None = None) -> Collected:
+def collect(
+    paths: list[Path], base: Path, choices: Choices | None = None, *, aligned: bool = True
+) -> Collected:
     """The data files of ``paths`` (one folder, one archive, or plain files), hashed.
 
     Parameters
@@ -228,6 +280,9 @@ def collect(paths: list[Path], base: Path, choices: Choices | None = None) -> Co
         The folder the entry will be written to: paths are written relative to it.
     choices : Choices, optional
         ``include`` and ``exclude`` globs.
+    aligned : bool
+        Look for feature tables with side files (:mod:`mudata.drafting.aligned_layout`)
+        in a folder or an archive; false for ``--kind signals``.
 
     Returns
     -------
@@ -236,9 +291,9 @@ def collect(paths: list[Path], base: Path, choices: Choices | None = None) -> Co
     choices = choices or Choices()
     paths = [Path(p).expanduser() for p in paths]
     if len(paths) == 1 and paths[0].is_dir():
-        return _collect_folder(paths[0], base, choices)
+        return _collect_folder(paths[0], base, choices, aligned)
     if len(paths) == 1 and paths[0].is_file() and (kind := sniff_kind(paths[0])):
-        return _collect_archive(paths[0], kind, base, choices)
+        return _collect_archive(paths[0], kind, base, choices, aligned)
     odd = [str(p) for p in paths if not p.is_file()]
     if odd:
         message = f"mudata init takes one folder, one archive, or regular files; not {odd}"

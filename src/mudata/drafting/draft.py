@@ -17,7 +17,8 @@ Steps, one module each where they grew:
    without a header.
 3. :func:`~mudata.drafting.layout.propose_layout` -- feature table or raw signals; the role of each
    column (:mod:`mudata.drafting.columns`), or a path pattern holding user and
-   label.
+   label; or feature tables whose labels and users are in side files
+   (:func:`~mudata.drafting.aligned_layout.aligned_layout`).
 4. :func:`draft_entry` -- classes with their counts and those left out
    (:mod:`mudata.drafting.class_choice`), the sampling rate estimated from
    time (:mod:`mudata.drafting.rate_choice`), the recipe, the windows each user and class would
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from mudata.drafting.advice import INTERNAL_ERRORS, as_advice
+from mudata.drafting.aligned_layout import aligned_layout, legend_names
 from mudata.drafting.annotated_layout import (
     annotation_report,
     named_classes,
@@ -151,13 +153,16 @@ def draft_entry(
         be estimated.
     """
     choices = choices or Choices()
-    collected = collect(paths, output.parent, choices)
+    collected = collect(paths, output.parent, choices, aligned=kind != "signals")
+    aligned = collected.aligned
     try:
         sniffed, first = first_table(collected)
         window = choices.window if choices.window is not None else WINDOW_SECONDS
 
         def drafted(ruled_out: dict[str, str] | None = None) -> tuple:
-            if collected.selection.annotation is not None and kind != "features":
+            if aligned is not None:
+                layout = aligned_layout(aligned)
+            elif collected.selection.annotation is not None and kind != "features":
                 layout = propose_annotated_layout(
                     first, sniffed, collected.members, collected.selection, choices, ruled_out
                 )
@@ -193,6 +198,7 @@ def draft_entry(
                     )
             check_label(layout, raw.frame, first, collected.members)
             classes = named_classes(classes, collected.selection.annotation)
+            classes = legend_names(classes, aligned)
             left_out = left_out_classes(classes, counts, collected.documents, choices, raw.frame)
             all_classes = classes
             classes = [c for c in classes if code_text(c["code"]) not in left_out]

@@ -43,6 +43,9 @@ class Choices:
     drop_class, keep_class : tuple of str
         Class codes to leave out of the draft's ``[[classes]]``, and codes
         init flags as not an activity (:mod:`mudata.drafting.nulls`) to keep.
+    label_file, user_file : str, optional
+        Which side file of feature tables holds the label and which the user
+        (:mod:`mudata.drafting.aligned_layout`), as ``y_{split}.txt``.
     """
 
     label: str | None = None
@@ -60,6 +63,8 @@ class Choices:
     stream_align: str | None = None
     drop_class: tuple[str, ...] = ()
     keep_class: tuple[str, ...] = ()
+    label_file: str | None = None
+    user_file: str | None = None
 
 
 @dataclass

@@ -76,6 +76,11 @@ class Selection:
     annotation : Annotation or None
         A table of labels by interval (:mod:`mudata.drafting.annotations`),
         pinned with the data files.
+    side_files : list of str or None
+        Every file pinned, when more than the data files are read: feature
+        tables with their side files (:mod:`mudata.drafting.aligned_layout`).
+    notes : list of str
+        What the draft says of the files before those left out.
     """
 
     members: list[str]
@@ -83,18 +88,23 @@ class Selection:
     suffix: str = ""
     glob: str = "*"
     annotation: Annotation | None = None
+    side_files: list[str] | None = None
+    notes: list[str] = field(default_factory=list)
 
     @property
     def pinned(self) -> list[str]:
         """The files the entry pins under ``glob``: the data files and the annotation table
-        (unless it is a file of its own, :attr:`Annotation.separate`)."""
+        (unless it is a file of its own, :attr:`Annotation.separate`), or those of the
+        feature tables with side files."""
+        if self.side_files is not None:
+            return list(self.side_files)
         annotation = self.annotation
         together = annotation is not None and not annotation.separate
         return [*self.members, *([annotation.member] if annotation and together else [])]
 
     def report(self) -> list[str]:
         """One line per file left out, for the draft's report."""
-        lines = []
+        lines = list(self.notes)
         if self.annotation is not None:
             lines.append(f"labels: the annotation table {self.annotation.member}")
             lines += [f"  {note}" for note in self.annotation.notes]

@@ -20,7 +20,9 @@ piece, :data:`STREAM_READERS`), ``decode`` (compressed files), ``matlab``
 linear time), and one module per format: ``wisdm``, ``har70``,
 ``opportunity``, ``gestures``, ``tabular`` (CSV, Parquet and text tables:
 feature tables and long signals, read with ``members``, ``roles``,
-``column_values``, ``time_columns`` and ``long_options``), ``annotations``
+``column_values``, ``time_columns`` and ``long_options``; ``aligned`` and
+``side_files`` for a feature table whose labels and users are in side files
+aligned with it row by row), ``annotations``
 (signals labelled by an annotation table of intervals).
 """
 
@@ -106,7 +108,9 @@ READER_OPTIONS: dict[str, frozenset[str]] = {
     "gestures-txt": frozenset(
         {"columns", "encoding", "members", "n_columns", "repetitions", "root"}
     ),
-    "feature-table": _TABULAR_OPTIONS,
+    # With the side files of a table whose labels and users are in files of their own.
+    "feature-table": _TABULAR_OPTIONS
+    | {"feature_names_file", "label_file", "label_names_file", "user_file"},
     "long-signals": _TABULAR_OPTIONS,
     # long-signals' options for the signal files, with the labels from an annotation table.
     "annotated-signals": (

@@ -71,6 +71,7 @@ def parse_member(
     ratio: float | None = None,
     *,
     dtypes: Mapping[str, object] | None = None,
+    every_column: bool = False,
 ) -> pd.DataFrame:
     """One member's (decompressed) bytes as a table: CSV, Parquet, text or MATLAB.
 
@@ -85,6 +86,10 @@ def parse_member(
     ``dtypes`` (column name to dtype) fixes the type of delimited text
     columns instead of pandas' inference: a part of a file is read with the
     types the whole file gets (:mod:`mudata.readers.long_stream`).
+
+    ``every_column``: text without a header and without ``columns`` keeps every
+    column, named ``c1``, ``c2`` ... (a feature table whose names are in a file
+    of their own, :mod:`mudata.readers.aligned`).
     """
     header = entry.reader_options.get("header", True) if fmt != "mat" else False
     if not isinstance(header, bool):
@@ -145,6 +150,8 @@ def parse_member(
     if header:
         return table
     numbers = columns_option(entry, "columns", {})
+    if not numbers and every_column:
+        return table.set_axis([f"c{i + 1}" for i in range(table.shape[1])], axis=1)
     if not numbers:
         message = f"dataset '{entry.name}': files without a header (header = false) need reader_options.columns (name = column number)"
         raise RegistryError(message, reason=Reason("missing", "columns"))

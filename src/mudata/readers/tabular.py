@@ -1,7 +1,8 @@
 """Generic readers for user-registered datasets that need no code of their own.
 
 * ``feature-table`` (:func:`read_feature_table`): a table of computed
-  features, one row per example (one file or several).
+  features, one row per example (one file or several), its labels and users
+  in its columns, its paths, or side files (:mod:`mudata.readers.aligned`).
 * ``long-signals`` (:func:`read_long_signals`): raw samples in long format,
   one row per sample (one file or one per user or recording).
 
@@ -29,6 +30,7 @@ import pandas as pd
 
 from mudata.errors import ParseError, Reason, RegistryError, excerpt
 from mudata.readers._text import list_option, str_option
+from mudata.readers.aligned import read_aligned_features, side_options
 from mudata.readers.base import FeatureTable, SignalTable
 from mudata.readers.column_values import numeric_columns, text_users
 from mudata.readers.long_options import LongOptions, long_options, path_groups
@@ -62,6 +64,9 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
         (glob, default ``"*.<format>"``; several files are stacked in name
         order), ``user_col``, ``label_col``, ``feature_cols`` (optional list;
         default every other numeric column, the others named in a warning).
+        With ``label_file`` or ``user_file`` the labels or users are in side
+        files aligned with each table row by row
+        (:func:`mudata.readers.aligned.read_aligned_features`).
     sources : Sources
         The verified files.
 
@@ -77,6 +82,8 @@ def read_feature_table(entry: DatasetEntry, sources: Sources) -> FeatureTable:
         When a file lacks a named column (file, missing and found columns
         named), a user id is not an integer or a feature is not numeric.
     """
+    if side_options(entry) is not None:
+        return read_aligned_features(entry, sources)
     pattern = path_pattern(entry)
     groups = set(pattern.groupindex) if pattern else set()
     cols: dict[str, str | None] = {}

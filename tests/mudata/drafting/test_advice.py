@@ -164,9 +164,9 @@ def test_a_reason_survives_pickling_and_refuses_unknown_codes():
 
 #: The readers init drafts entries for: every refusal of theirs carries a reason.
 DRAFTED_READERS = (
-    "__init__", "_text", "annotations", "column_values", "decode", "intervals", "lines",
-    "long_options", "long_stream", "matlab", "members", "roles", "sources", "stream_clocks",
-    "stream_options", "streams", "tabular", "time_columns", "times",
+    "__init__", "_text", "aligned", "annotations", "column_values", "decode", "intervals",
+    "lines", "long_options", "long_stream", "matlab", "members", "roles", "side_files",
+    "sources", "stream_clocks", "stream_options", "streams", "tabular", "time_columns", "times",
 )  # fmt: skip
 
 

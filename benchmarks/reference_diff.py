@@ -112,7 +112,8 @@ def main() -> None:
             f"rows {len(default.rows)}, predictions {len(default.predictions)}, "
             f"probabilities {len(default.probabilities)}, p-values {len(default.pvalues)}, "
             f"per-user metrics {len(default.metrics)}, summary cells {len(default.summary)}, "
-            f"excused SVM sets {len(default.excused_sets)}"
+            f"sets or p-values at a last-bit tie {len(default.ties)}, "
+            f"metric cells those ties excuse {len(default.excused_metrics)}"
         )
         for line in default.failures()[:10]:
             print("  " + line)

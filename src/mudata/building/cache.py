@@ -31,6 +31,7 @@ from mudata.sources.paths import (
     folder_lock,
     table_dir,
 )
+from mudata.sources.release import release_files
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ def _up_to_date(entry: DatasetEntry, provenance: dict[str, Any] | None) -> bool:
     # Here, not at the top: imports pooch's network stack.
     from mudata.sources.registered import unpinned_local_changed
 
-    return not unpinned_local_changed(entry, provenance.get("files", []))
+    return not unpinned_local_changed(release_files(entry), provenance.get("files", []))
 
 
 def current_table(entry: DatasetEntry, path: Path) -> pd.DataFrame | None:

@@ -29,11 +29,12 @@ from mudata.errors import (
     MissingFileError,
     MudataUsageError,
 )
-from mudata.records.entry import DatasetEntry, RemoteFile
+from mudata.records.entry import DatasetEntry
 from mudata.sources.manual import fetch_manual
 from mudata.sources.paths import dataset_lock, raw_dir, sweep_stale
-from mudata.sources.pins import FetchedFile, archive_verifiable, file_label, require_verifiable
+from mudata.sources.pins import FetchedFile, archive_verifiable, require_verifiable
 from mudata.sources.registered import fetch_local
+from mudata.sources.release import ReleaseFile, release_files
 from mudata.sources.remote import fetch_remote
 
 log = logging.getLogger(__name__)
@@ -109,44 +110,47 @@ def fetch_sources(
     if manual is not None and not manual.is_dir():
         message = f"manual folder {manual} does not exist or is not a folder"
         raise MudataUsageError(message)
+    files = release_files(entry)
     # Whether each download is verifiable, asked once: for a download, it is
     # refused here, before the first byte is downloaded (not after the first file).
-    verifiable = [archive_verifiable(remote) for remote in entry.files]
+    verifiable = [archive_verifiable(file.remote) for file in files]
     if manual is None:
-        for remote, pinned in zip(entry.files, verifiable, strict=True):
-            if remote.path is None:
-                require_verifiable(entry, remote, pinned, allow_unverified, "it or its members")
+        for file, pinned in zip(files, verifiable, strict=True):
+            if file.remote.path is None:
+                require_verifiable(file, pinned, allow_unverified, "it or its members")
     show_progress = sys.stderr.isatty() if progress is None else bool(progress)
     fetched = []
     # One process at a time per dataset: then any temporary file left in the
     # raw folder is a leftover of a killed run, and is swept.
     with dataset_lock(entry.name, data_home):
-        sweep_stale(raw_dir(entry.name, data_home), "tmp*", keep=[f.name for f in entry.files])
-        for remote, pinned in zip(entry.files, verifiable, strict=True):
+        raw = raw_dir(entry.name, data_home)
+        sweep_stale(raw, "tmp*", keep=[f.name for f in entry.files])
+        for file, pinned in zip(files, verifiable, strict=True):
+            remote = file.remote
             if remote.path is not None:
-                result = fetch_local(entry, remote, allow_unverified, max_expansion)
+                result = fetch_local(file, allow_unverified, max_expansion)
             elif manual is not None:
-                result = fetch_manual(entry, remote, manual, allow_unverified, max_expansion)
+                result = fetch_manual(file, manual, allow_unverified, max_expansion)
             else:
                 url = remote.url if mirror is None else mirror.rstrip("/") + "/" + remote.name
-                target = raw_dir(entry.name, data_home) / remote.name
+                target = raw / remote.name
                 if not download and not target.is_file():
                     message = (
-                        f"{file_label(entry, remote)} is no longer in the cache ({plain(target)}) and "
+                        f"{file.label} is no longer in the cache ({plain(target)}) and "
                         f"downloading is off; the table cannot be rebuilt from verified raw "
                         f"files without it"
                     )
                     raise MissingFileError(message)
                 result = fetch_remote(
-                    entry, remote, url, target, show_progress, n_retries, delay,
+                    file, url, target, show_progress, n_retries, delay,
                     allow_unverified, max_expansion, download=download, verifiable=pinned,
                 )  # fmt: skip
-            _warn_unverified(entry, remote, result)
+            _warn_unverified(file, result)
             fetched.append(result)
     return fetched
 
 
-def _warn_unverified(entry: DatasetEntry, remote: RemoteFile, result: FetchedFile) -> None:
+def _warn_unverified(file: ReleaseFile, result: FetchedFile) -> None:
     if result.verified:
         return
     if result.extracted:
@@ -155,8 +159,8 @@ def _warn_unverified(entry: DatasetEntry, remote: RemoteFile, result: FetchedFil
             "file '%s' of dataset '%s' is NOT verified: %d extracted files are read from %s "
             "that the registry pins none of; each one's sha256 is recorded in the table's "
             "provenance as unpinned",
-            remote.name,
-            entry.name,
+            file.remote.name,
+            file.dataset,
             len(located),
             result.root,
         )
@@ -165,19 +169,10 @@ def _warn_unverified(entry: DatasetEntry, remote: RemoteFile, result: FetchedFil
     log.warning(
         "file '%s' of dataset '%s' is NOT verified (the registry records no "
         "sha256 for it, nor for every one of its members); observed sha256: %s",
-        remote.name,
-        entry.name,
+        file.remote.name,
+        file.dataset,
         observed,
     )
-
-
-# --------------------------------------------------------------------- checks
-
-
-# ------------------------------------------------------- user-provided files
-
-
-# ------------------------------------------------------------------ downloads
 
 
 __all__ = ["fetch_sources"]

@@ -27,7 +27,7 @@ from mudata.errors import (
 )
 from mudata.files import kind_of, link_in_folder, links_and_special_files
 from mudata.readers.pins import Pins
-from mudata.records.entry import DatasetEntry, Member, RemoteFile
+from mudata.records.entry import Member
 from mudata.sources.pins import (
     FetchedFile,
     Origin,
@@ -36,64 +36,66 @@ from mudata.sources.pins import (
     check_file_set,
     check_member_file,
     check_user_file,
-    file_label,
     members_verifiable,
     pins_for,
     require_verifiable,
 )
+from mudata.sources.release import ReleaseFile
 
 
 def use_glob_in_place(
-    entry: DatasetEntry, remote: RemoteFile, folder: Path, origin: Origin, allow_unverified: bool
+    file: ReleaseFile, folder: Path, origin: Origin, allow_unverified: bool
 ) -> FetchedFile:
     """A folder whose file list is ``remote.glob``: pinned files checked, others read unverified."""
-    _refuse_links_inside(entry, remote, folder)
+    remote = file.remote
+    _refuse_links_inside(file, folder)
     names = sorted(
         rel
         for p in folder.rglob("*")
         if p.is_file()
         and fnmatch.fnmatchcase(rel := p.relative_to(folder).as_posix(), remote.glob or "")
     )
-    check_file_set(entry, remote, f"folder {folder}", names)
+    check_file_set(file, f"folder {folder}", names)
     verifiable = members_verifiable(remote)
-    require_verifiable(entry, remote, verifiable, allow_unverified, "the files its glob finds")
-    members = {m.path: check_member_file(entry, remote, m, folder / m.path) for m in remote.members}
+    require_verifiable(file, verifiable, allow_unverified, "the files its glob finds")
+    members = {m.path: check_member_file(file, m, folder / m.path) for m in remote.members}
     located = {name: folder / name for name in names}
-    pins = pins_for(entry, remote, allow_unverified, located=located)
+    pins = pins_for(file, allow_unverified, located=located)
     return FetchedFile(remote.name, folder, None, verifiable, members, origin, pins=pins)
 
 
 def use_archive_in_place(
-    entry: DatasetEntry,
-    remote: RemoteFile,
+    file: ReleaseFile,
     path: Path,
     origin: Origin,
     allow_unverified: bool,
     max_expansion: float | None = None,
 ) -> FetchedFile:
+    remote = file.remote
     verifiable = archive_verifiable(remote)
-    require_verifiable(entry, remote, verifiable, allow_unverified, "it or its members")
-    observed = check_user_file(entry, remote, path)
-    members = check_archive_members(entry, remote, path, cached=False, max_expansion=max_expansion)
-    pins = pins_for(entry, remote, allow_unverified)
+    require_verifiable(file, verifiable, allow_unverified, "it or its members")
+    observed = check_user_file(file, path)
+    members = check_archive_members(file, path, cached=False, max_expansion=max_expansion)
+    pins = pins_for(file, allow_unverified)
     return FetchedFile(remote.name, path, observed, verifiable, members, origin, pins=pins)
 
 
 def use_members_in_place(
-    entry: DatasetEntry, remote: RemoteFile, folder: Path, origin: Origin, allow_unverified: bool
+    file: ReleaseFile, folder: Path, origin: Origin, allow_unverified: bool
 ) -> FetchedFile:
+    remote = file.remote
     # Refused before a byte is hashed: hashing would read through a link.
-    _refuse_links_inside(entry, remote, folder)
-    root, paths = _locate_members(entry, remote, folder)
+    _refuse_links_inside(file, folder)
+    root, paths = _locate_members(file, folder)
     verifiable = members_verifiable(remote)
-    require_verifiable(entry, remote, verifiable, allow_unverified, "every one of its members")
-    members = {m.path: check_member_file(entry, remote, m, paths[m.path]) for m in remote.members}
+    require_verifiable(file, verifiable, allow_unverified, "every one of its members")
+    members = {m.path: check_member_file(file, m, paths[m.path]) for m in remote.members}
     located = {normalise_member(p, root): path for p, path in paths.items()}
-    pins = pins_for(entry, remote, allow_unverified, located=located)
+    pins = pins_for(file, allow_unverified, located=located)
     return FetchedFile(remote.name, root, None, verifiable, members, origin, pins=pins)
 
 
-def _refuse_links_inside(entry: DatasetEntry, remote: RemoteFile, folder: Path) -> None:
+def _refuse_links_inside(file: ReleaseFile, folder: Path) -> None:
     """A folder the user named holds no link (to a file or a folder) and no special file.
 
     Whatever the reader's pattern: a link to a folder whose name matches no
@@ -106,63 +108,48 @@ def _refuse_links_inside(entry: DatasetEntry, remote: RemoteFile, folder: Path) 
     shown = "; ".join(f"{excerpt(str(p))} is {kind}" for p, kind in found[:10])
     more = f"; and {len(found) - 10} more" if len(found) > 10 else ""
     message = (
-        f"the folder {folder} ({file_label(entry, remote)}) holds what mudata does not read: "
+        f"the folder {folder} ({file.label}) holds what mudata does not read: "
         f"{shown}{more}. No link is followed and no special file is read inside a folder "
         f"given to read; remove them, or copy the files themselves into the folder."
     )
     raise ParseError(message)
 
 
-def refuse_special(entry: DatasetEntry, remote: RemoteFile, path: Path) -> None:
+def refuse_special(file: ReleaseFile, path: Path) -> None:
     """A FIFO, socket or device where a file is expected: say so (never open it)."""
     kind = kind_of(path) if path.exists() and not path.is_dir() else None
     if kind is not None:
         message = (
-            f"{path} ({file_label(entry, remote)}) is {kind}, not a regular file; "
+            f"{path} ({file.label}) is {kind}, not a regular file; "
             f"refusing to read it. Put the release file itself there."
         )
         raise ParseError(message)
 
 
 def fetch_manual(
-    entry: DatasetEntry,
-    remote: RemoteFile,
+    file: ReleaseFile,
     manual: Path,
     allow_unverified: bool,
     max_expansion: float | None = None,
 ) -> FetchedFile:
+    remote = file.remote
     archive = manual / remote.name
     # The user named the folder, not this file: a link planted in it is not followed.
     link = link_in_folder(manual, archive)
     if link is not None:
         message = (
-            f"{archive} ({file_label(entry, remote)}) in the manual folder is {link}; "
+            f"{archive} ({file.label}) in the manual folder is {link}; "
             "refusing to read it. Put the release file itself there."
         )
         raise ParseError(message)
-    refuse_special(entry, remote, archive)
+    refuse_special(file, archive)
     if archive.is_file():
-        return use_archive_in_place(
-            entry, remote, archive, "manual", allow_unverified, max_expansion
-        )
+        return use_archive_in_place(file, archive, "manual", allow_unverified, max_expansion)
     if remote.glob is not None:
-        return use_glob_in_place(entry, remote, manual, "manual", allow_unverified)
+        return use_glob_in_place(file, manual, "manual", allow_unverified)
     if not remote.members:
-        return _use_extracted_in_place(entry, remote, manual, allow_unverified)
-    return use_members_in_place(entry, remote, manual, "manual", allow_unverified)
-
-
-def reader_members(entry: DatasetEntry) -> str | None:
-    """The glob the entry's reader finds its files by (``reader_options.members``).
-
-    None when the entry gives none: the reader then applies its own default
-    to whatever folder it is handed.
-    """
-    for key in ("members", "member"):
-        value = entry.reader_options.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
+        return _use_extracted_in_place(file, manual, allow_unverified)
+    return use_members_in_place(file, manual, "manual", allow_unverified)
 
 
 def _literal_head(pattern: str) -> tuple[str, ...]:
@@ -204,9 +191,7 @@ def _extracted_roots(folder: Path, pattern: str | None) -> list[tuple[Path, list
     return found
 
 
-def _use_extracted_in_place(
-    entry: DatasetEntry, remote: RemoteFile, manual: Path, allow_unverified: bool
-) -> FetchedFile:
+def _use_extracted_in_place(file: ReleaseFile, manual: Path, allow_unverified: bool) -> FetchedFile:
     """The extracted members of an archive the registry lists no member of.
 
     They are found the way the reader finds them in the archive: by its
@@ -216,25 +201,26 @@ def _use_extracted_in_place(
     extracted from it), so they are read only with ``allow_unverified``, each
     one's hash recorded in the provenance as unpinned.
     """
+    remote = file.remote
     archive = manual / remote.name
-    pattern = reader_members(entry)
-    if len(entry.files) > 1:
+    pattern = file.member_glob
+    if not file.only_file:
         # Which extracted files came from which archive, no pattern can tell.
         roots: list[tuple[Path, list[str]]] = []
     else:
-        _refuse_links_inside(entry, remote, manual)
+        _refuse_links_inside(file, manual)
         roots = _extracted_roots(manual, pattern)
     sought = f"files matching {pattern!r}" if pattern else "its extracted files"
     if not roots:
         message = (
-            f"{file_label(entry, remote)} is not in the manual folder {manual}: neither the "
+            f"{file.label} is not in the manual folder {manual}: neither the "
             f"file {archive}"
             + (f" (sha256 {remote.sha256})" if remote.sha256 else "")
             + (f", downloadable from {remote.url}," if remote.url else "")
             + (
                 f" nor {sought} was found below it (or from the folder above it, when it "
                 f"is the archive's top folder)"
-                if len(entry.files) == 1
+                if file.only_file
                 else " was found; the entry has several files, so only the files themselves "
                 "are accepted"
             )
@@ -244,7 +230,7 @@ def _use_extracted_in_place(
     if len(roots) > 1:
         listing = ", ".join(f"{root} ({len(names)} files)" for root, names in roots[:5])
         message = (
-            f"{file_label(entry, remote)}: {sought} are found from more than one folder in the "
+            f"{file.label}: {sought} are found from more than one folder in the "
             f"manual folder {manual}: {listing}. Point --manual-dir at one of them."
         )
         raise MudataUsageError(message)
@@ -257,20 +243,18 @@ def _use_extracted_in_place(
             else "records no sha256 for the archive or its members"
         )
         message = (
-            f"{file_label(entry, remote)}: {len(names)} extracted files were found from {root}, "
+            f"{file.label}: {len(names)} extracted files were found from {root}, "
             f"but the registry {pinned}. Refusing to use unverified data; put the archive "
             f"{remote.name} in the folder, or pass allow_unverified=True to read the files "
             f"as they are, each one's sha256 recorded as unpinned in the table's provenance."
         )
         raise UnverifiedDataError(
             message,
-            subject=file_label(entry, remote),
+            subject=file.label,
             cli={"allow_unverified=True": "--allow-unverified"},
         )
     located = {name: root / name for name in names}
-    pins = Pins(
-        allow_unverified=True, label=file_label(entry, remote), glob=pattern, located=located
-    )
+    pins = Pins(allow_unverified=True, label=file.label, glob=pattern, located=located)
     return FetchedFile(remote.name, root, None, False, {}, "manual", pins=pins, extracted=True)
 
 
@@ -293,15 +277,14 @@ def _candidate_roots(folder: Path, members: Iterable[Member]) -> list[Path]:
     return roots
 
 
-def _locate_members(
-    entry: DatasetEntry, remote: RemoteFile, folder: Path
-) -> tuple[Path, dict[str, Path]]:
+def _locate_members(file: ReleaseFile, folder: Path) -> tuple[Path, dict[str, Path]]:
     """Find every listed member below ``folder``; return the root and each file.
 
     The root is chosen so that :meth:`Sources.find` resolves every member: by
     its path from the root, or by its file name when that name is unique below
     the root (Sources accepts bare names too).
     """
+    remote = file.remote
     for root in _candidate_roots(folder, remote.members):
         if all((root / m.path).is_file() for m in remote.members):
             return root, {m.path: root / m.path for m in remote.members}
@@ -321,7 +304,7 @@ def _locate_members(
         else:
             listing = ", ".join(str(h) for h in sorted(hits))
             message = (
-                f"member '{member.path}' of {file_label(entry, remote)} is ambiguous in the "
+                f"member '{member.path}' of {file.label} is ambiguous in the "
                 f"manual folder {folder}: {len(hits)} files are named "
                 f"'{PurePosixPath(member.path).name}' ({listing}). Put it at "
                 f"{folder / member.path}, or point to a folder holding only one of them."
@@ -330,7 +313,7 @@ def _locate_members(
     if missing:
         accepted = "\n".join(f"  {m.path}" for m in remote.members)
         message = (
-            f"{file_label(entry, remote)} is not in the folder {folder}: neither the "
+            f"{file.label} is not in the folder {folder}: neither the "
             f"archive {plain(folder / remote.name)} nor all of its members were found "
             f"(missing: {', '.join(map(plain, missing))}). Accepted: the archive itself, or every "
             f"one of these members, at this path below the folder or anywhere below it "
@@ -342,7 +325,6 @@ def _locate_members(
 
 __all__ = [
     "fetch_manual",
-    "reader_members",
     "refuse_special",
     "use_archive_in_place",
     "use_glob_in_place",

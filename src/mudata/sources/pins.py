@@ -29,7 +29,8 @@ from mudata.errors import (
 )
 from mudata.files import sha256_file
 from mudata.readers.pins import Pin, Pins
-from mudata.records.entry import DatasetEntry, Member, RemoteFile
+from mudata.records.entry import Member, RemoteFile
+from mudata.sources.release import ReleaseFile
 
 Origin = Literal["download", "cache", "manual", "local"]
 
@@ -81,24 +82,18 @@ class FetchedFile:
     extracted: bool = False
 
 
-def pins_for(
-    entry: DatasetEntry, remote: RemoteFile, allow_unverified: bool, **extra: object
-) -> Pins:
-    """What :class:`Sources` must check when a reader reads from ``remote``."""
+def pins_for(file: ReleaseFile, allow_unverified: bool, **extra: object) -> Pins:
+    """What :class:`Sources` must check when a reader reads from ``file``."""
+    remote = file.remote
     members = {normalise_member(m.path, remote.name): Pin(m.sha256, m.size) for m in remote.members}
     return Pins(
         sha256=remote.sha256,
         members=members,
         allow_unverified=allow_unverified,
-        label=file_label(entry, remote),
+        label=file.label,
         glob=remote.glob,
         **extra,  # type: ignore[arg-type]
     )
-
-
-def file_label(entry: DatasetEntry, remote: RemoteFile) -> str:
-    # The name comes from the entry, and messages keep their own line breaks: escaped.
-    return f"file {excerpt(remote.name)} of dataset '{entry.name}'"
 
 
 def archive_verifiable(remote: RemoteFile) -> bool:
@@ -111,18 +106,18 @@ def members_verifiable(remote: RemoteFile) -> bool:
 
 
 def require_verifiable(
-    entry: DatasetEntry, remote: RemoteFile, verifiable: bool, allow_unverified: bool, how: str
+    file: ReleaseFile, verifiable: bool, allow_unverified: bool, how: str
 ) -> None:
     if verifiable or allow_unverified:
         return
     message = (
-        f"{file_label(entry, remote)} cannot be verified: the registry records no sha256 "
+        f"{file.label} cannot be verified: the registry records no sha256 "
         f"for {how}. Refusing to use unverified data; pass allow_unverified=True "
         f"to use it anyway, its observed sha256 will be logged and recorded."
     )
     raise UnverifiedDataError(
         message,
-        subject=file_label(entry, remote),
+        subject=file.label,
         cli={"allow_unverified=True": "--allow-unverified"},
     )
 
@@ -134,13 +129,13 @@ def _size_note(expected: int | None, path: Path) -> str:
     return f" (size: expected {expected:,} bytes, found {actual:,})"
 
 
-def _how_to_fix(entry: DatasetEntry, remote: RemoteFile, official: str) -> str:
+def _how_to_fix(file: ReleaseFile, official: str) -> str:
     """What to do about a mismatch: hashes pinned on first use are the user's own, not published."""
-    if remote.hashes == "first-use":
+    if file.remote.hashes == "first-use":
         return (
             f'it changed since `mudata init` pinned it (hashes = "first-use"). If the change '
             f"is intended, pin the files again: run `mudata init` on them and `mudata register "
-            f"--replace` the new draft of '{entry.name}'."
+            f"--replace` the new draft of '{file.dataset}'."
         )
     return f"replace it with {official}."
 
@@ -161,22 +156,21 @@ def _checked_sha256(path: Path, expected: str | None, size: int | None, what: st
     return observed
 
 
-def check_user_file(entry: DatasetEntry, remote: RemoteFile, path: Path) -> str:
+def check_user_file(file: ReleaseFile, path: Path) -> str:
     """Hash a file the user owns and compare with the registry; never touch it."""
-    what = f" ({file_label(entry, remote)})"
-    fix = _how_to_fix(entry, remote, "the official release file")
-    return _checked_sha256(path, remote.sha256, remote.size, what, fix)
+    fix = _how_to_fix(file, "the official release file")
+    return _checked_sha256(path, file.remote.sha256, file.remote.size, f" ({file.label})", fix)
 
 
-def check_member_file(entry: DatasetEntry, remote: RemoteFile, member: Member, path: Path) -> str:
+def check_member_file(file: ReleaseFile, member: Member, path: Path) -> str:
     """Hash an extracted member the user owns and compare with the registry; never touch it."""
-    what = f", member '{member.path}' of {file_label(entry, remote)}"
-    fix = _how_to_fix(entry, remote, "the one from the official archive")
+    what = f", member '{member.path}' of {file.label}"
+    fix = _how_to_fix(file, "the one from the official archive")
     return _checked_sha256(path, member.sha256, member.size, what, fix)
 
 
 def _hash_archive_members(
-    entry: DatasetEntry, remote: RemoteFile, path: Path, max_expansion: float | None
+    file: ReleaseFile, path: Path, max_expansion: float | None
 ) -> dict[str, str]:
     """SHA-256 of the listed members found in the archive (absent ones omitted).
 
@@ -185,11 +179,12 @@ def _hash_archive_members(
     a member is read no further than its declared sizes.
     """
     found: dict[str, str] = {}
+    remote = file.remote
     with ArchiveIndex(path, remote.archive, ratio=max_expansion) as index:
         for member in remote.members:
             name = normalise_member(member.path, path)
             if name in index.members:
-                what = f"member {excerpt(member.path)} of archive {plain(path)} ({file_label(entry, remote)})"
+                what = f"member {excerpt(member.path)} of archive {plain(path)} ({file.label})"
                 # In chunks: a member without a registry size may be as large as
                 # the expansion cap lets it be.
                 digest = hashlib.sha256()
@@ -200,8 +195,7 @@ def _hash_archive_members(
 
 
 def check_archive_members(
-    entry: DatasetEntry,
-    remote: RemoteFile,
+    file: ReleaseFile,
     path: Path,
     *,
     cached: bool,
@@ -217,6 +211,7 @@ def check_archive_members(
     the registry does not record is removed so that the next run downloads it
     again. Anything else (user files, verified downloads) is left in place.
     """
+    remote = file.remote
     if not remote.members and remote.archive is None and remote.glob is None:
         return {}
     discard = cached and remote.sha256 is None
@@ -225,16 +220,16 @@ def check_archive_members(
         if remote.glob is not None:
             with ArchiveIndex(path, remote.archive, ratio=max_expansion) as index:
                 names = [n for n in index.names() if fnmatch.fnmatchcase(n, remote.glob)]
-            check_file_set(entry, remote, f"archive {path}", names)
-        observed = _hash_archive_members(entry, remote, path, max_expansion)
+            check_file_set(file, f"archive {path}", names)
+        observed = _hash_archive_members(file, path, max_expansion)
     except (ParseError, LimitError, ChecksumError, MissingFileError) as exc:
         _discard(path, discard)
-        message = f"{exc} ({file_label(entry, remote)}). {fate}"
+        message = f"{exc} ({file.label}). {fate}"
         raise type(exc)(message) from None
     missing = [m.path for m in remote.members if m.path not in observed]
     if missing:
         message = (
-            f"archive {path} ({file_label(entry, remote)}) has no member {missing[0]!r}"
+            f"archive {path} ({file.label}) has no member {missing[0]!r}"
             + (f" (nor {missing[1:]})" if len(missing) > 1 else "")
             + f"; the registry lists it. {fate}"
         )
@@ -245,23 +240,24 @@ def check_archive_members(
         if member.sha256 is not None and actual != member.sha256:
             message = (
                 f"sha256 mismatch for member '{member.path}' of archive {path} "
-                f"({file_label(entry, remote)}): expected {member.sha256}, actual {actual}. {fate}"
+                f"({file.label}): expected {member.sha256}, actual {actual}. {fate}"
             )
             _discard(path, discard)
             raise ChecksumError(message)
     return observed
 
 
-def check_file_set(entry: DatasetEntry, remote: RemoteFile, where: str, names: list[str]) -> None:
-    """The files ``remote.glob`` finds must be the pinned ones, once any is pinned.
+def check_file_set(file: ReleaseFile, where: str, names: list[str]) -> None:
+    """The files ``file.remote.glob`` finds must be the pinned ones, once any is pinned.
 
     Without a pinned member the glob alone gives the file list (read with
     --allow-unverified, every file's hash recorded); with pins, a file added
     or gone is an error naming both lists, so that no new file is read
     unverified and no pinned file is silently missing.
     """
+    remote = file.remote
     if not names:
-        message = f"{where} holds no file matching the glob {remote.glob!r} of {file_label(entry, remote)}"
+        message = f"{where} holds no file matching the glob {remote.glob!r} of {file.label}"
         raise MissingFileError(message)
     pinned = {normalise_member(m.path, remote.name) for m in remote.members if m.sha256}
     if not pinned:
@@ -271,7 +267,7 @@ def check_file_set(entry: DatasetEntry, remote: RemoteFile, where: str, names: l
     if added or missing:
         message = (
             f"the files of {where} matching {remote.glob!r} differ from the ones "
-            f"{file_label(entry, remote)} pins: added {added[:20] or 'none'}"
+            f"{file.label} pins: added {added[:20] or 'none'}"
             + (f" and {len(added) - 20} more" if len(added) > 20 else "")
             + f"; missing {missing[:20] or 'none'}"
             + (f" and {len(missing) - 20} more" if len(missing) > 20 else "")
@@ -294,7 +290,6 @@ __all__ = [
     "check_file_set",
     "check_member_file",
     "check_user_file",
-    "file_label",
     "members_verifiable",
     "pins_for",
     "require_verifiable",

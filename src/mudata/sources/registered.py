@@ -9,7 +9,7 @@ built table that its files changed under it.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,37 +19,37 @@ from mudata.errors import (
 )
 from mudata.readers.pins import Pins
 from mudata.readers.sources import Sources
-from mudata.records.entry import DatasetEntry, RemoteFile
 from mudata.sources.manual import (
     refuse_special,
     use_archive_in_place,
     use_glob_in_place,
     use_members_in_place,
 )
-from mudata.sources.pins import FetchedFile, file_label
+from mudata.sources.pins import FetchedFile
+from mudata.sources.release import ReleaseFile
 
 
 def fetch_local(
-    entry: DatasetEntry,
-    remote: RemoteFile,
+    file: ReleaseFile,
     allow_unverified: bool,
     max_expansion: float | None = None,
 ) -> FetchedFile:
+    """The file or folder ``file`` names by ``path``, checked and used in place."""
+    remote = file.remote
     assert remote.path is not None
     path = Path(remote.path).expanduser()
     if not path.is_absolute():
-        base = entry.source.parent if entry.source is not None else Path.cwd()
-        path = base / path
-    refuse_special(entry, remote, path)
+        path = file.base / path
+    refuse_special(file, path)
     if path.is_file():
-        return use_archive_in_place(entry, remote, path, "local", allow_unverified, max_expansion)
+        return use_archive_in_place(file, path, "local", allow_unverified, max_expansion)
     if path.is_dir() and remote.glob is not None:
-        return use_glob_in_place(entry, remote, path, "local", allow_unverified)
+        return use_glob_in_place(file, path, "local", allow_unverified)
     if path.is_dir() and remote.members:
-        return use_members_in_place(entry, remote, path, "local", allow_unverified)
+        return use_members_in_place(file, path, "local", allow_unverified)
     message = (
-        f"{file_label(entry, remote)} is registered as the local path {remote.path!r} "
-        f"(in {entry.source}), but {path} "
+        f"{file.label} is registered as the local path {remote.path!r} "
+        f"(in {file.source}), but {path} "
         + (
             "is a folder and the registry lists no members; give its file list as a glob "
             '(members = "**/*.csv"), or let `mudata init` draft the entry'
@@ -60,7 +60,7 @@ def fetch_local(
     raise MissingFileError(message)
 
 
-def unpinned_local_changed(entry: DatasetEntry, recorded: list[dict[str, Any]]) -> bool:
+def unpinned_local_changed(files: Sequence[ReleaseFile], recorded: list[dict[str, Any]]) -> bool:
     """True when a registered local file without a registry hash differs from ``recorded``.
 
     The entry's hashes pin every verified file, so only files it does not pin
@@ -68,11 +68,11 @@ def unpinned_local_changed(entry: DatasetEntry, recorded: list[dict[str, Any]]) 
     table. ``recorded`` is the provenance's ``files`` list. A file that can no
     longer be found or read counts as unchanged: the table built from it stands.
     """
-    for remote, record in zip(entry.files, recorded, strict=True):
-        if remote.path is None or record.get("verified_at_build", True):
+    for file, record in zip(files, recorded, strict=True):
+        if file.remote.path is None or record.get("verified_at_build", True):
             continue
         try:
-            now = fetch_local(entry, remote, allow_unverified=True)
+            now = fetch_local(file, allow_unverified=True)
             if now.sha256 != record.get("sha256") or now.members != record.get("members", {}):
                 return True
             if _unpinned_reads_changed(now, record):

@@ -31,14 +31,13 @@ from mudata.errors import (
     StorageError,
 )
 from mudata.files import sha256_file
-from mudata.records.entry import DatasetEntry, RemoteFile
 from mudata.sources.pins import (
     FetchedFile,
     Origin,
     check_archive_members,
-    file_label,
     pins_for,
 )
+from mudata.sources.release import ReleaseFile
 
 log = logging.getLogger(__name__)
 
@@ -178,8 +177,7 @@ def _warnings_only(record: logging.LogRecord) -> bool:
 
 
 def _download(
-    entry: DatasetEntry,
-    remote: RemoteFile,
+    file: ReleaseFile,
     url: str,
     target: Path,
     progressbar: bool,
@@ -200,10 +198,11 @@ def _download(
     the others), then one warning per failed attempt that will be retried,
     and the error after the last one.
     """
+    remote = file.remote
     known_hash = f"sha256:{remote.sha256}" if remote.sha256 else None
     # The address comes from the entry or --mirror: escaped in every message.
     address = plain(url)
-    what = f"the file downloaded from {address} ({file_label(entry, remote)})"
+    what = f"the file downloaded from {address} ({file.label})"
     downloader = _HashingDownloader(url, progressbar, remote.size, what)
     attempts = 1 + max(0, n_retries)
     for attempt in range(1, attempts + 1):
@@ -224,7 +223,7 @@ def _download(
             if remote.sha256 is not None and actual is not None and actual != remote.sha256:
                 message = (
                     f"sha256 mismatch for the file downloaded from {address} "
-                    f"({file_label(entry, remote)}): expected {remote.sha256}, actual {actual}. "
+                    f"({file.label}): expected {remote.sha256}, actual {actual}. "
                     f"The download was discarded (Pooch's temporary file); {plain(target)} was not "
                     f"written. The file "
                     f"may have changed upstream, or the server (mirror) sends another file."
@@ -242,7 +241,7 @@ def _download(
                 time.sleep(delay)
                 continue
             message = (
-                f"could not download {address} ({file_label(entry, remote)}) after {attempt} "
+                f"could not download {address} ({file.label}) after {attempt} "
                 f"attempt{'s' if attempt > 1 else ''}: {_reason(exc)}. Try another "
                 f"address with --mirror URL, or download the file yourself and pass "
                 f"--manual-dir DIR."
@@ -254,8 +253,7 @@ def _download(
 
 
 def fetch_remote(
-    entry: DatasetEntry,
-    remote: RemoteFile,
+    file: ReleaseFile,
     url: str | None,
     target: Path,
     progressbar: bool,
@@ -267,13 +265,14 @@ def fetch_remote(
     download: bool = True,
     verifiable: bool,
 ) -> FetchedFile:
-    """Use the cached download of ``remote`` at ``target``, or download it from ``url``; check it.
+    """Use the cached download of ``file`` at ``target``, or download it from ``url``; check it.
 
     ``verifiable`` is :func:`~mudata.sources.pins.archive_verifiable` of
-    ``remote``, asked by the caller, which has refused an unverifiable file
+    ``file.remote``, asked by the caller, which has refused an unverifiable file
     already (:func:`mudata.sources.download.fetch_sources` does, before any
     download, unless ``allow_unverified``).
     """
+    remote = file.remote
     observed = sha256_file(target) if target.is_file() else None
     # A cached file with the right hash (or any cached file when the registry has
     # no archive hash) is used without touching the network.
@@ -281,31 +280,29 @@ def fetch_remote(
         origin: Origin = "cache"
     elif not download:
         message = (
-            f"sha256 mismatch for the cached {plain(target)} ({file_label(entry, remote)}): expected "
+            f"sha256 mismatch for the cached {plain(target)} ({file.label}): expected "
             f"{remote.sha256}, actual {observed}, and downloading is off; the file was left "
             f"untouched"
         )
         raise ChecksumError(message)
     else:
         if url is None:
-            message = (
-                f"{file_label(entry, remote)} has no url in the registry and no mirror was given"
-            )
+            message = f"{file.label} has no url in the registry and no mirror was given"
             raise MudataUsageError(message)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             # Otherwise Pooch fails on it and the error reads like a network failure.
             message = (
-                f"cannot download {file_label(entry, remote)} into {target.parent}: expected a "
+                f"cannot download {file.label} into {target.parent}: expected a "
                 f"writable folder, got {type(exc).__name__}: {exc}. Choose another data "
                 f"directory with --data-home or $MUDATA_HOME."
             )
             raise StorageError(message) from None
-        observed = _download(entry, remote, url, target, progressbar, n_retries, delay)
+        observed = _download(file, url, target, progressbar, n_retries, delay)
         origin = "download"
-    members = check_archive_members(entry, remote, target, cached=True, max_expansion=max_expansion)
-    pins = pins_for(entry, remote, allow_unverified)
+    members = check_archive_members(file, target, cached=True, max_expansion=max_expansion)
+    pins = pins_for(file, allow_unverified)
     return FetchedFile(remote.name, target, observed, verifiable, members, origin, url, pins)
 
 

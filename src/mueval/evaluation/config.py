@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from mueval.conformal.settings import ConformalSettings, refuse_tuned_raps
 from mueval.errors import UsageError
+from mueval.evaluation.split_seeds import check_split_seeds
 from mueval.names import (
     CLASSIFIERS,
     DEFAULT_STRATEGIES,
     PVALUE_METRICS,
     SPLIT_METHODS,
-    SPLIT_SEEDS,
     UKM_ASSIGN_RULES,
     USER_CORRECTIONS,
     USER_FAMILIES,
@@ -172,9 +172,7 @@ class EvalConfig:
         if self.split not in SPLIT_METHODS:
             message = f"unknown split method {self.split!r}; valid: {', '.join(SPLIT_METHODS)}"
             raise UsageError(message)
-        if self.split_seeds not in SPLIT_SEEDS:
-            message = f"unknown split_seeds {self.split_seeds!r}; valid: {', '.join(SPLIT_SEEDS)}"
-            raise UsageError(message, cli={"split_seeds": "--split-seeds"})
+        check_split_seeds(self.split_seeds)
         if self.gap < 0:
             message = f"gap must be 0 or more rows, got {self.gap}"
             raise UsageError(message)

@@ -27,7 +27,7 @@ import numpy as np
 from mueval.errors import UsageError
 from mueval.names import SPLIT_SEEDS
 
-__all__ = ["FIRST", "GROUPS", "SECOND", "role_seeds"]
+__all__ = ["FIRST", "GROUPS", "SECOND", "check_split_seeds", "role_seeds"]
 
 #: Role index of an iteration's first split.
 FIRST = 0
@@ -35,6 +35,30 @@ FIRST = 0
 SECOND = 1
 #: Role index of the grouping of users into folds.
 GROUPS = 2
+
+
+def check_split_seeds(split_seeds: object) -> None:
+    """Refuse a ``split_seeds`` that is not one of :data:`~mueval.names.SPLIT_SEEDS`.
+
+    The one rule and message of the setting, for the evaluation's and the label
+    curve's configurations and for :func:`role_seeds`.
+
+    Raises
+    ------
+    UsageError
+        ``split_seeds`` is not ``"protocol"`` or ``"independent"``.
+
+    Examples
+    --------
+    >>> check_split_seeds("independent")
+    >>> check_split_seeds("fresh")
+    Traceback (most recent call last):
+    ...
+    mueval.errors.UsageError: unknown split_seeds 'fresh'; valid: protocol, independent
+    """
+    if split_seeds not in SPLIT_SEEDS:
+        message = f"unknown split_seeds {split_seeds!r}; valid: {', '.join(SPLIT_SEEDS)}"
+        raise UsageError(message, cli={"split_seeds": "--split-seeds"})
 
 
 def role_seeds(seed: int, split_seeds: str = "protocol") -> tuple[int, int, int]:
@@ -64,9 +88,7 @@ def role_seeds(seed: int, split_seeds: str = "protocol") -> tuple[int, int, int]
     >>> role_seeds(101, "independent") == role_seeds(101, "independent")
     True
     """
-    if split_seeds not in SPLIT_SEEDS:
-        message = f"unknown split_seeds {split_seeds!r}; valid: {', '.join(SPLIT_SEEDS)}"
-        raise UsageError(message, cli={"split_seeds": "--split-seeds"})
+    check_split_seeds(split_seeds)
     if split_seeds == "protocol":
         return (seed, seed, seed)
     children = np.random.SeedSequence(seed).spawn(3)

@@ -16,8 +16,9 @@ from mueval.cli.main import main
 from mueval.data.synthetic import make_users
 from mueval.errors import UsageError
 from mueval.evaluation.cross_user import cross_user_splits
+from mueval.evaluation.labelcurve.config import CurveConfig
 from mueval.evaluation.records import EvalConfig
-from mueval.evaluation.split_seeds import role_seeds
+from mueval.evaluation.split_seeds import check_split_seeds, role_seeds
 from mueval.evaluation.splits import make_splits
 
 
@@ -102,3 +103,19 @@ def test_the_setting_is_checked_and_recorded(tmp_path: Path) -> None:
     assert not independent.predictions["row_id"].equals(run.predictions["row_id"])
     bad = CliRunner().invoke(main, [*args[:-1], "shared"])
     assert bad.exit_code == 2 and "shared" in bad.output
+
+
+@pytest.mark.parametrize("value", ["shared", "", "Protocol", None, 1])
+def test_one_rule_and_message_for_every_holder_of_the_setting(value: object) -> None:
+    with pytest.raises(UsageError) as expected:
+        check_split_seeds(value)
+    message = str(expected.value)
+    assert message == f"unknown split_seeds {value!r}; valid: protocol, independent"
+    for make in (
+        lambda: EvalConfig(split_seeds=value),  # type: ignore[arg-type]
+        lambda: CurveConfig(split_seeds=value),  # type: ignore[arg-type]
+        lambda: role_seeds(101, value),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(UsageError) as caught:
+            make()
+        assert str(caught.value) == message

@@ -18,7 +18,8 @@ import pandas as pd
 from mueval.conformal.settings import ConformalSettings, refuse_tuned_raps
 from mueval.conformal.thresholds import min_calibration_size
 from mueval.errors import DataError, UsageError
-from mueval.names import CLASSIFIERS, CURVE_USES, SCORES, SPLIT_SEEDS
+from mueval.evaluation.split_seeds import check_split_seeds
+from mueval.names import CLASSIFIERS, CURVE_USES, SCORES
 
 __all__ = ["CURVE_SETTINGS", "CurveConfig", "auto_ks", "parse_ks", "parse_uses"]
 
@@ -149,9 +150,7 @@ class CurveConfig:
         if tuple(parse_ks(list(self.ks))) != tuple(self.ks):
             message = f"ks must be ascending whole numbers, got {self.ks}"
             raise UsageError(message)
-        if self.split_seeds not in SPLIT_SEEDS:
-            message = f"unknown split_seeds {self.split_seeds!r}; valid: {', '.join(SPLIT_SEEDS)}"
-            raise UsageError(message, cli={"split_seeds": "--split-seeds"})
+        check_split_seeds(self.split_seeds)
         if self.iterations < 1 or self.min_test < 1:
             message = (
                 f"iterations and min_test must be at least 1, got {self.iterations} "

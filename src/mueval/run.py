@@ -251,13 +251,16 @@ class Run:
             user_cohorts=self.user_cohorts,
         )
 
-    def report(self, path: str | Path, **options: Any) -> Path:
+    def report(self, path: str | Path, *, overwrite: bool = False, **options: Any) -> Path:
         """Build the HTML report and its figures under ``path``.
 
         Parameters
         ----------
         path : str or Path
-            Output folder.
+            Output folder: new, empty, or (with ``overwrite``) an earlier
+            report and nothing else, as for ``mueval report``.
+        overwrite : bool, default False
+            Replace an earlier report in ``path``.
         **options
             ``strategies``, ``classifiers``, ``n_boot``, ``seed``, ``top_sets``,
             ``min_count``, ``progress``, ``figures``, ``figure_format`` (``"svg"``,
@@ -272,4 +275,4 @@ class Run:
         # Here, not at the top: matplotlib, only when a report is drawn.
         from mueval.report.build import build_report
 
-        return build_report(self.folder(), path, **options).html
+        return build_report(self.folder(), path, overwrite=overwrite, **options).html

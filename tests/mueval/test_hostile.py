@@ -378,16 +378,95 @@ def test_report_overwrite_replaces_only_its_own_earlier_report(tmp_path: Path, r
     again = _mueval(*args)
     assert again.exit_code == 1 and "already holds a report (use --overwrite" in again.output
     assert (out / "report.html").read_text() == "old"
-    # A figure of the earlier report that this one does not draw is removed with it.
-    (out / "figures" / "stale.png").write_bytes(b"old figure")
+    # The figures of the earlier report that this one does not draw are removed with it.
+    drawn = sorted(os.listdir(out / "figures"))
+    assert drawn and all(name.endswith(".svg") for name in drawn)
     result = _mueval(*args, "--figures", "none", "--overwrite")
     assert result.exit_code == 0, result.output
     assert (out / "report.html").read_text() != "old"
-    assert not (out / "figures" / "stale.png").exists()
+    assert os.listdir(out / "figures") == []
+    assert (out / ".mueval-report-figures").read_text() == ""
     # Once the user adds a file of theirs, it is no longer a report mueval may replace.
     (out / "mine.csv").write_text("a,b\n")
     refused = _mueval(*args, "--overwrite")
     assert refused.exit_code == 1 and "mine.csv (a regular file)" in refused.output
+
+
+def test_a_users_file_with_a_figures_suffix_among_the_figures_is_never_removed(
+    tmp_path: Path, real_run
+) -> None:
+    """A file the report did not claim is the user's, whatever its suffix: refused, kept."""
+    run = _copy(real_run, tmp_path / "run")
+    args = ("report", str(run), "--n-boot", "10")
+    assert _mueval(*args).exit_code == 0
+    figures = run / "report" / "figures"
+    claimed = (run / "report" / ".mueval-report-figures").read_text().split()
+    assert sorted(claimed) == sorted(os.listdir(figures))
+    (figures / "poster.pdf").write_bytes(b"%PDF the user's poster")
+    before = _files(run)
+    refused = _mueval(*args, "--figures", "none", "--overwrite")
+    assert refused.exit_code == 1 and "figures/poster.pdf (a regular file)" in refused.output
+    assert "nothing was changed" in refused.output
+    # Nor may evaluate --overwrite replace the run folder that holds it.
+    from mueval.runfolder import run_folder_problem
+
+    assert run_folder_problem(run) == (
+        "it holds entries mueval did not write: report/figures/poster.pdf (a regular file)"
+    )
+    assert _files(run) == before
+    assert (figures / "poster.pdf").read_bytes() == b"%PDF the user's poster"
+
+
+def test_an_interrupted_report_leaves_only_claimed_figures(tmp_path: Path, real_run) -> None:
+    """Each figure is claimed before it is written: a report stopped midway is still one
+    that --overwrite replaces, and the figures it left are removed with it."""
+    from mueval.report.folder import claim_figure, prepare_report_folder
+
+    out = prepare_report_folder(tmp_path / "rep")
+    claim_figure(out, "half_written.svg")  # claimed; the process dies before the file is done
+    (out / "figures").mkdir()
+    (out / "figures" / "half_written.svg").write_text("<svg")
+    result = _mueval("report", str(real_run), "--out", str(out), "--n-boot", "10", "--overwrite")
+    assert result.exit_code == 0, result.output
+    assert "half_written.svg" not in os.listdir(out / "figures")
+    claimed = (out / ".mueval-report-figures").read_text().split()
+    assert sorted(claimed) == sorted(os.listdir(out / "figures"))
+    with pytest.raises(OutputError, match="not a plain file name"):
+        claim_figure(out, "../escape.svg")
+
+
+@needs_links
+def test_the_figure_list_is_never_written_through_a_link(tmp_path: Path, real_run) -> None:
+    out = tmp_path / "rep"
+    assert _mueval("report", str(real_run), "--out", str(out), "--figures", "none").exit_code == 0
+    from mueval.report.folder import claim_figure
+
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("keep\n")
+    (out / ".mueval-report-figures").unlink()
+    (out / ".mueval-report-figures").symlink_to(target)
+    with pytest.raises(OutputError, match="mueval-report-figures"):
+        claim_figure(out, "x.svg")
+    assert target.read_text() == "keep\n"
+    # The report folder is then no longer one mueval wrote: a link among its entries.
+    refused = _mueval("report", str(real_run), "--out", str(out), "--overwrite")
+    assert refused.exit_code == 1 and ".mueval-report-figures (a symbolic link)" in refused.output
+    assert target.read_text() == "keep\n"
+
+
+def test_a_report_written_before_figures_were_claimed_is_still_replaced(
+    tmp_path: Path, real_run
+) -> None:
+    """Version 1 of the marker had no list: its figures are told by their suffix, as then."""
+    out = tmp_path / "rep"
+    (out / "figures").mkdir(parents=True)
+    (out / "report.html").write_text("old")
+    (out / ".mueval-report.json").write_text('{"format": "mueval-report", "format_version": 1}\n')
+    (out / "figures" / "old_figure.png").write_bytes(b"png")
+    result = _mueval("report", str(real_run), "--out", str(out), "--figures", "none", "--overwrite")
+    assert result.exit_code == 0, result.output
+    assert os.listdir(out / "figures") == []
+    assert json.loads((out / ".mueval-report.json").read_text())["format_version"] == 2
 
 
 def test_report_out_as_a_link_to_an_earlier_report_is_refused(tmp_path: Path, real_run) -> None:
@@ -1010,12 +1089,12 @@ def test_what_counts_as_a_run_folder_for_overwrite(tmp_path: Path, real_run) -> 
     # file among the report's figures, a link in place of a run file.
     cases = {
         "summary.csv": lambda run: (run / "summary.csv").unlink() or _thesis(run / "summary.csv"),
-        "report/figures/poster.docx": lambda run: (
+        "report/figures/poster.docx (a regular file)": lambda run: (
             (run / "report" / "figures").mkdir(parents=True),
             (run / "report" / "figures" / "poster.docx").write_text("mine"),
         ),
         # A figure's name on a folder: removed whole by the swap, so foreign too.
-        "report/figures/old.pdf": lambda run: (
+        "report/figures/old.pdf (a folder)": lambda run: (
             (run / "report" / "figures" / "old.pdf").mkdir(parents=True),
         ),
         "splits.parquet": lambda run: (

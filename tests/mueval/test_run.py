@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 import mueval
 from mueval.cli.main import main
-from mueval.errors import UsageError
+from mueval.errors import OutputError, UsageError
 from mueval.runfolder import RunFolderError
 from tests.conftest import GESTURES_ZIP, PROJECT_ROOT
 
@@ -112,6 +112,24 @@ def test_report_from_memory_and_from_a_folder(run, tmp_path: Path) -> None:
     assert saved.report(
         tmp_path / "disk", strategies=["ucm"], classifiers=["knn"], n_boot=20
     ).is_file()
+
+
+def test_report_from_python_follows_the_report_folder_rules(run, tmp_path: Path) -> None:
+    """As `mueval report`: a folder of the user's is refused, an earlier report is
+    replaced only with overwrite=True."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "report.html").write_text("the user's own page")
+    with pytest.raises(OutputError, match="mueval report did not write it"):
+        run.report(mine, figures="none")
+    assert (mine / "report.html").read_text() == "the user's own page"
+    assert sorted(p.name for p in mine.iterdir()) == ["report.html"]
+    out = tmp_path / "report"
+    run.report(out, strategies=["mm"], classifiers=["nb"], n_boot=20)
+    with pytest.raises(OutputError, match="already holds a report"):
+        run.report(out, figures="none")
+    assert run.report(out, figures="none", overwrite=True).is_file()
+    assert list((out / "figures").iterdir()) == []
 
 
 def test_compare_runs_in_memory_and_on_disk(run, tmp_path: Path) -> None:

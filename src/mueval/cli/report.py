@@ -20,7 +20,7 @@ from mueval.cli.options import compare_options, jobs_option, report_options
 from mueval.comparison.runs import compare_runs, labels_of, run_labels, unmatched_lines
 from mueval.comparison.significance import CORRECTED_TEST, STUDY_TEST, WILCOXON_TEST
 from mueval.comparison.tables import adjust_statement, table_notes, wide_table
-from mueval.errors import OutputError, UsageError
+from mueval.errors import UsageError
 from mueval.files import neutralise_formulas, write_atomic
 from mueval.names import COMPARABLE_METRICS, parse_classifiers, parse_strategies
 from mueval.runfolder import RunFolder, read_run_folder
@@ -64,16 +64,11 @@ def report_command(
     # Here, not at the top: matplotlib, which `mueval --help` does without.
     from mueval.cli.warning_text import warning_line
     from mueval.report.build import build_report
-    from mueval.report.folder import prepare_report_folder, remove_stale_figures
 
     run = _read(run_dir)
     strategies = _in_run(strategies, parse_strategies, run, "strategy")
     classifiers = _in_run(classifiers, parse_classifiers, run, "classifier")
     target = out if out is not None else run_dir / "report"
-    try:
-        prepare_report_folder(target, overwrite=overwrite)
-    except OutputError as exc:
-        raise click.ClickException(str(exc)) from exc
     result = build_report(
         run,
         target,
@@ -90,9 +85,8 @@ def report_command(
         figure_format=figure_format,
         dpi=dpi,
         titles=titles,
+        overwrite=overwrite,
     )
-    if overwrite:
-        remove_stale_figures(target, result.figures)
     kind = figure_format.upper() + (f" at {dpi} dpi" if figure_format == "png" else "")
     folder = plain(target / "figures")
     click.echo(f"wrote {plain(result.html)} ({len(result.figures)} figures as {kind} in {folder})")

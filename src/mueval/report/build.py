@@ -35,7 +35,7 @@ from mueval.names import CLASSIFIER_NAMES, STRATEGY_NAMES
 from mueval.report import figures as F
 from mueval.report.drawing import PairDrawing, pair_positions
 from mueval.report.figure_set import FigureSet, FigureStyle
-from mueval.report.folder import real_folder
+from mueval.report.folder import prepare_report_folder, real_folder, remove_stale_figures
 from mueval.report.html import list_html, note_html, render_page
 from mueval.report.labels import classifier_label, classifier_token, strategy_label, strategy_token
 from mueval.report.page_one import FIGURE_LEVELS, page_one_body, shown_warnings
@@ -96,8 +96,14 @@ def build_report(
     figure_format: str = "svg",
     dpi: int = F.DEFAULT_DPI,
     titles: bool = False,
+    overwrite: bool = False,
 ) -> BuildResult:
     """Write ``report.html`` and ``figures/*.svg`` (or ``.pdf``, ``.png``) under ``out``.
+
+    ``out`` is new, empty, or (with ``overwrite``) an earlier report and
+    nothing else (:func:`~mueval.report.folder.prepare_report_folder`); the
+    figures of the earlier report that this one does not draw again are
+    removed, and no other file.
 
     Parameters
     ----------
@@ -134,12 +140,16 @@ def build_report(
     titles : bool, default False
         Draw a title in each figure. Without, the page's caption (the figure's
         ``<figcaption>``) is its only title, as a paper wants it.
+    overwrite : bool, default False
+        Replace an earlier report in ``out`` (and only one).
 
     Raises
     ------
     OutputError
-        ``out`` or ``out/figures`` is a symbolic link or not a folder, a file to be
-        replaced there is not a regular file, or a write would land outside ``out``.
+        ``out`` or ``out/figures`` is a symbolic link or not a folder; ``out``
+        holds anything but an earlier report, or an earlier report without
+        ``overwrite``; a file to be replaced there is not a regular file, or a
+        write would land outside ``out``.
     RunFolderError
         A strategy or classifier is not a code of mueval, or not in the run.
     """
@@ -148,10 +158,13 @@ def build_report(
         raise UsageError(msg)
     check_jobs(jobs)
     style = FigureStyle(figure_format, dpi, titles)
+    # Checked before the folder is touched: a refused report writes nothing.
+    strategies, classifiers = _chosen(run, strategies, classifiers)
+    out = prepare_report_folder(out, overwrite=overwrite)
     with matplotlib.rc_context({"text.parse_math": False}):
-        return _build(
+        result = _build(
             run,
-            real_folder(Path(out)),
+            real_folder(out),
             strategies=strategies,
             classifiers=classifiers,
             n_boot=n_boot,
@@ -164,25 +177,22 @@ def build_report(
             jobs=jobs,
             style=style,
         )
+    remove_stale_figures(out, result.figures)
+    return result
 
 
-def _build(
-    run: RunFolder,
-    out: Path,
-    *,
-    strategies: Sequence[str] | None,
-    classifiers: Sequence[str] | None,
-    n_boot: int,
-    seed: int,
-    top_sets: int,
-    min_count: int,
-    progress: bool,
-    figures: str,
-    others: Sequence[RunFolder] = (),
-    jobs: int = 1,
-    style: FigureStyle | None = None,
-) -> BuildResult:
-    style = style if style is not None else FigureStyle()
+def _chosen(
+    run: RunFolder, strategies: Sequence[str] | None, classifiers: Sequence[str] | None
+) -> tuple[list[str], list[str]]:
+    """The strategy and classifier codes the report shows: those asked for, each in
+    the run, or every one of the run in the order it wrote them.
+
+    Raises
+    ------
+    RunFolderError
+        A code asked for is not in the run, or the run holds a name that is no
+        code of mueval's (figures are named by the codes).
+    """
     # In order of first appearance, as the run wrote them.
     present_s = [strategy_token(str(s)) for s in pd.unique(run.predictions["strategy"])]
     present_c = [classifier_token(str(c)) for c in pd.unique(run.predictions["classifier"])]
@@ -194,8 +204,29 @@ def _build(
         if unknown:
             msg = f"{name} {unknown} not in run {run.path}; it has {present}"
             raise RunFolderError(msg)
-    strategies = [strategy_token(s) for s in strategies] if strategies else present_s
-    classifiers = [classifier_token(c) for c in classifiers] if classifiers else present_c
+    return (
+        [strategy_token(s) for s in strategies] if strategies else present_s,
+        [classifier_token(c) for c in classifiers] if classifiers else present_c,
+    )
+
+
+def _build(
+    run: RunFolder,
+    out: Path,
+    *,
+    strategies: list[str],
+    classifiers: list[str],
+    n_boot: int,
+    seed: int,
+    top_sets: int,
+    min_count: int,
+    progress: bool,
+    figures: str,
+    others: Sequence[RunFolder] = (),
+    jobs: int = 1,
+    style: FigureStyle | None = None,
+) -> BuildResult:
+    style = style if style is not None else FigureStyle()
     target = 1.0 - run.alpha
     # Section figures only for --figures all; page one's unless --figures none.
     figs = FigureSet(out, enabled=figures == "all", style=style)

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from mueval.errors import UsageError
 from mueval.files import check_inside
 from mueval.report import figures as F
-from mueval.report.folder import real_folder
+from mueval.report.folder import claim_figure, real_folder
 from mueval.report.html import figure_html
 
 __all__ = ["FigureSet", "FigureStyle"]
@@ -57,6 +57,9 @@ class FigureStyle:
 
 class FigureSet:
     """Saves figures under ``out/figures`` and returns their embedded HTML.
+
+    ``out`` is a folder :func:`~mueval.report.folder.prepare_report_folder`
+    made ready: each figure is claimed in its list before it is written.
 
     Attributes
     ----------
@@ -101,6 +104,9 @@ class FigureSet:
         # No browser shows a PDF in an <img>: the page gets an SVG drawing of it.
         shown = (".svg", F.figure_bytes(fig, "svg")) if self.style.fmt == "pdf" else None
         stem = check_inside(self.dir, self.dir / name)
+        # Claimed first: a file of the report's is never left unclaimed, even
+        # when the report is interrupted while writing it.
+        claim_figure(self.dir.parent, f"{stem.name}.{self.style.fmt}")
         path = F.save_figure(fig, stem, fmt=self.style.fmt, dpi=self.style.dpi)
         self.paths.append(path)
         return figure_html(path, alt=caption, caption=caption, shown=shown)

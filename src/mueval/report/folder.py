@@ -1,10 +1,15 @@
 """The folder a report goes into: refused unless empty, new, or an earlier report.
 
-``mueval report`` writes ``report.html``, ``figures/*.svg|pdf|png`` and a marker
-(:data:`~mueval.runfolder.format.REPORT_MARKER`), written first so that even an
-interrupted report is recognised as mueval's. Like ``mueval evaluate``, it never
-writes into a folder that holds anything else: a non-empty folder is replaced only
-with ``--overwrite``, and only when it holds nothing but an earlier report.
+``mueval report`` writes ``report.html``, ``figures/*.svg|pdf|png``, a marker
+(:data:`~mueval.runfolder.format.REPORT_MARKER`) and the list of the figures it
+claims (:data:`~mueval.runfolder.format.REPORT_FIGURES`). The marker and the list
+are written first, and each figure is claimed before its file is written
+(:func:`claim_figure`), so that even an interrupted report is recognised as
+mueval's, and a file of the user's in ``figures/`` never is. Like ``mueval
+evaluate``, it never writes into a folder that holds anything else: a non-empty
+folder is replaced only with ``--overwrite``, and only when it holds nothing but
+an earlier report; then only the figures that report claimed are removed
+(:func:`remove_stale_figures`).
 """
 
 from __future__ import annotations
@@ -17,37 +22,28 @@ from pathlib import Path
 
 from mudata.files import atomic_write, describe_kind
 from mueval.errors import OutputError
-from mueval.runfolder.format import FIGURE_SUFFIXES, REPORT_FORMAT, REPORT_MARKER
-from mueval.runfolder.replace import folder_problem, foreign_problem, read_marker
+from mueval.runfolder.format import (
+    FIGURE_SUFFIXES,
+    REPORT_FIGURES,
+    REPORT_FORMAT,
+    REPORT_FORMAT_VERSION,
+    REPORT_MARKER,
+)
+from mueval.runfolder.ownership import (
+    claimed_figures,
+    folder_problem,
+    foreign_problem,
+    report_foreign_entries,
+    report_marker,
+)
 
-__all__ = ["prepare_report_folder", "real_folder", "remove_stale_figures", "report_folder_problem"]
-
-#: Larger than any marker mueval writes: a bigger one is not read.
-_MARKER_MAX_BYTES = 4096
-
-
-def _marker_ok(folder: Path) -> bool:
-    """Whether ``folder`` holds a report marker of mueval's, of a marker's size."""
-    info = read_marker(folder, REPORT_MARKER, _MARKER_MAX_BYTES)
-    return info is not None and info.get("format") == REPORT_FORMAT
-
-
-def _foreign(folder: Path) -> list[str]:
-    """Entries of ``folder`` that ``mueval report`` would not have written, with their kind."""
-    foreign = []
-    for name in sorted(os.listdir(folder)):
-        path = folder / name
-        mode = os.lstat(path).st_mode
-        if name in ("report.html", REPORT_MARKER) and stat.S_ISREG(mode):
-            continue
-        if name == "figures" and stat.S_ISDIR(mode):
-            for fig in sorted(os.listdir(path)):
-                fig_mode = os.lstat(path / fig).st_mode
-                if not (fig.endswith(FIGURE_SUFFIXES) and stat.S_ISREG(fig_mode)):
-                    foreign.append(f"figures/{fig} ({describe_kind(fig_mode)})")
-            continue
-        foreign.append(f"{name} ({describe_kind(mode)})")
-    return foreign
+__all__ = [
+    "claim_figure",
+    "prepare_report_folder",
+    "real_folder",
+    "remove_stale_figures",
+    "report_folder_problem",
+]
 
 
 def report_folder_problem(folder: str | Path) -> str | None:
@@ -67,8 +63,8 @@ def report_folder_problem(folder: str | Path) -> str | None:
 
 def _report_contents_problem(folder: Path) -> str | None:
     """Why the contents of the real folder ``folder`` are not a report's, or None."""
-    problem = foreign_problem(_foreign(folder), "mueval report")
-    if problem is None and not _marker_ok(folder):
+    problem = foreign_problem(report_foreign_entries(folder), "mueval report")
+    if problem is None and report_marker(folder) is None:
         return f"it holds no readable {REPORT_MARKER} (the marker mueval report writes)"
     return problem
 
@@ -160,33 +156,100 @@ def prepare_report_folder(out: str | Path, *, overwrite: bool = False) -> Path:
                 msg = f"report folder {out} already holds a report (use --overwrite to replace it)"
                 raise OutputError(msg)
     real_folder(out)
-    marker = json.dumps({"format": REPORT_FORMAT, "format_version": 1}) + "\n"
+    # The earlier report's figures stay claimed until this one has replaced or
+    # removed them: an interrupted report leaves no figure of mueval's unclaimed.
+    earlier = _figures_of_earlier_report(out)
+    marker = json.dumps({"format": REPORT_FORMAT, "format_version": REPORT_FORMAT_VERSION})
     try:
-        # Written beside and renamed over: a link planted at the name since the
-        # check above is replaced, never written through.
-        atomic_write(out / REPORT_MARKER, marker)
+        # Written beside and renamed over: a link planted at a name since the
+        # check above is replaced, never written through. The list first: a
+        # marker of this version without it would disown the earlier figures.
+        atomic_write(out / REPORT_FIGURES, "".join(f"{name}\n" for name in sorted(earlier)))
+        atomic_write(out / REPORT_MARKER, marker + "\n")
     except OSError as exc:
         msg = f"cannot write the report into {out}: {exc.strerror or exc}"
         raise OutputError(msg) from exc
     return out
 
 
+def _figures_of_earlier_report(out: Path) -> set[str]:
+    """The figures of the report in ``out`` (checked to hold nothing else), by file name.
+
+    A report written before figures were claimed has no list: its figures are
+    the regular files with a figure's suffix, as they were told apart then.
+    """
+    figures = out / "figures"
+    if not figures.is_dir() or figures.is_symlink():
+        return set()
+    present = {
+        name
+        for name in os.listdir(figures)
+        if name.endswith(FIGURE_SUFFIXES) and stat.S_ISREG(os.lstat(figures / name).st_mode)
+    }
+    claimed = claimed_figures(out)
+    return present if claimed is None else present & claimed
+
+
+def claim_figure(out: Path, name: str) -> None:
+    """Add the file name ``name`` to the figures the report in ``out`` claims.
+
+    Called before the figure's file is written, by this process or a worker
+    drawing a section: one appended line each (an append of a few bytes is one
+    write, whole, even from several processes). Opened without following a
+    link, and never a FIFO or device (:data:`~mueval.runfolder.format.REPORT_FIGURES`
+    was written by :func:`prepare_report_folder` as a regular file).
+
+    Raises
+    ------
+    OutputError
+        The list cannot be written, or is no longer a regular file.
+    """
+    if "/" in name or "\n" in name:
+        msg = f"cannot claim the figure {name!r}: not a plain file name"
+        raise OutputError(msg)
+    path = out / REPORT_FIGURES
+    flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                msg = f"cannot write the report into {out}: {REPORT_FIGURES} is not a regular file"
+                raise OutputError(msg)
+            os.write(fd, f"{name}\n".encode())
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        msg = f"cannot write the report into {out}: {REPORT_FIGURES}: {exc.strerror or exc}"
+        raise OutputError(msg) from exc
+
+
 def remove_stale_figures(out: str | Path, written: Iterable[Path]) -> list[str]:
     """Remove the figures of an earlier report that this one did not write again.
 
-    Only regular ``.svg``, ``.pdf`` and ``.png`` files in ``out/figures`` are touched (the
-    folder was checked to hold nothing else); returns the names removed.
+    Only regular ``.svg``, ``.pdf`` and ``.png`` files in ``out/figures`` that
+    a report claimed are touched (the folder was checked to hold nothing else);
+    then the list of claimed figures is the ones written. Returns the names
+    removed.
     """
-    figures = Path(out) / "figures"
+    out = Path(out)
+    figures = out / "figures"
     keep = {Path(p).name for p in written}
+    claimed = claimed_figures(out)
     removed: list[str] = []
-    if not figures.is_dir() or figures.is_symlink():
-        return removed
-    for name in sorted(os.listdir(figures)):
-        path = figures / name
-        if name in keep or not name.endswith(FIGURE_SUFFIXES):
-            continue
-        if stat.S_ISREG(os.lstat(path).st_mode):
-            path.unlink()
-            removed.append(name)
+    if figures.is_dir() and not figures.is_symlink():
+        for name in sorted(os.listdir(figures)):
+            path = figures / name
+            if name in keep or not name.endswith(FIGURE_SUFFIXES):
+                continue
+            if claimed is not None and name not in claimed:
+                continue  # not the report's: the user's own file is never touched
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                path.unlink()
+                removed.append(name)
+    if claimed is not None:
+        try:
+            atomic_write(out / REPORT_FIGURES, "".join(f"{name}\n" for name in sorted(keep)))
+        except OSError as exc:
+            msg = f"cannot write the report into {out}: {exc.strerror or exc}"
+            raise OutputError(msg) from exc
     return removed

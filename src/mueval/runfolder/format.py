@@ -32,7 +32,9 @@ __all__ = [
     "PREDICTION_COLUMNS",
     "REPORT_DIR",
     "REPORT_ENTRIES",
+    "REPORT_FIGURES",
     "REPORT_FORMAT",
+    "REPORT_FORMAT_VERSION",
     "REPORT_MARKER",
     "REQUIRED_FILES",
     "RUN_FILES",
@@ -88,7 +90,14 @@ REPORT_DIR = "report"
 #: --overwrite`` can tell its own earlier report from a folder of the user's.
 REPORT_MARKER = ".mueval-report.json"
 REPORT_FORMAT = "mueval-report"
-REPORT_ENTRIES = frozenset({"report.html", "figures", REPORT_MARKER})
+#: The marker's version from which a report claims its figures in :data:`REPORT_FIGURES`;
+#: the figures of a report with an older marker are told by their suffix alone.
+REPORT_FORMAT_VERSION = 2
+#: Beside the marker: the name of each figure ``mueval report`` writes in ``figures/``,
+#: one a line, each added before its file is written, so that a file of the user's
+#: there (``poster.pdf``) is never taken for the report's, even after an interrupted report.
+REPORT_FIGURES = ".mueval-report-figures"
+REPORT_ENTRIES = frozenset({"report.html", "figures", REPORT_MARKER, REPORT_FIGURES})
 #: The suffixes of the figures ``mueval report`` writes in ``figures/``
 #: (``--figure-format svg|pdf|png``); a regular file of another is not the report's.
 FIGURE_SUFFIXES: tuple[str, ...] = (".svg", ".pdf", ".png")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import json
 import logging
 import os
 import re
@@ -24,28 +23,28 @@ import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from mudata.files import describe_kind, open_regular
+from mudata.files import describe_kind
 from mueval.errors import OutputError
 from mueval.runfolder.format import (
-    FIGURE_SUFFIXES,
     FORMAT_VERSION,
     PREDICTIONS_PART,
     REPORT_DIR,
-    REPORT_MARKER,
     RUN_FILES,
     RUN_FORMAT,
+)
+from mueval.runfolder.ownership import (
+    folder_problem,
+    foreign_problem,
+    is_regular,
+    read_marker,
+    report_foreign_entries,
 )
 
 __all__ = [
     "check_target",
-    "folder_problem",
-    "foreign_problem",
     "open_run_folder",
-    "read_marker",
     "recover_leftovers",
     "run_folder_problem",
     "swap_into_place",
@@ -87,115 +86,20 @@ def _refuse_cwd(target: Path, out_dir: str | Path) -> None:
 _MARKER_MAX_BYTES = 16 * 2**20
 
 
-def read_marker(folder: Path, name: str, max_bytes: int) -> dict[str, Any] | None:
-    """The marker ``name`` of ``folder`` if it is a regular file holding a JSON object, else None.
-
-    Opened as every file read inside a folder is (:func:`mudata.files.open_regular`):
-    not a link, nor under one, and refused if it is not a regular file, a link
-    swapped in after the check failing to open rather than being followed.
-
-    Parameters
-    ----------
-    folder : Path
-    name : str
-        The marker's file name (``run.json``, the report's marker).
-    max_bytes : int
-        Larger than any such marker mueval writes: a bigger file is not read.
-
-    Returns
-    -------
-    dict or None
-    """
-    try:
-        with open_regular(folder / name, "folder marker", OutputError, inside=folder) as fh:
-            text = fh.read(max_bytes + 1)
-        if len(text) > max_bytes:
-            return None
-        info = json.loads(text.decode("utf-8"))
-    except (OSError, ValueError):  # OutputError (a link, a FIFO) included
-        return None
-    return info if isinstance(info, dict) else None
-
-
-def folder_problem(
-    folder: str | Path, contents_problem: Callable[[Path], str | None]
-) -> str | None:
-    """Why ``folder`` is not one that mueval wrote and may replace, or None if it is.
-
-    The one check of what makes a folder mueval's, for a run folder and a report
-    folder alike: a real folder (not a link, nor anything else), whose contents
-    ``contents_problem`` accepts.
-
-    Parameters
-    ----------
-    folder : path
-    contents_problem : callable
-        Takes the folder, returns why its contents are not what mueval wrote (or
-        None); an OSError it raises is reported as the folder not being readable.
-
-    Returns
-    -------
-    str or None
-        A reason that completes "... is not a mueval ... folder: <reason>".
-    """
-    folder = Path(folder)
-    try:
-        mode = os.lstat(folder).st_mode
-        if not stat.S_ISDIR(mode):
-            return f"it is {describe_kind(mode)}"
-        return contents_problem(folder)
-    except OSError as exc:
-        return f"cannot inspect it ({exc.strerror or exc})"
-
-
-def foreign_problem(foreign: list[str], writer: str) -> str | None:
-    """The reason naming the entries of a folder that ``writer`` did not write (None if none).
-
-    Parameters
-    ----------
-    foreign : list of str
-        The entries, as they are to be shown; the first five are named.
-    writer : str
-        What would have written the folder (``mueval``, ``mueval report``).
-
-    Returns
-    -------
-    str or None
-    """
-    if not foreign:
-        return None
-    more = len(foreign) - 5
-    shown = ", ".join(foreign[:5]) + (f" and {more} more" if more > 0 else "")
-    return f"it holds entries {writer} did not write: {shown}"
-
-
-def _is_file(path: Path) -> bool:
-    return stat.S_ISREG(os.lstat(path).st_mode)
-
-
 def _foreign_entries(folder: Path, allowed: set[str]) -> list[str]:
     """Entries of a run folder that mueval would not have written there.
 
     Only regular files by the allowed names count as the run's: a folder named
     ``summary.csv`` would be removed whole by the replacement, so it is foreign.
+    The ``report`` folder holds what ``mueval report`` wrote, and nothing else
+    (:func:`~mueval.runfolder.ownership.report_foreign_entries`).
     """
     foreign = []
     for entry in sorted(os.listdir(folder)):
         path = folder / entry
         if entry == REPORT_DIR and stat.S_ISDIR(os.lstat(path).st_mode):
-            for inner in sorted(os.listdir(path)):
-                sub = path / inner
-                if inner in ("report.html", REPORT_MARKER) and _is_file(sub):
-                    continue
-                if inner == "figures" and stat.S_ISDIR(os.lstat(sub).st_mode):
-                    foreign += [
-                        f"{entry}/{inner}/{f}"
-                        for f in sorted(os.listdir(sub))
-                        if not (f.endswith(FIGURE_SUFFIXES) and _is_file(sub / f))
-                    ]
-                    continue
-                foreign.append(f"{entry}/{inner}")
-        elif entry not in allowed or not _is_file(path):
+            foreign += report_foreign_entries(path, prefix=f"{entry}/")
+        elif entry not in allowed or not is_regular(path):
             foreign.append(entry)
     return foreign
 

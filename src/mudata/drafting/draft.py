@@ -253,7 +253,7 @@ def draft_entry(
         },
     )
     report = [
-        f"{len(collected.members)} data file(s) in {origin}, sha256 pinned on first use",
+        _pinned_line(collected, origin),
         *collected.selection.report(),
         *layout.notes,
         *layout.roles.report(len(first)),  # also in the draft, as comments
@@ -283,3 +283,19 @@ def draft_entry(
         *filter_lines,
     ]
     return Draft(toml, entry, report)
+
+
+def _pinned_line(collected: Collected, origin: str) -> str:
+    """The report's first line: the data files found, and what the draft pins.
+
+    The pins can cover more than the data files: an archive is pinned whole,
+    and feature tables are pinned with the side files and every file beside
+    them under the one glob (a folder of raw windows included).
+    """
+    data = f"{len(collected.members)} data file(s) in {origin}"
+    pinned = sum(len(spec.get("members") or []) or 1 for spec in collected.files)
+    if pinned == len(collected.members):
+        return f"{data}, sha256 pinned on first use"
+    if len(collected.files) == 1 and "sha256" in collected.files[0]:
+        return f"{data}; the archive's own sha256 pinned on first use"
+    return f"{data}; sha256 of {pinned} file(s) pinned on first use (the data files and those read with them)"

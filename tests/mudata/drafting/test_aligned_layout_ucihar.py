@@ -64,6 +64,15 @@ def test_init_drafts_the_published_shape_and_fetch_builds_it(tmp_path):
     release = write_release(tmp_path / "UCI HAR")
     code, output, toml = init(tmp_path / "UCI HAR", tmp_path)
     assert code == 0, output
+    # Two tables are data; the pins cover the release's tree under the one glob
+    # (not the __MACOSX copies a zip tool adds beside it).
+    top = tmp_path / "UCI HAR" / "UCI HAR Dataset"
+    tree = sum(1 for p in top.rglob("*") if p.is_file())
+    assert tree > 2
+    assert output.splitlines()[0] == (
+        f"2 data file(s) in {tmp_path / 'UCI HAR'}; sha256 of {tree} file(s) pinned on first use "
+        "(the data files and those read with them)"
+    )
     assert "label: y_{split}.txt, by its name" in output
     assert "user: subject_{split}.txt, by its name" in output
     assert "column names: UCI HAR Dataset/features.txt" in output
@@ -93,6 +102,9 @@ def test_init_drafts_the_zip_as_published(tmp_path):
                 zf.write(path, path.relative_to(folder).as_posix())
     code, output, toml = init(archive, tmp_path)
     assert code == 0, output
+    assert output.splitlines()[0] == (
+        f"2 data file(s) in {archive}; the archive's own sha256 pinned on first use"
+    )
     release.top = folder / "UCI HAR Dataset"
     check_built(register_and_fetch(toml, tmp_path), release)
 

@@ -137,13 +137,19 @@ class UnknownDatasetError(MudataUsageError, KeyError):
 class UnverifiedDataError(MudataUsageError):
     """A file or member the registry records no SHA-256 for, asked for without
     ``allow_unverified``; ``subject`` names it (``mudata verify`` says why it
-    cannot check such a table in its own words)."""
+    cannot check such a table in its own words). Its message names the keyword
+    ``allow_unverified=True``, which the command line reads as ``--allow-unverified``
+    unless ``cli`` says otherwise."""
 
     def __init__(
         self, *args: object, subject: str = "", cli: Mapping[str, str] | None = None
     ) -> None:
-        super().__init__(*args, cli=cli)
+        super().__init__(*args, cli=_ALLOW_UNVERIFIED_CLI if cli is None else cli)
         self.subject = subject
+
+
+#: How the command line words the keyword every unverified-data message names.
+_ALLOW_UNVERIFIED_CLI = {"allow_unverified=True": "--allow-unverified"}
 
 
 class RegistryError(MudataError, ValueError):

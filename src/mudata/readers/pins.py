@@ -96,6 +96,4 @@ def admit(root: Path, name: str, pins: Pins | None, pin: Pin | None) -> None:
             f"{what} has no sha256 in the registry; refusing unverified data. Pass "
             f"allow_unverified=True to use it, recorded as unverified."
         )
-        raise UnverifiedDataError(
-            message, subject=what, cli={"allow_unverified=True": "--allow-unverified"}
-        )
+        raise UnverifiedDataError(message, subject=what)

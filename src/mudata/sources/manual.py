@@ -248,11 +248,7 @@ def _use_extracted_in_place(file: ReleaseFile, manual: Path, allow_unverified: b
             f"{remote.name} in the folder, or pass allow_unverified=True to read the files "
             f"as they are, each one's sha256 recorded as unpinned in the table's provenance."
         )
-        raise UnverifiedDataError(
-            message,
-            subject=file.label,
-            cli={"allow_unverified=True": "--allow-unverified"},
-        )
+        raise UnverifiedDataError(message, subject=file.label)
     located = {name: root / name for name in names}
     pins = Pins(allow_unverified=True, label=file.label, glob=pattern, located=located)
     return FetchedFile(remote.name, root, None, False, {}, "manual", pins=pins, extracted=True)

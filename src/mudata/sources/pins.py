@@ -115,11 +115,7 @@ def require_verifiable(
         f"for {how}. Refusing to use unverified data; pass allow_unverified=True "
         f"to use it anyway, its observed sha256 will be logged and recorded."
     )
-    raise UnverifiedDataError(
-        message,
-        subject=file.label,
-        cli={"allow_unverified=True": "--allow-unverified"},
-    )
+    raise UnverifiedDataError(message, subject=file.label)
 
 
 def _size_note(expected: int | None, path: Path) -> str:

@@ -70,8 +70,17 @@ def _say(label: str, found: dict[str, set[str]]) -> None:
             print(f"  {kind} it: {len(modules)} modules: {', '.join(modules)}")
 
 
-def fetch_walk() -> None:
-    """The walk of the dataset name and its entry through three fetches of ``demo``."""
+#: The three fetches of the walk of the dataset name, with their keywords.
+FETCHES = (
+    ("fetch, building", {}),
+    ("fetch, cached", {}),
+    ("fetch, cached, verify=True", {"verify": True}),
+)
+
+
+def fetch_walks(home: str) -> dict[str, dict[str, set[str]]]:
+    """The walks of the dataset name and its entry through three fetches of ``demo``
+    in the data home ``home`` (empty at first), by the labels of :data:`FETCHES`."""
     from mudata import api
     from mudata.records.entry import DatasetEntry
 
@@ -79,17 +88,13 @@ def fetch_walk() -> None:
         named = isinstance(value, str) and value == "demo"
         return "takes" if named or isinstance(value, DatasetEntry) else None
 
-    with tempfile.TemporaryDirectory() as home:
-        for label, options in (
-            ("fetch, building", {}),
-            ("fetch, cached", {}),
-            ("fetch, cached, verify=True", {"verify": True}),
-        ):
-            found = walk(lambda o=options: api.fetch("demo", data_home=home, **o), takes)
-            _say(label, found)
+    return {
+        label: walk(lambda o=options: api.fetch("demo", data_home=home, **o), takes)
+        for label, options in FETCHES
+    }
 
 
-def alpha_walk() -> None:
+def alpha_walk_found() -> dict[str, set[str]]:
     """The walk of alpha = :data:`ALPHA` through one small evaluation."""
     import mueval
     from mueval.conformal.settings import ConformalSettings
@@ -104,13 +109,24 @@ def alpha_walk() -> None:
         return None
 
     frame = make_users(6, n_classes=3, rows_per_user=60, n_features=4, seed=3)
-    found = walk(
+    return walk(
         lambda: mueval.evaluate(
             frame, strategies=["ucm"], classifiers=["nb"], iterations=2, alpha=ALPHA, jobs=1
         ),
         takes,
     )
-    _say(f"evaluate, alpha={ALPHA}", found)
+
+
+def fetch_walk() -> None:
+    """Print the walk of the dataset name and its entry through three fetches of ``demo``."""
+    with tempfile.TemporaryDirectory() as home:
+        for label, found in fetch_walks(home).items():
+            _say(label, found)
+
+
+def alpha_walk() -> None:
+    """Print the walk of alpha = :data:`ALPHA` through one small evaluation."""
+    _say(f"evaluate, alpha={ALPHA}", alpha_walk_found())
 
 
 def main() -> None:

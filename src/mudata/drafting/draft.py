@@ -159,7 +159,7 @@ def draft_entry(
         sniffed, first = first_table(collected)
         window = choices.window if choices.window is not None else WINDOW_SECONDS
 
-        def drafted(ruled_out: dict[str, str] | None = None) -> tuple:
+        def drafted(ruled_out: dict[str, str] | None = None) -> tuple[Any, ...]:
             if aligned is not None:
                 layout = aligned_layout(aligned)
             elif collected.selection.annotation is not None and kind != "features":

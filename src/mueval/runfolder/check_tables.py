@@ -222,10 +222,12 @@ def check_counts(run: RunFolder) -> None:
     The per-user verdicts allocate arrays of ``n_cal`` values: a splits file
     saying 200 million would ask for gigabytes. A run's table held at most
     :func:`~mueval.data.table.max_score_cells` rows x classes (``mueval
-    evaluate`` refuses more), so ``dataset.n_rows`` is bounded by it; each
-    split's training, calibration and test rows are disjoint rows of that
-    table, so they add up to at most ``n_rows``; and its test rows are rows
-    of ``predictions.parquet``.
+    evaluate`` refuses more), so ``dataset.n_rows`` is bounded by it. A
+    split's test rows are rows of that table that it neither trains nor
+    calibrates on, so ``n_train + n_test`` and ``n_cal + n_test`` are each at
+    most ``n_rows``; training and calibration rows may be the same rows (UXC
+    calibrates on the out-of-fold rows of the models it trains); and its
+    test rows are rows of ``predictions.parquet``.
     """
     cells = max_score_cells()
     limit = cells // max(2, len(run.classes))
@@ -248,13 +250,18 @@ def check_counts(run: RunFolder) -> None:
             i = int(bad[0])
             msg = f"{path}: row {i}: {column} is {float(values[i])!r}; expected a whole number >= 0"
             raise RunFolderError(msg)
-    total = np.nansum(np.vstack(list(counts.values())), axis=0) if counts else np.zeros(0)
-    row = first_wrong(total > bound)
-    if row is not None:
-        given = ", ".join(f"{c} {counts[c][row]:,.0f}" for c in present)
-        what = f"dataset.n_rows {bound:,}" if declared is not None else f"the {bound:,} a run holds"
-        msg = f"{path}: row {row}: {given} add up to more than {what}"
-        raise RunFolderError(msg)
+    what = f"dataset.n_rows {bound:,}" if declared is not None else f"the {bound:,} a run holds"
+    for pair in (("n_train", "n_test"), ("n_cal", "n_test")):
+        given = [c for c in pair if c in counts]
+        if not given:
+            continue
+        total = np.nansum(np.vstack([counts[c] for c in given]), axis=0)
+        row = first_wrong(total > bound)
+        if row is not None:
+            shown = ", ".join(f"{c} {counts[c][row]:,.0f}" for c in given)
+            verb = "adds" if len(given) == 1 else "add"
+            msg = f"{path}: row {row}: {shown} {verb} up to more than {what}"
+            raise RunFolderError(msg)
     if "n_test" in counts:
         row = first_wrong(counts["n_test"] > len(run.predictions))
         if row is not None:

@@ -269,3 +269,35 @@ def test_condition_class_is_mondrian_and_groups_are_refused() -> None:
     )
     with pytest.raises(UsageError, match="uxc .* no per-cohort form"):
         EvalConfig(strategies=("uxc",), condition="cohort:site")
+
+
+def test_a_uxc_run_folder_is_read_back_by_table_report_and_compare(tmp_path) -> None:
+    """UXC calibrates on the out-of-fold rows of the models it trains: its n_cal and
+    n_train count the same rows, and the run folder's checks must take it so."""
+    import mueval
+    from mueval.runfolder import read_run_folder
+
+    frame = make_users(5, n_classes=3, rows_per_user=60, n_features=4, seed=3)
+    out = tmp_path / "run"
+    mueval.evaluate(
+        frame,
+        strategies=["uxc", "ucm"],
+        classifiers=["nb"],
+        iterations=2,
+        jobs=1,
+        progress=False,
+        out=out,
+    )
+    run_folder = read_run_folder(out)
+    uxc = run_folder.splits[run_folder.splits["strategy"] == "uxc"]
+    n_rows = run_folder.run["dataset"]["n_rows"]
+    # The situation the old check refused: the three counts add up past the table.
+    assert (uxc["n_train"] + uxc["n_cal"] + uxc["n_test"] > n_rows).any()
+    assert (uxc["n_cal"] + uxc["n_test"] <= n_rows).all()
+    for args in (
+        ["table", str(out)],
+        ["report", str(out), "--figures", "none"],
+        ["compare", str(out)],
+    ):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 0, result.output

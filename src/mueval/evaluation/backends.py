@@ -10,6 +10,7 @@ backend or the number of workers. What a task does is :mod:`.task`'s concern.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import traceback
 from collections import deque
@@ -84,11 +85,38 @@ def run_loky(
     # costs a second of imports.
     n_jobs = jobs if jobs == -1 else min(jobs, total)
     parallel = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator")
-    gen = parallel(
-        delayed(_task_or_failure)(*inputs.leading, s, c, inputs.config, cohorts=inputs.cohorts)
-        for s, c in tasks
-    )
-    return _collect(_progress(gen, total, progress), on_task)
+    stop = threading.Event()
+
+    def fed() -> Iterator[Any]:
+        # Read by joblib as it dispatches (in its callback thread too): once a
+        # task has failed, no further task starts.
+        for s, c in tasks:
+            if stop.is_set():
+                return
+            yield delayed(_task_or_failure)(
+                *inputs.leading, s, c, inputs.config, cohorts=inputs.cohorts
+            )
+
+    gen = parallel(fed())
+    try:
+        return _collect(_progress(gen, total, progress), on_task)
+    except Exception:
+        # The tasks in flight finish and their results are dropped, so that the
+        # generator ends rather than being abandoned: an abandoned one shuts the
+        # workers down while joblib still dispatches to them from their
+        # callbacks, which printed a hundred lines of tracebacks after the error.
+        stop.set()
+        _drain(gen)
+        raise
+
+
+def _drain(gen: Iterator[Any]) -> None:
+    """Consume what ``gen`` still yields (the tasks in flight), whatever it yields."""
+    try:
+        for _ in gen:
+            pass
+    except Exception:  # a worker lost on the way: the first error is the one raised
+        return
 
 
 def _progress(iterable: Iterable[Any], total: int, enabled: bool | None) -> Iterator[Any]:

@@ -9,12 +9,15 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from mudata.errors import excerpt
 from mueval.errors import DataError
 
-__all__ = ["user_ids", "user_text", "user_texts"]
+__all__ = ["conflict_message", "text_conflict", "user_ids", "user_text", "user_texts"]
 
 #: The largest user id kept as a number (larger unsigned ids are kept as text).
 _INT64_MAX = np.iinfo(np.int64).max
+#: Floats of this magnitude or more do not fit int64 (2**63 itself does not).
+_INT64_LIMIT = 2.0**63
 
 #: Kinds of values (pandas' ``infer_dtype``) whose equal values have one text,
 #: so each distinct value may be converted once.
@@ -68,6 +71,51 @@ def user_texts(values: pd.Series) -> pd.Series:
     return pd.Series(pd.array(arrow.cast(pa.large_string()), dtype="str"), index=values.index)
 
 
+def text_conflict(values: pd.Series, text: pd.Series) -> tuple[object, object] | None:
+    """Two values of a column of mixed Python types that its text would mistake, or None.
+
+    A run's files name users and classes by their text (``text``, one per row).
+    In a column of objects, ``1`` and ``"1"`` are two values written alike (one
+    name for two users or classes), and ``1`` and ``1.0`` one value written two
+    ways (two names for one). Returns the first such pair, as in the column.
+
+    Examples
+    --------
+    >>> values = pd.Series([1, "1", 2], dtype=object)
+    >>> text_conflict(values, values.astype(str))
+    (1, '1')
+    >>> values = pd.Series([1, 1.0, 2], dtype=object)
+    >>> text_conflict(values, values.astype(str))
+    (1, 1.0)
+    >>> text_conflict(pd.Series(["a", "b"]), pd.Series(["a", "b"])) is None
+    True
+    """
+    if values.dtype != object:
+        return None
+    # One text per distinct value: a text given twice is two values written alike.
+    text_of_value = text[~values.duplicated()]
+    twice = text_of_value.duplicated(keep=False)
+    if twice.any():
+        first, second = values[twice[twice].index[:2]]
+        return first, second
+    # One value per distinct text: a value given twice is one value written two ways.
+    value_of_text = values[~text.duplicated()]
+    twice = value_of_text.duplicated(keep=False)
+    if twice.any():
+        first, second = value_of_text[twice][:2]
+        return first, second
+    return None
+
+
+def conflict_message(pair: tuple[object, object], what: str) -> str:
+    """Says why the pair :func:`text_conflict` found cannot name ``what`` (users, classes)."""
+    a, b = pair
+    shown = f"{excerpt(str(a))} ({type(a).__name__}) and {excerpt(str(b))} ({type(b).__name__})"
+    if str(a) == str(b):
+        return f"{shown} are two values written alike: they would be one of the {what}"
+    return f"{shown} are one value written two ways: it would be two of the {what}"
+
+
 def user_ids(raw: pd.Series) -> np.ndarray:
     """Each row's user id as the user's own name.
 
@@ -89,7 +137,7 @@ def user_ids(raw: pd.Series) -> np.ndarray:
     ------
     DataError
         Two ids differ only in surrounding spaces (``" 1"`` and ``"1"``): they
-        would merge two people into one user.
+        would merge two people into one user; or an id is blank.
     """
     if pd.api.types.is_bool_dtype(raw):
         return raw.astype(str).to_numpy(dtype=object)
@@ -101,9 +149,21 @@ def user_ids(raw: pd.Series) -> np.ndarray:
     if pd.api.types.is_float_dtype(raw):
         values = raw.to_numpy(dtype=float)
         if np.all(np.mod(values, 1) == 0):
-            return values.astype(np.int64)
+            if np.all(np.abs(values) < _INT64_LIMIT):
+                return values.astype(np.int64)
+            # Past int64 a cast would give every such id the same number: whole
+            # numbers as text instead ("10000000000000000000"), each its own.
+            return np.array([user_text(v) for v in values], dtype=object)
         return raw.astype(str).to_numpy(dtype=object)
     text = raw.astype(str).str.strip()
+    blank = text == ""
+    if blank.any():
+        # A blank id is no one's name: it is read back as a missing one.
+        message = (
+            f"{int(blank.sum())} user id(s) are blank (empty or spaces only; first at row "
+            f"position {int(np.flatnonzero(blank.to_numpy())[0])}); every row needs its user's id"
+        )
+        raise DataError(message)
     if text.nunique() < raw.astype(str).nunique():
         # " 1" and "1" would merge two people silently: name both instead.
         pairs = pd.DataFrame({"raw": raw.astype(str), "text": text}).drop_duplicates()
@@ -113,6 +173,10 @@ def user_ids(raw: pd.Series) -> np.ndarray:
             f"user ids {a} and {b} differ only in surrounding spaces and would merge into "
             "one user; user ids are text and must differ as text"
         )
+        raise DataError(message)
+    conflict = text_conflict(raw, text)
+    if conflict is not None:
+        message = f"user ids {conflict_message(conflict, 'users')}; give each user one id"
         raise DataError(message)
     if text.str.fullmatch(r"[+-]?\d{1,18}").all():
         numbers = text.astype(np.int64)

@@ -25,3 +25,30 @@ def test_text_labels_are_ordered_alphabetically() -> None:
     table = table_from_frame(frame)
     assert table.classes == ["Sit", "lie", "walk"]
     assert table.y.tolist() == [2, 0, 1]
+
+
+def test_float_labels_are_coded_by_value_not_by_their_text(tmp_path) -> None:
+    """-0.0 and 0.0 are one class; a float32 label is named by its own short text.
+
+    Coding the rows by their text after naming the classes by value stopped
+    both with an internal KeyError ('0.0', '0.1').
+    """
+    from mueval.data.table import load_file
+
+    f = np.arange(6.0)
+    signed = pd.DataFrame(
+        {"userid": [1, 1, 1, 2, 2, 2], "label": [-0.0, 0.0, 1.0, 0.0, -0.0, 1.0], "f": f}
+    )
+    table = table_from_frame(signed)
+    assert table.classes == ["0.0", "1.0"]
+    assert table.y.tolist() == [0, 0, 1, 0, 0, 1]
+    narrow = signed.assign(label=np.array([0.1, 0.2, 0.3, 0.1, 0.2, 0.3], dtype=np.float32))
+    table = table_from_frame(narrow)
+    assert table.classes == ["0.1", "0.2", "0.3"]
+    assert table.y.tolist() == [0, 1, 2, 0, 1, 2]
+    # The same through a Parquet file, which keeps float32 as it is.
+    narrow.to_parquet(tmp_path / "t.parquet", index=False)
+    assert load_file(tmp_path / "t.parquet").classes == ["0.1", "0.2", "0.3"]
+    # Nullable integers (no value missing) as plain ones.
+    whole = signed.assign(label=pd.array([3, 1, 2, 3, 1, 2], dtype="Int64"))
+    assert table_from_frame(whole).classes == ["1", "2", "3"]

@@ -7,9 +7,11 @@ as in the protocol), one user id per row, and a description for ``run.json``.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import os
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,6 +159,7 @@ def table_from_frame(
         classes.
     """
     source = (info or {}).get("name", "the table")
+    _refuse_repeated_names([str(c) for c in df.columns], source)
     for option, col in (("user", user_col), ("label", label_col)):
         if col not in df.columns:
             message = (
@@ -463,7 +466,27 @@ def _check_parquet_footer(content: bytes, path: Path) -> None:
         pass  # not Parquet: the read says what pyarrow found
 
 
-def _parquet_frame(content: bytes) -> pd.DataFrame:
+def _refuse_repeated_names(names: list[str], source: str) -> None:
+    """Every column needs a name of its own: a repeated one is the user's, the label's
+    or a feature's twice, and a reader would rename the second (``f0.1``), or fail."""
+    twice = sorted(name for name, count in Counter(names).items() if count > 1)
+    if twice:
+        message = (
+            f"{source}: column name(s) {_listed(twice)} appear more than once; give every "
+            "column a name of its own"
+        )
+        raise DataError(message)
+
+
+def _csv_header(content: bytes) -> list[str]:
+    """The column names of a CSV file's first line (a BOM dropped), as written."""
+    end = content.find(b"\n")
+    line = (content if end < 0 else content[:end]).decode("utf-8-sig", errors="replace")
+    return next(csv.reader([line.rstrip("\r")]), [])
+
+
+def _parquet_frame(content: bytes, source: str) -> pd.DataFrame:
+    _refuse_repeated_names(pq.read_schema(io.BytesIO(content)).names, source)
     table = pq.read_table(io.BytesIO(content))
     try:
         return table.to_pandas()
@@ -508,13 +531,18 @@ def load_file(path: str | Path, *, user_col: str = "userid", label_col: str = "l
             check_csv_header(content, str(path))
         except MudataLimitError as exc:
             raise DataError(str(exc)) from None
+        # Before pandas reads it: it would rename a second "label" to "label.1",
+        # a feature holding the label.
+        _refuse_repeated_names(_csv_header(content), path.name)
     try:
         if suffix == ".csv":
             # The user column as text: read as numbers, "01" and "1" (two people)
             # would become one user (a Parquet file keeps its own types).
             df = pd.read_csv(io.BytesIO(content), encoding="utf-8", dtype={user_col: str})
         else:
-            df = _parquet_frame(content)
+            df = _parquet_frame(content, path.name)
+    except DataError:
+        raise
     except (OSError, ValueError, pa.ArrowException, _PandasMetadataError) as exc:
         # UnicodeDecodeError, pandas' ParserError and pyarrow's ArrowInvalid are
         # ValueErrors; their text can quote the file, so it is cut short.

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import InitVar, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from mueval.conformal.settings import ConformalSettings, refuse_tuned_raps
 from mueval.errors import UsageError
 from mueval.evaluation.split_seeds import check_split_seeds
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
     # of a run folder (the report) do without.
     from mueval.evaluation.estimators import UserModel
 
-__all__ = ["EvalConfig"]
+__all__ = ["MAX_SEED", "EvalConfig", "check_seeds", "check_whole"]
 
 #: run.json's ``config`` keys, in the order they were always written.
 _RECORD_ORDER: tuple[str, ...] = (
@@ -62,6 +64,44 @@ _RECORD_ORDER: tuple[str, ...] = (
     "own_rows",
     "assign",
 )
+
+
+#: The largest seed scikit-learn and numpy take as a ``random_state``.
+MAX_SEED = 2**32 - 1
+
+
+def check_whole(name: str, value: object, low: int) -> None:
+    """Refuse a setting that is not a whole number of ``low`` or more (a bool included).
+
+    Raises
+    ------
+    UsageError
+        Names the setting and its value, in the command line's words there.
+
+    Examples
+    --------
+    >>> check_whole("iterations", 3, 1)
+    >>> check_whole("iterations", 2.5, 1)
+    Traceback (most recent call last):
+    ...
+    mueval.errors.UsageError: iterations must be a whole number of 1 or more, got 2.5
+    """
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+        message = f"{name} must be a whole number of {low} or more, got {value!r}"
+        raise UsageError(message, cli={name: "--" + name.replace("_", "-")})
+
+
+def check_seeds(seed_base: object, iterations: int) -> None:
+    """Refuse a ``seed_base`` whose iterations' seeds (``seed_base + i``, i = 1 ...
+    ``iterations``) are not all seeds scikit-learn takes (0 to :data:`MAX_SEED`)."""
+    check_whole("seed_base", seed_base, 0)
+    assert isinstance(seed_base, int | np.integer)
+    if seed_base + iterations > MAX_SEED:
+        message = (
+            f"seed_base must leave room for {iterations} iteration seeds up to {MAX_SEED:,} "
+            f"(scikit-learn's largest random_state), got {seed_base!r}"
+        )
+        raise UsageError(message, cli={"seed_base": "--seed-base"})
 
 
 @dataclass(frozen=True)
@@ -166,16 +206,13 @@ class EvalConfig:
 
     def _check_runs(self) -> None:
         """Iterations, splits and the per-user verdicts are in range."""
-        if self.iterations < 1:
-            message = f"iterations must be at least 1, got {self.iterations}"
-            raise UsageError(message)
+        check_whole("iterations", self.iterations, 1)
+        check_seeds(self.seed_base, self.iterations)
+        check_whole("gap", self.gap, 0)
         if self.split not in SPLIT_METHODS:
             message = f"unknown split method {self.split!r}; valid: {', '.join(SPLIT_METHODS)}"
             raise UsageError(message)
         check_split_seeds(self.split_seeds)
-        if self.gap < 0:
-            message = f"gap must be 0 or more rows, got {self.gap}"
-            raise UsageError(message)
         if self.user_folds is not None and (
             isinstance(self.user_folds, bool)
             or not isinstance(self.user_folds, int)

@@ -18,6 +18,7 @@ import pandas as pd
 from mueval.conformal.settings import ConformalSettings, refuse_tuned_raps
 from mueval.conformal.thresholds import min_calibration_size
 from mueval.errors import DataError, UsageError
+from mueval.evaluation.config import check_seeds, check_whole
 from mueval.evaluation.split_seeds import check_split_seeds
 from mueval.names import CLASSIFIERS, CURVE_USES, SCORES
 
@@ -151,12 +152,9 @@ class CurveConfig:
             message = f"ks must be ascending whole numbers, got {self.ks}"
             raise UsageError(message)
         check_split_seeds(self.split_seeds)
-        if self.iterations < 1 or self.min_test < 1:
-            message = (
-                f"iterations and min_test must be at least 1, got {self.iterations} "
-                f"and {self.min_test}"
-            )
-            raise UsageError(message)
+        check_whole("iterations", self.iterations, 1)
+        check_whole("min_test", self.min_test, 1)
+        check_seeds(self.seed_base, self.iterations)
 
     def _check_settings(self) -> None:
         """Only the offered settings are set, the score is a name, and the cluster

@@ -1,0 +1,49 @@
+"""A column name given twice is refused, whatever the format: pandas renamed a CSV's
+second ``label`` to ``label.1`` and used it as a feature (the label among the
+features), a DataFrame's second ``userid`` failed with a TypeError, and a Parquet
+file's repeated name with a pyarrow dump."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from mueval.data.synthetic import make_users
+from mueval.data.table import load_file, table_from_frame
+from mueval.errors import DataError
+
+
+@pytest.fixture
+def frame():
+    return make_users(4, n_classes=3, rows_per_user=30, n_features=3, seed=1)
+
+
+@pytest.mark.parametrize("again", ["label", "userid", "f1"])
+def test_a_csv_header_naming_a_column_twice_is_refused(tmp_path, frame, again: str) -> None:
+    path = tmp_path / "users.csv"
+    frame.assign(extra=frame[again]).rename(columns={"extra": again}).to_csv(path, index=False)
+    with pytest.raises(DataError, match=rf"users.csv: column name\(s\) {again} appear more than"):
+        load_file(path)
+
+
+def test_a_csv_with_a_bom_and_crlf_is_read(tmp_path, frame) -> None:
+    path = tmp_path / "users.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + frame.to_csv(index=False, lineterminator="\r\n").encode())
+    assert load_file(path).features == ["f0", "f1", "f2"]
+
+
+@pytest.mark.parametrize("again", ["userid", "f0"])
+def test_a_dataframe_naming_a_column_twice_is_refused(frame, again: str) -> None:
+    columns = list(frame.columns)
+    columns[-1] = again
+    with pytest.raises(DataError, match=rf"column name\(s\) {again} appear more than once"):
+        table_from_frame(frame.set_axis(columns, axis=1))
+
+
+def test_a_parquet_file_naming_a_column_twice_is_refused(tmp_path, frame) -> None:
+    names = [*frame.columns, "f0"]
+    arrays = [pa.array(frame[c]) for c in frame.columns] + [pa.array(frame["f0"])]
+    pq.write_table(pa.table(arrays, names=names), tmp_path / "t.parquet")
+    with pytest.raises(DataError, match=r"^t.parquet: column name\(s\) f0 appear more than once"):
+        load_file(tmp_path / "t.parquet")

@@ -27,7 +27,8 @@ from mudata.bounds.parquet import MAX_PARQUET_COLUMNS, check_csv_header, check_p
 from mudata.config import EXPANSION_ENV
 from mudata.errors import LimitError as MudataLimitError
 from mudata.errors import ParseError as MudataParseError
-from mueval.data.users import conflict_message, text_conflict, user_ids
+from mueval.data.classes import label_classes
+from mueval.data.users import user_ids
 from mueval.errors import DataError, UsageError
 from mueval.files import open_input
 
@@ -217,14 +218,7 @@ def table_from_frame(
         )
         raise DataError(message)
 
-    # Classes in a label encoder's order: numeric labels by value (1, 2, 10),
-    # text labels alphabetically, as docs/protocol.md says.
-    if pd.api.types.is_numeric_dtype(labels) and not pd.api.types.is_bool_dtype(labels):
-        y, classes = _numeric_classes(labels)
-    else:
-        label_str = _label_text(labels, label_col, source)
-        names, y = np.unique(label_str, return_inverse=True)
-        classes = names.tolist()
+    y, classes = label_classes(labels, label_col, source)
     if len(classes) < 2:
         message = f"{source}: label column {label_col!r} has one class only ({classes[0]!r})"
         raise DataError(message)
@@ -239,60 +233,6 @@ def table_from_frame(
         label_col=label_col,
     )
     return Table(X, y, users, classes, [str(f) for f in features], out_info)
-
-
-def _label_text(labels: pd.Series, label_col: str, source: str) -> np.ndarray:
-    """The text of each label, each a class's name in every file of the run.
-
-    Raises
-    ------
-    DataError
-        A label is blank (empty or spaces only: a missing label written as
-        text), or two labels differ only in surrounding spaces (``"walk"`` and
-        ``"walk "``: two classes that every table would show alike).
-    """
-    text = labels.astype(str)
-    stripped = text.str.strip()
-    blank = (stripped == "").to_numpy()
-    if blank.any():
-        message = (
-            f"{source}: label column {label_col!r} has {int(blank.sum())} blank label(s) "
-            f"(empty or spaces only; first at row position {int(np.flatnonzero(blank)[0])}); "
-            "drop or fill them"
-        )
-        raise DataError(message)
-    if stripped.nunique() < text.nunique():
-        pairs = pd.DataFrame({"text": text, "stripped": stripped}).drop_duplicates()
-        twice = pairs[pairs["stripped"].duplicated(keep=False)].sort_values("stripped")
-        a, b = (repr(v[:60]) for v in twice["text"].head(2))
-        message = (
-            f"{source}: labels {a} and {b} in column {label_col!r} differ only in surrounding "
-            "spaces; they would be two classes shown alike: write each class one way"
-        )
-        raise DataError(message)
-    conflict = text_conflict(labels, text)
-    if conflict is not None:
-        message = (
-            f"{source}: label column {label_col!r}: {conflict_message(conflict, 'classes')}; "
-            "write each class one way"
-        )
-        raise DataError(message)
-    return text.to_numpy()
-
-
-def _numeric_classes(labels: pd.Series) -> tuple[np.ndarray, list[str]]:
-    """Each row's class index and the class names of a numeric label column, by value.
-
-    The rows are coded by value, not by their text: ``-0.0`` is the class
-    ``0.0``, and a float32 ``0.1`` the class ``0.1`` (its own shortest text,
-    not ``0.10000000149011612``); the names are the values' text in the
-    column's own type, one per value.
-    """
-    codes, values = pd.factorize(labels, sort=True)
-    if values.dtype.kind == "f":
-        values = values + 0.0  # a -0.0 among the values is 0.0 (factorize merged them)
-    classes = [str(v) for v in pd.Series(values, dtype=labels.dtype).astype(str)]
-    return codes.astype(int), classes
 
 
 def _check_size(df: pd.DataFrame, label_col: str, source: str) -> None:

@@ -19,6 +19,7 @@ from mudata._resources import builtin_registry_dir
 from mudata.cli_init import init_command
 from mudata.cli_options import (
     ErrorMappingGroup,
+    FiniteFloatRange,
     build_options,
     data_home_option,
     fetch_options,
@@ -309,7 +310,7 @@ def users_line(record: dict[str, Any], entry: DatasetEntry) -> str:
 @manual_dir_option
 @click.option(
     "--max-expansion",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteFloatRange(min=0, min_open=True),
     default=None,
     metavar="RATIO",
     help="How far an archive may expand, in bytes per archive byte (default: "

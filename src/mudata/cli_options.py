@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import math
 import re
 import traceback
 from collections.abc import Callable, Sequence
@@ -39,6 +40,7 @@ __all__ = [
     "VERBOSE_KEY",
     "ErrorMappingGroup",
     "EscapedArgumentsCommand",
+    "FiniteFloatRange",
     "LoggingCommand",
     "build_options",
     "configure_logging",
@@ -63,6 +65,20 @@ F = TypeVar("F", bound=Callable[..., Any])
 # that is how a value given before the subcommand reaches it.
 VERBOSE_KEY = "mudata.verbose"
 DATA_HOME_KEY = "mudata.data_home"
+
+
+class FiniteFloatRange(click.FloatRange):
+    """click's FloatRange that also refuses ``nan`` and ``inf``.
+
+    A range check lets them through (``nan > 0`` is false, and ``inf`` has no
+    upper bound), and ``--window inf`` then stopped deep inside a build.
+    """
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
 
 
 def _count_verbosity(ctx: click.Context, _param: click.Parameter, value: int) -> int:
@@ -296,7 +312,7 @@ def dataset_source_options(func: F) -> F:
         ),
         click.option(
             "--max-expansion",
-            type=click.FloatRange(min=0, min_open=True),
+            type=FiniteFloatRange(min=0, min_open=True),
             default=None,
             metavar="RATIO",
             help="How far an archive may expand, in bytes per archive byte (default: "
@@ -461,7 +477,7 @@ init_options = stack(
     ),
     click.option(
         "--sampling-rate",
-        type=click.FloatRange(min=0, min_open=True),
+        type=FiniteFloatRange(min=0, min_open=True),
         default=None,
         metavar="HZ",
         help="Sampling rate, when the files have no time column to estimate it from.",
@@ -543,14 +559,14 @@ init_help_options = stack(
     ),
     click.option(
         "--window",
-        type=click.FloatRange(min=0, min_open=True),
+        type=FiniteFloatRange(min=0, min_open=True),
         default=None,
         metavar="SECONDS",
         help="Window length of the study-window recipe (default 3 s).",
     ),
     click.option(
         "--max-missing",
-        type=click.FloatRange(min=0, max=1),
+        type=FiniteFloatRange(min=0, max=1),
         default=0.9,
         show_default=True,
         help="Leave out columns with a larger fraction of empty cells.",

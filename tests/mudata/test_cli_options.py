@@ -242,3 +242,32 @@ def test_data_home_option_on_a_group_reaches_a_command(tmp_path: Path) -> None:
         tmp_path
     )
     assert CliRunner().invoke(group, ["show"]).output.strip() == "None"
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-nan", "1e309"])
+@pytest.mark.parametrize("flag", ["--window", "--sampling-rate", "--max-missing"])
+def test_init_refuses_a_number_that_is_not_finite(tmp_path, flag: str, value: str) -> None:
+    """click's ranges let nan and inf through; --window inf stopped the draft on
+    OverflowError, --max-missing nan compared false with every fraction."""
+    from click.testing import CliRunner
+
+    from mudata.cli import main
+
+    (tmp_path / "a.csv").write_text("t,x,label\n0,1,a\n")
+    args = ["init", str(tmp_path / "a.csv"), "--name", "t", "-o", str(tmp_path / "t.toml")]
+    result = CliRunner().invoke(main, [*args, flag, value])
+    assert result.exit_code == 2
+    assert f"Invalid value for '{flag}'" in result.output
+    # Past the range's bound (--max-missing inf) click's own message says so.
+    assert "not a finite number" in result.output or "not in the range" in result.output
+
+
+@pytest.mark.parametrize("flag", ["--alpha", "--user-level", "--raps-lambda"])
+def test_mueval_refuses_a_number_that_is_not_finite(flag: str) -> None:
+    from click.testing import CliRunner
+
+    from mueval.cli.main import main
+
+    result = CliRunner().invoke(main, ["evaluate", "--dataset", "demo", flag, "nan"])
+    assert result.exit_code == 2
+    assert f"Invalid value for '{flag}'" in result.output and "not a finite number" in result.output

@@ -92,11 +92,37 @@ def check_label(
     raise UsageError(f"mudata init: {why}; {advice}")
 
 
+def _per_sample_key(frame: pd.DataFrame, entry: DatasetEntry) -> str | None:
+    """Why no window can be made when the user or recording column takes a new value
+    every few rows (a signal or a time named as one), or None.
+
+    Fewer than 10 rows a value on average: no window of a recording that short
+    is worth a feature row, and a column of users or recordings is not that fine.
+    """
+    rows = len(frame)
+    for key, role in (("userid", "user"), ("recording", "recording")):
+        if key not in frame.columns or rows < 20:
+            continue
+        values = int(frame[key].nunique())
+        if values > rows / 10:
+            column = entry.reader_options.get(f"{role}_col")
+            named = f"column {column!r}" if isinstance(column, str) else "column"
+            return (
+                f"the {role} {named} takes {values:,} values in {rows:,} rows, a new {role} "
+                f"every {rows / values:.1f} rows, so no {role} holds a window's rows; name the "
+                f"column that holds a {role}'s id with --{role} COL"
+            )
+    return None
+
+
 def _no_window(entry: DatasetEntry, raw: RawTable, exc: EmptyResultError) -> Exception:
     """The build made no window of any recording: the window is what to change, and the
     preview's counts (the recipe's, on the reader's samples) say to which length."""
     window = entry.recipe.window or 0
     rate = entry.sampling_rate_hz
+    per_sample = _per_sample_key(raw.frame, entry)
+    if per_sample is not None:
+        return UsageError(f"mudata init: the build makes no window: {per_sample}")
     report = window_report(
         as_built(raw.frame, entry),
         window,
@@ -128,7 +154,9 @@ def as_built(frame: pd.DataFrame, entry: DatasetEntry) -> pd.DataFrame:
     columns = ["userid", "label"] + (["recording"] if "recording" in frame.columns else [])
     named = frame.loc[keep, columns].reset_index(drop=True)
     named["userid"] = user_names(named["userid"])
-    named["label"] = matched.names[keep].astype(str)
+    # Object text, not numpy's fixed-width str: one 100,000-character class name
+    # made every row 100,000 characters wide (minutes and gigabytes).
+    named["label"] = matched.names[keep]
     gaps = missing_channels(frame, entry)
     if gaps:
         named["missing"] = frame.loc[keep, gaps].isna().any(axis=1).to_numpy()

@@ -103,7 +103,9 @@ def sequence_lengths(frame: pd.DataFrame) -> pd.DataFrame:
         seqs, places = ids[missing], place[missing]
         order = np.argsort(seqs, kind="stable")
         found, starts = np.unique(seqs[order], return_index=True)
-        for seq, chunk in zip(found, np.split(places[order], starts[1:]), strict=True):
+        # No missing value in any sequence: np.split would still give one empty chunk.
+        chunks = np.split(places[order], starts[1:]) if found.size else []
+        for seq, chunk in zip(found, chunks, strict=True):
             gaps[int(seq)] = chunk.astype(np.int64)
         result["gaps"] = pd.Series(gaps, dtype=object)
         result["span"] = int(frame.attrs.get("smoothing", 1))
@@ -166,8 +168,12 @@ def kept_windows(lengths: pd.DataFrame, window: int) -> np.ndarray:
 
 
 def kept_users(table: pd.DataFrame, min_per_class: int) -> list[str]:
-    """Users with at least ``min_per_class`` windows of every class."""
-    return [str(u) for u, row in table.iterrows() if int(row.min()) >= min_per_class]
+    """Users with at least ``min_per_class`` windows of every class (a class a user
+    has no row of, missing from the table, counts as none; with no class, none is kept)."""
+    if table.shape[1] == 0:
+        return []
+    least = table.fillna(0).min(axis=1)
+    return [str(u) for u, count in least.items() if int(count) >= min_per_class]
 
 
 def calibration_sizes(table: pd.DataFrame, users: list[str]) -> dict[str, int]:

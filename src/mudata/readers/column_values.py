@@ -57,7 +57,15 @@ def numeric_columns(
         ):
             out[column] = table[column].to_numpy(dtype=np.float64)  # numbers already
             continue
-        values = pd.to_numeric(table[column], errors="coerce")
+        try:
+            values = pd.to_numeric(table[column], errors="coerce")
+        except OverflowError:  # a whole number past float64 (a parser kept it as an int)
+            row = next(i for i, v in enumerate(table[column]) if _past_float(v))
+            message = (
+                f"{member}: column '{column}' must be numeric; row {row + row_shift} holds "
+                f"{excerpt(table[column].iloc[row])}, a number too large for a float"
+            )
+            raise ParseError(message, reason=Reason("not-numeric", setting)) from None
         bad = np.flatnonzero(values.isna().to_numpy() & table[column].notna().to_numpy())
         if bad.size:
             message = (
@@ -67,3 +75,13 @@ def numeric_columns(
             raise ParseError(message, reason=Reason("not-numeric", setting))
         out[column] = values.to_numpy(dtype=np.float64)
     return pd.DataFrame(out, index=table.index)
+
+
+def _past_float(value: object) -> bool:
+    """Whether ``value`` is a whole number too large for a float64."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            float(value)
+        except OverflowError:
+            return True
+    return False

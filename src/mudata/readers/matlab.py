@@ -79,10 +79,16 @@ class _ShortReads(io.BytesIO):
 
 @contextlib.contextmanager
 def _scipy_reads(member: str) -> Iterator[None]:
-    """What :mod:`scipy.io` raises on a file it cannot read, as the ParseError naming ``member``."""
+    """What :mod:`scipy.io` raises on a file it cannot read, as the ParseError naming ``member``.
+
+    ``MatReadError`` (an empty or truncated file) is no ValueError: named too.
+    """
+    # Here, not at the top: scipy.io, only when a .mat file is read.
+    from scipy.io.matlab import MatReadError
+
     try:
         yield
-    except (ValueError, TypeError, OSError, NotImplementedError, zlib.error) as exc:
+    except (ValueError, TypeError, OSError, NotImplementedError, zlib.error, MatReadError) as exc:
         message = f"{member}: cannot be read as a MATLAB .mat file ({type(exc).__name__}: {str(exc)[:200]})"
         raise ParseError(message, reason=Reason("unreadable", "members")) from None
 

@@ -12,7 +12,13 @@ from pathlib import Path
 
 import click
 
-from mudata.cli_options import dataset_source_options, list_option, stack, table_option
+from mudata.cli_options import (
+    FiniteFloatRange,
+    dataset_source_options,
+    list_option,
+    stack,
+    table_option,
+)
 from mueval.cli.options import (
     choice_option,
     jobs_option_of,
@@ -115,7 +121,7 @@ evaluate_options = stack(
     ),
     click.option(
         "--raps-lambda",
-        type=click.FloatRange(min=0),
+        type=FiniteFloatRange(min=0),
         default=None,
         metavar="FLOAT",
         help="raps: the penalty lambda per rank beyond --raps-k-reg (Angelopoulos et al. "

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from mudata.cli_options import list_option, stack, table_option
+from mudata.cli_options import FiniteFloatRange, list_option, stack, table_option
 from mueval.cpus import JOBS_RULE, check_jobs, resolve_jobs, usable_cpus
 from mueval.errors import UsageError
 from mueval.names import (
@@ -67,7 +67,7 @@ def level_option(flag: str, default: float, help_text: str) -> Callable[[F], F]:
     """An option that takes a level strictly between 0 and 1, its default shown."""
     return click.option(
         flag,
-        type=click.FloatRange(0, 1, min_open=True, max_open=True),
+        type=FiniteFloatRange(0, 1, min_open=True, max_open=True),
         default=default,
         show_default=True,
         help=help_text,

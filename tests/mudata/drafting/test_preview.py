@@ -284,3 +284,65 @@ def test_the_hint_of_a_missing_user_is_made_from_the_files(tmp_path: Path, suffi
         in result.output
     )
     assert ".csv" not in result.output
+
+
+def test_a_long_class_name_is_not_copied_into_every_row() -> None:
+    """numpy's fixed-width text made each of the rows as wide as the longest class
+    name: one 100,000-character label took 22 GB and 53 s in init on a GeoTec
+    subset. The rows hold the names themselves."""
+    import tracemalloc
+
+    import pandas as pd
+
+    from mudata.drafting.preview import as_built
+    from tests.entries import entry
+
+    long = "L" * 100_000
+    made = entry("long-signals", {}, [("walk", "walk"), (long, long)])
+    frame = pd.DataFrame(
+        {
+            "userid": [1] * 2_000,
+            "label": ["walk"] * 1_999 + [long],
+            "ax": 0.0,
+            "ay": 0.0,
+            "az": 0.0,
+        }
+    )
+    tracemalloc.start()
+    try:
+        built = as_built(frame, made)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert built["label"].tolist() == ["walk"] * 1_999 + [long]
+    # 2,000 rows x 100,000 characters x 4 bytes would be 800 MB.
+    assert peak < 50 * 2**20, peak
+
+
+@pytest.mark.parametrize(
+    ("flag", "column", "role"), [("--recording", "x", "recording"), ("--user", "t", "user")]
+)
+def test_a_user_or_recording_column_new_every_few_rows_is_named(
+    tmp_path, flag, column, role
+) -> None:
+    """A signal or a time given as the recording (or user) column leaves each row its own
+    recording: init said to shorten the window (and before, stopped on int(NaN))."""
+    rng = np.random.default_rng(0)
+    for user in ("u1", "u2", "u3"):
+        xyz = np.cumsum(rng.normal(size=(600, 3)), axis=0)  # signals: each row near the last
+        labels = ["walk"] * 300 + ["sit"] * 300
+        rows = [
+            f"{i / 50:.3f},{x:.5f},{y:.5f},{z:.5f},{lab}"
+            for i, ((x, y, z), lab) in enumerate(zip(xyz, labels, strict=True))
+        ]
+        folder = tmp_path / "data" / user
+        folder.mkdir(parents=True)
+        (folder / "rec.csv").write_text("t,x,y,z,label\n" + "\n".join(rows) + "\n")
+    args = ["init", str(tmp_path / "data"), "--name", "own", "-o", str(tmp_path / "own.toml")]
+    plain = CliRunner().invoke(mudata_main, [*args, "--window", "1"])
+    assert plain.exit_code == 0, plain.output
+    result = CliRunner().invoke(mudata_main, [*args, "--force", "--window", "1", flag, column])
+    assert result.exit_code != 0
+    assert f"the {role} column '{column}' takes" in result.output, result.output
+    assert f"name the column that holds a {role}'s id with --{role} COL" in result.output
+    assert "Traceback" not in result.output and "internal error" not in result.output

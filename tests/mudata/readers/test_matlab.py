@@ -123,3 +123,12 @@ def test_init_drafts_a_release_of_structs(tmp_path: Path):
     text = "\n".join(draft.report)
     for activity in (1, 2):
         assert f"{activity}: {sum(n for (s, a), n in rows.items() if a == activity)}" in text
+
+
+@pytest.mark.parametrize("data", [b"", b"MATLAB", b"\x00" * 10], ids=["empty", "6-bytes", "nuls"])
+def test_an_empty_or_cut_mat_file_is_a_parse_error_naming_it(data: bytes) -> None:
+    """scipy's MatReadError is no ValueError: an empty .mat file was an internal error."""
+    from mudata.readers.matlab import mat_directory
+
+    with pytest.raises(ParseError, match=r"^a1_s2_t1_inertial.mat: cannot be read as a MATLAB"):
+        mat_directory(data, "a1_s2_t1_inertial.mat")

@@ -27,6 +27,7 @@ from mueval.data.cohorts import RowCohorts, resolve_cohorts
 from mueval.data.order import natural_key
 from mueval.data.table import Table
 from mueval.data.users import user_text
+from mueval.errors import EvaluationError
 from mueval.evaluation.aggregate import splits_frame, summary_frame, user_dtype
 from mueval.evaluation.config import EvalConfig
 from mueval.evaluation.models import model_records
@@ -274,6 +275,17 @@ def _evaluate(
             arrow = predictions = rows = None
             path = stream.close()
             output.timings["predictions_write_s"] = stream.seconds
+    if (rows is not None and rows.empty) or (stream is not None and not stream.row_groups):
+        # A run of no prediction row has nothing to report or compare: said here, not
+        # by every reader of a run folder written anyway.
+        skipped = [r.note for r in output.results if r.note]
+        message = (
+            "every task was skipped, so the run has no prediction row"
+            + (f" ({len(skipped)} tasks; the first: {skipped[0]})" if skipped else "")
+            + "; nothing was written. Choose --small-cal full-set (sets of every class "
+            "where calibration is too small), a larger alpha, or more rows per user"
+        )
+        raise EvaluationError(message)
     user_cohorts = _user_cohorts_frame(table, row_cohorts)
     recorded = {
         **config.record(),

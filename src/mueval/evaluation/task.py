@@ -131,6 +131,7 @@ def _evaluate_split(
     clock = time.perf_counter()
     # One predict_proba over every row any target's calibration or test set needs.
     proba_all = full_proba(model, X_eval, n_classes)
+    _refuse_non_finite(proba_all, split, classifier)
     # The point prediction is the model's own predict() (for SVC the decision
     # function, not argmax of predict_proba), as in the reference; the test
     # rows of every target come first in eval_rows.
@@ -273,3 +274,22 @@ def _eval_layout(targets: Sequence[Target | Split]) -> tuple[dict[int, int], np.
             parts.append(array)
             size += len(array)
     return offsets, np.concatenate(parts)
+
+
+def _refuse_non_finite(proba: np.ndarray, split: Split, classifier: str) -> None:
+    """Refuse class probabilities that are NaN or infinite, naming the task and a cause.
+
+    Without this, the conformal step refused its own scores ("cal_scores must be
+    finite") with no word of which model, split or feature did it.
+    """
+    bad = ~np.isfinite(proba).all(axis=1)
+    if not bad.any():
+        return
+    where = task_label("/".join(split.strategies), split.user, split.seed, classifier)
+    message = (
+        f"{where}: the model's class probabilities are not finite (NaN or infinite) in "
+        f"{int(bad.sum())} of {len(proba)} rows; a feature constant over the training rows "
+        "(naive Bayes divides by each feature's variance) or values near the float limit "
+        "can do this: drop such features, or choose another classifier"
+    )
+    raise EvaluationError(message)

@@ -84,6 +84,12 @@ def _train_and_shared_cal(
     classes: Sequence[str] | None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The rows outside the target, split 60/40 into training and the UIM calibration set."""
+    if not len(others):
+        message = (
+            f"{what}: the table has no user besides the target: uim, ucm and ukm train on "
+            "the other users' rows, so they need two users at least"
+        )
+        raise SplitError(message)
     if len(np.unique(y[others])) < 2:
         message = (
             f"{what}: the other {whose} rows hold only one class "

@@ -48,6 +48,7 @@ __all__ = [
     "compute_guarantees",
     "compute_guarantees_by_block",
     "conditional_tables",
+    "summarise_guarantees",
     "true_pvalues",
     "validity_method",
     "validity_table",
@@ -289,6 +290,41 @@ def _computed(
         config,
         user_cohorts,
     )
+
+
+def summarise_guarantees(
+    per_user: pd.DataFrame,
+    validity: pd.DataFrame | None,
+    predictions: pd.DataFrame,
+    splits: pd.DataFrame,
+    *,
+    alpha: float,
+    n_classes: int,
+    seed: int = 0,
+    classes: Sequence[str] | None = None,
+    config: Mapping[str, Any] | None = None,
+) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """The summary over users and the warnings of a run, from its per-user table and
+    validity tests, as :func:`compute_guarantees` gives them.
+
+    A reader holding a run's stored summary and warnings checks them with these:
+    the per-user verdicts and the validity tests it has checked already, the set
+    sizes and the pooled tests computed here from the prediction rows.
+
+    Returns
+    -------
+    summary : DataFrame
+        ``coverage_summary.csv``'s table.
+    warnings : list of dict
+        ``run.json``'s ``warnings``.
+    """
+    with shared_cells():
+        sets = set_statistics(predictions, n_classes=n_classes)
+        pooled = pooled_table(predictions, splits, alpha=alpha, config=config, classes=classes)
+        found = _summarised(
+            per_user, None, validity, sets, pooled, splits, (alpha, n_classes, seed), config, None
+        )
+    return found.coverage_summary, found.warnings
 
 
 def _quiet(step: str) -> None:

@@ -170,20 +170,23 @@ def comonotone_pvalue(covered: int, pmf: np.ndarray) -> float:
     return float(min(1.0, np.min(expected / (support - covered))))
 
 
-def _user_law(cells: pd.DataFrame) -> np.ndarray:
-    """One user's law in one iteration: the convolution over its (class) cells."""
-    return null_pmf(cells["n_test"], cells["n_cal"], cells["rank"])
+def _iteration_law(
+    users: np.ndarray, m: np.ndarray, n: np.ndarray, k: np.ndarray, dependence: str
+) -> tuple[np.ndarray, bool]:
+    """(law of one iteration's total or its convex-order bound, exact?).
 
-
-def _iteration_law(cells: pd.DataFrame, dependence: str) -> tuple[np.ndarray, bool]:
-    """(law of the iteration's total or its convex-order bound, exact?)."""
+    ``users``, ``m``, ``n``, ``k``: the iteration's cells (user, test rows,
+    calibration rows, rank), in the cells' order. A user's law is the
+    convolution over its cells in that order (:func:`null_pmf`); the users come
+    in sorted order, as a groupby sorts them.
+    """
     if dependence == "shared":
-        keys = cells[["n_cal", "rank"]].drop_duplicates()
-        if len(keys) == 1:
-            n, k = (int(v) for v in keys.iloc[0])
-            return covered_pmf(int(cells["n_test"].sum()), n, k), True
+        keys = np.unique(np.stack([n, k]), axis=1)
+        if keys.shape[1] == 1:
+            return covered_pmf(int(m.sum()), int(keys[0, 0]), int(keys[1, 0])), True
         dependence = "any"
-    laws = [_user_law(part) for _, part in cells.groupby("user", sort=True)]
+    codes, _ = pd.factorize(users, sort=True)
+    laws = [null_pmf(m[codes == u], n[codes == u], k[codes == u]) for u in range(codes.max() + 1)]
     if dependence == "independent" or len(laws) == 1:
         total = np.ones(1)
         for law in laws:
@@ -226,11 +229,18 @@ def pooled_pvalue(cells: pd.DataFrame, *, dependence: str, combine: str) -> floa
     check_choice("combine", combine, COMBINES)
     if cells.empty:
         return float("nan")
+    # As arrays, grouped once: pandas' per-group indexing cost more than the laws.
+    users = cells["user"].to_numpy()
+    m, n, k, covered_rows = (
+        cells[c].to_numpy(dtype=np.int64) for c in ("n_test", "n_cal", "rank", "n_covered")
+    )
+    iterations, _ = pd.factorize(cells["iteration"], sort=True)
     laws = []
     counts = []
-    for _, part in cells.groupby("iteration", sort=True):
-        laws.append(_iteration_law(part, dependence))
-        counts.append(int(part["n_covered"].sum()))
+    for it in range(iterations.max() + 1):
+        rows = iterations == it
+        laws.append(_iteration_law(users[rows], m[rows], n[rows], k[rows], dependence))
+        counts.append(int(covered_rows[rows].sum()))
     if combine == "convolution":
         total = np.ones(1)
         for law, _ in laws:

@@ -237,8 +237,12 @@ def shared_cells() -> Iterator[None]:
     milliseconds. Inside the block the rows are read, never changed, so the
     cells of the same ``predictions`` and ``splits`` objects (held here, so
     their identities stay theirs) and equal settings are made once; each
-    caller gets its own shallow copies.
+    caller gets its own shallow copies. A block inside another shares the outer
+    one's cells (a reader checks the stored summary after the verdicts).
     """
+    if _SHARED_PARTS.get() is not None:
+        yield
+        return
     token = _SHARED_PARTS.set({})
     try:
         yield

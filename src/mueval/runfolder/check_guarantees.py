@@ -11,7 +11,7 @@ of both files).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -24,6 +24,8 @@ from mueval.runfolder.records import RunFolderError
 
 __all__ = [
     "check_conditional_coverage",
+    "check_coverage_summary",
+    "check_run_warnings",
     "check_user_cohorts",
     "check_user_validity",
     "check_user_verdicts",
@@ -169,6 +171,85 @@ def check_user_verdicts(path: object, stored: pd.DataFrame, fresh: pd.DataFrame)
         where=lambda r: f"{r['strategy']} / {r['classifier']} user {r['user']}",
         settings="user_combine",
     )
+
+
+def check_coverage_summary(path: object, stored: pd.DataFrame, fresh: pd.DataFrame) -> None:
+    """``coverage_summary.csv``: each (strategy, classifier)'s row is the one the checked
+    per-user verdicts give (counts and flags exactly, numbers within a relative 1e-6).
+
+    Edited (``n_below`` 0 for 3), the report showed the file's word for it.
+    """
+    keys = ["strategy", "classifier"]
+    numbers = [c for c in fresh.columns if c not in (*keys, "worst_user", "pooled_below")]
+    check_numeric(path, stored, numbers)
+    left = fresh.assign(worst_user=user_texts(fresh["worst_user"]))
+    right = stored.assign(worst_user=user_texts(stored["worst_user"]))
+    merged = left.merge(right, on=keys, how="outer", suffixes=("", "_file"), indicator=True)
+    for i in range(len(merged)):
+        r = merged.iloc[i]
+        where = f"{r['strategy']} / {r['classifier']}"
+        if r["_merge"] != "both":
+            side = "the file lacks it" if r["_merge"] == "left_only" else "the predictions lack it"
+            raise RunFolderError(f"{path}: {where}: {side}")
+        wrong = [
+            c
+            for c in numbers
+            if not np.isclose(
+                float(r[c]), float(r[f"{c}_file"]), rtol=1e-6, atol=1e-12, equal_nan=True
+            )
+        ]
+        wrong += [
+            c
+            for c in ("worst_user", "pooled_below")
+            if str(r[c]).strip().lower() != str(r[f"{c}_file"]).strip().lower()
+        ]
+        if wrong:
+            c = wrong[0]
+            msg = (
+                f"{path}: {where} has {c} {_shown(r[f'{c}_file'])}; the per-user verdicts "
+                f"of the predictions give {_shown(r[c])}"
+            )
+            raise RunFolderError(msg[:600])
+
+
+def _shown(value: object) -> str:
+    """A summary cell as the CSV writes it: a number plainly, text as shown elsewhere."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value) if isinstance(value, int | bool) else show(value)
+
+
+def check_run_warnings(
+    path: object, stored: list[dict[str, Any]], fresh: list[dict[str, Any]]
+) -> None:
+    """``run.json``'s ``warnings``: the same warnings (strategy, classifier, kind,
+    severity) as the predictions give. Emptied, the report said "No warning"."""
+
+    def keyed(warnings: list[dict[str, Any]]) -> dict[tuple[str, ...], dict[str, Any]]:
+        return {
+            (str(w["strategy"]), str(w["classifier"]), str(w["kind"]), str(w["severity"])): w
+            for w in warnings
+        }
+
+    theirs, ours = keyed(stored), keyed(fresh)
+    lacking = [k for k in ours if k not in theirs]
+    if lacking:
+        s, c, kind, severity = lacking[0]
+        msg = (
+            f"{path}: 'warnings' lack the {severity} {kind!r} of {s} / {c} that the "
+            f"predictions give ({len(lacking)} missing): {ours[lacking[0]]['message']}"
+        )
+        raise RunFolderError(msg[:600])
+    extra = [k for k in theirs if k not in ours]
+    if extra:
+        s, c, kind, severity = extra[0]
+        msg = (
+            f"{path}: 'warnings' hold a {severity} {kind!r} of {s} / {c} that the "
+            f"predictions do not give"
+        )
+        raise RunFolderError(msg[:600])
 
 
 #: How a stored ``below`` (text once read from a CSV) is compared.

@@ -18,7 +18,7 @@ import pandas as pd
 
 from mueval.data.table import SCORES_ENV, max_score_cells
 from mueval.data.users import user_texts
-from mueval.names import FULL_DIAGNOSTICS
+from mueval.names import FULL_DIAGNOSTICS, METRICS
 from mueval.runfolder.checks import (
     GROUP,
     check_codes_of,
@@ -183,6 +183,7 @@ def check_summary(run: RunFolder) -> None:
     ):
         msg = f"{path}: has no row for {s}/{c}, which splits.parquet holds"
         raise RunFolderError(msg)
+    _check_every_metric(path, run)
     shared = set(summary["metric"]) & set(run.splits.columns)
     metrics = [m for m in dict.fromkeys(summary["metric"]) if m in shared]
     check_numeric(run.path / "splits.parquet", run.splits, metrics)
@@ -210,6 +211,25 @@ def check_summary(run: RunFolder) -> None:
                     f"{r.r_n} iterations)"
                 )
                 raise RunFolderError(msg)
+
+
+def _check_every_metric(path: object, run: RunFolder) -> None:
+    """Each (strategy, classifier) has a row of every metric: ``mueval evaluate`` writes
+    the study's metrics of splits.parquet and the diagnostics of any pair for every
+    pair, so a row gone (and a table quietly without it) is an edit."""
+    summary = run.summary
+    study = [m for m in METRICS if m in run.splits.columns]
+    diagnostics = [m for m in FULL_DIAGNOSTICS if m in set(summary["metric"])]
+    required = [*study, *diagnostics]
+    for (s, c), group in summary.groupby(["strategy", "classifier"], sort=False):
+        missing = [m for m in required if m not in set(group["metric"])]
+        if missing:
+            more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+            msg = (
+                f"{path}: has no {missing[0]} row for {s}/{c}{more}; mueval evaluate writes "
+                "every metric for every strategy and classifier"
+            )
+            raise RunFolderError(msg)
 
 
 #: The row counts of splits.parquet, in the order a split's rows are drawn.

@@ -16,7 +16,8 @@ predictions:
    iteration, user), ``coverage`` and ``setsize`` are the means over its
    prediction rows and ``n_test`` is their number (a split whose conformal step
    was skipped has undefined coverage and no rows);
-4. ``summary.csv`` against ``splits.parquet``: every metric that splits.parquet
+4. ``summary.csv`` against ``splits.parquet``: every (strategy, classifier)
+   has a row of every metric, and every metric that splits.parquet
    holds is aggregated again as ``mueval evaluate`` does
    (:func:`mueval.evaluation.aggregate.summary_frame`: the mean over users within each
    iteration, undefined values skipped, then the mean, the sample SD and the count
@@ -29,7 +30,10 @@ predictions:
    and its exact tests those they give
    (:func:`check_conditional_coverage`); ``user_validity.csv``'s row counts are the
    predictions', and its ``pvalue_bh`` and ``flagged`` follow from its
-   ``pvalue`` (:func:`check_user_validity`).
+   ``pvalue`` (:func:`check_user_validity`); ``coverage_summary.csv`` and
+   ``run.json``'s ``warnings`` are those the checked verdicts, validity tests,
+   set sizes and pooled tests give (:func:`check_coverage_summary`,
+   :func:`check_run_warnings`).
 
 Checks 1 and the helpers they share are :mod:`.checks`', check 2
 :mod:`.check_rows`', checks 3 and 4 (with the row counts' bounds)

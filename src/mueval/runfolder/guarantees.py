@@ -20,7 +20,12 @@ import pandas as pd
 from mueval.conformal.condition import Condition, parse_condition
 from mueval.data.users import user_text
 from mueval.files import restore_formulas
-from mueval.guarantees.compute import compute_guarantees, true_pvalues, validity_table
+from mueval.guarantees.compute import (
+    compute_guarantees,
+    summarise_guarantees,
+    true_pvalues,
+    validity_table,
+)
 from mueval.guarantees.records import (
     CONDITIONAL_COVERAGE_COLUMNS,
     CONDITIONAL_VERDICT_COLUMNS,
@@ -30,9 +35,12 @@ from mueval.guarantees.records import (
     USER_VERDICT_COLUMNS,
     Guarantees,
 )
+from mueval.guarantees.run_cells import shared_cells
 from mueval.guarantees.run_warnings import SEVERITIES
 from mueval.runfolder.check_guarantees import (
     check_conditional_coverage,
+    check_coverage_summary,
+    check_run_warnings,
     check_user_cohorts,
     check_user_validity,
     check_user_verdicts,
@@ -193,6 +201,18 @@ def load_guarantees(
 ) -> Guarantees:
     """The guarantees a run folder holds, or recomputed when it predates them.
 
+    See :func:`_load_guarantees`; the cells of the exact tests are made once for
+    the verdicts, the pooled tests and the warnings (:func:`shared_cells`).
+    """
+    with shared_cells():
+        return _load_guarantees(root, run, predictions, splits)
+
+
+def _load_guarantees(
+    root: Path, run: dict, predictions: pd.DataFrame, splits: pd.DataFrame
+) -> Guarantees:
+    """The guarantees a run folder holds, or recomputed when it predates them.
+
     Parameters
     ----------
     root : Path
@@ -249,6 +269,7 @@ def load_guarantees(
         )
         _check_counts(root / USER_COVERAGE_FILE, stored, fresh.user_coverage)
         check_user_verdicts(root / USER_COVERAGE_FILE, stored, fresh.user_coverage)
+        computed_users = fresh.user_coverage
         stored["below"] = _as_verdict(stored["below"])
         summary = _read_csv(
             root / COVERAGE_SUMMARY_FILE, COVERAGE_SUMMARY_COLUMNS, users, ["worst_user"]
@@ -264,6 +285,21 @@ def load_guarantees(
     fresh = _with_stored_extras(root, fresh, predictions, splits, run)
     if "warnings" in run and verdicts:
         fresh.warnings = _check_warnings(root / "run.json", run["warnings"])
+    if have and "warnings" in run:
+        # What the report and compare show of the run as a whole: recomputed from the
+        # checked verdicts and validity tests, and held against the stored word.
+        summary, warnings = summarise_guarantees(
+            computed_users,
+            fresh.user_validity,
+            predictions,
+            splits,
+            alpha=alpha,
+            n_classes=len(run["classes"]),
+            classes=run["classes"],
+            config=run["config"],
+        )
+        check_coverage_summary(root / COVERAGE_SUMMARY_FILE, fresh.coverage_summary, summary)
+        check_run_warnings(root / "run.json", fresh.warnings, warnings)
     return fresh
 
 

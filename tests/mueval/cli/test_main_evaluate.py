@@ -219,11 +219,13 @@ def test_failed_run_leaves_no_folder_and_existing_folder_is_kept(tmp_path) -> No
     small = _csv(tmp_path, make_frame(n_users=3, per_class=10))  # UDM cal of 6 rows
     out = tmp_path / "run"
     args = _data_args(small)
-    args += ("-s", "udm", "-c", "nb", "--iterations", "1", "--out", str(out))
+    # At alpha 0.1 a calibration set needs 10 rows: UDM's 6 are too few, MM's 18 are not.
+    args += ("-s", "udm,mm", "-c", "nb", "--iterations", "1", "--alpha", "0.1")
+    args += ("--out", str(out))
     result = _invoke(*args)
     assert result.exit_code == 1 and "--small-cal skip" in result.output
     assert list(tmp_path.iterdir()) == [small]
-    # With skip it completes, recording NaN conformal metrics and a note.
+    # With skip it completes, recording NaN conformal metrics for UDM and a note.
     result = _invoke(*args, "--small-cal", "skip")
     assert result.exit_code == 0, result.output
     info = json.loads((out / "run.json").read_text())

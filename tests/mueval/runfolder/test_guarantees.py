@@ -186,3 +186,46 @@ def test_malformed_warnings_in_run_json_are_refused(run, tmp_path: Path) -> None
     (path / "run.json").write_text(json.dumps(info))
     with pytest.raises(RunFolderError, match="'warnings'"):
         read_run_folder(path)
+
+
+def test_an_edited_coverage_summary_is_refused(run, tmp_path: Path) -> None:
+    """The report showed the file's word: 3 users below target where none is."""
+    path = run.save(tmp_path / "s")
+    table = pd.read_csv(path / "coverage_summary.csv")
+    assert (table["n_below"] < 3).all()
+    table.loc[table["strategy"] == "ucm", "n_below"] = 3
+    table.to_csv(path / "coverage_summary.csv", index=False)
+    with pytest.raises(RunFolderError, match=r"coverage_summary.csv: ucm / nb has n_below 3; the"):
+        read_run_folder(path)
+
+
+@pytest.mark.parametrize("edit", ["emptied", "one dropped", "one added"])
+def test_edited_warnings_are_refused(run, tmp_path: Path, edit: str) -> None:
+    """Emptied, the report said "No warning" of a run with warnings."""
+    path = run.save(tmp_path / edit.replace(" ", "-"))
+    info = json.loads((path / "run.json").read_text())
+    assert info["warnings"], "the run must have a warning to drop"
+    if edit == "emptied":
+        info["warnings"] = []
+    elif edit == "one dropped":
+        info["warnings"] = info["warnings"][1:]
+    else:
+        fake = {**info["warnings"][0], "kind": "users-below-target", "severity": "error"}
+        fake["strategy"] = "mm" if fake["strategy"] != "mm" else "ucm"
+        info["warnings"].append(fake)
+    (path / "run.json").write_text(json.dumps(info))
+    says = (
+        "that the predictions do not give" if edit == "one added" else "that the predictions give"
+    )
+    with pytest.raises(RunFolderError, match=f"run.json: 'warnings' .*{says}"):
+        read_run_folder(path)
+
+
+def test_a_summary_row_removed_is_refused(run, tmp_path: Path) -> None:
+    """`mueval table` left the metric out without a word."""
+    path = run.save(tmp_path / "m")
+    table = pd.read_csv(path / "summary.csv")
+    gone = (table["strategy"] == "ucm") & (table["metric"] == "coverage")
+    table[~gone].to_csv(path / "summary.csv", index=False)
+    with pytest.raises(RunFolderError, match="summary.csv: has no coverage row for ucm/nb"):
+        read_run_folder(path)

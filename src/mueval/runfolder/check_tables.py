@@ -18,7 +18,7 @@ import pandas as pd
 
 from mueval.data.table import SCORES_ENV, max_score_cells
 from mueval.data.users import user_texts
-from mueval.names import FULL_DIAGNOSTICS, METRICS
+from mueval.names import FULL_DIAGNOSTICS, METRICS, STRATEGIES, is_pooled
 from mueval.runfolder.checks import (
     GROUP,
     check_codes_of,
@@ -288,6 +288,41 @@ def check_counts(run: RunFolder) -> None:
             msg = (
                 f"{path}: row {row}: n_test is {counts['n_test'][row]:,.0f}, more than the "
                 f"{len(run.predictions):,} rows of predictions.parquet"
+            )
+            raise RunFolderError(msg)
+
+
+def check_run_record(run: RunFolder) -> None:
+    """``run.json``'s iterations and users are those of the splits and predictions.
+
+    ``config.iterations`` is the number of iterations splits.parquet holds;
+    ``dataset.n_users`` is at least the users of the predictions, and each
+    built-in strategy with a target user (every one but MM) makes every user a
+    target. Edited, the report stated the file's numbers.
+    """
+    path = run.path / "run.json"
+    stated = run.run["config"].get("iterations")
+    if isinstance(stated, int) and not isinstance(stated, bool) and "iteration" in run.splits:
+        found = int(run.splits["iteration"].nunique())
+        if found != stated:
+            msg = (
+                f"{path}: config.iterations is {stated}, but splits.parquet holds {found} "
+                "iteration(s)"
+            )
+            raise RunFolderError(msg)
+    n_users = run.run["dataset"].get("n_users")
+    if not isinstance(n_users, int) or isinstance(n_users, bool):
+        return
+    seen = int(run.predictions["userid"].nunique())
+    if seen > n_users:
+        msg = f"{path}: dataset.n_users is {n_users}, but predictions.parquet has {seen} users"
+        raise RunFolderError(msg)
+    targets = run.splits[run.splits["user"].notna()].groupby("strategy", sort=False)["user"]
+    for strategy, count in targets.nunique().items():
+        if strategy in STRATEGIES and not is_pooled(str(strategy)) and count != n_users:
+            msg = (
+                f"{path}: dataset.n_users is {n_users}, but {strategy} took {count} target "
+                "user(s) in splits.parquet, where it takes every user"
             )
             raise RunFolderError(msg)
 

@@ -15,7 +15,9 @@ predictions:
 3. ``splits.parquet`` against the predictions: for each (strategy, classifier,
    iteration, user), ``coverage`` and ``setsize`` are the means over its
    prediction rows and ``n_test`` is their number (a split whose conformal step
-   was skipped has undefined coverage and no rows);
+   was skipped has undefined coverage and no rows); and ``run.json``'s
+   ``config.iterations`` and ``dataset.n_users`` against them
+   (:func:`~.check_tables.check_run_record`);
 4. ``summary.csv`` against ``splits.parquet``: every (strategy, classifier)
    has a row of every metric, and every metric that splits.parquet
    holds is aggregated again as ``mueval evaluate`` does
@@ -61,6 +63,7 @@ from mueval.runfolder.check_rows import check_rows
 from mueval.runfolder.check_tables import (
     check_class_cells,
     check_counts,
+    check_run_record,
     check_splits,
     check_summary,
 )
@@ -97,5 +100,6 @@ def check_consistency(run: RunFolder, predictions: pa.Table) -> None:
     check_codes(run)
     check_rows(run, predictions)
     check_splits(run)
+    check_run_record(run)
     check_class_cells(run)
     check_summary(run)

@@ -91,16 +91,27 @@ def time_text(
     """
     if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
         return values.to_numpy(dtype=np.float64), None
-    if numeric if numeric is not None else first_non_numeric(values) is None:
+    first = first_non_numeric(values) if numeric is None else None
+    if numeric if numeric is not None else first is None:
         return pd.to_numeric(values).to_numpy(dtype=np.float64), None
     # Text timestamps: "9:00" must come before "10:00", so compare instants, not text.
     parsed = parse_times(values)
     bad = np.flatnonzero(parsed.bad)
     if bad.size:
-        message = (
-            f"{member}: time column '{column}', row {int(bad[0]) + row_shift}: "
-            f"{excerpt(values.iloc[bad[0]])} is neither a number nor a date/time"
-        )
+        row = int(bad[0])
+        if first is not None and row < first:
+            # Numbers up to ``first``: a column of numbers with a stray value, which
+            # is the row to name (not the first number, no date/time either).
+            message = (
+                f"{member}: time column '{column}', row {first + row_shift}: "
+                f"{excerpt(values.iloc[first])} is not a number, as the times before it are "
+                f"(row {row_shift}: {excerpt(values.iloc[0])})"
+            )
+        else:
+            message = (
+                f"{member}: time column '{column}', row {row + row_shift}: "
+                f"{excerpt(values.iloc[row])} is neither a number nor a date/time"
+            )
         raise ParseError(message, reason=Reason("not-numeric", "time_col"))
     return parsed.numbers, parsed
 

@@ -267,6 +267,28 @@ def _collect_archive(
     )
 
 
+#: How every zip file begins (a local file header): a file that begins so but
+#: that zipfile cannot open lacks its central directory, at the end.
+_ZIP_START = b"PK\x03\x04"
+
+
+def _refuse_broken_zip(path: Path) -> None:
+    """A zip archive cut short (or corrupt) is said to be one, not left out as no
+    data format (``.zip``), which read as if zip files were not read at all."""
+    if not path.is_file():
+        return
+    with open_regular(path, "file") as fh:
+        start = fh.read(len(_ZIP_START))
+    looks_zip = start == _ZIP_START or path.suffix.lower() == ".zip"
+    if looks_zip and sniff_kind(path) is None:
+        message = (
+            f"{path} is not a readable zip archive (its central directory, at the end of "
+            "the file, is missing or damaged): it is probably truncated or corrupt; "
+            "download or copy it again"
+        )
+        raise UsageError(message)
+
+
 def collect(
     paths: list[Path], base: Path, choices: Choices | None = None, *, aligned: bool = True
 ) -> Collected:
@@ -294,6 +316,8 @@ def collect(
         return _collect_folder(paths[0], base, choices, aligned)
     if len(paths) == 1 and paths[0].is_file() and (kind := sniff_kind(paths[0])):
         return _collect_archive(paths[0], kind, base, choices, aligned)
+    for path in paths:
+        _refuse_broken_zip(path)
     odd = [str(p) for p in paths if not p.is_file()]
     if odd:
         message = f"mudata init takes one folder, one archive, or regular files; not {odd}"

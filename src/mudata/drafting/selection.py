@@ -22,7 +22,7 @@ import fnmatch
 import os
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -207,7 +207,13 @@ def _by_columns(
             kept.append(name)
             continue
         shown = ", ".join(signatures[name] or ("(empty)",))[:120]
-        if label is not None and _label_column(signatures[name]) is None:
+        if not signatures[name]:
+            # No header line at all: an empty (or cut) file, not another kind of table.
+            left_out[name] = (
+                f"no header line, where {n} of the {len(names)} tables have one: an empty "
+                "or damaged file?"
+            )
+        elif label is not None and _label_column(signatures[name]) is None:
             left_out[name] = (
                 f"its columns ({shown}) lack the label column {label!r} of {n} of the "
                 f"{len(names)} tables: an unlabelled (test) table?"
@@ -302,16 +308,16 @@ def select(
         # skips the table among its members), if one separates both from the rest.
         others = sorted(n for n in left_out if n != annotation.member)
         try:
-            glob = data_glob([*members, annotation.member], others, wide, where)
+            glob = data_glob([*members, annotation.member], others, wide, where, reasons=left_out)
         except UsageError:
             # Listed as a file of its own (another folder, another suffix).
             annotation.separate = True
-            glob = data_glob(members, sorted(left_out), wide, where)
+            glob = data_glob(members, sorted(left_out), wide, where, reasons=left_out)
         del left_out[annotation.member]
         if annotation.names_file:
             left_out[annotation.names_file] = "the names of the classes (used in the draft)"
         return Selection(members, left_out, suffix, glob, annotation)
-    glob = data_glob(members, sorted(left_out), wide, where, include)
+    glob = data_glob(members, sorted(left_out), wide, where, include, left_out)
     return Selection(members, left_out, suffix, glob)
 
 
@@ -390,11 +396,18 @@ def _glob_candidates(members: list[str], suffix: str, given: tuple[str, ...]) ->
 
 
 def data_glob(
-    members: list[str], others: list[str], suffix: str, where: str = "", given: tuple[str, ...] = ()
+    members: list[str],
+    others: list[str],
+    suffix: str,
+    where: str = "",
+    given: tuple[str, ...] = (),
+    reasons: Mapping[str, str] | None = None,
 ) -> str:
     """The simplest glob that matches every member and none of ``others``.
 
-    ``given``: the user's ``--include`` globs, tried last.
+    ``given``: the user's ``--include`` globs, tried last; ``reasons``: why each
+    of ``others`` was left out, said with the files in the way (an empty or
+    unreadable data file is one, and the reason is what to repair).
 
     Raises
     ------
@@ -407,9 +420,12 @@ def data_glob(
         ):
             return glob
     caught = [o for o in others if fnmatch.fnmatchcase(o, f"*{suffix}")]
+    why = reasons or {}
+    shown = "; ".join(f"{o!r}" + (f" (left out: {why[o]})" if o in why else "") for o in caught[:5])
     message = (
-        f"{where}: no glob selects the data files without also selecting {caught[:5]}; "
-        f"move those files out of the folder, or pass --include GLOB naming the data files"
+        f"{where}: no glob selects the data files without also selecting {shown or caught}; "
+        f"repair those files or move them out of the folder, or pass --include GLOB naming "
+        "the data files"
     )
     raise UsageError(message)
 

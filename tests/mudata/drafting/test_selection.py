@@ -54,8 +54,11 @@ def test_include_and_exclude_override_the_rules():
 
 def test_a_glob_that_cannot_separate_the_files_says_which_are_in_the_way():
     assert data_glob(["1.csv", "2.csv"], ["README.md"], ".csv") == "*.csv"
-    with pytest.raises(UsageError, match=r"without also selecting \['1b.csv'\]"):
+    with pytest.raises(UsageError, match=r"without also selecting '1b.csv'; repair"):
         data_glob(["1.csv", "1a.csv"], ["1b.csv"], ".csv")
+    # With the reason it was left out, which is what to repair.
+    with pytest.raises(UsageError, match=r"selecting '1b.csv' \(left out: empty\); repair"):
+        data_glob(["1.csv", "1a.csv"], ["1b.csv"], ".csv", reasons={"1b.csv": "empty"})
 
 
 def test_templates_compile_to_anchored_patterns():
@@ -162,3 +165,15 @@ def test_a_release_of_several_compressions_is_drafted_and_read_whole(tmp_path):
     table = read_long_signals(draft.entry, sources).frame
     assert sorted(table["userid"].unique()) == ["p1", "p2", "p3", "p4"]
     assert len(table) == 4 * 1200
+
+
+def test_an_empty_data_file_among_its_like_is_named_as_one():
+    """Left out as "its columns ((empty)) differ ...: a metadata sheet?", and the
+    glob's refusal did not say why the file was in the way."""
+    heads = {f"datasets/{i}.csv": b"t,x,y,z,label\n1,2,3,4,1\n" for i in range(1, 5)}
+    heads["datasets/2.csv"] = b""
+    with pytest.raises(UsageError) as caught:
+        select(list(heads), heads.__getitem__)
+    message = str(caught.value)
+    assert "'datasets/2.csv' (left out: no header line, where 3 of the 4 tables have one" in message
+    assert "an empty or damaged file?); repair those files" in message

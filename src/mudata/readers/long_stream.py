@@ -78,6 +78,8 @@ class _Plan:
     dtypes: dict[str, _ColumnDtype] = field(default_factory=dict)
     time_numeric: bool | None = None  # every time value a number (text time columns)
     label_sample: pd.Series | None = None  # the dtype its label column gets
+    #: The first time value that is no number, and its row, when numbers come before it.
+    time_stray: tuple[int, object] | None = None
 
 
 @dataclass
@@ -239,6 +241,8 @@ def _plan(reading: _Reading, member: str) -> _Plan:
         fh.seek(0)
         kinds: dict[str, set[str]] = {c: set() for c in options.columns}
         numeric = True
+        stray: tuple[int, object] | None = None
+        rows = 0
         has_label = False
         for data, lines in _blocks(fh, reading, member):
             try:
@@ -265,9 +269,13 @@ def _plan(reading: _Reading, member: str) -> _Plan:
             for column in options.columns:
                 kinds[column].add(_kind(table[column].dtype))
             if options.time_col and _kind(table[options.time_col].dtype) in ("str", "other"):
-                numeric = numeric and first_non_numeric(table[options.time_col]) is None
+                bad = first_non_numeric(table[options.time_col])
+                if numeric and bad is not None and rows + bad > 0:
+                    stray = (rows + bad, table[options.time_col].iloc[bad])
+                numeric = numeric and bad is None
             if options.label_col:
                 has_label = has_label or bool(table[options.label_col].notna().any())
+            rows += len(table)
     dtypes: dict[str, _ColumnDtype] = {}
     for column, seen in kinds.items():
         if not seen or column == options.user_col:
@@ -280,7 +288,7 @@ def _plan(reading: _Reading, member: str) -> _Plan:
             )
         dtypes[column] = dtype
     sample = _label_sample(reading, dtypes.get(options.label_col or ""), has_label, groups)
-    return _Plan(member, None, dtypes, numeric, sample)
+    return _Plan(member, None, dtypes, numeric, sample, stray)
 
 
 def _whole_capped(reading: _Reading, member: str, why: str, size: int) -> pd.DataFrame:
@@ -423,7 +431,12 @@ class _Member:
         values = table[column]
         try:
             time, parsed = time_text(
-                values, self.member, column, row_shift=shift, numeric=self.plan.time_numeric
+                values,
+                self.member,
+                column,
+                row_shift=shift,
+                numeric=self.plan.time_numeric,
+                stray=self.plan.time_stray,
             )
         except ParseError as exc:
             self._fail(TIME_TEXT, exc)

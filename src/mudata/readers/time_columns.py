@@ -81,31 +81,40 @@ def time_text(
     *,
     row_shift: int = 0,
     numeric: bool | None = None,
+    stray: tuple[int, object] | None = None,
 ) -> tuple[np.ndarray, ParsedTimes | None]:
     """:func:`time_numbers` without the check of offsets, and the parsed date/times (None for numbers).
+
+    ``stray``: for a part of a file (``numeric`` given), the file's first value
+    that is not a number and its row, when numbers come before it: a number of
+    the part that is no date/time either then names that value, as the whole
+    file's read does.
 
     Raises
     ------
     ParseError
-        A value is neither a number nor a date/time (row named).
+        A value is neither a number nor a date/time (row named), or a column of
+        numbers holds a value that is not one (that value's row named).
     """
     if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
         return values.to_numpy(dtype=np.float64), None
     first = first_non_numeric(values) if numeric is None else None
     if numeric if numeric is not None else first is None:
         return pd.to_numeric(values).to_numpy(dtype=np.float64), None
+    if first is not None and first > 0:
+        stray = (first + row_shift, values.iloc[first])
     # Text timestamps: "9:00" must come before "10:00", so compare instants, not text.
     parsed = parse_times(values)
     bad = np.flatnonzero(parsed.bad)
     if bad.size:
         row = int(bad[0])
-        if first is not None and row < first:
-            # Numbers up to ``first``: a column of numbers with a stray value, which
-            # is the row to name (not the first number, no date/time either).
+        if stray is not None and row + row_shift < stray[0]:
+            # Numbers up to the stray value: a column of numbers, and the stray is
+            # the row to name (not this number, which is no date/time either).
             message = (
-                f"{member}: time column '{column}', row {first + row_shift}: "
-                f"{excerpt(values.iloc[first])} is not a number, as the times before it are "
-                f"(row {row_shift}: {excerpt(values.iloc[0])})"
+                f"{member}: time column '{column}', row {stray[0]}: "
+                f"{excerpt(stray[1])} is not a number, as the times before it are "
+                f"(row {row + row_shift}: {excerpt(values.iloc[row])})"
             )
         else:
             message = (

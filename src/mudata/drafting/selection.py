@@ -419,6 +419,16 @@ def data_glob(
             fnmatch.fnmatchcase(o, glob) for o in others
         ):
             return glob
+    unlike = [m for m in members if not fnmatch.fnmatchcase(m, f"*{suffix}")]
+    if unlike:
+        # No glob can match them all: their names differ where a glob matches (a
+        # copy 2.CSV beside 2.csv), not because other files are in the way.
+        message = (
+            f"{where}: no glob matches every data file: {unlike[:5]} do not end in "
+            f"{suffix!r} as the others do (a copy under another case?); rename or remove "
+            "them, or pass --include GLOB naming the data files"
+        )
+        raise UsageError(message)
     caught = [o for o in others if fnmatch.fnmatchcase(o, f"*{suffix}")]
     why = reasons or {}
     shown = "; ".join(f"{o!r}" + (f" (left out: {why[o]})" if o in why else "") for o in caught[:5])

@@ -166,6 +166,9 @@ def table_from_frame(
             message = (
                 f"{source}: no {option} column {col!r}; columns are: {_listed(list(df.columns))}"
             )
+            if len(df.columns) == 1 and any(sep in str(df.columns[0]) for sep in ";\t|"):
+                message += " (one column: is the file separated by ';', tabs or '|'? a CSV "
+                message += "file's columns are separated by commas)"
             raise UsageError(message)
     if user_col == label_col:
         message = f"the user and label columns must differ; both are {user_col!r}"
@@ -197,7 +200,10 @@ def table_from_frame(
     bad = [
         str(c)
         for c in features
-        if not pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c])
+        if not pd.api.types.is_numeric_dtype(df[c])
+        or pd.api.types.is_bool_dtype(df[c])
+        # A complex number is numeric to pandas; as a float it would lose its imaginary part.
+        or pd.api.types.is_complex_dtype(df[c])
     ]
     if bad:
         message = (

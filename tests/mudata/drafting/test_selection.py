@@ -177,3 +177,11 @@ def test_an_empty_data_file_among_its_like_is_named_as_one():
     message = str(caught.value)
     assert "'datasets/2.csv' (left out: no header line, where 3 of the 4 tables have one" in message
     assert "an empty or damaged file?); repair those files" in message
+
+
+def test_data_files_no_glob_can_match_together_are_named():
+    """A copy 2.CSV beside 2.csv: the message listed no file ("selecting []")."""
+    with pytest.raises(UsageError) as caught:
+        data_glob(["d/1.csv", "d/2.CSV", "d/2.csv"], ["README.md"], ".csv")
+    message = str(caught.value)
+    assert "no glob matches every data file: ['d/2.CSV'] do not end in '.csv'" in message

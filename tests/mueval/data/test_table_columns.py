@@ -11,7 +11,7 @@ import pytest
 
 from mueval.data.synthetic import make_users
 from mueval.data.table import load_file, table_from_frame
-from mueval.errors import DataError
+from mueval.errors import DataError, UsageError
 
 
 @pytest.fixture
@@ -47,3 +47,17 @@ def test_a_parquet_file_naming_a_column_twice_is_refused(tmp_path, frame) -> Non
     pq.write_table(pa.table(arrays, names=names), tmp_path / "t.parquet")
     with pytest.raises(DataError, match=r"^t.parquet: column name\(s\) f0 appear more than once"):
         load_file(tmp_path / "t.parquet")
+
+
+def test_a_complex_feature_is_refused(frame) -> None:
+    """Taken as a float, it lost its imaginary part with only a ComplexWarning."""
+    with pytest.raises(DataError, match="not numeric: f0"):
+        table_from_frame(frame.assign(f0=frame["f0"] + 1j))
+
+
+@pytest.mark.parametrize("sep", [";", "\t", "|"])
+def test_a_file_separated_otherwise_says_so(tmp_path, frame, sep: str) -> None:
+    path = tmp_path / "users.csv"
+    frame.to_csv(path, sep=sep, index=False)
+    with pytest.raises(UsageError, match="is the file separated by ';', tabs or '|'"):
+        load_file(path)

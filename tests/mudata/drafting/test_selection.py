@@ -182,6 +182,6 @@ def test_an_empty_data_file_among_its_like_is_named_as_one():
 def test_data_files_no_glob_can_match_together_are_named():
     """A copy 2.CSV beside 2.csv: the message listed no file ("selecting []")."""
     with pytest.raises(UsageError) as caught:
-        data_glob(["d/1.csv", "d/2.CSV", "d/2.csv"], ["README.md"], ".csv")
+        data_glob(["d/1.csv", "d/2.CSV", "d/2.csv"], ["d/README.md"], ".csv")
     message = str(caught.value)
     assert "no glob matches every data file: ['d/2.CSV'] do not end in '.csv'" in message

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mueval.data.users import conflict_message, text_conflict
+from mueval.data.users import conflict_message, space_twins, text_conflict
 from mueval.errors import DataError
 
 __all__ = ["label_classes"]
@@ -77,9 +77,7 @@ def _label_text(labels: pd.Series, label_col: str, source: str) -> np.ndarray:
         )
         raise DataError(message)
     if stripped.nunique() < text.nunique():
-        pairs = pd.DataFrame({"text": text, "stripped": stripped}).drop_duplicates()
-        twice = pairs[pairs["stripped"].duplicated(keep=False)].sort_values("stripped")
-        a, b = (repr(v[:60]) for v in twice["text"].head(2))
+        a, b = (repr(v[:60]) for v in space_twins(text, stripped))
         message = (
             f"{source}: labels {a} and {b} in column {label_col!r} differ only in surrounding "
             "spaces; they would be two classes shown alike: write each class one way"

@@ -12,7 +12,14 @@ import pyarrow as pa
 from mudata.errors import excerpt
 from mueval.errors import DataError
 
-__all__ = ["conflict_message", "text_conflict", "user_ids", "user_text", "user_texts"]
+__all__ = [
+    "conflict_message",
+    "space_twins",
+    "text_conflict",
+    "user_ids",
+    "user_text",
+    "user_texts",
+]
 
 #: The largest user id kept as a number (larger unsigned ids are kept as text).
 _INT64_MAX = np.iinfo(np.int64).max
@@ -107,6 +114,22 @@ def text_conflict(values: pd.Series, text: pd.Series) -> tuple[object, object] |
     return None
 
 
+def space_twins(written: pd.Series, stripped: pd.Series) -> tuple[str, str]:
+    """The first two texts of ``written`` that only surrounding spaces tell apart
+    (``stripped`` is ``written`` stripped, and holds fewer distinct values).
+
+    Examples
+    --------
+    >>> text = pd.Series(["walk", "run", "walk ", "run"])
+    >>> space_twins(text, text.str.strip())
+    ('walk', 'walk ')
+    """
+    pairs = pd.DataFrame({"written": written, "stripped": stripped}).drop_duplicates()
+    twice = pairs[pairs["stripped"].duplicated(keep=False)].sort_values("stripped", kind="stable")
+    first, second = twice["written"].head(2)
+    return str(first), str(second)
+
+
 def conflict_message(pair: tuple[object, object], what: str) -> str:
     """Says why the pair :func:`text_conflict` found cannot name ``what`` (users, classes)."""
     a, b = pair
@@ -166,9 +189,7 @@ def user_ids(raw: pd.Series) -> np.ndarray:
         raise DataError(message)
     if text.nunique() < raw.astype(str).nunique():
         # " 1" and "1" would merge two people silently: name both instead.
-        pairs = pd.DataFrame({"raw": raw.astype(str), "text": text}).drop_duplicates()
-        twice = pairs[pairs["text"].duplicated(keep=False)]
-        a, b = (repr(v[:60]) for v in twice.sort_values("text")["raw"].head(2))
+        a, b = (repr(v[:60]) for v in space_twins(raw.astype(str), text))
         message = (
             f"user ids {a} and {b} differ only in surrounding spaces and would merge into "
             "one user; user ids are text and must differ as text"

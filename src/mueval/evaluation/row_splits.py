@@ -16,6 +16,7 @@ from typing import cast
 import numpy as np
 from sklearn.model_selection import train_test_split
 
+from mudata.display import shown
 from mueval.errors import SplitError
 
 __all__ = [
@@ -34,11 +35,35 @@ def plain_user(user: object) -> int | str:
     return cast("int | str", user.item() if isinstance(user, np.generic) else user)
 
 
+#: The most classes :func:`class_counts` names one by one.
+SHOWN_CLASSES = 12
+
+
 def class_counts(y: np.ndarray, classes: Sequence[str] | None) -> str:
-    """The class counts of labels ``y`` as ``"name: count, ..."`` (error messages)."""
+    """The class counts of labels ``y`` as ``"name: count, ..."`` (error messages).
+
+    Past :data:`SHOWN_CLASSES` classes, the ones with the fewest rows are named
+    (they are why a split fails) and the rest are summed up, so that a table of
+    hundreds of classes still gives a message one can read.
+
+    Examples
+    --------
+    >>> class_counts(np.array([0, 1, 1, 2, 2, 2]), ["sit", "stand", "walk"])
+    'sit: 1, stand: 2, walk: 3'
+    >>> class_counts(np.repeat(np.arange(20), np.arange(1, 21)), None)
+    '0: 1, 1: 2, 2: 3, 3: 4, 4: 5, 5: 6, 6: 7, 7: 8, 8: 9, 9: 10, 10: 11, 11: 12 and 8 more classes with 13 to 20 rows'
+    """
     values, counts = np.unique(y, return_counts=True)
     names = [classes[v] if classes is not None else str(v) for v in values]
-    return ", ".join(f"{n}: {c}" for n, c in zip(names, counts, strict=True))
+    if len(values) <= SHOWN_CLASSES:
+        return ", ".join(f"{n}: {c}" for n, c in zip(names, counts, strict=True))
+    # The fewest first (stable, so ties keep the classes' order).
+    order = np.argsort(counts, kind="stable")
+    shown, rest = order[:SHOWN_CLASSES], counts[order[SHOWN_CLASSES:]]
+    listed = ", ".join(f"{names[i]}: {counts[i]}" for i in shown)
+    low, high = int(rest.min()), int(rest.max())
+    span = f"{low} rows each" if low == high else f"{low} to {high} rows"
+    return f"{listed} and {len(rest)} more classes with {span}"
 
 
 def split_rows(
@@ -84,9 +109,11 @@ def split_rows(
             random_state=seed,
         )
     except ValueError as exc:
+        # scikit-learn lists every class with too few rows: hundreds, at times.
+        why = shown(str(exc), 300, quote=False)
         message = (
             f"{what}: cannot split {len(idx)} rows with train_size={train_size} "
-            f"(class counts {class_counts(labels, classes)}): {exc}"
+            f"(class counts {class_counts(labels, classes)}): {why}"
         )
         raise SplitError(message) from exc
     return np.asarray(first), np.asarray(second)

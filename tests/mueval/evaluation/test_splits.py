@@ -112,6 +112,22 @@ def test_too_small_for_a_stratified_split_names_user_and_sizes() -> None:
         make_splits(y, users, ["udm"], 1, 101)
 
 
+def test_split_error_of_many_classes_names_the_fewest_and_stays_short() -> None:
+    # 200 classes, 2 rows each per user, but user 1 has one row of each class
+    # from 100 on: scikit-learn lists those 100 classes.
+    users = np.repeat([1, 2], 400)
+    y = np.tile(np.repeat(np.arange(200), 2), 2)
+    keep = ~((users == 1) & (y >= 100) & (np.arange(800) % 2 == 0))
+    with pytest.raises(SplitError) as caught:
+        make_splits(y[keep], users[keep], ["udm"], 1, 101)
+    message = str(caught.value)
+    assert message.startswith("udm, user 1: cannot split 300 rows")
+    assert "(class counts 100: 1, 101: 1, 102: 1," in message
+    assert "and 188 more classes with 1 to 2 rows)" in message
+    assert "Classes with too few members are: [100, 101," in message
+    assert len(message) < 700
+
+
 def _blocked_table(n_users: int = 3, per_class: int = 25):
     rng = np.random.default_rng(5)
     y = np.tile(np.repeat([0, 1, 2], per_class), n_users)

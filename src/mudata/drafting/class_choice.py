@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mudata.display import shown
 from mudata.drafting.nulls import Flagged, class_runs, null_classes
 from mudata.drafting.preview import as_built
 from mudata.drafting.records import Choices
@@ -121,6 +122,15 @@ def left_out_classes(
         # only what the user asked for can then refuse the draft.
         left_out = {}
     left_out.update(dict.fromkeys(drop, "--drop-class"))
+    if len(seen) < 2:
+        # No option can help: a table of one class has nothing to tell apart.
+        where = f" in column {shown(choices.label)}" if choices.label else ""
+        message = (
+            f"mudata init: the files hold one class{where} ({', '.join(seen) or 'none'}); "
+            f"a dataset needs at least 2 classes to tell apart. Add the files of the other "
+            f"classes, or name the column that holds the activity with --label COL"
+        )
+        raise UsageError(message)
     if len(seen) - len(left_out) < 2:
         message = (
             f"mudata init: leaving out class(es) {', '.join(left_out)} keeps fewer than 2 "

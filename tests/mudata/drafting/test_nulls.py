@@ -192,3 +192,46 @@ def test_chest_release_undocumented_zero(tmp_path: Path) -> None:
     report = init(tmp_path / "x", toml, "--sampling-rate", "52")
     assert "0: 712 (left out, not an activity: the class legend of" in report
     assert [c["code"] for c in tomllib.loads(toml.read_text())["classes"]] == list(range(1, 8))
+
+
+def _one_class(root: Path) -> Path:
+    """The files of :func:`unmarked_release` with only the rows of class 1."""
+    for csv in unmarked_release(root).glob("*.csv"):
+        lines = csv.read_text().splitlines()
+        csv.write_text("\n".join([lines[0], *(x for x in lines[1:] if x.endswith(",1"))]) + "\n")
+    return root
+
+
+@pytest.mark.parametrize("label", [(), ("--label", "activity")])
+def test_files_of_one_class_say_so(tmp_path: Path, label: tuple[str, ...]) -> None:
+    """No option turns one class into a dataset: init says what the files hold,
+    where it advised --keep-class for a class nothing had left out."""
+    files = _one_class(tmp_path / "release")
+    result = CliRunner().invoke(
+        mudata_main, ["init", str(files), "--name", "x", "-o", str(tmp_path / "x.toml"), *label]
+    )
+    assert result.exit_code != 0
+    assert "the files hold one class" in result.output, result.output
+    assert "--keep-class" not in result.output
+    assert not (tmp_path / "x.toml").exists()
+
+
+@pytest.mark.release
+def test_chest_release_of_one_class_says_so(tmp_path: Path) -> None:
+    """The chest release's own files, cut to the rows of activity 1."""
+    release = SHARED_DATA / "releases" / "chest_accel_casale_p1-8.tar.gz"
+    if not release.is_file():
+        pytest.skip(f"shared release not found at {release}")
+    with tarfile.open(release) as tf:
+        tf.extractall(tmp_path / "x", filter="data")
+    data = next((tmp_path / "x").rglob("1.csv")).parent
+    for csv in data.glob("*.csv"):
+        rows = [x for x in csv.read_text().splitlines() if x.endswith(",1")]
+        csv.write_text("\n".join(rows) + "\n")
+    result = CliRunner().invoke(
+        mudata_main,
+        ["init", str(data), "--name", "c", "-o", str(tmp_path / "c.toml"), "--label", "c5"],
+    )
+    assert result.exit_code != 0
+    assert "the files hold one class in column 'c5' (1)" in result.output, result.output
+    assert "--keep-class" not in result.output

@@ -18,7 +18,7 @@ from mudata.drafting.records import Sniffed
 from mudata.drafting.selection import format_of
 from mudata.drafting.shapes import text_shape
 from mudata.errors import LimitError, ParseError
-from mudata.readers.delimited import SPREADSHEET_MISSING
+from mudata.readers.delimited import SPREADSHEET_MISSING, check_no_repeated_header
 from mudata.readers.lines import checked_line_options, prepare_lines
 from mudata.readers.matlab import read_mat
 
@@ -60,6 +60,8 @@ def read_table(data: bytes, sniffed: Sniffed, member: str) -> pd.DataFrame:
         )
     if not sniffed.header:
         table.columns = [f"c{i + 1}" for i in range(table.shape[1])]
+    else:
+        check_no_repeated_header(table, member)
     return table
 
 

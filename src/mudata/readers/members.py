@@ -20,7 +20,7 @@ from pyarrow import ArrowException
 from mudata.bounds.parquet import check_csv_header, check_parquet
 from mudata.errors import LimitError, MissingFileError, ParseError, Reason, RegistryError, excerpt
 from mudata.readers._text import check_encoding, columns_option, str_option, text_encoding
-from mudata.readers.delimited import SEPARATORS, SPREADSHEET_MISSING
+from mudata.readers.delimited import SEPARATORS, SPREADSHEET_MISSING, check_no_repeated_header
 from mudata.readers.lines import line_options, prepare_lines
 from mudata.readers.matlab import read_mat
 from mudata.readers.sources import Sources
@@ -148,6 +148,7 @@ def parse_member(
         message = f"{member}: cannot be read as {fmt} ({type(exc).__name__}: {str(exc)[:200]})"
         raise ParseError(message, reason=Reason("unreadable", "members")) from None
     if header:
+        check_no_repeated_header(table, member)
         return table
     numbers = columns_option(entry, "columns", {})
     if not numbers and every_column:

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from mudata.bounds.parquet import MAX_PARQUET_COLUMNS, check_csv_header, check_parquet
 from mudata.config import EXPANSION_ENV
+from mudata.display import shown
 from mudata.errors import LimitError as MudataLimitError
 from mudata.errors import ParseError as MudataParseError
 from mueval.data.classes import label_classes
@@ -118,6 +119,26 @@ def max_score_cells() -> int:
 _EXCERPT = 200
 
 
+def _first_text_cell(df: pd.DataFrame, bad: Sequence[str]) -> str:
+    """Where the first of the ``bad`` columns holds text that is no number, for
+    the message (a stray ``"n/a"``, or the header line again), or ``""``."""
+    column = next((c for c in df.columns if str(c) == bad[0]), None)
+    if column is None or not pd.api.types.is_string_dtype(df[column].dtype):
+        return ""
+    cells = df[column]
+    text = cells.notna() & pd.to_numeric(cells, errors="coerce").isna()
+    if not text.any():
+        return ""
+    row = int(np.flatnonzero(text.to_numpy())[0])
+    value = cells.iloc[row]
+    header = (
+        ": the header line again, as files joined with their headers hold it?"
+        if value == str(column)
+        else ""
+    )
+    return f"; {shown(column)} holds {shown(value)} at row position {row}{header}"
+
+
 def _listed(names: Sequence[object]) -> str:
     """Column names for a message, cut to :data:`_EXCERPT` characters: a file's
     header is its content (a link to ``/proc/self/environ`` has the environment
@@ -207,9 +228,9 @@ def table_from_frame(
     ]
     if bad:
         message = (
-            f"{source}: feature columns must be numeric; not numeric: {_listed(bad)} "
-            f"(name the user and label columns with --user-col/--label-col, or drop "
-            "these columns)"
+            f"{source}: feature columns must be numeric; not numeric: {_listed(bad)}"
+            f"{_first_text_cell(df, bad)} (name the user and label columns with "
+            "--user-col/--label-col, or drop these columns)"
         )
         raise DataError(message)
     X = df[features].to_numpy(dtype=float)

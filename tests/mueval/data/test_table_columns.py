@@ -61,3 +61,28 @@ def test_a_file_separated_otherwise_says_so(tmp_path, frame, sep: str) -> None:
     frame.to_csv(path, sep=sep, index=False)
     with pytest.raises(UsageError, match="is the file separated by ';', tabs or '|'"):
         load_file(path)
+
+
+def test_a_csv_holding_its_header_again_says_so(tmp_path, frame) -> None:
+    """Files joined with their headers: the first text cell of a feature is named."""
+    path = tmp_path / "joined.csv"
+    text = frame.to_csv(index=False)
+    lines = text.splitlines(keepends=True)
+    path.write_text("".join([*lines[:11], lines[0], *lines[11:]]))
+    with pytest.raises(DataError) as caught:
+        load_file(path)
+    first = frame.columns[2]
+    assert f"'{first}' holds '{first}' at row position 10: the header line again" in str(
+        caught.value
+    )
+
+
+def test_a_stray_text_cell_in_a_feature_is_named(tmp_path, frame) -> None:
+    path = tmp_path / "stray.csv"
+    stray = frame.astype({frame.columns[3]: object})
+    stray.iloc[7, 3] = "n/a?"
+    stray.to_csv(path, index=False)
+    with pytest.raises(
+        DataError, match=rf"'{frame.columns[3]}' holds 'n/a\?' at row position 7 \("
+    ):
+        load_file(path)

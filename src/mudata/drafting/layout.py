@@ -158,15 +158,19 @@ def _code_column(table: pd.DataFrame) -> tuple[str | None, str]:
     """In a file without a header: the last (or first) column, when it looks like class codes.
 
     Class codes are whole numbers with few distinct values; sensor values are not.
+    A few rows without a code (at most 1 %: a line cut short) do not rule a
+    column out; the note counts them, and the build leaves them out.
     """
     for column in (table.columns[-1], table.columns[0]):
         values = pd.to_numeric(table[column], errors="coerce")
         distinct = values.dropna().unique()
-        whole = values.notna().all() and bool(np.all(np.mod(distinct, 1) == 0))
+        n_missing = int(values.isna().sum())
+        whole = n_missing <= 0.01 * len(values) and bool(np.all(np.mod(distinct, 1) == 0))
         if whole and 2 <= distinct.size <= 100 and table.shape[1] > 3:
+            without = f", {n_missing:,} row(s) without one" if n_missing else ""
             note = (
                 f"label: column {str(column)[1:]} ({column}), whole numbers with "
-                f"{distinct.size} distinct values -- check it"
+                f"{distinct.size} distinct values{without} -- check it"
             )
             return str(column), note
     return None, ""

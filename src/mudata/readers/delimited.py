@@ -10,6 +10,7 @@ line again among the rows, as files joined with their headers leave it).
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import numpy as np
 import pandas as pd
@@ -33,8 +34,10 @@ def sniff_delimited(head: str) -> tuple[str | None, str]:
 
     A separator found the same number of times (at least once) on every one of
     the first lines wins, tab before semicolon before comma (a semicolon file
-    with decimal commas holds commas too). Decimal commas are assumed when the
-    separator is not a comma and some field reads as ``12,5``.
+    with decimal commas holds commas too); from ten lines on, one line in ten
+    may differ (a line cut short, a cell holding the separator), so that one
+    broken line does not make a whole file one column. Decimal commas are
+    assumed when the separator is not a comma and some field reads as ``12,5``.
 
     Returns
     -------
@@ -47,9 +50,13 @@ def sniff_delimited(head: str) -> tuple[str | None, str]:
     # Separators inside quoted fields ("2,5") do not count.
     bare = [_QUOTED.sub('""', line) for line in lines]
     separator = None
+    differing = len(bare) // 10
     for candidate in ("\t", ";", ",", "|"):
-        counts = {line.count(candidate) for line in bare}
-        if lines and len(counts) == 1 and counts.pop() > 0:
+        counts = Counter(line.count(candidate) for line in bare)
+        if not counts:
+            break
+        count, lines_with_it = counts.most_common(1)[0]
+        if count > 0 and lines_with_it >= len(bare) - differing:
             separator = candidate
             break
     decimal = "."

@@ -13,11 +13,12 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+import mudata
 import mudata.building.pipeline
 from mudata.building.options import BuildOptions
 from mudata.cli import main as mudata_main
 from mudata.errors import ParseError
-from mudata.readers.delimited import check_no_repeated_header
+from mudata.readers.delimited import check_no_repeated_header, sniff_delimited
 from mudata.registry.lookup import load_entry_file
 from tests.conftest import SHARED_DATA
 from tests.mudata.readers.test_members import entry_text, write_users
@@ -125,3 +126,62 @@ def test_the_wle_release_joined_with_its_header_twice(tmp_path: Path) -> None:
     assert result.exit_code != 0
     assert "train.csv: data row 9,001 repeats the header line ('user_name'," in result.output
     assert "user_name: fewer than" not in result.output
+
+
+def _head(sep: str, cut: int, n: int = 20) -> str:
+    """``n`` lines of ``t,x,y,z,label`` with line ``cut`` cut to its first field."""
+    lines = [sep.join(["t", "x", "y", "z", "label"])]
+    lines += [sep.join([str(i), "0.5", "1.5", "-2.0", "3"]) for i in range(1, n)]
+    lines[cut] = lines[cut].split(sep)[0]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("cut", [1, 2, 9, 17])
+@pytest.mark.parametrize("sep", [",", ";", "\t", "|"], ids=["comma", "semicolon", "tab", "pipe"])
+def test_one_line_cut_short_does_not_make_a_file_one_column(sep: str, cut: int) -> None:
+    assert sniff_delimited(_head(sep, cut)) == (sep, ".")
+
+
+def test_a_separator_missing_from_more_lines_is_not_taken() -> None:
+    # Two lines in twenty without it: no separator, as before.
+    text = _head(",", 3)
+    lines = text.splitlines()
+    lines[6] = lines[6].split(",")[0]
+    assert sniff_delimited("\n".join(lines) + "\n") == (None, ".")
+    # A short head tolerates no line without it.
+    assert sniff_delimited(_head(",", 2, n=6)) == (None, ".")
+    # Whitespace-separated numbers with a comma in one line stay whitespace-separated.
+    spaced = "\n".join(f"{i} 0.5 1.5" for i in range(20)).replace("0 0.5", "0 0,5", 1)
+    assert sniff_delimited(spaced + "\n") == (None, ".")
+
+
+@pytest.mark.release
+@pytest.mark.parametrize("line", [3, 12, 19])
+def test_chest_release_with_a_line_cut_short_in_its_first_file(tmp_path: Path, line: int) -> None:
+    """1.csv of the chest release with one line cut to its first field (the
+    counter): init made the file one column and called it a metadata sheet;
+    it now drafts the five columns, counts the row without a label, and the
+    draft builds."""
+    release = SHARED_DATA / "releases" / "chest_accel_casale_p1-8.tar.gz"
+    if not release.is_file():
+        pytest.skip(f"shared release not found at {release}")
+    with tarfile.open(release) as tf:
+        tf.extractall(tmp_path / "x", filter="data")
+    first = next((tmp_path / "x").rglob("1.csv"))
+    lines = first.read_text().splitlines(keepends=True)
+    lines[line] = lines[line].split(",")[0] + "\n"
+    first.write_text("".join(lines))
+    toml = tmp_path / "c.toml"
+    result = CliRunner().invoke(
+        mudata_main,
+        ["init", str(first.parent), "--name", "c", "-o", str(toml), "--sampling-rate", "52"],
+    )
+    assert result.exit_code == 0, result.output
+    assert "label: column 5 (c5), whole numbers with 8 distinct values, 1 row(s) without one" in (
+        result.output
+    )
+    home = tmp_path / "home"
+    for step in (["register", str(toml), "--draft-ok"], ["fetch", "c"]):
+        done = CliRunner().invoke(mudata_main, [*step, "--data-home", str(home)])
+        assert done.exit_code == 0, done.output
+    assert mudata.load("c", data_home=home).frame["userid"].nunique() == 8

@@ -114,11 +114,19 @@ def _path_pattern(
 
 
 def _lag1(table: pd.DataFrame, columns: list[str]) -> float:
+    """Mean lag-1 correlation of the columns over the first 2,000 rows.
+
+    Each column's pairs of successive values are taken where both are numbers:
+    one empty cell (a line cut short) made a column's correlation NaN, and a
+    file of signals with such a line in every column read as a feature table.
+    """
     values = table[columns].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)[:2000]
-    if len(values) < 3:
-        return 0.0
+    r = []
     with np.errstate(invalid="ignore", divide="ignore"):
-        r = [np.corrcoef(v[:-1], v[1:])[0, 1] for v in values.T if np.nanstd(v) > 0]
+        for v in values.T:
+            both = np.isfinite(v[:-1]) & np.isfinite(v[1:])
+            if both.sum() >= 3:
+                r.append(np.corrcoef(v[:-1][both], v[1:][both])[0, 1])
     r = [x for x in r if np.isfinite(x)]
     return float(np.mean(r)) if r else 0.0
 

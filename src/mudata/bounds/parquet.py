@@ -14,6 +14,8 @@ A CSV header is bounded the same way: :func:`check_csv_header` counts the
 columns of the first line (found within :data:`MAX_HEADER_BYTES`) and refuses
 more than :data:`MAX_PARQUET_COLUMNS` before the file is parsed; a 6.9 MB
 header of 700,000 columns would otherwise take gigabytes in pandas.
+:func:`check_first_row` refuses a first data row with more fields than the
+header (unless every row has them): pandas would shift every column by one.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import itertools
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -204,10 +208,78 @@ def check_csv_header(
     return columns
 
 
+def _records(text: str, separator: str | None) -> Iterator[list[str]]:
+    """The non-blank records of delimited text, as pandas' C parser splits them
+    (quoted fields may hold separators and line breaks; blank lines are skipped)."""
+    if separator is None:
+        yield from (fields for fields in (line.split() for line in text.splitlines()) if fields)
+        return
+    try:
+        yield from (
+            fields for fields in csv.reader(io.StringIO(text), delimiter=separator) if fields
+        )
+    except csv.Error:  # a field past csv's size limit: pandas will say what it finds
+        return
+
+
+def check_first_row(
+    data: bytes, what: str, *, separator: str | None = ",", encoding: str = "utf-8"
+) -> None:
+    """Refuse a first data row with more fields than the header, unless every row has them.
+
+    pandas reads a header of N names over rows of N + 1 fields as a row index
+    and N columns (R's ``write.table`` writes row names so; those files are
+    read as before). When only the first data row holds more (a line joined
+    with the next, a stray separator), the rows after it get a missing last
+    column and every name moves one column to the right, silently.
+
+    Parameters
+    ----------
+    data : bytes
+        The file's (decompressed) bytes, its header on the first line.
+    what : str
+        How messages name the file.
+    separator : str or None
+        The field separator; None for whitespace-separated text.
+    encoding : str
+        The text encoding.
+
+    Raises
+    ------
+    ParseError
+        Naming the header's field count and the first data row whose count differs.
+
+    Examples
+    --------
+    >>> check_first_row(b"a,b\\n1,2,3\\n4,5,6\\n", "rownames.csv")  # every row: an index
+    >>> check_first_row(b"a,b\\n1,2,3\\n4,5\\n", "f.csv")
+    Traceback (most recent call last):
+    ...
+    mudata.errors.ParseError: f.csv: the header names 2 columns, data row 1 holds 3 fields and data row 2 holds 2: read so, every column would move one place to the right; a separator too many in data row 1, or one too few in the header?
+    """
+    head = data[: 1 << 16].decode(encoding, errors="replace")
+    records = _records(head, separator)
+    header, first = next(records, None), next(records, None)
+    if header is None or first is None or len(first) <= len(header):
+        return
+    # Rare: every row is read now, to tell row names from one row out of line.
+    text = data.decode(encoding, errors="replace")
+    for number, fields in enumerate(itertools.islice(_records(text, separator), 1, None), 1):
+        if len(fields) != len(first):
+            message = (
+                f"{what}: the header names {len(header)} columns, data row 1 holds "
+                f"{len(first)} fields and data row {number:,} holds {len(fields)}: read so, "
+                f"every column would move one place to the right; a separator too many in "
+                f"data row 1, or one too few in the header?"
+            )
+            raise ParseError(message)
+
+
 __all__ = [
     "MAX_HEADER_BYTES",
     "MAX_PARQUET_COLUMNS",
     "check_csv_header",
+    "check_first_row",
     "check_parquet",
     "decoded_bytes",
 ]

@@ -12,7 +12,7 @@ import io
 
 import pandas as pd
 
-from mudata.bounds.parquet import check_parquet
+from mudata.bounds.parquet import check_first_row, check_parquet
 from mudata.drafting.collect import Collected
 from mudata.drafting.records import Sniffed
 from mudata.drafting.selection import format_of
@@ -50,6 +50,8 @@ def read_table(data: bytes, sniffed: Sniffed, member: str) -> pd.DataFrame:
             lines = checked_line_options(sniffed.lines, "mudata init")
             text = data.decode("utf-8", "replace")
             data = prepare_lines(text, member, lines, sniffed.separator).encode()
+        if sniffed.header:
+            check_first_row(data, member, separator=sniffed.separator)
         table = pd.read_csv(
             io.BytesIO(data),
             sep=sniffed.separator or r"\s+",

@@ -169,6 +169,8 @@ def _code_column(table: pd.DataFrame) -> tuple[str | None, str]:
     A few rows without a code (at most 1 %: a line cut short) do not rule a
     column out; the note counts them, and the build leaves them out.
     """
+    if table.shape[1] == 0:  # every column has another role
+        return None, ""
     for column in (table.columns[-1], table.columns[0]):
         values = pd.to_numeric(table[column], errors="coerce")
         distinct = values.dropna().unique()

@@ -34,9 +34,9 @@ def sniff_delimited(head: str) -> tuple[str | None, str]:
 
     A separator found the same number of times (at least once) on every one of
     the first lines wins, tab before semicolon before comma (a semicolon file
-    with decimal commas holds commas too); from ten lines on, one line in ten
-    may differ (a line cut short, a cell holding the separator), so that one
-    broken line does not make a whole file one column. Decimal commas are
+    with decimal commas holds commas too); from five lines on, one line may
+    differ, and one in ten from twenty (a line cut short, a cell holding the
+    separator), so that one broken line does not make a whole file one column. Decimal commas are
     assumed when the separator is not a comma and some field reads as ``12,5``.
 
     Returns
@@ -50,7 +50,7 @@ def sniff_delimited(head: str) -> tuple[str | None, str]:
     # Separators inside quoted fields ("2,5") do not count.
     bare = [_QUOTED.sub('""', line) for line in lines]
     separator = None
-    differing = len(bare) // 10
+    differing = max(1, len(bare) // 10) if len(bare) >= 5 else 0
     for candidate in ("\t", ";", ",", "|"):
         counts = Counter(line.count(candidate) for line in bare)
         if not counts:

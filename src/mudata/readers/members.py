@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 from pyarrow import ArrowException
 
-from mudata.bounds.parquet import check_csv_header, check_parquet
+from mudata.bounds.parquet import check_csv_header, check_first_row, check_parquet
 from mudata.errors import LimitError, MissingFileError, ParseError, Reason, RegistryError, excerpt
 from mudata.readers._text import check_encoding, columns_option, str_option, text_encoding
 from mudata.readers.delimited import SEPARATORS, SPREADSHEET_MISSING, check_no_repeated_header
@@ -129,6 +129,10 @@ def parse_member(
             check_csv_header(
                 data, member, separator=None if sep == r"\s+" else sep, encoding=encoding
             )
+            if header:
+                check_first_row(
+                    data, member, separator=None if sep == r"\s+" else sep, encoding=encoding
+                )
             # low_memory=False: the whole file is typed at once, so a column is
             # never given mixed types (and pandas' DtypeWarning never shows).
             table = pd.read_csv(

@@ -23,7 +23,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mudata.bounds.parquet import MAX_PARQUET_COLUMNS, check_csv_header, check_parquet
+from mudata.bounds.parquet import (
+    MAX_PARQUET_COLUMNS,
+    check_csv_header,
+    check_first_row,
+    check_parquet,
+)
 from mudata.config import EXPANSION_ENV
 from mudata.display import shown
 from mudata.errors import LimitError as MudataLimitError
@@ -496,7 +501,8 @@ def load_file(path: str | Path, *, user_col: str = "userid", label_col: str = "l
         # The header first: 700,000 columns take gigabytes once parsed.
         try:
             check_csv_header(content, str(path))
-        except MudataLimitError as exc:
+            check_first_row(content, path.name)
+        except (MudataLimitError, MudataParseError) as exc:
             raise DataError(str(exc)) from None
         # Before pandas reads it: it would rename a second "label" to "label.1",
         # a feature holding the label.

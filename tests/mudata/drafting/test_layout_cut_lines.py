@@ -100,3 +100,16 @@ def test_motionsense_with_a_line_cut_short_is_drafted_as_signals(tmp_path: Path,
     assert result.exit_code == 0, result.output
     assert "layout: raw signals" in result.output
     assert "not used by a feature table" not in result.output
+
+
+def test_files_of_one_counter_column_are_told_what_is_missing(tmp_path: Path) -> None:
+    """One column, a row counter: every column had another role, and the search
+    for a label column among none ended in an internal IndexError."""
+    for user in (1, 2, 3):
+        (tmp_path / f"u{user}.txt").write_text("\n".join(map(str, range(501))) + "\n")
+    result = CliRunner().invoke(
+        mudata_main, ["init", str(tmp_path), "--name", "o", "-o", str(tmp_path / "o.toml")]
+    )
+    assert result.exit_code != 0
+    assert "internal error" not in result.output
+    assert "no label column" in result.output and "Columns of u1.txt: ['c1']" in result.output

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 import mudata
 import mudata.building.pipeline
+from mudata.bounds.parquet import check_first_row
 from mudata.building.options import BuildOptions
 from mudata.cli import main as mudata_main
 from mudata.errors import ParseError
@@ -148,8 +149,9 @@ def test_a_separator_missing_from_more_lines_is_not_taken() -> None:
     lines = text.splitlines()
     lines[6] = lines[6].split(",")[0]
     assert sniff_delimited("\n".join(lines) + "\n") == (None, ".")
-    # A short head tolerates no line without it.
-    assert sniff_delimited(_head(",", 2, n=6)) == (None, ".")
+    # A head of four lines (the last of a head may be cut) tolerates none.
+    assert sniff_delimited(_head(",", 2, n=5)) == (None, ".")
+    assert sniff_delimited(_head(",", 2, n=6)) == (",", ".")
     # Whitespace-separated numbers with a comma in one line stay whitespace-separated.
     spaced = "\n".join(f"{i} 0.5 1.5" for i in range(20)).replace("0 0.5", "0 0,5", 1)
     assert sniff_delimited(spaced + "\n") == (None, ".")
@@ -185,3 +187,110 @@ def test_chest_release_with_a_line_cut_short_in_its_first_file(tmp_path: Path, l
         done = CliRunner().invoke(mudata_main, [*step, "--data-home", str(home)])
         assert done.exit_code == 0, done.output
     assert mudata.load("c", data_home=home).frame["userid"].nunique() == 8
+
+
+def test_first_row_longer_than_the_header_is_refused_unless_every_row_is() -> None:
+    # Row names (R's write.table): every row one field more; read as before.
+    check_first_row(b"a,b\n1,2,3\n4,5,6\n\n7,8,9\n", "r.csv")
+    check_first_row(b"a b\nr1 2 3\nr2 5 6\n", "r.txt", separator=None)
+    # Separators and line breaks inside quotes are no fields.
+    check_first_row(b'a,b\n"x,y",2\n"p\nq",5\n', "q.csv")
+    with pytest.raises(ParseError, match=r"data row 1 holds 3 fields and data row 3 holds 2"):
+        check_first_row(b"a,b\n1,2,3\n4,5,6\n7,8\n", "f.csv")
+    with pytest.raises(ParseError, match=r"the header names 2 columns, data row 1 holds 3"):
+        check_first_row(b"a;b\n1;2;3\n4;5\n", "f.csv", separator=";")
+    with pytest.raises(ParseError, match=r"data row 1 holds 3 fields and data row 2 holds 2"):
+        check_first_row(
+            "a\tb\n1\t2\t3\n4\t5\n".encode("utf-16"), "f.tsv", separator="\t", encoding="utf-16"
+        )
+
+
+@pytest.mark.parametrize("sep", SEPARATORS.values(), ids=SEPARATORS.keys())
+def test_a_field_too_many_in_the_first_row_is_refused_by_init_and_fetch(
+    tmp_path: Path, sep: str
+) -> None:
+    """pandas took the first column as a row index and moved every name one
+    column to the right: ``f2`` was dropped as mostly missing, ``f1`` held
+    ``f2``'s numbers."""
+    data = tmp_path / "data"
+    write_users(data, ["u1", "u2", "u3"], np.random.default_rng(5))
+    for csv in data.glob("*.csv"):
+        lines = pd.read_csv(csv).to_csv(sep=sep, index=False).splitlines()
+        lines[1] += f"{sep}0.5"
+        csv.write_text("\n".join(lines) + "\n")
+    result = CliRunner().invoke(
+        mudata_main, ["init", str(data), "--name", "x", "-o", str(tmp_path / "x.toml")]
+    )
+    assert result.exit_code != 0
+    assert (
+        "u1.csv: the header names 4 columns, data row 1 holds 5 fields and data row 2 holds 4"
+        in (result.output)
+    ), result.output
+    toml = tmp_path / "globbed.toml"
+    options = f"[reader_options]\nseparator = {sep!r}\n".replace("'", '"').replace("\t", "\\t")
+    toml.write_text(entry_text("data", "*.csv").replace("[reader_options]\n", options, 1))
+    with pytest.raises(
+        ParseError, match=r"u1.csv.*: the header names 4 columns, data row 1 holds 5"
+    ):
+        mudata.building.pipeline.build(
+            load_entry_file(toml), BuildOptions(data_home=tmp_path / "home", allow_unverified=True)
+        )
+
+
+def test_row_names_without_a_header_cell_are_read_as_before(tmp_path: Path) -> None:
+    """R's write.table: a header of N names over rows of a row name and N fields."""
+    data = tmp_path / "data"
+    write_users(data, ["u1", "u2", "u3"], np.random.default_rng(5))
+    expected = {}
+    for csv in data.glob("*.csv"):
+        frame = pd.read_csv(csv)
+        expected[csv.stem] = frame
+        lines = frame.to_csv(index=False).splitlines()
+        csv.write_text(
+            "\n".join([lines[0], *(f'"{i}",{x}' for i, x in enumerate(lines[1:], 1))]) + "\n"
+        )
+    toml = tmp_path / "globbed.toml"
+    toml.write_text(entry_text("data", "*.csv"))
+    path = mudata.building.pipeline.build(
+        load_entry_file(toml), BuildOptions(data_home=tmp_path / "home", allow_unverified=True)
+    )
+    built = pd.read_parquet(path)
+    u1 = built[built["userid"] == "u1"]
+    assert np.allclose(np.sort(u1["f1"]), np.sort(expected["u1"]["f1"]))
+    assert np.allclose(np.sort(u1["f2"]), np.sort(expected["u1"]["f2"]))
+
+
+@pytest.mark.release
+@pytest.mark.parametrize("field", ["9", ""])
+def test_motionsense_with_a_field_too_many_in_its_first_row(tmp_path: Path, field: str) -> None:
+    """sub_1.csv of MotionSense with one more field on its first data row: init
+    dropped userAcceleration.z (its column mostly missing) and named the
+    channels one column off."""
+    release = SHARED_DATA / "releases" / "motionsense_sub1-4.tar.gz"
+    if not release.is_file():
+        pytest.skip(f"shared release not found at {release}")
+    with tarfile.open(release) as tf:
+        tf.extractall(tmp_path / "x", filter="data")
+    data = next((tmp_path / "x").rglob("A_DeviceMotion_data"))
+    first = data / "dws_1" / "sub_1.csv"
+    lines = first.read_text().splitlines(keepends=True)
+    lines[1] = lines[1].rstrip("\n") + f",{field}\n"
+    first.write_text("".join(lines))
+    result = CliRunner().invoke(
+        mudata_main,
+        [
+            "init",
+            str(data),
+            "--name",
+            "ms",
+            "-o",
+            str(tmp_path / "m.toml"),
+            "--sampling-rate",
+            "50",
+        ],
+    )
+    assert result.exit_code != 0
+    assert (
+        "sub_1.csv: the header names 13 columns, data row 1 holds 14 fields and data row 2 holds 13"
+        in result.output
+    ), result.output

@@ -86,3 +86,30 @@ def test_a_stray_text_cell_in_a_feature_is_named(tmp_path, frame) -> None:
         DataError, match=rf"'{frame.columns[3]}' holds 'n/a\?' at row position 7 \("
     ):
         load_file(path)
+
+
+def test_a_field_too_many_in_the_first_row_is_refused(tmp_path, frame) -> None:
+    """pandas took the user column as a row index and moved every name one
+    column to the right; the last feature was then missing on every row but one."""
+    path = tmp_path / "shifted.csv"
+    lines = frame.to_csv(index=False).splitlines()
+    lines[1] += ",0.5"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(
+        DataError,
+        match=r"shifted.csv: the header names 5 columns, data row 1 holds 6 fields and data row 2 holds 5",
+    ):
+        load_file(path)
+
+
+def test_row_names_without_a_header_cell_are_read_aligned(tmp_path, frame) -> None:
+    """R's write.table: every row starts with a row name the header does not name."""
+    path = tmp_path / "rownames.csv"
+    lines = frame.to_csv(index=False).splitlines()
+    path.write_text(
+        "\n".join([lines[0], *(f'"{i}",{x}' for i, x in enumerate(lines[1:], 1))]) + "\n"
+    )
+    table = load_file(path)
+    plain = tmp_path / "plain.csv"
+    frame.to_csv(plain, index=False)
+    assert table.X.tolist() == load_file(plain).X.tolist()

@@ -110,6 +110,19 @@ SPECIFIC: dict[tuple[str, str], str] = {
     ("not-numeric", "time_col"): (
         "name the time column with --time COL (its values are not numbers or dates)"
     ),
+    # The column is the right one; one row lacks its value (a line cut short,
+    # a stray line at the end): naming the column again would not help.
+    **{
+        ("blank", setting): (
+            f"a row has no {what} (a line cut short, or a stray line such as a "
+            "footer?); repair or remove that line, or leave the file out with --exclude GLOB"
+        )
+        for setting, what in (
+            ("time_col", "time"),
+            ("user_col", "user"),
+            ("streams.keys", "stream key"),
+        )
+    },
 }
 
 #: Settings init detects itself from the first file (no option sets them): when

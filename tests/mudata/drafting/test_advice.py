@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import pickle
+import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,7 @@ from mudata.errors import (
     Reason,
     RegistryError,
 )
+from tests.conftest import SHARED_DATA
 
 #: Words of an entry's fields that a user of init must never be shown.
 INTERNAL = ("reader_options", "field '", "_col", "path_pattern", "feature_cols")
@@ -250,3 +252,33 @@ def test_the_detail_keeps_the_readers_words_in_options():
     detail = plain_detail("a.csv: name it as reader_options.recording_col, or in path_pattern")
     assert detail == "a.csv: name it as --recording, or in --path-pattern"
     assert len(plain_detail("x " * 1000)) <= 300
+
+
+@pytest.mark.release
+@pytest.mark.parametrize(("how", "row"), [("cut", 4), ("cut", 299), ("footer", 1351)])
+def test_a_row_without_its_time_is_not_sent_to_name_the_time_column(
+    tmp_path: Path, how: str, row: int
+) -> None:
+    """GeoTec's first file with a line cut to its first field, or a footer line:
+    init found the time column and then advised naming it with --time COL."""
+    release = SHARED_DATA / "releases" / "geotec_sp_sw_har_s01-s09.tar.gz"
+    if not release.is_file():
+        pytest.skip(f"shared release not found at {release}")
+    with tarfile.open(release) as tf:
+        tf.extractall(tmp_path / "x", filter="data")
+    first = next((tmp_path / "x").rglob("s01_01_sp.csv"))
+    lines = first.read_text().splitlines(keepends=True)
+    if how == "cut":
+        lines[row + 1] = lines[row + 1].split(",")[0] + "\n"
+    else:
+        lines.append("END\n")
+    first.write_text("".join(lines))
+    result = CliRunner().invoke(
+        main, ["init", str(tmp_path / "x"), "--name", "g", "-o", str(tmp_path / "g.toml")]
+    )
+    assert result.exit_code != 0
+    assert "a row has no time (a line cut short, or a stray line such as a footer?)" in (
+        result.output
+    ), result.output
+    assert f"time column 'timestamp' is blank at row {row})" in result.output
+    assert "--time COL" not in result.output

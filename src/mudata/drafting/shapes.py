@@ -137,7 +137,10 @@ def text_shape(text: str) -> Shape:
     first = _split(data[0], shape.separator) if data else []
     second = _split(data[1], shape.separator) if len(data) > 1 else None
     shape.fields = first
-    shape.header = bool(first) and _names(first, second)
+    # The header line twice at the top (files joined with their headers) is a
+    # header: the read then names its repeat (readers.delimited).
+    twice = first == second and not _numbers_only(first)
+    shape.header = bool(first) and (_names(first, second) or twice)
     if not shape.header and comments and first:
         last = comments[-1][1].lstrip(" \t")[len(shape.comment or "") :].strip()
         if shape.line_end:

@@ -294,3 +294,21 @@ def test_motionsense_with_a_field_too_many_in_its_first_row(tmp_path: Path, fiel
         "sub_1.csv: the header names 13 columns, data row 1 holds 14 fields and data row 2 holds 13"
         in result.output
     ), result.output
+
+
+@pytest.mark.parametrize("sep", SEPARATORS.values(), ids=SEPARATORS.keys())
+def test_the_header_twice_at_the_top_is_named(tmp_path: Path, sep: str) -> None:
+    """Two header lines first: init took the file for one without a header
+    (no line of numbers under the names) and asked for a label column."""
+    data = tmp_path / "data"
+    write_users(data, ["u1", "u2", "u3"], np.random.default_rng(5))
+    for csv in data.glob("*.csv"):
+        lines = pd.read_csv(csv).to_csv(sep=sep, index=False).splitlines()
+        csv.write_text("\n".join([lines[0], *lines]) + "\n")
+    result = CliRunner().invoke(
+        mudata_main, ["init", str(data), "--name", "x", "-o", str(tmp_path / "x.toml")]
+    )
+    assert result.exit_code != 0
+    assert "u1.csv: data row 1 repeats the header line ('user', 'act', 'f1', 'f2')" in (
+        result.output
+    ), result.output

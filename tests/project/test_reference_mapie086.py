@@ -34,13 +34,17 @@ STRATEGIES = ("mm", "udm", "uim", "ucm")
 CLASSIFIERS = ("nb", "rf", "svm", "knn")
 
 #: The most ties one compared iteration may excuse (all four strategies and
-#: classifiers, every user). GaussianNB's probabilities of near-certain rows sit
-#: within 1e-14 of 1, where many calibration scores are tied at a score of 0:
-#: a last-bit difference there moves a whole block of tied scores across a
-#: test score, and a p-value jumps (0.70 against 1.0 on gestures). One
-#: iteration showed 4 such p-values on WISDM and 3 on gestures, all GaussianNB's;
-#: a handful is that, and more would be a real divergence hiding behind the rule.
-MAX_TIES_PER_ITERATION = 8
+#: classifiers, every user), and only GaussianNB's. Its probabilities of
+#: near-certain rows sit within 1e-14 of 1, where many calibration scores are
+#: tied at a score of 0: a last-bit difference there moves a whole block of
+#: tied scores across a test score, and a p-value jumps (0.70 against 1.0 on
+#: gestures). Measured on WISDM over 20 iterations (scikit-learn 1.9.1 against
+#: 1.5.2): 196 such p-values, 1 to 20 per iteration, every one GaussianNB's and
+#: none changing a set. A tie of another classifier, or more than this many,
+#: would be a real divergence hiding behind the rule.
+MAX_TIES_PER_ITERATION = 32
+#: The classifier whose probabilities the ties come from (its code in the runs).
+TIED_CLASSIFIER = "nb"
 
 
 @pytest.fixture(scope="session")
@@ -97,6 +101,8 @@ def _assert_agree(
     assert len(diff.ties) <= bound, (
         f"{len(diff.ties)} ties in {iterations} iterations: over {bound}"
     )
+    others = [t for t in diff.ties if f"/{TIED_CLASSIFIER} iteration " not in t]
+    assert not others, f"ties outside {TIED_CLASSIFIER}: " + "\n".join(others[:10])
     # A set differs only where a tie was counted.
     set_ties = sum(line.startswith("set member at a tie") for line in diff.ties)
     assert sum(diff.set_rows_by_strategy.values()) <= set_ties

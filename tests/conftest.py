@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,18 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
 WISDM_DIR = SHARED_DATA / "wisdm"
 GESTURES_ZIP = SHARED_DATA / "gestures" / "gestures-dataset.zip"
+RELEASES = SHARED_DATA / "releases"
+
+
+def extract_release(name: str, into: Path) -> Path:
+    """The shared release ``name`` (``releases/<name>.tar.gz``, as published),
+    unpacked into ``into`` for a test to alter; the test is skipped without it."""
+    archive = RELEASES / f"{name}.tar.gz"
+    if not archive.is_file():
+        pytest.skip(f"shared release not found at {archive}")
+    with tarfile.open(archive) as tf:
+        tf.extractall(into, filter="data")
+    return into
 
 
 @pytest.fixture(autouse=True)

@@ -36,8 +36,9 @@ def sniff_delimited(head: str) -> tuple[str | None, str]:
     the first lines wins, tab before semicolon before comma (a semicolon file
     with decimal commas holds commas too); from five lines on, one line may
     differ, and one in ten from twenty (a line cut short, a cell holding the
-    separator), so that one broken line does not make a whole file one column. Decimal commas are
-    assumed when the separator is not a comma and some field reads as ``12,5``.
+    separator), so that one broken line does not make a whole file one
+    column. Decimal commas are assumed when the separator is not a comma and
+    some field reads as ``12,5``.
 
     Returns
     -------

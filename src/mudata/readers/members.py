@@ -125,14 +125,11 @@ def parse_member(
                 )
                 data, encoding = text.encode("utf-8"), "utf-8"
             sep = separator or (r"\s+" if fmt == "text" else ",")
+            fields = None if sep == r"\s+" else sep  # None: whitespace-separated
             # The header's columns first: 700,000 of them take gigabytes in pandas.
-            check_csv_header(
-                data, member, separator=None if sep == r"\s+" else sep, encoding=encoding
-            )
+            check_csv_header(data, member, separator=fields, encoding=encoding)
             if header:
-                check_first_row(
-                    data, member, separator=None if sep == r"\s+" else sep, encoding=encoding
-                )
+                check_first_row(data, member, separator=fields, encoding=encoding)
             # low_memory=False: the whole file is typed at once, so a column is
             # never given mixed types (and pandas' DtypeWarning never shows).
             table = pd.read_csv(

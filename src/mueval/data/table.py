@@ -124,11 +124,10 @@ def max_score_cells() -> int:
 _EXCERPT = 200
 
 
-def _first_text_cell(df: pd.DataFrame, bad: Sequence[str]) -> str:
-    """Where the first of the ``bad`` columns holds text that is no number, for
-    the message (a stray ``"n/a"``, or the header line again), or ``""``."""
-    column = next((c for c in df.columns if str(c) == bad[0]), None)
-    if column is None or not pd.api.types.is_string_dtype(df[column].dtype):
+def _first_text_cell(df: pd.DataFrame, column: object) -> str:
+    """Where ``column`` holds text that is no number, for the message (a stray
+    ``"n/a"``, or the header line again), or ``""``."""
+    if not pd.api.types.is_string_dtype(df[column].dtype):
         return ""
     cells = df[column]
     text = cells.notna() & pd.to_numeric(cells, errors="coerce").isna()
@@ -224,7 +223,7 @@ def table_from_frame(
         message = f"{source}: no feature columns besides {user_col!r} and {label_col!r}"
         raise DataError(message)
     bad = [
-        str(c)
+        c
         for c in features
         if not pd.api.types.is_numeric_dtype(df[c])
         or pd.api.types.is_bool_dtype(df[c])
@@ -234,7 +233,7 @@ def table_from_frame(
     if bad:
         message = (
             f"{source}: feature columns must be numeric; not numeric: {_listed(bad)}"
-            f"{_first_text_cell(df, bad)} (name the user and label columns with "
+            f"{_first_text_cell(df, bad[0])} (name the user and label columns with "
             "--user-col/--label-col, or drop these columns)"
         )
         raise DataError(message)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import pickle
-import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +30,7 @@ from mudata.errors import (
     Reason,
     RegistryError,
 )
-from tests.conftest import SHARED_DATA
+from tests.conftest import extract_release
 
 #: Words of an entry's fields that a user of init must never be shown.
 INTERNAL = ("reader_options", "field '", "_col", "path_pattern", "feature_cols")
@@ -261,11 +260,7 @@ def test_a_row_without_its_time_is_not_sent_to_name_the_time_column(
 ) -> None:
     """GeoTec's first file with a line cut to its first field, or a footer line:
     init found the time column and then advised naming it with --time COL."""
-    release = SHARED_DATA / "releases" / "geotec_sp_sw_har_s01-s09.tar.gz"
-    if not release.is_file():
-        pytest.skip(f"shared release not found at {release}")
-    with tarfile.open(release) as tf:
-        tf.extractall(tmp_path / "x", filter="data")
+    extract_release("geotec_sp_sw_har_s01-s09", tmp_path / "x")
     first = next((tmp_path / "x").rglob("s01_01_sp.csv"))
     lines = first.read_text().splitlines(keepends=True)
     if how == "cut":

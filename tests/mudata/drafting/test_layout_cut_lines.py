@@ -10,7 +10,6 @@ now taken over the pairs of successive values that are both numbers.
 
 from __future__ import annotations
 
-import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +19,7 @@ from click.testing import CliRunner
 
 from mudata.cli import main as mudata_main
 from mudata.drafting.layout import _lag1
-from tests.conftest import SHARED_DATA
+from tests.conftest import extract_release
 
 
 def test_lag1_skips_the_pairs_with_a_missing_value() -> None:
@@ -74,11 +73,7 @@ def test_signals_with_a_line_cut_short_stay_signals(tmp_path: Path, sep: str, cu
 @pytest.mark.release
 @pytest.mark.parametrize("line", [3, 500, 1700])
 def test_motionsense_with_a_line_cut_short_is_drafted_as_signals(tmp_path: Path, line: int) -> None:
-    release = SHARED_DATA / "releases" / "motionsense_sub1-4.tar.gz"
-    if not release.is_file():
-        pytest.skip(f"shared release not found at {release}")
-    with tarfile.open(release) as tf:
-        tf.extractall(tmp_path / "x", filter="data")
+    extract_release("motionsense_sub1-4", tmp_path / "x")
     data = next((tmp_path / "x").rglob("A_DeviceMotion_data"))
     first = data / "dws_1" / "sub_1.csv"  # the file init reads first
     lines = first.read_text().splitlines(keepends=True)

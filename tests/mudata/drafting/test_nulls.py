@@ -24,7 +24,7 @@ from click.testing import CliRunner
 import mudata
 from mudata.cli import main as mudata_main
 from mudata.drafting.nulls import legend, null_classes
-from tests.conftest import SHARED_DATA
+from tests.conftest import SHARED_DATA, extract_release
 
 RATE = 50
 WINDOW = 150  # 3 s at 50 Hz: init's default window
@@ -219,11 +219,7 @@ def test_files_of_one_class_say_so(tmp_path: Path, label: tuple[str, ...]) -> No
 @pytest.mark.release
 def test_chest_release_of_one_class_says_so(tmp_path: Path) -> None:
     """The chest release's own files, cut to the rows of activity 1."""
-    release = SHARED_DATA / "releases" / "chest_accel_casale_p1-8.tar.gz"
-    if not release.is_file():
-        pytest.skip(f"shared release not found at {release}")
-    with tarfile.open(release) as tf:
-        tf.extractall(tmp_path / "x", filter="data")
+    extract_release("chest_accel_casale_p1-8", tmp_path / "x")
     data = next((tmp_path / "x").rglob("1.csv")).parent
     for csv in data.glob("*.csv"):
         rows = [x for x in csv.read_text().splitlines() if x.endswith(",1")]

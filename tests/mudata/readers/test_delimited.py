@@ -21,7 +21,7 @@ from mudata.cli import main as mudata_main
 from mudata.errors import ParseError
 from mudata.readers.delimited import check_no_repeated_header, sniff_delimited
 from mudata.registry.lookup import load_entry_file
-from tests.conftest import SHARED_DATA
+from tests.conftest import SHARED_DATA, extract_release
 from tests.mudata.readers.test_members import entry_text, write_users
 
 SEPARATORS = {"comma": ",", "semicolon": ";", "tab": "\t"}
@@ -164,11 +164,7 @@ def test_chest_release_with_a_line_cut_short_in_its_first_file(tmp_path: Path, l
     counter): init made the file one column and called it a metadata sheet;
     it now drafts the five columns, counts the row without a label, and the
     draft builds."""
-    release = SHARED_DATA / "releases" / "chest_accel_casale_p1-8.tar.gz"
-    if not release.is_file():
-        pytest.skip(f"shared release not found at {release}")
-    with tarfile.open(release) as tf:
-        tf.extractall(tmp_path / "x", filter="data")
+    extract_release("chest_accel_casale_p1-8", tmp_path / "x")
     first = next((tmp_path / "x").rglob("1.csv"))
     lines = first.read_text().splitlines(keepends=True)
     lines[line] = lines[line].split(",")[0] + "\n"
@@ -266,11 +262,7 @@ def test_motionsense_with_a_field_too_many_in_its_first_row(tmp_path: Path, fiel
     """sub_1.csv of MotionSense with one more field on its first data row: init
     dropped userAcceleration.z (its column mostly missing) and named the
     channels one column off."""
-    release = SHARED_DATA / "releases" / "motionsense_sub1-4.tar.gz"
-    if not release.is_file():
-        pytest.skip(f"shared release not found at {release}")
-    with tarfile.open(release) as tf:
-        tf.extractall(tmp_path / "x", filter="data")
+    extract_release("motionsense_sub1-4", tmp_path / "x")
     data = next((tmp_path / "x").rglob("A_DeviceMotion_data"))
     first = data / "dws_1" / "sub_1.csv"
     lines = first.read_text().splitlines(keepends=True)

@@ -10,12 +10,13 @@ now taken over the pairs of successive values that are both numbers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from mudata.cli import main as mudata_main
 from mudata.drafting.layout import _lag1
@@ -70,28 +71,24 @@ def test_signals_with_a_line_cut_short_stay_signals(tmp_path: Path, sep: str, cu
     assert "layout: raw signals (lag-1 correlation of successive rows" in result.output
 
 
+def init_motionsense_with(tmp_path: Path, line: int, edit: Callable[[str], str]) -> Result:
+    """``mudata init`` (at 50 Hz) of the MotionSense release with line ``line``
+    of ``sub_1.csv`` in ``dws_1``, the file init reads first, edited."""
+    extract_release("motionsense_sub1-4", tmp_path / "x")
+    data = next((tmp_path / "x").rglob("A_DeviceMotion_data"))
+    first = data / "dws_1" / "sub_1.csv"
+    lines = first.read_text().splitlines(keepends=True)
+    lines[line] = edit(lines[line].rstrip("\n")) + "\n"
+    first.write_text("".join(lines))
+    out = tmp_path / "m.toml"
+    args = ["init", str(data), "--name", "ms", "-o", str(out), "--sampling-rate", "50"]
+    return CliRunner().invoke(mudata_main, args)
+
+
 @pytest.mark.release
 @pytest.mark.parametrize("line", [3, 500, 1700])
 def test_motionsense_with_a_line_cut_short_is_drafted_as_signals(tmp_path: Path, line: int) -> None:
-    extract_release("motionsense_sub1-4", tmp_path / "x")
-    data = next((tmp_path / "x").rglob("A_DeviceMotion_data"))
-    first = data / "dws_1" / "sub_1.csv"  # the file init reads first
-    lines = first.read_text().splitlines(keepends=True)
-    lines[line] = lines[line].split(",")[0] + "\n"
-    first.write_text("".join(lines))
-    result = CliRunner().invoke(
-        mudata_main,
-        [
-            "init",
-            str(data),
-            "--name",
-            "ms",
-            "-o",
-            str(tmp_path / "m.toml"),
-            "--sampling-rate",
-            "50",
-        ],
-    )
+    result = init_motionsense_with(tmp_path, line, lambda text: text.split(",")[0])
     assert result.exit_code == 0, result.output
     assert "layout: raw signals" in result.output
     assert "not used by a feature table" not in result.output

@@ -22,6 +22,7 @@ from mudata.errors import ParseError
 from mudata.readers.delimited import check_no_repeated_header, sniff_delimited
 from mudata.registry.lookup import load_entry_file
 from tests.conftest import SHARED_DATA, extract_release
+from tests.mudata.drafting.test_layout_cut_lines import init_motionsense_with
 from tests.mudata.readers.test_members import entry_text, write_users
 
 SEPARATORS = {"comma": ",", "semicolon": ";", "tab": "\t"}
@@ -262,25 +263,7 @@ def test_motionsense_with_a_field_too_many_in_its_first_row(tmp_path: Path, fiel
     """sub_1.csv of MotionSense with one more field on its first data row: init
     dropped userAcceleration.z (its column mostly missing) and named the
     channels one column off."""
-    extract_release("motionsense_sub1-4", tmp_path / "x")
-    data = next((tmp_path / "x").rglob("A_DeviceMotion_data"))
-    first = data / "dws_1" / "sub_1.csv"
-    lines = first.read_text().splitlines(keepends=True)
-    lines[1] = lines[1].rstrip("\n") + f",{field}\n"
-    first.write_text("".join(lines))
-    result = CliRunner().invoke(
-        mudata_main,
-        [
-            "init",
-            str(data),
-            "--name",
-            "ms",
-            "-o",
-            str(tmp_path / "m.toml"),
-            "--sampling-rate",
-            "50",
-        ],
-    )
+    result = init_motionsense_with(tmp_path, 1, lambda text: f"{text},{field}")
     assert result.exit_code != 0
     assert (
         "sub_1.csv: the header names 13 columns, data row 1 holds 14 fields and data row 2 holds 13"
